@@ -1,0 +1,159 @@
+package catalog
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"kedge.dev/kedge/activities/host"
+)
+
+// TargetKind says what a step running the action is aimed at.
+type TargetKind string
+
+const (
+	// TargetNone: the action needs no `on:`.
+	TargetNone TargetKind = ""
+	// TargetHost: the step's `on:` names the host (or hosts) to run on.
+	TargetHost TargetKind = "host"
+)
+
+// Input types, as the validator checks literal values.
+const (
+	TypeString   = "string"
+	TypeInt      = "int"
+	TypeBool     = "bool"
+	TypeList     = "list"
+	TypeMap      = "map"
+	TypeDuration = "duration"
+	TypeMode     = "mode"
+	TypeObject   = "object"
+)
+
+// Input is one input of an action.
+type Input struct {
+	Name     string   `json:"name"`
+	Type     string   `json:"type"`
+	Required bool     `json:"required,omitempty"`
+	Enum     []string `json:"enum,omitempty"`
+	Doc      string   `json:"doc,omitempty"`
+}
+
+// Action describes one action.
+type Action struct {
+	Name    string     `json:"name"`
+	Doc     string     `json:"doc"`
+	Target  TargetKind `json:"target,omitempty"`
+	Inputs  []Input    `json:"inputs"`
+	Outputs []string   `json:"outputs"`
+	// OneOf lists groups of inputs of which exactly one must be given.
+	OneOf [][]string `json:"oneOf,omitempty"`
+	// Timeout is the default start-to-close timeout of one attempt.
+	Timeout time.Duration `json:"timeout"`
+	// Heartbeat is the heartbeat timeout: a worker that dies mid-attempt is
+	// noticed after this long.
+	Heartbeat time.Duration `json:"heartbeat,omitempty"`
+}
+
+// Input returns the named input.
+func (a Action) Input(name string) (Input, bool) {
+	for _, in := range a.Inputs {
+		if in.Name == name {
+			return in, true
+		}
+	}
+	return Input{}, false
+}
+
+var actions = []Action{
+	describe(host.RunAction, "run a command or script on the host", host.RunInput{}, host.RunResult{}, 10*time.Minute, 30*time.Second, []string{"command", "script"}),
+	describe(host.WriteFileAction, "write a file atomically (temp file + rename), keeping the previous content for undo", host.WriteFileInput{}, host.WriteFileResult{}, 5*time.Minute, 30*time.Second, []string{"content", "contentBase64"}),
+	describe(host.RestoreFileAction, "undo a host.write-file: put the previous content back or remove the file", host.RestoreFileInput{}, host.RestoreFileResult{}, 5*time.Minute, 30*time.Second, nil),
+	describe(host.ReadFileAction, "read a file from the host", host.ReadFileInput{}, host.ReadFileResult{}, 5*time.Minute, 30*time.Second, nil),
+	describe(host.SystemdAction, "daemon-reload, enable/disable, start/stop/restart a systemd unit and wait until it settles", host.SystemdInput{}, host.SystemdResult{}, 10*time.Minute, 30*time.Second, nil),
+}
+
+// Lookup finds an action by name.
+func Lookup(name string) (Action, bool) {
+	i := slices.IndexFunc(actions, func(a Action) bool { return a.Name == name })
+	if i < 0 {
+		return Action{}, false
+	}
+	return actions[i], true
+}
+
+// All returns every action, sorted by name.
+func All() []Action {
+	out := slices.Clone(actions)
+	slices.SortFunc(out, func(a, b Action) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Names returns every action name, sorted.
+func Names() []string {
+	var names []string
+	for _, a := range All() {
+		names = append(names, a.Name)
+	}
+	return names
+}
+
+func describe(name, doc string, in, out any, timeout, heartbeat time.Duration, oneOf []string) Action {
+	a := Action{Name: name, Doc: doc, Timeout: timeout, Heartbeat: heartbeat}
+	if oneOf != nil {
+		a.OneOf = [][]string{oneOf}
+	}
+	t := reflect.TypeOf(in)
+	for i := range t.NumField() {
+		f := t.Field(i)
+		jsonName, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if jsonName == "target" {
+			a.Target = TargetHost
+			continue
+		}
+		if jsonName == "" || jsonName == "-" {
+			continue
+		}
+		input := Input{Name: jsonName, Type: goType(f.Type), Doc: f.Tag.Get("doc")}
+		for _, opt := range strings.Split(f.Tag.Get("kedge"), ",") {
+			switch {
+			case opt == "required":
+				input.Required = true
+			case opt == "duration":
+				input.Type = TypeDuration
+			case opt == "mode":
+				input.Type = TypeMode
+			case strings.HasPrefix(opt, "enum="):
+				input.Enum = strings.Split(strings.TrimPrefix(opt, "enum="), "|")
+			}
+		}
+		a.Inputs = append(a.Inputs, input)
+	}
+	rt := reflect.TypeOf(out)
+	for i := range rt.NumField() {
+		if name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			a.Outputs = append(a.Outputs, name)
+		}
+	}
+	return a
+}
+
+func goType(t reflect.Type) string {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return TypeString
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		return TypeInt
+	case reflect.Bool:
+		return TypeBool
+	case reflect.Slice:
+		return TypeList
+	case reflect.Map:
+		return TypeMap
+	}
+	return TypeObject
+}

@@ -1,0 +1,453 @@
+package expr
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+	"github.com/google/cel-go/ext"
+)
+
+// Variables an expression may use.
+var Variables = []string{"params", "steps", "cluster", "host", "item"}
+
+var (
+	envOnce sync.Once
+	env     *cel.Env
+	envErr  error
+
+	cache sync.Map // source -> cel.Program
+)
+
+func environment() (*cel.Env, error) {
+	envOnce.Do(func() {
+		opts := []cel.EnvOption{ext.Strings(), ext.Lists(), ext.Sets(), cel.OptionalTypes()}
+		for _, v := range Variables {
+			opts = append(opts, cel.Variable(v, cel.DynType))
+		}
+		env, envErr = cel.NewEnv(opts...)
+	})
+	return env, envErr
+}
+
+// Refs are the names an expression reads.
+type Refs struct {
+	Vars   []string // top-level variables used
+	Params []string // params.NAME
+	Steps  []string // steps.ID
+}
+
+// Error is an expression error with the column (0-based, within the
+// expression source) where it was found.
+type Error struct {
+	Offset int
+	Msg    string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// Check compiles src and reports the names it reads.
+func Check(src string) (Refs, error) {
+	e, err := environment()
+	if err != nil {
+		return Refs{}, err
+	}
+	a, iss := e.Compile(src)
+	if iss != nil && iss.Err() != nil {
+		off := 0
+		if errs := iss.Errors(); len(errs) > 0 {
+			off = errs[0].Location.Column()
+		}
+		msg := strings.TrimSpace(iss.Err().Error())
+		// cel prints "ERROR: <input>:1:5: msg\n | src\n | ....^": keep the message.
+		if first, _, ok := strings.Cut(msg, "\n"); ok {
+			msg = first
+		}
+		if i := strings.Index(msg, ": "); strings.HasPrefix(msg, "ERROR: <input>:") && i >= 0 {
+			rest := msg[len("ERROR: <input>:"):]
+			if j := strings.Index(rest, ": "); j >= 0 {
+				msg = rest[j+2:]
+			}
+		}
+		return Refs{}, &Error{Offset: off, Msg: msg}
+	}
+	var refs Refs
+	ast.PreOrderVisit(a.NativeRep().Expr(), ast.NewExprVisitor(func(x ast.Expr) {
+		switch x.Kind() {
+		case ast.IdentKind:
+			refs.Vars = appendUnique(refs.Vars, x.AsIdent())
+		case ast.SelectKind:
+			sel := x.AsSelect()
+			if op := sel.Operand(); op.Kind() == ast.IdentKind {
+				refs.add(op.AsIdent(), sel.FieldName())
+			}
+		case ast.CallKind:
+			call := x.AsCall()
+			if call.FunctionName() == "_[_]" && len(call.Args()) == 2 {
+				op, key := call.Args()[0], call.Args()[1]
+				if op.Kind() == ast.IdentKind && key.Kind() == ast.LiteralKind {
+					if s, ok := key.AsLiteral().(types.String); ok {
+						refs.add(op.AsIdent(), string(s))
+					}
+				}
+			}
+		}
+	}))
+	return refs, nil
+}
+
+func (r *Refs) add(ident, field string) {
+	switch ident {
+	case "params":
+		r.Params = appendUnique(r.Params, field)
+	case "steps":
+		r.Steps = appendUnique(r.Steps, field)
+	}
+}
+
+func appendUnique(s []string, v string) []string {
+	if slices.Contains(s, v) {
+		return s
+	}
+	return append(s, v)
+}
+
+func program(src string) (cel.Program, error) {
+	if p, ok := cache.Load(src); ok {
+		return p.(cel.Program), nil
+	}
+	e, err := environment()
+	if err != nil {
+		return nil, err
+	}
+	a, iss := e.Compile(src)
+	if iss != nil && iss.Err() != nil {
+		return nil, fmt.Errorf("compile %q: %w", src, iss.Err())
+	}
+	p, err := e.Program(a, cel.EvalOptions(cel.OptOptimize))
+	if err != nil {
+		return nil, fmt.Errorf("program %q: %w", src, err)
+	}
+	cache.Store(src, p)
+	return p, nil
+}
+
+// Eval evaluates one expression against vars (plain Go values: maps, lists,
+// strings, numbers, bools) and returns a plain Go value.
+func Eval(src string, vars map[string]any) (any, error) {
+	p, err := program(src)
+	if err != nil {
+		return nil, err
+	}
+	act := map[string]any{}
+	for _, v := range Variables {
+		act[v] = Normalize(vars[v])
+	}
+	out, _, err := p.Eval(act)
+	if err != nil {
+		return nil, fmt.Errorf("evaluate %q: %w", src, err)
+	}
+	return native(out)
+}
+
+// EvalBool evaluates a condition.
+func EvalBool(src string, vars map[string]any) (bool, error) {
+	v, err := Eval(src, vars)
+	if err != nil {
+		return false, err
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, fmt.Errorf("condition %q gave %T, not a bool", src, v)
+	}
+	return b, nil
+}
+
+// Normalize makes a decoded JSON value fit for CEL: integral float64 values
+// become int64 (JSON has one number type; CEL does not mix int and double).
+func Normalize(v any) any {
+	switch x := v.(type) {
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return int64(x)
+		}
+		return x
+	case int:
+		return int64(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = Normalize(e)
+		}
+		return out
+	case []string:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = e
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = Normalize(e)
+		}
+		return out
+	case map[string]string:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = e
+		}
+		return out
+	}
+	return v
+}
+
+func native(v ref.Val) (any, error) {
+	switch x := v.(type) {
+	case types.String:
+		return string(x), nil
+	case types.Int:
+		return int64(x), nil
+	case types.Uint:
+		return int64(x), nil
+	case types.Double:
+		return float64(x), nil
+	case types.Bool:
+		return bool(x), nil
+	case types.Null:
+		return nil, nil
+	case types.Duration:
+		return x.Duration.String(), nil
+	case types.Timestamp:
+		return x.Time.UTC().Format("2006-01-02T15:04:05Z07:00"), nil
+	case traits.Mapper:
+		out := map[string]any{}
+		it := x.Iterator()
+		for it.HasNext() == types.True {
+			k := it.Next()
+			ks, ok := k.(types.String)
+			if !ok {
+				return nil, fmt.Errorf("map key %v is not a string", k)
+			}
+			e, err := native(x.Get(k))
+			if err != nil {
+				return nil, err
+			}
+			out[string(ks)] = e
+		}
+		return out, nil
+	case traits.Lister:
+		var out []any
+		it := x.Iterator()
+		for it.HasNext() == types.True {
+			e, err := native(it.Next())
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, e)
+		}
+		if out == nil {
+			out = []any{}
+		}
+		return out, nil
+	}
+	if types.IsError(v) {
+		return nil, fmt.Errorf("%v", v)
+	}
+	return nil, fmt.Errorf("unsupported value of type %s", v.Type())
+}
+
+// Segment is a piece of a template: literal text or an expression.
+type Segment struct {
+	Text   string
+	Expr   string
+	IsExpr bool
+	Offset int // byte offset of the segment (of the expression for IsExpr) in the template
+}
+
+// Template is a string with `${ expr }` interpolations.
+type Template []Segment
+
+// ErrUnterminated reports a `${` without its closing brace.
+var ErrUnterminated = errors.New("unterminated ${")
+
+// ParseTemplate splits s into literal and expression segments. Braces and
+// quotes inside an expression are matched, so `${ {'a': 1}['a'] }` works.
+// `$${` is a literal `${`.
+func ParseTemplate(s string) (Template, error) {
+	var t Template
+	var lit strings.Builder
+	litStart := 0
+	flush := func(end int) {
+		if lit.Len() > 0 {
+			t = append(t, Segment{Text: lit.String(), Offset: litStart})
+			lit.Reset()
+		}
+		litStart = end
+	}
+	for i := 0; i < len(s); {
+		if strings.HasPrefix(s[i:], "$${") {
+			lit.WriteString("${")
+			i += 3
+			continue
+		}
+		if !strings.HasPrefix(s[i:], "${") {
+			lit.WriteByte(s[i])
+			i++
+			continue
+		}
+		flush(i)
+		end, err := closing(s, i+2)
+		if err != nil {
+			return nil, &Error{Offset: i, Msg: err.Error()}
+		}
+		raw := s[i+2 : end]
+		lead := len(raw) - len(strings.TrimLeft(raw, " \t\n"))
+		src := strings.TrimSpace(raw)
+		if src == "" {
+			return nil, &Error{Offset: i, Msg: "empty ${ }"}
+		}
+		t = append(t, Segment{Expr: src, IsExpr: true, Offset: i + 2 + lead})
+		i = end + 1
+		litStart = i
+	}
+	flush(len(s))
+	return t, nil
+}
+
+func closing(s string, from int) (int, error) {
+	depth := 0
+	var quote byte
+	for i := from; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == '\\' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '{':
+			depth++
+		case c == '}':
+			if depth == 0 {
+				return i, nil
+			}
+			depth--
+		}
+	}
+	return 0, ErrUnterminated
+}
+
+// Single reports whether the template is exactly one expression, in which
+// case it renders to the expression's typed value rather than a string.
+func (t Template) Single() bool { return len(t) == 1 && t[0].IsExpr }
+
+// HasExpr reports whether the template holds any expression.
+func (t Template) HasExpr() bool {
+	return slices.ContainsFunc(t, func(s Segment) bool { return s.IsExpr })
+}
+
+// Render evaluates the template.
+func (t Template) Render(vars map[string]any) (any, error) {
+	if t.Single() {
+		return Eval(t[0].Expr, vars)
+	}
+	var b strings.Builder
+	for _, seg := range t {
+		if !seg.IsExpr {
+			b.WriteString(seg.Text)
+			continue
+		}
+		v, err := Eval(seg.Expr, vars)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString(Stringify(v))
+	}
+	return b.String(), nil
+}
+
+// Stringify formats a value for interpolation into a string.
+func Stringify(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = Stringify(e)
+		}
+		return strings.Join(parts, ",")
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = k + "=" + Stringify(x[k])
+		}
+		return strings.Join(parts, ",")
+	}
+	return fmt.Sprint(v)
+}
+
+// RenderValue renders every string inside v (maps and lists are walked) as a
+// template.
+func RenderValue(v any, vars map[string]any) (any, error) {
+	switch x := v.(type) {
+	case string:
+		t, err := ParseTemplate(x)
+		if err != nil {
+			return nil, err
+		}
+		if !t.HasExpr() {
+			if len(t) == 1 {
+				return t[0].Text, nil
+			}
+			return "", nil
+		}
+		return t.Render(vars)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			r, err := RenderValue(e, vars)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = r
+		}
+		return out, nil
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		out := make(map[string]any, len(x))
+		for _, k := range keys {
+			r, err := RenderValue(x[k], vars)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", k, err)
+			}
+			out[k] = r
+		}
+		return out, nil
+	}
+	return v, nil
+}

@@ -1,0 +1,357 @@
+package inventory
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"kedge.dev/kedge/activities/sshpool"
+	"kedge.dev/kedge/runbooks/source"
+)
+
+// APIVersion and Kind identify an inventory document.
+const (
+	APIVersion = "kedge/v1"
+	Kind       = "Cluster"
+)
+
+// Roles of a node.
+const (
+	RoleController = "controller"
+	RoleWorker     = "worker"
+)
+
+// Cluster is a validated inventory snapshot.
+type Cluster struct {
+	Name        string `json:"name"`
+	SSH         SSH    `json:"ssh"`
+	Controllers []Node `json:"controllers"`
+	Workers     []Node `json:"workers"`
+}
+
+// SSH holds the connection defaults of every node.
+type SSH struct {
+	User           string `json:"user,omitempty"`
+	Port           int    `json:"port,omitempty"`
+	IdentityFile   string `json:"identityFile,omitempty"`
+	Agent          bool   `json:"agent,omitempty"`
+	KnownHostsFile string `json:"knownHostsFile"`
+}
+
+// Node is one host of the cluster.
+type Node struct {
+	Name    string   `json:"name"`
+	Role    string   `json:"role"`
+	Address string   `json:"address"`
+	Port    int      `json:"port,omitempty"`
+	User    string   `json:"user,omitempty"`
+	Labels  []string `json:"labels,omitempty"`
+	Taints  []string `json:"taints,omitempty"`
+}
+
+// Nodes returns controllers then workers.
+func (c *Cluster) Nodes() []Node {
+	return append(slices.Clone(c.Controllers), c.Workers...)
+}
+
+// Node finds a node by name.
+func (c *Cluster) Node(name string) (Node, bool) {
+	for _, n := range c.Nodes() {
+		if n.Name == name {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// Select resolves a node selector: "all", "controllers", "workers", or a
+// node name.
+func (c *Cluster) Select(sel string) ([]string, error) {
+	var nodes []Node
+	switch sel {
+	case "all":
+		nodes = c.Nodes()
+	case "controllers":
+		nodes = c.Controllers
+	case "workers":
+		nodes = c.Workers
+	default:
+		if _, ok := c.Node(sel); !ok {
+			return nil, fmt.Errorf("no node %q in cluster %s (nodes: %s)", sel, c.Name, strings.Join(c.names(), ", "))
+		}
+		return []string{sel}, nil
+	}
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
+	}
+	return names, nil
+}
+
+func (c *Cluster) names() []string {
+	var names []string
+	for _, n := range c.Nodes() {
+		names = append(names, n.Name)
+	}
+	return names
+}
+
+// Target says how to reach a node over SSH.
+func (c *Cluster) Target(name string) (sshpool.Target, error) {
+	n, ok := c.Node(name)
+	if !ok {
+		return sshpool.Target{}, fmt.Errorf("no node %q in cluster %s", name, c.Name)
+	}
+	t := sshpool.Target{
+		Node:           n.Name,
+		Address:        n.Address,
+		Port:           cmpOr(n.Port, c.SSH.Port, 22),
+		User:           cmpOr(n.User, c.SSH.User, "root"),
+		KnownHostsFile: c.SSH.KnownHostsFile,
+	}
+	if !c.SSH.Agent {
+		t.IdentityFile = c.SSH.IdentityFile
+	}
+	return t, nil
+}
+
+func cmpOr[T comparable](vals ...T) T {
+	var zero T
+	for _, v := range vals {
+		if v != zero {
+			return v
+		}
+	}
+	return zero
+}
+
+// LoadFile reads and validates an inventory file. Relative paths in it are
+// resolved against the file's directory.
+func LoadFile(path string) (*Cluster, error) {
+	docs, err := source.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(docs) != 1 {
+		return nil, source.Errors{{Pos: source.At(path, docs[1].Root), Msg: "an inventory file holds one document"}}
+	}
+	c, err := Decode(docs[0])
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", path, err)
+	}
+	c.SSH.IdentityFile = resolve(abs, c.SSH.IdentityFile)
+	c.SSH.KnownHostsFile = resolve(abs, c.SSH.KnownHostsFile)
+	return c, nil
+}
+
+func resolve(dir, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
+}
+
+// Decode validates one parsed inventory document.
+func Decode(doc source.Document) (*Cluster, error) {
+	f := doc.File
+	var errs source.Errors
+	c := &Cluster{}
+	var apiVersion, kind string
+	type pending struct {
+		node  Node
+		key   *yaml.Node
+		attrs map[string]*yaml.Node
+	}
+	var nodes []pending
+	decodeNodes := func(role string) func(v *yaml.Node) {
+		return func(v *yaml.Node) {
+			if v.Kind != yaml.SequenceNode {
+				errs.Addf(source.At(f, v), "%ss must be a list of nodes, got %s", role, source.KindName(v))
+				return
+			}
+			for _, item := range v.Content {
+				p := pending{node: Node{Role: role}, key: item, attrs: map[string]*yaml.Node{}}
+				n := &p.node
+				source.Fields(f, item, role, &errs, map[string]func(*yaml.Node){
+					"name":    func(v *yaml.Node) { n.Name = source.String(f, v, "name", &errs); p.attrs["name"] = v },
+					"address": func(v *yaml.Node) { n.Address = source.String(f, v, "address", &errs); p.attrs["address"] = v },
+					"port":    func(v *yaml.Node) { n.Port = source.Int(f, v, "port", &errs); p.attrs["port"] = v },
+					"user":    func(v *yaml.Node) { n.User = source.String(f, v, "user", &errs) },
+					"labels":  func(v *yaml.Node) { n.Labels = source.Strings(f, v, "labels", &errs); p.attrs["labels"] = v },
+					"taints":  func(v *yaml.Node) { n.Taints = source.Strings(f, v, "taints", &errs); p.attrs["taints"] = v },
+				})
+				nodes = append(nodes, p)
+			}
+		}
+	}
+	var sshNode *yaml.Node
+	source.Fields(f, doc.Root, "inventory", &errs, map[string]func(*yaml.Node){
+		"apiVersion": func(v *yaml.Node) { apiVersion = source.String(f, v, "apiVersion", &errs) },
+		"kind":       func(v *yaml.Node) { kind = source.String(f, v, "kind", &errs) },
+		"metadata": func(v *yaml.Node) {
+			source.Fields(f, v, "metadata", &errs, map[string]func(*yaml.Node){
+				"name": func(v *yaml.Node) {
+					c.Name = source.String(f, v, "metadata.name", &errs)
+					for _, msg := range validation.IsDNS1123Label(c.Name) {
+						errs.Addf(source.At(f, v), "metadata.name %q: %s", c.Name, msg)
+					}
+				},
+				"description": func(v *yaml.Node) { source.String(f, v, "metadata.description", &errs) },
+			})
+		},
+		"ssh": func(v *yaml.Node) {
+			sshNode = v
+			source.Fields(f, v, "ssh", &errs, map[string]func(*yaml.Node){
+				"user":           func(v *yaml.Node) { c.SSH.User = source.String(f, v, "ssh.user", &errs) },
+				"port":           func(v *yaml.Node) { c.SSH.Port = checkPort(f, v, "ssh.port", &errs) },
+				"identityFile":   func(v *yaml.Node) { c.SSH.IdentityFile = source.String(f, v, "ssh.identityFile", &errs) },
+				"agent":          func(v *yaml.Node) { c.SSH.Agent = source.Bool(f, v, "ssh.agent", &errs) },
+				"knownHostsFile": func(v *yaml.Node) { c.SSH.KnownHostsFile = source.String(f, v, "ssh.knownHostsFile", &errs) },
+			})
+		},
+		"controllers": decodeNodes(RoleController),
+		"workers":     decodeNodes(RoleWorker),
+	})
+	top := source.At(f, doc.Root)
+	if apiVersion != APIVersion {
+		errs.Addf(top, "apiVersion must be %q, got %q", APIVersion, apiVersion)
+	}
+	if kind != Kind {
+		errs.Addf(top, "kind must be %q, got %q", Kind, kind)
+	}
+	if c.Name == "" {
+		errs.Addf(top, "metadata.name is required")
+	}
+	switch {
+	case sshNode == nil:
+		errs.Addf(top, "ssh is required: at least ssh.knownHostsFile (host keys are always verified)")
+	case c.SSH.KnownHostsFile == "":
+		errs.Addf(source.At(f, sshNode), "ssh.knownHostsFile is required: host keys are always verified")
+	case c.SSH.IdentityFile == "" && !c.SSH.Agent:
+		errs.Addf(source.At(f, sshNode), "ssh needs identityFile or agent: true")
+	case c.SSH.IdentityFile != "" && c.SSH.Agent:
+		errs.Addf(source.At(f, sshNode), "ssh.identityFile and ssh.agent are exclusive")
+	}
+
+	names := map[string]source.Pos{}
+	addrs := map[string]source.Pos{}
+	for _, p := range nodes {
+		n := p.node
+		at := func(field string) source.Pos {
+			if v, ok := p.attrs[field]; ok {
+				return source.At(f, v)
+			}
+			return source.At(f, p.key)
+		}
+		if n.Name == "" {
+			errs.Addf(at("name"), "%s: name is required", n.Role)
+		} else {
+			for _, msg := range validation.IsDNS1123Label(n.Name) {
+				errs.Addf(at("name"), "%s name %q: %s", n.Role, n.Name, msg)
+			}
+			if prev, dup := names[n.Name]; dup {
+				errs.Addf(at("name"), "duplicate node name %q (first at %s)", n.Name, prev)
+			} else {
+				names[n.Name] = at("name")
+			}
+		}
+		if n.Address == "" {
+			errs.Addf(at("address"), "%s %s: address is required", n.Role, n.Name)
+		} else {
+			key := fmt.Sprintf("%s:%d", n.Address, cmpOr(n.Port, c.SSH.Port, 22))
+			if prev, dup := addrs[key]; dup {
+				errs.Addf(at("address"), "duplicate address %s for node %s (first at %s)", key, n.Name, prev)
+			} else {
+				addrs[key] = at("address")
+			}
+		}
+		if v, ok := p.attrs["port"]; ok {
+			checkPort(f, v, "port", &errs)
+		}
+		if n.Role == RoleController {
+			if len(n.Labels) > 0 {
+				errs.Addf(at("labels"), "controller %s: labels are only allowed on workers (controllers are never labelled by the inventory)", n.Name)
+			}
+			if len(n.Taints) > 0 {
+				errs.Addf(at("taints"), "controller %s: taints are only allowed on workers (controllers are never tainted by the inventory)", n.Name)
+			}
+			continue
+		}
+		for i, l := range n.Labels {
+			if err := ValidateLabel(l); err != nil {
+				errs.Addf(source.At(f, p.attrs["labels"].Content[i]), "worker %s: %v", n.Name, err)
+			}
+		}
+		for i, t := range n.Taints {
+			if err := ValidateTaint(t); err != nil {
+				errs.Addf(source.At(f, p.attrs["taints"].Content[i]), "worker %s: %v", n.Name, err)
+			}
+		}
+		c.Workers = append(c.Workers, n)
+	}
+	for _, p := range nodes {
+		if p.node.Role == RoleController {
+			c.Controllers = append(c.Controllers, p.node)
+		}
+	}
+	if len(nodes) == 0 {
+		errs.Addf(top, "the inventory lists no controllers and no workers")
+	}
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func checkPort(f string, v *yaml.Node, what string, errs *source.Errors) int {
+	p := source.Int(f, v, what, errs)
+	if p < 1 || p > 65535 {
+		errs.Addf(source.At(f, v), "%s %d is out of range 1-65535", what, p)
+	}
+	return p
+}
+
+// ValidateLabel checks a `key=value` node label.
+func ValidateLabel(s string) error {
+	key, value, ok := strings.Cut(s, "=")
+	if !ok {
+		return fmt.Errorf("label %q must be key=value", s)
+	}
+	if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
+		return fmt.Errorf("label %q: key %s", s, strings.Join(msgs, "; "))
+	}
+	if msgs := validation.IsValidLabelValue(value); len(msgs) > 0 {
+		return fmt.Errorf("label %q: value %s", s, strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// TaintEffects are the effects a taint may have.
+var TaintEffects = []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}
+
+// ValidateTaint checks a `key=value:Effect` (or `key:Effect`) node taint.
+func ValidateTaint(s string) error {
+	kv, effect, ok := strings.Cut(s, ":")
+	if !ok {
+		return fmt.Errorf("taint %q must be key=value:Effect", s)
+	}
+	if !slices.Contains(TaintEffects, effect) {
+		return fmt.Errorf("taint %q: effect %q must be one of %s", s, effect, strings.Join(TaintEffects, ", "))
+	}
+	key, value, _ := strings.Cut(kv, "=")
+	if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
+		return fmt.Errorf("taint %q: key %s", s, strings.Join(msgs, "; "))
+	}
+	if msgs := validation.IsValidLabelValue(value); len(msgs) > 0 {
+		return fmt.Errorf("taint %q: value %s", s, strings.Join(msgs, "; "))
+	}
+	return nil
+}

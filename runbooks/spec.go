@@ -1,0 +1,172 @@
+package runbooks
+
+import (
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"kedge.dev/kedge/runbooks/source"
+)
+
+// APIVersion and Kind identify a runbook document.
+const (
+	APIVersion = "kedge/v1"
+	Kind       = "Runbook"
+)
+
+// Parameter types.
+const (
+	ParamString   = "string"
+	ParamInt      = "int"
+	ParamBool     = "bool"
+	ParamDuration = "duration"
+	ParamList     = "list"
+	ParamImage    = "image"
+	ParamNodes    = "nodes"
+)
+
+// ParamTypes lists the valid parameter types.
+var ParamTypes = []string{ParamString, ParamInt, ParamBool, ParamDuration, ParamList, ParamImage, ParamNodes}
+
+// Runbook is a loaded, validated runbook. It is plain data: the workflow
+// receives it as input.
+type Runbook struct {
+	Name        string  `json:"name"`
+	Description string  `json:"description,omitempty"`
+	File        string  `json:"file,omitempty"`
+	Params      []Param `json:"params,omitempty"`
+	Steps       []Step  `json:"steps"`
+
+	src *runbookSource // YAML nodes for positioned errors; nil for runbooks decoded from JSON
+}
+
+// Param declares one parameter.
+type Param struct {
+	Name        string `json:"name"`
+	Type        string `json:"type"`
+	Required    bool   `json:"required,omitempty"`
+	Default     any    `json:"default,omitempty"`
+	Description string `json:"description,omitempty"`
+	Secret      bool   `json:"secret,omitempty"`
+}
+
+// Step is one node of the DAG. Exactly one of Action, Runbook and Approval
+// is set.
+type Step struct {
+	ID       string         `json:"id"`
+	Name     string         `json:"name,omitempty"`
+	Needs    []string       `json:"needs,omitempty"`
+	Action   string         `json:"action,omitempty"`
+	Runbook  string         `json:"runbook,omitempty"`
+	Approval *Approval      `json:"approval,omitempty"`
+	On       string         `json:"on,omitempty"`
+	With     map[string]any `json:"with,omitempty"`
+	When     string         `json:"when,omitempty"`
+	Retry    *Retry         `json:"retry,omitempty"`
+	Timeout  time.Duration  `json:"timeout,omitempty"`
+	Undo     *Undo          `json:"undo,omitempty"`
+}
+
+// Kind says what the step does: "action", "runbook" or "approval".
+func (s *Step) Kind() string {
+	switch {
+	case s.Runbook != "":
+		return "runbook"
+	case s.Approval != nil:
+		return "approval"
+	}
+	return "action"
+}
+
+// Approval pauses the runbook until an operator decides.
+type Approval struct {
+	Prompt string `json:"prompt"`
+}
+
+// Retry is a step's retry policy. Zero values take the defaults.
+type Retry struct {
+	MaxAttempts     int           `json:"maxAttempts,omitempty"`
+	InitialInterval time.Duration `json:"initialInterval,omitempty"`
+	Backoff         float64       `json:"backoff,omitempty"`
+	MaxInterval     time.Duration `json:"maxInterval,omitempty"`
+}
+
+// Retry defaults.
+const (
+	DefaultMaxAttempts     = 3
+	DefaultInitialInterval = time.Second
+	DefaultBackoff         = 2.0
+	DefaultMaxInterval     = time.Minute
+)
+
+// WithDefaults fills unset fields.
+func (r *Retry) WithDefaults() Retry {
+	out := Retry{}
+	if r != nil {
+		out = *r
+	}
+	if out.MaxAttempts == 0 {
+		out.MaxAttempts = DefaultMaxAttempts
+	}
+	if out.InitialInterval == 0 {
+		out.InitialInterval = DefaultInitialInterval
+	}
+	if out.Backoff == 0 {
+		out.Backoff = DefaultBackoff
+	}
+	if out.MaxInterval == 0 {
+		out.MaxInterval = DefaultMaxInterval
+	}
+	return out
+}
+
+// Delay returns the wait before attempt n+1 after attempt n (1-based) failed.
+func (r Retry) Delay(n int) time.Duration {
+	d := float64(r.InitialInterval)
+	for i := 1; i < n; i++ {
+		d *= r.Backoff
+		if d >= float64(r.MaxInterval) {
+			return r.MaxInterval
+		}
+	}
+	return min(time.Duration(d), r.MaxInterval)
+}
+
+// Undo is the compensation of a step: an action run, when the runbook fails,
+// for every completed step in reverse order. Its `with` may read the step's
+// own outputs (steps.ID.outputs). On defaults to the step's On.
+type Undo struct {
+	Action string         `json:"action"`
+	On     string         `json:"on,omitempty"`
+	With   map[string]any `json:"with,omitempty"`
+}
+
+// runbookSource remembers where things were written.
+type runbookSource struct {
+	file   string
+	root   *yaml.Node
+	params map[string]*paramSource
+	steps  []*stepSource
+}
+
+type paramSource struct {
+	key, typ, def *yaml.Node
+}
+
+type stepSource struct {
+	node     *yaml.Node
+	fields   map[string]*yaml.Node // field name -> value node
+	needs    []*yaml.Node
+	withKeys map[string]*yaml.Node
+	withVals map[string]*yaml.Node
+	undo     map[string]*yaml.Node
+	undoKeys map[string]*yaml.Node
+	undoVals map[string]*yaml.Node
+}
+
+func (s *stepSource) pos(file, field string) source.Pos {
+	if n, ok := s.fields[field]; ok {
+		return source.At(file, n)
+	}
+	return source.At(file, s.node)
+}

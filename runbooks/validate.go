@@ -1,0 +1,586 @@
+package runbooks
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"kedge.dev/kedge/activities/catalog"
+	"kedge.dev/kedge/runbooks/expr"
+	"kedge.dev/kedge/runbooks/inventory"
+	"kedge.dev/kedge/runbooks/source"
+)
+
+var (
+	paramNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+	stepIDRE    = regexp.MustCompile(`^[a-z][a-zA-Z0-9_-]*$`)
+	modeRE      = regexp.MustCompile(`^0?[0-7]{3,4}$`)
+)
+
+// childLookup finds a child runbook by name; it returns nil when there is
+// none.
+type childLookup func(name string) (*Runbook, error)
+
+// validate checks a decoded runbook. cluster may be nil (then literal node
+// names are not checked).
+func validate(rb *Runbook, children childLookup, cluster *inventory.Cluster) source.Errors {
+	v := &validator{rb: rb, f: rb.src.file, children: children, cluster: cluster}
+	v.params()
+	v.steps()
+	return v.errs
+}
+
+type validator struct {
+	rb       *Runbook
+	f        string
+	children childLookup
+	cluster  *inventory.Cluster
+	errs     source.Errors
+	index    map[string]int // step id -> index
+}
+
+func (v *validator) at(n *yaml.Node) source.Pos { return source.At(v.f, n) }
+
+func (v *validator) params() {
+	for _, p := range v.rb.Params {
+		ps := v.rb.src.params[p.Name]
+		if !paramNameRE.MatchString(p.Name) {
+			v.errs.Addf(v.at(ps.key), "param name %q must be letters, digits and _ (it is read as params.%s)", p.Name, p.Name)
+		}
+		switch {
+		case p.Type == "":
+			v.errs.Addf(v.at(ps.key), "param %s: type is required (one of %s)", p.Name, strings.Join(ParamTypes, ", "))
+		case !slices.Contains(ParamTypes, p.Type):
+			v.errs.Addf(v.at(ps.typ), "param %s: unknown type %q (one of %s)", p.Name, p.Type, strings.Join(ParamTypes, ", "))
+		case p.Default != nil:
+			if p.Required {
+				v.errs.Addf(v.at(ps.def), "param %s: a required param takes no default", p.Name)
+			}
+			if _, err := CoerceParam(p, p.Default, v.cluster); err != nil {
+				v.errs.Addf(v.at(ps.def), "param %s: bad default: %v", p.Name, err)
+			}
+		}
+	}
+}
+
+func (v *validator) steps() {
+	v.index = map[string]int{}
+	for i, s := range v.rb.Steps {
+		ss := v.rb.src.steps[i]
+		switch {
+		case s.ID == "":
+			v.errs.Addf(source.At(v.f, ss.node), "step: id is required")
+		case !stepIDRE.MatchString(s.ID):
+			v.errs.Addf(ss.pos(v.f, "id"), "step id %q must start with a lowercase letter and hold only letters, digits, - and _", s.ID)
+		}
+		if prev, dup := v.index[s.ID]; dup && s.ID != "" {
+			v.errs.Addf(ss.pos(v.f, "id"), "duplicate step id %q (first at %s)", s.ID, v.rb.src.steps[prev].pos(v.f, "id"))
+			continue
+		}
+		v.index[s.ID] = i
+	}
+	for i := range v.rb.Steps {
+		v.needs(i)
+	}
+	v.cycles()
+	anc := v.ancestors()
+	for i := range v.rb.Steps {
+		v.step(i, anc[i])
+	}
+}
+
+func (v *validator) needs(i int) {
+	s, ss := v.rb.Steps[i], v.rb.src.steps[i]
+	seen := map[string]bool{}
+	for j, need := range s.Needs {
+		pos := ss.pos(v.f, "needs")
+		if j < len(ss.needs) {
+			pos = v.at(ss.needs[j])
+		}
+		switch {
+		case need == s.ID:
+			v.errs.Addf(pos, "step %s needs itself", s.ID)
+		case seen[need]:
+			v.errs.Addf(pos, "step %s lists %q twice in needs", s.ID, need)
+		default:
+			if _, ok := v.index[need]; !ok {
+				v.errs.Addf(pos, "step %s needs %q, which is not a step of this runbook%s", s.ID, need, suggest(need, v.stepIDs()))
+			}
+		}
+		seen[need] = true
+	}
+}
+
+func (v *validator) stepIDs() []string {
+	ids := make([]string, 0, len(v.rb.Steps))
+	for _, s := range v.rb.Steps {
+		ids = append(ids, s.ID)
+	}
+	return ids
+}
+
+// cycles reports every dependency cycle once, naming its steps in order.
+func (v *validator) cycles() {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := make([]int, len(v.rb.Steps))
+	var stack []int
+	var visit func(i int)
+	visit = func(i int) {
+		color[i] = grey
+		stack = append(stack, i)
+		for _, need := range v.rb.Steps[i].Needs {
+			j, ok := v.index[need]
+			if !ok || j == i {
+				continue
+			}
+			switch color[j] {
+			case white:
+				visit(j)
+			case grey:
+				start := slices.Index(stack, j)
+				cyc := make([]string, 0, len(stack)-start+1)
+				for _, k := range stack[start:] {
+					cyc = append(cyc, v.rb.Steps[k].ID)
+				}
+				cyc = append(cyc, v.rb.Steps[j].ID)
+				slices.Reverse(cyc) // needs point backwards: print in run order
+				v.errs.Addf(v.rb.src.steps[j].pos(v.f, "needs"), "dependency cycle: %s", strings.Join(cyc, " -> "))
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[i] = black
+	}
+	for i := range v.rb.Steps {
+		if color[i] == white {
+			visit(i)
+		}
+	}
+}
+
+// ancestors returns, for every step, the set of steps it (transitively)
+// needs. Cycles are tolerated (they are already reported).
+func (v *validator) ancestors() []map[string]bool {
+	out := make([]map[string]bool, len(v.rb.Steps))
+	for i := range v.rb.Steps {
+		seen := map[string]bool{}
+		queue := slices.Clone(v.rb.Steps[i].Needs)
+		for len(queue) > 0 {
+			id := queue[0]
+			queue = queue[1:]
+			j, ok := v.index[id]
+			if !ok || seen[id] {
+				continue
+			}
+			seen[id] = true
+			queue = append(queue, v.rb.Steps[j].Needs...)
+		}
+		out[i] = seen
+	}
+	return out
+}
+
+func (v *validator) step(i int, anc map[string]bool) {
+	s, ss := v.rb.Steps[i], v.rb.src.steps[i]
+	kinds := 0
+	for _, set := range []bool{s.Action != "", s.Runbook != "", s.Approval != nil} {
+		if set {
+			kinds++
+		}
+	}
+	if kinds != 1 {
+		v.errs.Addf(source.At(v.f, ss.node), "step %s must have exactly one of action, runbook or approval", s.ID)
+		return
+	}
+	scope := exprScope{anc: anc, host: s.On != ""}
+	switch {
+	case s.Action != "":
+		v.action(s.ID, s.Action, s.On, s.With, ss.pos(v.f, "action"), ss.pos(v.f, "on"), ss.withKeys, ss.withVals, ss.pos(v.f, "with"), scope)
+	case s.Runbook != "":
+		v.childRunbook(s, ss, scope)
+	case s.Approval != nil:
+		if s.With != nil {
+			v.errs.Addf(ss.pos(v.f, "with"), "step %s: an approval takes no with", s.ID)
+		}
+		if s.On != "" {
+			v.errs.Addf(ss.pos(v.f, "on"), "step %s: an approval takes no on", s.ID)
+		}
+		if s.Undo != nil {
+			v.errs.Addf(ss.pos(v.f, "undo"), "step %s: an approval has nothing to undo", s.ID)
+		}
+	}
+	if s.When != "" {
+		v.expression(s.When, ss.fields["when"], scope, true)
+	}
+	if s.Undo != nil {
+		undoScope := scope
+		undoScope.anc = maps(anc, s.ID)
+		on := cmpOr(s.Undo.On, s.On)
+		onPos := ss.pos(v.f, "on")
+		if n, ok := ss.undo["on"]; ok {
+			onPos = v.at(n)
+		}
+		undoScope.host = on != ""
+		actPos := ss.pos(v.f, "undo")
+		if n, ok := ss.undo["action"]; ok {
+			actPos = v.at(n)
+		}
+		withPos := actPos
+		if n, ok := ss.undo["with"]; ok {
+			withPos = v.at(n)
+		}
+		if s.Undo.Action == "" {
+			v.errs.Addf(ss.pos(v.f, "undo"), "step %s: undo.action is required", s.ID)
+		} else {
+			v.action(s.ID+" undo", s.Undo.Action, on, s.Undo.With, actPos, onPos, ss.undoKeys, ss.undoVals, withPos, undoScope)
+		}
+	}
+}
+
+func maps(m map[string]bool, extra string) map[string]bool {
+	out := map[string]bool{extra: true}
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+type exprScope struct {
+	anc  map[string]bool // steps whose outputs are readable
+	host bool            // `host` is defined
+}
+
+func (v *validator) action(who, name, on string, with map[string]any, actPos, onPos source.Pos, keys, vals map[string]*yaml.Node, withPos source.Pos, scope exprScope) {
+	a, ok := catalog.Lookup(name)
+	if !ok {
+		v.errs.Addf(actPos, "step %s: unknown action %q%s (see kedge actions)", who, name, suggest(name, catalog.Names()))
+		return
+	}
+	switch {
+	case a.Target == catalog.TargetHost && on == "":
+		v.errs.Addf(actPos, "step %s: action %s runs on a host: add on: (a node name, a list, or an expression such as ${ params.nodes })", who, name)
+	case a.Target != catalog.TargetHost && on != "":
+		v.errs.Addf(onPos, "step %s: action %s does not run on a host: remove on:", who, name)
+	case on != "":
+		v.on(who, on, onPos, scope)
+	}
+	for _, k := range sortedKeys(with) {
+		in, ok := a.Input(k)
+		if !ok {
+			var names []string
+			for _, in := range a.Inputs {
+				names = append(names, in.Name)
+			}
+			v.errs.Addf(v.at(keys[k]), "step %s: action %s has no input %q%s (inputs: %s)", who, name, k, suggest(k, names), strings.Join(names, ", "))
+			continue
+		}
+		v.value(who, in, with[k], vals[k], scope)
+	}
+	for _, in := range a.Inputs {
+		if _, ok := with[in.Name]; in.Required && !ok {
+			v.errs.Addf(withPos, "step %s: action %s needs input %q", who, name, in.Name)
+		}
+	}
+	for _, group := range a.OneOf {
+		n := 0
+		for _, k := range group {
+			if _, ok := with[k]; ok {
+				n++
+			}
+		}
+		if n != 1 {
+			v.errs.Addf(withPos, "step %s: action %s needs exactly one of the inputs %s", who, name, strings.Join(group, ", "))
+		}
+	}
+}
+
+// value checks one input value: expressions compile and read only what is in
+// scope; literals have the input's type.
+func (v *validator) value(who string, in catalog.Input, val any, n *yaml.Node, scope exprScope) {
+	if v.templates(val, n, scope) {
+		return // typed at run time
+	}
+	var bad string
+	switch in.Type {
+	case catalog.TypeString:
+		if _, ok := val.(string); !ok {
+			if _, isMap := val.(map[string]any); isMap {
+				bad = "a string"
+			} else if _, isList := val.([]any); isList {
+				bad = "a string"
+			}
+		}
+	case catalog.TypeInt:
+		if _, ok := val.(int64); !ok {
+			bad = "an integer"
+		}
+	case catalog.TypeBool:
+		if _, ok := val.(bool); !ok {
+			bad = "true or false"
+		}
+	case catalog.TypeList:
+		if _, ok := val.([]any); !ok {
+			bad = "a list"
+		}
+	case catalog.TypeMap:
+		if _, ok := val.(map[string]any); !ok {
+			bad = "a mapping"
+		}
+	case catalog.TypeDuration:
+		s, ok := val.(string)
+		if _, err := time.ParseDuration(s); !ok || err != nil {
+			bad = "a duration such as 30s or 5m"
+		}
+	case catalog.TypeMode:
+		s, ok := val.(string)
+		if !ok || !modeRE.MatchString(s) {
+			bad = `a quoted octal mode such as "0644"`
+		}
+	}
+	if bad == "" && len(in.Enum) > 0 {
+		if s, _ := val.(string); !slices.Contains(in.Enum, s) {
+			bad = "one of " + strings.Join(in.Enum, ", ")
+		}
+	}
+	if bad != "" {
+		v.errs.Addf(v.at(n), "step %s: input %s must be %s, got %s", who, in.Name, bad, describe(val))
+	}
+}
+
+func describe(val any) string {
+	switch x := val.(type) {
+	case string:
+		return strconv.Quote(x)
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a mapping"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%v", val)
+}
+
+// templates checks every `${ }` inside val; it reports whether val holds
+// any expression.
+func (v *validator) templates(val any, n *yaml.Node, scope exprScope) bool {
+	switch x := val.(type) {
+	case string:
+		return v.expression(x, n, scope, false)
+	case []any:
+		any := false
+		for i, e := range x {
+			var c *yaml.Node
+			if n != nil && n.Kind == yaml.SequenceNode && i < len(n.Content) {
+				c = n.Content[i]
+			}
+			any = v.templates(e, cmpNode(c, n), scope) || any
+		}
+		return any
+	case map[string]any:
+		any := false
+		for _, k := range sortedKeys(x) {
+			var c *yaml.Node
+			if n != nil && n.Kind == yaml.MappingNode {
+				for i := 0; i+1 < len(n.Content); i += 2 {
+					if n.Content[i].Value == k {
+						c = n.Content[i+1]
+					}
+				}
+			}
+			any = v.templates(x[k], cmpNode(c, n), scope) || any
+		}
+		return any
+	}
+	return false
+}
+
+func cmpNode(a, b *yaml.Node) *yaml.Node {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// expression checks a template (or, for a condition, a bare CEL expression
+// or a single ${ }). It reports whether s holds an expression.
+func (v *validator) expression(s string, n *yaml.Node, scope exprScope, condition bool) bool {
+	base := v.at(n)
+	if n != nil && (n.Style == yaml.DoubleQuotedStyle || n.Style == yaml.SingleQuotedStyle) {
+		base = base.Shift(1)
+	}
+	exact := n != nil && n.Kind == yaml.ScalarNode && !strings.Contains(s, "\n") && (n.Style == 0 || n.Style == yaml.DoubleQuotedStyle || n.Style == yaml.SingleQuotedStyle)
+	posAt := func(off int) source.Pos {
+		if exact {
+			return base.Shift(off)
+		}
+		return base
+	}
+	t, err := expr.ParseTemplate(s)
+	if err != nil {
+		e := err.(*expr.Error)
+		v.errs.Addf(posAt(e.Offset), "bad expression: %s", e.Msg)
+		return true
+	}
+	segs := []expr.Segment(t)
+	if condition && !t.HasExpr() {
+		segs = []expr.Segment{{Expr: s, IsExpr: true}}
+	}
+	if condition && t.HasExpr() && !t.Single() {
+		v.errs.Addf(posAt(0), "a condition is one expression: write it bare or as a single ${ }")
+		return true
+	}
+	found := false
+	for _, seg := range segs {
+		if !seg.IsExpr {
+			continue
+		}
+		found = true
+		refs, err := expr.Check(seg.Expr)
+		if err != nil {
+			off := seg.Offset
+			if e, ok := err.(*expr.Error); ok {
+				off += e.Offset
+			}
+			v.errs.Addf(posAt(off), "bad expression %q: %v", seg.Expr, err)
+			continue
+		}
+		pos := posAt(seg.Offset)
+		for _, name := range refs.Vars {
+			switch {
+			case name == "host" && !scope.host:
+				v.errs.Addf(pos, "host is only defined in a step with on:")
+			case name == "item":
+				v.errs.Addf(pos, "item is only defined inside a rollout")
+			}
+		}
+		for _, p := range refs.Params {
+			if !slices.ContainsFunc(v.rb.Params, func(x Param) bool { return x.Name == p }) {
+				var names []string
+				for _, x := range v.rb.Params {
+					names = append(names, x.Name)
+				}
+				v.errs.Addf(pos, "unknown param %q%s", p, suggest(p, names))
+			}
+		}
+		for _, id := range refs.Steps {
+			if _, ok := v.index[id]; !ok {
+				v.errs.Addf(pos, "unknown step %q%s", id, suggest(id, v.stepIDs()))
+			} else if !scope.anc[id] {
+				v.errs.Addf(pos, "step %q is read here but is not in this step's needs (directly or through other steps), so it may not have run yet", id)
+			}
+		}
+	}
+	return found
+}
+
+func (v *validator) on(who, on string, pos source.Pos, scope exprScope) {
+	t, err := expr.ParseTemplate(on)
+	if err != nil || t.HasExpr() {
+		n := &yaml.Node{Kind: yaml.ScalarNode, Line: pos.Line, Column: pos.Col}
+		v.expression(on, n, scope, false)
+		return
+	}
+	if v.cluster == nil {
+		return
+	}
+	for _, name := range strings.Split(on, ",") {
+		if _, err := v.cluster.Select(strings.TrimSpace(name)); err != nil {
+			v.errs.Addf(pos, "step %s: on: %v", who, err)
+		}
+	}
+}
+
+func (v *validator) childRunbook(s Step, ss *stepSource, scope exprScope) {
+	if s.On != "" {
+		v.errs.Addf(ss.pos(v.f, "on"), "step %s: a runbook step takes no on (pass nodes as a param)", s.ID)
+	}
+	child, err := v.children(s.Runbook)
+	if err != nil {
+		v.errs.Addf(ss.pos(v.f, "runbook"), "step %s: %v", s.ID, err)
+		return
+	}
+	if child == nil {
+		v.errs.Addf(ss.pos(v.f, "runbook"), "step %s: unknown runbook %q", s.ID, s.Runbook)
+		return
+	}
+	for _, k := range sortedKeys(s.With) {
+		i := slices.IndexFunc(child.Params, func(p Param) bool { return p.Name == k })
+		if i < 0 {
+			var names []string
+			for _, p := range child.Params {
+				names = append(names, p.Name)
+			}
+			v.errs.Addf(v.at(ss.withKeys[k]), "step %s: runbook %s has no param %q%s", s.ID, s.Runbook, k, suggest(k, names))
+			continue
+		}
+		if !v.templates(s.With[k], ss.withVals[k], scope) {
+			if _, err := CoerceParam(child.Params[i], s.With[k], v.cluster); err != nil {
+				v.errs.Addf(v.at(ss.withVals[k]), "step %s: param %s of runbook %s: %v", s.ID, k, s.Runbook, err)
+			}
+		}
+	}
+	for _, p := range child.Params {
+		if _, ok := s.With[p.Name]; p.Required && !ok {
+			v.errs.Addf(ss.pos(v.f, "runbook"), "step %s: runbook %s needs param %q", s.ID, s.Runbook, p.Name)
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// suggest returns ` (did you mean "x"?)` for the closest candidate.
+func suggest(got string, candidates []string) string {
+	best, bestD := "", 3
+	for _, c := range candidates {
+		if d := levenshtein(got, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
