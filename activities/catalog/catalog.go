@@ -37,6 +37,7 @@ type Input struct {
 	Type     string   `json:"type"`
 	Required bool     `json:"required,omitempty"`
 	Enum     []string `json:"enum,omitempty"`
+	Elem     string   `json:"elem,omitempty"` // item type of a list
 	Doc      string   `json:"doc,omitempty"`
 }
 
@@ -116,6 +117,9 @@ func describe(name, doc string, in, out any, timeout, heartbeat time.Duration, o
 			continue
 		}
 		input := Input{Name: jsonName, Type: goType(f.Type), Doc: f.Tag.Get("doc")}
+		if input.Type == TypeList {
+			input.Elem = goType(f.Type.Elem())
+		}
 		for _, opt := range strings.Split(f.Tag.Get("kedge"), ",") {
 			switch {
 			case opt == "required":

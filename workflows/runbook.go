@@ -1,0 +1,576 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"kedge.dev/kedge/activities/catalog"
+	"kedge.dev/kedge/runbooks"
+	"kedge.dev/kedge/runbooks/expr"
+)
+
+// Runbook runs a runbook's DAG: every step whose needs are met starts at
+// once; a failed step stops new scheduling, lets running siblings finish,
+// then the undo of every completed step runs in reverse completion order.
+func Runbook(ctx workflow.Context, in RunbookInput) (RunbookResult, error) {
+	r := newRun(ctx, in)
+	if err := workflow.SetQueryHandlerWithOptions(ctx, ProgressQuery, r.progressQuery, workflow.QueryHandlerOptions{
+		Description: "every step's state, attempts, start/end times and last error",
+	}); err != nil {
+		return RunbookResult{}, err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, ApproveUpdate, r.approve, workflow.UpdateHandlerOptions{
+		Validator:   r.validateDecision,
+		Description: "approve or reject a step waiting for approval",
+	}); err != nil {
+		return RunbookResult{}, err
+	}
+	err := r.execute(ctx)
+	return RunbookResult{Progress: r.snapshot()}, err
+}
+
+type run struct {
+	in       RunbookInput
+	rb       *runbooks.Runbook
+	progress Progress
+	steps    []*stepRun
+	index    map[string]int
+	// completed lists (step, host) pairs in the order they succeeded; undo
+	// walks it backwards.
+	completed []completion
+	done      workflow.Channel
+	waves     []int
+}
+
+type stepRun struct {
+	spec    runbooks.Step
+	p       *StepProgress
+	outputs any
+	// hosts and which of them succeeded, for undo of fan-out steps.
+	hosts    []string
+	single   bool
+	decision *Decision
+}
+
+type completion struct {
+	step int
+	host string // "" for steps not on a host
+}
+
+func newRun(ctx workflow.Context, in RunbookInput) *run {
+	r := &run{in: in, rb: &in.Runbook, index: map[string]int{}, done: workflow.NewBufferedChannel(ctx, len(in.Runbook.Steps))}
+	r.progress = Progress{Runbook: in.Runbook.Name, Cluster: in.Cluster.Name, State: StateRunning, StartedAt: workflow.Now(ctx)}
+	r.progress.Steps = make([]StepProgress, len(in.Runbook.Steps))
+	for i, s := range in.Runbook.Steps {
+		r.progress.Steps[i] = StepProgress{ID: s.ID, Kind: s.Kind(), Action: s.Action, State: StatePending}
+		if s.Approval != nil {
+			r.progress.Steps[i].Prompt = s.Approval.Prompt
+		}
+		r.steps = append(r.steps, &stepRun{spec: s, p: &r.progress.Steps[i]})
+		r.index[s.ID] = i
+	}
+	r.waves = runbooks.Waves(r.rb)
+	return r
+}
+
+func (r *run) progressQuery() (Progress, error) {
+	return r.snapshot(), nil
+}
+
+func (r *run) snapshot() Progress {
+	p := r.progress
+	p.Steps = slices.Clone(r.progress.Steps)
+	return p
+}
+
+// vars are the variables expressions see: params, cluster, and every
+// finished step's state and outputs.
+func (r *run) vars() map[string]any {
+	steps := map[string]any{}
+	for _, s := range r.steps {
+		switch s.p.State {
+		case StateSucceeded, StateSkipped, StateFailed:
+			steps[s.spec.ID] = map[string]any{"state": s.p.State, "outputs": s.outputs}
+		}
+	}
+	return runbooks.Vars(r.in.Params, &r.in.Cluster, steps)
+}
+
+func (r *run) execute(ctx workflow.Context) error {
+	waitCtx, _ := workflow.NewDisconnectedContext(ctx)
+	running := 0
+	failed := false
+	for {
+		if !failed && ctx.Err() == nil {
+			for i, s := range r.steps {
+				if s.p.State == StatePending && r.ready(i) {
+					running++
+					s.p.State = StateRunning
+					now := workflow.Now(ctx)
+					s.p.StartedAt = &now
+					workflow.Go(ctx, func(ctx workflow.Context) {
+						r.runStep(ctx, i)
+						r.done.Send(ctx, i)
+					})
+				}
+			}
+		}
+		if running == 0 {
+			break
+		}
+		var i int
+		r.done.Receive(waitCtx, &i)
+		running--
+		s := r.steps[i]
+		now := workflow.Now(ctx)
+		s.p.EndedAt = &now
+		if s.p.State == StateFailed || s.p.State == StateCancelled {
+			failed = true
+		}
+		r.updateDetails(ctx)
+	}
+	for _, s := range r.steps {
+		if s.p.State == StatePending {
+			s.p.State = StateNotRun
+		}
+	}
+	end := func(state string, err error) error {
+		now := workflow.Now(ctx)
+		r.progress.EndedAt = &now
+		r.progress.State = state
+		if err != nil {
+			r.progress.Error = err.Error()
+		}
+		r.updateDetails(ctx)
+		return err
+	}
+	if ctx.Err() != nil {
+		r.undo(ctx)
+		return end(StateCancelled, temporal.NewCanceledError("runbook cancelled"))
+	}
+	if failed {
+		var names []string
+		for _, s := range r.steps {
+			if s.p.State == StateFailed {
+				names = append(names, fmt.Sprintf("%s (%s)", s.spec.ID, s.p.LastError))
+			}
+		}
+		r.undo(ctx)
+		err := temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("runbook %s failed at step %s", r.rb.Name, strings.Join(names, "; ")), "RunbookFailed", nil)
+		return end(StateFailed, err)
+	}
+	return end(StateSucceeded, nil)
+}
+
+// ready: every need has succeeded or was skipped.
+func (r *run) ready(i int) bool {
+	for _, need := range r.steps[i].spec.Needs {
+		switch r.steps[r.index[need]].p.State {
+		case StateSucceeded, StateSkipped:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func (r *run) updateDetails(ctx workflow.Context) {
+	counts := map[string]int{}
+	var waiting []string
+	for _, s := range r.steps {
+		counts[s.p.State]++
+		if s.p.State == StateWaiting {
+			waiting = append(waiting, s.spec.ID)
+		}
+	}
+	var parts []string
+	for _, st := range []string{StateSucceeded, StateRunning, StateWaiting, StateFailed, StateSkipped, StatePending, StateNotRun, StateCancelled} {
+		if counts[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
+		}
+	}
+	details := fmt.Sprintf("**%s** on %s: %s", r.rb.Name, r.in.Cluster.Name, strings.Join(parts, ", "))
+	if len(waiting) > 0 {
+		details += "\n\nwaiting for approval: " + strings.Join(waiting, ", ")
+	}
+	workflow.SetCurrentDetails(ctx, details)
+}
+
+func (r *run) runStep(ctx workflow.Context, i int) {
+	s := r.steps[i]
+	vars := r.vars()
+	if s.spec.When != "" {
+		ok, err := evalCondition(s.spec.When, vars)
+		if err != nil {
+			r.fail(s, fmt.Errorf("when: %w", err))
+			return
+		}
+		if !ok {
+			s.p.State = StateSkipped
+			return
+		}
+	}
+	var err error
+	switch {
+	case s.spec.Action != "":
+		err = r.runAction(ctx, i, vars)
+	case s.spec.Runbook != "":
+		err = r.runChild(ctx, i, vars)
+	case s.spec.Approval != nil:
+		err = r.waitApproval(ctx, i)
+	}
+	switch {
+	case err == nil:
+		s.p.State = StateSucceeded
+	case temporal.IsCanceledError(err) || ctx.Err() != nil:
+		s.p.State = StateCancelled
+		s.p.LastError = errorMessage(err)
+	default:
+		r.fail(s, err)
+	}
+}
+
+func (r *run) fail(s *stepRun, err error) {
+	s.p.State = StateFailed
+	s.p.LastError = errorMessage(err)
+}
+
+func evalCondition(src string, vars map[string]any) (bool, error) {
+	t, err := expr.ParseTemplate(src)
+	if err != nil {
+		return false, err
+	}
+	if t.Single() {
+		src = t[0].Expr
+	}
+	return expr.EvalBool(src, vars)
+}
+
+// errorMessage is the operator-facing text of an error: the innermost
+// application error's message, without Temporal's wrapping.
+func errorMessage(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Error()
+	}
+	var timeout *temporal.TimeoutError
+	if errors.As(err, &timeout) {
+		return "timed out (" + strings.ToLower(strings.TrimPrefix(timeout.TimeoutType().String(), "TIMEOUT_TYPE_")) + ")"
+	}
+	return err.Error()
+}
+
+// runAction runs the step's action on each of its hosts (or once when it
+// targets none), each with its own retries.
+func (r *run) runAction(ctx workflow.Context, i int, vars map[string]any) error {
+	s := r.steps[i]
+	action, ok := catalog.Lookup(s.spec.Action)
+	if !ok {
+		return temporal.NewNonRetryableApplicationError("unknown action "+s.spec.Action, "InvalidInput", nil)
+	}
+	if action.Target != catalog.TargetHost {
+		out, attempts, err := r.attempts(ctx, s, action, "", s.spec.With, vars)
+		s.p.Attempts = attempts
+		s.outputs = out
+		if err == nil {
+			r.completed = append(r.completed, completion{step: i})
+		}
+		return err
+	}
+	hosts, single, err := runbooks.ResolveOn(s.spec.On, vars, &r.in.Cluster)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError("on: "+err.Error(), "InvalidInput", err)
+	}
+	if len(hosts) == 0 {
+		return nil // nothing to do: an empty node list
+	}
+	s.hosts, s.single = hosts, single
+	s.p.Hosts = make([]HostProgress, len(hosts))
+	results := make([]any, len(hosts))
+	errs := make([]error, len(hosts))
+	wg := workflow.NewWaitGroup(ctx)
+	for h, name := range hosts {
+		s.p.Hosts[h] = HostProgress{Name: name, State: StateRunning}
+		wg.Add(1)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			defer wg.Done()
+			hostVars := withHost(vars, r, name)
+			out, attempts, err := r.attempts(ctx, s, action, name, s.spec.With, hostVars)
+			hp := &s.p.Hosts[h]
+			hp.Attempts = attempts
+			s.p.Attempts = max(s.p.Attempts, attempts)
+			results[h], errs[h] = out, err
+			if err != nil {
+				hp.State, hp.LastError = StateFailed, errorMessage(err)
+				if temporal.IsCanceledError(err) {
+					hp.State = StateCancelled
+				}
+				return
+			}
+			hp.State = StateSucceeded
+			r.completed = append(r.completed, completion{step: i, host: name})
+		})
+	}
+	wg.Wait(ctx)
+	if single {
+		s.outputs = results[0]
+	} else {
+		byHost := map[string]any{}
+		for h, name := range hosts {
+			byHost[name] = results[h]
+		}
+		s.outputs = byHost
+	}
+	var failed []string
+	for h, err := range errs {
+		if err != nil {
+			if temporal.IsCanceledError(err) {
+				return err
+			}
+			failed = append(failed, hosts[h]+": "+errorMessage(err))
+		}
+	}
+	if len(failed) > 0 {
+		if single {
+			return errs[0]
+		}
+		return errors.New(strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+func withHost(vars map[string]any, r *run, name string) map[string]any {
+	out := make(map[string]any, len(vars)+1)
+	for _, k := range []string{"params", "cluster", "steps"} {
+		out[k] = vars[k]
+	}
+	if n, ok := r.in.Cluster.Node(name); ok {
+		out["host"] = runbooks.NodeVar(n)
+	}
+	return out
+}
+
+// attempts runs one action on one host (or none) under the step's retry
+// policy. Retries are driven here rather than by the server so the progress
+// query sees every attempt and its error.
+func (r *run) attempts(ctx workflow.Context, s *stepRun, action catalog.Action, host string, with map[string]any, vars map[string]any) (any, int, error) {
+	input, err := r.input(action, host, with, vars)
+	if err != nil {
+		return nil, 0, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err)
+	}
+	retry := s.spec.Retry.WithDefaults()
+	timeout := s.spec.Timeout
+	if timeout == 0 {
+		timeout = action.Timeout
+	}
+	summary := fmt.Sprintf("%s: %s", s.spec.ID, action.Name)
+	if host != "" {
+		summary += " on " + host
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: timeout,
+		HeartbeatTimeout:    action.Heartbeat,
+		WaitForCancellation: true,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+		Summary:             summary,
+	})
+	for attempt := 1; ; attempt++ {
+		var out map[string]any
+		err := workflow.ExecuteActivity(actx, action.Name, input).Get(ctx, &out)
+		if err == nil {
+			return expr.Normalize(out), attempt, nil
+		}
+		s.p.LastError = errorMessage(err)
+		if host != "" {
+			s.p.LastError = host + ": " + s.p.LastError
+		}
+		if !retryable(err) || attempt >= retry.MaxAttempts || ctx.Err() != nil {
+			return nil, attempt, err
+		}
+		if err := workflow.NewTimer(ctx, retry.Delay(attempt)).Get(ctx, nil); err != nil {
+			return nil, attempt, err
+		}
+	}
+}
+
+func retryable(err error) bool {
+	if temporal.IsCanceledError(err) {
+		return false
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return !app.NonRetryable()
+	}
+	return true
+}
+
+// input renders a step's `with` into the activity's input.
+func (r *run) input(action catalog.Action, host string, with, vars map[string]any) (map[string]any, error) {
+	rendered, err := expr.RenderValue(nonNil(with), vars)
+	if err != nil {
+		return nil, fmt.Errorf("with: %w", err)
+	}
+	input, err := catalog.Coerce(action, rendered.(map[string]any))
+	if err != nil {
+		return nil, err
+	}
+	if host != "" {
+		target, err := r.in.Cluster.Target(host)
+		if err != nil {
+			return nil, err
+		}
+		input["target"] = target
+	}
+	return input, nil
+}
+
+func nonNil(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// runChild runs a child runbook as a child workflow whose ID extends ours.
+func (r *run) runChild(ctx workflow.Context, i int, vars map[string]any) error {
+	s := r.steps[i]
+	child, ok := r.in.Children[s.spec.Runbook]
+	if !ok {
+		return temporal.NewNonRetryableApplicationError("runbook "+s.spec.Runbook+" was not loaded", "InvalidInput", nil)
+	}
+	with, err := expr.RenderValue(nonNil(s.spec.With), vars)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError("with: "+err.Error(), "InvalidInput", err)
+	}
+	params, err := runbooks.ResolveParams(&child, with.(map[string]any), &r.in.Cluster)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err)
+	}
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + s.spec.ID
+	s.p.Child = id
+	s.p.Attempts = 1
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:          id,
+		WorkflowRunTimeout:  s.spec.Timeout,
+		WaitForCancellation: true,
+		StaticSummary:       fmt.Sprintf("%s: runbook %s on %s", s.spec.ID, child.Name, r.in.Cluster.Name),
+	})
+	var res RunbookResult
+	err = workflow.ExecuteChildWorkflow(cctx, RunbookWorkflow, RunbookInput{
+		Runbook: child, Children: r.in.Children, Params: params, Cluster: r.in.Cluster,
+	}).Get(ctx, &res)
+	if err != nil {
+		return err
+	}
+	s.outputs = map[string]any{"state": res.Progress.State}
+	r.completed = append(r.completed, completion{step: i})
+	return nil
+}
+
+// undo runs the compensation of every completed step, newest first. It
+// runs even when the runbook was cancelled.
+func (r *run) undo(ctx workflow.Context) {
+	uctx, _ := workflow.NewDisconnectedContext(ctx)
+	for k := len(r.completed) - 1; k >= 0; k-- {
+		c := r.completed[k]
+		s := r.steps[c.step]
+		if s.spec.Undo == nil {
+			continue
+		}
+		action, ok := catalog.Lookup(s.spec.Undo.Action)
+		if !ok {
+			continue
+		}
+		if s.p.Undo == "" || s.p.Undo == StateUndone {
+			s.p.Undo = StateUndoing
+		}
+		vars := r.vars()
+		steps := vars["steps"].(map[string]any)
+		steps[s.spec.ID] = map[string]any{"state": s.p.State, "outputs": s.outputs}
+		host := ""
+		if action.Target == catalog.TargetHost {
+			host = c.host
+			if s.spec.Undo.On != "" {
+				hosts, _, err := runbooks.ResolveOn(s.spec.Undo.On, vars, &r.in.Cluster)
+				if err != nil || len(hosts) == 0 {
+					s.p.Undo = StateUndoFailed
+					continue
+				}
+				host = hosts[0]
+			}
+			vars = withHost(vars, r, host)
+		}
+		undoStep := &stepRun{spec: runbooks.Step{ID: s.spec.ID + "-undo", Retry: s.spec.Retry, Timeout: s.spec.Timeout}, p: &StepProgress{}}
+		if _, _, err := r.attempts(uctx, undoStep, action, host, s.spec.Undo.With, vars); err != nil {
+			s.p.Undo = StateUndoFailed
+			s.p.LastError = "undo: " + errorMessage(err)
+			continue
+		}
+		if s.p.Undo == StateUndoing {
+			s.p.Undo = StateUndone
+		}
+	}
+}
+
+// validateDecision rejects a decision for a step that is not waiting.
+func (r *run) validateDecision(d Decision) error {
+	i, ok := r.index[d.Step]
+	if !ok {
+		return fmt.Errorf("runbook %s has no step %q", r.rb.Name, d.Step)
+	}
+	s := r.steps[i]
+	if s.spec.Approval == nil {
+		return fmt.Errorf("step %s is not an approval", d.Step)
+	}
+	if s.p.State != StateWaiting {
+		return fmt.Errorf("step %s is %s, not waiting for approval", d.Step, s.p.State)
+	}
+	if d.Decision != DecisionApprove && d.Decision != DecisionReject {
+		return fmt.Errorf("decision must be %s or %s, got %q", DecisionApprove, DecisionReject, d.Decision)
+	}
+	if strings.TrimSpace(d.By) == "" {
+		return errors.New("a decision must say who made it")
+	}
+	return nil
+}
+
+func (r *run) approve(ctx workflow.Context, d Decision) (Decision, error) {
+	s := r.steps[r.index[d.Step]]
+	d.At = workflow.Now(ctx)
+	s.decision = &d
+	s.p.Decision = &d
+	return d, nil
+}
+
+func (r *run) waitApproval(ctx workflow.Context, i int) error {
+	s := r.steps[i]
+	s.p.State = StateWaiting
+	s.p.Attempts = 1
+	r.updateDetails(ctx)
+	cond := func() bool { return s.decision != nil }
+	if s.spec.Timeout > 0 {
+		ok, err := workflow.AwaitWithTimeout(ctx, s.spec.Timeout, cond)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("no decision within %s", s.spec.Timeout), "ApprovalTimeout", nil)
+		}
+	} else if err := workflow.Await(ctx, cond); err != nil {
+		return err
+	}
+	if s.decision.Decision != DecisionApprove {
+		msg := "rejected by " + s.decision.By
+		if s.decision.Comment != "" {
+			msg += ": " + s.decision.Comment
+		}
+		return temporal.NewNonRetryableApplicationError(msg, "ApprovalRejected", nil)
+	}
+	return nil
+}

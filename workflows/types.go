@@ -1,0 +1,93 @@
+package workflows
+
+import (
+	"time"
+
+	"kedge.dev/kedge/runbooks"
+	"kedge.dev/kedge/runbooks/inventory"
+)
+
+// RunbookWorkflow is the workflow type that runs one runbook.
+const RunbookWorkflow = "runbook"
+
+// Names of the query and update a running runbook answers.
+const (
+	ProgressQuery   = "progress"
+	ApproveUpdate   = "approve"
+	DecisionApprove = "approve"
+	DecisionReject  = "reject"
+)
+
+// RunbookInput is everything a runbook run needs; the workflow never reads
+// files.
+type RunbookInput struct {
+	Runbook  runbooks.Runbook            `json:"runbook"`
+	Children map[string]runbooks.Runbook `json:"children,omitempty"`
+	Params   map[string]any              `json:"params"`
+	Cluster  inventory.Cluster           `json:"cluster"`
+}
+
+// RunbookResult is what a finished runbook returns.
+type RunbookResult struct {
+	Progress Progress `json:"progress"`
+}
+
+// Run states.
+const (
+	StatePending    = "pending"
+	StateRunning    = "running"
+	StateWaiting    = "waiting"
+	StateSucceeded  = "succeeded"
+	StateFailed     = "failed"
+	StateSkipped    = "skipped"
+	StateCancelled  = "cancelled"
+	StateNotRun     = "not-run"
+	StateUndoing    = "undoing"
+	StateUndone     = "undone"
+	StateUndoFailed = "undo-failed"
+)
+
+// Progress is the answer to the progress query.
+type Progress struct {
+	Runbook   string         `json:"runbook"`
+	Cluster   string         `json:"cluster"`
+	State     string         `json:"state"`
+	StartedAt time.Time      `json:"startedAt"`
+	EndedAt   *time.Time     `json:"endedAt,omitempty"`
+	Error     string         `json:"error,omitempty"`
+	Steps     []StepProgress `json:"steps"`
+}
+
+// StepProgress is one step's state.
+type StepProgress struct {
+	ID        string         `json:"id"`
+	Kind      string         `json:"kind"`
+	Action    string         `json:"action,omitempty"`
+	State     string         `json:"state"`
+	Attempts  int            `json:"attempts"`
+	StartedAt *time.Time     `json:"startedAt,omitempty"`
+	EndedAt   *time.Time     `json:"endedAt,omitempty"`
+	LastError string         `json:"lastError,omitempty"`
+	Hosts     []HostProgress `json:"hosts,omitempty"`
+	Child     string         `json:"child,omitempty"` // workflow ID of a child runbook
+	Prompt    string         `json:"prompt,omitempty"`
+	Decision  *Decision      `json:"decision,omitempty"`
+	Undo      string         `json:"undo,omitempty"` // state of the undo, when it ran
+}
+
+// HostProgress is one host of a step that runs on several.
+type HostProgress struct {
+	Name      string `json:"name"`
+	State     string `json:"state"`
+	Attempts  int    `json:"attempts"`
+	LastError string `json:"lastError,omitempty"`
+}
+
+// Decision is an operator's answer at an approval step.
+type Decision struct {
+	Step     string    `json:"step"`
+	Decision string    `json:"decision"`
+	By       string    `json:"by"`
+	Comment  string    `json:"comment,omitempty"`
+	At       time.Time `json:"at"`
+}
