@@ -177,7 +177,7 @@ func ResolveParams(rb *Runbook, given map[string]any, cluster *inventory.Cluster
 		val, ok := given[p.Name]
 		if !ok {
 			if p.Required {
-				errs = append(errs, fmt.Errorf("runbook %s needs param %q (%s): set it with --set %s=...", rb.Name, p.Name, p.Type, p.Name))
+				errs = append(errs, fmt.Errorf("runbook %s needs param %q (%s); set it with --set %s=VALUE", rb.Name, p.Name, p.Type, p.Name))
 				continue
 			}
 			if p.Default == nil {

@@ -2,6 +2,7 @@ package runbooks
 
 import (
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,6 +144,26 @@ func TestRetryDelay(t *testing.T) {
 	for n, want := range map[int]float64{1: 1, 2: 2, 3: 4, 4: 5, 10: 5} {
 		if got := r.Delay(n).Seconds(); got != want {
 			t.Errorf("Delay(%d) = %vs, want %vs", n, got, want)
+		}
+	}
+}
+
+func TestBuiltinRunbooksAreValid(t *testing.T) {
+	cluster := testCluster(t)
+	entries, err := fs.ReadDir(Builtin, ".")
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("no built-in runbooks: %v", err)
+	}
+	lib := &Library{Builtin: Builtin}
+	for _, e := range entries {
+		name := strings.TrimSuffix(e.Name(), ".yaml")
+		l, err := lib.Load(name, cluster)
+		if err != nil {
+			t.Errorf("built-in %s: %v", name, err)
+			continue
+		}
+		if l.Runbook.Name != name {
+			t.Errorf("built-in file %s holds runbook %q", e.Name(), l.Runbook.Name)
 		}
 	}
 }

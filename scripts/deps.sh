@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the system packages Kedge's test world needs, when missing:
+# OpenSSH's sshd for the test hosts, pssh as a benchmark baseline, and the
+# util-linux tools (unshare, nsenter) that give each host its own files.
+set -euo pipefail
+
+need=()
+command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
+command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
+command -v parallel-ssh >/dev/null 2>&1 || need+=(pssh)
+command -v unshare >/dev/null 2>&1 || need+=(util-linux)
+command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
+
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  sudo="sudo"
+fi
+echo "installing: ${need[*]}"
+# Keep Debian from starting a system-wide sshd: the tests start their own.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null
+  $sudo chmod +x /usr/sbin/policy-rc.d
+  trap '$sudo rm -f /usr/sbin/policy-rc.d' EXIT
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq || true
+$sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

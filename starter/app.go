@@ -1,0 +1,108 @@
+package starter
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Exit codes.
+const (
+	ExitFailed      = 1
+	ExitUsage       = 2
+	ExitUnreachable = 3
+)
+
+// IO holds the streams a command uses.
+type IO struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+}
+
+// StdIO is the process's own streams.
+func StdIO() IO { return IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr} }
+
+// NewApp builds the kedge command line.
+func NewApp(stdio IO) *cli.App {
+	app := &cli.App{
+		Name:      "kedge",
+		Usage:     "run Kubernetes cluster runbooks durably on Temporal",
+		Reader:    stdio.In,
+		Writer:    stdio.Out,
+		ErrWriter: stdio.Err,
+		Commands: []*cli.Command{
+			validateCommand(),
+			planCommand(),
+			runCommand(),
+			watchCommand(),
+			listCommand(),
+			cancelCommand(),
+			approveCommand(),
+			actionsCommand(),
+			workerCommand(),
+			devCommand(),
+		},
+		ExitErrHandler: func(c *cli.Context, err error) {},
+		OnUsageError: func(c *cli.Context, err error, isSubcommand bool) error {
+			return cli.Exit(fmt.Sprintf("kedge: %v (see kedge %s --help)", err, c.Command.Name), ExitUsage)
+		},
+		HideHelpCommand: true,
+	}
+	return app
+}
+
+// Main runs the app and returns the process exit code.
+func Main(args []string, stdio IO) int {
+	app := NewApp(stdio)
+	err := app.Run(args)
+	if err == nil {
+		return 0
+	}
+	var exit cli.ExitCoder
+	if errors.As(err, &exit) {
+		if msg := exit.Error(); msg != "" {
+			fmt.Fprintln(stdio.Err, msg)
+		}
+		return exit.ExitCode()
+	}
+	fmt.Fprintf(stdio.Err, "kedge: %v\n", err)
+	if strings.Contains(err.Error(), "flag provided but not defined") || strings.Contains(err.Error(), "Required flag") {
+		return ExitUsage
+	}
+	return ExitFailed
+}
+
+var outputFlag = &cli.StringFlag{
+	Name:    "output",
+	Aliases: []string{"o"},
+	Usage:   "text or json",
+	Value:   "text",
+	Action: func(c *cli.Context, v string) error {
+		if v != "text" && v != "json" {
+			return cli.Exit(fmt.Sprintf("kedge: --output must be text or json, got %q", v), ExitUsage)
+		}
+		return nil
+	},
+}
+
+func jsonOutput(c *cli.Context) bool { return c.String("output") == "json" }
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func usageError(format string, args ...any) error {
+	return cli.Exit("kedge: "+fmt.Sprintf(format, args...), ExitUsage)
+}
+
+func failed(format string, args ...any) error {
+	return cli.Exit("kedge: "+fmt.Sprintf(format, args...), ExitFailed)
+}

@@ -1,0 +1,99 @@
+package starter
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"kedge.dev/kedge/runbooks"
+	"kedge.dev/kedge/runbooks/inventory"
+	"kedge.dev/kedge/workflows"
+)
+
+var (
+	inventoryFlag = &cli.StringFlag{Name: "inventory", Aliases: []string{"i"}, Usage: "cluster inventory `FILE` (kind: Cluster)", EnvVars: []string{"KEDGE_INVENTORY"}}
+	setFlag       = &cli.StringSliceFlag{Name: "set", Usage: "runbook param `NAME=VALUE` (repeatable)"}
+	pathFlag      = &cli.StringFlag{Name: "runbook-path", Usage: "colon-separated `DIRS` where child runbooks are looked up", EnvVars: []string{"KEDGE_RUNBOOK_PATH"}}
+)
+
+func library(c *cli.Context) *runbooks.Library {
+	lib := &runbooks.Library{Builtin: runbooks.Builtin}
+	if p := c.String("runbook-path"); p != "" {
+		lib.Dirs = filepath.SplitList(p)
+	}
+	return lib
+}
+
+// parseSets turns --set k=v flags into a map.
+func parseSets(sets []string) (map[string]any, error) {
+	out := map[string]any{}
+	for _, s := range sets {
+		k, v, ok := strings.Cut(s, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--set %q: want NAME=VALUE", s)
+		}
+		if _, dup := out[k]; dup {
+			return nil, fmt.Errorf("--set %s given twice", k)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// compiled is a runbook ready to start: validated, params resolved.
+type compiled struct {
+	loaded  *runbooks.Loaded
+	cluster *inventory.Cluster
+	params  map[string]any
+}
+
+func (c *compiled) input() workflows.RunbookInput {
+	in := workflows.RunbookInput{
+		Runbook:  *c.loaded.Runbook,
+		Params:   c.params,
+		Cluster:  *c.cluster,
+		Children: map[string]runbooks.Runbook{},
+	}
+	for name, child := range c.loaded.Children {
+		in.Children[name] = *child
+	}
+	return in
+}
+
+// compile loads everything a run needs, or explains what is wrong. It never
+// contacts Temporal or a host.
+func compile(c *cli.Context) (*compiled, error) {
+	if c.NArg() != 1 {
+		return nil, usageError("%s takes one RUNBOOK file, got %d arguments", c.Command.Name, c.NArg())
+	}
+	invPath := c.String("inventory")
+	if invPath == "" {
+		return nil, usageError("%s needs --inventory FILE", c.Command.Name)
+	}
+	sets, err := parseSets(c.StringSlice("set"))
+	if err != nil {
+		return nil, usageError("%v", err)
+	}
+	cluster, err := inventory.LoadFile(invPath)
+	if err != nil {
+		return nil, failed("invalid inventory:\n%v", err)
+	}
+	loaded, err := library(c).LoadFile(c.Args().First(), cluster)
+	if err != nil {
+		return nil, failed("invalid runbook:\n%v", err)
+	}
+	params, err := runbooks.ResolveParams(loaded.Runbook, sets, cluster)
+	if err != nil {
+		return nil, failed("bad params for %s:\n%v", c.Args().First(), err)
+	}
+	return &compiled{loaded: loaded, cluster: cluster, params: params}, nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

@@ -1,0 +1,207 @@
+package starter
+
+import (
+	"fmt"
+	"os"
+	"os/user"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"kedge.dev/kedge/activities/catalog"
+	"kedge.dev/kedge/workflows"
+)
+
+func listCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "list",
+		Usage: "list runbook runs, newest first",
+		Flags: append([]cli.Flag{outputFlag,
+			&cli.IntFlag{Name: "limit", Value: 20, Usage: "at most `N` runs"},
+			&cli.StringFlag{Name: "query", Usage: "extra visibility `QUERY`, e.g. \"ExecutionStatus='Running'\""},
+		}, temporalFlags()...),
+		Action: func(c *cli.Context) error {
+			cl, err := dial(c)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			q := fmt.Sprintf("WorkflowType = '%s'", workflows.RunbookWorkflow)
+			if extra := c.String("query"); extra != "" {
+				q += " AND (" + extra + ")"
+			}
+			type row struct {
+				WorkflowID string     `json:"workflowId"`
+				RunID      string     `json:"runId"`
+				Status     string     `json:"status"`
+				Started    time.Time  `json:"started"`
+				Closed     *time.Time `json:"closed,omitempty"`
+				URL        string     `json:"url"`
+			}
+			rows := []row{}
+			var token []byte
+			for len(rows) < c.Int("limit") {
+				resp, err := cl.ListWorkflow(c.Context, &workflowservice.ListWorkflowExecutionsRequest{
+					Namespace: c.String("namespace"), Query: q, NextPageToken: token, PageSize: int32(c.Int("limit")),
+				})
+				if err != nil {
+					return failed("list: %v", err)
+				}
+				for _, e := range resp.Executions {
+					r := row{WorkflowID: e.Execution.WorkflowId, RunID: e.Execution.RunId, Started: e.StartTime.AsTime(),
+						Status: strings.ToLower(strings.TrimPrefix(e.Status.String(), "WORKFLOW_EXECUTION_STATUS_"))}
+					if e.CloseTime != nil {
+						t := e.CloseTime.AsTime()
+						r.Closed = &t
+					}
+					r.URL = workflowURL(c, r.WorkflowID, r.RunID)
+					rows = append(rows, r)
+				}
+				if token = resp.NextPageToken; len(token) == 0 {
+					break
+				}
+			}
+			if len(rows) > c.Int("limit") {
+				rows = rows[:c.Int("limit")]
+			}
+			if jsonOutput(c) {
+				return writeJSON(c.App.Writer, rows)
+			}
+			tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "WORKFLOW ID\tSTATUS\tSTARTED")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", r.WorkflowID, r.Status, r.Started.Local().Format(time.DateTime))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func cancelCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "cancel",
+		Usage:     "cancel a runbook: running steps are cancelled, completed steps undone",
+		ArgsUsage: "WORKFLOW_ID",
+		Flags:     temporalFlags(),
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usageError("cancel takes one WORKFLOW_ID")
+			}
+			cl, err := dial(c)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			if err := cl.CancelWorkflow(c.Context, c.Args().First(), ""); err != nil {
+				return failed("cancel %s: %v", c.Args().First(), err)
+			}
+			fmt.Fprintf(c.App.Writer, "cancellation requested for %s (running steps stop, completed steps are undone)\n", c.Args().First())
+			return nil
+		},
+	}
+}
+
+func approveCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "approve",
+		Usage:     "decide at a runbook's approval step",
+		ArgsUsage: "WORKFLOW_ID",
+		Flags: append([]cli.Flag{outputFlag,
+			&cli.StringFlag{Name: "step", Usage: "the approval step `ID` (default: the only one waiting)"},
+			&cli.StringFlag{Name: "decision", Value: workflows.DecisionApprove, Usage: "approve or reject"},
+			&cli.StringFlag{Name: "comment", Usage: "why"},
+			&cli.StringFlag{Name: "by", Usage: "who decides (default: the current user)"},
+		}, temporalFlags()...),
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usageError("approve takes one WORKFLOW_ID")
+			}
+			id := c.Args().First()
+			cl, err := dial(c)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			step := c.String("step")
+			if step == "" {
+				p, err := queryProgress(c.Context, cl, id, "")
+				if err != nil {
+					return failed("query %s: %v", id, err)
+				}
+				var waiting []string
+				for _, s := range p.Steps {
+					if s.State == workflows.StateWaiting {
+						waiting = append(waiting, s.ID)
+					}
+				}
+				if len(waiting) != 1 {
+					return usageError("%s has %d steps waiting for approval (%s): name one with --step", id, len(waiting), strings.Join(waiting, ", "))
+				}
+				step = waiting[0]
+			}
+			by := c.String("by")
+			if by == "" {
+				by = currentUser()
+			}
+			h, err := cl.UpdateWorkflow(c.Context, client.UpdateWorkflowOptions{
+				WorkflowID:   id,
+				UpdateName:   workflows.ApproveUpdate,
+				WaitForStage: client.WorkflowUpdateStageCompleted,
+				Args:         []any{workflows.Decision{Step: step, Decision: c.String("decision"), By: by, Comment: c.String("comment")}},
+			})
+			if err != nil {
+				return failed("approve %s: %v", id, err)
+			}
+			var d workflows.Decision
+			if err := h.Get(c.Context, &d); err != nil {
+				return failed("approve %s: %v", id, err)
+			}
+			if jsonOutput(c) {
+				return writeJSON(c.App.Writer, d)
+			}
+			fmt.Fprintf(c.App.Writer, "%s: step %s %sd by %s\n", id, d.Step, d.Decision, d.By)
+			return nil
+		},
+	}
+}
+
+func currentUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		host, _ := os.Hostname()
+		return u.Username + "@" + host
+	}
+	return "unknown"
+}
+
+func actionsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "actions",
+		Usage: "list the actions runbook steps can use, with their inputs",
+		Flags: []cli.Flag{outputFlag},
+		Action: func(c *cli.Context) error {
+			all := catalog.All()
+			if jsonOutput(c) {
+				return writeJSON(c.App.Writer, all)
+			}
+			for _, a := range all {
+				fmt.Fprintf(c.App.Writer, "%s — %s\n", a.Name, a.Doc)
+				if a.Target == catalog.TargetHost {
+					fmt.Fprintln(c.App.Writer, "  runs on: the hosts named by the step's on:")
+				}
+				for _, in := range a.Inputs {
+					req := ""
+					if in.Required {
+						req = " (required)"
+					}
+					fmt.Fprintf(c.App.Writer, "  %-16s %-9s %s%s\n", in.Name, in.Type, in.Doc, req)
+				}
+				fmt.Fprintf(c.App.Writer, "  outputs: %s\n\n", strings.Join(a.Outputs, ", "))
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,166 @@
+package starter
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"kedge.dev/kedge/workflows"
+)
+
+func urlPathEscape(s string) string { return url.PathEscape(s) }
+
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "validate a runbook, then start it on Temporal",
+		ArgsUsage: "RUNBOOK",
+		Flags: append([]cli.Flag{inventoryFlag, setFlag, pathFlag, outputFlag,
+			&cli.BoolFlag{Name: "wait", Aliases: []string{"w"}, Usage: "show live progress and exit non-zero if the runbook fails"},
+			&cli.StringFlag{Name: "id", Usage: "workflow `ID` (default RUNBOOK/CLUSTER/TIMESTAMP-RANDOM)"},
+		}, temporalFlags()...),
+		Action: func(c *cli.Context) error {
+			comp, err := compile(c)
+			if err != nil {
+				return err
+			}
+			cl, err := dial(c)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			id := c.String("id")
+			if id == "" {
+				id = workflowID(comp.loaded.Runbook.Name, comp.cluster.Name, time.Now())
+			}
+			run, err := cl.ExecuteWorkflow(c.Context, client.StartWorkflowOptions{
+				ID:                       id,
+				TaskQueue:                c.String("task-queue"),
+				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+				StaticSummary:            fmt.Sprintf("%s on %s", comp.loaded.Runbook.Name, comp.cluster.Name),
+			}, workflows.RunbookWorkflow, comp.input())
+			if err != nil {
+				return failed("start %s: %v", id, err)
+			}
+			link := workflowURL(c, run.GetID(), run.GetRunID())
+			if !c.Bool("wait") {
+				if jsonOutput(c) {
+					return writeJSON(c.App.Writer, map[string]string{"workflowId": run.GetID(), "runId": run.GetRunID(), "url": link})
+				}
+				fmt.Fprintf(c.App.Writer, "started %s\n%s\n", run.GetID(), link)
+				return nil
+			}
+			if !jsonOutput(c) {
+				fmt.Fprintf(c.App.Writer, "started %s\n%s\n", run.GetID(), link)
+			}
+			return follow(c, cl, run.GetID(), run.GetRunID())
+		},
+	}
+}
+
+// workflowID is RUNBOOK/CLUSTER/20060102-150405-abcd: readable in the UI's
+// list, unique, and sortable by start time.
+func workflowID(runbook, cluster string, now time.Time) string {
+	b := make([]byte, 2)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s/%s/%s-%s", runbook, cluster, now.UTC().Format("20060102-150405"), hex.EncodeToString(b))
+}
+
+func watchCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "watch",
+		Usage:     "follow a runbook's progress until it ends",
+		ArgsUsage: "WORKFLOW_ID",
+		Flags:     append([]cli.Flag{outputFlag}, temporalFlags()...),
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usageError("watch takes one WORKFLOW_ID")
+			}
+			cl, err := dial(c)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			return follow(c, cl, c.Args().First(), "")
+		},
+	}
+}
+
+// follow polls the progress query, printing every change, until the
+// workflow ends; it returns an exit error when the runbook did not succeed.
+func follow(c *cli.Context, cl client.Client, id, runID string) error {
+	done := make(chan error, 1)
+	go func() {
+		var res workflows.RunbookResult
+		done <- cl.GetWorkflow(c.Context, id, runID).Get(c.Context, &res)
+	}()
+	pr := newProgressPrinter(c.App.Writer, !jsonOutput(c), id)
+	tick := time.NewTicker(300 * time.Millisecond)
+	defer tick.Stop()
+	var runErr error
+	for finished := false; !finished; {
+		select {
+		case runErr = <-done:
+			finished = true
+		case <-tick.C:
+		case <-c.Context.Done():
+			return c.Context.Err()
+		}
+		p, err := queryProgress(c.Context, cl, id, runID)
+		if err != nil {
+			if finished {
+				break
+			}
+			continue // not started yet, or a worker is not polling
+		}
+		pr.update(p)
+		if finished && jsonOutput(c) {
+			if err := writeJSON(c.App.Writer, p); err != nil {
+				return err
+			}
+		}
+	}
+	if runErr != nil {
+		var canceled interface{ Error() string }
+		if errors.As(runErr, &canceled) && strings.Contains(runErr.Error(), "canceled") {
+			return cli.Exit(fmt.Sprintf("kedge: %s was cancelled", id), ExitFailed)
+		}
+		return cli.Exit(fmt.Sprintf("kedge: %s failed: %v", id, rootMessage(runErr)), ExitFailed)
+	}
+	if !jsonOutput(c) {
+		fmt.Fprintf(c.App.Writer, "%s succeeded\n", id)
+	}
+	return nil
+}
+
+func rootMessage(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
+}
+
+func queryProgress(ctx context.Context, cl client.Client, id, runID string) (workflows.Progress, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	v, err := cl.QueryWorkflow(ctx, id, runID, workflows.ProgressQuery)
+	if err != nil {
+		return workflows.Progress{}, err
+	}
+	var p workflows.Progress
+	err = v.Get(&p)
+	return p, err
+}

@@ -1,0 +1,54 @@
+package worker
+
+import (
+	"log/slog"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"kedge.dev/kedge/activities/host"
+	"kedge.dev/kedge/activities/sshpool"
+	"kedge.dev/kedge/workflows"
+)
+
+// DefaultTaskQueue is the task queue runbooks run on unless told otherwise.
+const DefaultTaskQueue = "kedge"
+
+// Options configure a worker.
+type Options struct {
+	TaskQueue string
+	Logger    *slog.Logger
+	// SSH tunes the connection pool.
+	SSH sshpool.Options
+	// HeartbeatInterval is how often long host actions heartbeat.
+	HeartbeatInterval time.Duration
+}
+
+// Worker is a Temporal worker with Kedge's workflows and activities.
+type Worker struct {
+	sdkworker.Worker
+	pool *sshpool.Pool
+}
+
+// New builds a worker on c. Call Start or Run, then Stop.
+func New(c client.Client, opts Options) *Worker {
+	if opts.TaskQueue == "" {
+		opts.TaskQueue = DefaultTaskQueue
+	}
+	if opts.SSH.Logger == nil {
+		opts.SSH.Logger = opts.Logger
+	}
+	w := sdkworker.New(c, opts.TaskQueue, sdkworker.Options{})
+	workflows.Register(w)
+	pool := sshpool.New(opts.SSH)
+	(&host.Activities{Pool: pool, HeartbeatInterval: opts.HeartbeatInterval}).Register(w)
+	return &Worker{Worker: w, pool: pool}
+}
+
+// Stop stops polling, waits for running activities and closes SSH
+// connections.
+func (w *Worker) Stop() {
+	w.Worker.Stop()
+	_ = w.pool.Close()
+}
