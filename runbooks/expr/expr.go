@@ -30,7 +30,8 @@ var (
 
 func environment() (*cel.Env, error) {
 	envOnce.Do(func() {
-		opts := []cel.EnvOption{ext.Strings(), ext.Lists(), ext.Sets(), cel.OptionalTypes()}
+		opts := []cel.EnvOption{ext.Strings(), ext.Lists(), ext.Sets(), cel.OptionalTypes(),
+			cel.CustomTypeAdapter(orderedAdapter{base: types.DefaultTypeAdapter})}
 		for _, v := range Variables {
 			opts = append(opts, cel.Variable(v, cel.DynType))
 		}
