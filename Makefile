@@ -11,7 +11,7 @@ LAB_HOSTS ?= 3
 STATICCHECK_VERSION   := v0.8.2
 WORKFLOWCHECK_VERSION := v0.6.0
 
-.PHONY: all build dev test unit integration lint bench deps tools clean
+.PHONY: all build dev test unit integration lint bench deps tools clean record-histories
 
 all: build
 
@@ -42,6 +42,10 @@ lint: tools
 	$(GO) vet ./...
 	$(TOOLS)/staticcheck ./...
 	$(TOOLS)/workflowcheck -config workflowcheck.config.yaml ./workflows/...
+
+## record-histories: re-record the replay-test histories from real runs (after a deliberate workflow change)
+record-histories: deps
+	KEDGE_RECORD_HISTORY=$(CURDIR)/workflows/testdata/replay $(GO) test -count=1 -run "Hello|Flaky|FailsTwice|Undoes|Approval|Cancel" ./integration/
 
 ## bench: per-step overhead vs a raw SSH loop, fan-out vs parallel-ssh
 bench: deps

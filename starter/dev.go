@@ -1,13 +1,96 @@
 package starter
 
-import "github.com/urfave/cli/v2"
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+	"go.temporal.io/sdk/client"
+
+	"kedge.dev/kedge/internal/devserver"
+	"kedge.dev/kedge/worker"
+)
+
+// DevOptions configure `kedge dev`.
+type DevOptions struct {
+	DataDir   string // SQLite state; survives restarts
+	Address   string // Temporal frontend host:port
+	UIAddress string // Web UI host:port ("" = no UI)
+	Namespace string
+	TaskQueue string
+	// Ready, when set, is called once the server, UI and worker are up.
+	Ready func(s *devserver.Server)
+}
 
 func devCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "dev",
 		Usage: "run a Temporal server, its Web UI and a worker in this process (state kept in --data-dir)",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "data-dir", Usage: "where the server keeps its SQLite state", Value: defaultDataDir()},
+			&cli.StringFlag{Name: "address", Value: "127.0.0.1:7233", Usage: "Temporal frontend `HOST:PORT` to listen on"},
+			&cli.StringFlag{Name: "ui-address", Value: "127.0.0.1:8233", Usage: "Web UI `HOST:PORT` to listen on (empty: no UI)"},
+			&cli.StringFlag{Name: "namespace", Value: "default"},
+			&cli.StringFlag{Name: "task-queue", Value: worker.DefaultTaskQueue, EnvVars: []string{"KEDGE_TASK_QUEUE"}},
+		},
 		Action: func(c *cli.Context) error {
-			return failed("dev: not wired yet")
+			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return RunDev(ctx, DevOptions{
+				DataDir: c.String("data-dir"), Address: c.String("address"), UIAddress: c.String("ui-address"),
+				Namespace: c.String("namespace"), TaskQueue: c.String("task-queue"),
+			}, c.App.ErrWriter)
 		},
 	}
+}
+
+func defaultDataDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "kedge", "dev")
+	}
+	return ".kedge-dev"
+}
+
+// RunDev runs the embedded server, UI and a worker until ctx ends.
+func RunDev(ctx context.Context, o DevOptions, out io.Writer) error {
+	if o.DataDir != "" {
+		if err := os.MkdirAll(o.DataDir, 0o755); err != nil {
+			return failed("dev: %v", err)
+		}
+	}
+	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := devserver.Start(ctx, devserver.Config{
+		DataDir: o.DataDir, FrontendAddr: o.Address, UIAddr: o.UIAddress, Namespace: o.Namespace, Logger: log,
+	})
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("kedge dev: start Temporal on %s: %v", o.Address, err), ExitUnreachable)
+	}
+	defer srv.Stop()
+	cl, err := client.DialContext(ctx, client.Options{HostPort: srv.FrontendAddress(), Namespace: srv.Namespace(), Logger: quietLogger()})
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("kedge dev: connect to the embedded server: %v", err), ExitUnreachable)
+	}
+	defer cl.Close()
+	w := worker.New(cl, worker.Options{TaskQueue: o.TaskQueue, Logger: log})
+	if err := w.Start(); err != nil {
+		return failed("dev: start worker: %v", err)
+	}
+	defer w.Stop()
+	fmt.Fprintf(out, "kedge dev: Temporal %s (namespace %s), state in %s\n", srv.FrontendAddress(), srv.Namespace(), o.DataDir)
+	if u := srv.UIURL(); u != "" {
+		fmt.Fprintf(out, "kedge dev: Web UI %s\n", u)
+	}
+	fmt.Fprintf(out, "kedge dev: worker polling task queue %s; Ctrl-C stops everything\n", o.TaskQueue)
+	if o.Ready != nil {
+		o.Ready(srv)
+	}
+	<-ctx.Done()
+	fmt.Fprintln(out, "kedge dev: stopping")
+	return nil
 }

@@ -64,7 +64,7 @@ type completion struct {
 
 func newRun(ctx workflow.Context, in RunbookInput) *run {
 	r := &run{in: in, rb: &in.Runbook, index: map[string]int{}, done: workflow.NewBufferedChannel(ctx, len(in.Runbook.Steps))}
-	r.progress = Progress{Runbook: in.Runbook.Name, Cluster: in.Cluster.Name, State: StateRunning, StartedAt: workflow.Now(ctx)}
+	r.progress = Progress{WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, Runbook: in.Runbook.Name, Cluster: in.Cluster.Name, State: StateRunning, StartedAt: workflow.Now(ctx)}
 	r.progress.Steps = make([]StepProgress, len(in.Runbook.Steps))
 	for i, s := range in.Runbook.Steps {
 		r.progress.Steps[i] = StepProgress{ID: s.ID, Kind: s.Kind(), Action: s.Action, State: StatePending}

@@ -385,8 +385,8 @@ type updateResult struct {
 	val Decision
 }
 
-func (u *updateResult) Accept()                  {}
-func (u *updateResult) Reject(err error)         { u.err = err }
+func (u *updateResult) Accept()          {}
+func (u *updateResult) Reject(err error) { u.err = err }
 func (u *updateResult) Complete(v any, err error) {
 	u.err = err
 	if d, ok := v.(Decision); ok {

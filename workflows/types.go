@@ -49,13 +49,14 @@ const (
 
 // Progress is the answer to the progress query.
 type Progress struct {
-	Runbook   string         `json:"runbook"`
-	Cluster   string         `json:"cluster"`
-	State     string         `json:"state"`
-	StartedAt time.Time      `json:"startedAt"`
-	EndedAt   *time.Time     `json:"endedAt,omitempty"`
-	Error     string         `json:"error,omitempty"`
-	Steps     []StepProgress `json:"steps"`
+	WorkflowID string         `json:"workflowId"`
+	Runbook    string         `json:"runbook"`
+	Cluster    string         `json:"cluster"`
+	State      string         `json:"state"`
+	StartedAt  time.Time      `json:"startedAt"`
+	EndedAt    *time.Time     `json:"endedAt,omitempty"`
+	Error      string         `json:"error,omitempty"`
+	Steps      []StepProgress `json:"steps"`
 }
 
 // StepProgress is one step's state.

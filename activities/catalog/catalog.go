@@ -68,11 +68,11 @@ func (a Action) Input(name string) (Input, bool) {
 }
 
 var actions = []Action{
-	describe(host.RunAction, "run a command or script on the host", host.RunInput{}, host.RunResult{}, 10*time.Minute, 30*time.Second, []string{"command", "script"}),
-	describe(host.WriteFileAction, "write a file atomically (temp file + rename), keeping the previous content for undo", host.WriteFileInput{}, host.WriteFileResult{}, 5*time.Minute, 30*time.Second, []string{"content", "contentBase64"}),
-	describe(host.RestoreFileAction, "undo a host.write-file: put the previous content back or remove the file", host.RestoreFileInput{}, host.RestoreFileResult{}, 5*time.Minute, 30*time.Second, nil),
-	describe(host.ReadFileAction, "read a file from the host", host.ReadFileInput{}, host.ReadFileResult{}, 5*time.Minute, 30*time.Second, nil),
-	describe(host.SystemdAction, "daemon-reload, enable/disable, start/stop/restart a systemd unit and wait until it settles", host.SystemdInput{}, host.SystemdResult{}, 10*time.Minute, 30*time.Second, nil),
+	describe(host.RunAction, "run a command or script on the host", host.RunInput{}, host.RunResult{}, 10*time.Minute, 15*time.Second, []string{"command", "script"}),
+	describe(host.WriteFileAction, "write a file atomically (temp file + rename), keeping the previous content for undo", host.WriteFileInput{}, host.WriteFileResult{}, 5*time.Minute, 15*time.Second, []string{"content", "contentBase64"}),
+	describe(host.RestoreFileAction, "undo a host.write-file: put the previous content back or remove the file", host.RestoreFileInput{}, host.RestoreFileResult{}, 5*time.Minute, 15*time.Second, nil),
+	describe(host.ReadFileAction, "read a file from the host", host.ReadFileInput{}, host.ReadFileResult{}, 5*time.Minute, 15*time.Second, nil),
+	describe(host.SystemdAction, "daemon-reload, enable/disable, start/stop/restart a systemd unit and wait until it settles", host.SystemdInput{}, host.SystemdResult{}, 10*time.Minute, 15*time.Second, nil),
 }
 
 // Lookup finds an action by name.

@@ -1,0 +1,253 @@
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"kedge.dev/kedge/workflows"
+)
+
+// startWorker runs `kedge worker` as its own process on a task queue.
+func startWorker(t *testing.T, queue string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(world.kedgeBin, "worker", "--address", world.srv.FrontendAddress(), "--task-queue", queue)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd
+}
+
+func startRun(t *testing.T, file string, args ...string) string {
+	t.Helper()
+	out, errOut, code := kedge(t, append([]string{"run", file, "--inventory", world.inventory, "--output", "json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("kedge run: exit %d: %s", code, errOut)
+	}
+	var started struct {
+		WorkflowID string `json:"workflowId"`
+		URL        string `json:"url"`
+	}
+	if err := json.Unmarshal([]byte(out), &started); err != nil || started.WorkflowID == "" {
+		t.Fatalf("kedge run printed %q (%v)", out, err)
+	}
+	if !strings.Contains(started.URL, "/namespaces/default/workflows/") {
+		t.Errorf("no Web UI link: %q", started.URL)
+	}
+	return started.WorkflowID
+}
+
+func watch(t *testing.T, id string) (workflows.Progress, int) {
+	t.Helper()
+	out, errOut, code := kedge(t, "watch", id, "--output", "json")
+	var p workflows.Progress
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatalf("kedge watch %s: exit %d (%v): %s %s", id, code, err, out, errOut)
+	}
+	return p, code
+}
+
+func lines(t *testing.T, h, path, word string) int {
+	t.Helper()
+	data, err := host(t, h).ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(data), word)
+}
+
+func TestResumeAfterWorkerKilled(t *testing.T) {
+	const queue = "resume"
+	rb := writeRunbook(t, `
+apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: resume}
+steps:
+  - id: one
+    action: host.run
+    on: worker-1
+    with: {command: "mkdir -p /var/lib/resume && echo one >> /var/lib/resume/log"}
+  - id: two
+    needs: [one]
+    action: host.run
+    on: worker-1
+    with: {command: "echo two-start >> /var/lib/resume/log; sleep 3; echo two-end >> /var/lib/resume/log"}
+  - id: three
+    needs: [two]
+    action: host.run
+    on: worker-1
+    with: {command: "echo three >> /var/lib/resume/log"}
+`)
+	first := startWorker(t, queue)
+	id := startRun(t, rb, "--task-queue", queue)
+	eventually(t, 30*time.Second, "step two to start", func() bool {
+		return lines(t, "worker-1", "/var/lib/resume/log", "two-start") == 1
+	})
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	startWorker(t, queue)
+
+	p, code := watch(t, id)
+	if code != 0 || p.State != workflows.StateSucceeded {
+		t.Fatalf("runbook did not complete after the worker was replaced: exit %d %+v", code, p)
+	}
+	if n := lines(t, "worker-1", "/var/lib/resume/log", "one"); n != 1 {
+		t.Errorf("completed step one ran %d times", n)
+	}
+	if n := lines(t, "worker-1", "/var/lib/resume/log", "two-start"); n != 2 {
+		t.Errorf("interrupted step two started %d times, want 2 (killed attempt + retry)", n)
+	}
+	if n := lines(t, "worker-1", "/var/lib/resume/log", "three"); n != 1 {
+		t.Errorf("step three ran %d times", n)
+	}
+	if s := step(t, p, "two"); s.Attempts != 2 {
+		t.Errorf("step two attempts = %d, want 2", s.Attempts)
+	}
+}
+
+func TestCancelStopsRunningStepsAndUndoes(t *testing.T) {
+	rb := writeRunbook(t, `
+apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: cancel-me}
+steps:
+  - id: write
+    action: host.write-file
+    on: worker-2
+    with: {path: /etc/cancel/marker, content: "x\n"}
+    undo:
+      action: host.restore-file
+      with:
+        path: /etc/cancel/marker
+        backup: ${ steps.write.outputs.backup }
+        existed: ${ steps.write.outputs.existed }
+  - id: long
+    needs: [write]
+    action: host.run
+    on: worker-2
+    with: {command: "echo started > /var/lib/cancel-long; sleep 60; echo finished >> /var/lib/cancel-long"}
+`)
+	id := startRun(t, rb)
+	eventually(t, 30*time.Second, "the long step to start", func() bool {
+		return hostFileExists(t, "worker-2", "/var/lib/cancel-long")
+	})
+	if _, errOut, code := kedge(t, "cancel", id); code != 0 {
+		t.Fatalf("cancel: %s", errOut)
+	}
+	start := time.Now()
+	p, code := watch(t, id)
+	if code == 0 || p.State != workflows.StateCancelled {
+		t.Fatalf("want cancelled, got exit %d state %s", code, p.State)
+	}
+	if time.Since(start) > 30*time.Second {
+		t.Errorf("cancellation took %s: the running command was not stopped", time.Since(start))
+	}
+	if hostFileExists(t, "worker-2", "/etc/cancel/marker") {
+		t.Error("completed step was not undone on cancel")
+	}
+	recordHistory(t, id, "cancel")
+	if s := step(t, p, "long"); s.State != workflows.StateCancelled {
+		t.Errorf("long = %+v", s)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if strings.Contains(readHostFile(t, "worker-2", "/var/lib/cancel-long"), "finished") {
+		t.Error("the cancelled command ran to its end")
+	}
+}
+
+func TestApprovalFromTheCLI(t *testing.T) {
+	rb := writeRunbook(t, `
+apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: gated}
+steps:
+  - id: gate
+    approval: {prompt: "Go on with the controllers?"}
+  - id: after
+    needs: [gate]
+    action: host.run
+    on: controller-1
+    with: {command: "touch /var/lib/approved"}
+`)
+	id := startRun(t, rb)
+	eventually(t, 20*time.Second, "the gate to wait", func() bool { return gateWaiting(id) })
+	out, errOut, code := kedge(t, "approve", id, "--by", "alice", "--comment", "ok", "--output", "json")
+	if code != 0 {
+		t.Fatalf("approve: %s", errOut)
+	}
+	if !strings.Contains(out, `"by": "alice"`) {
+		t.Errorf("approve printed %s", out)
+	}
+	_, _, code = kedge(t, "approve", id, "--step", "gate", "--by", "mallory")
+	p, wcode := watch(t, id)
+	if wcode != 0 || !hostFileExists(t, "controller-1", "/var/lib/approved") {
+		t.Fatalf("runbook did not go on after approval: %+v", p)
+	}
+	if code == 0 {
+		t.Error("a second decision on a decided step was accepted")
+	}
+	recordHistory(t, id, "approval")
+	if d := step(t, p, "gate").Decision; d == nil || d.By != "alice" {
+		t.Errorf("decision not recorded: %+v", d)
+	}
+}
+
+func gateWaiting(id string) bool {
+	p, err := queryProgress(id)
+	if err != nil {
+		return false
+	}
+	for _, s := range p.Steps {
+		if s.ID == "gate" && s.State == workflows.StateWaiting {
+			return true
+		}
+	}
+	return false
+}
+
+func TestInvalidRunbookStartsNothing(t *testing.T) {
+	before := countRuns(t)
+	bad := writeRunbook(t, `
+apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: bad}
+steps:
+  - id: one
+    action: host.rnu
+    on: worker-1
+`)
+	_, errOut, code := kedge(t, "run", bad, "--inventory", world.inventory, "--wait")
+	if code != 1 || !strings.Contains(errOut, filepath.Base(bad)+":7:13: step one: unknown action") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+	good, _ := filepath.Abs("../examples/hello.yaml")
+	_, errOut, code = kedge(t, "run", good, "--inventory", world.inventory, "--set", "nodes=worker-9")
+	if code != 1 || !strings.Contains(errOut, `no node "worker-9"`) {
+		t.Errorf("bad param: exit %d, stderr %q", code, errOut)
+	}
+	if after := countRuns(t); after != before {
+		t.Errorf("an invalid run started a workflow: %d -> %d", before, after)
+	}
+}
+
+func countRuns(t *testing.T) int {
+	t.Helper()
+	out, errOut, code := kedge(t, "list", "--output", "json", "--limit", "1000")
+	if code != 0 {
+		t.Fatalf("list: %s", errOut)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("list json: %v: %s", err, out)
+	}
+	return len(rows)
+}

@@ -1,0 +1,204 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"kedge.dev/kedge/integration/lab"
+	"kedge.dev/kedge/integration/testhosts"
+	"kedge.dev/kedge/internal/devserver"
+	"kedge.dev/kedge/starter"
+	"kedge.dev/kedge/worker"
+	"kedge.dev/kedge/workflows"
+)
+
+// world is shared by every test in the package: one Temporal server, one
+// in-process worker on the default task queue, a few SSH hosts.
+var world struct {
+	dir       string
+	srv       *devserver.Server
+	client    client.Client
+	lab       *testhosts.Lab
+	inventory string // inventory file for the lab
+	kedgeBin  string // the kedge binary, for tests that need a worker process
+}
+
+const labHosts = 3
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("integration: skipped in -short mode")
+		os.Exit(0)
+	}
+	code, err := runWorld(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration world:", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func runWorld(m *testing.M) (int, error) {
+	if err := testhosts.RequireTools(); err != nil {
+		return 0, err
+	}
+	dir, err := os.MkdirTemp("", "kedge-it-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	world.dir = dir
+	ctx := context.Background()
+
+	world.srv, err = devserver.Start(ctx, devserver.Config{DataDir: filepath.Join(dir, "temporal"), FrontendAddr: "127.0.0.1:0"})
+	if err != nil {
+		return 0, fmt.Errorf("start temporal: %w", err)
+	}
+	defer world.srv.Stop()
+	world.client, err = client.Dial(client.Options{HostPort: world.srv.FrontendAddress(), Namespace: world.srv.Namespace()})
+	if err != nil {
+		return 0, err
+	}
+	defer world.client.Close()
+	w := worker.New(world.client, worker.Options{})
+	if err := w.Start(); err != nil {
+		return 0, err
+	}
+	defer w.Stop()
+
+	world.lab, err = testhosts.Start(ctx, testhosts.Options{
+		Count: labHosts, Names: lab.Names(labHosts),
+		BaseIP: "127.0.20.", Dir: filepath.Join(dir, "hosts"),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("start ssh hosts: %w", err)
+	}
+	defer world.lab.Close()
+	world.inventory = filepath.Join(dir, "inventory.yaml")
+	if err := os.WriteFile(world.inventory, []byte(labInventory(world.lab, world.lab.KnownHostsFile)), 0o644); err != nil {
+		return 0, err
+	}
+	world.kedgeBin = filepath.Join(dir, "kedge")
+	if out, err := exec.Command("go", "build", "-o", world.kedgeBin, "kedge.dev/kedge/cmd/kedge").CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("build kedge: %v\n%s", err, out)
+	}
+	return m.Run(), nil
+}
+
+func labInventory(l *testhosts.Lab, knownHosts string) string {
+	return lab.Inventory("lab", l, knownHosts)
+}
+
+func host(t *testing.T, name string) *testhosts.Host {
+	t.Helper()
+	for _, h := range world.lab.Hosts {
+		if h.Name == name {
+			return h
+		}
+	}
+	t.Fatalf("no lab host %s", name)
+	return nil
+}
+
+// kedge runs the real CLI in-process against the world's server.
+func kedge(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb strings.Builder
+	code = mainWithServer(args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// writeRunbook writes a runbook into the test's temp dir.
+func writeRunbook(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "runbook.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// runWait runs a runbook with --wait --output json and returns the final
+// progress and exit code.
+func runWait(t *testing.T, file string, args ...string) (workflows.Progress, int, string) {
+	t.Helper()
+	all := append([]string{"run", file, "--inventory", world.inventory, "--wait", "--output", "json"}, args...)
+	out, errOut, code := kedge(t, all...)
+	var p workflows.Progress
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatalf("kedge run: exit %d, no progress JSON (%v)\nstdout: %s\nstderr: %s", code, err, out, errOut)
+	}
+	return p, code, errOut
+}
+
+func step(t *testing.T, p workflows.Progress, id string) workflows.StepProgress {
+	t.Helper()
+	for _, s := range p.Steps {
+		if s.ID == id {
+			return s
+		}
+	}
+	t.Fatalf("no step %s in %+v", id, p)
+	return workflows.StepProgress{}
+}
+
+func readHostFile(t *testing.T, h, path string) string {
+	t.Helper()
+	data, err := host(t, h).ReadFile(path)
+	if err != nil {
+		t.Fatalf("read %s on %s: %v", path, h, err)
+	}
+	return string(data)
+}
+
+func hostFileExists(t *testing.T, h, path string) bool {
+	t.Helper()
+	_, err := host(t, h).ReadFile(path)
+	return err == nil
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s", timeout, what)
+}
+
+// mainWithServer runs the CLI against the world's server; safe from any
+// goroutine.
+func mainWithServer(args []string, out, errw *strings.Builder) int {
+	full := []string{"kedge", args[0]}
+	switch args[0] {
+	case "run", "watch", "list", "cancel", "approve":
+		full = append(full, "--address", world.srv.FrontendAddress())
+	}
+	full = append(full, args[1:]...)
+	return starter.Main(full, starter.IO{In: strings.NewReader(""), Out: out, Err: errw})
+}
+
+func queryProgress(id string) (workflows.Progress, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	v, err := world.client.QueryWorkflow(ctx, id, "", workflows.ProgressQuery)
+	if err != nil {
+		return workflows.Progress{}, err
+	}
+	var p workflows.Progress
+	return p, v.Get(&p)
+}

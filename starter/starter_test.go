@@ -1,0 +1,111 @@
+package starter
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb strings.Builder
+	code := Main(append([]string{"kedge"}, args...), IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+	return out.String(), errb.String(), code
+}
+
+const inv = "../runbooks/testdata/inventory.yaml"
+
+func TestValidateRejectsEveryClassWithPositions(t *testing.T) {
+	files, _ := filepath.Glob("../runbooks/testdata/bad/*.yaml")
+	for _, f := range files {
+		if strings.HasSuffix(f, "restart-demo.yaml") || strings.HasSuffix(f, "bad-inventory.yaml") {
+			continue
+		}
+		out, _, code := runCLI(t, "validate", "--inventory", inv, f)
+		if code != ExitFailed {
+			t.Errorf("%s: exit %d, want %d", f, code, ExitFailed)
+		}
+		want, err := os.ReadFile(strings.TrimSuffix(f, ".yaml") + ".golden")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The goldens name files relative to runbooks/; the CLI prints the path it was given.
+		if got := strings.ReplaceAll(out, "../runbooks/", ""); got != string(want) {
+			t.Errorf("%s:\n got %s\nwant %s", f, got, want)
+		}
+	}
+}
+
+func TestValidateInventory(t *testing.T) {
+	out, _, code := runCLI(t, "validate", "--inventory", "../runbooks/testdata/bad/bad-inventory.yaml")
+	if code != ExitFailed || !strings.Contains(out, "bad-inventory.yaml:11:13: controller controller-1: labels are only allowed on workers") {
+		t.Errorf("exit %d: %s", code, out)
+	}
+	out, _, code = runCLI(t, "validate", "--inventory", inv, "../runbooks/testdata/good/deploy.yaml", "--output", "json")
+	var res struct {
+		Valid  bool  `json:"valid"`
+		Errors []any `json:"errors"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || !res.Valid || len(res.Errors) != 0 {
+		t.Errorf("good runbook: exit %d %s", code, out)
+	}
+}
+
+func TestValidateJSONErrors(t *testing.T) {
+	out, _, code := runCLI(t, "validate", "../runbooks/testdata/bad/cycle.yaml", "-o", "json")
+	var res struct {
+		Valid  bool `json:"valid"`
+		Errors []struct {
+			Pos struct {
+				File      string
+				Line, Col int
+			} `json:"pos"`
+			Message string `json:"message"`
+		} `json:"errors"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if code != ExitFailed || res.Valid || len(res.Errors) != 1 || res.Errors[0].Pos.Line != 6 || !strings.Contains(res.Errors[0].Message, "a -> b -> c -> a") {
+		t.Errorf("exit %d: %+v", code, res)
+	}
+}
+
+func TestPlanNeedsNoServer(t *testing.T) {
+	out, errOut, code := runCLI(t, "plan", "../runbooks/testdata/good/deploy.yaml", "--inventory", inv, "--set", "message=hi", "--set", "nodes=worker-2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"wave 1", "probe", "on worker-2", "runbook restart-demo"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan lacks %q:\n%s", want, out)
+		}
+	}
+	_, errOut, code = runCLI(t, "plan", "../runbooks/testdata/good/deploy.yaml", "--inventory", inv)
+	if code != ExitFailed || !strings.Contains(errOut, `needs param "message"`) {
+		t.Errorf("missing param: exit %d %s", code, errOut)
+	}
+}
+
+func TestUsageAndUnreachableExitCodes(t *testing.T) {
+	if _, _, code := runCLI(t, "plan", "../runbooks/testdata/good/deploy.yaml"); code != ExitUsage {
+		t.Errorf("plan without --inventory: exit %d", code)
+	}
+	if _, _, code := runCLI(t, "run", "x.yaml", "--set", "novalue", "--inventory", inv); code != ExitUsage {
+		t.Errorf("bad --set: exit %d", code)
+	}
+	_, errOut, code := runCLI(t, "list", "--address", "127.0.0.1:1")
+	if code != ExitUnreachable || !strings.Contains(errOut, "cannot reach Temporal at 127.0.0.1:1") {
+		t.Errorf("unreachable: exit %d %s", code, errOut)
+	}
+}
+
+func TestActionsJSON(t *testing.T) {
+	out, _, code := runCLI(t, "actions", "--output", "json")
+	var actions []struct{ Name string }
+	if code != 0 || json.Unmarshal([]byte(out), &actions) != nil || len(actions) < 5 {
+		t.Errorf("exit %d: %s", code, out)
+	}
+}
