@@ -85,6 +85,11 @@ func runWorld(m *testing.M) (int, error) {
 		return 0, fmt.Errorf("start ssh hosts: %w", err)
 	}
 	defer world.lab.Close()
+	defer func() {
+		if fanOut.lab != nil {
+			_ = fanOut.lab.Close()
+		}
+	}()
 	world.inventory = filepath.Join(dir, "inventory.yaml")
 	if err := os.WriteFile(world.inventory, []byte(labInventory(world.lab, world.lab.KnownHostsFile)), 0o644); err != nil {
 		return 0, err
@@ -100,15 +105,13 @@ func labInventory(l *testhosts.Lab, knownHosts string) string {
 	return lab.Inventory("lab", l, knownHosts)
 }
 
-func host(t *testing.T, name string) *testhosts.Host {
-	t.Helper()
+func host(t testing.TB, name string) *testhosts.Host {
 	for _, h := range world.lab.Hosts {
 		if h.Name == name {
 			return h
 		}
 	}
-	t.Fatalf("no lab host %s", name)
-	return nil
+	panic("no lab host " + name)
 }
 
 // kedge runs the real CLI in-process against the world's server.
