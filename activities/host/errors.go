@@ -1,0 +1,73 @@
+package host
+
+import (
+	"context"
+	"errors"
+
+	"go.temporal.io/sdk/temporal"
+
+	"kedge.dev/kedge/activities/sshpool"
+)
+
+// Error types, as runbooks and operators see them.
+const (
+	ErrTypeHostKeyMismatch = "HostKeyMismatch"
+	ErrTypeHostUnknown     = "HostUnknown"
+	ErrTypeAuthFailed      = "AuthFailed"
+	ErrTypeUnreachable     = "HostUnreachable"
+	ErrTypeConnectionLost  = "ConnectionLost"
+	ErrTypeCommandFailed   = "CommandFailed"
+	ErrTypeCommandTimeout  = "CommandTimeout"
+	ErrTypeFileNotFound    = "FileNotFound"
+	ErrTypeUnitFailed      = "UnitFailed"
+	ErrTypeInvalidInput    = "InvalidInput"
+)
+
+// typedError carries a type for errors that arise in this package.
+type typedError struct {
+	typ          string
+	msg          string
+	nonRetryable bool
+	details      []any
+}
+
+func (e *typedError) Error() string { return e.msg }
+
+func invalid(msg string) error {
+	return &typedError{typ: ErrTypeInvalidInput, msg: msg, nonRetryable: true}
+}
+
+// toTemporal translates an error into a Temporal application error, once,
+// at the activity boundary.
+func toTemporal(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) {
+		return temporal.NewCanceledError(err.Error())
+	}
+	var te *typedError
+	if errors.As(err, &te) {
+		return temporal.NewApplicationErrorWithOptions(te.msg, te.typ, temporal.ApplicationErrorOptions{
+			NonRetryable: te.nonRetryable, Details: te.details,
+		})
+	}
+	typ := ErrTypeUnreachable
+	switch {
+	case errors.Is(err, sshpool.ErrHostKeyMismatch):
+		typ = ErrTypeHostKeyMismatch
+	case errors.Is(err, sshpool.ErrHostUnknown):
+		typ = ErrTypeHostUnknown
+	case errors.Is(err, sshpool.ErrAuthFailed):
+		typ = ErrTypeAuthFailed
+	case errors.Is(err, sshpool.ErrConfig):
+		typ = ErrTypeInvalidInput
+	case errors.Is(err, sshpool.ErrConnectionLost):
+		typ = ErrTypeConnectionLost
+	case errors.Is(err, sshpool.ErrUnreachable):
+		typ = ErrTypeUnreachable
+	}
+	return temporal.NewApplicationErrorWithOptions(err.Error(), typ, temporal.ApplicationErrorOptions{
+		NonRetryable: !sshpool.Retryable(err),
+	})
+}

@@ -1,0 +1,22 @@
+package sshpool
+
+// Target says how to reach one host. The workflow builds it from the
+// inventory snapshot and hands it to every host action, so activities never
+// read the inventory themselves.
+type Target struct {
+	// Node is the inventory name of the host; it names the host in errors.
+	Node string `json:"node"`
+	// Address is the IP address or DNS name sshd listens on.
+	Address string `json:"address"`
+	// Port defaults to 22.
+	Port int `json:"port,omitempty"`
+	// User defaults to root.
+	User string `json:"user,omitempty"`
+	// IdentityFile is a private key on the worker's machine. When empty,
+	// the SSH agent at $SSH_AUTH_SOCK is used.
+	IdentityFile string `json:"identityFile,omitempty"`
+	// KnownHostsFile is the known_hosts file on the worker's machine that
+	// the host key is verified against. It is required: host keys are
+	// always verified.
+	KnownHostsFile string `json:"knownHostsFile"`
+}
