@@ -1,0 +1,10 @@
+// Package testhosts starts real OpenSSH hosts on loopback for Kedge's tests
+// and local lab. Each host is an sshd in its own mount and PID namespace,
+// listening on its own 127.x address, with its own host key, its own /etc,
+// /var/lib and /var/log (overlays over the machine's), a clean /root and
+// private /tmp and /run, and stand-in systemctl/docker programs that really
+// start and stop processes.
+//
+// It is test infrastructure: it needs root, and must never be pointed at
+// real hosts.
+package testhosts

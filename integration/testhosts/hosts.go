@@ -1,0 +1,336 @@
+package testhosts
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// Options describe a lab.
+type Options struct {
+	Count  int
+	Names  []string // host names (len == Count); default Prefix-1..N
+	Prefix string   // default "host"
+	BaseIP string   // "127.0.10." gives 127.0.10.1, .2, ...; sshd on port 22
+	Dir    string   // keys, configs and per-host files
+	// TrustedUserCAKey is an SSH CA public key line that sshd trusts for
+	// user certificates (optional).
+	TrustedUserCAKey string
+}
+
+// Lab is a set of running hosts.
+type Lab struct {
+	Hosts          []*Host
+	IdentityFile   string // the client's private key
+	KnownHostsFile string // every host's key
+	PublicKey      string // the client's public key (authorized_keys line)
+	dir            string
+}
+
+// Host is one sshd.
+type Host struct {
+	Name          string
+	Address       string
+	Port          int
+	HostKeyPublic string // authorized_keys-format line of the host key
+	dir           string
+	cmd           *exec.Cmd
+	initPID       int // PID (in the machine's namespace) of the host's sshd
+}
+
+// RequireTools reports what the lab needs and is missing.
+func RequireTools() error {
+	var missing []string
+	for _, tool := range []string{"unshare", "nsenter", "mount"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			missing = append(missing, tool)
+		}
+	}
+	if _, err := os.Stat(sshdPath); err != nil {
+		missing = append(missing, sshdPath+" (openssh-server)")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the SSH test hosts need %s: run `make deps`", strings.Join(missing, ", "))
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("the SSH test hosts need root (mount namespaces)")
+	}
+	return nil
+}
+
+const sshdPath = "/usr/sbin/sshd"
+
+// Start generates keys and starts every host, returning when all accept
+// connections.
+func Start(ctx context.Context, o Options) (*Lab, error) {
+	if err := RequireTools(); err != nil {
+		return nil, err
+	}
+	if o.Count <= 0 {
+		return nil, errors.New("testhosts: Count must be positive")
+	}
+	if o.Prefix == "" {
+		o.Prefix = "host"
+	}
+	if o.BaseIP == "" {
+		o.BaseIP = "127.0.10."
+	}
+	if o.Names == nil {
+		for i := 1; i <= o.Count; i++ {
+			o.Names = append(o.Names, fmt.Sprintf("%s-%d", o.Prefix, i))
+		}
+	}
+	if len(o.Names) != o.Count {
+		return nil, fmt.Errorf("testhosts: %d names for %d hosts", len(o.Names), o.Count)
+	}
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	bins, err := standins()
+	if err != nil {
+		return nil, err
+	}
+	l := &Lab{dir: dir, IdentityFile: filepath.Join(dir, "id_ed25519"), KnownHostsFile: filepath.Join(dir, "known_hosts")}
+	clientPub, err := writeKey(l.IdentityFile)
+	if err != nil {
+		return nil, err
+	}
+	l.PublicKey = clientPub
+	var known strings.Builder
+	for i, name := range o.Names {
+		h := &Host{Name: name, Address: fmt.Sprintf("%s%d", o.BaseIP, i+1), Port: 22, dir: filepath.Join(dir, name)}
+		if err := h.prepare(clientPub, o.TrustedUserCAKey, bins); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&known, "%s %s\n", h.Address, h.HostKeyPublic)
+		l.Hosts = append(l.Hosts, h)
+	}
+	if err := os.WriteFile(l.KnownHostsFile, []byte(known.String()), 0o644); err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(l.Hosts))
+	var wg sync.WaitGroup
+	for i, h := range l.Hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = h.start(ctx)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// writeKey writes a new ed25519 private key (OpenSSH format, 0600) and
+// returns its public authorized_keys line.
+func writeKey(path string) (string, error) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return "", err
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+		return "", err
+	}
+	sp, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sp))), nil
+}
+
+func (h *Host) prepare(clientPub, caKey string, bins map[string]string) error {
+	for _, d := range []string{"etc-upper/ssh", "etc-work", "varlib-upper", "varlib-work", "varlog-upper", "varlog-work", "root/.ssh", "bin"} {
+		if err := os.MkdirAll(filepath.Join(h.dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	pub, err := writeKey(filepath.Join(h.dir, "etc-upper/ssh/ssh_host_ed25519_key"))
+	if err != nil {
+		return err
+	}
+	h.HostKeyPublic = pub
+	if err := os.WriteFile(filepath.Join(h.dir, "root/.ssh/authorized_keys"), []byte(clientPub+"\n"), 0o600); err != nil {
+		return err
+	}
+	cfg := fmt.Sprintf(`ListenAddress %s:%d
+HostKey /etc/ssh/ssh_host_ed25519_key
+PidFile /run/sshd.pid
+UsePAM no
+StrictModes no
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PubkeyAuthentication yes
+AuthorizedKeysFile /root/.ssh/authorized_keys
+MaxStartups 200:30:400
+MaxSessions 200
+Subsystem sftp internal-sftp
+PrintMotd no
+UseDNS no
+LogLevel ERROR
+`, h.Address, h.Port)
+	if caKey != "" {
+		if err := os.WriteFile(filepath.Join(h.dir, "etc-upper/ssh/kedge_user_ca.pub"), []byte(caKey+"\n"), 0o644); err != nil {
+			return err
+		}
+		cfg += "TrustedUserCAKeys /etc/ssh/kedge_user_ca.pub\n"
+	}
+	if err := os.WriteFile(filepath.Join(h.dir, "etc-upper/ssh/kedge_sshd_config"), []byte(cfg), 0o644); err != nil {
+		return err
+	}
+	// The machine's own sshd_config.d snippets must not leak in.
+	for name, src := range bins {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(h.dir, "bin", name), data, 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setup runs inside the host's fresh namespaces, then becomes sshd.
+const setup = `set -e
+H="$1"
+mount -t overlay overlay -o "lowerdir=/etc,upperdir=$H/etc-upper,workdir=$H/etc-work" /etc
+mount -t overlay overlay -o "lowerdir=/var/lib,upperdir=$H/varlib-upper,workdir=$H/varlib-work" /var/lib
+mount -t overlay overlay -o "lowerdir=/var/log,upperdir=$H/varlog-upper,workdir=$H/varlog-work" /var/log
+mount --bind "$H/root" /root
+mount --bind "$H/bin" /usr/local/sbin
+mount -t tmpfs -o mode=1777 tmpfs /tmp
+mount -t tmpfs -o mode=755 tmpfs /run
+mkdir -p /run/sshd
+exec ` + sshdPath + ` -D -e -f /etc/ssh/kedge_sshd_config
+`
+
+func (h *Host) start(ctx context.Context) error {
+	addr := net.JoinHostPort(h.Address, strconv.Itoa(h.Port))
+	if l, err := net.Listen("tcp", addr); err != nil {
+		return fmt.Errorf("host %s: %s is taken (another lab running?): %w", h.Name, addr, err)
+	} else {
+		l.Close()
+	}
+	h.cmd = exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private",
+		"--kill-child=SIGKILL", "sh", "-c", setup, "sh", h.dir)
+	logf, err := os.Create(filepath.Join(h.dir, "sshd.log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	h.cmd.Stdout, h.cmd.Stderr = logf, logf
+	h.cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}
+	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := h.cmd.Start(); err != nil {
+		return fmt.Errorf("host %s: start: %w", h.Name, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = h.cmd.Wait(); close(exited) }()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case <-exited:
+			out, _ := os.ReadFile(filepath.Join(h.dir, "sshd.log"))
+			return fmt.Errorf("host %s: sshd exited: %s", h.Name, strings.TrimSpace(string(out)))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("host %s: sshd on %s did not start", h.Name, addr)
+		}
+	}
+	children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", h.cmd.Process.Pid, h.cmd.Process.Pid))
+	if err != nil {
+		return err
+	}
+	h.initPID, err = strconv.Atoi(strings.Fields(string(children))[0])
+	return err
+}
+
+// Close stops every host: killing a host's sshd (PID 1 of its namespace)
+// kills everything it started, and its mounts go with the namespace.
+func (l *Lab) Close() error {
+	for _, h := range l.Hosts {
+		if h.cmd != nil && h.cmd.Process != nil {
+			if h.initPID > 0 {
+				_ = syscall.Kill(h.initPID, syscall.SIGKILL)
+			}
+			_ = h.cmd.Process.Kill()
+		}
+	}
+	for _, h := range l.Hosts {
+		if h.initPID > 0 {
+			for i := 0; i < 100 && syscall.Kill(h.initPID, 0) == nil; i++ {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
+	return nil
+}
+
+// root is the host's file system as the machine sees it.
+func (h *Host) root() string { return fmt.Sprintf("/proc/%d/root", h.initPID) }
+
+// ReadFile reads a file as the host sees it.
+func (h *Host) ReadFile(path string) ([]byte, error) {
+	return os.ReadFile(h.root() + path)
+}
+
+// WriteFile writes a file on the host, creating its directory.
+func (h *Host) WriteFile(path string, data []byte, perm os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(h.root()+path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(h.root()+path, data, perm)
+}
+
+// Exec runs a program inside the host's namespaces.
+func (h *Host) Exec(ctx context.Context, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"-t", strconv.Itoa(h.initPID), "-m", "-p", "--", name}, args...)...)
+	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return out, fmt.Errorf("%s on %s: %w: %s", name, h.Name, err, strings.TrimSpace(string(ee.Stderr)))
+		}
+		return out, fmt.Errorf("%s on %s: %w", name, h.Name, err)
+	}
+	return out, nil
+}
+
+// PID is the host's sshd as the machine sees it (PID 1 of the host).
+func (h *Host) PID() int { return h.initPID }
