@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
 
 	"kedge.dev/kedge/integration/lab"
 	"kedge.dev/kedge/integration/testhosts"
@@ -66,7 +68,8 @@ func runWorld(m *testing.M) (int, error) {
 		return 0, fmt.Errorf("start temporal: %w", err)
 	}
 	defer world.srv.Stop()
-	world.client, err = client.Dial(client.Options{HostPort: world.srv.FrontendAddress(), Namespace: world.srv.Namespace()})
+	world.client, err = client.Dial(client.Options{HostPort: world.srv.FrontendAddress(), Namespace: world.srv.Namespace(),
+		Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))})
 	if err != nil {
 		return 0, err
 	}

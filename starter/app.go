@@ -60,7 +60,7 @@ func NewApp(stdio IO) *cli.App {
 // Main runs the app and returns the process exit code.
 func Main(args []string, stdio IO) int {
 	app := NewApp(stdio)
-	err := app.Run(args)
+	err := app.Run(interspersed(app, args))
 	if err == nil {
 		return 0
 	}

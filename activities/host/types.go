@@ -35,9 +35,9 @@ type RunResult struct {
 	ExitCode        int               `json:"exitCode"`
 	Stdout          string            `json:"stdout"`
 	Stderr          string            `json:"stderr"`
-	StdoutTruncated bool              `json:"stdoutTruncated,omitempty"`
-	StderrTruncated bool              `json:"stderrTruncated,omitempty"`
-	Outputs         map[string]string `json:"outputs,omitempty"`
+	StdoutTruncated bool              `json:"stdoutTruncated"`
+	StderrTruncated bool              `json:"stderrTruncated"`
+	Outputs         map[string]string `json:"outputs"`
 }
 
 // WriteFileInput writes a file atomically (temp file + rename).
@@ -57,8 +57,8 @@ type WriteFileResult struct {
 	Changed        bool   `json:"changed"`
 	SHA256         string `json:"sha256"`
 	Existed        bool   `json:"existed"`
-	PreviousSHA256 string `json:"previousSha256,omitempty"`
-	Backup         string `json:"backup,omitempty"`
+	PreviousSHA256 string `json:"previousSha256"`
+	Backup         string `json:"backup"`
 }
 
 // RestoreFileInput undoes a host.write-file: it puts the backup back, or
@@ -89,10 +89,10 @@ type ReadFileInput struct {
 // base64 encoded in ContentBase64 instead).
 type ReadFileResult struct {
 	Exists        bool   `json:"exists"`
-	Content       string `json:"content,omitempty"`
-	ContentBase64 string `json:"contentBase64,omitempty"`
-	SHA256        string `json:"sha256,omitempty"`
-	Mode          string `json:"mode,omitempty"`
+	Content       string `json:"content"`
+	ContentBase64 string `json:"contentBase64"`
+	SHA256        string `json:"sha256"`
+	Mode          string `json:"mode"`
 	Size          int64  `json:"size"`
 }
 
@@ -112,5 +112,5 @@ type SystemdInput struct {
 // SystemdResult reports the unit's state after the action.
 type SystemdResult struct {
 	ActiveState string `json:"activeState"`
-	MainPID     int    `json:"mainPid,omitempty"`
+	MainPID     int    `json:"mainPid"`
 }
