@@ -2,7 +2,6 @@ package starter
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -91,9 +90,4 @@ func compile(c *cli.Context) (*compiled, error) {
 		return nil, failed("bad params for %s:\n%v", c.Args().First(), err)
 	}
 	return &compiled{loaded: loaded, cluster: cluster, params: params}, nil
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }

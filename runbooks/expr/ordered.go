@@ -22,7 +22,7 @@ func (a orderedAdapter) NativeToValue(v any) ref.Val {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
-		return orderedMap{Mapper: types.NewStringInterfaceMap(a, x).(traits.Mapper), keys: keys}
+		return orderedMap{Mapper: types.NewStringInterfaceMap(a, x), keys: keys}
 	case []any:
 		return types.NewDynamicList(a, x)
 	}

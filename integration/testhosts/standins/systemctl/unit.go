@@ -102,9 +102,7 @@ func (u *unit) apply(text string) {
 			if v == "" {
 				u.Environment = nil
 			}
-			for _, w := range splitWords(v) {
-				u.Environment = append(u.Environment, w)
-			}
+			u.Environment = append(u.Environment, splitWords(v)...)
 		case "EnvironmentFile":
 			if v == "" {
 				u.EnvFiles = nil
@@ -148,12 +146,10 @@ func (u *unit) env() []string {
 		vars[k] = v
 	}
 	for _, f := range u.EnvFiles {
-		optional := strings.HasPrefix(f, "-")
+		// A missing file is an error for systemd unless the name has a "-"
+		// prefix; the stand-in skips it either way.
 		data, err := os.ReadFile(strings.TrimPrefix(f, "-"))
 		if err != nil {
-			if !optional {
-				continue
-			}
 			continue
 		}
 		for _, line := range strings.Split(string(data), "\n") {
