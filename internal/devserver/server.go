@@ -80,14 +80,15 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 
 	sqlCfg := &config.SQL{
 		PluginName:        sqliteplugin.PluginName,
-		ConnectAttributes: map[string]string{"journal_mode": "wal", "synchronous": "normal"},
-		MaxConns:          4,
-		MaxIdleConns:      4,
+		ConnectAttributes: map[string]string{"journal_mode": "wal", "synchronous": "normal", "busy_timeout": "10000"},
+		// One connection: with several, SQLite's WAL mode reports
+		// SQLITE_BUSY_SNAPSHOT (517) when two of them race to write.
+		MaxConns:     1,
+		MaxIdleConns: 1,
 	}
 	if cfg.DataDir == "" {
 		sqlCfg.ConnectAttributes = map[string]string{"mode": "memory", "cache": "shared"}
 		sqlCfg.DatabaseName = "kedge-" + randomID()[:8]
-		sqlCfg.MaxConns, sqlCfg.MaxIdleConns = 1, 1
 	} else {
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 			return nil, fmt.Errorf("create data dir: %w", err)
