@@ -15,6 +15,8 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	hostacts "kedge.dev/kedge/activities/host"
+	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/integration/lab"
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/runbooks"
@@ -194,4 +196,36 @@ func dialRaw(b *testing.B, h *testhosts.Host, l *testhosts.Lab) *ssh.Client {
 		b.Fatal(err)
 	}
 	return c
+}
+
+// BenchmarkHostRunActivityDirect calls the host.run activity directly (no
+// Temporal) over the pooled connection: the wrapper's own cost, between the
+// raw exec and the full Kedge step.
+func BenchmarkHostRunActivityDirect(b *testing.B) {
+	pool := sshpool.New(sshpool.Options{})
+	defer pool.Close()
+	acts := &hostacts.Activities{Pool: pool}
+	cluster, err := inventory.LoadFile(world.inventory)
+	if err != nil {
+		b.Fatal(err)
+	}
+	target, err := cluster.Target("worker-1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	in := hostacts.RunInput{Target: target, Command: "true"}
+	if _, err := acts.Run(ctx, in); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		for range sequentialSteps {
+			if _, err := acts.Run(ctx, in); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(time.Since(start).Microseconds())/1000/float64(b.N*sequentialSteps), "ms/step")
 }

@@ -139,7 +139,13 @@ func writeRunbook(t *testing.T, body string) string {
 // progress and exit code.
 func runWait(t *testing.T, file string, args ...string) (workflows.Progress, int, string) {
 	t.Helper()
-	all := append([]string{"run", file, "--inventory", world.inventory, "--wait", "--output", "json"}, args...)
+	return runWaitInv(t, file, world.inventory, args...)
+}
+
+// runWaitInv is runWait with another inventory.
+func runWaitInv(t *testing.T, file, inv string, args ...string) (workflows.Progress, int, string) {
+	t.Helper()
+	all := append([]string{"run", file, "--inventory", inv, "--wait", "--output", "json"}, args...)
 	out, errOut, code := kedge(t, all...)
 	var p workflows.Progress
 	if err := json.Unmarshal([]byte(out), &p); err != nil {

@@ -107,7 +107,9 @@ func (a *Activities) exec(ctx context.Context, t sshpool.Target, env, inner stri
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
 	boundary := "KEDGE-OUTPUTS-" + hex.EncodeToString(b)
-	wrapper := `KEDGE_OUTPUT=$(mktemp "${TMPDIR:-/tmp}/kedge-out.XXXXXX") || exit 125
+	// The wrapper spawns as little as it can: it is on every step's path.
+	wrapper := `KEDGE_OUTPUT="${TMPDIR:-/tmp}/.kedge-out-` + boundary + `"
+set -C; : > "$KEDGE_OUTPUT" || exit 125; set +C
 export KEDGE_OUTPUT
 ` + env + `exec 3<&0
 kedge_setsid=; command -v setsid >/dev/null 2>&1 && kedge_setsid=setsid
@@ -117,7 +119,7 @@ exec 3<&-
 trap 'kill -TERM -$kedge_pid 2>/dev/null || kill -TERM $kedge_pid 2>/dev/null; sleep 2; kill -KILL -$kedge_pid 2>/dev/null' TERM HUP INT
 while :; do wait $kedge_pid; kedge_rc=$?; kill -0 $kedge_pid 2>/dev/null || break; done
 printf '\n%s\n' ` + quote(boundary) + ` >&2
-cat "$KEDGE_OUTPUT" >&2
+while IFS= read -r kedge_line || [ -n "$kedge_line" ]; do printf '%s\n' "$kedge_line" >&2; done < "$KEDGE_OUTPUT"
 rm -f "$KEDGE_OUTPUT"
 exit $kedge_rc
 `

@@ -1,0 +1,97 @@
+package host
+
+import (
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/temporal"
+
+	"kedge.dev/kedge/activities/sshpool"
+)
+
+func TestQuoteSurvivesTheShell(t *testing.T) {
+	for _, s := range []string{"plain", "with space", `it's "quoted"`, "$HOME `x` $(id)", "new\nline", ""} {
+		out, err := exec.Command("sh", "-c", "printf %s "+quote(s)).Output()
+		if err != nil || string(out) != s {
+			t.Errorf("quote(%q) came back as %q (%v)", s, out, err)
+		}
+	}
+}
+
+func TestTailBufferKeepsTheTail(t *testing.T) {
+	b := &tailBuffer{limit: 10}
+	for range 100 {
+		b.Write([]byte("0123456789"))
+	}
+	b.Write([]byte("END"))
+	if got := b.String(); got != "3456789END" || !b.truncated() || b.total() != 1003 {
+		t.Errorf("got %q truncated=%v total=%d", got, b.truncated(), b.total())
+	}
+}
+
+func TestParseOutputs(t *testing.T) {
+	got := parseOutputs("a=1\nnot a pair\nb=x=y\n\nempty=\n")
+	if len(got) != 3 || got["a"] != "1" || got["b"] != "x=y" || got["empty"] != "" {
+		t.Errorf("got %v", got)
+	}
+	if parseOutputs("") != nil {
+		t.Error("no outputs should be nil")
+	}
+}
+
+func TestErrorsAreClassifiedOnce(t *testing.T) {
+	cases := []struct {
+		err          error
+		typ          string
+		nonRetryable bool
+	}{
+		{&sshpool.HostKeyError{Node: "w1", Presented: "SHA256:a", Expected: []string{"SHA256:b"}}, ErrTypeHostKeyMismatch, true},
+		{errors.Join(errors.New("x"), sshpool.ErrHostUnknown), ErrTypeHostUnknown, true},
+		{errors.Join(errors.New("x"), sshpool.ErrAuthFailed), ErrTypeAuthFailed, true},
+		{errors.Join(errors.New("x"), sshpool.ErrUnreachable), ErrTypeUnreachable, false},
+		{errors.Join(errors.New("x"), sshpool.ErrConnectionLost), ErrTypeConnectionLost, false},
+		{invalid("bad"), ErrTypeInvalidInput, true},
+		{&typedError{typ: ErrTypeCommandFailed, msg: "exit 1"}, ErrTypeCommandFailed, false},
+	}
+	for _, c := range cases {
+		var app *temporal.ApplicationError
+		if !errors.As(toTemporal(c.err), &app) || app.Type() != c.typ || app.NonRetryable() != c.nonRetryable {
+			t.Errorf("%v: got %v", c.err, app)
+		}
+	}
+	mismatch := (&sshpool.HostKeyError{Node: "w1", Address: "10.0.0.1:22", Presented: "SHA256:new", Expected: []string{"SHA256:old"}, File: "kh"}).Error()
+	for _, want := range []string{"w1", "SHA256:new", "SHA256:old"} {
+		if !strings.Contains(mismatch, want) {
+			t.Errorf("mismatch message %q lacks %q", mismatch, want)
+		}
+	}
+}
+
+func TestBackupNamesAreFlatAndDistinct(t *testing.T) {
+	a := backupName("/etc/systemd/system/kubelet.service.d/10-image.conf", "0123456789abcdef0123")
+	b := backupName("/etc/systemd/system/kubelet.service.d/10-image.conf", "fedcba9876543210ffff")
+	if strings.Contains(a, "/") || a == b {
+		t.Errorf("backup names %q %q", a, b)
+	}
+}
+
+func TestInputValidation(t *testing.T) {
+	a := &Activities{}
+	if _, err := a.run(t.Context(), RunInput{}); err == nil || !strings.Contains(err.Error(), "exactly one of command and script") {
+		t.Errorf("run without command: %v", err)
+	}
+	if _, err := a.run(t.Context(), RunInput{Command: "x", Env: map[string]string{"BAD-NAME": "1"}}); err == nil {
+		t.Error("bad env name accepted")
+	}
+	if _, err := a.writeFile(t.Context(), WriteFileInput{Path: "relative"}); err == nil {
+		t.Error("relative path accepted")
+	}
+	if _, err := a.writeFile(t.Context(), WriteFileInput{Path: "/x", Mode: "0999"}); err == nil {
+		t.Error("bad mode accepted")
+	}
+	if _, err := a.systemd(t.Context(), SystemdInput{Unit: "x; rm -rf /"}); err == nil {
+		t.Error("unit name with shell metacharacters accepted")
+	}
+}
