@@ -46,7 +46,7 @@ func MakePlan(l *Loaded, params map[string]any, cluster *inventory.Cluster) (*Pl
 }
 
 func makePlan(rb *Runbook, children map[string]*Runbook, params map[string]any, cluster *inventory.Cluster) (*Plan, error) {
-	p := &Plan{Runbook: rb.Name, Cluster: cluster.Name, Params: params}
+	p := &Plan{Runbook: rb.Name, Cluster: cluster.Name, Params: maskSecrets(rb, params)}
 	waves := Waves(rb)
 	vars := Vars(params, cluster, nil)
 	for i, s := range rb.Steps {
@@ -247,4 +247,20 @@ func ResolveOn(on string, vars map[string]any, cluster *inventory.Cluster) (host
 		hosts = append(hosts, n.(string))
 	}
 	return hosts, single, nil
+}
+
+// SecretMask replaces secret param values wherever Kedge prints them.
+const SecretMask = "(secret)"
+
+func maskSecrets(rb *Runbook, params map[string]any) map[string]any {
+	out := make(map[string]any, len(params))
+	for k, v := range params {
+		out[k] = v
+	}
+	for _, name := range rb.SecretParams() {
+		if _, ok := out[name]; ok {
+			out[name] = SecretMask
+		}
+	}
+	return out
 }

@@ -167,3 +167,37 @@ func TestBuiltinRunbooksAreValid(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanMasksSecretParams(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "secret.yaml")
+	os.WriteFile(path, []byte(`apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: secret}
+params:
+  token: {type: string, required: true, secret: true}
+steps:
+  - id: use
+    action: host.run
+    on: worker-1
+    with: {command: "login", env: {TOKEN: "${ params.token }"}}
+`), 0o644)
+	cluster := testCluster(t)
+	l, err := (&Library{}).LoadFile(path, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params, _ := ResolveParams(l.Runbook, map[string]any{"token": "hunter2"}, cluster)
+	p, err := MakePlan(l, params, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	WritePlan(&b, p)
+	if strings.Contains(b.String(), "hunter2") || p.Params["token"] != SecretMask {
+		t.Errorf("secret printed: %s", b.String())
+	}
+	if params["token"] != "hunter2" {
+		t.Error("masking changed the params themselves")
+	}
+}
