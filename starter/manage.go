@@ -189,8 +189,11 @@ func actionsCommand() *cli.Command {
 			}
 			for _, a := range all {
 				fmt.Fprintf(c.App.Writer, "%s — %s\n", a.Name, a.Doc)
-				if a.Target == catalog.TargetHost {
-					fmt.Fprintln(c.App.Writer, "  runs on: the hosts named by the step's on:")
+				switch a.Target {
+				case catalog.TargetHost:
+					fmt.Fprintln(c.App.Writer, "  runs on: the hosts named by the step's on: (over SSH)")
+				case catalog.TargetNode:
+					fmt.Fprintln(c.App.Writer, "  acts on: the nodes named by the step's on: (through the Kubernetes API)")
 				}
 				for _, in := range a.Inputs {
 					req := ""

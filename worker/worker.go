@@ -8,6 +8,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"kedge.dev/kedge/activities/host"
+	"kedge.dev/kedge/activities/kube"
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/workflows"
 )
@@ -43,6 +44,7 @@ func New(c client.Client, opts Options) *Worker {
 	workflows.Register(w)
 	pool := sshpool.New(opts.SSH)
 	(&host.Activities{Pool: pool, HeartbeatInterval: opts.HeartbeatInterval}).Register(w)
+	(&kube.Activities{Logger: opts.Logger}).Register(w)
 	return &Worker{Worker: w, pool: pool}
 }
 

@@ -274,7 +274,7 @@ func (r *run) runAction(ctx workflow.Context, i int, vars map[string]any) error 
 	if !ok {
 		return temporal.NewNonRetryableApplicationError("unknown action "+s.spec.Action, "InvalidInput", nil)
 	}
-	if action.Target != catalog.TargetHost {
+	if action.Target == catalog.TargetNone {
 		out, attempts, err := r.attempts(ctx, s, action, "", s.spec.With, vars)
 		s.p.Attempts = attempts
 		s.outputs = out
@@ -420,12 +420,21 @@ func (r *run) input(action catalog.Action, host string, with, vars map[string]an
 	if err != nil {
 		return nil, err
 	}
-	if host != "" {
+	switch {
+	case host == "":
+	case action.Target == catalog.TargetHost:
 		target, err := r.in.Cluster.Target(host)
 		if err != nil {
 			return nil, err
 		}
 		input["target"] = target
+	case action.Target == catalog.TargetNode:
+		k := r.in.Cluster.Kubernetes
+		if k.Kubeconfig == "" {
+			return nil, fmt.Errorf("action %s needs the inventory's kubernetes.kubeconfig", action.Name)
+		}
+		input["cluster"] = map[string]any{"name": r.in.Cluster.Name, "kubeconfig": k.Kubeconfig, "context": k.Context}
+		input["node"] = host
 	}
 	return input, nil
 }
@@ -494,7 +503,7 @@ func (r *run) undo(ctx workflow.Context) {
 		steps := vars["steps"].(map[string]any)
 		steps[s.spec.ID] = map[string]any{"state": s.p.State, "outputs": s.outputs}
 		host := ""
-		if action.Target == catalog.TargetHost {
+		if action.Target != catalog.TargetNone {
 			host = c.host
 			if s.spec.Undo.On != "" {
 				hosts, _, err := runbooks.ResolveOn(s.spec.Undo.On, vars, &r.in.Cluster)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"kedge.dev/kedge/activities/host"
+	"kedge.dev/kedge/activities/kube"
 )
 
 // TargetKind says what a step running the action is aimed at.
@@ -17,6 +18,9 @@ const (
 	TargetNone TargetKind = ""
 	// TargetHost: the step's `on:` names the host (or hosts) to run on.
 	TargetHost TargetKind = "host"
+	// TargetNode: the step's `on:` names the Kubernetes node(s) to act on,
+	// through the API server the inventory's `kubernetes:` names.
+	TargetNode TargetKind = "node"
 )
 
 // Input types, as the validator checks literal values.
@@ -72,6 +76,12 @@ var actions = []Action{
 	describe(host.WriteFileAction, "write a file atomically (temp file + rename), keeping the previous content for undo", host.WriteFileInput{}, host.WriteFileResult{}, 5*time.Minute, 15*time.Second, []string{"content", "contentBase64"}),
 	describe(host.RestoreFileAction, "undo a host.write-file: put the previous content back or remove the file", host.RestoreFileInput{}, host.RestoreFileResult{}, 5*time.Minute, 15*time.Second, nil),
 	describe(host.ReadFileAction, "read a file from the host", host.ReadFileInput{}, host.ReadFileResult{}, 5*time.Minute, 15*time.Second, nil),
+	describe(kube.CordonAction, "mark the node unschedulable", kube.NodeInput{}, kube.NodeResult{}, time.Minute, 0, nil),
+	describe(kube.UncordonAction, "mark the node schedulable again", kube.NodeInput{}, kube.NodeResult{}, time.Minute, 0, nil),
+	describe(kube.DrainAction, "cordon the node and evict its pods, respecting PodDisruptionBudgets (DaemonSet pods stay)", kube.DrainInput{}, kube.DrainResult{}, 30*time.Minute, 30*time.Second, nil),
+	describe(kube.DeleteNodeAction, "delete the Node object", kube.NodeInput{}, kube.NodeResult{}, time.Minute, 0, nil),
+	describe(kube.WaitNodeAction, "wait until the node is Ready (and, optionally, runs the expected kubelet version)", kube.WaitNodeInput{}, kube.WaitNodeResult{}, 30*time.Minute, 30*time.Second, nil),
+	describe(kube.LabelTaintAction, "set labels and add taints on the node", kube.LabelTaintInput{}, kube.NodeResult{}, time.Minute, 0, nil),
 	describe(host.SystemdAction, "daemon-reload, enable/disable, start/stop/restart a systemd unit and wait until it settles", host.SystemdInput{}, host.SystemdResult{}, 10*time.Minute, 15*time.Second, nil),
 }
 
@@ -109,8 +119,12 @@ func describe(name, doc string, in, out any, timeout, heartbeat time.Duration, o
 	for i := range t.NumField() {
 		f := t.Field(i)
 		jsonName, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if jsonName == "target" {
+		switch jsonName {
+		case "target":
 			a.Target = TargetHost
+			continue
+		case "cluster", "node":
+			a.Target = TargetNode
 			continue
 		}
 		if jsonName == "" || jsonName == "-" {

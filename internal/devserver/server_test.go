@@ -2,7 +2,9 @@ package devserver
 
 import (
 	"context"
+	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,8 +16,11 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-func greet(ctx context.Context, name string) (string, error) { return "hello " + name, nil }
+const testQueue = "devserver-test"
 
+func greet(_ context.Context, name string) (string, error) { return "hello " + name, nil }
+
+// greetWorkflow runs the greet activity n times in a row.
 func greetWorkflow(ctx workflow.Context, name string, n int) (string, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Second})
 	var out string
@@ -27,19 +32,43 @@ func greetWorkflow(ctx workflow.Context, name string, n int) (string, error) {
 	return out, nil
 }
 
-func startWorker(t testing.TB, s *Server) client.Client {
-	c, err := client.Dial(client.Options{HostPort: s.FrontendAddress(), Namespace: s.Namespace(), Logger: quiet{}})
+func dialTest(t testing.TB, s *Server) client.Client {
+	t.Helper()
+	c, err := client.Dial(client.Options{HostPort: s.FrontendAddress(), Namespace: s.Namespace(), Logger: sdkLog{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := worker.New(c, "devserver-test", worker.Options{})
+	t.Cleanup(c.Close)
+	return c
+}
+
+// startWorker runs a worker for greetWorkflow until the test ends and
+// returns its client.
+func startWorker(t testing.TB, s *Server) client.Client {
+	t.Helper()
+	c := dialTest(t, s)
+	w := worker.New(c, testQueue, worker.Options{})
 	w.RegisterWorkflowWithOptions(greetWorkflow, workflow.RegisterOptions{Name: "greet-workflow"})
 	w.RegisterActivityWithOptions(greet, activity.RegisterOptions{Name: "greet"})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { w.Stop(); c.Close() })
+	t.Cleanup(w.Stop)
 	return c
+}
+
+func runGreet(t testing.TB, c client.Client, id string, n int) string {
+	t.Helper()
+	ctx := context.Background()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: testQueue}, "greet-workflow", "kedge", n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	if err := run.Get(ctx, &out); err != nil {
+		t.Fatalf("workflow %s: %v", id, err)
+	}
+	return out
 }
 
 func TestRunsWorkflowsServesUIAndKeepsState(t *testing.T) {
@@ -49,14 +78,11 @@ func TestRunsWorkflowsServesUIAndKeepsState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := startWorker(t, s)
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "persist-me", TaskQueue: "devserver-test"}, "greet-workflow", "kedge", 1)
-	if err != nil {
-		t.Fatal(err)
+	if out := runGreet(t, startWorker(t, s), "persist-me", 2); out != "hello kedge" {
+		t.Errorf("workflow result %q", out)
 	}
-	var out string
-	if err := run.Get(ctx, &out); err != nil || out != "hello kedge" {
-		t.Fatalf("workflow: %q %v", out, err)
+	if !strings.HasPrefix(s.UIURL(), "http://127.0.0.1:") {
+		t.Errorf("UIURL() = %q", s.UIURL())
 	}
 	resp, err := http.Get(s.UIURL() + "/")
 	if err != nil {
@@ -64,7 +90,7 @@ func TestRunsWorkflowsServesUIAndKeepsState(t *testing.T) {
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Errorf("UI answered %d", resp.StatusCode)
+		t.Errorf("GET %s/ answered %d", s.UIURL(), resp.StatusCode)
 	}
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
@@ -75,11 +101,10 @@ func TestRunsWorkflowsServesUIAndKeepsState(t *testing.T) {
 		t.Fatalf("restart on the same data dir: %v", err)
 	}
 	defer s2.Stop()
-	c2, err := client.Dial(client.Options{HostPort: s2.FrontendAddress(), Logger: quiet{}})
-	if err != nil {
-		t.Fatal(err)
+	if s2.UIURL() != "" {
+		t.Errorf("UIURL() without a UI = %q", s2.UIURL())
 	}
-	defer c2.Close()
+	c2 := startWorker(t, s2)
 	d, err := c2.DescribeWorkflowExecution(ctx, "persist-me", "")
 	if err != nil {
 		t.Fatalf("the run did not survive a restart: %v", err)
@@ -87,27 +112,34 @@ func TestRunsWorkflowsServesUIAndKeepsState(t *testing.T) {
 	if st := d.WorkflowExecutionInfo.Status; st != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
 		t.Errorf("status after restart = %v", st)
 	}
+	// The restarted server runs workflows too.
+	if out := runGreet(t, c2, "after-restart", 1); out != "hello kedge" {
+		t.Errorf("workflow result after restart %q", out)
+	}
 }
 
 func TestEnsureSearchAttributes(t *testing.T) {
 	ctx := context.Background()
-	s, err := Start(ctx, Config{FrontendAddr: "127.0.0.1:0"})
+	s, err := Start(ctx, Config{FrontendAddr: "127.0.0.1:0", Namespace: "kedge-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Stop()
-	want := map[string]enumspb.IndexedValueType{"KedgeCluster": enumspb.INDEXED_VALUE_TYPE_KEYWORD, "KedgeRunbook": enumspb.INDEXED_VALUE_TYPE_KEYWORD}
-	for range 2 { // the second call finds them present
+	if s.Namespace() != "kedge-test" {
+		t.Errorf("Namespace() = %q", s.Namespace())
+	}
+	want := map[string]enumspb.IndexedValueType{
+		"KedgeCluster": enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		"KedgeRunbook": enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		"KedgeSteps":   enumspb.INDEXED_VALUE_TYPE_INT,
+	}
+	for range 2 { // the second call finds them all present
 		if err := s.EnsureSearchAttributes(ctx, want); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c, err := client.Dial(client.Options{HostPort: s.FrontendAddress(), Logger: quiet{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	got, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: s.Namespace()})
+	got, err := dialTest(t, s).OperatorService().ListSearchAttributes(ctx,
+		&operatorservice.ListSearchAttributesRequest{Namespace: s.Namespace()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,29 +148,61 @@ func TestEnsureSearchAttributes(t *testing.T) {
 			t.Errorf("%s = %v, want %v", name, got.CustomAttributes[name], typ)
 		}
 	}
+	err = s.EnsureSearchAttributes(ctx, map[string]enumspb.IndexedValueType{"KedgeSteps": enumspb.INDEXED_VALUE_TYPE_KEYWORD})
+	if err == nil {
+		t.Error("a search attribute of another type was accepted")
+	}
+}
+
+// Parallel tests each start a server; their ports must not clash.
+func TestTwoServersAtOnce(t *testing.T) {
+	ctx := context.Background()
+	a, err := Start(ctx, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop()
+	b, err := Start(ctx, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Stop()
+	if a.FrontendAddress() == b.FrontendAddress() {
+		t.Fatalf("both servers on %s", a.FrontendAddress())
+	}
+	runGreet(t, startWorker(t, a), "on-a", 1)
+	runGreet(t, startWorker(t, b), "on-b", 1)
+}
+
+func TestPortInUse(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if s, err := Start(context.Background(), Config{FrontendAddr: l.Addr().String()}); err == nil {
+		s.Stop()
+		t.Fatal("started on a port in use")
+	}
 }
 
 // BenchmarkSequentialActivities reports the latency of one activity in a
-// workflow of sequential activities on the tuned embedded server.
+// workflow of sequential trivial activities, on a file-backed server as
+// kedge dev runs it.
 func BenchmarkSequentialActivities(b *testing.B) {
 	const n = 100
-	ctx := context.Background()
-	s, err := Start(ctx, Config{DataDir: b.TempDir(), FrontendAddr: "127.0.0.1:0"})
+	s, err := Start(context.Background(), Config{DataDir: b.TempDir(), FrontendAddr: "127.0.0.1:0"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Stop()
 	c := startWorker(b, s)
+	runGreet(b, c, "warm-up", 1)
 	b.ResetTimer()
 	start := time.Now()
 	for range b.N {
-		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "devserver-test"}, "greet-workflow", "bench", n)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := run.Get(ctx, nil); err != nil {
-			b.Fatal(err)
-		}
+		runGreet(b, c, "", n) // "": the SDK picks an ID
 	}
-	b.ReportMetric(float64(time.Since(start).Microseconds())/1000/float64(b.N*n), "ms/activity")
+	elapsed := time.Since(start)
+	b.ReportMetric(float64(elapsed.Microseconds())/1000/float64(b.N*n), "ms/activity")
 }

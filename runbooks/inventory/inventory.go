@@ -27,10 +27,11 @@ const (
 
 // Cluster is a validated inventory snapshot.
 type Cluster struct {
-	Name        string `json:"name"`
-	SSH         SSH    `json:"ssh"`
-	Controllers []Node `json:"controllers"`
-	Workers     []Node `json:"workers"`
+	Name        string     `json:"name"`
+	SSH         SSH        `json:"ssh"`
+	Kubernetes  Kubernetes `json:"kubernetes,omitempty"`
+	Controllers []Node     `json:"controllers"`
+	Workers     []Node     `json:"workers"`
 }
 
 // SSH holds the connection defaults of every node.
@@ -40,6 +41,12 @@ type SSH struct {
 	IdentityFile   string `json:"identityFile,omitempty"`
 	Agent          bool   `json:"agent,omitempty"`
 	KnownHostsFile string `json:"knownHostsFile"`
+}
+
+// Kubernetes says how Kedge reaches the cluster's API server.
+type Kubernetes struct {
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	Context    string `json:"context,omitempty"`
 }
 
 // Node is one host of the cluster.
@@ -149,6 +156,7 @@ func LoadFile(path string) (*Cluster, error) {
 	}
 	c.SSH.IdentityFile = resolve(abs, c.SSH.IdentityFile)
 	c.SSH.KnownHostsFile = resolve(abs, c.SSH.KnownHostsFile)
+	c.Kubernetes.Kubeconfig = resolve(abs, c.Kubernetes.Kubeconfig)
 	return c, nil
 }
 
@@ -215,6 +223,12 @@ func Decode(doc source.Document) (*Cluster, error) {
 				"identityFile":   func(v *yaml.Node) { c.SSH.IdentityFile = source.String(f, v, "ssh.identityFile", &errs) },
 				"agent":          func(v *yaml.Node) { c.SSH.Agent = source.Bool(f, v, "ssh.agent", &errs) },
 				"knownHostsFile": func(v *yaml.Node) { c.SSH.KnownHostsFile = source.String(f, v, "ssh.knownHostsFile", &errs) },
+			})
+		},
+		"kubernetes": func(v *yaml.Node) {
+			source.Fields(f, v, "kubernetes", &errs, map[string]func(*yaml.Node){
+				"kubeconfig": func(v *yaml.Node) { c.Kubernetes.Kubeconfig = source.String(f, v, "kubernetes.kubeconfig", &errs) },
+				"context":    func(v *yaml.Node) { c.Kubernetes.Context = source.String(f, v, "kubernetes.context", &errs) },
 			})
 		},
 		"controllers": decodeNodes(RoleController),

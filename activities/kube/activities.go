@@ -1,0 +1,414 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/kubectl/pkg/drain"
+)
+
+// Error types.
+const (
+	ErrTypeDrainBlocked = "DrainBlocked"
+	ErrTypeNodeNotFound = "NodeNotFound"
+	ErrTypeNotReady     = "NodeNotReady"
+	ErrTypeAPI          = "KubernetesAPI"
+	ErrTypeInvalidInput = "InvalidInput"
+)
+
+// Activities are the Kubernetes actions. Clients are built once per
+// kubeconfig and shared.
+type Activities struct {
+	// Clients builds a clientset for a cluster; nil uses the kubeconfig.
+	Clients func(Cluster) (kubernetes.Interface, error)
+	// PollInterval paces waits (default 1s).
+	PollInterval time.Duration
+	Logger       *slog.Logger
+
+	mu    sync.Mutex
+	cache map[Cluster]kubernetes.Interface
+}
+
+// Registry is what Register needs of a Temporal worker.
+type Registry interface {
+	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
+}
+
+// Register registers every Kubernetes action under its name.
+func (a *Activities) Register(r Registry) {
+	r.RegisterActivityWithOptions(a.Cordon, activity.RegisterOptions{Name: CordonAction})
+	r.RegisterActivityWithOptions(a.Uncordon, activity.RegisterOptions{Name: UncordonAction})
+	r.RegisterActivityWithOptions(a.Drain, activity.RegisterOptions{Name: DrainAction})
+	r.RegisterActivityWithOptions(a.DeleteNode, activity.RegisterOptions{Name: DeleteNodeAction})
+	r.RegisterActivityWithOptions(a.WaitNode, activity.RegisterOptions{Name: WaitNodeAction})
+	r.RegisterActivityWithOptions(a.LabelTaint, activity.RegisterOptions{Name: LabelTaintAction})
+}
+
+func (a *Activities) client(c Cluster) (kubernetes.Interface, error) {
+	if a.Clients != nil {
+		return a.Clients(c)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if cs, ok := a.cache[c]; ok {
+		return cs, nil
+	}
+	if c.Kubeconfig == "" {
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("cluster %s: the inventory names no kubernetes.kubeconfig", c.Name), ErrTypeInvalidInput, nil)
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: c.Kubeconfig},
+		&clientcmd.ConfigOverrides{CurrentContext: c.Context}).ClientConfig()
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("cluster %s: kubeconfig %s: %v", c.Name, c.Kubeconfig, err), ErrTypeInvalidInput, nil)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if a.cache == nil {
+		a.cache = map[Cluster]kubernetes.Interface{}
+	}
+	a.cache[c] = cs
+	return cs, nil
+}
+
+func (a *Activities) poll() time.Duration {
+	if a.PollInterval > 0 {
+		return a.PollInterval
+	}
+	return time.Second
+}
+
+func heartbeat(ctx context.Context, details any) {
+	if activity.IsActivity(ctx) {
+		activity.RecordHeartbeat(ctx, details)
+	}
+}
+
+// apiError classifies a Kubernetes API error once.
+func apiError(node string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsNotFound(err):
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %s not found", node), ErrTypeNodeNotFound, err)
+	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err), apierrors.IsInvalid(err):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeAPI, err)
+	case errors.Is(err, context.Canceled):
+		return temporal.NewCanceledError(err.Error())
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return err
+	}
+	return temporal.NewApplicationError(err.Error(), ErrTypeAPI)
+}
+
+func parseDuration(s string, def time.Duration) (time.Duration, error) {
+	if s == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%q is not a positive duration", s), ErrTypeInvalidInput, nil)
+	}
+	return d, nil
+}
+
+// Cordon marks a node unschedulable (kube.cordon).
+func (a *Activities) Cordon(ctx context.Context, in NodeInput) (NodeResult, error) {
+	return a.setUnschedulable(ctx, in, true)
+}
+
+// Uncordon marks a node schedulable again (kube.uncordon).
+func (a *Activities) Uncordon(ctx context.Context, in NodeInput) (NodeResult, error) {
+	return a.setUnschedulable(ctx, in, false)
+}
+
+func (a *Activities) setUnschedulable(ctx context.Context, in NodeInput, on bool) (NodeResult, error) {
+	cs, err := a.client(in.Cluster)
+	if err != nil {
+		return NodeResult{}, err
+	}
+	node, err := cs.CoreV1().Nodes().Get(ctx, in.Node, metav1.GetOptions{})
+	if err != nil {
+		return NodeResult{}, apiError(in.Node, err)
+	}
+	if node.Spec.Unschedulable == on {
+		return NodeResult{}, nil
+	}
+	patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, on)
+	if _, err := cs.CoreV1().Nodes().Patch(ctx, in.Node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return NodeResult{}, apiError(in.Node, err)
+	}
+	return NodeResult{Changed: true}, nil
+}
+
+// Drain cordons a node and evicts its pods, respecting
+// PodDisruptionBudgets (kube.drain). A budget that keeps refusing until the
+// timeout fails the drain with a DrainBlocked error naming the pods and
+// budgets.
+func (a *Activities) Drain(ctx context.Context, in DrainInput) (DrainResult, error) {
+	cs, err := a.client(in.Cluster)
+	if err != nil {
+		return DrainResult{}, err
+	}
+	timeout, err := parseDuration(in.Timeout, 5*time.Minute)
+	if err != nil {
+		return DrainResult{}, err
+	}
+	delay, err := parseDuration(in.RetryDelay, 5*time.Second)
+	if err != nil {
+		return DrainResult{}, err
+	}
+	var mu sync.Mutex
+	res := DrainResult{Evicted: []string{}}
+	grace := -1
+	if in.GracePeriodSeconds > 0 {
+		grace = in.GracePeriodSeconds
+	}
+	h := &drain.Helper{
+		Ctx: ctx, Client: cs, Force: in.Force, GracePeriodSeconds: grace,
+		IgnoreAllDaemonSets: true, DeleteEmptyDirData: in.DeleteEmptyDirData,
+		Timeout: timeout, EvictErrorRetryDelay: delay,
+		Out: io.Discard, ErrOut: io.Discard,
+		OnPodDeletedOrEvicted: func(pod *corev1.Pod, _ bool) {
+			mu.Lock()
+			res.Evicted = append(res.Evicted, pod.Namespace+"/"+pod.Name)
+			n := len(res.Evicted)
+			mu.Unlock()
+			heartbeat(ctx, map[string]any{"evicted": n, "last": pod.Namespace + "/" + pod.Name})
+		},
+	}
+	node, err := cs.CoreV1().Nodes().Get(ctx, in.Node, metav1.GetOptions{})
+	if err != nil {
+		return res, apiError(in.Node, err)
+	}
+	if err := drain.RunCordonOrUncordon(h, node, true); err != nil {
+		return res, apiError(in.Node, err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // heartbeat while waiting on evictions that do not finish
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				mu.Lock()
+				n := len(res.Evicted)
+				mu.Unlock()
+				heartbeat(ctx, map[string]any{"evicted": n})
+			}
+		}
+	}()
+	if err := drain.RunNodeDrain(h, in.Node); err != nil {
+		if ctx.Err() != nil {
+			return res, temporal.NewCanceledError(ctx.Err().Error())
+		}
+		return res, a.blocked(context.WithoutCancel(ctx), cs, in.Node, err)
+	}
+	slices.Sort(res.Evicted)
+	return res, nil
+}
+
+// blocked explains a failed drain: which pods are left and which
+// PodDisruptionBudgets cover them.
+func (a *Activities) blocked(ctx context.Context, cs kubernetes.Interface, node string, cause error) error {
+	pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		return apiError(node, cause)
+	}
+	var left, budgets []string
+	seen := map[string]bool{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil || isDaemonSetPod(&p) {
+			continue
+		}
+		left = append(left, p.Namespace+"/"+p.Name)
+		pdbs, err := cs.PolicyV1().PodDisruptionBudgets(p.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			continue
+		}
+		for _, pdb := range pdbs.Items {
+			if covers(&pdb, &p) && !seen[p.Namespace+"/"+pdb.Name] {
+				seen[p.Namespace+"/"+pdb.Name] = true
+				budgets = append(budgets, fmt.Sprintf("%s/%s (%d disruptions allowed)", p.Namespace, pdb.Name, pdb.Status.DisruptionsAllowed))
+			}
+		}
+	}
+	if len(budgets) == 0 {
+		return temporal.NewApplicationError(fmt.Sprintf("drain %s: %v (pods left: %s)", node, cause, strings.Join(left, ", ")), ErrTypeAPI)
+	}
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("drain %s blocked by PodDisruptionBudget %s: pods left %s (%v)", node, strings.Join(budgets, ", "), strings.Join(left, ", "), cause),
+		ErrTypeDrainBlocked, nil, map[string]any{"pods": left, "budgets": budgets})
+}
+
+func isDaemonSetPod(p *corev1.Pod) bool {
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" {
+			return true
+		}
+	}
+	return false
+}
+
+func covers(pdb *policyv1.PodDisruptionBudget, p *corev1.Pod) bool {
+	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	if err != nil || sel.Empty() {
+		return false
+	}
+	return sel.Matches(labels.Set(p.Labels))
+}
+
+// DeleteNode deletes the Node object (kube.delete-node); a node already
+// gone is not an error.
+func (a *Activities) DeleteNode(ctx context.Context, in NodeInput) (NodeResult, error) {
+	cs, err := a.client(in.Cluster)
+	if err != nil {
+		return NodeResult{}, err
+	}
+	err = cs.CoreV1().Nodes().Delete(ctx, in.Node, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return NodeResult{}, nil
+	}
+	if err != nil {
+		return NodeResult{}, apiError(in.Node, err)
+	}
+	return NodeResult{Changed: true}, nil
+}
+
+// WaitNode waits until the node is Ready and, when asked, reports the
+// expected kubelet version (kube.wait-node).
+func (a *Activities) WaitNode(ctx context.Context, in WaitNodeInput) (WaitNodeResult, error) {
+	cs, err := a.client(in.Cluster)
+	if err != nil {
+		return WaitNodeResult{}, err
+	}
+	timeout, err := parseDuration(in.Timeout, 5*time.Minute)
+	if err != nil {
+		return WaitNodeResult{}, err
+	}
+	deadline := time.Now().Add(timeout)
+	var last WaitNodeResult
+	lastErr := "not seen yet"
+	for {
+		node, err := cs.CoreV1().Nodes().Get(ctx, in.Node, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			last = WaitNodeResult{Ready: nodeReady(node), KubeletVersion: node.Status.NodeInfo.KubeletVersion}
+			if last.Ready && (in.KubeletVersion == "" || last.KubeletVersion == in.KubeletVersion) {
+				return last, nil
+			}
+			lastErr = fmt.Sprintf("ready=%t kubelet %s", last.Ready, last.KubeletVersion)
+		case apierrors.IsNotFound(err):
+			lastErr = "not registered"
+		default:
+			lastErr = err.Error()
+		}
+		heartbeat(ctx, last)
+		if time.Now().After(deadline) {
+			want := "Ready"
+			if in.KubeletVersion != "" {
+				want += " with kubelet " + in.KubeletVersion
+			}
+			return last, temporal.NewApplicationError(fmt.Sprintf("node %s not %s after %s (%s)", in.Node, want, timeout, lastErr), ErrTypeNotReady)
+		}
+		select {
+		case <-ctx.Done():
+			return last, temporal.NewCanceledError(ctx.Err().Error())
+		case <-time.After(a.poll()):
+		}
+	}
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// LabelTaint sets labels and adds taints (kube.label-taint); it changes
+// nothing when they are already there.
+func (a *Activities) LabelTaint(ctx context.Context, in LabelTaintInput) (NodeResult, error) {
+	cs, err := a.client(in.Cluster)
+	if err != nil {
+		return NodeResult{}, err
+	}
+	wantLabels := map[string]string{}
+	for _, l := range in.Labels {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok {
+			return NodeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("label %q must be key=value", l), ErrTypeInvalidInput, nil)
+		}
+		wantLabels[k] = v
+	}
+	var wantTaints []corev1.Taint
+	for _, s := range in.Taints {
+		kv, effect, ok := strings.Cut(s, ":")
+		if !ok {
+			return NodeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("taint %q must be key=value:Effect", s), ErrTypeInvalidInput, nil)
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		wantTaints = append(wantTaints, corev1.Taint{Key: k, Value: v, Effect: corev1.TaintEffect(effect)})
+	}
+	changed := false
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := cs.CoreV1().Nodes().Get(ctx, in.Node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		changed = false
+		if node.Labels == nil {
+			node.Labels = map[string]string{}
+		}
+		for k, v := range wantLabels {
+			if node.Labels[k] != v {
+				node.Labels[k], changed = v, true
+			}
+		}
+		for _, t := range wantTaints {
+			if !slices.ContainsFunc(node.Spec.Taints, func(x corev1.Taint) bool { return x.MatchTaint(&t) && x.Value == t.Value }) {
+				node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(x corev1.Taint) bool { return x.MatchTaint(&t) })
+				node.Spec.Taints = append(node.Spec.Taints, t)
+				changed = true
+			}
+		}
+		if !changed {
+			return nil
+		}
+		_, err = cs.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return NodeResult{}, apiError(in.Node, err)
+	}
+	return NodeResult{Changed: changed}, nil
+}
