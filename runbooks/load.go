@@ -122,15 +122,42 @@ func decodeStep(f string, n *yaml.Node, errs *source.Errors) (Step, *stepSource)
 			}
 		}),
 		"undo": field("undo", func(v *yaml.Node) {
-			s.Undo = &Undo{}
-			ss.undo = map[string]*yaml.Node{}
-			source.Fields(f, v, "undo", errs, map[string]func(*yaml.Node){
-				"action": func(v *yaml.Node) { s.Undo.Action = source.String(f, v, "undo.action", errs); ss.undo["action"] = v },
-				"on":     func(v *yaml.Node) { s.Undo.On = source.String(f, v, "undo.on", errs); ss.undo["on"] = v },
-				"with": func(v *yaml.Node) {
-					s.Undo.With, ss.undoKeys, ss.undoVals = decodeWith(f, v, errs)
-					ss.undo["with"] = v
-				},
+			items := []*yaml.Node{v}
+			if v.Kind == yaml.SequenceNode {
+				items = v.Content
+			}
+			for _, item := range items {
+				var u Undo
+				us := undoSource{node: item, fields: map[string]*yaml.Node{}}
+				source.Fields(f, item, "undo", errs, map[string]func(*yaml.Node){
+					"action": func(v *yaml.Node) { u.Action = source.String(f, v, "undo.action", errs); us.fields["action"] = v },
+					"on":     func(v *yaml.Node) { u.On = source.String(f, v, "undo.on", errs); us.fields["on"] = v },
+					"with": func(v *yaml.Node) {
+						u.With, us.keys, us.vals = decodeWith(f, v, errs)
+						us.fields["with"] = v
+					},
+				})
+				s.Undo = append(s.Undo, u)
+				ss.undos = append(ss.undos, us)
+			}
+		}),
+		"rollout": field("rollout", func(v *yaml.Node) {
+			s.Rollout = &Rollout{}
+			ss.rollout = map[string]*yaml.Node{}
+			scalar := func(name string, dst *string) func(v *yaml.Node) {
+				return func(v *yaml.Node) {
+					ss.rollout[name] = v
+					if v.Kind == yaml.ScalarNode && (v.Tag == "!!int" || v.Tag == "!!str") {
+						*dst = v.Value
+						return
+					}
+					errs.Addf(source.At(f, v), "rollout.%s must be a number or an expression, got %s", name, source.KindName(v))
+				}
+			}
+			source.Fields(f, v, "rollout", errs, map[string]func(*yaml.Node){
+				"over":           func(v *yaml.Node) { s.Rollout.Over = source.String(f, v, "rollout.over", errs); ss.rollout["over"] = v },
+				"maxUnavailable": scalar("maxUnavailable", &s.Rollout.MaxUnavailable),
+				"failureBudget":  scalar("failureBudget", &s.Rollout.FailureBudget),
 			})
 		}),
 	})

@@ -55,9 +55,11 @@ func makePlan(rb *Runbook, children map[string]*Runbook, params map[string]any, 
 		if s.Approval != nil {
 			ps.Prompt = s.Approval.Prompt
 		}
-		if s.Undo != nil {
-			ps.Undo = s.Undo.Action
+		var undos []string
+		for _, u := range s.Undo {
+			undos = append(undos, u.Action)
 		}
+		ps.Undo = strings.Join(undos, ", ")
 		if s.On != "" {
 			if readsSteps(s.On) {
 				ps.Deferred = "hosts come from an earlier step's outputs"

@@ -1,6 +1,7 @@
 package runbooks
 
 import (
+	"encoding/json"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -64,7 +65,17 @@ type Step struct {
 	When     string         `json:"when,omitempty"`
 	Retry    *Retry         `json:"retry,omitempty"`
 	Timeout  time.Duration  `json:"timeout,omitempty"`
-	Undo     *Undo          `json:"undo,omitempty"`
+	Undo     UndoList       `json:"undo,omitempty"`
+	Rollout  *Rollout       `json:"rollout,omitempty"`
+}
+
+// Rollout runs the step's child runbook once per item of Over, at most
+// MaxUnavailable at a time (a sliding window), pausing for an operator when
+// more than FailureBudget items fail. Each field may be an expression.
+type Rollout struct {
+	Over           string `json:"over"`
+	MaxUnavailable string `json:"maxUnavailable,omitempty"`
+	FailureBudget  string `json:"failureBudget,omitempty"`
 }
 
 // Kind says what the step does: "action", "runbook" or "approval".
@@ -132,13 +143,36 @@ func (r Retry) Delay(n int) time.Duration {
 	return min(time.Duration(d), r.MaxInterval)
 }
 
-// Undo is the compensation of a step: an action run, when the runbook fails,
-// for every completed step in reverse order. Its `with` may read the step's
+// Undo is one action of a step's compensation. When the runbook fails, the
+// compensation of every completed step runs, newest step first; a step's
+// own undo actions run in the order written. Its `with` may read the step's
 // own outputs (steps.ID.outputs). On defaults to the step's On.
 type Undo struct {
 	Action string         `json:"action"`
 	On     string         `json:"on,omitempty"`
 	With   map[string]any `json:"with,omitempty"`
+}
+
+// UndoList is a step's compensation: one action or several.
+type UndoList []Undo
+
+// UnmarshalJSON accepts a single undo object (how runbooks before undo
+// lists were recorded) or a list.
+func (u *UndoList) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '{' {
+		var one Undo
+		if err := json.Unmarshal(b, &one); err != nil {
+			return err
+		}
+		*u = UndoList{one}
+		return nil
+	}
+	var list []Undo
+	if err := json.Unmarshal(b, &list); err != nil {
+		return err
+	}
+	*u = list
+	return nil
 }
 
 // runbookSource remembers where things were written.
@@ -159,9 +193,14 @@ type stepSource struct {
 	needs    []*yaml.Node
 	withKeys map[string]*yaml.Node
 	withVals map[string]*yaml.Node
-	undo     map[string]*yaml.Node
-	undoKeys map[string]*yaml.Node
-	undoVals map[string]*yaml.Node
+	undos    []undoSource
+	rollout  map[string]*yaml.Node
+}
+
+type undoSource struct {
+	node       *yaml.Node
+	fields     map[string]*yaml.Node
+	keys, vals map[string]*yaml.Node
 }
 
 func (s *stepSource) pos(file, field string) source.Pos {

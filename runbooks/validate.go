@@ -205,7 +205,9 @@ func (v *validator) step(i int, anc map[string]bool) {
 	case s.Action != "":
 		v.action(s.ID, s.Action, s.On, s.With, ss.pos(v.f, "action"), ss.pos(v.f, "on"), ss.withKeys, ss.withVals, ss.pos(v.f, "with"), scope)
 	case s.Runbook != "":
-		v.childRunbook(s, ss, scope)
+		childScope := scope
+		childScope.item = s.Rollout != nil
+		v.childRunbook(s, ss, childScope)
 	case s.Approval != nil:
 		if s.With != nil {
 			v.errs.Addf(ss.pos(v.f, "with"), "step %s: an approval takes no with", s.ID)
@@ -213,34 +215,64 @@ func (v *validator) step(i int, anc map[string]bool) {
 		if s.On != "" {
 			v.errs.Addf(ss.pos(v.f, "on"), "step %s: an approval takes no on", s.ID)
 		}
-		if s.Undo != nil {
+		if len(s.Undo) > 0 {
 			v.errs.Addf(ss.pos(v.f, "undo"), "step %s: an approval has nothing to undo", s.ID)
 		}
 	}
 	if s.When != "" {
 		v.expression(s.When, ss.fields["when"], scope, true)
 	}
-	if s.Undo != nil {
+	for k, u := range s.Undo {
+		us := ss.undos[k]
 		undoScope := scope
 		undoScope.anc = maps(anc, s.ID)
-		on := cmpOr(s.Undo.On, s.On)
-		onPos := ss.pos(v.f, "on")
-		if n, ok := ss.undo["on"]; ok {
-			onPos = v.at(n)
-		}
+		on := cmpOr(u.On, s.On)
 		undoScope.host = on != ""
-		actPos := ss.pos(v.f, "undo")
-		if n, ok := ss.undo["action"]; ok {
-			actPos = v.at(n)
+		at := func(field string, def source.Pos) source.Pos {
+			if n, ok := us.fields[field]; ok {
+				return v.at(n)
+			}
+			return def
 		}
-		withPos := actPos
-		if n, ok := ss.undo["with"]; ok {
-			withPos = v.at(n)
+		actPos := v.at(us.node)
+		if u.Action == "" {
+			v.errs.Addf(actPos, "step %s: undo.action is required", s.ID)
+			continue
 		}
-		if s.Undo.Action == "" {
-			v.errs.Addf(ss.pos(v.f, "undo"), "step %s: undo.action is required", s.ID)
-		} else {
-			v.action(s.ID+" undo", s.Undo.Action, on, s.Undo.With, actPos, onPos, ss.undoKeys, ss.undoVals, withPos, undoScope)
+		v.action(s.ID+" undo", u.Action, on, u.With, at("action", actPos), at("on", ss.pos(v.f, "on")), us.keys, us.vals, at("with", actPos), undoScope)
+	}
+	if s.Rollout != nil {
+		v.rollout(s, ss, scope)
+	}
+}
+
+// rollout checks a rollout: it needs a child runbook and a list to go over;
+// its numbers are literals in range or expressions.
+func (v *validator) rollout(s Step, ss *stepSource, scope exprScope) {
+	if s.Runbook == "" {
+		v.errs.Addf(ss.pos(v.f, "rollout"), "step %s: a rollout runs a child runbook per item: add runbook:", s.ID)
+	}
+	if s.Rollout.Over == "" {
+		v.errs.Addf(ss.pos(v.f, "rollout"), "step %s: rollout.over is required (the items, e.g. ${ params.nodes })", s.ID)
+	} else {
+		v.expression(s.Rollout.Over, ss.rollout["over"], scope, false)
+	}
+	for _, f := range []struct {
+		name string
+		val  string
+		min  int
+	}{{"maxUnavailable", s.Rollout.MaxUnavailable, 1}, {"failureBudget", s.Rollout.FailureBudget, 0}} {
+		if f.val == "" {
+			continue
+		}
+		if n, err := strconv.Atoi(f.val); err == nil {
+			if n < f.min {
+				v.errs.Addf(v.at(ss.rollout[f.name]), "step %s: rollout.%s must be at least %d", s.ID, f.name, f.min)
+			}
+			continue
+		}
+		if !v.expression(f.val, ss.rollout[f.name], scope, false) {
+			v.errs.Addf(v.at(ss.rollout[f.name]), "step %s: rollout.%s %q is neither a number nor an expression", s.ID, f.name, f.val)
 		}
 	}
 }
@@ -263,6 +295,7 @@ func cmpOr(a, b string) string {
 type exprScope struct {
 	anc  map[string]bool // steps whose outputs are readable
 	host bool            // `host` is defined
+	item bool            // `item` is defined (inside a rollout's with)
 }
 
 func (v *validator) action(who, name, on string, with map[string]any, actPos, onPos source.Pos, keys, vals map[string]*yaml.Node, withPos source.Pos, scope exprScope) {
@@ -465,8 +498,8 @@ func (v *validator) expression(s string, n *yaml.Node, scope exprScope, conditio
 			switch {
 			case name == "host" && !scope.host:
 				v.errs.Addf(pos, "host is only defined in a step with on:")
-			case name == "item":
-				v.errs.Addf(pos, "item is only defined inside a rollout")
+			case name == "item" && !scope.item:
+				v.errs.Addf(pos, "item is only defined in the with of a rollout step")
 			}
 		}
 		for _, p := range refs.Params {

@@ -11,4 +11,6 @@ func Register(r interface {
 	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
 }) {
 	r.RegisterWorkflowWithOptions(Runbook, workflowOptions())
+	r.RegisterWorkflowWithOptions(Rollout, workflow.RegisterOptions{Name: RolloutWorkflow})
+	r.RegisterWorkflowWithOptions(Compensate, workflow.RegisterOptions{Name: CompensateWorkflow})
 }

@@ -31,7 +31,11 @@ func Runbook(ctx workflow.Context, in RunbookInput) (RunbookResult, error) {
 		return RunbookResult{}, err
 	}
 	err := r.execute(ctx)
-	return RunbookResult{Progress: r.snapshot()}, err
+	res := RunbookResult{Progress: r.snapshot()}
+	if err == nil {
+		res.Compensation = r.compensation()
+	}
+	return res, err
 }
 
 type run struct {
@@ -220,6 +224,8 @@ func (r *run) runStep(ctx workflow.Context, i int) {
 	switch {
 	case s.spec.Action != "":
 		err = r.runAction(ctx, i, vars)
+	case s.spec.Rollout != nil:
+		err = r.runRollout(ctx, i, vars)
 	case s.spec.Runbook != "":
 		err = r.runChild(ctx, i, vars)
 	case s.spec.Approval != nil:
@@ -364,6 +370,11 @@ func (r *run) attempts(ctx workflow.Context, s *stepRun, action catalog.Action, 
 	if err != nil {
 		return nil, 0, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err)
 	}
+	return callAction(ctx, s, action, host, input)
+}
+
+// callAction runs one rendered action under the step's retry policy.
+func callAction(ctx workflow.Context, s *stepRun, action catalog.Action, host string, input map[string]any) (any, int, error) {
 	retry := s.spec.Retry.WithDefaults()
 	timeout := s.spec.Timeout
 	if timeout == 0 {
@@ -482,49 +493,144 @@ func (r *run) runChild(ctx workflow.Context, i int, vars map[string]any) error {
 	return nil
 }
 
-// undo runs the compensation of every completed step, newest first. It
-// runs even when the runbook was cancelled.
-func (r *run) undo(ctx workflow.Context) {
-	uctx, _ := workflow.NewDisconnectedContext(ctx)
+// compensation renders the undo actions of every completed step, newest
+// step first, each step's actions in the order written.
+func (r *run) compensation() []UndoCall {
+	var calls []UndoCall
 	for k := len(r.completed) - 1; k >= 0; k-- {
 		c := r.completed[k]
 		s := r.steps[c.step]
-		if s.spec.Undo == nil {
-			continue
+		for _, u := range s.spec.Undo {
+			call := UndoCall{Step: s.spec.ID, Action: u.Action, Retry: s.spec.Retry, Timeout: s.spec.Timeout}
+			action, ok := catalog.Lookup(u.Action)
+			if !ok {
+				call.Error = "unknown action " + u.Action
+				calls = append(calls, call)
+				continue
+			}
+			vars := r.vars()
+			steps := vars["steps"].(map[string]any)
+			steps[s.spec.ID] = map[string]any{"state": s.p.State, "outputs": s.outputs}
+			if action.Target != catalog.TargetNone {
+				call.Host = c.host
+				if u.On != "" {
+					hosts, _, err := runbooks.ResolveOn(u.On, vars, &r.in.Cluster)
+					if err != nil || len(hosts) == 0 {
+						call.Error = fmt.Sprintf("undo on: %v", err)
+						calls = append(calls, call)
+						continue
+					}
+					call.Host = hosts[0]
+				}
+				vars = withHost(vars, r, call.Host)
+			}
+			input, err := r.input(action, call.Host, u.With, vars)
+			if err != nil {
+				call.Error = err.Error()
+			}
+			call.Input = input
+			calls = append(calls, call)
 		}
-		action, ok := catalog.Lookup(s.spec.Undo.Action)
-		if !ok {
-			continue
+	}
+	return calls
+}
+
+// runRollout runs the step's child runbook over its items as a rollout
+// workflow.
+func (r *run) runRollout(ctx workflow.Context, i int, vars map[string]any) error {
+	s := r.steps[i]
+	child, ok := r.in.Children[s.spec.Runbook]
+	if !ok {
+		return temporal.NewNonRetryableApplicationError("runbook "+s.spec.Runbook+" was not loaded", "InvalidInput", nil)
+	}
+	bad := func(err error) error {
+		return temporal.NewNonRetryableApplicationError("rollout: "+err.Error(), "InvalidInput", err)
+	}
+	over, err := expr.RenderValue(s.spec.Rollout.Over, vars)
+	if err != nil {
+		return bad(err)
+	}
+	var items []string
+	switch x := over.(type) {
+	case []any:
+		for _, e := range x {
+			items = append(items, expr.Stringify(e))
 		}
-		if s.p.Undo == "" || s.p.Undo == StateUndone {
+	case string:
+		for _, e := range strings.Split(x, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				items = append(items, e)
+			}
+		}
+	default:
+		return bad(fmt.Errorf("over gave %v, not a list", over))
+	}
+	maxUnavailable, err := rolloutNumber(s.spec.Rollout.MaxUnavailable, 1, vars)
+	if err != nil || maxUnavailable < 1 {
+		return bad(fmt.Errorf("maxUnavailable must be at least 1 (%v)", err))
+	}
+	budget, err := rolloutNumber(s.spec.Rollout.FailureBudget, 0, vars)
+	if err != nil || budget < 0 {
+		return bad(fmt.Errorf("failureBudget must be at least 0 (%v)", err))
+	}
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + s.spec.ID
+	s.p.Child, s.p.Attempts = id, 1
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:          id,
+		WaitForCancellation: true,
+		StaticSummary:       fmt.Sprintf("%s: rollout of %s over %d items on %s", s.spec.ID, child.Name, len(items), r.in.Cluster.Name),
+	})
+	var res RolloutResult
+	err = workflow.ExecuteChildWorkflow(cctx, RolloutWorkflow, RolloutInput{
+		Step: s.spec.ID, Runbook: child, Children: r.in.Children, Cluster: r.in.Cluster, Items: items,
+		With: s.spec.With, Vars: vars, MaxUnavailable: maxUnavailable, FailureBudget: budget,
+	}).Get(ctx, &res)
+	s.outputs = map[string]any{"done": toAny(res.Done), "failed": toAny(res.Failed)}
+	if err != nil {
+		return err
+	}
+	r.completed = append(r.completed, completion{step: i})
+	return nil
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, e := range s {
+		out[i] = e
+	}
+	return out
+}
+
+// undo runs the compensation of every completed step. It runs even when
+// the runbook was cancelled.
+func (r *run) undo(ctx workflow.Context) {
+	uctx, _ := workflow.NewDisconnectedContext(ctx)
+	for _, call := range r.compensation() {
+		s := r.steps[r.index[call.Step]]
+		if s.p.Undo == "" {
 			s.p.Undo = StateUndoing
 		}
-		vars := r.vars()
-		steps := vars["steps"].(map[string]any)
-		steps[s.spec.ID] = map[string]any{"state": s.p.State, "outputs": s.outputs}
-		host := ""
-		if action.Target != catalog.TargetNone {
-			host = c.host
-			if s.spec.Undo.On != "" {
-				hosts, _, err := runbooks.ResolveOn(s.spec.Undo.On, vars, &r.in.Cluster)
-				if err != nil || len(hosts) == 0 {
-					s.p.Undo = StateUndoFailed
-					continue
-				}
-				host = hosts[0]
-			}
-			vars = withHost(vars, r, host)
-		}
-		undoStep := &stepRun{spec: runbooks.Step{ID: s.spec.ID + "-undo", Retry: s.spec.Retry, Timeout: s.spec.Timeout}, p: &StepProgress{}}
-		if _, _, err := r.attempts(uctx, undoStep, action, host, s.spec.Undo.With, vars); err != nil {
+		if err := runUndoCall(uctx, call); err != nil {
 			s.p.Undo = StateUndoFailed
 			s.p.LastError = "undo: " + errorMessage(err)
-			continue
 		}
+	}
+	for _, s := range r.steps {
 		if s.p.Undo == StateUndoing {
 			s.p.Undo = StateUndone
 		}
 	}
+}
+
+// runUndoCall runs one rendered undo action with its step's retry policy.
+func runUndoCall(ctx workflow.Context, call UndoCall) error {
+	if call.Error != "" {
+		return temporal.NewNonRetryableApplicationError(call.Error, "InvalidInput", nil)
+	}
+	action, _ := catalog.Lookup(call.Action)
+	undoStep := &stepRun{spec: runbooks.Step{ID: call.Step + "-undo", Retry: call.Retry, Timeout: call.Timeout}, p: &StepProgress{}}
+	_, _, err := callAction(ctx, undoStep, action, call.Host, call.Input)
+	return err
 }
 
 // validateDecision rejects a decision for a step that is not waiting.

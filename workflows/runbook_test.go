@@ -117,7 +117,7 @@ var childName = regexp.MustCompile(`name: ([a-z-]+)`)
 func newEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeHosts) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(Runbook, workflowOptions())
+	Register(env)
 	f := &fakeHosts{}
 	f.register(env)
 	return env, f

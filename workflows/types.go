@@ -30,6 +30,20 @@ type RunbookInput struct {
 // RunbookResult is what a finished runbook returns.
 type RunbookResult struct {
 	Progress Progress `json:"progress"`
+	// Compensation undoes the run, newest step first: a rollout that is
+	// aborted runs it for the items that completed.
+	Compensation []UndoCall `json:"compensation,omitempty"`
+}
+
+// UndoCall is one rendered undo action.
+type UndoCall struct {
+	Step    string          `json:"step"`
+	Action  string          `json:"action"`
+	Host    string          `json:"host,omitempty"`
+	Input   map[string]any  `json:"input,omitempty"`
+	Error   string          `json:"error,omitempty"` // the undo could not be rendered
+	Retry   *runbooks.Retry `json:"retry,omitempty"`
+	Timeout time.Duration   `json:"timeout,omitempty"`
 }
 
 // Run states.

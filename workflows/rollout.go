@@ -1,0 +1,348 @@
+package workflows
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"kedge.dev/kedge/runbooks"
+	"kedge.dev/kedge/runbooks/expr"
+	"kedge.dev/kedge/runbooks/inventory"
+)
+
+// Workflow types and the update a paused rollout waits for.
+const (
+	RolloutWorkflow    = "rollout"
+	CompensateWorkflow = "compensate"
+	DecideUpdate       = "decide"
+	DecisionContinue   = "continue"
+	DecisionAbort      = "abort"
+)
+
+// DefaultItemsPerRun bounds the items one run of a rollout starts; then it
+// lets the running ones finish and continues as new. An item costs about
+// eight history events, so a run stays near 4,000 events and a rollout of
+// thousands of nodes stays far below Temporal's limits.
+const DefaultItemsPerRun = 500
+
+// RolloutInput runs a child runbook over items.
+type RolloutInput struct {
+	Step           string                      `json:"step"`
+	Runbook        runbooks.Runbook            `json:"runbook"`
+	Children       map[string]runbooks.Runbook `json:"children,omitempty"`
+	Cluster        inventory.Cluster           `json:"cluster"`
+	Items          []string                    `json:"items"`
+	With           map[string]any              `json:"with,omitempty"`
+	Vars           map[string]any              `json:"vars"`
+	MaxUnavailable int                         `json:"maxUnavailable"`
+	FailureBudget  int                         `json:"failureBudget"`
+	ItemsPerRun    int                         `json:"itemsPerRun,omitempty"`
+	State          RolloutState                `json:"state"`
+}
+
+// RolloutState is what a rollout carries across continue-as-new.
+type RolloutState struct {
+	Next      int          `json:"next"`
+	Done      []ItemResult `json:"done,omitempty"`
+	Failed    []ItemResult `json:"failed,omitempty"`
+	Budget    int          `json:"budget"` // failures tolerated before pausing
+	Decisions []Decision   `json:"decisions,omitempty"`
+	Runs      int          `json:"runs"`
+}
+
+// ItemResult is one finished item.
+type ItemResult struct {
+	Item         string     `json:"item"`
+	Child        string     `json:"child"`
+	Error        string     `json:"error,omitempty"`
+	Compensation []UndoCall `json:"compensation,omitempty"`
+}
+
+// RolloutResult is what a finished rollout returns (and its step's outputs).
+type RolloutResult struct {
+	Done    []string `json:"done"`
+	Failed  []string `json:"failed"`
+	Aborted bool     `json:"aborted"`
+}
+
+// NodeWorkflowID is the ID of the child runbook working on one node. It
+// names only the cluster and the node, so two runbooks can never work on
+// the same node at once: the second start is refused.
+func NodeWorkflowID(cluster, node string) string {
+	return cluster + "/node/" + node
+}
+
+type rollout struct {
+	in       RolloutInput
+	st       *RolloutState
+	running  map[string]string // item -> child workflow ID
+	order    []string          // running items in start order
+	paused   bool
+	aborting bool
+}
+
+// Rollout runs a child runbook per item with at most MaxUnavailable at a
+// time: a new item starts as soon as one finishes. When more than
+// FailureBudget items have failed it stops starting items and pauses until
+// an operator decides (update "decide"): continue, or abort, which undoes
+// the items that completed.
+func Rollout(ctx workflow.Context, in RolloutInput) (RolloutResult, error) {
+	if in.MaxUnavailable < 1 {
+		in.MaxUnavailable = 1
+	}
+	if in.ItemsPerRun < 1 {
+		in.ItemsPerRun = DefaultItemsPerRun
+	}
+	if in.State.Runs == 0 {
+		in.State.Budget = in.FailureBudget
+	}
+	in.State.Runs++
+	firstOfRun := in.State.Next
+	ro := &rollout{in: in, running: map[string]string{}}
+	ro.st = &ro.in.State
+	decisions := workflow.NewBufferedChannel(ctx, 16)
+	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return ro.progress(), nil }); err != nil {
+		return RolloutResult{}, err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, DecideUpdate, func(ctx workflow.Context, d Decision) (Decision, error) {
+		d.At = workflow.Now(ctx)
+		decisions.Send(ctx, d)
+		return d, nil
+	}, workflow.UpdateHandlerOptions{Validator: ro.validate, Description: "continue or abort a rollout paused at its failure budget"}); err != nil {
+		return RolloutResult{}, err
+	}
+	ro.paused = len(ro.st.Failed) > ro.st.Budget
+	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(decisions, func(c workflow.ReceiveChannel, _ bool) {
+		var d Decision
+		c.Receive(ctx, &d)
+		ro.decide(d)
+	})
+	ro.updateDetails(ctx)
+	for {
+		full := ro.st.Next-firstOfRun >= in.ItemsPerRun
+		for !ro.paused && !ro.aborting && !full && len(ro.running) < in.MaxUnavailable && ro.st.Next < len(in.Items) {
+			item := in.Items[ro.st.Next]
+			ro.st.Next++
+			ro.start(ctx, sel, item)
+		}
+		if len(ro.running) == 0 {
+			if ro.aborting || ro.st.Next >= len(in.Items) {
+				break
+			}
+			if full && !ro.paused {
+				return RolloutResult{}, workflow.NewContinueAsNewError(ctx, RolloutWorkflow, ro.in)
+			}
+		}
+		sel.Select(ctx)
+		ro.updateDetails(ctx)
+	}
+	res := RolloutResult{Done: items(ro.st.Done), Failed: items(ro.st.Failed), Aborted: ro.aborting}
+	if ro.aborting {
+		ro.compensate(ctx)
+		by := ""
+		if n := len(ro.st.Decisions); n > 0 {
+			by = " by " + ro.st.Decisions[n-1].By
+		}
+		return res, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("rollout %s aborted%s after %d failed (%s); %d completed items undone",
+				in.Step, by, len(ro.st.Failed), strings.Join(res.Failed, ", "), len(ro.st.Done)), "RolloutAborted", nil, res)
+	}
+	return res, nil
+}
+
+func items(rs []ItemResult) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Item
+	}
+	return out
+}
+
+// start launches the child runbook for one item.
+func (ro *rollout) start(ctx workflow.Context, sel workflow.Selector, item string) {
+	id := NodeWorkflowID(ro.in.Cluster.Name, item)
+	ro.running[item] = id
+	ro.order = append(ro.order, item)
+	finish := func(res RunbookResult, err error) {
+		delete(ro.running, item)
+		for i, it := range ro.order {
+			if it == item {
+				ro.order = append(ro.order[:i], ro.order[i+1:]...)
+				break
+			}
+		}
+		r := ItemResult{Item: item, Child: id}
+		if err != nil {
+			r.Error = errorMessage(err)
+			ro.st.Failed = append(ro.st.Failed, r)
+			if len(ro.st.Failed) > ro.st.Budget {
+				ro.paused = true
+			}
+			return
+		}
+		r.Compensation = res.Compensation
+		ro.st.Done = append(ro.st.Done, r)
+	}
+	vars := make(map[string]any, len(ro.in.Vars)+1)
+	for _, k := range []string{"params", "cluster", "steps"} {
+		vars[k] = ro.in.Vars[k]
+	}
+	vars["item"] = item
+	if n, ok := ro.in.Cluster.Node(item); ok {
+		vars["host"] = runbooks.NodeVar(n)
+	}
+	with, err := expr.RenderValue(nonNil(ro.in.With), vars)
+	var params map[string]any
+	if err == nil {
+		params, err = runbooks.ResolveParams(&ro.in.Runbook, with.(map[string]any), &ro.in.Cluster)
+	}
+	if err != nil {
+		f, set := workflow.NewFuture(ctx)
+		set.SetError(temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err))
+		sel.AddFuture(f, func(f workflow.Future) { finish(RunbookResult{}, f.Get(ctx, nil)) })
+		return
+	}
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:            id,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
+		WaitForCancellation:   true,
+		StaticSummary:         fmt.Sprintf("%s on %s (%s)", ro.in.Runbook.Name, item, ro.in.Cluster.Name),
+	})
+	f := workflow.ExecuteChildWorkflow(cctx, RunbookWorkflow, RunbookInput{
+		Runbook: ro.in.Runbook, Children: ro.in.Children, Params: params, Cluster: ro.in.Cluster,
+	})
+	sel.AddFuture(f, func(f workflow.Future) {
+		var res RunbookResult
+		err := f.Get(ctx, &res)
+		if err != nil && strings.Contains(err.Error(), "already started") {
+			err = temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("another runbook is working on %s (workflow %s)", item, id), "NodeBusy", err)
+		}
+		finish(res, err)
+	})
+}
+
+func (ro *rollout) validate(d Decision) error {
+	if !ro.paused {
+		return fmt.Errorf("rollout %s is not paused (%d failed, budget %d)", ro.in.Step, len(ro.st.Failed), ro.st.Budget)
+	}
+	if d.Decision != DecisionContinue && d.Decision != DecisionAbort {
+		return fmt.Errorf("decision must be %s or %s, got %q", DecisionContinue, DecisionAbort, d.Decision)
+	}
+	if strings.TrimSpace(d.By) == "" {
+		return fmt.Errorf("a decision must say who made it")
+	}
+	return nil
+}
+
+// decide applies an operator's decision: continue tolerates as many new
+// failures as the original budget; abort stops and undoes.
+func (ro *rollout) decide(d Decision) {
+	if !ro.paused {
+		return
+	}
+	d.Step = ro.in.Step
+	ro.st.Decisions = append(ro.st.Decisions, d)
+	ro.paused = false
+	if d.Decision == DecisionAbort {
+		ro.aborting = true
+		return
+	}
+	ro.st.Budget = len(ro.st.Failed) + ro.in.FailureBudget
+}
+
+// compensate undoes completed items, newest first, each under its node's
+// workflow ID so nothing else works on the node meanwhile.
+func (ro *rollout) compensate(ctx workflow.Context) {
+	cctx, _ := workflow.NewDisconnectedContext(ctx)
+	for i := len(ro.st.Done) - 1; i >= 0; i-- {
+		d := &ro.st.Done[i]
+		if len(d.Compensation) == 0 {
+			continue
+		}
+		opts := workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{
+			WorkflowID:            NodeWorkflowID(ro.in.Cluster.Name, d.Item),
+			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+			StaticSummary:         fmt.Sprintf("undo %s on %s", ro.in.Runbook.Name, d.Item),
+		})
+		if err := workflow.ExecuteChildWorkflow(opts, CompensateWorkflow, d.Compensation).Get(cctx, nil); err != nil {
+			d.Error = "undo: " + errorMessage(err)
+		}
+	}
+}
+
+func (ro *rollout) updateDetails(ctx workflow.Context) {
+	state := "running"
+	if ro.paused {
+		state = fmt.Sprintf("PAUSED: %d failed, over the budget of %d — kedge approve ID --decision continue|abort", len(ro.st.Failed), ro.st.Budget)
+	}
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** over %d items: %d done, %d running, %d failed, %d pending — %s",
+		ro.in.Runbook.Name, len(ro.in.Items), len(ro.st.Done), len(ro.running), len(ro.st.Failed), len(ro.in.Items)-ro.st.Next, state))
+}
+
+// progress shows every item as a step: done, running, failed or pending.
+func (ro *rollout) progress() Progress {
+	p := Progress{WorkflowID: "", Runbook: ro.in.Runbook.Name, Cluster: ro.in.Cluster.Name, State: StateRunning}
+	if ro.paused {
+		p.State = StateWaiting
+		p.Error = fmt.Sprintf("paused: %d failed, budget %d", len(ro.st.Failed), ro.st.Budget)
+	}
+	add := func(item, state, child, errText string) {
+		p.Steps = append(p.Steps, StepProgress{ID: item, Kind: "runbook", State: state, Child: child, LastError: errText, Attempts: 1})
+	}
+	for _, d := range ro.st.Done {
+		add(d.Item, StateSucceeded, d.Child, d.Error)
+	}
+	for _, f := range ro.st.Failed {
+		add(f.Item, StateFailed, f.Child, f.Error)
+	}
+	for _, item := range ro.order {
+		add(item, StateRunning, ro.running[item], "")
+	}
+	for _, item := range ro.in.Items[ro.st.Next:] {
+		add(item, StatePending, "", "")
+	}
+	return p
+}
+
+// Compensate runs rendered undo actions in order (the compensation of a
+// completed runbook).
+func Compensate(ctx workflow.Context, calls []UndoCall) error {
+	var failed []string
+	for _, call := range calls {
+		if err := runUndoCall(ctx, call); err != nil {
+			failed = append(failed, call.Step+": "+errorMessage(err))
+		}
+	}
+	if len(failed) > 0 {
+		return temporal.NewNonRetryableApplicationError("undo failed: "+strings.Join(failed, "; "), "UndoFailed", nil)
+	}
+	return nil
+}
+
+// rolloutNumber evaluates a rollout's maxUnavailable or failureBudget.
+func rolloutNumber(src string, def int, vars map[string]any) (int, error) {
+	if src == "" {
+		return def, nil
+	}
+	if n, err := strconv.Atoi(src); err == nil {
+		return n, nil
+	}
+	v, err := expr.RenderValue(src, vars)
+	if err != nil {
+		return 0, err
+	}
+	switch x := v.(type) {
+	case int64:
+		return int(x), nil
+	case string:
+		return strconv.Atoi(x)
+	}
+	return 0, fmt.Errorf("%q gave %v, not a number", src, v)
+}

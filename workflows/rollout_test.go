@@ -1,0 +1,221 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"kedge.dev/kedge/activities/host"
+)
+
+const perNode = `
+apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: per-node}
+params:
+  node: {type: string, required: true}
+steps:
+  - id: write
+    action: host.write-file
+    on: ${ params.node }
+    with: {path: /etc/x, content: "${ params.node }"}
+    undo:
+      - action: host.restore-file
+        with: {path: /etc/x, backup: "${ steps.write.outputs.backup }"}
+      - action: host.run
+        with: {command: "restart-after-undo"}
+  - id: work
+    needs: [write]
+    action: host.run
+    on: ${ params.node }
+    with: {command: "work ${ params.node }"}
+`
+
+const swapAll = `
+apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: swap-all}
+params:
+  nodes: {type: nodes, default: all}
+  maxUnavailable: {type: int, default: 2}
+  failureBudget: {type: int, default: 0}
+steps:
+  - id: swap
+    runbook: per-node
+    rollout: {over: "${ params.nodes }", maxUnavailable: "${ params.maxUnavailable }", failureBudget: "${ params.failureBudget }"}
+    with: {node: "${ item }"}
+`
+
+// windowTracker records how many items run at once and in which order they
+// start and end.
+type windowTracker struct {
+	mu      sync.Mutex
+	running int
+	maxSeen int
+	events  []string
+}
+
+func (w *windowTracker) enter(node string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.running++
+	w.maxSeen = max(w.maxSeen, w.running)
+	w.events = append(w.events, "start "+node)
+}
+
+func (w *windowTracker) leave(node string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.running--
+	w.events = append(w.events, "end "+node)
+}
+
+func TestRolloutSlidingWindow(t *testing.T) {
+	env, f := newEnv(t)
+	w := &windowTracker{}
+	durations := map[string]time.Duration{"controller-1": 300 * time.Millisecond, "worker-1": 20 * time.Millisecond, "worker-2": 20 * time.Millisecond}
+	f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
+		if strings.HasPrefix(in.Command, "work") {
+			w.enter(in.Target.Node)
+			time.Sleep(durations[in.Target.Node])
+			w.leave(in.Target.Node)
+		}
+		return host.RunResult{}, nil
+	}
+	var childIDs []string
+	env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
+		childIDs = append(childIDs, info.WorkflowExecution.ID)
+	})
+	env.ExecuteWorkflow(Runbook, input(t, swapAll, map[string]any{"maxUnavailable": "2"}, perNode))
+	res, err := result(t, env)
+	if err != nil {
+		t.Fatalf("rollout failed: %v", err)
+	}
+	if w.maxSeen != 2 {
+		t.Errorf("at most %d nodes ran at once, want 2 (events %v)", w.maxSeen, w.events)
+	}
+	// worker-2 starts as soon as worker-1 ends, while controller-1 still
+	// runs: a sliding window, not fixed batches.
+	i2 := slices.Index(w.events, "start worker-2")
+	iC := slices.Index(w.events, "end controller-1")
+	if i2 < 0 || iC < 0 || i2 > iC {
+		t.Errorf("not a sliding window: %v", w.events)
+	}
+	if !slices.Contains(childIDs, "mercury/node/worker-2") {
+		t.Errorf("child IDs do not lock the node: %v", childIDs)
+	}
+	if s := stepState(res.Progress, "swap"); s.State != StateSucceeded || s.Child == "" {
+		t.Errorf("swap = %+v", s)
+	}
+}
+
+func TestRolloutPausesAtBudgetThenAbortUndoesCompleted(t *testing.T) {
+	env, f := newEnv(t)
+	f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
+		if in.Command == "work worker-1" {
+			return host.RunResult{}, temporal.NewNonRetryableApplicationError("broken worker-1", "CommandFailed", nil)
+		}
+		return host.RunResult{}, nil
+	}
+	in := input(t, perNode, map[string]any{"node": "x"})
+	ri := RolloutInput{Step: "swap", Runbook: in.Runbook, Cluster: in.Cluster, Items: []string{"controller-1", "worker-1", "worker-2"},
+		With: map[string]any{"node": "${ item }"}, Vars: map[string]any{"params": map[string]any{}}, MaxUnavailable: 1, FailureBudget: 0}
+	var early, abort updateResult
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(DecideUpdate, "1", &early, Decision{Decision: "maybe", By: "alice"})
+		env.UpdateWorkflow(DecideUpdate, "2", &abort, Decision{Decision: DecisionAbort, By: "alice"})
+	}, time.Hour)
+	env.ExecuteWorkflow(Rollout, ri)
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("rollout did not complete")
+	}
+	err := env.GetWorkflowError()
+	if err == nil || !strings.Contains(err.Error(), "aborted by alice") {
+		t.Fatalf("want an abort, got %v", err)
+	}
+	if early.err == nil || abort.err != nil {
+		t.Errorf("bad decision accepted (%v) or abort refused (%v)", early.err, abort.err)
+	}
+	calls := f.Calls()
+	if slices.Contains(calls, "run work worker-2@worker-2") {
+		t.Errorf("a node started after the budget was spent: %v", calls)
+	}
+	// controller-1 completed: its undo ran, in the order written.
+	iRestore := slices.Index(calls, "restore /etc/x from /var/lib/kedge/backup/x@controller-1")
+	iRestart := slices.Index(calls, "run restart-after-undo@controller-1")
+	if iRestore < 0 || iRestart < iRestore {
+		t.Errorf("completed node not undone in order: %v", calls)
+	}
+}
+
+func TestRolloutContinueAfterPause(t *testing.T) {
+	env, f := newEnv(t)
+	f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
+		if in.Command == "work controller-1" {
+			return host.RunResult{}, temporal.NewNonRetryableApplicationError("broken", "CommandFailed", nil)
+		}
+		return host.RunResult{}, nil
+	}
+	in := input(t, perNode, map[string]any{"node": "x"})
+	ri := RolloutInput{Step: "swap", Runbook: in.Runbook, Cluster: in.Cluster, Items: []string{"controller-1", "worker-1", "worker-2"},
+		With: map[string]any{"node": "${ item }"}, Vars: map[string]any{}, MaxUnavailable: 1}
+	var u updateResult
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(DecideUpdate, "1", &u, Decision{Decision: DecisionContinue, By: "bob"})
+	}, time.Hour)
+	env.ExecuteWorkflow(Rollout, ri)
+	if err := env.GetWorkflowError(); err != nil || u.err != nil {
+		t.Fatalf("rollout: %v (decision %v)", err, u.err)
+	}
+	var res RolloutResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Done, []string{"worker-1", "worker-2"}) || !slices.Equal(res.Failed, []string{"controller-1"}) {
+		t.Errorf("result = %+v", res)
+	}
+}
+
+// A rollout over many items continues as new before its history grows
+// large, carrying what it has done.
+func TestRolloutContinuesAsNew(t *testing.T) {
+	env, _ := newEnv(t)
+	in := input(t, `
+apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: noop}
+params:
+  node: {type: string, required: true}
+steps:
+  - id: nothing
+    when: "false"
+    action: host.run
+    on: ${ params.node }
+    with: {command: x}
+`, map[string]any{"node": "x"})
+	items := make([]string, 30)
+	for i := range items {
+		items[i] = fmt.Sprintf("n%d", i)
+	}
+	env.ExecuteWorkflow(Rollout, RolloutInput{Step: "big", Runbook: in.Runbook, Cluster: in.Cluster, Items: items,
+		With: map[string]any{"node": "${ item }"}, Vars: map[string]any{}, MaxUnavailable: 4, ItemsPerRun: 10})
+	err := env.GetWorkflowError()
+	var can *workflow.ContinueAsNewError
+	if !errorsAs(err, &can) {
+		t.Fatalf("want continue-as-new after 10 items, got %v", err)
+	}
+	var next RolloutInput
+	if err := decodeInput(can, &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.State.Next != 10 || len(next.State.Done) != 10 || next.State.Runs != 1 {
+		t.Errorf("carried state: next %d, done %d", next.State.Next, len(next.State.Done))
+	}
+}
