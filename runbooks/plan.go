@@ -36,7 +36,10 @@ type PlannedStep struct {
 	Retry    Retry         `json:"retry"`
 	Timeout  time.Duration `json:"timeout,omitempty"`
 	Undo     string        `json:"undo,omitempty"`
-	Child    *Plan         `json:"child,omitempty"`
+	Child    *Plan         `json:"child,omitempty"` // for a rollout: the plan of its first item
+
+	MaxUnavailable string `json:"maxUnavailable,omitempty"`
+	FailureBudget  string `json:"failureBudget,omitempty"`
 }
 
 // MakePlan resolves a loaded runbook against params (already resolved with
@@ -71,6 +74,34 @@ func makePlan(rb *Runbook, children map[string]*Runbook, params map[string]any, 
 				ps.Hosts = hosts
 			}
 		}
+		itemVars := vars
+		if s.Rollout != nil {
+			ps.Kind = "rollout"
+			ps.MaxUnavailable, ps.FailureBudget = s.Rollout.MaxUnavailable, s.Rollout.FailureBudget
+			if readsSteps(s.Rollout.Over) {
+				ps.Deferred = "items come from an earlier step's outputs"
+			} else {
+				over, err := expr.RenderValue(s.Rollout.Over, vars)
+				if err != nil {
+					return nil, fmt.Errorf("step %s: rollout.over: %w", s.ID, err)
+				}
+				if list, ok := over.([]any); ok {
+					for _, e := range list {
+						ps.Hosts = append(ps.Hosts, expr.Stringify(e))
+					}
+				}
+				for _, k := range []*string{&ps.MaxUnavailable, &ps.FailureBudget} {
+					if v, err := expr.RenderValue(*k, vars); err == nil {
+						*k = expr.Stringify(v)
+					}
+				}
+			}
+			if len(ps.Hosts) == 0 {
+				p.Steps = append(p.Steps, ps)
+				continue
+			}
+			itemVars = map[string]any{"params": vars["params"], "cluster": vars["cluster"], "steps": vars["steps"], "item": ps.Hosts[0]}
+		}
 		if s.Runbook != "" {
 			child := children[s.Runbook]
 			if child == nil {
@@ -79,7 +110,7 @@ func makePlan(rb *Runbook, children map[string]*Runbook, params map[string]any, 
 			if anyReadsSteps(s.With) {
 				ps.Deferred = "params come from an earlier step's outputs"
 			} else {
-				with, err := expr.RenderValue(anyMap(s.With), vars)
+				with, err := expr.RenderValue(anyMap(s.With), itemVars)
 				if err != nil {
 					return nil, fmt.Errorf("step %s: with: %w", s.ID, err)
 				}

@@ -26,12 +26,16 @@ func writeSteps(w io.Writer, p *Plan, indent string) {
 		switch s.Kind {
 		case "runbook":
 			what = "runbook " + s.Runbook
+		case "rollout":
+			what = fmt.Sprintf("rollout of %s, %s at a time, failure budget %s", s.Runbook, orDefault(s.MaxUnavailable, "1"), orDefault(s.FailureBudget, "0"))
 		case "approval":
 			what = fmt.Sprintf("approval %q", s.Prompt)
 		}
 		fmt.Fprintf(w, "%s  %-16s %s", indent, s.ID, what)
 		if len(s.Hosts) > 0 {
 			fmt.Fprintf(w, " on %s", strings.Join(s.Hosts, ", "))
+		} else if s.Kind == "rollout" && s.Deferred == "" {
+			fmt.Fprint(w, " on no nodes (skipped)")
 		}
 		if len(s.Needs) > 0 {
 			fmt.Fprintf(w, " after %s", strings.Join(s.Needs, ", "))
@@ -47,7 +51,17 @@ func writeSteps(w io.Writer, p *Plan, indent string) {
 		}
 		fmt.Fprintln(w)
 		if s.Child != nil {
+			if s.Kind == "rollout" {
+				fmt.Fprintf(w, "%s    each node, e.g. %s:\n", indent, s.Hosts[0])
+			}
 			writeSteps(w, s.Child, indent+"    ")
 		}
 	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

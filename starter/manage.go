@@ -112,7 +112,7 @@ func approveCommand() *cli.Command {
 		ArgsUsage: "WORKFLOW_ID",
 		Flags: append([]cli.Flag{outputFlag,
 			&cli.StringFlag{Name: "step", Usage: "the approval step `ID` (default: the only one waiting)"},
-			&cli.StringFlag{Name: "decision", Value: workflows.DecisionApprove, Usage: "approve or reject"},
+			&cli.StringFlag{Name: "decision", Value: workflows.DecisionApprove, Usage: "approve or reject (an approval step); continue or abort (a rollout paused at its failure budget)"},
 			&cli.StringFlag{Name: "comment", Usage: "why"},
 			&cli.StringFlag{Name: "by", Usage: "who decides (default: the current user)"},
 		}, temporalFlags()...),
@@ -126,6 +126,9 @@ func approveCommand() *cli.Command {
 				return err
 			}
 			defer cl.Close()
+			if d := c.String("decision"); d == workflows.DecisionContinue || d == workflows.DecisionAbort {
+				return decideRollout(c, cl, id, d)
+			}
 			step := c.String("step")
 			if step == "" {
 				p, err := queryProgress(c.Context, cl, id, "")
@@ -167,6 +170,49 @@ func approveCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// decideRollout answers a rollout paused at its failure budget. id is the
+// rollout itself or the runbook running it.
+func decideRollout(c *cli.Context, cl client.Client, id, decision string) error {
+	target := id
+	if p, err := queryProgress(c.Context, cl, id, ""); err == nil {
+		var rollouts []string
+		for _, s := range p.Steps {
+			if s.Kind == "rollout" && s.State == workflows.StateRunning {
+				rollouts = append(rollouts, s.Child)
+			}
+		}
+		switch len(rollouts) {
+		case 0:
+		case 1:
+			target = rollouts[0]
+		default:
+			return usageError("%s runs %d rollouts (%s): name one as WORKFLOW_ID", id, len(rollouts), strings.Join(rollouts, ", "))
+		}
+	}
+	by := c.String("by")
+	if by == "" {
+		by = currentUser()
+	}
+	h, err := cl.UpdateWorkflow(c.Context, client.UpdateWorkflowOptions{
+		WorkflowID:   target,
+		UpdateName:   workflows.DecideUpdate,
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+		Args:         []any{workflows.Decision{Decision: decision, By: by, Comment: c.String("comment")}},
+	})
+	if err != nil {
+		return failed("%s %s: %v", decision, target, err)
+	}
+	var d workflows.Decision
+	if err := h.Get(c.Context, &d); err != nil {
+		return failed("%s %s: %v", decision, target, err)
+	}
+	if jsonOutput(c) {
+		return writeJSON(c.App.Writer, d)
+	}
+	fmt.Fprintf(c.App.Writer, "%s: rollout told to %s by %s\n", target, d.Decision, d.By)
+	return nil
 }
 
 func currentUser() string {

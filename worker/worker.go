@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
+	"kedge.dev/kedge/activities/check"
 	"kedge.dev/kedge/activities/host"
 	"kedge.dev/kedge/activities/kube"
 	"kedge.dev/kedge/activities/sshpool"
@@ -45,6 +46,7 @@ func New(c client.Client, opts Options) *Worker {
 	pool := sshpool.New(opts.SSH)
 	(&host.Activities{Pool: pool, HeartbeatInterval: opts.HeartbeatInterval}).Register(w)
 	(&kube.Activities{Logger: opts.Logger}).Register(w)
+	check.Register(w)
 	return &Worker{Worker: w, pool: pool}
 }
 

@@ -574,7 +574,7 @@ func (r *run) runRollout(ctx workflow.Context, i int, vars map[string]any) error
 		return bad(fmt.Errorf("failureBudget must be at least 0 (%v)", err))
 	}
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + s.spec.ID
-	s.p.Child, s.p.Attempts = id, 1
+	s.p.Child, s.p.Attempts, s.p.Kind = id, 1, "rollout"
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:          id,
 		WaitForCancellation: true,

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"kedge.dev/kedge/activities/check"
 	"kedge.dev/kedge/activities/host"
 	"kedge.dev/kedge/activities/kube"
 )
@@ -74,8 +75,10 @@ func (a Action) Input(name string) (Input, bool) {
 var actions = []Action{
 	describe(host.RunAction, "run a command or script on the host", host.RunInput{}, host.RunResult{}, 10*time.Minute, 15*time.Second, []string{"command", "script"}),
 	describe(host.WriteFileAction, "write a file atomically (temp file + rename), keeping the previous content for undo", host.WriteFileInput{}, host.WriteFileResult{}, 5*time.Minute, 15*time.Second, []string{"content", "contentBase64"}),
+	describe(host.WriteDropInAction, "render a systemd drop-in setting environment variables (e.g. KUBELET_IMAGE) and write it like host.write-file", host.WriteDropInInput{}, host.WriteFileResult{}, 5*time.Minute, 15*time.Second, nil),
 	describe(host.RestoreFileAction, "undo a host.write-file: put the previous content back or remove the file", host.RestoreFileInput{}, host.RestoreFileResult{}, 5*time.Minute, 15*time.Second, nil),
 	describe(host.ReadFileAction, "read a file from the host", host.ReadFileInput{}, host.ReadFileResult{}, 5*time.Minute, 15*time.Second, nil),
+	describe(check.Action, "stop the runbook when a condition is false (a guard)", check.Input{}, check.Result{}, time.Minute, 0, nil),
 	describe(kube.CordonAction, "mark the node unschedulable", kube.NodeInput{}, kube.NodeResult{}, time.Minute, 0, nil),
 	describe(kube.UncordonAction, "mark the node schedulable again", kube.NodeInput{}, kube.NodeResult{}, time.Minute, 0, nil),
 	describe(kube.DrainAction, "cordon the node and evict its pods, respecting PodDisruptionBudgets (DaemonSet pods stay)", kube.DrainInput{}, kube.DrainResult{}, 30*time.Minute, 30*time.Second, nil),

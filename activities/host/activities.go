@@ -31,6 +31,7 @@ func (a *Activities) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.RestoreFile, activity.RegisterOptions{Name: RestoreFileAction})
 	r.RegisterActivityWithOptions(a.ReadFile, activity.RegisterOptions{Name: ReadFileAction})
 	r.RegisterActivityWithOptions(a.Systemd, activity.RegisterOptions{Name: SystemdAction})
+	r.RegisterActivityWithOptions(a.WriteDropIn, activity.RegisterOptions{Name: WriteDropInAction})
 }
 
 func (a *Activities) backupDir() string {
