@@ -1,0 +1,286 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Options configure a control plane.
+type Options struct {
+	Dir  string // PKI, kubeconfigs, etcd data, logs
+	Host string // default 127.0.0.1
+}
+
+// ControlPlane is a running etcd + kube-apiserver + controller-manager +
+// scheduler.
+type ControlPlane struct {
+	Server          string // https://host:port
+	AdminKubeconfig string
+	CAFile          string
+	CAKeyFile       string
+	Client          kubernetes.Interface
+	dir             string
+	procs           []*exec.Cmd
+}
+
+var (
+	toolsOnce sync.Once
+	toolsDir  string
+	toolsErr  error
+)
+
+// Tools returns the directory holding the control-plane binaries, building
+// them (scripts/kube-tools.sh, cached per version) when needed.
+func Tools() (string, error) {
+	toolsOnce.Do(func() {
+		if d := os.Getenv("KEDGE_KUBE_TOOLS"); d != "" {
+			toolsDir = d
+			return
+		}
+		_, self, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(self), "..", "..")
+		cmd := exec.Command("bash", filepath.Join(root, "scripts", "kube-tools.sh"))
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			toolsErr = fmt.Errorf("build the control plane (scripts/kube-tools.sh): %w", err)
+			return
+		}
+		toolsDir = strings.TrimSpace(string(out))
+	})
+	return toolsDir, toolsErr
+}
+
+func freePort(host string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Start generates a PKI and starts the control plane, returning when the
+// API server is ready and the default ServiceAccount exists.
+func Start(ctx context.Context, o Options) (*ControlPlane, error) {
+	tools, err := Tools()
+	if err != nil {
+		return nil, err
+	}
+	if o.Host == "" {
+		o.Host = "127.0.0.1"
+	}
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	p, err := newPKI(filepath.Join(dir, "pki"))
+	if err != nil {
+		return nil, err
+	}
+	ip := net.ParseIP(o.Host)
+	if err := p.issue("apiserver", "kube-apiserver", nil, true,
+		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}, []net.IP{ip, net.ParseIP("10.96.0.1")}); err != nil {
+		return nil, err
+	}
+	for _, c := range []struct{ name, cn, org string }{
+		{"admin", "kubernetes-admin", "system:masters"},
+		{"controller-manager", "system:kube-controller-manager", ""},
+		{"scheduler", "system:kube-scheduler", ""},
+		{"apiserver-kubelet-client", "kube-apiserver-kubelet-client", "system:masters"},
+	} {
+		var orgs []string
+		if c.org != "" {
+			orgs = []string{c.org}
+		}
+		if err := p.issue(c.name, c.cn, orgs, false, nil, nil); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.serviceAccountKey(); err != nil {
+		return nil, err
+	}
+	ports := make([]int, 3)
+	for i := range ports {
+		if ports[i], err = freePort(o.Host); err != nil {
+			return nil, err
+		}
+	}
+	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
+	cp := &ControlPlane{Server: fmt.Sprintf("https://%s", net.JoinHostPort(o.Host, strconv.Itoa(apiPort))), dir: dir,
+		CAFile: p.path("ca.crt"), CAKeyFile: p.path("ca.key")}
+	for _, k := range []string{"admin", "controller-manager", "scheduler"} {
+		if err := cp.writeKubeconfig(k, p); err != nil {
+			return nil, err
+		}
+	}
+	cp.AdminKubeconfig = filepath.Join(dir, "admin.kubeconfig")
+	logs := filepath.Join(dir, "logs")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		return nil, err
+	}
+	etcdURL := fmt.Sprintf("http://%s:%d", o.Host, etcdClient)
+	peerURL := fmt.Sprintf("http://%s:%d", o.Host, etcdPeer)
+	if err := cp.run(tools, logs, "etcd", "--name=default", "--data-dir="+filepath.Join(dir, "etcd"),
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=default="+peerURL, "--log-level=warn", "--unsafe-no-fsync"); err != nil {
+		return nil, cp.fail(err)
+	}
+	if err := cp.run(tools, logs, "kube-apiserver",
+		"--etcd-servers="+etcdURL,
+		"--bind-address="+o.Host, "--advertise-address="+o.Host, "--secure-port="+strconv.Itoa(apiPort),
+		"--tls-cert-file="+p.path("apiserver.crt"), "--tls-private-key-file="+p.path("apiserver.key"),
+		"--client-ca-file="+p.path("ca.crt"),
+		"--kubelet-client-certificate="+p.path("apiserver-kubelet-client.crt"), "--kubelet-client-key="+p.path("apiserver-kubelet-client.key"),
+		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file="+p.path("sa.pub"),
+		"--service-account-signing-key-file="+p.path("sa.key"), "--service-cluster-ip-range=10.96.0.0/16",
+		"--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction", "--enable-bootstrap-token-auth=true",
+		"--allow-privileged=true", "--v=0"); err != nil {
+		return nil, cp.fail(err)
+	}
+	if err := cp.waitReady(ctx, p); err != nil {
+		return nil, cp.fail(err)
+	}
+	if err := cp.run(tools, logs, "kube-controller-manager",
+		"--kubeconfig="+filepath.Join(dir, "controller-manager.kubeconfig"),
+		"--cluster-signing-cert-file="+p.path("ca.crt"), "--cluster-signing-key-file="+p.path("ca.key"),
+		"--controllers=*,bootstrapsigner,tokencleaner", "--use-service-account-credentials",
+		"--root-ca-file="+p.path("ca.crt"), "--service-account-private-key-file="+p.path("sa.key"),
+		"--leader-elect=false", "--bind-address="+o.Host, "--secure-port=0", "--v=0"); err != nil {
+		return nil, cp.fail(err)
+	}
+	if err := cp.run(tools, logs, "kube-scheduler",
+		"--kubeconfig="+filepath.Join(dir, "scheduler.kubeconfig"), "--leader-elect=false",
+		"--bind-address="+o.Host, "--secure-port=0", "--v=0"); err != nil {
+		return nil, cp.fail(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", cp.AdminKubeconfig)
+	if err != nil {
+		return nil, cp.fail(err)
+	}
+	if cp.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, cp.fail(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := cp.Client.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, cp.fail(errors.New("the default ServiceAccount never appeared (is kube-controller-manager running? see " + logs + ")"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return cp, nil
+}
+
+func (cp *ControlPlane) fail(err error) error {
+	_ = cp.Stop()
+	return err
+}
+
+func (cp *ControlPlane) writeKubeconfig(name string, p *pki) error {
+	ca, err := os.ReadFile(p.path("ca.crt"))
+	if err != nil {
+		return err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["kedge"] = &clientcmdapi.Cluster{Server: cp.Server, CertificateAuthorityData: ca}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificate: p.path(name + ".crt"), ClientKey: p.path(name + ".key")}
+	cfg.Contexts["kedge"] = &clientcmdapi.Context{Cluster: "kedge", AuthInfo: name}
+	cfg.CurrentContext = "kedge"
+	return clientcmd.WriteToFile(*cfg, filepath.Join(cp.dir, name+".kubeconfig"))
+}
+
+func (cp *ControlPlane) run(tools, logs, name string, args ...string) error {
+	logf, err := os.Create(filepath.Join(logs, name+".log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(filepath.Join(tools, name), args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	go func() { _ = cmd.Wait(); logf.Close() }()
+	cp.procs = append(cp.procs, cmd)
+	return nil
+}
+
+func (cp *ControlPlane) waitReady(ctx context.Context, p *pki) error {
+	ca, _ := os.ReadFile(p.path("ca.crt"))
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	cert, err := tls.LoadX509KeyPair(p.path("admin.crt"), p.path("admin.key"))
+	if err != nil {
+		return err
+	}
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}}}
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		resp, err := hc.Get(cp.Server + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	logs, _ := os.ReadFile(filepath.Join(cp.dir, "logs", "kube-apiserver.log"))
+	tail := string(logs)
+	if len(tail) > 2000 {
+		tail = tail[len(tail)-2000:]
+	}
+	return fmt.Errorf("kube-apiserver at %s not ready: %s", cp.Server, tail)
+}
+
+// Stop stops every process, newest first.
+func (cp *ControlPlane) Stop() error {
+	for i := len(cp.procs) - 1; i >= 0; i-- {
+		c := cp.procs[i]
+		if c.Process != nil {
+			_ = c.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	for i := len(cp.procs) - 1; i >= 0; i-- {
+		c := cp.procs[i]
+		if c.Process == nil {
+			continue
+		}
+		for range 50 {
+			if c.Process.Signal(syscall.Signal(0)) != nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		_ = c.Process.Kill()
+	}
+	cp.procs = nil
+	return nil
+}
