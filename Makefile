@@ -11,7 +11,7 @@ LAB_HOSTS ?= 3
 STATICCHECK_VERSION   := v0.8.2
 WORKFLOWCHECK_VERSION := v0.6.0
 
-.PHONY: all build dev test unit integration lint bench deps tools clean record-histories
+.PHONY: all build dev test unit integration lint bench deps tools clean record-histories kube-tools
 
 all: build
 
@@ -26,14 +26,19 @@ dev: deps build
 	$(BIN)/kedge-lab --dir $(LAB_DIR) --hosts $(LAB_HOSTS)
 
 ## test: lint, unit tests, integration tests against real servers
-test: deps lint
-	$(GO) test -count=1 -timeout 45m ./...
+test: deps lint kube-tools
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) $(GO) test -count=1 -timeout 45m ./...
 
 unit:
 	$(GO) test -count=1 -short ./...
 
-integration: deps
-	$(GO) test -count=1 -timeout 45m ./integration/...
+integration: deps kube-tools
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) $(GO) test -count=1 -timeout 45m ./integration/...
+
+## kube-tools: build etcd and the Kubernetes control plane for the test world
+## (cached per pinned version; minutes the first time on a machine)
+kube-tools:
+	@bash scripts/kube-tools.sh >/dev/null
 
 ## lint: gofmt, go vet, staticcheck, workflowcheck (determinism of workflows/)
 lint: tools

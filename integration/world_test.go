@@ -33,6 +33,7 @@ var world struct {
 	lab       *testhosts.Lab
 	inventory string // inventory file for the lab
 	kedgeBin  string // the kedge binary, for tests that need a worker process
+	cleanups  []func()
 }
 
 const labHosts = 3
@@ -91,6 +92,9 @@ func runWorld(m *testing.M) (int, error) {
 	defer func() {
 		if fanOut.lab != nil {
 			_ = fanOut.lab.Close()
+		}
+		for _, f := range world.cleanups {
+			f()
 		}
 	}()
 	world.inventory = filepath.Join(dir, "inventory.yaml")
