@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -133,5 +134,73 @@ steps:
 	_, code, errOut := runWaitInv(t, rb, inv)
 	if code == 0 || !strings.Contains(errOut, "node controller-1 not Ready after 2s (not registered)") {
 		t.Errorf("exit %d: %s", code, errOut)
+	}
+}
+
+// startKubelet installs the kubelet unit (Typhoon style: the kubelet runs as
+// a container whose image comes from KUBELET_IMAGE) on a lab host and starts
+// it; the container stand-in runs the kubelet simulator for that image.
+func startKubelet(t *testing.T, cp *controlplane.ControlPlane, name, image string) {
+	t.Helper()
+	h := host(t, name)
+	kc, err := cp.EmbeddedKubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"/etc/kubernetes/kubelet.conf": string(kc),
+		"/etc/kedge-lab/images":        "quay.io/poseidon/kubelet /usr/local/sbin/kubelet-sim\n",
+		"/etc/systemd/system/kubelet.service": `[Unit]
+Description=Kubelet (container)
+
+[Service]
+Environment=KUBELET_IMAGE=` + image + `
+ExecStart=docker run --rm --name kubelet -v /etc/kubernetes:/etc/kubernetes:ro ${KUBELET_IMAGE} kubelet --kubeconfig=/etc/kubernetes/kubelet.conf --hostname-override=` + name + `
+
+[Install]
+WantedBy=multi-user.target
+`,
+	}
+	for p, content := range files {
+		if err := h.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := h.Exec(t.Context(), "systemctl", "start", "kubelet"); err != nil {
+		t.Fatalf("start kubelet on %s: %v %s", name, err, out)
+	}
+	eventually(t, 30*time.Second, name+" to register Ready", func() bool {
+		n, err := cp.Client.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+		return err == nil && n.Status.NodeInfo.KubeletVersion != "" && nodeIsReady(n)
+	})
+}
+
+func nodeIsReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func TestKubeletImageSwapOnOneNode(t *testing.T) {
+	cp, inv := kubeLab(t)
+	startKubelet(t, cp, "controller-1", "quay.io/poseidon/kubelet:v1.35.3")
+	p, code, errOut := runWaitInv(t, "kubelet-image-swap-node", inv,
+		"--set", "node=controller-1", "--set", "image=quay.io/poseidon/kubelet:v1.35.4", "--set", "readyTimeout=60s")
+	if code != 0 {
+		t.Fatalf("swap failed: exit %d: %s\n%+v", code, errOut, p)
+	}
+	n, err := cp.Client.CoreV1().Nodes().Get(t.Context(), "controller-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Status.NodeInfo.KubeletVersion != "v1.35.4" || n.Spec.Unschedulable {
+		t.Errorf("after the swap: kubelet %s, unschedulable %v", n.Status.NodeInfo.KubeletVersion, n.Spec.Unschedulable)
+	}
+	dropin := readHostFile(t, "controller-1", "/etc/systemd/system/kubelet.service.d/10-image.conf")
+	if !strings.Contains(dropin, `Environment="KUBELET_IMAGE=quay.io/poseidon/kubelet:v1.35.4"`) {
+		t.Errorf("drop-in = %q", dropin)
 	}
 }

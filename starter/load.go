@@ -81,7 +81,13 @@ func compile(c *cli.Context) (*compiled, error) {
 	if err != nil {
 		return nil, failed("invalid inventory:\n%v", err)
 	}
-	loaded, err := library(c).LoadFile(c.Args().First(), cluster)
+	lib := library(c)
+	var loaded *runbooks.Loaded
+	if name := c.Args().First(); !strings.ContainsAny(name, "/.") {
+		loaded, err = lib.Load(name, cluster) // a built-in (or --runbook-path) runbook by name
+	} else {
+		loaded, err = lib.LoadFile(name, cluster)
+	}
 	if err != nil {
 		return nil, failed("invalid runbook:\n%v", err)
 	}

@@ -284,3 +284,16 @@ func (cp *ControlPlane) Stop() error {
 	cp.procs = nil
 	return nil
 }
+
+// EmbeddedKubeconfig returns the admin kubeconfig with its certificates
+// inlined, for hosts that cannot see this machine's files.
+func (cp *ControlPlane) EmbeddedKubeconfig() ([]byte, error) {
+	cfg, err := clientcmd.LoadFromFile(cp.AdminKubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	if err := clientcmdapi.FlattenConfig(cfg); err != nil {
+		return nil, err
+	}
+	return clientcmd.Write(*cfg)
+}

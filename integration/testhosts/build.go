@@ -14,10 +14,11 @@ import (
 // The stand-in programs installed on every host, by file name, and the
 // package each is built from.
 var standinPackages = map[string]string{
-	"systemctl":  "systemctl",
-	"journalctl": "systemctl",
-	"docker":     "docker",
-	"podman":     "docker",
+	"systemctl":   "systemctl",
+	"journalctl":  "systemctl",
+	"docker":      "docker",
+	"podman":      "docker",
+	"kubelet-sim": "kubelet",
 }
 
 var (
