@@ -9,8 +9,12 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
 
 	"kedge.dev/kedge/integration/controlplane"
@@ -203,4 +207,147 @@ func TestKubeletImageSwapOnOneNode(t *testing.T) {
 	if !strings.Contains(dropin, `Environment="KUBELET_IMAGE=quay.io/poseidon/kubelet:v1.35.4"`) {
 		t.Errorf("drop-in = %q", dropin)
 	}
+}
+
+// freshNodes removes Node objects earlier tests left and starts the kubelet
+// simulator on the named lab hosts.
+func freshNodes(t *testing.T, cp *controlplane.ControlPlane, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		_, _ = host(t, n).Exec(t.Context(), "systemctl", "stop", "kubelet")
+		_ = cp.Client.CoreV1().Nodes().Delete(t.Context(), n, metav1.DeleteOptions{})
+	}
+	for _, n := range names {
+		startKubelet(t, cp, n, "quay.io/poseidon/kubelet:v1.35.4")
+	}
+}
+
+func deployment(name string, replicas int32, nodeSelector map[string]string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector: nodeSelector,
+					Containers:   []corev1.Container{{Name: "app", Image: "registry.example/app:1"}},
+					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
+						MaxSkew: 1, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: corev1.ScheduleAnyway,
+						LabelSelector: &metav1.LabelSelector{MatchLabels: labels},
+					}},
+				},
+			},
+		},
+	}
+}
+
+// runningPods lists the app's pods that run (not terminating), by node.
+func runningPods(t *testing.T, cp *controlplane.ControlPlane, app string) map[string]int {
+	t.Helper()
+	pods, err := cp.Client.CoreV1().Pods("default").List(t.Context(), metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+			out[p.Spec.NodeName]++
+		}
+	}
+	return out
+}
+
+func TestNodeRemoveDrainsStopsDeletesAndCleans(t *testing.T) {
+	cp, inv := kubeLab(t)
+	freshNodes(t, cp, "worker-1", "worker-2")
+	ctx := t.Context()
+	if _, err := cp.Client.AppsV1().Deployments("default").Create(ctx, deployment("spread", 4, nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "4 pods running, some on worker-2", func() bool {
+		byNode := runningPods(t, cp, "spread")
+		total := 0
+		for _, n := range byNode {
+			total += n
+		}
+		return total == 4 && byNode["worker-2"] > 0
+	})
+	if err := host(t, "worker-2").WriteFile("/var/lib/kubelet/pki/kubelet.crt", []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, code, errOut := runWaitInv(t, "node-remove", inv, "--set", "node=worker-2", "--set", "drainTimeout=60s")
+	if code != 0 {
+		t.Fatalf("node-remove: exit %d: %s\n%+v", code, errOut, p)
+	}
+	if _, err := cp.Client.CoreV1().Nodes().Get(ctx, "worker-2", metav1.GetOptions{}); err == nil {
+		t.Error("the Node still exists")
+	}
+	out, _ := host(t, "worker-2").Exec(ctx, "systemctl", "is-active", "kubelet")
+	if strings.TrimSpace(string(out)) != "inactive" {
+		t.Errorf("kubelet on worker-2 is %q", out)
+	}
+	if hostFileExists(t, "worker-2", "/var/lib/kubelet/pki/kubelet.crt") {
+		t.Error("kubelet state left on the host")
+	}
+	eventually(t, 60*time.Second, "the evicted pods to run elsewhere", func() bool {
+		byNode := runningPods(t, cp, "spread")
+		return byNode["worker-2"] == 0 && byNode["worker-1"]+byNode["controller-1"] == 4
+	})
+	if s := step(t, p, "drain"); s.State != workflows.StateSucceeded {
+		t.Errorf("drain = %+v", s)
+	}
+
+	// The last controller is never removed.
+	_, code, errOut = runWaitInv(t, "node-remove", inv, "--set", "node=controller-1")
+	if code == 0 || !strings.Contains(errOut, "controller-1 is the last controller") {
+		t.Errorf("removing the last controller: exit %d: %s", code, errOut)
+	}
+}
+
+func TestDrainBlockedByPodDisruptionBudget(t *testing.T) {
+	cp, inv := kubeLab(t)
+	freshNodes(t, cp, "worker-1")
+	ctx := t.Context()
+	if _, err := cp.Client.AppsV1().Deployments("default").Create(ctx,
+		deployment("guarded", 1, map[string]string{"kubernetes.io/hostname": "worker-1"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	one := intstr.FromInt32(1)
+	if _, err := cp.Client.PolicyV1().PodDisruptionBudgets("default").Create(ctx, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "guarded-pdb", Namespace: "default"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the guarded pod to run and its budget to allow no disruption", func() bool {
+		pdb, err := cp.Client.PolicyV1().PodDisruptionBudgets("default").Get(ctx, "guarded-pdb", metav1.GetOptions{})
+		return err == nil && runningPods(t, cp, "guarded")["worker-1"] == 1 && pdb.Status.CurrentHealthy == 1 && pdb.Status.DisruptionsAllowed == 0
+	})
+	rb := writeRunbook(t, `
+apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: drain-guarded}
+steps:
+  - id: drain
+    action: kube.drain
+    on: worker-1
+    with: {timeout: 8s, retryDelay: 1s}
+`)
+	_, code, errOut := runWaitInv(t, rb, inv)
+	if code == 0 {
+		t.Fatal("a drain past a PodDisruptionBudget succeeded")
+	}
+	for _, want := range []string{"DrainBlocked", "default/guarded-pdb", "default/guarded-"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("error lacks %q: %s", want, errOut)
+		}
+	}
+	if runningPods(t, cp, "guarded")["worker-1"] != 1 {
+		t.Error("the guarded pod was evicted")
+	}
+	_ = cp.Client.PolicyV1().PodDisruptionBudgets("default").Delete(ctx, "guarded-pdb", metav1.DeleteOptions{})
+	_, _ = cp.Client.CoreV1().Nodes().Patch(ctx, "worker-1", types.StrategicMergePatchType, []byte(`{"spec":{"unschedulable":false}}`), metav1.PatchOptions{})
 }
