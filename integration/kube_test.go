@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"kedge.dev/kedge/integration/controlplane"
+	"kedge.dev/kedge/integration/lab"
+	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -350,4 +352,112 @@ steps:
 	}
 	_ = cp.Client.PolicyV1().PodDisruptionBudgets("default").Delete(ctx, "guarded-pdb", metav1.DeleteOptions{})
 	_, _ = cp.Client.CoreV1().Nodes().Patch(ctx, "worker-1", types.StrategicMergePatchType, []byte(`{"spec":{"unschedulable":false}}`), metav1.PatchOptions{})
+}
+
+func TestRollingKubeletImageSwapOverFiveWorkers(t *testing.T) {
+	cp, _ := kubeLab(t)
+	dir := t.TempDir()
+	names := lab.Names(6) // controller-1, worker-1..5
+	l, err := testhosts.Start(t.Context(), testhosts.Options{Count: 6, Names: names, BaseIP: "127.0.22.", Dir: filepath.Join(dir, "hosts")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	inv := filepath.Join(dir, "inventory.yaml")
+	text := strings.Replace(lab.Inventory("five", l, l.KnownHostsFile), "controllers:\n", "kubernetes:\n  kubeconfig: "+cp.AdminKubeconfig+"\ncontrollers:\n", 1)
+	if err := os.WriteFile(inv, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := cp.EmbeddedKubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	workers := names[1:]
+	for _, h := range l.Hosts[1:] {
+		node := "five-" + h.Name
+		_ = cp.Client.CoreV1().Nodes().Delete(t.Context(), node, metav1.DeleteOptions{})
+		installKubelet(t, h, kc, node, "quay.io/poseidon/kubelet:v1.35.3")
+	}
+	// The inventory's node names must match the Kubernetes node names.
+	text = strings.ReplaceAll(text, "name: worker-", "name: five-worker-")
+	if err := os.WriteFile(inv, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "five workers Ready", func() bool {
+		for _, w := range workers {
+			n, err := cp.Client.CoreV1().Nodes().Get(t.Context(), "five-"+w, metav1.GetOptions{})
+			if err != nil || !nodeIsReady(n) {
+				return false
+			}
+		}
+		return true
+	})
+	p, code, errOut := runWaitInv(t, "kubelet-image-swap", inv, "--set", "image=quay.io/poseidon/kubelet:v1.35.4",
+		"--set", "nodes=workers", "--set", "maxUnavailable=2", "--set", "approveControllers=false")
+	if code != 0 {
+		t.Fatalf("rollout failed: exit %d: %s\n%+v", code, errOut, p)
+	}
+	for i, w := range workers {
+		n, err := cp.Client.CoreV1().Nodes().Get(t.Context(), "five-"+w, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Status.NodeInfo.KubeletVersion != "v1.35.4" || n.Spec.Unschedulable {
+			t.Errorf("%s: kubelet %s, unschedulable %v", w, n.Status.NodeInfo.KubeletVersion, n.Spec.Unschedulable)
+		}
+		data, err := l.Hosts[i+1].ReadFile("/etc/systemd/system/kubelet.service.d/10-image.conf")
+		if err != nil || !strings.Contains(string(data), "v1.35.4") {
+			t.Errorf("%s drop-in: %q %v", w, data, err)
+		}
+	}
+	// The window: never more than two node runbooks at once, and each new
+	// node started when one finished.
+	starts, ends := childTimes(t, workers)
+	most := 0
+	for i := range workers {
+		running := 0
+		for j := range workers {
+			if !starts[j].After(starts[i]) && ends[j].After(starts[i]) {
+				running++
+			}
+		}
+		most = max(most, running)
+	}
+	if most != 2 {
+		t.Errorf("at most %d nodes ran at once, want 2 (starts %v, ends %v)", most, starts, ends)
+	}
+}
+
+// installKubelet writes the kubelet unit, kubeconfig and image map to a host
+// and starts the kubelet.
+func installKubelet(t *testing.T, h *testhosts.Host, kubeconfig []byte, node, image string) {
+	t.Helper()
+	files := map[string]string{
+		"/etc/kubernetes/kubelet.conf": string(kubeconfig),
+		"/etc/kedge-lab/images":        "quay.io/poseidon/kubelet /usr/local/sbin/kubelet-sim\n",
+		"/etc/systemd/system/kubelet.service": "[Service]\nEnvironment=KUBELET_IMAGE=" + image +
+			"\nExecStart=docker run --rm --name kubelet -v /etc/kubernetes:/etc/kubernetes:ro ${KUBELET_IMAGE} kubelet --kubeconfig=/etc/kubernetes/kubelet.conf --hostname-override=" + node + "\n",
+	}
+	for p, c := range files {
+		if err := h.WriteFile(p, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := h.Exec(t.Context(), "systemctl", "start", "kubelet"); err != nil {
+		t.Fatalf("start kubelet on %s: %v %s", h.Name, err, out)
+	}
+}
+
+// childTimes reads when each node's child runbook started and ended.
+func childTimes(t *testing.T, workers []string) (starts, ends []time.Time) {
+	t.Helper()
+	for _, w := range workers {
+		d, err := world.client.DescribeWorkflowExecution(t.Context(), "five/node/five-"+w, "")
+		if err != nil {
+			t.Fatalf("child of %s: %v", w, err)
+		}
+		starts = append(starts, d.WorkflowExecutionInfo.StartTime.AsTime())
+		ends = append(ends, d.WorkflowExecutionInfo.CloseTime.AsTime())
+	}
+	return starts, ends
 }
