@@ -354,51 +354,70 @@ steps:
 	_, _ = cp.Client.CoreV1().Nodes().Patch(ctx, "worker-1", types.StrategicMergePatchType, []byte(`{"spec":{"unschedulable":false}}`), metav1.PatchOptions{})
 }
 
-func TestRollingKubeletImageSwapOverFiveWorkers(t *testing.T) {
+var five struct {
+	once      sync.Once
+	lab       *testhosts.Lab
+	inventory string
+	workers   []string
+	err       error
+}
+
+// fiveWorkers starts (once) six more hosts, one controller and five
+// workers named five-worker-N in Kubernetes, each running the kubelet
+// simulator at v1.35.3.
+func fiveWorkers(t *testing.T) (*controlplane.ControlPlane, *testhosts.Lab, string, []string) {
+	t.Helper()
 	cp, _ := kubeLab(t)
-	dir := t.TempDir()
-	names := lab.Names(6) // controller-1, worker-1..5
-	l, err := testhosts.Start(t.Context(), testhosts.Options{Count: 6, Names: names, BaseIP: "127.0.22.", Dir: filepath.Join(dir, "hosts")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	inv := filepath.Join(dir, "inventory.yaml")
-	text := strings.Replace(lab.Inventory("five", l, l.KnownHostsFile), "controllers:\n", "kubernetes:\n  kubeconfig: "+cp.AdminKubeconfig+"\ncontrollers:\n", 1)
-	if err := os.WriteFile(inv, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	kc, err := cp.EmbeddedKubeconfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	workers := names[1:]
-	for _, h := range l.Hosts[1:] {
-		node := "five-" + h.Name
-		_ = cp.Client.CoreV1().Nodes().Delete(t.Context(), node, metav1.DeleteOptions{})
-		installKubelet(t, h, kc, node, "quay.io/poseidon/kubelet:v1.35.3")
-	}
-	// The inventory's node names must match the Kubernetes node names.
-	text = strings.ReplaceAll(text, "name: worker-", "name: five-worker-")
-	if err := os.WriteFile(inv, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
+	five.once.Do(func() {
+		dir := filepath.Join(world.dir, "five")
+		names := lab.Names(6)
+		l, err := testhosts.Start(context.Background(), testhosts.Options{Count: 6, Names: names, BaseIP: "127.0.22.", Dir: filepath.Join(dir, "hosts")})
+		if err != nil {
+			five.err = err
+			return
+		}
+		five.lab = l
+		world.cleanups = append(world.cleanups, func() { _ = l.Close() })
+		text := strings.Replace(lab.Inventory("five", l, l.KnownHostsFile), "controllers:\n", "kubernetes:\n  kubeconfig: "+cp.AdminKubeconfig+"\ncontrollers:\n", 1)
+		text = strings.ReplaceAll(text, "name: worker-", "name: five-worker-")
+		five.inventory = filepath.Join(dir, "inventory.yaml")
+		if five.err = os.WriteFile(five.inventory, []byte(text), 0o644); five.err != nil {
+			return
+		}
+		kc, err := cp.EmbeddedKubeconfig()
+		if err != nil {
+			five.err = err
+			return
+		}
+		for _, h := range l.Hosts[1:] {
+			five.workers = append(five.workers, "five-"+h.Name)
+			installKubelet(t, h, kc, "five-"+h.Name, "quay.io/poseidon/kubelet:v1.35.3")
+		}
+	})
+	if five.err != nil {
+		t.Fatal(five.err)
 	}
 	eventually(t, 60*time.Second, "five workers Ready", func() bool {
-		for _, w := range workers {
-			n, err := cp.Client.CoreV1().Nodes().Get(t.Context(), "five-"+w, metav1.GetOptions{})
+		for _, w := range five.workers {
+			n, err := cp.Client.CoreV1().Nodes().Get(t.Context(), w, metav1.GetOptions{})
 			if err != nil || !nodeIsReady(n) {
 				return false
 			}
 		}
 		return true
 	})
+	return cp, five.lab, five.inventory, five.workers
+}
+
+func TestRollingKubeletImageSwapOverFiveWorkers(t *testing.T) {
+	cp, l, inv, workers := fiveWorkers(t)
 	p, code, errOut := runWaitInv(t, "kubelet-image-swap", inv, "--set", "image=quay.io/poseidon/kubelet:v1.35.4",
 		"--set", "nodes=workers", "--set", "maxUnavailable=2", "--set", "approveControllers=false")
 	if code != 0 {
 		t.Fatalf("rollout failed: exit %d: %s\n%+v", code, errOut, p)
 	}
 	for i, w := range workers {
-		n, err := cp.Client.CoreV1().Nodes().Get(t.Context(), "five-"+w, metav1.GetOptions{})
+		n, err := cp.Client.CoreV1().Nodes().Get(t.Context(), w, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -452,7 +471,7 @@ func installKubelet(t *testing.T, h *testhosts.Host, kubeconfig []byte, node, im
 func childTimes(t *testing.T, workers []string) (starts, ends []time.Time) {
 	t.Helper()
 	for _, w := range workers {
-		d, err := world.client.DescribeWorkflowExecution(t.Context(), "five/node/five-"+w, "")
+		d, err := world.client.DescribeWorkflowExecution(t.Context(), "five/node/"+w, "")
 		if err != nil {
 			t.Fatalf("child of %s: %v", w, err)
 		}
