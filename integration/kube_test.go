@@ -222,6 +222,17 @@ func freshNodes(t *testing.T, cp *controlplane.ControlPlane, names ...string) {
 	for _, n := range names {
 		startKubelet(t, cp, n, "quay.io/poseidon/kubelet:v1.35.4")
 	}
+	// The controller-manager lifts the not-ready taint a moment after a
+	// node turns Ready; until then the scheduler avoids the node.
+	eventually(t, 60*time.Second, "the new nodes to lose their startup taints", func() bool {
+		for _, name := range names {
+			n, err := cp.Client.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+			if err != nil || len(n.Spec.Taints) > 0 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func deployment(name string, replicas int32, nodeSelector map[string]string) *appsv1.Deployment {
