@@ -148,33 +148,11 @@ steps:
 // it; the container stand-in runs the kubelet simulator for that image.
 func startKubelet(t *testing.T, cp *controlplane.ControlPlane, name, image string) {
 	t.Helper()
-	h := host(t, name)
 	kc, err := cp.EmbeddedKubeconfig()
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := map[string]string{
-		"/etc/kubernetes/kubelet.conf": string(kc),
-		"/etc/kedge-lab/images":        "quay.io/poseidon/kubelet /usr/local/sbin/kubelet-sim\n",
-		"/etc/systemd/system/kubelet.service": `[Unit]
-Description=Kubelet (container)
-
-[Service]
-Environment=KUBELET_IMAGE=` + image + `
-ExecStart=docker run --rm --name kubelet -v /etc/kubernetes:/etc/kubernetes:ro ${KUBELET_IMAGE} kubelet --kubeconfig=/etc/kubernetes/kubelet.conf --hostname-override=` + name + `
-
-[Install]
-WantedBy=multi-user.target
-`,
-	}
-	for p, content := range files {
-		if err := h.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if out, err := h.Exec(t.Context(), "systemctl", "start", "kubelet"); err != nil {
-		t.Fatalf("start kubelet on %s: %v %s", name, err, out)
-	}
+	installKubelet(t, host(t, name), kc, name, image)
 	eventually(t, 30*time.Second, name+" to register Ready", func() bool {
 		n, err := cp.Client.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
 		return err == nil && n.Status.NodeInfo.KubeletVersion != "" && nodeIsReady(n)
