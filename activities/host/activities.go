@@ -38,7 +38,7 @@ func (a *Activities) backupDir() string {
 	if a.BackupDir != "" {
 		return a.BackupDir
 	}
-	return "/var/lib/kedge/backup"
+	return DefaultBackupDir
 }
 
 // heartbeat records progress every interval until the returned stop is

@@ -21,6 +21,10 @@ const (
 	ErrTypeFileNotFound    = "FileNotFound"
 	ErrTypeUnitFailed      = "UnitFailed"
 	ErrTypeInvalidInput    = "InvalidInput"
+	// ErrTypeFileFailed is an SFTP operation the host refused (permission
+	// denied, no space left, not a directory...). Retryable: the step's
+	// retry policy decides.
+	ErrTypeFileFailed = "FileOperationFailed"
 )
 
 // typedError carries a type for errors that arise in this package.
@@ -52,7 +56,7 @@ func toTemporal(err error) error {
 			NonRetryable: te.nonRetryable, Details: te.details,
 		})
 	}
-	typ := ErrTypeUnreachable
+	typ := ErrTypeConnectionLost // anything else went wrong on the way to the host
 	switch {
 	case errors.Is(err, sshpool.ErrHostKeyMismatch):
 		typ = ErrTypeHostKeyMismatch
@@ -62,10 +66,10 @@ func toTemporal(err error) error {
 		typ = ErrTypeAuthFailed
 	case errors.Is(err, sshpool.ErrConfig):
 		typ = ErrTypeInvalidInput
-	case errors.Is(err, sshpool.ErrConnectionLost):
-		typ = ErrTypeConnectionLost
 	case errors.Is(err, sshpool.ErrUnreachable):
 		typ = ErrTypeUnreachable
+	case errors.Is(err, sshpool.ErrConnectionLost):
+		typ = ErrTypeConnectionLost
 	}
 	return temporal.NewApplicationErrorWithOptions(err.Error(), typ, temporal.ApplicationErrorOptions{
 		NonRetryable: !sshpool.Retryable(err),

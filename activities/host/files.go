@@ -3,7 +3,6 @@ package host
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -18,11 +17,17 @@ import (
 	"unicode/utf8"
 
 	"github.com/pkg/sftp"
+
+	"kedge.dev/kedge/activities/sshpool"
 )
 
 const (
 	defaultReadLimit = 1 << 20
-	maxCompareSize   = 64 << 20
+	// maxCompareSize bounds the previous content write-file reads to
+	// compare and back up.
+	maxCompareSize = 64 << 20
+	// DefaultBackupDir is where host.write-file keeps previous contents.
+	DefaultBackupDir = "/var/lib/kedge/backup"
 )
 
 // WriteFile writes a file atomically (host.write-file).
@@ -31,9 +36,17 @@ func (a *Activities) WriteFile(ctx context.Context, in WriteFileInput) (WriteFil
 	return res, toTemporal(err)
 }
 
+// remoteFile is a file as read over SFTP.
+type remoteFile struct {
+	data     []byte
+	mode     uint32 // permission bits, 07777
+	uid, gid uint32
+	ids      bool // uid/gid known
+}
+
 func (a *Activities) writeFile(ctx context.Context, in WriteFileInput) (WriteFileResult, error) {
-	if !path.IsAbs(in.Path) || path.Clean(in.Path) != in.Path {
-		return WriteFileResult{}, invalid(fmt.Sprintf("path %q must be absolute and clean", in.Path))
+	if err := checkPath(in.Path); err != nil {
+		return WriteFileResult{}, err
 	}
 	content, err := inputContent(in.Content, in.ContentBase64)
 	if err != nil {
@@ -43,30 +56,47 @@ func (a *Activities) writeFile(ctx context.Context, in WriteFileInput) (WriteFil
 	if err != nil {
 		return WriteFileResult{}, err
 	}
-	c, err := a.Pool.SFTP(ctx, in.Target)
-	if err != nil {
-		return WriteFileResult{}, err
-	}
+	t := in.Target
 	sum := sha(content)
 	res := WriteFileResult{SHA256: sum}
-	prev, prevMode, err := readIfExists(c, in.Path, maxCompareSize)
+
+	// Each phase is safe to repeat, so a connection that dies in one is
+	// redialled and the phase rerun without redoing the others.
+	var prev *remoteFile
+	err = a.Pool.WithSFTP(ctx, t, func(c *sftp.Client) (err error) {
+		prev, err = readIfExists(c, in.Path, maxCompareSize)
+		return err
+	})
 	if err != nil {
-		return res, a.Pool.Lost(in.Target, err)
+		return res, a.fileErr(t, "read", in.Path, err)
 	}
 	if prev != nil {
-		res.Existed, res.PreviousSHA256 = true, sha(prev)
-		if res.PreviousSHA256 == sum && prevMode == mode {
+		res.Existed, res.PreviousSHA256 = true, sha(prev.data)
+		if res.PreviousSHA256 == sum && prev.mode == mode {
 			return res, nil
 		}
 		if !in.NoBackup {
-			res.Backup = path.Join(a.backupDir(), backupName(in.Path, res.PreviousSHA256))
-			if err := atomicWrite(c, res.Backup, prev, prevMode); err != nil {
-				return res, a.Pool.Lost(in.Target, fmt.Errorf("keep backup of %s on %s: %w", in.Path, in.Target.Node, err))
+			backup := path.Join(a.backupDir(), backupName(in.Path, res.PreviousSHA256))
+			if err := ctx.Err(); err != nil {
+				return res, err
 			}
+			err := a.Pool.WithSFTP(ctx, t, func(c *sftp.Client) error {
+				return atomicWrite(c, backup, prev.data, prev.mode, prev, 0o700)
+			})
+			if err != nil {
+				return res, a.fileErr(t, "keep a backup of", in.Path, err)
+			}
+			res.Backup = backup
 		}
 	}
-	if err := atomicWrite(c, in.Path, content, mode); err != nil {
-		return res, a.Pool.Lost(in.Target, fmt.Errorf("write %s on %s: %w", in.Path, in.Target.Node, err))
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	err = a.Pool.WithSFTP(ctx, t, func(c *sftp.Client) error {
+		return atomicWrite(c, in.Path, content, mode, prev, 0)
+	})
+	if err != nil {
+		return res, a.fileErr(t, "write", in.Path, err)
 	}
 	res.Changed = true
 	return res, nil
@@ -79,35 +109,51 @@ func (a *Activities) RestoreFile(ctx context.Context, in RestoreFileInput) (Rest
 }
 
 func (a *Activities) restoreFile(ctx context.Context, in RestoreFileInput) (RestoreFileResult, error) {
-	if !path.IsAbs(in.Path) {
-		return RestoreFileResult{}, invalid(fmt.Sprintf("path %q must be absolute", in.Path))
+	if err := checkPath(in.Path); err != nil {
+		return RestoreFileResult{}, err
 	}
 	if in.Changed != nil && !*in.Changed {
 		return RestoreFileResult{}, nil
 	}
-	c, err := a.Pool.SFTP(ctx, in.Target)
-	if err != nil {
-		return RestoreFileResult{}, err
-	}
+	t := in.Target
 	if in.Backup != "" {
-		data, mode, err := readIfExists(c, in.Backup, maxCompareSize)
+		if !path.IsAbs(in.Backup) {
+			return RestoreFileResult{}, invalid(fmt.Sprintf("backup %q must be absolute", in.Backup))
+		}
+		var backup *remoteFile
+		err := a.Pool.WithSFTP(ctx, t, func(c *sftp.Client) (err error) {
+			backup, err = readIfExists(c, in.Backup, maxCompareSize)
+			return err
+		})
 		if err != nil {
-			return RestoreFileResult{}, a.Pool.Lost(in.Target, err)
+			return RestoreFileResult{}, a.fileErr(t, "read backup", in.Backup, err)
 		}
-		if data == nil {
+		if backup == nil {
 			return RestoreFileResult{}, &typedError{typ: ErrTypeFileNotFound, nonRetryable: true,
-				msg: fmt.Sprintf("backup %s of %s is gone from %s", in.Backup, in.Path, in.Target.Node)}
+				msg: fmt.Sprintf("backup %s of %s is gone from %s", in.Backup, in.Path, nodeName(t))}
 		}
-		if err := atomicWrite(c, in.Path, data, mode); err != nil {
-			return RestoreFileResult{}, a.Pool.Lost(in.Target, fmt.Errorf("restore %s on %s: %w", in.Path, in.Target.Node, err))
+		if err := ctx.Err(); err != nil {
+			return RestoreFileResult{}, err
+		}
+		err = a.Pool.WithSFTP(ctx, t, func(c *sftp.Client) error {
+			return atomicWrite(c, in.Path, backup.data, backup.mode, backup, 0)
+		})
+		if err != nil {
+			return RestoreFileResult{}, a.fileErr(t, "restore", in.Path, err)
 		}
 		return RestoreFileResult{Restored: true}, nil
 	}
 	if in.Existed {
-		return RestoreFileResult{}, invalid(fmt.Sprintf("%s existed before the write but no backup was kept: nothing to restore from", in.Path))
+		return RestoreFileResult{}, invalid(fmt.Sprintf("%s existed before the write but no backup was kept (noBackup): nothing to restore from", in.Path))
 	}
-	if err := c.Remove(in.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return RestoreFileResult{}, a.Pool.Lost(in.Target, fmt.Errorf("remove %s on %s: %w", in.Path, in.Target.Node, err))
+	err := a.Pool.WithSFTP(ctx, t, func(c *sftp.Client) error {
+		if err := c.Remove(in.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return RestoreFileResult{}, a.fileErr(t, "remove", in.Path, err)
 	}
 	return RestoreFileResult{Removed: true}, nil
 }
@@ -129,34 +175,56 @@ func (a *Activities) readFile(ctx context.Context, in ReadFileInput) (ReadFileRe
 	if limit <= 0 {
 		limit = defaultReadLimit
 	}
-	c, err := a.Pool.SFTP(ctx, in.Target)
-	if err != nil {
-		return ReadFileResult{}, err
+	t := in.Target
+	var f *remoteFile
+	err := a.Pool.WithSFTP(ctx, t, func(c *sftp.Client) (err error) {
+		f, err = readIfExists(c, in.Path, limit)
+		return err
+	})
+	var big *tooBigError
+	if errors.As(err, &big) {
+		return ReadFileResult{}, invalid(fmt.Sprintf("%s on %s is %d bytes, over maxBytes %d", in.Path, nodeName(t), big.size, limit))
 	}
-	fi, err := c.Stat(in.Path)
-	if errors.Is(err, fs.ErrNotExist) {
+	if err != nil {
+		return ReadFileResult{}, a.fileErr(t, "read", in.Path, err)
+	}
+	if f == nil {
 		if in.Missing == "empty" {
 			return ReadFileResult{}, nil
 		}
-		return ReadFileResult{}, &typedError{typ: ErrTypeFileNotFound, nonRetryable: true, msg: fmt.Sprintf("%s does not exist on %s", in.Path, in.Target.Node)}
+		return ReadFileResult{}, &typedError{typ: ErrTypeFileNotFound, nonRetryable: true, msg: fmt.Sprintf("%s does not exist on %s", in.Path, nodeName(t))}
 	}
-	if err != nil {
-		return ReadFileResult{}, a.Pool.Lost(in.Target, err)
-	}
-	if fi.Size() > limit {
-		return ReadFileResult{}, invalid(fmt.Sprintf("%s on %s is %d bytes, over maxBytes %d", in.Path, in.Target.Node, fi.Size(), limit))
-	}
-	data, _, err := readIfExists(c, in.Path, limit)
-	if err != nil {
-		return ReadFileResult{}, a.Pool.Lost(in.Target, err)
-	}
-	res := ReadFileResult{Exists: true, SHA256: sha(data), Mode: fmt.Sprintf("%04o", fi.Mode().Perm()), Size: int64(len(data))}
-	if utf8.Valid(data) {
-		res.Content = string(data)
+	res := ReadFileResult{Exists: true, SHA256: sha(f.data), Mode: fmt.Sprintf("%04o", f.mode), Size: int64(len(f.data))}
+	if utf8.Valid(f.data) {
+		res.Content = string(f.data)
 	} else {
-		res.ContentBase64 = base64.StdEncoding.EncodeToString(data)
+		res.ContentBase64 = base64.StdEncoding.EncodeToString(f.data)
 	}
 	return res, nil
+}
+
+func checkPath(p string) error {
+	if !path.IsAbs(p) || path.Clean(p) != p || p == "/" {
+		return invalid(fmt.Sprintf("path %q must be absolute and clean", p))
+	}
+	return nil
+}
+
+// fileErr classifies an SFTP failure once.
+func (a *Activities) fileErr(t sshpool.Target, op, p string, err error) error {
+	var te *typedError
+	switch {
+	case errors.As(err, &te), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.Is(err, sshpool.ErrConnectionLost), errors.Is(err, sshpool.ErrUnreachable), errors.Is(err, sshpool.ErrConfig),
+		errors.Is(err, sshpool.ErrAuthFailed), errors.Is(err, sshpool.ErrHostKeyMismatch), errors.Is(err, sshpool.ErrHostUnknown):
+		return err
+	case sshpool.IsTransportError(err):
+		return a.Pool.Lost(t, fmt.Errorf("%s %s: %w", op, p, err))
+	case errors.Is(err, fs.ErrNotExist):
+		return &typedError{typ: ErrTypeFileNotFound, nonRetryable: true, msg: fmt.Sprintf("%s %s on %s: %v", op, p, nodeName(t), err)}
+	}
+	return &typedError{typ: ErrTypeFileFailed, msg: fmt.Sprintf("%s %s on %s: %v", op, p, nodeName(t), err)}
 }
 
 func inputContent(text, b64 string) ([]byte, error) {
@@ -173,15 +241,16 @@ func inputContent(text, b64 string) ([]byte, error) {
 	return []byte(text), nil
 }
 
-func parseMode(s string) (os.FileMode, error) {
+// parseMode reads octal permission bits ("0644", "644", "0o644", "4755").
+func parseMode(s string) (uint32, error) {
 	if s == "" {
 		return 0o644, nil
 	}
-	m, err := strconv.ParseUint(s, 8, 32)
+	m, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(s, "0o"), "0O"), 8, 32)
 	if err != nil || m > 0o7777 {
 		return 0, invalid(fmt.Sprintf("mode %q is not an octal mode such as 0644", s))
 	}
-	return os.FileMode(m), nil
+	return uint32(m), nil
 }
 
 func sha(b []byte) string {
@@ -189,70 +258,123 @@ func sha(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// backupName is a flat, unique file name for a previous version of p.
+// backupName is a flat file name for the version of p whose sha256 is sum:
+// the path with "/" as "_" (and "_" as "__", so distinct paths never
+// collide), then the first 16 hex digits of sum.
 func backupName(p, sum string) string {
-	return strings.ReplaceAll(strings.TrimPrefix(p, "/"), "/", "_") + "." + sum[:16]
+	flat := strings.ReplaceAll(strings.TrimPrefix(p, "/"), "_", "__")
+	return strings.ReplaceAll(flat, "/", "_") + "." + sum[:16]
 }
 
-// readIfExists reads a file; a missing file gives nil data and no error.
-func readIfExists(c *sftp.Client, p string, limit int64) ([]byte, os.FileMode, error) {
+type tooBigError struct{ size int64 }
+
+func (e *tooBigError) Error() string { return fmt.Sprintf("file is %d bytes, too big", e.size) }
+
+// unixMode is the permission bits (with setuid, setgid, sticky) of fi.
+func unixMode(fi os.FileInfo) uint32 {
+	if st, ok := fi.Sys().(*sftp.FileStat); ok {
+		return st.Mode & 0o7777
+	}
+	m := uint32(fi.Mode().Perm())
+	if fi.Mode()&os.ModeSetuid != 0 {
+		m |= 0o4000
+	}
+	if fi.Mode()&os.ModeSetgid != 0 {
+		m |= 0o2000
+	}
+	if fi.Mode()&os.ModeSticky != 0 {
+		m |= 0o1000
+	}
+	return m
+}
+
+// readIfExists reads a regular file; a missing file gives nil and no
+// error.
+func readIfExists(c *sftp.Client, p string, limit int64) (*remoteFile, error) {
 	f, err := c.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, nil
+		return nil, nil
 	}
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, 0, err
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
 	}
 	if fi.Size() > limit {
-		return nil, 0, fmt.Errorf("%s is %d bytes, more than %d", p, fi.Size(), limit)
+		return nil, &tooBigError{fi.Size()}
 	}
 	var buf bytes.Buffer
-	if _, err := io.Copy(&buf, io.LimitReader(f, limit+1)); err != nil {
-		return nil, 0, err
+	buf.Grow(int(fi.Size()))
+	n, err := io.Copy(&buf, io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
 	}
-	data := buf.Bytes()
-	if data == nil {
-		data = []byte{}
+	if n > limit {
+		return nil, &tooBigError{n}
 	}
-	return data, fi.Mode().Perm(), nil
+	rf := &remoteFile{data: buf.Bytes(), mode: unixMode(fi)}
+	if rf.data == nil {
+		rf.data = []byte{}
+	}
+	if st, ok := fi.Sys().(*sftp.FileStat); ok {
+		rf.uid, rf.gid, rf.ids = st.UID, st.GID, true
+	}
+	return rf, nil
 }
 
-// atomicWrite writes data to a temporary file next to p, syncs it, sets
-// its mode and renames it over p, so readers see the old or the new file,
-// never a part.
-func atomicWrite(c *sftp.Client, p string, data []byte, mode os.FileMode) error {
+// atomicWrite writes data to a temporary file next to p, sets its mode
+// (and the owner of like, when known and different), syncs it and renames
+// it over p, so readers see the old or the new file, never a part. A
+// missing parent directory is created (with dirMode when not 0).
+func atomicWrite(c *sftp.Client, p string, data []byte, mode uint32, like *remoteFile, dirMode os.FileMode) error {
 	dir := path.Dir(p)
-	if err := c.MkdirAll(dir); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
+	tmp := path.Join(dir, "."+path.Base(p)+".kedge-"+randomHex(6))
+	const flags = os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	f, err := c.OpenFile(tmp, flags)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := c.MkdirAll(dir); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
+		}
+		if dirMode != 0 {
+			if err := c.Chmod(dir, dirMode); err != nil {
+				return fmt.Errorf("chmod %s: %w", dir, err)
+			}
+		}
+		f, err = c.OpenFile(tmp, flags)
 	}
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	tmp := path.Join(dir, "."+path.Base(p)+".kedge-"+hex.EncodeToString(b))
-	f, err := c.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
 	if err != nil {
 		return err
 	}
 	ok := false
 	defer func() {
 		if !ok {
+			_ = f.Close()
 			_ = c.Remove(tmp)
 		}
 	}()
 	if _, err := f.Write(data); err != nil {
-		f.Close()
 		return err
 	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
+	if err := f.Chmod(os.FileMode(mode)); err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil && !errors.Is(err, sftp.ErrSSHFxOpUnsupported) {
-		f.Close()
+	if like != nil && like.ids {
+		// Keep the owner of the file being replaced. Best effort: a
+		// non-root user cannot give files away, and that is no reason
+		// to fail the write.
+		if fi, err := f.Stat(); err == nil {
+			if st, isStat := fi.Sys().(*sftp.FileStat); isStat && (st.UID != like.uid || st.GID != like.gid) {
+				_ = f.Chown(int(like.uid), int(like.gid))
+			}
+		}
+	}
+	if err := f.Sync(); err != nil && !isUnsupported(err) {
 		return err
 	}
 	if err := f.Close(); err != nil {
@@ -263,4 +385,9 @@ func atomicWrite(c *sftp.Client, p string, data []byte, mode os.FileMode) error 
 	}
 	ok = true
 	return nil
+}
+
+func isUnsupported(err error) bool {
+	var se *sftp.StatusError
+	return errors.Is(err, sftp.ErrSSHFxOpUnsupported) || errors.As(err, &se) && se.FxCode() == sftp.ErrSSHFxOpUnsupported
 }

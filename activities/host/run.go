@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"sort"
@@ -20,7 +19,15 @@ import (
 	"kedge.dev/kedge/activities/sshpool"
 )
 
-const defaultOutputLimit = 64 << 10
+const (
+	defaultOutputLimit = 64 << 10
+	// maxOutputsBytes bounds what a command may write to $KEDGE_OUTPUT;
+	// results travel in Temporal payloads (2 MiB at most).
+	maxOutputsBytes = 256 << 10
+	// killGrace is how long a cancelled command has between SIGTERM and
+	// SIGKILL.
+	killGrace = 5 * time.Second
+)
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -34,6 +41,9 @@ func (a *Activities) run(ctx context.Context, in RunInput) (RunResult, error) {
 	if (in.Command == "") == (in.Script == "") {
 		return RunResult{}, invalid("host.run needs exactly one of command and script")
 	}
+	if strings.ContainsRune(in.Command, 0) || strings.ContainsRune(in.Script, 0) {
+		return RunResult{}, invalid("command and script cannot hold NUL bytes")
+	}
 	var timeout time.Duration
 	if in.Timeout != "" {
 		d, err := time.ParseDuration(in.Timeout)
@@ -42,29 +52,21 @@ func (a *Activities) run(ctx context.Context, in RunInput) (RunResult, error) {
 		}
 		timeout = d
 	}
-	keys := make([]string, 0, len(in.Env))
-	for k := range in.Env {
-		if !envNameRE.MatchString(k) {
-			return RunResult{}, invalid(fmt.Sprintf("env name %q is not a valid variable name", k))
-		}
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var env strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&env, "export %s=%s\n", k, quote(in.Env[k]))
-	}
-	inner := "sh -c " + quote(in.Command)
-	var stdin io.Reader
-	if in.Script != "" {
-		inner = "sh -s"
-		stdin = strings.NewReader(in.Script)
+	env, err := exports(in.Env)
+	if err != nil {
+		return RunResult{}, err
 	}
 	limit := in.OutputLimit
 	if limit <= 0 {
 		limit = defaultOutputLimit
 	}
-	res, err := a.exec(ctx, in.Target, env.String(), inner, stdin, timeout, limit)
+	start := time.Now()
+	res, err := a.exec(ctx, in.Target, execSpec{
+		env: env, command: in.Command, script: in.Script, timeout: timeout, limit: limit,
+		details: func(stdout, stderr *tailBuffer) any {
+			return map[string]any{"elapsed": time.Since(start).Round(time.Second).String(), "stdoutBytes": stdout.total(), "stderrBytes": stderr.total()}
+		},
+	})
 	if err != nil {
 		return res, err
 	}
@@ -75,11 +77,46 @@ func (a *Activities) run(ctx context.Context, in RunInput) (RunResult, error) {
 	if !slices.Contains(accept, res.ExitCode) {
 		return res, &typedError{
 			typ:     ErrTypeCommandFailed,
-			msg:     fmt.Sprintf("exit status %d on %s%s", res.ExitCode, in.Target.Node, tailLine(res.Stderr)),
+			msg:     fmt.Sprintf("exit status %d on %s%s", res.ExitCode, nodeName(in.Target), tailLine(res.Stderr)),
 			details: []any{res.ExitCode},
 		}
 	}
 	return res, nil
+}
+
+// exports renders env as export lines, values shell-quoted. Names are
+// checked; values are never logged.
+func exports(env map[string]string) (string, error) {
+	keys := make([]string, 0, len(env))
+	for k, v := range env {
+		if !envNameRE.MatchString(k) {
+			return "", invalid(fmt.Sprintf("env name %q is not a valid variable name", k))
+		}
+		if k == "KEDGE_OUTPUT" {
+			return "", invalid("env cannot set KEDGE_OUTPUT: host.run sets it")
+		}
+		if strings.ContainsRune(v, 0) {
+			return "", invalid(fmt.Sprintf("env %s holds a NUL byte", k))
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString("export ")
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(quote(env[k]))
+		b.WriteByte('\n')
+	}
+	return b.String(), nil
+}
+
+func nodeName(t sshpool.Target) string {
+	if t.Node != "" {
+		return t.Node
+	}
+	return t.Address
 }
 
 // tailLine is ": <last lines of stderr>" for error messages.
@@ -99,50 +136,101 @@ func quote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// exec runs `inner` under a wrapper that provides $KEDGE_OUTPUT, runs the
-// command in its own session (setsid), so cancelling kills all of it, and
-// reports the outputs after a random boundary on stderr — all in one SSH
-// session.
-func (a *Activities) exec(ctx context.Context, t sshpool.Target, env, inner string, stdin io.Reader, timeout time.Duration, limit int) (RunResult, error) {
-	b := make([]byte, 12)
+// execSpec is one remote command run by exec: exactly one of command
+// (run with sh -c) and script (fed to sh -s).
+type execSpec struct {
+	env     string // export lines
+	command string
+	script  string
+	timeout time.Duration // 0: none beyond ctx
+	limit   int           // bytes of stdout and of stderr kept
+	// details are the heartbeat details.
+	details func(stdout, stderr *tailBuffer) any
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
 	_, _ = rand.Read(b)
-	boundary := "KEDGE-OUTPUTS-" + hex.EncodeToString(b)
-	// The wrapper spawns as little as it can: it is on every step's path.
-	wrapper := `KEDGE_OUTPUT="${TMPDIR:-/tmp}/.kedge-out-` + boundary + `"
-set -C; : > "$KEDGE_OUTPUT" || exit 125; set +C
-export KEDGE_OUTPUT
-` + env + `exec 3<&0
-kedge_setsid=; command -v setsid >/dev/null 2>&1 && kedge_setsid=setsid
-$kedge_setsid ` + inner + ` <&3 3<&- &
-kedge_pid=$!
-exec 3<&-
-trap 'kill -TERM -$kedge_pid 2>/dev/null || kill -TERM $kedge_pid 2>/dev/null; sleep 2; kill -KILL -$kedge_pid 2>/dev/null' TERM HUP INT
-while :; do wait $kedge_pid; kedge_rc=$?; kill -0 $kedge_pid 2>/dev/null || break; done
-printf '\n%s\n' ` + quote(boundary) + ` >&2
-while IFS= read -r kedge_line || [ -n "$kedge_line" ]; do printf '%s\n' "$kedge_line" >&2; done < "$KEDGE_OUTPUT"
-rm -f "$KEDGE_OUTPUT"
-exit $kedge_rc
-`
-	if stdin == nil {
-		stdin = strings.NewReader("")
+	return hex.EncodeToString(b)
+}
+
+// wrapper is the script fed on stdin to `sh -s` for one exec. It names a
+// fresh $KEDGE_OUTPUT (created by the command if it writes outputs),
+// exports env, runs the command in a background subshell (eval of the
+// quoted command or script, stdin from /dev/null) and waits for it, so a
+// signal to the wrapper runs its trap at once: the trap signals the
+// wrapper's process group (sshd makes every session its own), SIGTERM
+// then SIGKILL after a grace period. Then it prints the boundary and the
+// outputs file to stderr and exits with the command's status.
+//
+// Everything happens in one SSH session and, when the command writes no
+// outputs, the wrapper starts no process besides the command: this is on
+// every step's path. (A subshell running eval behaves as sh -c for the
+// command; only $0 differs.)
+func wrapper(spec execSpec, outFile, boundary string) string {
+	body := spec.command
+	if spec.script != "" {
+		body = spec.script
 	}
-	if timeout > 0 {
+	var b strings.Builder
+	b.Grow(len(spec.env) + len(body) + 1024)
+	b.WriteString(`KEDGE_OUTPUT=` + outputPath(outFile) + `
+export KEDGE_OUTPUT
+{ echo $$ >"$KEDGE_OUTPUT.pid"; } 2>/dev/null
+`)
+	b.WriteString(spec.env)
+	b.WriteString(`kedge_pid=
+kedge_stop() {
+  [ -n "$kedge_pid" ] || { kedge_stopped=1; return; }
+  trap '' TERM HUP INT
+  kill -TERM -$$ 2>/dev/null || kill -TERM $kedge_pid 2>/dev/null
+  (sleep ` + fmt.Sprint(int(killGrace.Seconds())) + `; kill -KILL -$$ 2>/dev/null || kill -KILL $kedge_pid) </dev/null >/dev/null 2>&1 &
+}
+trap kedge_stop TERM HUP INT
+(eval ` + quote(body) + `) </dev/null &
+kedge_pid=$!
+[ -z "$kedge_stopped" ] || kedge_stop
+while :; do wait $kedge_pid; kedge_rc=$?; kill -0 $kedge_pid 2>/dev/null || break; done
+printf '\n%s\n' ` + boundary + ` >&2
+if [ -e "$KEDGE_OUTPUT" ]; then
+  while IFS= read -r kedge_line || [ -n "$kedge_line" ]; do printf '%s\n' "$kedge_line"; done <"$KEDGE_OUTPUT" >&2
+fi
+rm -f "$KEDGE_OUTPUT" "$KEDGE_OUTPUT.pid" </dev/null >/dev/null 2>&1 &
+exit $kedge_rc
+`)
+	return b.String()
+}
+
+// exec runs spec on the host in one session. A timeout or a cancelled ctx
+// stops the remote command (SIGTERM to its process group, SIGKILL after
+// a grace period, then the session is closed).
+func (a *Activities) exec(ctx context.Context, t sshpool.Target, spec execSpec) (RunResult, error) {
+	boundary := "KEDGE_OUTPUTS_" + randomHex(12)
+	outFile := randomHex(12)
+	script := wrapper(spec, outFile, boundary)
+	if spec.timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
+		ctx, cancel = context.WithTimeout(ctx, spec.timeout)
 		defer cancel()
 	}
 	sess, release, err := a.Pool.Session(ctx, t)
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && spec.timeout > 0 && ctx.Err() != nil {
+			return RunResult{}, &typedError{typ: ErrTypeCommandTimeout, msg: fmt.Sprintf("command on %s timed out after %s before it started: %v", nodeName(t), spec.timeout, err)}
+		}
 		return RunResult{}, err
 	}
 	defer release()
-	stdout := &tailBuffer{limit: limit}
-	stderr := &tailBuffer{limit: limit + 64<<10}
-	sess.Stdin, sess.Stdout, sess.Stderr = stdin, stdout, stderr
-	stop := a.heartbeat(ctx, func() any { return map[string]int{"stdoutBytes": stdout.total(), "stderrBytes": stderr.total()} })
-	defer stop()
-	if err := sess.Start("sh -c " + quote(wrapper)); err != nil {
-		return RunResult{}, a.Pool.Lost(t, err)
+	stdout := &tailBuffer{limit: spec.limit}
+	stderr := newSplitter("\n"+boundary+"\n", spec.limit, maxOutputsBytes)
+	sess.Stdin = strings.NewReader(script)
+	sess.Stdout, sess.Stderr = stdout, stderr
+	if spec.details != nil {
+		stop := a.heartbeat(ctx, func() any { return spec.details(stdout, stderr.before) })
+		defer stop()
+	}
+	if err := sess.Start("exec sh -s"); err != nil {
+		return RunResult{}, a.Pool.Lost(t, fmt.Errorf("start command on %s: %w", nodeName(t), err))
 	}
 	done := make(chan error, 1)
 	go func() { done <- sess.Wait() }()
@@ -150,32 +238,19 @@ exit $kedge_rc
 	select {
 	case waitErr = <-done:
 	case <-ctx.Done():
-		_ = sess.Signal(ssh.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-		}
+		a.stopRemote(t, sess, outFile, done)
 		_ = sess.Close()
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return RunResult{}, &typedError{typ: ErrTypeCommandTimeout, msg: fmt.Sprintf("command on %s timed out after %s", t.Node, timeout)}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && spec.timeout > 0 {
+			return RunResult{}, &typedError{typ: ErrTypeCommandTimeout,
+				msg: fmt.Sprintf("command on %s timed out after %s and was killed%s", nodeName(t), spec.timeout, tailLine(stderr.before.String()))}
 		}
-		return RunResult{}, ctx.Err()
+		return RunResult{}, fmt.Errorf("command on %s: %w", nodeName(t), ctx.Err())
 	}
-	res := RunResult{Stdout: stdout.String(), StdoutTruncated: stdout.truncated()}
-	errText, outputs, found := strings.Cut(stderr.String(), "\n"+boundary+"\n")
-	if !found {
-		// The wrapper did not reach its end: the connection or the shell died.
-		if waitErr == nil {
-			waitErr = errors.New("remote command ended without reporting")
-		}
-		var exit *ssh.ExitError
-		if !errors.As(waitErr, &exit) {
-			return RunResult{}, a.Pool.Lost(t, waitErr)
-		}
-		errText = stderr.String()
+	stderr.flush()
+	res := RunResult{
+		Stdout: stdout.String(), StdoutTruncated: stdout.truncated(),
+		Stderr: stderr.before.String(), StderrTruncated: stderr.before.truncated(),
 	}
-	res.Stderr, res.StderrTruncated = errText, stderr.truncated()
-	res.Outputs = parseOutputs(outputs)
 	var exit *ssh.ExitError
 	switch {
 	case waitErr == nil:
@@ -184,26 +259,166 @@ exit $kedge_rc
 	default:
 		var missing *ssh.ExitMissingError
 		if errors.As(waitErr, &missing) {
-			return res, fmt.Errorf("command on %s: %v: %w", t.Node, waitErr, sshpool.ErrConnectionLost)
+			return res, fmt.Errorf("command on %s ended without an exit status: %w", nodeName(t), sshpool.ErrConnectionLost)
 		}
-		return res, a.Pool.Lost(t, waitErr)
+		return res, a.Pool.Lost(t, fmt.Errorf("command on %s: %w", nodeName(t), waitErr))
 	}
+	if !stderr.found {
+		// The wrapper did not reach its end: it was killed, or sh is
+		// missing. Report what there is.
+		if waitErr == nil {
+			return res, fmt.Errorf("command on %s ended without reporting: %w", nodeName(t), sshpool.ErrConnectionLost)
+		}
+		return res, nil
+	}
+	if stderr.overflow {
+		return res, &typedError{typ: ErrTypeCommandFailed, nonRetryable: true,
+			msg: fmt.Sprintf("command on %s wrote more than %d bytes to $KEDGE_OUTPUT", nodeName(t), maxOutputsBytes)}
+	}
+	res.Outputs = parseOutputs(stderr.after.String())
 	return res, nil
 }
 
+// outputPath is the shell word for the $KEDGE_OUTPUT of one exec; the
+// wrapper's PID is kept beside it in "$KEDGE_OUTPUT.pid".
+func outputPath(outFile string) string {
+	return `"${TMPDIR:-/tmp}/.kedge-out-` + outFile + `"`
+}
+
+// stopRemote stops a running wrapper and waits, at most the kill grace
+// and a little more, for its session to end. It asks sshd to signal the
+// session, but sshd may refuse (OpenSSH denies signal requests on many
+// builds), so it also signals the wrapper from a second session through
+// the PID file the wrapper wrote; that is repeated in case the wrapper
+// had not written it yet. The wrapper's trap then stops the command's
+// whole process group.
+func (a *Activities) stopRemote(t sshpool.Target, sess *ssh.Session, outFile string, done <-chan error) {
+	_ = sess.Signal(ssh.SIGTERM)
+	deadline := time.After(killGrace + 2*time.Second)
+	kill := `kedge_p=$(cat ` + outputPath(outFile) + `.pid 2>/dev/null) && kill -TERM "$kedge_p"`
+	for i := 0; i < 3; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if s, release, err := a.Pool.Session(ctx, t); err == nil {
+			if s.Run(kill) == nil {
+				i = 3 // signalled: wait for the wrapper to finish
+			}
+			release()
+		}
+		cancel()
+		select {
+		case <-done:
+			return
+		case <-deadline:
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	select {
+	case <-done:
+	case <-deadline:
+	}
+}
+
+// parseOutputs reads key=value lines and, as GitHub Actions does,
+// multi-line values written as
+//
+//	key<<DELIMITER
+//	line 1
+//	line 2
+//	DELIMITER
 func parseOutputs(s string) map[string]string {
 	var out map[string]string
-	for _, line := range strings.Split(s, "\n") {
-		k, v, ok := strings.Cut(line, "=")
-		if !ok || k == "" {
-			continue
-		}
+	set := func(k, v string) {
 		if out == nil {
 			out = map[string]string{}
 		}
-		out[strings.TrimSpace(k)] = v
+		out[k] = v
+	}
+	lines := strings.Split(s, "\n")
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		eq := strings.IndexByte(line, '=')
+		hd := strings.Index(line, "<<")
+		if hd > 0 && (eq < 0 || hd < eq) {
+			k, delim := strings.TrimSpace(line[:hd]), line[hd+2:]
+			if delim == "" {
+				continue
+			}
+			var val []string
+			j := i + 1
+			for ; j < len(lines) && lines[j] != delim; j++ {
+				val = append(val, lines[j])
+			}
+			if j == len(lines) {
+				continue // no closing delimiter: ignore the opener
+			}
+			set(k, strings.Join(val, "\n"))
+			i = j
+			continue
+		}
+		if eq <= 0 {
+			continue
+		}
+		if k := strings.TrimSpace(line[:eq]); k != "" {
+			set(k, line[eq+1:])
+		}
 	}
 	return out
+}
+
+// splitter is the stderr of an exec: what comes before the boundary is
+// the command's stderr (tail kept), what comes after is the outputs file.
+type splitter struct {
+	marker   []byte
+	pending  []byte // not yet committed: may be the start of the marker
+	before   *tailBuffer
+	after    bytes.Buffer
+	maxAfter int
+	found    bool
+	overflow bool
+}
+
+func newSplitter(marker string, limit, maxAfter int) *splitter {
+	return &splitter{marker: []byte(marker), before: &tailBuffer{limit: limit}, maxAfter: maxAfter}
+}
+
+// Write is called from one goroutine (the session's stderr copier).
+func (s *splitter) Write(p []byte) (int, error) {
+	n := len(p)
+	if s.found {
+		s.keep(p)
+		return n, nil
+	}
+	s.pending = append(s.pending, p...)
+	if i := bytes.Index(s.pending, s.marker); i >= 0 {
+		_, _ = s.before.Write(s.pending[:i])
+		s.found = true
+		s.keep(s.pending[i+len(s.marker):])
+		s.pending = nil
+		return n, nil
+	}
+	if keep := len(s.marker) - 1; len(s.pending) > keep {
+		cut := len(s.pending) - keep
+		_, _ = s.before.Write(s.pending[:cut])
+		s.pending = append(s.pending[:0], s.pending[cut:]...)
+	}
+	return n, nil
+}
+
+func (s *splitter) keep(p []byte) {
+	if s.after.Len()+len(p) > s.maxAfter {
+		s.overflow = true
+		p = p[:max(0, s.maxAfter-s.after.Len())]
+	}
+	s.after.Write(p)
+}
+
+// flush commits what is pending once the stream has ended.
+func (s *splitter) flush() {
+	if !s.found && len(s.pending) > 0 {
+		_, _ = s.before.Write(s.pending)
+		s.pending = nil
+	}
 }
 
 // tailBuffer keeps the last limit bytes written to it.
@@ -218,9 +433,13 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.n += len(p)
+	if len(p) >= b.limit {
+		b.buf = append(b.buf[:0], p[len(p)-b.limit:]...)
+		return len(p), nil
+	}
 	b.buf = append(b.buf, p...)
 	if len(b.buf) > 2*b.limit {
-		b.buf = append([]byte(nil), b.buf[len(b.buf)-b.limit:]...)
+		b.buf = append(b.buf[:0], b.buf[len(b.buf)-b.limit:]...)
 	}
 	return len(p), nil
 }
@@ -229,7 +448,7 @@ func (b *tailBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.buf) > b.limit {
-		return string(bytes.Clone(b.buf[len(b.buf)-b.limit:]))
+		return string(b.buf[len(b.buf)-b.limit:])
 	}
 	return string(b.buf)
 }
@@ -244,4 +463,13 @@ func (b *tailBuffer) total() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.n
+}
+
+// lastLine is the last complete non-empty line written so far.
+func (b *tailBuffer) lastLine() string {
+	s := strings.TrimRight(b.String(), "\n")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
 }

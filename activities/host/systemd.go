@@ -11,6 +11,13 @@ import (
 
 var unitRE = regexp.MustCompile(`^[A-Za-z0-9:_.@\\-]+$`)
 
+const (
+	defaultWaitTimeout = 60 * time.Second
+	// systemdSlack is how much longer than waitTimeout the remote script
+	// may take (systemctl calls block) before it is killed.
+	systemdSlack = 30 * time.Second
+)
+
 // Systemd drives one unit (host.systemd).
 func (a *Activities) Systemd(ctx context.Context, in SystemdInput) (SystemdResult, error) {
 	res, err := a.systemd(ctx, in)
@@ -18,13 +25,13 @@ func (a *Activities) Systemd(ctx context.Context, in SystemdInput) (SystemdResul
 }
 
 func (a *Activities) systemd(ctx context.Context, in SystemdInput) (SystemdResult, error) {
-	if !unitRE.MatchString(in.Unit) {
+	if !unitRE.MatchString(in.Unit) || strings.HasPrefix(in.Unit, "-") {
 		return SystemdResult{}, invalid(fmt.Sprintf("unit %q is not a unit name", in.Unit))
 	}
 	if in.Enable && in.Disable {
 		return SystemdResult{}, invalid("enable and disable are exclusive")
 	}
-	wait := 60 * time.Second
+	wait := defaultWaitTimeout
 	if in.WaitTimeout != "" {
 		d, err := time.ParseDuration(in.WaitTimeout)
 		if err != nil || d <= 0 {
@@ -32,60 +39,105 @@ func (a *Activities) systemd(ctx context.Context, in SystemdInput) (SystemdResul
 		}
 		wait = d
 	}
-	unit := quote(in.Unit)
-	var sb strings.Builder
-	sb.WriteString("set -e\n")
-	if in.DaemonReload {
-		sb.WriteString("systemctl daemon-reload\n")
-	}
-	if in.Enable {
-		fmt.Fprintf(&sb, "systemctl enable %s\n", unit)
-	}
-	if in.Disable {
-		fmt.Fprintf(&sb, "systemctl disable %s\n", unit)
-	}
-	want := ""
+	// want is the state the unit should settle in: "active", "inactive",
+	// or "any" (no action: just report).
+	want := "any"
 	switch in.Action {
 	case "", "none":
 	case "start", "restart", "reload":
-		fmt.Fprintf(&sb, "systemctl %s %s\n", in.Action, unit)
 		want = "active"
 	case "stop":
-		fmt.Fprintf(&sb, "systemctl stop %s\n", unit)
 		want = "inactive"
 	default:
 		return SystemdResult{}, invalid(fmt.Sprintf("action %q must be start, stop, restart, reload or none", in.Action))
 	}
-	sb.WriteString("set +e\n")
-	// Poll until the unit settles; a start that ends "failed" stops the wait.
-	fmt.Fprintf(&sb, `deadline=$(( $(date +%%s) + %d ))
-while :; do
-  state=$(systemctl is-active %s 2>/dev/null)
-  case "%s:$state" in
-    active:active|inactive:inactive|inactive:failed|:*) break ;;
-    active:failed) break ;;
-  esac
-  [ "$(date +%%s)" -ge "$deadline" ] && break
-  sleep 0.2
-done
-echo "state=$state" >> "$KEDGE_OUTPUT"
-echo "pid=$(systemctl show -p MainPID --value %s 2>/dev/null)" >> "$KEDGE_OUTPUT"
-`, int(wait.Seconds()+0.5), unit, want, unit)
-	res, err := a.exec(ctx, in.Target, "", "sh -s", strings.NewReader(sb.String()), wait+time.Minute, 16<<10)
+	script := systemdScript(in, want, wait)
+	res, err := a.exec(ctx, in.Target, execSpec{
+		script: script, timeout: wait + systemdSlack, limit: 16 << 10,
+		details: func(stdout, _ *tailBuffer) any {
+			return map[string]string{"unit": in.Unit, "state": stdout.lastLine()}
+		},
+	})
 	if err != nil {
+		if te, ok := err.(*typedError); ok && te.typ == ErrTypeCommandTimeout {
+			te.msg = fmt.Sprintf("systemctl %s %s on %s did not finish in %s", in.Action, in.Unit, nodeName(in.Target), wait+systemdSlack)
+		}
 		return SystemdResult{}, err
 	}
 	if res.ExitCode != 0 {
-		return SystemdResult{}, &typedError{typ: ErrTypeCommandFailed,
-			msg: fmt.Sprintf("systemctl on %s failed with exit status %d%s", in.Target.Node, res.ExitCode, tailLine(res.Stderr))}
+		return SystemdResult{}, &typedError{typ: ErrTypeCommandFailed, details: []any{res.ExitCode},
+			msg: fmt.Sprintf("systemctl on %s failed with exit status %d%s", nodeName(in.Target), res.ExitCode, tailLine(res.Stderr))}
 	}
-	out := SystemdResult{ActiveState: res.Outputs["state"]}
+	out := SystemdResult{ActiveState: strings.TrimSpace(res.Outputs["state"])}
 	out.MainPID, _ = strconv.Atoi(strings.TrimSpace(res.Outputs["pid"]))
+	actionRC, _ := strconv.Atoi(strings.TrimSpace(res.Outputs["action_rc"]))
+	journal := fmt.Sprintf(" (see journalctl -u %s)", in.Unit)
 	switch {
 	case out.ActiveState == "failed" && want != "inactive":
-		return out, &typedError{typ: ErrTypeUnitFailed, msg: fmt.Sprintf("%s failed on %s (see journalctl -u %s)", in.Unit, in.Target.Node, in.Unit)}
-	case want != "" && out.ActiveState != want && !(want == "inactive" && out.ActiveState == "failed"):
-		return out, &typedError{typ: ErrTypeUnitFailed, msg: fmt.Sprintf("%s is %s on %s after %s, want %s", in.Unit, out.ActiveState, in.Target.Node, wait, want)}
+		return out, &typedError{typ: ErrTypeUnitFailed,
+			msg: fmt.Sprintf("%s failed on %s%s%s", in.Unit, nodeName(in.Target), journal, tailLine(res.Stderr))}
+	case actionRC != 0:
+		return out, &typedError{typ: ErrTypeCommandFailed, details: []any{actionRC},
+			msg: fmt.Sprintf("systemctl %s %s on %s failed with exit status %d%s", in.Action, in.Unit, nodeName(in.Target), actionRC, tailLine(res.Stderr))}
+	case !settled(want, out.ActiveState, res.Outputs["type"]):
+		return out, &typedError{typ: ErrTypeUnitFailed,
+			msg: fmt.Sprintf("%s is %s on %s after %s, want %s%s", in.Unit, out.ActiveState, nodeName(in.Target), wait, want, journal)}
 	}
 	return out, nil
+}
+
+// settled mirrors the script's loop condition.
+func settled(want, state, unitType string) bool {
+	switch want {
+	case "active":
+		// A oneshot unit without RemainAfterExit is inactive once it
+		// has run successfully.
+		return state == "active" || state == "inactive" && strings.TrimSpace(unitType) == "oneshot"
+	case "inactive":
+		return state == "inactive" || state == "failed"
+	}
+	return true
+}
+
+// systemdScript does everything in one session: daemon-reload,
+// enable/disable, the action, then polls is-active until the unit
+// settles or the wait runs out, printing each new state on stdout (for
+// heartbeats) and reporting state, MainPID and the action's exit status
+// through $KEDGE_OUTPUT.
+func systemdScript(in SystemdInput, want string, wait time.Duration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "unit=%s\n", quote(in.Unit))
+	fmt.Fprintf(&b, "deadline=$(( $(date +%%s) + %d ))\n", int((wait+time.Second-1)/time.Second))
+	if in.DaemonReload {
+		b.WriteString("systemctl daemon-reload || exit $?\n")
+	}
+	if in.Enable {
+		b.WriteString(`systemctl enable "$unit" || exit $?` + "\n")
+	}
+	if in.Disable {
+		b.WriteString(`systemctl disable "$unit" || exit $?` + "\n")
+	}
+	b.WriteString("rc=0\n")
+	if in.Action != "" && in.Action != "none" {
+		fmt.Fprintf(&b, "systemctl %s \"$unit\"; rc=$?\n", in.Action)
+	}
+	fmt.Fprintf(&b, `echo "action_rc=$rc" >> "$KEDGE_OUTPUT"
+type=$(systemctl show -p Type --value "$unit" 2>/dev/null)
+echo "type=$type" >> "$KEDGE_OUTPUT"
+last=
+while :; do
+  state=$(systemctl is-active "$unit" 2>/dev/null)
+  [ "$state" = "$last" ] || echo "$state"
+  last=$state
+  case "%s:$state:$type" in
+    any:*|active:active:*|active:failed:*|active:inactive:oneshot|inactive:inactive:*|inactive:failed:*) break ;;
+  esac
+  [ "$rc" -eq 0 ] || break
+  [ "$(date +%%s)" -lt "$deadline" ] || break
+  sleep 0.2
+done
+echo "state=$state" >> "$KEDGE_OUTPUT"
+echo "pid=$(systemctl show -p MainPID --value "$unit" 2>/dev/null)" >> "$KEDGE_OUTPUT"
+`, want)
+	return b.String()
 }
