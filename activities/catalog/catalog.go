@@ -79,12 +79,12 @@ var actions = []Action{
 	describe(host.RestoreFileAction, "undo a host.write-file: put the previous content back or remove the file", host.RestoreFileInput{}, host.RestoreFileResult{}, 5*time.Minute, 15*time.Second, nil),
 	describe(host.ReadFileAction, "read a file from the host", host.ReadFileInput{}, host.ReadFileResult{}, 5*time.Minute, 15*time.Second, nil),
 	describe(check.Action, "stop the runbook when a condition is false (a guard)", check.Input{}, check.Result{}, time.Minute, 0, nil),
-	describe(kube.CordonAction, "mark the node unschedulable", kube.NodeInput{}, kube.NodeResult{}, time.Minute, 0, nil),
-	describe(kube.UncordonAction, "mark the node schedulable again", kube.NodeInput{}, kube.NodeResult{}, time.Minute, 0, nil),
+	describe(kube.CordonAction, "mark the node unschedulable", kube.NodeInput{}, kube.NodeResult{}, 30*time.Second, 0, nil),
+	describe(kube.UncordonAction, "mark the node schedulable again", kube.NodeInput{}, kube.NodeResult{}, 30*time.Second, 0, nil),
 	describe(kube.DrainAction, "cordon the node and evict its pods, respecting PodDisruptionBudgets (DaemonSet pods stay)", kube.DrainInput{}, kube.DrainResult{}, 30*time.Minute, 30*time.Second, nil),
-	describe(kube.DeleteNodeAction, "delete the Node object", kube.NodeInput{}, kube.NodeResult{}, time.Minute, 0, nil),
+	describe(kube.DeleteNodeAction, "delete the Node object", kube.NodeInput{}, kube.NodeResult{}, 30*time.Second, 0, nil),
 	describe(kube.WaitNodeAction, "wait until the node is Ready (and, optionally, runs the expected kubelet version)", kube.WaitNodeInput{}, kube.WaitNodeResult{}, 30*time.Minute, 30*time.Second, nil),
-	describe(kube.LabelTaintAction, "set labels and add taints on the node", kube.LabelTaintInput{}, kube.NodeResult{}, time.Minute, 0, nil),
+	describe(kube.LabelTaintAction, "set labels and add taints on the node", kube.LabelTaintInput{}, kube.NodeResult{}, 30*time.Second, 0, nil),
 	describe(host.SystemdAction, "daemon-reload, enable/disable, start/stop/restart a systemd unit and wait until it settles", host.SystemdInput{}, host.SystemdResult{}, 10*time.Minute, 15*time.Second, nil),
 }
 
