@@ -32,7 +32,7 @@ var kubeWorld struct {
 
 // kubeLab starts (once) a real control plane and returns an inventory of
 // the SSH lab that names it.
-func kubeLab(t *testing.T) (*controlplane.ControlPlane, string) {
+func kubeLab(t testing.TB) (*controlplane.ControlPlane, string) {
 	t.Helper()
 	kubeWorld.once.Do(func() {
 		dir := filepath.Join(world.dir, "kube")
@@ -438,7 +438,7 @@ func TestRollingKubeletImageSwapOverFiveWorkers(t *testing.T) {
 
 // installKubelet writes the kubelet unit, kubeconfig and image map to a host
 // and starts the kubelet.
-func installKubelet(t *testing.T, h *testhosts.Host, kubeconfig []byte, node, image string) {
+func installKubelet(t testing.TB, h *testhosts.Host, kubeconfig []byte, node, image string) {
 	t.Helper()
 	files := map[string]string{
 		"/etc/kubernetes/kubelet.conf": string(kubeconfig),

@@ -101,7 +101,7 @@ func kubeletVersions(t *testing.T, cp *controlplane.ControlPlane, nodes []string
 
 // kubeletStarts counts how often a host's kubelet started at version.
 func kubeletStarts(t *testing.T, h *testhosts.Host, version string) int {
-	data, err := h.ReadFile("/var/log/units/kubelet.log")
+	data, err := h.ReadFile("/var/log/units/kubelet.service.log")
 	if err != nil {
 		return 0
 	}
@@ -171,6 +171,21 @@ func TestRolloutPausedByABlockedDrainIsAbortedAndUndone(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "aborted by sre-on-call") {
 		t.Fatalf("the run ended with %v, want an abort by sre-on-call", err)
 	}
+	// `kedge watch` shows the rollout node by node, in JSON and in text.
+	p, _ := watch(t, id)
+	items := map[string]string{}
+	for _, it := range step(t, p, "workers").Items {
+		items[it.ID] = it.State
+	}
+	if fmt.Sprint(items) != fmt.Sprint(want) {
+		t.Errorf("kedge watch --output json shows the rollout's items as %v, want %v", items, want)
+	}
+	text, _, _ := kedge(t, "watch", id)
+	for _, line := range []string{"[5 items: 2 succeeded, 1 failed, 2 pending]", "workers/" + blocked + " failed"} {
+		if !strings.Contains(strings.Join(strings.Fields(text), " "), line) {
+			t.Errorf("kedge watch lacks %q:\n%s", line, text)
+		}
+	}
 	// The completed nodes are back on their previous kubelet; nothing is
 	// left cordoned; the nodes after the failure were never touched.
 	eventually(t, 60*time.Second, "every worker back on its previous kubelet and schedulable", func() bool {
@@ -217,14 +232,26 @@ func TestRolloutSurvivesItsWorkerKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = first.Wait()
+	swapped := 0
+	for _, h := range l.Hosts[1:] {
+		if kubeletStarts(t, h, "v1.35.5") > 0 {
+			swapped++
+		}
+	}
+	if swapped == len(workers) {
+		t.Fatal("every node was swapped before the worker was killed: nothing to resume")
+	}
+	t.Logf("worker killed with %d of %d nodes on the new kubelet", swapped, len(workers))
 	startWorker(t, queue)
 
 	if err := waitClosed(t, id, 5*time.Minute); err != nil {
 		t.Fatalf("the rollout failed after its worker was replaced: %v", err)
 	}
-	for n, v := range kubeletVersions(t, cp, workers) {
-		if v != "v1.35.5" {
-			t.Errorf("%s: %s, want v1.35.5 and schedulable", n, v)
+	for i, w := range workers {
+		if v := kubeletVersions(t, cp, workers)[w]; v != "v1.35.5" {
+			log, _ := l.Hosts[i+1].ReadFile("/var/log/units/kubelet.service.log")
+			p, _ := progressOf(t, workflows.NodeWorkflowID("five", w))
+			t.Errorf("%s: %s, want v1.35.5 and schedulable\nkubelet log: %s\nnode runbook: %+v", w, v, log, p)
 		}
 	}
 	for i, w := range workers {

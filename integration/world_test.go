@@ -184,7 +184,7 @@ func hostFileExists(t *testing.T, h, path string) bool {
 	return err == nil
 }
 
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {

@@ -34,6 +34,25 @@ func (p *progressPrinter) update(pr workflows.Progress) {
 		p.seen[s.ID] = line
 		fmt.Fprintf(p.w, "%s %s\n", time.Now().Format("15:04:05"), line)
 	}
+	// A rollout's items: one line per change, pending ones left out (a
+	// rollout may hold thousands).
+	for _, s := range pr.Steps {
+		for _, it := range s.Items {
+			if it.State == workflows.StatePending {
+				continue
+			}
+			key := s.ID + "/" + it.ID
+			line := fmt.Sprintf("  %-18s %-10s runbook %s", key, it.State, it.Child)
+			if it.LastError != "" {
+				line += ": " + it.LastError
+			}
+			if p.seen[key] == line {
+				continue
+			}
+			p.seen[key] = line
+			fmt.Fprintf(p.w, "%s %s\n", time.Now().Format("15:04:05"), line)
+		}
+	}
 }
 
 func stepLine(s workflows.StepProgress, id string) string {
@@ -41,6 +60,8 @@ func stepLine(s workflows.StepProgress, id string) string {
 	switch s.Kind {
 	case "runbook":
 		what = "runbook " + s.Child
+	case "rollout":
+		what = "rollout " + s.Child
 	case "approval":
 		what = fmt.Sprintf("approval %q", s.Prompt)
 	}
@@ -58,6 +79,22 @@ func stepLine(s workflows.StepProgress, id string) string {
 			}
 		}
 		fmt.Fprintf(&b, " [%d hosts: %s]", len(s.Hosts), strings.Join(parts, ", "))
+	}
+	if len(s.Items) > 0 {
+		counts := map[string]int{}
+		for _, it := range s.Items {
+			counts[it.State]++
+		}
+		var parts []string
+		for _, st := range []string{workflows.StateSucceeded, workflows.StateRunning, workflows.StateFailed, workflows.StatePending} {
+			if counts[st] > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
+			}
+		}
+		fmt.Fprintf(&b, " [%d items: %s]", len(s.Items), strings.Join(parts, ", "))
+	}
+	if s.Paused {
+		fmt.Fprintf(&b, " — PAUSED at its failure budget: kedge approve %s --decision continue|abort", id)
 	}
 	if s.Attempts > 1 {
 		fmt.Fprintf(&b, " (attempt %d)", s.Attempts)

@@ -108,6 +108,7 @@ func follow(c *cli.Context, cl client.Client, id, runID string) error {
 	tick := time.NewTicker(300 * time.Millisecond)
 	defer tick.Stop()
 	var runErr error
+	expanded := map[string]bool{} // rollout steps whose final items are known
 	for finished := false; !finished; {
 		select {
 		case runErr = <-done:
@@ -123,6 +124,7 @@ func follow(c *cli.Context, cl client.Client, id, runID string) error {
 			}
 			continue // not started yet, or a worker is not polling
 		}
+		expandRollouts(c.Context, cl, &p, expanded)
 		pr.update(p)
 		if finished && jsonOutput(c) {
 			if err := writeJSON(c.App.Writer, p); err != nil {
@@ -150,6 +152,25 @@ func rootMessage(err error) string {
 			return err.Error()
 		}
 		err = next
+	}
+}
+
+// expandRollouts fills in the items of rollout steps from each rollout's
+// own progress query: while the step runs, and once more when it ends.
+func expandRollouts(ctx context.Context, cl client.Client, p *workflows.Progress, expanded map[string]bool) {
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		if s.Kind != "rollout" || s.Child == "" || s.State == workflows.StatePending || expanded[s.ID] {
+			continue
+		}
+		rp, err := queryProgress(ctx, cl, s.Child, "")
+		if err != nil {
+			continue
+		}
+		s.Items, s.Paused = rp.Steps, rp.State == workflows.StateWaiting
+		if s.State != workflows.StateRunning {
+			expanded[s.ID] = true
+		}
 	}
 }
 

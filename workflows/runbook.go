@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -391,6 +392,7 @@ func callAction(ctx workflow.Context, s *stepRun, action catalog.Action, host st
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
 		Summary:             summary,
 	})
+	failures, lost := 0, 0
 	for attempt := 1; ; attempt++ {
 		var out map[string]any
 		err := workflow.ExecuteActivity(actx, action.Name, input).Get(ctx, &out)
@@ -401,13 +403,33 @@ func callAction(ctx workflow.Context, s *stepRun, action catalog.Action, host st
 		if host != "" {
 			s.p.LastError = host + ": " + s.p.LastError
 		}
-		if !retryable(err) || attempt >= retry.MaxAttempts || ctx.Err() != nil {
+		if ctx.Err() != nil {
 			return nil, attempt, err
 		}
-		if err := workflow.NewTimer(ctx, retry.Delay(attempt)).Get(ctx, nil); err != nil {
+		// A missed heartbeat means the worker running the attempt died
+		// or hung, not that the step failed: run it again at once,
+		// without counting it against the step's maxAttempts.
+		if workerLost(err) && lost < maxLostWorkers {
+			lost++
+			continue
+		}
+		failures++
+		if !retryable(err) || failures >= retry.MaxAttempts {
+			return nil, attempt, err
+		}
+		if err := workflow.NewTimer(ctx, retry.Delay(failures)).Get(ctx, nil); err != nil {
 			return nil, attempt, err
 		}
 	}
+}
+
+// maxLostWorkers bounds the attempts of one action that may end in a
+// missed heartbeat before it counts as a failure.
+const maxLostWorkers = 5
+
+func workerLost(err error) bool {
+	var timeout *temporal.TimeoutError
+	return errors.As(err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT
 }
 
 func retryable(err error) bool {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -240,6 +241,47 @@ steps:
 	s := stepState(res.Progress, "flaky")
 	if s.Attempts != 3 || s.State != StateSucceeded || !strings.Contains(s.LastError, "exit 1 on attempt 2") {
 		t.Errorf("step = %+v", s)
+	}
+}
+
+// A missed heartbeat is a lost worker, not a failed step: it is retried
+// even when the step allows a single attempt, and only so often.
+func TestLostWorkerIsRetriedBeyondMaxAttempts(t *testing.T) {
+	for _, tc := range []struct {
+		lost     int32
+		wantErr  bool
+		attempts int
+	}{{lost: 2, attempts: 3}, {lost: 10, wantErr: true, attempts: maxLostWorkers + 1}} {
+		env, f := newEnv(t)
+		f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
+			if attempt <= tc.lost {
+				return host.RunResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
+			}
+			return host.RunResult{}, nil
+		}
+		env.ExecuteWorkflow(Runbook, input(t, `
+apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: once}
+steps:
+  - id: once
+    action: host.run
+    on: worker-1
+    retry: {maxAttempts: 1}
+    with: {command: x}
+`, nil))
+		res, err := result(t, env)
+		if (err != nil) != tc.wantErr {
+			t.Fatalf("%d lost workers: err = %v", tc.lost, err)
+		}
+		if n := len(f.Calls()); n != tc.attempts {
+			t.Errorf("%d lost workers: %d calls, want %d", tc.lost, n, tc.attempts)
+		}
+		if !tc.wantErr {
+			if s := stepState(res.Progress, "once"); s.Attempts != tc.attempts || s.State != StateSucceeded || !strings.Contains(s.LastError, "heartbeat") {
+				t.Errorf("step = %+v", s)
+			}
+		}
 	}
 }
 

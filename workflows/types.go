@@ -88,6 +88,11 @@ type StepProgress struct {
 	Prompt    string         `json:"prompt,omitempty"`
 	Decision  *Decision      `json:"decision,omitempty"`
 	Undo      string         `json:"undo,omitempty"` // state of the undo, when it ran
+	// Items is a rollout step's progress per item and Paused whether it
+	// waits for an operator at its failure budget. The workflow leaves
+	// them empty; clients fill them in from the rollout's own query.
+	Items  []StepProgress `json:"items,omitempty"`
+	Paused bool           `json:"paused,omitempty"`
 }
 
 // HostProgress is one host of a step that runs on several.

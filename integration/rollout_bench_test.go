@@ -1,0 +1,232 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"kedge.dev/kedge/integration/lab"
+	"kedge.dev/kedge/integration/testhosts"
+	"kedge.dev/kedge/runbooks"
+	"kedge.dev/kedge/runbooks/inventory"
+	"kedge.dev/kedge/workflows"
+)
+
+// compile loads a runbook (a file, or a built-in by name) and its children
+// against an inventory, with params, as `kedge run` does.
+func compile(tb testing.TB, runbook, inv string, params map[string]any) workflows.RunbookInput {
+	tb.Helper()
+	cluster, err := inventory.LoadFile(inv)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	lib := &runbooks.Library{Builtin: runbooks.Builtin}
+	var l *runbooks.Loaded
+	if strings.Contains(runbook, "/") {
+		l, err = lib.LoadFile(runbook, cluster)
+	} else {
+		l, err = lib.Load(runbook, cluster)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	resolved, err := runbooks.ResolveParams(l.Runbook, params, cluster)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	in := workflows.RunbookInput{Runbook: *l.Runbook, Params: resolved, Cluster: *cluster, Children: map[string]runbooks.Runbook{}}
+	for name, child := range l.Children {
+		in.Children[name] = *child
+	}
+	return in
+}
+
+// runTimed runs a runbook on the world's worker and returns its wall time
+// and workflow ID.
+func runTimed(tb testing.TB, in workflows.RunbookInput) (time.Duration, string) {
+	tb.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	run, err := world.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "kedge"}, workflows.RunbookWorkflow, in)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := run.Get(ctx, nil); err != nil {
+		tb.Fatalf("%s: %v", run.GetID(), err)
+	}
+	return time.Since(start), run.GetID()
+}
+
+// A rolling kubelet swap over 50 simulated nodes with maxUnavailable 10,
+// against the ideal: ⌈50/10⌉ batches of one node's swap time.
+
+const (
+	swapNodes  = 50
+	swapWindow = 10
+)
+
+var swapLab struct {
+	once      sync.Once
+	lab       *testhosts.Lab
+	inventory string
+	workers   []string
+	err       error
+}
+
+func fiftyNodes(b *testing.B) (string, []string) {
+	cp, _ := kubeLab(b)
+	swapLab.once.Do(func() {
+		dir := filepath.Join(world.dir, "fifty")
+		l, err := testhosts.Start(context.Background(), testhosts.Options{
+			Count: swapNodes + 1, Names: lab.Names(swapNodes + 1), BaseIP: "127.0.23.", Dir: filepath.Join(dir, "hosts"),
+		})
+		if err != nil {
+			swapLab.err = err
+			return
+		}
+		swapLab.lab = l
+		world.cleanups = append(world.cleanups, func() { _ = l.Close() })
+		text := strings.Replace(lab.Inventory("fifty", l, l.KnownHostsFile), "controllers:\n", "kubernetes:\n  kubeconfig: "+cp.AdminKubeconfig+"\ncontrollers:\n", 1)
+		text = strings.ReplaceAll(text, "name: worker-", "name: fifty-worker-")
+		swapLab.inventory = filepath.Join(dir, "inventory.yaml")
+		if swapLab.err = os.WriteFile(swapLab.inventory, []byte(text), 0o644); swapLab.err != nil {
+			return
+		}
+		kc, err := cp.EmbeddedKubeconfig()
+		if err != nil {
+			swapLab.err = err
+			return
+		}
+		for _, h := range l.Hosts[1:] {
+			swapLab.workers = append(swapLab.workers, "fifty-"+h.Name)
+			installKubelet(b, h, kc, "fifty-"+h.Name, "quay.io/poseidon/kubelet:v1.35.3")
+		}
+	})
+	if swapLab.err != nil {
+		b.Fatal(swapLab.err)
+	}
+	eventually(b, 2*time.Minute, "fifty workers Ready", func() bool {
+		for _, w := range swapLab.workers {
+			n, err := cp.Client.CoreV1().Nodes().Get(context.Background(), w, metav1.GetOptions{})
+			if err != nil || !nodeIsReady(n) || len(n.Spec.Taints) > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	return swapLab.inventory, swapLab.workers
+}
+
+func BenchmarkRollingSwap50Nodes(b *testing.B) {
+	inv, workers := fiftyNodes(b)
+	version := 10
+	image := func() string { version++; return fmt.Sprintf("quay.io/poseidon/kubelet:v1.35.%d", version) }
+	b.ResetTimer()
+	for range b.N {
+		// One node alone, then all of them through the window.
+		single, _ := runTimed(b, compile(b, "kubelet-image-swap-node", inv, map[string]any{
+			"node": workers[0], "image": image()}))
+		rolling, _ := runTimed(b, compile(b, "kubelet-image-swap", inv, map[string]any{
+			"image": image(), "nodes": "workers", "maxUnavailable": swapWindow, "approveControllers": false}))
+		ideal := time.Duration(math.Ceil(float64(swapNodes)/swapWindow)) * single
+		b.ReportMetric(single.Seconds(), "s/node")
+		b.ReportMetric(rolling.Seconds(), "s/rollout")
+		b.ReportMetric(ideal.Seconds(), "s/ideal")
+		b.ReportMetric(rolling.Seconds()/ideal.Seconds(), "x-ideal")
+	}
+}
+
+// The history of a 1,000-node rollout of a trivial per-node runbook: the
+// largest history among the runbook, the rollout's runs and the node
+// runbooks, in events and bytes.
+func BenchmarkRolloutHistory1000Nodes(b *testing.B) {
+	const nodes = 1000
+	dir := b.TempDir()
+	var inv strings.Builder
+	fmt.Fprintf(&inv, "apiVersion: kedge/v1\nkind: Cluster\nmetadata:\n  name: thousand\nssh:\n  user: root\n  identityFile: %s\n  knownHostsFile: %s\ncontrollers:\n  - name: c-1\n    address: 10.99.0.1\nworkers:\n",
+		world.lab.IdentityFile, world.lab.KnownHostsFile)
+	for i := range nodes {
+		fmt.Fprintf(&inv, "  - name: w-%d\n    address: 10.98.%d.%d\n", i+1, i/250, i%250+1)
+	}
+	files := map[string]string{
+		"inventory.yaml": inv.String(),
+		"trivial-node.yaml": `apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: trivial-node}
+params:
+  node: {type: string, required: true}
+steps:
+  - id: check
+    action: kedge.check
+    with: {that: "${ params.node != '' }", message: no node}
+`,
+		"trivial-rollout.yaml": `apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: trivial-rollout}
+steps:
+  - id: nodes
+    runbook: trivial-node
+    rollout:
+      over: ${ cluster.workers.map(w, w.name) }
+      maxUnavailable: 50
+    with: {node: "${ item }"}
+`,
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	in := compile(b, filepath.Join(dir, "trivial-rollout.yaml"), filepath.Join(dir, "inventory.yaml"), nil)
+	b.ResetTimer()
+	for range b.N {
+		wall, id := runTimed(b, in)
+		b.StopTimer()
+		events, bytes, where := largestHistory(b, id)
+		b.ReportMetric(wall.Seconds(), "s/rollout")
+		b.ReportMetric(float64(events), "events/largest-history")
+		b.ReportMetric(float64(bytes)/1e6, "MB/largest-history")
+		b.Logf("%d nodes in %s; largest history: %s, %d events, %.1f MB", nodes, wall.Round(time.Millisecond), where, events, float64(bytes)/1e6)
+		b.StartTimer()
+	}
+}
+
+// largestHistory finds, among the runs of a runbook, its rollouts and its
+// node runbooks, the one with the longest history.
+func largestHistory(b *testing.B, id string) (events, bytes int64, where string) {
+	ctx := context.Background()
+	var token []byte
+	seen := 0
+	for {
+		resp, err := world.client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query:         fmt.Sprintf("WorkflowId = '%s' OR WorkflowId STARTS_WITH '%s/' OR WorkflowId STARTS_WITH 'thousand/node/'", id, id),
+			NextPageToken: token,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range resp.Executions {
+			seen++
+			if e.HistoryLength > events {
+				events, bytes, where = e.HistoryLength, e.HistorySizeBytes, e.Execution.WorkflowId
+			}
+		}
+		if token = resp.NextPageToken; len(token) == 0 {
+			break
+		}
+	}
+	if seen < 1000 {
+		b.Fatalf("found %d workflows of the rollout, want at least 1,000", seen)
+	}
+	return events, bytes, where
+}
