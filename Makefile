@@ -22,8 +22,8 @@ build:
 
 ## dev: start the local lab (Ctrl-C stops it); then, in another shell:
 ##   bin/kedge run examples/hello.yaml --inventory .lab/inventory.yaml --wait
-dev: deps build
-	$(BIN)/kedge-lab --dir $(LAB_DIR) --hosts $(LAB_HOSTS)
+dev: deps build kube-tools
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) $(BIN)/kedge-lab --dir $(LAB_DIR) --hosts $(LAB_HOSTS)
 
 ## test: lint, unit tests, integration tests against real servers
 test: deps lint kube-tools
@@ -52,9 +52,9 @@ lint: tools
 record-histories: deps
 	KEDGE_RECORD_HISTORY=$(CURDIR)/workflows/testdata/replay $(GO) test -count=1 -run "Hello|Flaky|FailsTwice|Undoes|Approval|Cancel" ./integration/
 
-## bench: per-step overhead vs a raw SSH loop, fan-out vs parallel-ssh
-bench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./integration/...
+## bench: per-step overhead vs a raw SSH loop, fan-out vs parallel-ssh, rolling swap over 50 nodes, history of a 1,000-node rollout
+bench: deps kube-tools
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./integration/...
 
 ## deps: system packages the test world needs (OpenSSH server, pssh)
 deps:

@@ -436,23 +436,11 @@ func TestRollingKubeletImageSwapOverFiveWorkers(t *testing.T) {
 	}
 }
 
-// installKubelet writes the kubelet unit, kubeconfig and image map to a host
-// and starts the kubelet.
+// installKubelet joins a lab host to the test control plane.
 func installKubelet(t testing.TB, h *testhosts.Host, kubeconfig []byte, node, image string) {
 	t.Helper()
-	files := map[string]string{
-		"/etc/kubernetes/kubelet.conf": string(kubeconfig),
-		"/etc/kedge-lab/images":        "quay.io/poseidon/kubelet /usr/local/sbin/kubelet-sim\n",
-		"/etc/systemd/system/kubelet.service": "[Service]\nEnvironment=KUBELET_IMAGE=" + image +
-			"\nExecStart=docker run --rm --name kubelet -v /etc/kubernetes:/etc/kubernetes:ro ${KUBELET_IMAGE} kubelet --kubeconfig=/etc/kubernetes/kubelet.conf --hostname-override=" + node + "\n",
-	}
-	for p, c := range files {
-		if err := h.WriteFile(p, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if out, err := h.Exec(t.Context(), "systemctl", "start", "kubelet"); err != nil {
-		t.Fatalf("start kubelet on %s: %v %s", h.Name, err, out)
+	if err := lab.InstallKubelet(t.Context(), h, kubeconfig, node, image); err != nil {
+		t.Fatal(err)
 	}
 }
 

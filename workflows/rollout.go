@@ -215,7 +215,7 @@ func (ro *rollout) start(ctx workflow.Context, sel workflow.Selector, item strin
 		StaticSummary:         fmt.Sprintf("%s on %s (%s)", ro.in.Runbook.Name, item, ro.in.Cluster.Name),
 	})
 	f := workflow.ExecuteChildWorkflow(cctx, RunbookWorkflow, RunbookInput{
-		Runbook: ro.in.Runbook, Children: ro.in.Children, Params: params, Cluster: ro.in.Cluster,
+		Runbook: ro.in.Runbook, Children: ro.in.Children, Params: params, Cluster: ro.in.Cluster.Focus(item),
 	})
 	sel.AddFuture(f, func(f workflow.Future) {
 		var res RunbookResult

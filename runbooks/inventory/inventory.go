@@ -65,6 +65,22 @@ func (c *Cluster) Nodes() []Node {
 	return append(slices.Clone(c.Controllers), c.Workers...)
 }
 
+// Focus is the cluster as one node's runbook sees it in a rollout: every
+// controller, and of the workers only that node. A rollout over a
+// thousand workers then hands each node runbook a small input instead of
+// the whole inventory (a node's input lands in its history and in its
+// rollout's).
+func (c *Cluster) Focus(node string) Cluster {
+	out := *c
+	out.Workers = nil
+	for _, w := range c.Workers {
+		if w.Name == node {
+			out.Workers = []Node{w}
+		}
+	}
+	return out
+}
+
 // Node finds a node by name.
 func (c *Cluster) Node(name string) (Node, bool) {
 	for _, n := range c.Nodes() {

@@ -9,8 +9,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"kedge.dev/kedge/integration/controlplane"
 	"kedge.dev/kedge/integration/lab"
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/internal/devserver"
@@ -24,14 +30,64 @@ func main() {
 	baseIP := flag.String("base-ip", "127.0.10.", "hosts listen on BASE-IP.1, .2, ... port 22")
 	addr := flag.String("address", "127.0.0.1:7233", "Temporal frontend address")
 	ui := flag.String("ui-address", "127.0.0.1:8233", "Web UI address")
+	kube := flag.Bool("kube", true, "start a Kubernetes control plane and join every host to it (needs `make kube-tools`)")
 	flag.Parse()
-	if err := run(*dir, *n, *baseIP, *addr, *ui); err != nil {
+	if err := run(*dir, *n, *baseIP, *addr, *ui, *kube); err != nil {
 		fmt.Fprintln(os.Stderr, "kedge-lab:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir string, n int, baseIP, addr, ui string) error {
+// joinControlPlane starts etcd, kube-apiserver, controller-manager and
+// scheduler under dir and joins every host to them with a simulated
+// kubelet, then waits until every Node is Ready.
+func joinControlPlane(ctx context.Context, dir string, hosts *testhosts.Lab) (*controlplane.ControlPlane, error) {
+	fmt.Println("starting the control plane...")
+	// A fresh control plane each time: the hosts' kubelets register anew.
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: dir})
+	if err != nil {
+		return nil, fmt.Errorf("control plane: %w (build the binaries once with `make kube-tools`, or run with --kube=false)", err)
+	}
+	kc, err := cp.EmbeddedKubeconfig()
+	if err != nil {
+		cp.Stop()
+		return nil, err
+	}
+	for _, h := range hosts.Hosts {
+		if err := lab.InstallKubelet(ctx, h, kc, h.Name, lab.KubeletImage); err != nil {
+			cp.Stop()
+			return nil, err
+		}
+	}
+	for ready := 0; ready < len(hosts.Hosts); {
+		select {
+		case <-ctx.Done():
+			cp.Stop()
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+		nodes, err := cp.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			continue
+		}
+		ready = 0
+		for _, n := range nodes.Items {
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		fmt.Printf("\r%d of %d nodes Ready", ready, len(hosts.Hosts))
+	}
+	fmt.Println()
+	return cp, nil
+}
+
+func run(dir string, n int, baseIP, addr, ui string, kube bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	dir, err := filepath.Abs(dir)
@@ -46,8 +102,18 @@ func run(dir string, n int, baseIP, addr, ui string) error {
 		return err
 	}
 	defer hosts.Close()
+	text := lab.Inventory("lab", hosts, hosts.KnownHostsFile)
+	if kube {
+		cp, err := joinControlPlane(ctx, filepath.Join(dir, "kube"), hosts)
+		if err != nil {
+			return err
+		}
+		defer cp.Stop()
+		text = strings.Replace(text, "controllers:\n", "kubernetes:\n  kubeconfig: "+cp.AdminKubeconfig+"\ncontrollers:\n", 1)
+		fmt.Printf("control plane at %s; kubectl: KUBECONFIG=%s\n", cp.Server, cp.AdminKubeconfig)
+	}
 	inv := filepath.Join(dir, "inventory.yaml")
-	if err := os.WriteFile(inv, []byte(lab.Inventory("lab", hosts, hosts.KnownHostsFile)), 0o644); err != nil {
+	if err := os.WriteFile(inv, []byte(text), 0o644); err != nil {
 		return err
 	}
 	return starter.RunDev(ctx, starter.DevOptions{
@@ -55,6 +121,9 @@ func run(dir string, n int, baseIP, addr, ui string) error {
 		Ready: func(s *devserver.Server) {
 			fmt.Printf("\nkedge lab is up: %d SSH hosts, inventory %s\n", n, inv)
 			fmt.Printf("try:  bin/kedge run examples/hello.yaml --inventory %s --wait\n", inv)
+			if kube {
+				fmt.Printf("      bin/kedge run kubelet-image-swap --inventory %s --set image=quay.io/poseidon/kubelet:v1.35.4 --set maxUnavailable=2 --wait\n", inv)
+			}
 			fmt.Printf("then open %s to see it in the Temporal Web UI\n\n", s.UIURL())
 		},
 	}, os.Stderr)
