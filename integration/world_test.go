@@ -17,6 +17,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"kedge.dev/kedge/integration/lab"
+	"kedge.dev/kedge/internal/codec"
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/internal/devserver"
 	"kedge.dev/kedge/starter"
@@ -32,6 +33,8 @@ var world struct {
 	client    client.Client
 	lab       *testhosts.Lab
 	inventory string // inventory file for the lab
+	codecKey  string // payload key file ($KEDGE_CODEC_KEY)
+	codec     *codec.Codec
 	kedgeBin  string // the kedge binary, for tests that need a worker process
 	cleanups  []func()
 }
@@ -69,8 +72,29 @@ func runWorld(m *testing.M) (int, error) {
 		return 0, fmt.Errorf("start temporal: %w", err)
 	}
 	defer world.srv.Stop()
-	world.client, err = client.Dial(client.Options{HostPort: world.srv.FrontendAddress(), Namespace: world.srv.Namespace(),
-		Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))})
+	// Every client and worker of the world, the CLI and `kedge worker`
+	// subprocesses included, seals payloads with one key.
+	// Recorded histories are sealed with the test-only key kept beside them
+	// (workflows/testdata/replay), so the replay tests can open them.
+	world.codecKey = filepath.Join(dir, "codec.key")
+	if rec := os.Getenv("KEDGE_RECORD_HISTORY"); rec != "" {
+		world.codecKey = filepath.Join(rec, "codec.key")
+		_ = os.Chmod(world.codecKey, 0o600)
+	}
+	if _, err := os.Stat(world.codecKey); err != nil {
+		if _, err := codec.Generate(world.codecKey); err != nil {
+			return 0, err
+		}
+	}
+	os.Setenv(codec.EnvKeyFile, world.codecKey)
+	world.codec, err = codec.Load(world.codecKey)
+	if err != nil {
+		return 0, err
+	}
+	copts := client.Options{HostPort: world.srv.FrontendAddress(), Namespace: world.srv.Namespace(),
+		Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))}
+	world.codec.Apply(&copts)
+	world.client, err = client.Dial(copts)
 	if err != nil {
 		return 0, err
 	}

@@ -47,6 +47,8 @@ func NewApp(stdio IO) *cli.App {
 			actionsCommand(),
 			workerCommand(),
 			devCommand(),
+			codecCommand(),
+			codecServerCommand(),
 		},
 		ExitErrHandler: func(c *cli.Context, err error) {},
 		OnUsageError: func(c *cli.Context, err error, isSubcommand bool) error {

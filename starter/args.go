@@ -17,6 +17,15 @@ func interspersed(app *cli.App, args []string) []string {
 	if cmd == nil {
 		return args
 	}
+	prefix := []string{args[0], args[1]}
+	rest := args[2:]
+	for len(rest) > 0 && len(cmd.Subcommands) > 0 {
+		sub := cmd.Command(rest[0])
+		if sub == nil {
+			break
+		}
+		cmd, prefix, rest = sub, append(prefix, rest[0]), rest[1:]
+	}
 	takesValue := map[string]bool{}
 	for _, f := range cmd.Flags {
 		_, isBool := f.(*cli.BoolFlag)
@@ -25,7 +34,6 @@ func interspersed(app *cli.App, args []string) []string {
 		}
 	}
 	var flags, positional []string
-	rest := args[2:]
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
 		if a == "--" {
@@ -46,7 +54,7 @@ func interspersed(app *cli.App, args []string) []string {
 			flags = append(flags, rest[i])
 		}
 	}
-	out := append([]string{args[0], args[1]}, flags...)
+	out := append(prefix, flags...)
 	if len(positional) > 0 {
 		out = append(out, "--")
 		out = append(out, positional...)

@@ -2,8 +2,11 @@ package starter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"net"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -13,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"go.temporal.io/sdk/client"
 
+	"kedge.dev/kedge/internal/codec"
 	"kedge.dev/kedge/internal/devserver"
 	"kedge.dev/kedge/worker"
 )
@@ -24,6 +28,9 @@ type DevOptions struct {
 	UIAddress string // Web UI host:port ("" = no UI)
 	Namespace string
 	TaskQueue string
+	// CodecKey is the payload encryption key file, created when missing
+	// ("" = $KEDGE_CODEC_KEY, else the default path).
+	CodecKey string
 	// Ready, when set, is called once the server, UI and worker are up.
 	Ready func(s *devserver.Server)
 }
@@ -38,16 +45,35 @@ func devCommand() *cli.Command {
 			&cli.StringFlag{Name: "ui-address", Value: "127.0.0.1:8233", Usage: "Web UI `HOST:PORT` to listen on (empty: no UI)"},
 			&cli.StringFlag{Name: "namespace", Value: "default"},
 			&cli.StringFlag{Name: "task-queue", Value: worker.DefaultTaskQueue, EnvVars: []string{"KEDGE_TASK_QUEUE"}},
+			codecKeyFlag,
 		},
 		Action: func(c *cli.Context) error {
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return RunDev(ctx, DevOptions{
 				DataDir: c.String("data-dir"), Address: c.String("address"), UIAddress: c.String("ui-address"),
-				Namespace: c.String("namespace"), TaskQueue: c.String("task-queue"),
+				Namespace: c.String("namespace"), TaskQueue: c.String("task-queue"), CodecKey: c.String("codec-key"),
 			}, c.App.ErrWriter)
 		},
 	}
+}
+
+// devCodec loads the dev key file, creating it on first use.
+func devCodec(path string, out io.Writer) (*codec.Codec, error) {
+	if path == "" {
+		path = os.Getenv(codec.EnvKeyFile)
+	}
+	if path == "" {
+		path = codec.DefaultPath()
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		id, err := codec.Generate(path)
+		if err != nil {
+			return nil, failed("dev: %v", err)
+		}
+		fmt.Fprintf(out, "kedge dev: new payload encryption key %s in %s\n", id, path)
+	}
+	return loadCodec(path)
 }
 
 func defaultDataDir() string {
@@ -65,14 +91,31 @@ func RunDev(ctx context.Context, o DevOptions, out io.Writer) error {
 		}
 	}
 	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cd, err := devCodec(o.CodecKey, out)
+	if err != nil {
+		return err
+	}
+	// The Web UI decodes payloads through a codec endpoint beside it.
+	var codecURL string
+	if o.UIAddress != "" {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return failed("dev: codec endpoint: %v", err)
+		}
+		codecURL = "http://" + ln.Addr().String()
+		go func() { _ = serveCodec(ctx, ln, cd, []string{"http://" + o.UIAddress}) }()
+	}
 	srv, err := devserver.Start(ctx, devserver.Config{
 		DataDir: o.DataDir, FrontendAddr: o.Address, UIAddr: o.UIAddress, Namespace: o.Namespace, Logger: log,
+		CodecEndpoint: codecURL,
 	})
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("kedge dev: start Temporal on %s: %v", o.Address, err), ExitUnreachable)
 	}
 	defer srv.Stop()
-	cl, err := client.DialContext(ctx, client.Options{HostPort: srv.FrontendAddress(), Namespace: srv.Namespace(), Logger: quietLogger()})
+	copts := client.Options{HostPort: srv.FrontendAddress(), Namespace: srv.Namespace(), Logger: quietLogger()}
+	cd.Apply(&copts)
+	cl, err := client.DialContext(ctx, copts)
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("kedge dev: connect to the embedded server: %v", err), ExitUnreachable)
 	}

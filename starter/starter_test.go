@@ -7,8 +7,25 @@ import (
 	"strings"
 	"testing"
 
+	"kedge.dev/kedge/internal/codec"
 	"kedge.dev/kedge/workflows"
 )
+
+// TestMain gives the CLI a payload key, as `kedge dev` or an operator would.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "kedge-starter-")
+	if err != nil {
+		panic(err)
+	}
+	key := filepath.Join(dir, "codec.key")
+	if _, err := codec.Generate(key); err != nil {
+		panic(err)
+	}
+	os.Setenv(codec.EnvKeyFile, key)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
 
 func runCLI(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
@@ -129,5 +146,28 @@ func TestRolloutStepLineCountsItemsAndShowsThePause(t *testing.T) {
 	pr.update(workflows.Progress{Steps: []workflows.StepProgress{s}})
 	if !strings.Contains(out.String(), "workers/w-2") || strings.Contains(out.String(), "workers/w-3") {
 		t.Errorf("item lines: want the failed item and no pending ones:\n%s", out.String())
+	}
+}
+
+func TestNoCodecKeyStartsNothing(t *testing.T) {
+	t.Setenv(codec.EnvKeyFile, filepath.Join(t.TempDir(), "missing.key"))
+	_, errOut, code := runCLI(t, "run", "../examples/hello.yaml", "--inventory", inv, "--address", "127.0.0.1:1")
+	if code != 2 || !strings.Contains(errOut, "no payload encryption key") || !strings.Contains(errOut, "kedge codec keygen") {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+}
+
+func TestCodecKeygen(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "k", "codec.key")
+	stdout, errOut, code := runCLI(t, "codec", "keygen", "--out", out, "--output", "json")
+	var res struct{ File, KeyID string }
+	if code != 0 || json.Unmarshal([]byte(stdout), &res) != nil || res.File != out || res.KeyID == "" {
+		t.Fatalf("exit %d: %s %s", code, stdout, errOut)
+	}
+	if fi, err := os.Stat(out); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("key file: %v %v", fi, err)
+	}
+	if _, errOut, code := runCLI(t, "codec", "keygen", "--out", out); code == 0 || !strings.Contains(errOut, "exists") {
+		t.Errorf("a second keygen overwrote the key: exit %d %s", code, errOut)
 	}
 }

@@ -30,6 +30,7 @@ func temporalFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "tls", Usage: "use TLS even without client certificates", EnvVars: []string{"TEMPORAL_TLS"}},
 		&cli.StringFlag{Name: "api-key", Usage: "API key (Temporal Cloud)", EnvVars: []string{"TEMPORAL_API_KEY"}},
 		&cli.StringFlag{Name: "ui-url", Usage: "base `URL` of the Temporal Web UI, for links", Value: "http://127.0.0.1:8233", EnvVars: []string{"KEDGE_UI_URL"}},
+		codecKeyFlag,
 	}
 }
 
@@ -68,6 +69,11 @@ func clientOptions(c *cli.Context) (client.Options, error) {
 	if k := c.String("api-key"); k != "" {
 		opts.Credentials = client.NewAPIKeyStaticCredentials(k)
 	}
+	cd, err := loadCodec(codecKeyPath(c))
+	if err != nil {
+		return opts, err
+	}
+	cd.Apply(&opts)
 	return opts, nil
 }
 

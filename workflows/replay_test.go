@@ -1,10 +1,14 @@
 package workflows
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+
+	"kedge.dev/kedge/internal/codec"
 )
 
 // TestReplayRecordedHistories replays histories recorded from real runs
@@ -17,9 +21,27 @@ func TestReplayRecordedHistories(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatal("no recorded histories in testdata/replay")
 	}
+	// The histories are sealed with a test-only key kept beside them.
+	var opts worker.WorkflowReplayerOptions
+	if key, err := os.ReadFile("testdata/replay/codec.key"); err == nil {
+		p := filepath.Join(t.TempDir(), "codec.key")
+		if err := os.WriteFile(p, key, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cd, err := codec.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var co client.Options
+		cd.Apply(&co)
+		opts.DataConverter, opts.FailureConverter = co.DataConverter, co.FailureConverter
+	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			r := worker.NewWorkflowReplayer()
+			r, err := worker.NewWorkflowReplayerWithOptions(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
 			r.RegisterWorkflowWithOptions(Runbook, workflowOptions())
 			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
 				t.Fatalf("replay %s: %v", f, err)

@@ -1,0 +1,199 @@
+package codec
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"google.golang.org/protobuf/proto"
+)
+
+// Metadata of a sealed payload.
+const (
+	Encoding        = "binary/encrypted"
+	MetadataKeyID   = "encryption-key-id"
+	metadataEncoder = "encoding"
+	keySize         = 32
+)
+
+// EnvKeyFile names the key file when no flag does.
+const EnvKeyFile = "KEDGE_CODEC_KEY"
+
+// Codec seals and opens payloads with the keys of one key file.
+type Codec struct {
+	active string
+	keys   map[string]cipher.AEAD
+}
+
+var _ converter.PayloadCodec = (*Codec)(nil)
+
+// Load reads a key file. Its errors name the file and the line.
+func Load(path string) (*Codec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("codec key file: %w", err)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("codec key file %s is readable by others (mode %04o): chmod 600 it", path, fi.Mode().Perm())
+	}
+	c := &Codec{keys: map[string]cipher.AEAD{}}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		id, b64, ok := strings.Cut(text, " ")
+		b64 = strings.TrimSpace(b64)
+		if !ok || id == "" || b64 == "" {
+			return nil, fmt.Errorf("%s:%d: want \"ID BASE64-KEY\"", path, line)
+		}
+		key, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil || len(key) != keySize {
+			return nil, fmt.Errorf("%s:%d: key %s: want %d bytes in base64", path, line, id, keySize)
+		}
+		if _, dup := c.keys[id]; dup {
+			return nil, fmt.Errorf("%s:%d: key id %s appears twice", path, line, id)
+		}
+		aead, err := newAEAD(key)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		c.keys[id] = aead
+		if c.active == "" {
+			c.active = id
+		}
+	}
+	if c.active == "" {
+		return nil, fmt.Errorf("%s: no key", path)
+	}
+	return c, nil
+}
+
+func newAEAD(key []byte) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
+// Generate writes a new key file at path (mode 0600), refusing to
+// overwrite one.
+func Generate(path string) (id string, err error) {
+	key := make([]byte, keySize)
+	if _, err := rand.Read(key); err != nil {
+		return "", err
+	}
+	suffix := make([]byte, 4)
+	_, _ = rand.Read(suffix)
+	id = "kedge-" + hex.EncodeToString(suffix)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("codec key file: %w", err)
+	}
+	_, err = fmt.Fprintf(f, "# Kedge payload encryption keys: the first line seals, every line opens.\n%s %s\n", id, base64.StdEncoding.EncodeToString(key))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return id, err
+}
+
+// DefaultPath is where the CLI, the worker and `kedge dev` look for the
+// key file when neither a flag nor $KEDGE_CODEC_KEY names one.
+func DefaultPath() string {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		dir = filepath.Join(os.TempDir(), "kedge")
+	}
+	return filepath.Join(dir, "kedge", "codec.key")
+}
+
+// ActiveKey is the id of the key that seals.
+func (c *Codec) ActiveKey() string { return c.active }
+
+// Encode seals each payload whole (metadata and data).
+func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
+	aead := c.keys[c.active]
+	out := make([]*commonpb.Payload, len(payloads))
+	for i, p := range payloads {
+		plain, err := proto.Marshal(p)
+		if err != nil {
+			return nil, err
+		}
+		sealed := make([]byte, aead.NonceSize(), aead.NonceSize()+len(plain)+aead.Overhead())
+		if _, err := rand.Read(sealed); err != nil {
+			return nil, err
+		}
+		sealed = aead.Seal(sealed, sealed, plain, []byte(c.active))
+		out[i] = &commonpb.Payload{
+			Metadata: map[string][]byte{metadataEncoder: []byte(Encoding), MetadataKeyID: []byte(c.active)},
+			Data:     sealed,
+		}
+	}
+	return out, nil
+}
+
+// ErrUnknownKey is a payload sealed with a key this codec does not have.
+var ErrUnknownKey = errors.New("payload sealed with a key not in the key file")
+
+// Decode opens sealed payloads and passes others through unchanged.
+func (c *Codec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
+	out := make([]*commonpb.Payload, len(payloads))
+	for i, p := range payloads {
+		if string(p.GetMetadata()[metadataEncoder]) != Encoding {
+			out[i] = p
+			continue
+		}
+		id := string(p.GetMetadata()[MetadataKeyID])
+		aead, ok := c.keys[id]
+		if !ok {
+			return nil, fmt.Errorf("%w: %q", ErrUnknownKey, id)
+		}
+		if len(p.Data) < aead.NonceSize() {
+			return nil, fmt.Errorf("sealed payload too short")
+		}
+		n := aead.NonceSize()
+		plain, err := aead.Open(nil, p.Data[:n], p.Data[n:], []byte(id))
+		if err != nil {
+			return nil, fmt.Errorf("open payload sealed with key %s: %w", id, err)
+		}
+		var dec commonpb.Payload
+		if err := proto.Unmarshal(plain, &dec); err != nil {
+			return nil, err
+		}
+		out[i] = &dec
+	}
+	return out, nil
+}
+
+// DataConverter is Temporal's default converter with this codec.
+func (c *Codec) DataConverter() converter.DataConverter {
+	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), c)
+}
+
+// Apply sets the data converter and a failure converter that also seals
+// error messages and stack traces.
+func (c *Codec) Apply(o *client.Options) {
+	dc := c.DataConverter()
+	o.DataConverter = dc
+	o.FailureConverter = temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{
+		DataConverter: dc, EncodeCommonAttributes: true,
+	})
+}

@@ -1,0 +1,158 @@
+package codec
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	commonpb "go.temporal.io/api/common/v1"
+)
+
+func newKeyFile(t *testing.T) (string, *Codec) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "codec.key")
+	if _, err := Generate(path); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, c
+}
+
+func TestSealedPayloadsHideTheirContentAndRoundTrip(t *testing.T) {
+	_, c := newKeyFile(t)
+	dc := c.DataConverter()
+	secret := map[string]string{"token": "abcdef.0123456789abcdef", "key": "-----BEGIN EC PRIVATE KEY-----"}
+	p, err := dc.ToPayload(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(p.Data, []byte("0123456789abcdef")) || bytes.Contains(p.Data, []byte("PRIVATE KEY")) {
+		t.Fatal("the sealed payload holds the secret in plain text")
+	}
+	if string(p.Metadata["encoding"]) != Encoding || string(p.Metadata[MetadataKeyID]) != c.ActiveKey() {
+		t.Errorf("metadata = %q", p.Metadata)
+	}
+	var back map[string]string
+	if err := dc.FromPayload(p, &back); err != nil || back["token"] != secret["token"] {
+		t.Fatalf("round trip: %v %v", back, err)
+	}
+}
+
+func TestTamperedOrForeignPayloadsAreRefused(t *testing.T) {
+	_, c := newKeyFile(t)
+	_, other := newKeyFile(t)
+	sealed, err := c.Encode([]*commonpb.Payload{{Data: []byte("x")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Decode(sealed); err == nil || !strings.Contains(err.Error(), c.ActiveKey()) {
+		t.Errorf("a codec without the key: %v", err)
+	}
+	sealed[0].Data[len(sealed[0].Data)-1] ^= 1
+	if _, err := c.Decode(sealed); err == nil {
+		t.Error("a tampered payload opened")
+	}
+	plain := &commonpb.Payload{Metadata: map[string][]byte{"encoding": []byte("json/plain")}, Data: []byte(`"hi"`)}
+	if out, err := c.Decode([]*commonpb.Payload{plain}); err != nil || out[0] != plain {
+		t.Errorf("an unsealed payload did not pass through: %v", err)
+	}
+}
+
+func TestRotationOpensWithOldKeysAndSealsWithTheFirst(t *testing.T) {
+	oldPath, old := newKeyFile(t)
+	newPath, _ := newKeyFile(t)
+	oldText, _ := os.ReadFile(oldPath)
+	newText, _ := os.ReadFile(newPath)
+	both := filepath.Join(t.TempDir(), "both.key")
+	if err := os.WriteFile(both, append(newText, oldText...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(both)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealedByOld, _ := old.Encode([]*commonpb.Payload{{Data: []byte("before rotation")}})
+	out, err := c.Decode(sealedByOld)
+	if err != nil || string(out[0].Data) != "before rotation" {
+		t.Fatalf("old payload after rotation: %v", err)
+	}
+	if c.ActiveKey() == old.ActiveKey() {
+		t.Error("the first line's key should seal")
+	}
+}
+
+func TestKeyFileErrorsNameFileAndLine(t *testing.T) {
+	dir := t.TempDir()
+	for name, tc := range map[string]struct {
+		text, want string
+		mode       os.FileMode
+	}{
+		"short":  {"# c\nk1 c2hvcnQ=\n", "short:2: key k1: want 32 bytes", 0o600},
+		"form":   {"just-one-field\n", "form:1: want \"ID BASE64-KEY\"", 0o600},
+		"empty":  {"# nothing\n", "empty: no key", 0o600},
+		"public": {"k1 AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n", "readable by others", 0o644},
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(tc.text), tc.mode); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", name, err, tc.want)
+		}
+	}
+	if _, err := Generate(filepath.Join(dir, "short")); err == nil {
+		t.Error("Generate overwrote an existing file")
+	}
+}
+
+func TestHandlerDecodesForTheWebUI(t *testing.T) {
+	_, c := newKeyFile(t)
+	sealed, _ := c.Encode([]*commonpb.Payload{{Metadata: map[string][]byte{"encoding": []byte("json/plain")}, Data: []byte(`"open"`)}})
+	body, err := json.Marshal(map[string]any{"payloads": []any{map[string]any{
+		"metadata": map[string]string{"encoding": "YmluYXJ5L2VuY3J5cHRlZA==", MetadataKeyID: b64(sealed[0].Metadata[MetadataKeyID])},
+		"data":     b64(sealed[0].Data),
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c.Handler([]string{"http://127.0.0.1:8233"}))
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/decode", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", "http://127.0.0.1:8233")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got struct {
+		Payloads []struct{ Data string } `json:"payloads"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || len(got.Payloads) != 1 || got.Payloads[0].Data != b64([]byte(`"open"`)) {
+		t.Fatalf("decode: status %d, %+v %v", resp.StatusCode, got, err)
+	}
+	if resp.Header.Get("Access-Control-Allow-Origin") != "http://127.0.0.1:8233" {
+		t.Errorf("CORS header = %q", resp.Header.Get("Access-Control-Allow-Origin"))
+	}
+	req, _ = http.NewRequest(http.MethodPost, srv.URL+"/decode", bytes.NewReader(body))
+	req.Header.Set("Origin", "http://evil.example")
+	resp2, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp2.Body.Close()
+	if resp2.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Error("a foreign origin was allowed")
+	}
+}
+
+func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
