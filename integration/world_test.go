@@ -17,8 +17,8 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"kedge.dev/kedge/integration/lab"
-	"kedge.dev/kedge/internal/codec"
 	"kedge.dev/kedge/integration/testhosts"
+	"kedge.dev/kedge/internal/codec"
 	"kedge.dev/kedge/internal/devserver"
 	"kedge.dev/kedge/starter"
 	"kedge.dev/kedge/worker"
