@@ -10,6 +10,7 @@ import (
 	"kedge.dev/kedge/activities/check"
 	"kedge.dev/kedge/activities/host"
 	"kedge.dev/kedge/activities/kube"
+	"kedge.dev/kedge/activities/vault"
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/workflows"
 )
@@ -46,6 +47,7 @@ func New(c client.Client, opts Options) *Worker {
 	pool := sshpool.New(opts.SSH)
 	(&host.Activities{Pool: pool, HeartbeatInterval: opts.HeartbeatInterval}).Register(w)
 	(&kube.Activities{Logger: opts.Logger}).Register(w)
+	(&vault.Activities{}).Register(w)
 	check.Register(w)
 	return &Worker{Worker: w, pool: pool}
 }

@@ -453,6 +453,13 @@ func (r *run) input(action catalog.Action, host string, with, vars map[string]an
 	if err != nil {
 		return nil, err
 	}
+	if action.Vault {
+		v := r.in.Cluster.Vault
+		if v.Address == "" {
+			return nil, fmt.Errorf("action %s needs the inventory's vault.address", action.Name)
+		}
+		input["vault"] = map[string]any{"address": v.Address, "tokenFile": v.TokenFile, "caFile": v.CAFile, "pki": v.PKI, "role": v.Role, "kv": v.KV}
+	}
 	switch {
 	case host == "":
 	case action.Target == catalog.TargetHost:

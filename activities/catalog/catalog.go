@@ -9,6 +9,7 @@ import (
 	"kedge.dev/kedge/activities/check"
 	"kedge.dev/kedge/activities/host"
 	"kedge.dev/kedge/activities/kube"
+	"kedge.dev/kedge/activities/vault"
 )
 
 // TargetKind says what a step running the action is aimed at.
@@ -60,6 +61,9 @@ type Action struct {
 	// Heartbeat is the heartbeat timeout: a worker that dies mid-attempt is
 	// noticed after this long.
 	Heartbeat time.Duration `json:"heartbeat,omitempty"`
+	// Vault is set for actions that reach the cluster's Vault: the
+	// workflow gives them the inventory's vault section.
+	Vault bool `json:"vault,omitempty"`
 }
 
 // Input returns the named input.
@@ -85,6 +89,8 @@ var actions = []Action{
 	describe(kube.DeleteNodeAction, "delete the Node object", kube.NodeInput{}, kube.NodeResult{}, 30*time.Second, 0, nil),
 	describe(kube.WaitNodeAction, "wait until the node is Ready (and, optionally, runs the expected kubelet version)", kube.WaitNodeInput{}, kube.WaitNodeResult{}, 30*time.Minute, 30*time.Second, nil),
 	describe(kube.LabelTaintAction, "set labels and add taints on the node", kube.LabelTaintInput{}, kube.NodeResult{}, 30*time.Second, 0, nil),
+	describe(vault.IssueCertAction, "issue a certificate and private key from the cluster's Vault PKI (the key stays sealed in Temporal)", vault.IssueCertInput{}, vault.IssueCertResult{}, time.Minute, 0, nil),
+	describe(vault.ReadSecretAction, "read a KV v2 secret from the cluster's Vault", vault.ReadSecretInput{}, vault.ReadSecretResult{}, time.Minute, 0, nil),
 	describe(host.SystemdAction, "daemon-reload, enable/disable, start/stop/restart a systemd unit and wait until it settles", host.SystemdInput{}, host.SystemdResult{}, 10*time.Minute, 15*time.Second, nil),
 }
 
@@ -128,6 +134,9 @@ func describe(name, doc string, in, out any, timeout, heartbeat time.Duration, o
 			continue
 		case "cluster", "node":
 			a.Target = TargetNode
+			continue
+		case "vault":
+			a.Vault = true
 			continue
 		}
 		if jsonName == "" || jsonName == "-" {

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -30,6 +31,7 @@ type Cluster struct {
 	Name        string     `json:"name"`
 	SSH         SSH        `json:"ssh"`
 	Kubernetes  Kubernetes `json:"kubernetes,omitempty"`
+	Vault       Vault      `json:"vault,omitempty"`
 	Controllers []Node     `json:"controllers"`
 	Workers     []Node     `json:"workers"`
 }
@@ -47,6 +49,19 @@ type SSH struct {
 type Kubernetes struct {
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	Context    string `json:"context,omitempty"`
+}
+
+// Vault says how Kedge reaches the cluster's Vault: certificates come from
+// its PKI engine, secrets from its KV v2 engine. The token is read from
+// TokenFile (or $VAULT_TOKEN) by the worker when an action runs, so it
+// never travels through Temporal.
+type Vault struct {
+	Address   string `json:"address,omitempty"`
+	TokenFile string `json:"tokenFile,omitempty"`
+	CAFile    string `json:"caFile,omitempty"`
+	PKI       string `json:"pki,omitempty"`  // PKI mount, default "pki"
+	Role      string `json:"role,omitempty"` // PKI role, default "kubernetes"
+	KV        string `json:"kv,omitempty"`   // KV v2 mount, default "secret"
 }
 
 // Node is one host of the cluster.
@@ -173,6 +188,8 @@ func LoadFile(path string) (*Cluster, error) {
 	c.SSH.IdentityFile = resolve(abs, c.SSH.IdentityFile)
 	c.SSH.KnownHostsFile = resolve(abs, c.SSH.KnownHostsFile)
 	c.Kubernetes.Kubeconfig = resolve(abs, c.Kubernetes.Kubeconfig)
+	c.Vault.TokenFile = resolve(abs, c.Vault.TokenFile)
+	c.Vault.CAFile = resolve(abs, c.Vault.CAFile)
 	return c, nil
 }
 
@@ -245,6 +262,24 @@ func Decode(doc source.Document) (*Cluster, error) {
 			source.Fields(f, v, "kubernetes", &errs, map[string]func(*yaml.Node){
 				"kubeconfig": func(v *yaml.Node) { c.Kubernetes.Kubeconfig = source.String(f, v, "kubernetes.kubeconfig", &errs) },
 				"context":    func(v *yaml.Node) { c.Kubernetes.Context = source.String(f, v, "kubernetes.context", &errs) },
+			})
+		},
+		"vault": func(v *yaml.Node) {
+			str := func(field string, dst *string) func(*yaml.Node) {
+				return func(v *yaml.Node) { *dst = source.String(f, v, "vault."+field, &errs) }
+			}
+			source.Fields(f, v, "vault", &errs, map[string]func(*yaml.Node){
+				"address": func(v *yaml.Node) {
+					c.Vault.Address = source.String(f, v, "vault.address", &errs)
+					if u, err := url.Parse(c.Vault.Address); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+						errs.Addf(source.At(f, v), "vault.address %q: want an http(s)://HOST:PORT URL", c.Vault.Address)
+					}
+				},
+				"tokenFile": str("tokenFile", &c.Vault.TokenFile),
+				"caFile":    str("caFile", &c.Vault.CAFile),
+				"pki":       str("pki", &c.Vault.PKI),
+				"role":      str("role", &c.Vault.Role),
+				"kv":        str("kv", &c.Vault.KV),
 			})
 		},
 		"controllers": decodeNodes(RoleController),

@@ -1,0 +1,225 @@
+package vault
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	vaultapi "github.com/hashicorp/vault/api"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+)
+
+// Error types.
+const (
+	ErrTypeInvalidInput = "InvalidInput"
+	ErrTypeDenied       = "VaultDenied"   // 403: the token may not do this; not retried
+	ErrTypeNotFound     = "VaultNotFound" // 404; not retried
+	ErrTypeVault        = "Vault"         // anything else; retried
+)
+
+// Activities are the Vault actions. Clients are built once per Vault
+// address and CA; the token is read on every call, so a renewed token file
+// is picked up without a restart.
+type Activities struct {
+	mu      sync.Mutex
+	clients map[string]*vaultapi.Client
+}
+
+// Registry is what Register needs of a Temporal worker.
+type Registry interface {
+	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
+}
+
+// Register registers every Vault action under its name.
+func (a *Activities) Register(r Registry) {
+	r.RegisterActivityWithOptions(a.IssueCert, activity.RegisterOptions{Name: IssueCertAction})
+	r.RegisterActivityWithOptions(a.ReadSecret, activity.RegisterOptions{Name: ReadSecretAction})
+}
+
+func invalid(msg string) error {
+	return temporal.NewNonRetryableApplicationError(msg, ErrTypeInvalidInput, nil)
+}
+
+func (a *Activities) client(c Config) (*vaultapi.Client, error) {
+	if c.Address == "" {
+		return nil, invalid("the inventory names no vault.address")
+	}
+	token, err := readToken(c)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	key := c.Address + "|" + c.CAFile
+	base, ok := a.clients[key]
+	if !ok {
+		cfg := vaultapi.DefaultConfig()
+		cfg.Address = c.Address
+		cfg.MaxRetries = 0 // the step's retry policy retries
+		cfg.Timeout = 30 * time.Second
+		if c.CAFile != "" {
+			if err := cfg.ConfigureTLS(&vaultapi.TLSConfig{CACert: c.CAFile}); err != nil {
+				return nil, invalid(fmt.Sprintf("vault.caFile %s: %v", c.CAFile, err))
+			}
+		}
+		base, err = vaultapi.NewClient(cfg)
+		if err != nil {
+			return nil, invalid(fmt.Sprintf("vault at %s: %v", c.Address, err))
+		}
+		base.ClearToken()
+		if a.clients == nil {
+			a.clients = map[string]*vaultapi.Client{}
+		}
+		a.clients[key] = base
+	}
+	cl, err := base.Clone()
+	if err != nil {
+		return nil, err
+	}
+	cl.SetToken(token)
+	return cl, nil
+}
+
+func readToken(c Config) (string, error) {
+	if c.TokenFile != "" {
+		data, err := os.ReadFile(c.TokenFile)
+		if err != nil {
+			return "", invalid(fmt.Sprintf("vault.tokenFile: %v", err))
+		}
+		if t := strings.TrimSpace(string(data)); t != "" {
+			return t, nil
+		}
+		return "", invalid(fmt.Sprintf("vault.tokenFile %s is empty", c.TokenFile))
+	}
+	if t := os.Getenv("VAULT_TOKEN"); t != "" {
+		return t, nil
+	}
+	return "", invalid("no Vault token: set vault.tokenFile in the inventory or VAULT_TOKEN for the worker")
+}
+
+// classify turns a Vault error into a typed Temporal error, once.
+func classify(op string, err error) error {
+	var re *vaultapi.ResponseError
+	if errors.As(err, &re) {
+		msg := fmt.Sprintf("%s: vault answered %d: %s", op, re.StatusCode, strings.Join(re.Errors, "; "))
+		switch re.StatusCode {
+		case http.StatusForbidden, http.StatusUnauthorized:
+			return temporal.NewNonRetryableApplicationError(msg, ErrTypeDenied, nil)
+		case http.StatusNotFound:
+			return temporal.NewNonRetryableApplicationError(msg, ErrTypeNotFound, nil)
+		case http.StatusBadRequest:
+			return temporal.NewNonRetryableApplicationError(msg, ErrTypeInvalidInput, nil)
+		}
+		return temporal.NewApplicationError(msg, ErrTypeVault)
+	}
+	return temporal.NewApplicationError(fmt.Sprintf("%s: %v", op, err), ErrTypeVault)
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// IssueCert issues a certificate and key from the PKI engine
+// (vault.issue-cert).
+func (a *Activities) IssueCert(ctx context.Context, in IssueCertInput) (IssueCertResult, error) {
+	if strings.TrimSpace(in.CommonName) == "" {
+		return IssueCertResult{}, invalid("commonName is required")
+	}
+	cl, err := a.client(in.Vault)
+	if err != nil {
+		return IssueCertResult{}, err
+	}
+	mount := orDefault(in.Vault.PKI, "pki")
+	role := orDefault(in.Role, orDefault(in.Vault.Role, "kubernetes"))
+	req := map[string]any{"common_name": in.CommonName, "format": "pem"}
+	if len(in.AltNames) > 0 {
+		req["alt_names"] = strings.Join(in.AltNames, ",")
+	}
+	if len(in.IPSANs) > 0 {
+		req["ip_sans"] = strings.Join(in.IPSANs, ",")
+	}
+	if in.TTL != "" {
+		req["ttl"] = in.TTL
+	}
+	op := fmt.Sprintf("issue %s from %s/issue/%s", in.CommonName, mount, role)
+	sec, err := cl.Logical().WriteWithContext(ctx, mount+"/issue/"+role, req)
+	if err != nil {
+		return IssueCertResult{}, classify(op, err)
+	}
+	if sec == nil || sec.Data == nil {
+		return IssueCertResult{}, temporal.NewApplicationError(op+": empty answer", ErrTypeVault)
+	}
+	str := func(k string) string { s, _ := sec.Data[k].(string); return s }
+	res := IssueCertResult{Certificate: str("certificate"), PrivateKey: str("private_key"), CA: str("issuing_ca"), Serial: str("serial_number")}
+	if chain, ok := sec.Data["ca_chain"].([]any); ok && len(chain) > 0 {
+		var parts []string
+		for _, c := range chain {
+			if s, ok := c.(string); ok {
+				parts = append(parts, s)
+			}
+		}
+		res.CA = strings.Join(parts, "\n")
+	}
+	block, _ := pem.Decode([]byte(res.Certificate))
+	if block == nil || res.PrivateKey == "" {
+		return IssueCertResult{}, temporal.NewApplicationError(op+": no certificate or key in the answer", ErrTypeVault)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return IssueCertResult{}, temporal.NewApplicationError(op+": "+err.Error(), ErrTypeVault)
+	}
+	res.NotAfter = cert.NotAfter.UTC().Format(time.RFC3339)
+	return res, nil
+}
+
+// ReadSecret reads a KV v2 secret (vault.read-secret).
+func (a *Activities) ReadSecret(ctx context.Context, in ReadSecretInput) (ReadSecretResult, error) {
+	if strings.TrimSpace(in.Path) == "" {
+		return ReadSecretResult{}, invalid("path is required")
+	}
+	cl, err := a.client(in.Vault)
+	if err != nil {
+		return ReadSecretResult{}, err
+	}
+	mount := orDefault(in.Vault.KV, "secret")
+	kv := cl.KVv2(mount)
+	op := fmt.Sprintf("read %s/%s", mount, in.Path)
+	var sec *vaultapi.KVSecret
+	if in.Version > 0 {
+		sec, err = kv.GetVersion(ctx, in.Path, in.Version)
+	} else {
+		sec, err = kv.Get(ctx, in.Path)
+	}
+	if errors.Is(err, vaultapi.ErrSecretNotFound) {
+		return ReadSecretResult{}, temporal.NewNonRetryableApplicationError(op+": no such secret", ErrTypeNotFound, nil)
+	}
+	if err != nil {
+		return ReadSecretResult{}, classify(op, err)
+	}
+	res := ReadSecretResult{Data: map[string]string{}}
+	if sec.VersionMetadata != nil {
+		res.Version = sec.VersionMetadata.Version
+	}
+	for k, v := range sec.Data {
+		switch x := v.(type) {
+		case string:
+			res.Data[k] = x
+		default:
+			b, _ := json.Marshal(x)
+			res.Data[k] = string(b)
+		}
+	}
+	return res, nil
+}

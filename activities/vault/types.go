@@ -1,0 +1,45 @@
+package vault
+
+import "kedge.dev/kedge/runbooks/inventory"
+
+// Action names.
+const (
+	IssueCertAction  = "vault.issue-cert"
+	ReadSecretAction = "vault.read-secret"
+)
+
+// Config is the inventory's vault section, injected by the workflow.
+type Config = inventory.Vault
+
+// IssueCertInput asks the PKI engine for a certificate.
+type IssueCertInput struct {
+	Vault      Config   `json:"vault"`
+	CommonName string   `json:"commonName" kedge:"required" doc:"the certificate's CN, e.g. system:node:worker-1"`
+	AltNames   []string `json:"altNames,omitempty" doc:"DNS subject alternative names"`
+	IPSANs     []string `json:"ipSANs,omitempty" doc:"IP subject alternative names"`
+	TTL        string   `json:"ttl,omitempty" kedge:"duration" doc:"lifetime (default: the role's)"`
+	Role       string   `json:"role,omitempty" doc:"PKI role (default: the inventory's vault.role, else kubernetes)"`
+}
+
+// IssueCertResult is the issued certificate. PrivateKey is sealed by the
+// payload codec in Temporal; write it with host.write-file mode 0600.
+type IssueCertResult struct {
+	Certificate string `json:"certificate"`
+	PrivateKey  string `json:"privateKey"`
+	CA          string `json:"ca"`
+	Serial      string `json:"serial"`
+	NotAfter    string `json:"notAfter"`
+}
+
+// ReadSecretInput reads one KV v2 secret.
+type ReadSecretInput struct {
+	Vault   Config `json:"vault"`
+	Path    string `json:"path" kedge:"required" doc:"secret path under the KV mount, e.g. kubernetes/encryption"`
+	Version int    `json:"version,omitempty" doc:"version to read (default: the latest)"`
+}
+
+// ReadSecretResult is the secret's data, each value as a string.
+type ReadSecretResult struct {
+	Data    map[string]string `json:"data"`
+	Version int               `json:"version"`
+}
