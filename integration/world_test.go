@@ -225,7 +225,7 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 func mainWithServer(args []string, out, errw *strings.Builder) int {
 	full := []string{"kedge", args[0]}
 	switch args[0] {
-	case "run", "watch", "list", "cancel", "approve":
+	case "run", "watch", "list", "cancel", "approve", "schedule":
 		full = append(full, "--address", world.srv.FrontendAddress())
 	}
 	full = append(full, args[1:]...)

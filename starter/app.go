@@ -47,6 +47,7 @@ func NewApp(stdio IO) *cli.App {
 			actionsCommand(),
 			workerCommand(),
 			devCommand(),
+			scheduleCommand(),
 			codecCommand(),
 			codecServerCommand(),
 		},
