@@ -1,0 +1,159 @@
+package render
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+)
+
+// Cgroup drivers the kubelet accepts; the container runtime must use the
+// same one (seed 000: cgroupfs on older Flatcar, systemd elsewhere).
+const (
+	CgroupDriverSystemd  = "systemd"
+	CgroupDriverCgroupfs = "cgroupfs"
+)
+
+// Defaults of KubeletConfigInput.
+const (
+	DefaultClusterDomain            = "cluster.local"
+	DefaultContainerRuntimeEndpoint = "unix:///run/containerd/containerd.sock"
+)
+
+// KubeletConfigInput is what varies between clusters' kubelet configs.
+type KubeletConfigInput struct {
+	// ClusterDNS are the IPs of the cluster DNS service, written into
+	// every pod's resolv.conf. At least one.
+	ClusterDNS []string `json:"clusterDNS"`
+	// ClusterDomain is the cluster's DNS domain (default cluster.local).
+	ClusterDomain string `json:"clusterDomain,omitempty"`
+	// CgroupDriver is "systemd" (default) or "cgroupfs".
+	CgroupDriver string `json:"cgroupDriver,omitempty"`
+	// FailSwapOn stops the kubelet from starting on a host with swap on
+	// (default true).
+	FailSwapOn *bool `json:"failSwapOn,omitempty"`
+	// ContainerRuntimeEndpoint is the CRI socket (default
+	// unix:///run/containerd/containerd.sock).
+	ContainerRuntimeEndpoint string `json:"containerRuntimeEndpoint,omitempty"`
+}
+
+func (in KubeletConfigInput) withDefaults() KubeletConfigInput {
+	if in.ClusterDomain == "" {
+		in.ClusterDomain = DefaultClusterDomain
+	}
+	if in.CgroupDriver == "" {
+		in.CgroupDriver = CgroupDriverSystemd
+	}
+	if in.FailSwapOn == nil {
+		in.FailSwapOn = ptr.To(true)
+	}
+	if in.ContainerRuntimeEndpoint == "" {
+		in.ContainerRuntimeEndpoint = DefaultContainerRuntimeEndpoint
+	}
+	return in
+}
+
+func (in KubeletConfigInput) validate() error {
+	var p problems
+	if len(in.ClusterDNS) == 0 {
+		p.add("clusterDNS", "at least one IP is required")
+	}
+	for i, ip := range in.ClusterDNS {
+		checkIP(&p, fmt.Sprintf("clusterDNS[%d]", i), ip)
+	}
+	checkDNSName(&p, "clusterDomain", in.ClusterDomain)
+	if in.CgroupDriver != CgroupDriverSystemd && in.CgroupDriver != CgroupDriverCgroupfs {
+		p.add("cgroupDriver", "%q is not a cgroup driver (want %s)", in.CgroupDriver, quoteList(CgroupDriverSystemd, CgroupDriverCgroupfs))
+	}
+	if u, err := url.Parse(in.ContainerRuntimeEndpoint); err != nil || u.Scheme != "unix" || u.Host != "" || !path.IsAbs(u.Path) {
+		p.add("containerRuntimeEndpoint", "%q is not a unix socket URL (unix:///path)", in.ContainerRuntimeEndpoint)
+	}
+	return p.err()
+}
+
+// kubeletConfiguration builds the typed configuration KubeletConfig renders.
+func kubeletConfiguration(in KubeletConfigInput) (*kubeletv1beta1.KubeletConfiguration, error) {
+	in = in.withDefaults()
+	if err := in.validate(); err != nil {
+		return nil, err
+	}
+	return &kubeletv1beta1.KubeletConfiguration{
+		TypeMeta: metav1.TypeMeta{
+			APIVersion: kubeletv1beta1.SchemeGroupVersion.String(),
+			Kind:       "KubeletConfiguration",
+		},
+		StaticPodPath: ManifestsDir,
+		ClusterDNS:    append([]string(nil), in.ClusterDNS...),
+		ClusterDomain: in.ClusterDomain,
+		Authentication: kubeletv1beta1.KubeletAuthentication{
+			X509:      kubeletv1beta1.KubeletX509Authentication{ClientCAFile: ClusterCAPath},
+			Webhook:   kubeletv1beta1.KubeletWebhookAuthentication{Enabled: ptr.To(true)},
+			Anonymous: kubeletv1beta1.KubeletAnonymousAuthentication{Enabled: ptr.To(false)},
+		},
+		Authorization: kubeletv1beta1.KubeletAuthorization{
+			Mode: kubeletv1beta1.KubeletAuthorizationModeWebhook,
+		},
+		ReadOnlyPort:             0,
+		RotateCertificates:       true,
+		ServerTLSBootstrap:       false,
+		CgroupDriver:             in.CgroupDriver,
+		FailSwapOn:               in.FailSwapOn,
+		HealthzBindAddress:       "127.0.0.1",
+		ContainerRuntimeEndpoint: in.ContainerRuntimeEndpoint,
+	}, nil
+}
+
+// KubeletConfig renders the kubelet's configuration file (KubeletConfigPath,
+// seed 004: a typed KubeletConfiguration instead of flags): static pods from
+// ManifestsDir; clients authenticated by certificates of the cluster CA or
+// by the API server (webhook), never anonymously, and authorized by the API
+// server; no read-only port; client certificates rotated; healthz on
+// localhost only.
+//
+// Settings left at the kubelet's defaults are not written, except the ones
+// a reader checks for (readOnlyPort: 0, serverTLSBootstrap: false), which
+// are written explicitly.
+func KubeletConfig(in KubeletConfigInput) ([]byte, error) {
+	cfg, err := kubeletConfiguration(in)
+	if err != nil {
+		return nil, err
+	}
+	m, err := toMap(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// The type's JSON form writes every duration it has, as 0s when unset,
+	// and an all-zero logging block: noise that reads like settings.
+	delete(m, "logging")
+	pruneUnset(m)
+	m["readOnlyPort"] = 0
+	m["serverTLSBootstrap"] = false
+	out, err := yaml.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("render kubelet config: %w", err)
+	}
+	return append([]byte(header), out...), nil
+}
+
+// pruneUnset removes from a JSON object, recursively, the strings that mean
+// "unset" ("" and the zero duration "0s") and the objects left empty.
+// Numbers and booleans stay: a false or a 0 may be a setting.
+func pruneUnset(m map[string]any) {
+	for k, v := range m {
+		switch v := v.(type) {
+		case string:
+			if v == "" || v == "0s" {
+				delete(m, k)
+			}
+		case map[string]any:
+			pruneUnset(v)
+			if len(v) == 0 {
+				delete(m, k)
+			}
+		}
+	}
+}

@@ -1,0 +1,558 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/unit"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+// golden compares got with testdata/name.golden, or rewrites the file with
+// -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	file := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(file, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (run go test ./activities/render -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from %s (run with -update if the change is meant):\n--- got\n%s\n--- want\n%s", name, file, got, want)
+	}
+}
+
+// testdata/ca.crt, client.crt and client.key are a throwaway CA and a
+// client certificate it signed, made for these tests only.
+func fixture(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func TestKubeletConfig(t *testing.T) {
+	in := KubeletConfigInput{ClusterDNS: []string{"10.96.0.10", "fd00:10:96::a"}}
+	got, err := KubeletConfig(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "kubelet.yaml", got)
+
+	// The file decodes strictly into the type, to the configuration built.
+	var decoded kubeletv1beta1.KubeletConfiguration
+	if err := yaml.UnmarshalStrict(got, &decoded); err != nil {
+		t.Fatalf("decode strictly: %v", err)
+	}
+	built, err := kubeletConfiguration(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(built)
+	b, _ := json.Marshal(&decoded)
+	if !bytes.Equal(a, b) {
+		t.Errorf("decoded config differs from the one built:\n%s\n%s", b, a)
+	}
+	if decoded.ReadOnlyPort != 0 || decoded.ServerTLSBootstrap || !decoded.RotateCertificates ||
+		*decoded.Authentication.Anonymous.Enabled || !*decoded.Authentication.Webhook.Enabled ||
+		decoded.CgroupDriver != "systemd" || !*decoded.FailSwapOn || decoded.ClusterDomain != "cluster.local" {
+		t.Errorf("unexpected settings: %+v", decoded)
+	}
+	for _, want := range []string{"readOnlyPort: 0\n", "serverTLSBootstrap: false\n"} {
+		if !bytes.Contains(got, []byte(want)) {
+			t.Errorf("%q is not written explicitly", want)
+		}
+	}
+
+	got, err = KubeletConfig(KubeletConfigInput{ClusterDNS: []string{"10.3.0.10"}, ClusterDomain: "lab.example", CgroupDriver: "cgroupfs", FailSwapOn: ptr.To(false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(got, &decoded); err != nil {
+		t.Fatal(err)
+	}
+	if decoded.CgroupDriver != "cgroupfs" || *decoded.FailSwapOn || decoded.ClusterDomain != "lab.example" {
+		t.Errorf("inputs not applied: %+v", decoded)
+	}
+}
+
+func TestKubeconfig(t *testing.T) {
+	ca := fixture(t, "ca.crt")
+	cases := []struct {
+		golden string
+		in     KubeconfigInput
+	}{
+		{"bootstrap-kubeconfig", KubeconfigInput{
+			ClusterName: "mercury", Server: "https://10.0.0.10:6443", CACert: ca,
+			User: "kubelet-bootstrap", Token: "abcdef.0123456789abcdef",
+		}},
+		{"scheduler.conf", KubeconfigInput{
+			ClusterName: "mercury", Server: "https://mercury.example:6443", CACert: ca,
+			User: "system:kube-scheduler", ClientCert: fixture(t, "client.crt"), ClientKey: fixture(t, "client.key"),
+		}},
+	}
+	for _, c := range cases {
+		got, err := Kubeconfig(c.in)
+		if err != nil {
+			t.Fatalf("%s: %v", c.golden, err)
+		}
+		golden(t, c.golden, got)
+
+		cfg, err := clientcmd.Load(got)
+		if err != nil {
+			t.Fatalf("%s: load: %v", c.golden, err)
+		}
+		ctx := cfg.Contexts[cfg.CurrentContext]
+		if ctx == nil || len(cfg.Contexts) != 1 {
+			t.Fatalf("%s: current context %q not the one context of %v", c.golden, cfg.CurrentContext, cfg.Contexts)
+		}
+		cluster, user := cfg.Clusters[ctx.Cluster], cfg.AuthInfos[ctx.AuthInfo]
+		if cluster == nil || user == nil {
+			t.Fatalf("%s: context %+v names a missing cluster or user", c.golden, ctx)
+		}
+		if cluster.Server != c.in.Server || string(cluster.CertificateAuthorityData) != ca {
+			t.Errorf("%s: server %q, CA %q", c.golden, cluster.Server, cluster.CertificateAuthorityData)
+		}
+		if user.Token != c.in.Token || string(user.ClientCertificateData) != c.in.ClientCert || string(user.ClientKeyData) != c.in.ClientKey {
+			t.Errorf("%s: credentials not embedded as given: %+v", c.golden, user)
+		}
+		// Usable by client-go as it stands.
+		rest, err := clientcmd.NewDefaultClientConfig(*cfg, nil).ClientConfig()
+		if err != nil {
+			t.Fatalf("%s: client config: %v", c.golden, err)
+		}
+		if rest.Host != c.in.Server {
+			t.Errorf("%s: client host %q", c.golden, rest.Host)
+		}
+	}
+}
+
+func TestBootstrapToken(t *testing.T) {
+	now := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
+	tok, err := NewBootstrapToken(24*time.Hour, now, "kedge join worker-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}$`).MatchString(tok.Token) ||
+		tok.Token != tok.ID+"."+tok.TokenSecret {
+		t.Errorf("token %q from id %q and secret %q", tok.Token, tok.ID, tok.TokenSecret)
+	}
+	if !tok.Expires.Equal(now.Add(24 * time.Hour)) {
+		t.Errorf("expires %s", tok.Expires)
+	}
+	if s := tok.String() + fmt.Sprint(tok); strings.Contains(s, tok.TokenSecret) {
+		t.Errorf("String shows the secret: %s", s)
+	}
+	other, err := NewBootstrapToken(time.Hour, now, "")
+	if err != nil || other.Token == tok.Token {
+		t.Errorf("two tokens are the same, or %v", err)
+	}
+	if _, err := NewBootstrapToken(0, now, ""); err == nil || !strings.Contains(err.Error(), "ttl") {
+		t.Errorf("zero ttl: %v", err)
+	}
+
+	fixed, err := newBootstrapToken("abcdef", "0123456789abcdef", now.Add(72*time.Hour), "kedge join worker-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := fixed.Secret()
+	if secret.Name != "bootstrap-token-abcdef" || secret.Namespace != "kube-system" || secret.Type != "bootstrap.kubernetes.io/token" {
+		t.Errorf("secret %s/%s of type %s", secret.Namespace, secret.Name, secret.Type)
+	}
+	if got := string(secret.Data["expiration"]); got != "2026-07-04T12:00:00Z" {
+		t.Errorf("expiration %q", got)
+	}
+	got, err := toYAML(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "bootstrap-token-secret.yaml", got)
+
+	for _, bad := range [][2]string{{"ABCDEF", "0123456789abcdef"}, {"abcdef", "short"}, {"abc.ef", "0123456789abcdef"}} {
+		if _, err := newBootstrapToken(bad[0], bad[1], now, ""); err == nil {
+			t.Errorf("id %q secret %q accepted", bad[0], bad[1])
+		}
+	}
+}
+
+func TestKubeletUnit(t *testing.T) {
+	cases := []struct {
+		golden string
+		in     KubeletUnitInput
+	}{
+		{"kubelet-worker-docker.service", KubeletUnitInput{
+			Runtime: "docker", Image: "images.example/kubelet:v1.35.4", Node: "worker-1.mercury.example", Role: "worker",
+			NodeLabels: []string{"role=special", "node.kubernetes.io/pool=gpu"},
+			NodeTaints: []string{"role=special:NoSchedule", "dedicated:NoExecute"},
+		}},
+		{"kubelet-controller-podman.service", KubeletUnitInput{
+			Runtime: "podman", Image: "images.example/kubelet@sha256:" + strings.Repeat("ab", 32), Node: "controller-1", Role: "controller",
+		}},
+	}
+	for _, c := range cases {
+		got, err := KubeletUnit(c.in)
+		if err != nil {
+			t.Fatalf("%s: %v", c.golden, err)
+		}
+		golden(t, c.golden, got)
+
+		opts := parseUnit(t, got)
+		if env := opts["Service.Environment"]; len(env) != 1 || env[0] != "KUBELET_IMAGE="+c.in.Image {
+			t.Errorf("%s: Environment %q", c.golden, env)
+		}
+		start := opts["Service.ExecStart"]
+		if len(start) != 1 {
+			t.Fatalf("%s: ExecStart %q", c.golden, start)
+		}
+		words := strings.Fields(start[0])
+		if words[0] != "/usr/bin/"+c.in.Runtime || !slices.Contains(words, "${KUBELET_IMAGE}") || !slices.Contains(words, "--hostname-override="+c.in.Node) {
+			t.Errorf("%s: ExecStart %q", c.golden, words)
+		}
+		hasLabels := flagValue(words, "--node-labels=")
+		if (len(c.in.NodeLabels) > 0) != (hasLabels != "") || hasLabels != strings.Join(c.in.NodeLabels, ",") {
+			t.Errorf("%s: --node-labels=%q", c.golden, hasLabels)
+		}
+		if got := opts["Service.Restart"]; len(got) != 1 || got[0] != "always" {
+			t.Errorf("%s: Restart %q", c.golden, got)
+		}
+		if got := opts["Install.WantedBy"]; len(got) != 1 || got[0] != "multi-user.target" {
+			t.Errorf("%s: WantedBy %q", c.golden, got)
+		}
+	}
+}
+
+func TestDeleteNodeUnit(t *testing.T) {
+	got, err := DeleteNodeUnit("docker", "images.example/kubelet:v1.35.4", "worker-1.mercury.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "delete-node.service", got)
+	opts := parseUnit(t, got)
+	stop := opts["Service.ExecStop"]
+	if len(stop) != 1 || !strings.Contains(stop[0], "--kubeconfig=/var/lib/kubelet/kubeconfig delete node worker-1.mercury.example") {
+		t.Errorf("ExecStop %q", stop)
+	}
+	if opts["Service.Type"][0] != "oneshot" || opts["Service.RemainAfterExit"][0] != "true" {
+		t.Errorf("not a oneshot that stays active: %v", opts)
+	}
+	if _, err := DeleteNodeUnit("podman", "images.example/kubelet:v1.35.4", "worker-1"); err != nil {
+		t.Error(err)
+	}
+}
+
+// parseUnit reads a rendered unit back: SECTION.Name → values, continued
+// lines joined as systemd joins them (the backslash becomes a space), runs
+// of spaces made one.
+func parseUnit(t *testing.T, data []byte) map[string][]string {
+	t.Helper()
+	opts, err := unit.DeserializeOptions(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("unit does not parse: %v", err)
+	}
+	m := map[string][]string{}
+	for _, o := range opts {
+		m[o.Section+"."+o.Name] = append(m[o.Section+"."+o.Name], strings.Join(strings.Fields(strings.ReplaceAll(o.Value, "\\\n", " ")), " "))
+	}
+	return m
+}
+
+// flagValue returns the value of the --flag= word, "" when missing.
+func flagValue(words []string, prefix string) string {
+	for _, w := range words {
+		if v, ok := strings.CutPrefix(w, prefix); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func controlPlane() ControlPlaneInput {
+	return ControlPlaneInput{
+		Node:   "controller-2",
+		NodeIP: "10.0.0.12",
+		EtcdMembers: []EtcdMember{
+			{Name: "controller-1", IP: "10.0.0.11"},
+			{Name: "controller-2", IP: "10.0.0.12"},
+			{Name: "controller-3", IP: "10.0.0.13"},
+		},
+		ServiceCIDR: "10.96.0.0/12",
+		PodCIDR:     "10.244.0.0/16",
+		Images: ControlPlaneImages{
+			Etcd:              "images.example/etcd:3.6.16-0",
+			APIServer:         "images.example/kube-apiserver:v1.35.4",
+			ControllerManager: "images.example/kube-controller-manager:v1.35.4",
+			Scheduler:         "images.example/kube-scheduler:v1.35.4",
+		},
+	}
+}
+
+func TestStaticPods(t *testing.T) {
+	files, err := StaticPods(controlPlane())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for name, data := range files {
+		names = append(names, name)
+		golden(t, name, data)
+
+		var pod corev1.Pod
+		if err := yaml.UnmarshalStrict(data, &pod); err != nil {
+			t.Fatalf("%s: decode strictly: %v", name, err)
+		}
+		if pod.Name+".yaml" != name || pod.Namespace != "kube-system" || !pod.Spec.HostNetwork ||
+			pod.Spec.PriorityClassName != "system-node-critical" || len(pod.Spec.Containers) != 1 {
+			t.Errorf("%s: %+v", name, pod.ObjectMeta)
+		}
+		// Every mount is backed by a host path volume of the same name.
+		vols := map[string]string{}
+		for _, v := range pod.Spec.Volumes {
+			vols[v.Name] = v.HostPath.Path
+		}
+		for _, m := range pod.Spec.Containers[0].VolumeMounts {
+			if vols[m.Name] != m.MountPath {
+				t.Errorf("%s: mount %s at %s, host path %q", name, m.Name, m.MountPath, vols[m.Name])
+			}
+		}
+	}
+	sort.Strings(names)
+	if want := []string{"etcd.yaml", "kube-apiserver.yaml", "kube-controller-manager.yaml", "kube-scheduler.yaml"}; strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Errorf("files %v", names)
+	}
+
+	again, _ := StaticPods(controlPlane())
+	for name := range files {
+		if !bytes.Equal(files[name], again[name]) {
+			t.Errorf("%s: two renders differ", name)
+		}
+	}
+
+	// One controller alone: etcd is a cluster of itself.
+	in := controlPlane()
+	in.EtcdMembers, in.PodCIDR = nil, ""
+	files, err = StaticPods(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--initial-cluster=controller-2=https://10.0.0.12:2380\n"} {
+		if !bytes.Contains(files["etcd.yaml"], []byte(want)) {
+			t.Errorf("etcd.yaml lacks %q", want)
+		}
+	}
+	if !bytes.Contains(files["kube-apiserver.yaml"], []byte("--etcd-servers=https://10.0.0.12:2379\n")) {
+		t.Error("kube-apiserver.yaml: etcd servers not this node alone")
+	}
+	if bytes.Contains(files["kube-controller-manager.yaml"], []byte("cluster-cidr")) {
+		t.Error("kube-controller-manager.yaml allocates pod CIDRs without podCIDR")
+	}
+
+	in = controlPlane()
+	in.Node, in.NodeIP = "controller-6", "fd00::6"
+	in.EtcdMembers = []EtcdMember{{Name: "controller-6", IP: "fd00::6"}}
+	files, err = StaticPods(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(files["etcd.yaml"], []byte("--advertise-client-urls=https://[fd00::6]:2379\n")) {
+		t.Errorf("IPv6 URLs not bracketed:\n%s", files["etcd.yaml"])
+	}
+}
+
+// TestFlagsKnownToBinaries checks every flag the static pods and
+// delete-node.service pass against the help of the binaries the integration
+// control plane runs (built by scripts/kube-tools.sh; the directory it
+// prints, in KEDGE_KUBE_TOOLS).
+func TestFlagsKnownToBinaries(t *testing.T) {
+	tools := os.Getenv("KEDGE_KUBE_TOOLS")
+	if tools == "" {
+		t.Skip("KEDGE_KUBE_TOOLS is not set")
+	}
+	flagRE := regexp.MustCompile(`--([a-z0-9-]+)`)
+	known := func(bin string, helpArgs ...[]string) map[string]bool {
+		flags := map[string]bool{}
+		for _, args := range helpArgs {
+			help, _ := exec.Command(filepath.Join(tools, bin), args...).CombinedOutput()
+			for _, m := range flagRE.FindAllStringSubmatch(string(help), -1) {
+				flags[m[1]] = true
+			}
+		}
+		if len(flags) < 10 {
+			t.Fatalf("%s: no flags in its help", bin)
+		}
+		return flags
+	}
+	check := func(what, bin string, known map[string]bool, args []string) {
+		for _, arg := range args {
+			if !strings.HasPrefix(arg, "--") {
+				continue
+			}
+			flag, _, _ := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
+			if !known[flag] {
+				t.Errorf("%s: %s does not take --%s", what, bin, flag)
+			}
+		}
+	}
+
+	files, err := StaticPods(controlPlane())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range files {
+		var pod corev1.Pod
+		if err := yaml.Unmarshal(data, &pod); err != nil {
+			t.Fatal(err)
+		}
+		command := pod.Spec.Containers[0].Command
+		check(name, command[0], known(command[0], []string{"--help"}), command[1:])
+	}
+
+	unit, err := DeleteNodeUnit("docker", "images.example/kubelet:v1.35.4", "worker-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := strings.Fields(parseUnit(t, unit)["Service.ExecStop"][0])
+	kubectl := slices.Index(stop, "${KUBELET_IMAGE}")
+	check("delete-node.service", "kubectl", known("kubectl", []string{"options"}, []string{"delete", "--help"}), stop[kubectl+1:])
+}
+
+// TestInvalidInput pins every validation message (testdata/errors.golden):
+// operators read them.
+func TestInvalidInput(t *testing.T) {
+	ca := fixture(t, "ca.crt")
+	worker := KubeletUnitInput{Runtime: "docker", Image: "images.example/kubelet:v1.35.4", Node: "worker-1", Role: "worker"}
+	kc := KubeconfigInput{ClusterName: "mercury", Server: "https://10.0.0.10:6443", CACert: ca, User: "kubelet-bootstrap", Token: "abcdef.0123456789abcdef"}
+	cases := []struct {
+		name   string
+		render func() error
+	}{
+		{"kubelet config: bad DNS IP, domain, driver, endpoint", func() error {
+			_, err := KubeletConfig(KubeletConfigInput{ClusterDNS: []string{"10.96.0.10", "10.96.0.x"}, ClusterDomain: "Cluster_Local", CgroupDriver: "cgroupv2", ContainerRuntimeEndpoint: "/run/containerd/containerd.sock"})
+			return err
+		}},
+		{"kubelet config: no DNS", func() error { _, err := KubeletConfig(KubeletConfigInput{}); return err }},
+		{"kubeconfig: neither token nor certificate", func() error {
+			in := kc
+			in.Token = ""
+			_, err := Kubeconfig(in)
+			return err
+		}},
+		{"kubeconfig: both token and certificate", func() error {
+			in := kc
+			in.ClientCert, in.ClientKey = fixture(t, "client.crt"), fixture(t, "client.key")
+			_, err := Kubeconfig(in)
+			return err
+		}},
+		{"kubeconfig: certificate without key", func() error {
+			in := kc
+			in.Token, in.ClientCert = "", fixture(t, "client.crt")
+			_, err := Kubeconfig(in)
+			return err
+		}},
+		{"kubeconfig: key not matching certificate", func() error {
+			in := kc
+			in.Token, in.ClientCert, in.ClientKey = "", ca, fixture(t, "client.key")
+			_, err := Kubeconfig(in)
+			return err
+		}},
+		{"kubeconfig: http server, CA not PEM, empty names", func() error {
+			_, err := Kubeconfig(KubeconfigInput{Server: "http://10.0.0.10:6443", CACert: "not a certificate", User: "kubelet bootstrap", Token: "abcdef.0123456789abcdef"})
+			return err
+		}},
+		{"kubeconfig: server without host, key as CA", func() error {
+			in := kc
+			in.Server, in.CACert = "https:///api", fixture(t, "client.key")
+			_, err := Kubeconfig(in)
+			return err
+		}},
+		{"kubelet unit: bad runtime, image, node, role", func() error {
+			_, err := KubeletUnit(KubeletUnitInput{Runtime: "rkt", Image: "images.example/kubelet", Node: "Worker_1", Role: "master"})
+			return err
+		}},
+		{"kubelet unit: labels and taints on a controller", func() error {
+			in := worker
+			in.Role, in.NodeLabels, in.NodeTaints = "controller", []string{"role=special"}, []string{"role=special:NoSchedule"}
+			_, err := KubeletUnit(in)
+			return err
+		}},
+		{"kubelet unit: bad labels", func() error {
+			in := worker
+			in.NodeLabels = []string{"role", "node-role.kubernetes.io/gpu=true", "role=a b", "-bad=x", "role=x", "role=y"}
+			_, err := KubeletUnit(in)
+			return err
+		}},
+		{"kubelet unit: bad taints", func() error {
+			in := worker
+			in.NodeTaints = []string{"dedicated", "dedicated=gpu:NoDrain", "bad key:NoSchedule", "k=v v:NoExecute"}
+			_, err := KubeletUnit(in)
+			return err
+		}},
+		{"image with spaces", func() error {
+			in := worker
+			in.Image = "images.example/kubelet:v1 --privileged"
+			_, err := KubeletUnit(in)
+			return err
+		}},
+		{"delete-node unit: bad runtime, image, node", func() error {
+			_, err := DeleteNodeUnit("", "", "worker 1")
+			return err
+		}},
+		{"static pods: bad node IP, members, CIDRs, images", func() error {
+			in := controlPlane()
+			in.NodeIP = "10.0.0.300"
+			in.EtcdMembers = append(in.EtcdMembers, EtcdMember{Name: "controller-1", IP: "10.0.0.13"})
+			in.ServiceCIDR, in.PodCIDR = "10.96.0.1/12", "10.244.0.0"
+			in.Images.APIServer, in.Images.Scheduler = "", "images.example/kube-scheduler"
+			_, err := StaticPods(in)
+			return err
+		}},
+		{"static pods: node not a member, bad state, issuer, port", func() error {
+			in := controlPlane()
+			in.Node = "controller-9"
+			in.EtcdInitialClusterState = "joining"
+			in.ServiceAccountIssuer = "kubernetes.default.svc"
+			in.APIServerPort = 70000
+			_, err := StaticPods(in)
+			return err
+		}},
+	}
+	var out strings.Builder
+	for _, c := range cases {
+		err := c.render()
+		if err == nil {
+			t.Errorf("%s: accepted", c.name)
+			continue
+		}
+		var fe *FieldError
+		if !errors.As(err, &fe) {
+			t.Errorf("%s: %v is not a *FieldError", c.name, err)
+		}
+		fmt.Fprintf(&out, "# %s\n%s\n\n", c.name, err)
+	}
+	golden(t, "errors", []byte(out.String()))
+}
