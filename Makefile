@@ -26,19 +26,24 @@ dev: deps build kube-tools
 	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) $(BIN)/kedge-lab --dir $(LAB_DIR) --hosts $(LAB_HOSTS)
 
 ## test: lint, unit tests, integration tests against real servers
-test: deps lint kube-tools
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) $(GO) test -count=1 -timeout 45m ./...
+test: deps lint kube-tools vault-tools
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) $(GO) test -count=1 -timeout 45m ./...
 
 unit:
 	$(GO) test -count=1 -short ./...
 
 integration: deps kube-tools
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) $(GO) test -count=1 -timeout 45m ./integration/...
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) $(GO) test -count=1 -timeout 45m ./integration/...
 
 ## kube-tools: build etcd and the Kubernetes control plane for the test world
 ## (cached per pinned version; minutes the first time on a machine)
 kube-tools:
 	@bash scripts/kube-tools.sh >/dev/null
+
+## vault-tools: build the HashiCorp Vault server for the test world
+## (cached per pinned version; minutes the first time on a machine)
+vault-tools:
+	@bash scripts/vault-tools.sh >/dev/null
 
 ## lint: gofmt, go vet, staticcheck, workflowcheck (determinism of workflows/)
 lint: tools

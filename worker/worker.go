@@ -10,8 +10,8 @@ import (
 	"kedge.dev/kedge/activities/check"
 	"kedge.dev/kedge/activities/host"
 	"kedge.dev/kedge/activities/kube"
-	"kedge.dev/kedge/activities/vault"
 	"kedge.dev/kedge/activities/sshpool"
+	"kedge.dev/kedge/activities/vault"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -44,10 +44,14 @@ func New(c client.Client, opts Options) *Worker {
 	}
 	w := sdkworker.New(c, opts.TaskQueue, sdkworker.Options{})
 	workflows.Register(w)
+	va := &vault.Activities{}
+	if opts.SSH.Signers == nil {
+		opts.SSH.Signers = va.SSHSigners // login certificates from Vault, for inventories that ask
+	}
 	pool := sshpool.New(opts.SSH)
 	(&host.Activities{Pool: pool, HeartbeatInterval: opts.HeartbeatInterval}).Register(w)
 	(&kube.Activities{Logger: opts.Logger}).Register(w)
-	(&vault.Activities{}).Register(w)
+	va.Register(w)
 	check.Register(w)
 	return &Worker{Worker: w, pool: pool}
 }

@@ -19,4 +19,19 @@ type Target struct {
 	// the host key is verified against. It is required: host keys are
 	// always verified.
 	KnownHostsFile string `json:"knownHostsFile"`
+	// VaultCA, when set, has the worker log in with a short-lived
+	// certificate signed by Vault's SSH CA (see Options.Signers) instead
+	// of IdentityFile.
+	VaultCA *VaultCA `json:"vaultCA,omitempty"`
+}
+
+// VaultCA names the Vault SSH secrets engine role that signs the worker's
+// login certificates. The token is read from TokenFile (or $VAULT_TOKEN)
+// on the worker.
+type VaultCA struct {
+	Address   string `json:"address"`
+	TokenFile string `json:"tokenFile,omitempty"`
+	CAFile    string `json:"caFile,omitempty"`
+	Mount     string `json:"mount"`
+	Role      string `json:"role"`
 }

@@ -32,6 +32,7 @@ const (
 type Activities struct {
 	mu      sync.Mutex
 	clients map[string]*vaultapi.Client
+	certs   map[string]loginCert // SSH login certificates, by CA and user
 }
 
 // Registry is what Register needs of a Temporal worker.

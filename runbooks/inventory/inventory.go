@@ -43,6 +43,15 @@ type SSH struct {
 	IdentityFile   string `json:"identityFile,omitempty"`
 	Agent          bool   `json:"agent,omitempty"`
 	KnownHostsFile string `json:"knownHostsFile"`
+	// VaultSigner logs in with short-lived certificates from the cluster
+	// Vault's SSH secrets engine.
+	VaultSigner *VaultSigner `json:"vaultSigner,omitempty"`
+}
+
+// VaultSigner is a Vault SSH secrets engine mount and role.
+type VaultSigner struct {
+	Mount string `json:"mount"`
+	Role  string `json:"role"`
 }
 
 // Kubernetes says how Kedge reaches the cluster's API server.
@@ -154,6 +163,9 @@ func (c *Cluster) Target(name string) (sshpool.Target, error) {
 	if !c.SSH.Agent {
 		t.IdentityFile = c.SSH.IdentityFile
 	}
+	if vs := c.SSH.VaultSigner; vs != nil {
+		t.VaultCA = &sshpool.VaultCA{Address: c.Vault.Address, TokenFile: c.Vault.TokenFile, CAFile: c.Vault.CAFile, Mount: vs.Mount, Role: vs.Role}
+	}
 	return t, nil
 }
 
@@ -233,7 +245,7 @@ func Decode(doc source.Document) (*Cluster, error) {
 			}
 		}
 	}
-	var sshNode *yaml.Node
+	var sshNode, vaultSignerNode *yaml.Node
 	source.Fields(f, doc.Root, "inventory", &errs, map[string]func(*yaml.Node){
 		"apiVersion": func(v *yaml.Node) { apiVersion = source.String(f, v, "apiVersion", &errs) },
 		"kind":       func(v *yaml.Node) { kind = source.String(f, v, "kind", &errs) },
@@ -256,6 +268,18 @@ func Decode(doc source.Document) (*Cluster, error) {
 				"identityFile":   func(v *yaml.Node) { c.SSH.IdentityFile = source.String(f, v, "ssh.identityFile", &errs) },
 				"agent":          func(v *yaml.Node) { c.SSH.Agent = source.Bool(f, v, "ssh.agent", &errs) },
 				"knownHostsFile": func(v *yaml.Node) { c.SSH.KnownHostsFile = source.String(f, v, "ssh.knownHostsFile", &errs) },
+				"vaultSigner": func(v *yaml.Node) {
+					vs := &VaultSigner{Mount: "ssh-client-signer"}
+					vaultSignerNode = v
+					source.Fields(f, v, "ssh.vaultSigner", &errs, map[string]func(*yaml.Node){
+						"mount": func(v *yaml.Node) { vs.Mount = source.String(f, v, "ssh.vaultSigner.mount", &errs) },
+						"role":  func(v *yaml.Node) { vs.Role = source.String(f, v, "ssh.vaultSigner.role", &errs) },
+					})
+					if vs.Role == "" {
+						errs.Addf(source.At(f, v), "ssh.vaultSigner.role is required")
+					}
+					c.SSH.VaultSigner = vs
+				},
 			})
 		},
 		"kubernetes": func(v *yaml.Node) {
@@ -286,6 +310,9 @@ func Decode(doc source.Document) (*Cluster, error) {
 		"workers":     decodeNodes(RoleWorker),
 	})
 	top := source.At(f, doc.Root)
+	if vaultSignerNode != nil && c.Vault.Address == "" {
+		errs.Addf(source.At(f, vaultSignerNode), "ssh.vaultSigner needs the vault section (vault.address)")
+	}
 	if apiVersion != APIVersion {
 		errs.Addf(top, "apiVersion must be %q, got %q", APIVersion, apiVersion)
 	}
@@ -300,8 +327,8 @@ func Decode(doc source.Document) (*Cluster, error) {
 		errs.Addf(top, "ssh is required: at least ssh.knownHostsFile (host keys are always verified)")
 	case c.SSH.KnownHostsFile == "":
 		errs.Addf(source.At(f, sshNode), "ssh.knownHostsFile is required: host keys are always verified")
-	case c.SSH.IdentityFile == "" && !c.SSH.Agent:
-		errs.Addf(source.At(f, sshNode), "ssh needs identityFile or agent: true")
+	case c.SSH.IdentityFile == "" && !c.SSH.Agent && c.SSH.VaultSigner == nil:
+		errs.Addf(source.At(f, sshNode), "ssh needs identityFile, agent: true or vaultSigner")
 	case c.SSH.IdentityFile != "" && c.SSH.Agent:
 		errs.Addf(source.At(f, sshNode), "ssh.identityFile and ssh.agent are exclusive")
 	}
