@@ -225,6 +225,22 @@ func ClusterVar(c *inventory.Cluster) map[string]any {
 		"controllers": list(c.Controllers),
 		"workers":     list(c.Workers),
 		"nodes":       list(c.Nodes()),
+		"kubernetes":  KubernetesVar(c),
+	}
+}
+
+// KubernetesVar is the inventory's kubernetes section as expressions see
+// it (cluster.kubernetes): every field present, empty when unset, so
+// runbooks can test it with `!= ""`.
+func KubernetesVar(c *inventory.Cluster) map[string]any {
+	k := c.Kubernetes
+	dns := make([]any, len(k.ClusterDNS))
+	for i, d := range k.ClusterDNS {
+		dns[i] = d
+	}
+	return map[string]any{
+		"server": k.Server, "kubeletImage": k.KubeletImage, "runtime": k.Runtime,
+		"clusterDNS": dns, "clusterDomain": k.ClusterDomain, "serviceCIDR": k.ServiceCIDR, "podCIDR": k.PodCIDR,
 	}
 }
 

@@ -305,9 +305,9 @@ func (v *validator) action(who, name, on string, with map[string]any, actPos, on
 		return
 	}
 	switch {
-	case a.Target != catalog.TargetNone && on == "":
+	case a.Target.NeedsOn() && on == "":
 		v.errs.Addf(actPos, "step %s: action %s acts on a node: add on: (a node name, a list, or an expression such as ${ params.nodes })", who, name)
-	case a.Target == catalog.TargetNone && on != "":
+	case !a.Target.NeedsOn() && on != "":
 		v.errs.Addf(onPos, "step %s: action %s does not act on a node: remove on:", who, name)
 	case on != "":
 		v.on(who, on, onPos, scope)

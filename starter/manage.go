@@ -240,6 +240,8 @@ func actionsCommand() *cli.Command {
 					fmt.Fprintln(c.App.Writer, "  runs on: the hosts named by the step's on: (over SSH)")
 				case catalog.TargetNode:
 					fmt.Fprintln(c.App.Writer, "  acts on: the nodes named by the step's on: (through the Kubernetes API)")
+				case catalog.TargetCluster:
+					fmt.Fprintln(c.App.Writer, "  acts on: the cluster's API server (the inventory's kubernetes section)")
 				}
 				for _, in := range a.Inputs {
 					req := ""

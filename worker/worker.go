@@ -4,9 +4,11 @@ import (
 	"log/slog"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
+	"kedge.dev/kedge/activities/assets"
 	"kedge.dev/kedge/activities/check"
 	"kedge.dev/kedge/activities/host"
 	"kedge.dev/kedge/activities/kube"
@@ -44,16 +46,28 @@ func New(c client.Client, opts Options) *Worker {
 	}
 	w := sdkworker.New(c, opts.TaskQueue, sdkworker.Options{})
 	workflows.Register(w)
+	pool := registerActions(w, opts)
+	return &Worker{Worker: w, pool: pool}
+}
+
+// registerActions registers every action of the catalog on r and returns
+// the SSH pool the host actions share.
+func registerActions(r registry, opts Options) *sshpool.Pool {
 	va := &vault.Activities{}
 	if opts.SSH.Signers == nil {
 		opts.SSH.Signers = va.SSHSigners // login certificates from Vault, for inventories that ask
 	}
 	pool := sshpool.New(opts.SSH)
-	(&host.Activities{Pool: pool, HeartbeatInterval: opts.HeartbeatInterval}).Register(w)
-	(&kube.Activities{Logger: opts.Logger}).Register(w)
-	va.Register(w)
-	check.Register(w)
-	return &Worker{Worker: w, pool: pool}
+	(&host.Activities{Pool: pool, HeartbeatInterval: opts.HeartbeatInterval}).Register(r)
+	(&kube.Activities{Logger: opts.Logger}).Register(r)
+	va.Register(r)
+	check.Register(r)
+	assets.Register(r)
+	return pool
+}
+
+type registry interface {
+	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
 }
 
 // Stop stops polling, waits for running activities and closes SSH

@@ -281,7 +281,7 @@ func (r *run) runAction(ctx workflow.Context, i int, vars map[string]any) error 
 	if !ok {
 		return temporal.NewNonRetryableApplicationError("unknown action "+s.spec.Action, "InvalidInput", nil)
 	}
-	if action.Target == catalog.TargetNone {
+	if !action.Target.NeedsOn() {
 		out, attempts, err := r.attempts(ctx, s, action, "", s.spec.With, vars)
 		s.p.Attempts = attempts
 		s.outputs = out
@@ -460,6 +460,13 @@ func (r *run) input(action catalog.Action, host string, with, vars map[string]an
 		}
 		input["vault"] = map[string]any{"address": v.Address, "tokenFile": v.TokenFile, "caFile": v.CAFile, "pki": v.PKI, "role": v.Role, "kv": v.KV}
 	}
+	if action.Target == catalog.TargetNode || action.Target == catalog.TargetCluster {
+		k := r.in.Cluster.Kubernetes
+		if k.Kubeconfig == "" {
+			return nil, fmt.Errorf("action %s needs the inventory's kubernetes.kubeconfig", action.Name)
+		}
+		input["cluster"] = map[string]any{"name": r.in.Cluster.Name, "kubeconfig": k.Kubeconfig, "context": k.Context}
+	}
 	switch {
 	case host == "":
 	case action.Target == catalog.TargetHost:
@@ -469,11 +476,6 @@ func (r *run) input(action catalog.Action, host string, with, vars map[string]an
 		}
 		input["target"] = target
 	case action.Target == catalog.TargetNode:
-		k := r.in.Cluster.Kubernetes
-		if k.Kubeconfig == "" {
-			return nil, fmt.Errorf("action %s needs the inventory's kubernetes.kubeconfig", action.Name)
-		}
-		input["cluster"] = map[string]any{"name": r.in.Cluster.Name, "kubeconfig": k.Kubeconfig, "context": k.Context}
 		input["node"] = host
 	}
 	return input, nil
@@ -540,7 +542,7 @@ func (r *run) compensation() []UndoCall {
 			vars := r.vars()
 			steps := vars["steps"].(map[string]any)
 			steps[s.spec.ID] = map[string]any{"state": s.p.State, "outputs": s.outputs}
-			if action.Target != catalog.TargetNone {
+			if action.Target.NeedsOn() {
 				call.Host = c.host
 				if u.On != "" {
 					hosts, _, err := runbooks.ResolveOn(u.On, vars, &r.in.Cluster)

@@ -6,9 +6,11 @@ import (
 	"strings"
 	"time"
 
+	"kedge.dev/kedge/activities/assets"
 	"kedge.dev/kedge/activities/check"
 	"kedge.dev/kedge/activities/host"
 	"kedge.dev/kedge/activities/kube"
+	"kedge.dev/kedge/activities/render"
 	"kedge.dev/kedge/activities/vault"
 )
 
@@ -23,7 +25,15 @@ const (
 	// TargetNode: the step's `on:` names the Kubernetes node(s) to act on,
 	// through the API server the inventory's `kubernetes:` names.
 	TargetNode TargetKind = "node"
+	// TargetCluster: the action works on the cluster's API server as a
+	// whole (no `on:`); the workflow gives it the inventory's kubernetes
+	// section.
+	TargetCluster TargetKind = "cluster"
 )
+
+// NeedsOn says whether a step running the action must name nodes or hosts
+// with `on:`.
+func (t TargetKind) NeedsOn() bool { return t == TargetHost || t == TargetNode }
 
 // Input types, as the validator checks literal values.
 const (
@@ -89,6 +99,16 @@ var actions = []Action{
 	describe(kube.DeleteNodeAction, "delete the Node object", kube.NodeInput{}, kube.NodeResult{}, 30*time.Second, 0, nil),
 	describe(kube.WaitNodeAction, "wait until the node is Ready (and, optionally, runs the expected kubelet version)", kube.WaitNodeInput{}, kube.WaitNodeResult{}, 30*time.Minute, 30*time.Second, nil),
 	describe(kube.LabelTaintAction, "set labels and add taints on the node", kube.LabelTaintInput{}, kube.NodeResult{}, 30*time.Second, 0, nil),
+	describe(kube.CreateBootstrapTokenAction, "mint a short-lived bootstrap token (a Secret in kube-system) for one kubelet TLS bootstrap", kube.CreateBootstrapTokenInput{}, kube.BootstrapTokenResult{}, 30*time.Second, 0, nil),
+	describe(kube.DeleteBootstrapTokenAction, "revoke a bootstrap token (delete its Secret); a token already gone is fine", kube.DeleteBootstrapTokenInput{}, kube.ChangedResult{}, 30*time.Second, 0, nil),
+	describe(kube.BootstrapRBACAction, "bind the TLS bootstrap roles: joining kubelets may request client certificates, which are approved automatically", kube.BootstrapRBACInput{}, kube.ChangedResult{}, 30*time.Second, 0, nil),
+	describe(kube.WaitAPIServerAction, "wait until the API server answers /readyz", kube.WaitAPIServerInput{}, kube.WaitAPIServerResult{}, 30*time.Minute, 30*time.Second, nil),
+	describe(kube.ClusterInfoAction, "the API server URL and CA bundle of the inventory's kubeconfig", kube.ClusterInfoInput{}, kube.ClusterInfoResult{}, 30*time.Second, 0, nil),
+	describe(assets.KubeconfigAction, "render a kubeconfig (CA and a token or client certificate embedded)", render.KubeconfigInput{}, assets.FileResult{}, 30*time.Second, 0, nil),
+	describe(assets.KubeletConfigAction, "render the kubelet's KubeletConfiguration file", render.KubeletConfigInput{}, assets.FileResult{}, 30*time.Second, 0, nil),
+	describe(assets.KubeletUnitAction, "render kubelet.service: the kubelet run as a container of ${KUBELET_IMAGE}", render.KubeletUnitInput{}, assets.FileResult{}, 30*time.Second, 0, nil),
+	describe(assets.DeleteNodeUnitAction, "render delete-node.service: delete the Node when the host shuts down", assets.DeleteNodeUnitInput{}, assets.FileResult{}, 30*time.Second, 0, nil),
+	describe(assets.StaticPodsAction, "render the control plane's static pod manifests (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)", render.ControlPlaneInput{}, assets.StaticPodsResult{}, 30*time.Second, 0, nil),
 	describe(vault.IssueCertAction, "issue a certificate and private key from the cluster's Vault PKI (the key stays sealed in Temporal)", vault.IssueCertInput{}, vault.IssueCertResult{}, time.Minute, 0, nil),
 	describe(vault.ReadSecretAction, "read a KV v2 secret from the cluster's Vault", vault.ReadSecretInput{}, vault.ReadSecretResult{}, time.Minute, 0, nil),
 	describe(host.SystemdAction, "daemon-reload, enable/disable, start/stop/restart a systemd unit and wait until it settles", host.SystemdInput{}, host.SystemdResult{}, 10*time.Minute, 15*time.Second, nil),
@@ -125,6 +145,7 @@ func describe(name, doc string, in, out any, timeout, heartbeat time.Duration, o
 		a.OneOf = [][]string{oneOf}
 	}
 	t := reflect.TypeOf(in)
+	_, onCluster := t.FieldByName("Cluster") // then "node" is the target, not an input
 	for i := range t.NumField() {
 		f := t.Field(i)
 		jsonName, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -132,9 +153,16 @@ func describe(name, doc string, in, out any, timeout, heartbeat time.Duration, o
 		case "target":
 			a.Target = TargetHost
 			continue
-		case "cluster", "node":
-			a.Target = TargetNode
+		case "cluster":
+			if a.Target != TargetNode {
+				a.Target = TargetCluster
+			}
 			continue
+		case "node":
+			if onCluster {
+				a.Target = TargetNode
+				continue
+			}
 		case "vault":
 			a.Vault = true
 			continue

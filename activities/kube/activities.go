@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/kubectl/pkg/drain"
 )
@@ -60,6 +59,11 @@ func (a *Activities) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.DeleteNode, activity.RegisterOptions{Name: DeleteNodeAction})
 	r.RegisterActivityWithOptions(a.WaitNode, activity.RegisterOptions{Name: WaitNodeAction})
 	r.RegisterActivityWithOptions(a.LabelTaint, activity.RegisterOptions{Name: LabelTaintAction})
+	r.RegisterActivityWithOptions(a.CreateBootstrapToken, activity.RegisterOptions{Name: CreateBootstrapTokenAction})
+	r.RegisterActivityWithOptions(a.DeleteBootstrapToken, activity.RegisterOptions{Name: DeleteBootstrapTokenAction})
+	r.RegisterActivityWithOptions(a.BootstrapRBAC, activity.RegisterOptions{Name: BootstrapRBACAction})
+	r.RegisterActivityWithOptions(a.WaitAPIServer, activity.RegisterOptions{Name: WaitAPIServerAction})
+	r.RegisterActivityWithOptions(a.ClusterInfo, activity.RegisterOptions{Name: ClusterInfoAction})
 }
 
 func (a *Activities) client(c Cluster) (kubernetes.Interface, error) {
@@ -71,15 +75,9 @@ func (a *Activities) client(c Cluster) (kubernetes.Interface, error) {
 	if cs, ok := a.cache[c]; ok {
 		return cs, nil
 	}
-	if c.Kubeconfig == "" {
-		return nil, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("cluster %s: the inventory names no kubernetes.kubeconfig", c.Name), ErrTypeInvalidInput, nil)
-	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		&clientcmd.ClientConfigLoadingRules{ExplicitPath: c.Kubeconfig},
-		&clientcmd.ConfigOverrides{CurrentContext: c.Context}).ClientConfig()
+	cfg, err := restConfig(c)
 	if err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("cluster %s: kubeconfig %s: %v", c.Name, c.Kubeconfig, err), ErrTypeInvalidInput, nil)
+		return nil, err
 	}
 	cfg.QPS, cfg.Burst = 50, 100
 	cs, err := kubernetes.NewForConfig(cfg)

@@ -207,7 +207,7 @@ func TestKubeletUnit(t *testing.T) {
 		in     KubeletUnitInput
 	}{
 		{"kubelet-worker-docker.service", KubeletUnitInput{
-			Runtime: "docker", Image: "images.example/kubelet:v1.35.4", Node: "worker-1.mercury.example", Role: "worker",
+			Runtime: "docker", Image: "images.example/kubelet:v1.35.4", Node: "worker-1.mercury.example", Role: "worker", NodeIP: "10.0.0.21",
 			NodeLabels: []string{"role=special", "node.kubernetes.io/pool=gpu"},
 			NodeTaints: []string{"role=special:NoSchedule", "dedicated:NoExecute"},
 		}},

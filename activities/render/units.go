@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"io"
+	"net"
 	"strings"
 
 	"github.com/coreos/go-systemd/v22/unit"
@@ -35,6 +36,10 @@ type KubeletUnitInput struct {
 	Node string `json:"node"`
 	// Role is "controller" or "worker".
 	Role string `json:"role"`
+	// NodeIP is the address the node registers and serves on
+	// (--node-ip); empty lets the kubelet pick one, which on a host with
+	// several interfaces may be the wrong one.
+	NodeIP string `json:"nodeIP,omitempty"`
 	// NodeLabels are key=value labels the node registers with. Workers
 	// only.
 	NodeLabels []string `json:"nodeLabels,omitempty"`
@@ -48,6 +53,9 @@ func (in KubeletUnitInput) validate() error {
 	checkRuntime(&p, "runtime", in.Runtime)
 	checkImage(&p, "image", in.Image)
 	checkDNSName(&p, "node", in.Node)
+	if in.NodeIP != "" && net.ParseIP(in.NodeIP) == nil {
+		p.add("nodeIP", "%q is not an IP address", in.NodeIP)
+	}
 	switch in.Role {
 	case RoleWorker:
 	case RoleController:
@@ -164,6 +172,9 @@ func KubeletUnit(in KubeletUnitInput) ([]byte, error) {
 		[]string{"--bootstrap-kubeconfig=" + BootstrapKubeconfigPath},
 		[]string{"--hostname-override=" + in.Node},
 	)
+	if in.NodeIP != "" {
+		run = append(run, []string{"--node-ip=" + in.NodeIP})
+	}
 	if len(in.NodeLabels) > 0 {
 		run = append(run, []string{"--node-labels=" + strings.Join(in.NodeLabels, ",")})
 	}

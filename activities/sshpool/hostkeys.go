@@ -1,9 +1,11 @@
 package sshpool
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 
 	"golang.org/x/crypto/ssh"
@@ -12,39 +14,72 @@ import (
 
 // hostKeyCallback verifies host keys against t.KnownHostsFile. A key that
 // differs from the recorded one is a *HostKeyError naming both
-// fingerprints; a host with no entry is an *UnknownHostError. It also
-// returns the keys known_hosts holds for the host.
+// fingerprints; a host with no entry is an *UnknownHostError. Host
+// certificates are checked against the file's @cert-authority lines; as
+// OpenSSH does, a certificate that does not check falls back to its plain
+// key, unless it or its CA is marked @revoked. It also returns what
+// known_hosts trusts for the host: its plain keys, and its CAs as
+// authorityKey.
 func hostKeyCallback(t Target) (ssh.HostKeyCallback, []ssh.PublicKey, error) {
 	cb, err := knownhosts.New(t.KnownHostsFile)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: read known_hosts %s: %v: %w", t.name(), t.KnownHostsFile, err, ErrConfig)
 	}
-	known := knownKeys(cb, t)
-	verify := func(hostname string, remote net.Addr, key ssh.PublicKey) error {
+	addr := probeAddr(t)
+	known := knownKeys(cb, t, addr)
+	cas := authorities(cb, t, addr)
+	for _, ca := range cas {
+		known = append(known, authorityKey{ca})
+	}
+	presented := func(key ssh.PublicKey) string { return describeKeys([]ssh.PublicKey{key})[0] }
+	var verify ssh.HostKeyCallback
+	verify = func(hostname string, remote net.Addr, key ssh.PublicKey) error {
 		err := cb(hostname, remote, key)
 		if err == nil {
 			return nil
 		}
+		if cert, ok := key.(*ssh.Certificate); ok {
+			if revoked(cb, hostname, remote, cert.Key) || revoked(cb, hostname, remote, cert.SignatureKey) {
+				return &HostKeyError{Node: t.name(), Address: t.hostPort(), Presented: presented(cert),
+					File: t.KnownHostsFile, Revoked: true}
+			}
+			// The certificate does not check: try its plain key.
+			plainErr := verify(hostname, remote, cert.Key)
+			var hk *HostKeyError
+			var uh *UnknownHostError
+			switch {
+			case plainErr == nil:
+				return nil
+			case errors.As(plainErr, &hk) && !hk.Revoked:
+				hk.Presented = fmt.Sprintf("%s (%v)", presented(cert), err)
+			case errors.As(plainErr, &uh):
+				uh.Presented = presented(cert)
+			}
+			return plainErr
+		}
 		var ke *knownhosts.KeyError
 		if errors.As(err, &ke) {
-			if len(ke.Want) == 0 {
+			want := make([]ssh.PublicKey, 0, len(ke.Want)+len(cas))
+			for _, w := range ke.Want {
+				want = append(want, w.Key)
+			}
+			for _, ca := range cas {
+				want = append(want, authorityKey{ca})
+			}
+			if len(want) == 0 {
 				scan := "ssh-keyscan " + t.Address
 				if t.port() != 22 {
 					scan = "ssh-keyscan -p " + strconv.Itoa(t.port()) + " " + t.Address
 				}
-				return &UnknownHostError{Node: t.name(), Address: t.hostPort(), Presented: describeKeys([]ssh.PublicKey{key})[0],
+				return &UnknownHostError{Node: t.name(), Address: t.hostPort(), Presented: presented(key),
 					File: t.KnownHostsFile, Scan: scan}
 			}
-			want := make([]ssh.PublicKey, len(ke.Want))
-			for i, w := range ke.Want {
-				want[i] = w.Key
-			}
-			return &HostKeyError{Node: t.name(), Address: t.hostPort(), Presented: describeKeys([]ssh.PublicKey{key})[0],
+			return &HostKeyError{Node: t.name(), Address: t.hostPort(), Presented: presented(key),
 				Expected: describeKeys(want), File: t.KnownHostsFile}
 		}
 		var re *knownhosts.RevokedError
 		if errors.As(err, &re) {
-			return &HostKeyError{Node: t.name(), Address: t.hostPort(), Presented: describeKeys([]ssh.PublicKey{key})[0],
+			return &HostKeyError{Node: t.name(), Address: t.hostPort(), Presented: presented(key),
 				File: t.KnownHostsFile, Revoked: true}
 		}
 		return fmt.Errorf("%s: check host key: %v: %w", t.name(), err, ErrConfig)
@@ -52,14 +87,18 @@ func hostKeyCallback(t Target) (ssh.HostKeyCallback, []ssh.PublicKey, error) {
 	return verify, known, nil
 }
 
-// knownKeys asks the callback which keys known_hosts holds for the host
-// (knownhosts has no direct query: a probe key that matches nothing makes
-// it list them).
-func knownKeys(cb ssh.HostKeyCallback, t Target) []ssh.PublicKey {
+func probeAddr(t Target) *net.TCPAddr {
 	addr := &net.TCPAddr{IP: net.ParseIP(t.Address), Port: t.port()}
 	if addr.IP == nil {
 		addr.IP = net.IPv4zero
 	}
+	return addr
+}
+
+// knownKeys asks the callback which plain keys known_hosts holds for the
+// host (knownhosts has no direct query: a probe key that matches nothing
+// makes it list them).
+func knownKeys(cb ssh.HostKeyCallback, t Target, addr net.Addr) []ssh.PublicKey {
 	err := cb(t.hostPort(), addr, probeKey{})
 	var ke *knownhosts.KeyError
 	if !errors.As(err, &ke) {
@@ -72,8 +111,63 @@ func knownKeys(cb ssh.HostKeyCallback, t Target) []ssh.PublicKey {
 	return keys
 }
 
-// hostKeyAlgorithms are the algorithms to offer for the known keys, so a
-// host with several key types presents one we can check.
+// authorities returns the @cert-authority keys known_hosts trusts for the
+// host, revoked ones left out. knownhosts has no query for them either:
+// each CA line of the file is tried with a probe certificate that claims
+// the CA signed it; the callback verifies the signature only when the CA
+// is trusted for the host.
+func authorities(cb ssh.HostKeyCallback, t Target, addr net.Addr) []ssh.PublicKey {
+	data, err := os.ReadFile(t.KnownHostsFile)
+	if err != nil {
+		return nil
+	}
+	var cas []ssh.PublicKey
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		marker, _, ca, _, _, err := ssh.ParseKnownHosts(line)
+		if err != nil || marker != "cert-authority" {
+			continue
+		}
+		probe := &authorityProbe{PublicKey: ca}
+		cert := &ssh.Certificate{Key: ca, CertType: ssh.HostCert, SignatureKey: probe, ValidBefore: ssh.CertTimeInfinity}
+		_ = cb(t.hostPort(), addr, cert)
+		if probe.asked {
+			cas = append(cas, ca)
+		}
+	}
+	return cas
+}
+
+// authorityProbe is a CA key that records being asked to verify a
+// signature.
+type authorityProbe struct {
+	ssh.PublicKey
+	asked bool
+}
+
+func (p *authorityProbe) Verify([]byte, *ssh.Signature) error {
+	p.asked = true
+	return errors.New("probe")
+}
+
+// revoked reports whether known_hosts marks key @revoked.
+func revoked(cb ssh.HostKeyCallback, hostname string, remote net.Addr, key ssh.PublicKey) bool {
+	var re *knownhosts.RevokedError
+	return errors.As(cb(hostname, remote, key), &re)
+}
+
+// authorityKey is a CA that known_hosts trusts for a host's certificates.
+type authorityKey struct{ ssh.PublicKey }
+
+// certAlgorithms are the host certificate algorithms offered when
+// known_hosts trusts a CA for the host (any key type may be certified).
+var certAlgorithms = []string{
+	ssh.CertAlgoED25519v01, ssh.CertAlgoECDSA256v01, ssh.CertAlgoECDSA384v01, ssh.CertAlgoECDSA521v01,
+	ssh.CertAlgoRSASHA512v01, ssh.CertAlgoRSASHA256v01, ssh.CertAlgoRSAv01,
+}
+
+// hostKeyAlgorithms are the algorithms to offer for what known_hosts
+// trusts, so a host with several key types presents one we can check:
+// certificates first when a CA is trusted, then the known keys' types.
 func hostKeyAlgorithms(keys []ssh.PublicKey) []string {
 	var algos []string
 	seen := map[string]bool{}
@@ -86,6 +180,14 @@ func hostKeyAlgorithms(keys []ssh.PublicKey) []string {
 		}
 	}
 	for _, k := range keys {
+		if _, ok := k.(authorityKey); ok {
+			add(certAlgorithms...)
+		}
+	}
+	for _, k := range keys {
+		if _, ok := k.(authorityKey); ok {
+			continue
+		}
 		switch typ := k.Type(); typ {
 		case ssh.KeyAlgoRSA:
 			add(ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256, ssh.KeyAlgoRSA)
@@ -99,7 +201,15 @@ func hostKeyAlgorithms(keys []ssh.PublicKey) []string {
 func describeKeys(keys []ssh.PublicKey) []string {
 	out := make([]string, len(keys))
 	for i, k := range keys {
-		out[i] = k.Type() + " " + ssh.FingerprintSHA256(k)
+		switch k := k.(type) {
+		case authorityKey:
+			out[i] = "@cert-authority " + k.Type() + " " + ssh.FingerprintSHA256(k.PublicKey)
+		case *ssh.Certificate:
+			out[i] = fmt.Sprintf("%s %s in a host certificate signed by %s %s",
+				k.Key.Type(), ssh.FingerprintSHA256(k.Key), k.SignatureKey.Type(), ssh.FingerprintSHA256(k.SignatureKey))
+		default:
+			out[i] = k.Type() + " " + ssh.FingerprintSHA256(k)
+		}
 	}
 	return out
 }

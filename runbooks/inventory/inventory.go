@@ -58,6 +58,21 @@ type VaultSigner struct {
 type Kubernetes struct {
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	Context    string `json:"context,omitempty"`
+	// What the runbooks that build nodes render onto them (node-join,
+	// bootstrap). All optional; render's defaults apply.
+	//
+	// Server is the API endpoint the nodes use (default: the
+	// kubeconfig's).
+	Server string `json:"server,omitempty"`
+	// KubeletImage is the kubelet container image, e.g.
+	// quay.io/poseidon/kubelet:v1.35.4.
+	KubeletImage string `json:"kubeletImage,omitempty"`
+	// Runtime runs the kubelet container: docker (default) or podman.
+	Runtime       string   `json:"runtime,omitempty"`
+	ClusterDNS    []string `json:"clusterDNS,omitempty"`
+	ClusterDomain string   `json:"clusterDomain,omitempty"`
+	ServiceCIDR   string   `json:"serviceCIDR,omitempty"`
+	PodCIDR       string   `json:"podCIDR,omitempty"`
 }
 
 // Vault says how Kedge reaches the cluster's Vault: certificates come from
@@ -286,6 +301,29 @@ func Decode(doc source.Document) (*Cluster, error) {
 			source.Fields(f, v, "kubernetes", &errs, map[string]func(*yaml.Node){
 				"kubeconfig": func(v *yaml.Node) { c.Kubernetes.Kubeconfig = source.String(f, v, "kubernetes.kubeconfig", &errs) },
 				"context":    func(v *yaml.Node) { c.Kubernetes.Context = source.String(f, v, "kubernetes.context", &errs) },
+				"server": func(v *yaml.Node) {
+					c.Kubernetes.Server = source.String(f, v, "kubernetes.server", &errs)
+					if u, err := url.Parse(c.Kubernetes.Server); err != nil || u.Scheme != "https" || u.Host == "" {
+						errs.Addf(source.At(f, v), "kubernetes.server must be an https:// URL, got %q", c.Kubernetes.Server)
+					}
+				},
+				"kubeletImage": func(v *yaml.Node) {
+					c.Kubernetes.KubeletImage = source.String(f, v, "kubernetes.kubeletImage", &errs)
+				},
+				"runtime": func(v *yaml.Node) {
+					c.Kubernetes.Runtime = source.String(f, v, "kubernetes.runtime", &errs)
+					if r := c.Kubernetes.Runtime; r != "docker" && r != "podman" {
+						errs.Addf(source.At(f, v), "kubernetes.runtime must be docker or podman, got %q", r)
+					}
+				},
+				"clusterDNS": func(v *yaml.Node) {
+					c.Kubernetes.ClusterDNS = source.Strings(f, v, "kubernetes.clusterDNS", &errs)
+				},
+				"clusterDomain": func(v *yaml.Node) {
+					c.Kubernetes.ClusterDomain = source.String(f, v, "kubernetes.clusterDomain", &errs)
+				},
+				"serviceCIDR": func(v *yaml.Node) { c.Kubernetes.ServiceCIDR = source.String(f, v, "kubernetes.serviceCIDR", &errs) },
+				"podCIDR":     func(v *yaml.Node) { c.Kubernetes.PodCIDR = source.String(f, v, "kubernetes.podCIDR", &errs) },
 			})
 		},
 		"vault": func(v *yaml.Node) {

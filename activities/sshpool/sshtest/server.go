@@ -13,15 +13,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
@@ -37,6 +40,15 @@ type Config struct {
 	ExtraHostKeys []ssh.Signer
 	// NoSFTP refuses the sftp subsystem.
 	NoSFTP bool
+	// HostCA, when set, signs a host certificate for HostKey that the
+	// server presents besides the plain key, as sshd's HostCertificate
+	// does. KnownHostsFile still lists only the plain key.
+	HostCA ssh.Signer
+	// HostCertPrincipals are the certificate's principals (default
+	// 127.0.0.1, the address the server listens on).
+	HostCertPrincipals []string
+	// HostCertExpired makes the certificate one that expired an hour ago.
+	HostCertExpired bool
 }
 
 // Server is a running test SSH server.
@@ -46,6 +58,8 @@ type Server struct {
 	Port int
 	// HostKey is the server's host key.
 	HostKey ssh.Signer
+	// HostCert is the host certificate the server presents (Config.HostCA).
+	HostCert *ssh.Certificate
 	// ClientKey is the one key the server lets in; IdentityFile holds it
 	// (unencrypted) and KnownHostsFile the server's host key, both in a
 	// temporary directory.
@@ -113,6 +127,14 @@ func Start(t testing.TB, cfg Config) *Server {
 		},
 	}
 	s.cfg.AddHostKey(hostKey)
+	if cfg.HostCA != nil {
+		s.HostCert = SignHostCert(t, cfg.HostCA, hostKey.PublicKey(), cfg.HostCertPrincipals, cfg.HostCertExpired)
+		certSigner, err := ssh.NewCertSigner(s.HostCert, hostKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.cfg.AddHostKey(certSigner)
+	}
 	for _, k := range cfg.ExtraHostKeys {
 		s.cfg.AddHostKey(k)
 	}
@@ -142,6 +164,45 @@ func NewSigner(t testing.TB) ssh.Signer {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// SignHostCert signs a host certificate for key with ca, valid for
+// principals (default 127.0.0.1) from a minute ago for an hour, or, when
+// expired, for an hour that ended an hour ago.
+func SignHostCert(t testing.TB, ca ssh.Signer, key ssh.PublicKey, principals []string, expired bool) *ssh.Certificate {
+	t.Helper()
+	if len(principals) == 0 {
+		principals = []string{"127.0.0.1"}
+	}
+	from := time.Now().Add(-time.Minute)
+	if expired {
+		from = time.Now().Add(-2 * time.Hour)
+	}
+	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert := &ssh.Certificate{
+		Key: key, Serial: serial.Uint64(), CertType: ssh.HostCert, KeyId: "sshtest host",
+		ValidPrincipals: principals,
+		ValidAfter:      uint64(from.Unix()), ValidBefore: uint64(from.Add(time.Hour).Unix()),
+	}
+	if err := cert.SignCert(rand.Reader, ca); err != nil {
+		t.Fatal(err)
+	}
+	return cert
+}
+
+// CertAuthorityLine is a known_hosts line trusting ca for host
+// certificates of the hosts matching pattern (e.g. "[127.0.0.1]:2222";
+// a pattern without a port matches port 22 only).
+func CertAuthorityLine(pattern string, ca ssh.PublicKey) string {
+	return "@cert-authority " + pattern + " " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(ca)))
+}
+
+// RevokedLine is a known_hosts line marking key @revoked.
+func RevokedLine(key ssh.PublicKey) string {
+	return "@revoked * " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key)))
 }
 
 // WriteKnownHosts writes a known_hosts file naming this server with keys.

@@ -235,7 +235,32 @@ func command(line string, env []string) (argv []string, ignoreFailure bool) {
 		}
 		argv = append(argv, expandBraces(w, vars))
 	}
+	if len(argv) > 0 {
+		argv[0] = standIn(argv[0])
+	}
 	return argv, ignoreFailure
+}
+
+// standInDir holds the test host's stand-in programs (docker, podman,
+// systemctl, the kubelet simulator).
+const standInDir = "/usr/local/sbin"
+
+// standIn resolves a unit's absolute program path that does not exist on
+// the test host, such as /usr/bin/docker, to the stand-in of that name:
+// the test host's /usr/bin is the machine's, where no container runtime
+// is installed.
+func standIn(prog string) string {
+	if !filepath.IsAbs(prog) {
+		return prog
+	}
+	if _, err := os.Stat(prog); err == nil {
+		return prog
+	}
+	alt := filepath.Join(standInDir, filepath.Base(prog))
+	if _, err := os.Stat(alt); err == nil {
+		return alt
+	}
+	return prog
 }
 
 func expandBraces(w string, vars map[string]string) string {

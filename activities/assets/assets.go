@@ -1,0 +1,102 @@
+package assets
+
+import (
+	"context"
+	"errors"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"kedge.dev/kedge/activities/render"
+)
+
+// Action names.
+const (
+	KubeconfigAction     = "render.kubeconfig"
+	KubeletConfigAction  = "render.kubelet-config"
+	KubeletUnitAction    = "render.kubelet-unit"
+	DeleteNodeUnitAction = "render.delete-node-unit"
+	StaticPodsAction     = "render.static-pods"
+)
+
+// ErrTypeInvalidInput marks input a renderer refused; it is not retried.
+const ErrTypeInvalidInput = "InvalidInput"
+
+// FileResult is one rendered file.
+type FileResult struct {
+	Content string `json:"content"`
+}
+
+// DeleteNodeUnitInput is the input of render.delete-node-unit.
+type DeleteNodeUnitInput struct {
+	Runtime string `json:"runtime" kedge:"required,enum=docker|podman" doc:"the container runtime"`
+	Image   string `json:"image" kedge:"required" doc:"the kubelet image (its kubectl deletes the Node)"`
+	Node    string `json:"node" kedge:"required" doc:"the Node's name"`
+}
+
+// StaticPodsResult is the control plane's manifests, by file name.
+type StaticPodsResult struct {
+	Files map[string]string `json:"files"`
+}
+
+// Kubeconfig renders a kubeconfig (render.kubeconfig).
+func Kubeconfig(_ context.Context, in render.KubeconfigInput) (FileResult, error) {
+	return file(render.Kubeconfig(in))
+}
+
+// KubeletConfig renders the KubeletConfiguration (render.kubelet-config).
+func KubeletConfig(_ context.Context, in render.KubeletConfigInput) (FileResult, error) {
+	return file(render.KubeletConfig(in))
+}
+
+// KubeletUnit renders kubelet.service (render.kubelet-unit).
+func KubeletUnit(_ context.Context, in render.KubeletUnitInput) (FileResult, error) {
+	return file(render.KubeletUnit(in))
+}
+
+// DeleteNodeUnit renders delete-node.service (render.delete-node-unit).
+func DeleteNodeUnit(_ context.Context, in DeleteNodeUnitInput) (FileResult, error) {
+	return file(render.DeleteNodeUnit(in.Runtime, in.Image, in.Node))
+}
+
+// StaticPods renders the control plane's static pod manifests
+// (render.static-pods).
+func StaticPods(_ context.Context, in render.ControlPlaneInput) (StaticPodsResult, error) {
+	pods, err := render.StaticPods(in)
+	if err != nil {
+		return StaticPodsResult{}, classify(err)
+	}
+	out := StaticPodsResult{Files: make(map[string]string, len(pods))}
+	for name, data := range pods {
+		out.Files[name] = string(data)
+	}
+	return out, nil
+}
+
+func file(data []byte, err error) (FileResult, error) {
+	if err != nil {
+		return FileResult{}, classify(err)
+	}
+	return FileResult{Content: string(data)}, nil
+}
+
+// classify makes a renderer's refusal non-retryable: the same input fails
+// the same way every time.
+func classify(err error) error {
+	var fe *render.FieldError
+	if errors.As(err, &fe) {
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, nil)
+	}
+	return err
+}
+
+// Register registers every render action.
+func Register(r interface {
+	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
+}) {
+	r.RegisterActivityWithOptions(Kubeconfig, activity.RegisterOptions{Name: KubeconfigAction})
+	r.RegisterActivityWithOptions(KubeletConfig, activity.RegisterOptions{Name: KubeletConfigAction})
+	r.RegisterActivityWithOptions(KubeletUnit, activity.RegisterOptions{Name: KubeletUnitAction})
+	r.RegisterActivityWithOptions(DeleteNodeUnit, activity.RegisterOptions{Name: DeleteNodeUnitAction})
+	r.RegisterActivityWithOptions(StaticPods, activity.RegisterOptions{Name: StaticPodsAction})
+}

@@ -1,0 +1,300 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+
+	"kedge.dev/kedge/activities/render"
+)
+
+// Cluster-wide actions: they work on the API server, not on one node.
+const (
+	CreateBootstrapTokenAction = "kube.create-bootstrap-token"
+	DeleteBootstrapTokenAction = "kube.delete-bootstrap-token"
+	BootstrapRBACAction        = "kube.bootstrap-rbac"
+	WaitAPIServerAction        = "kube.wait-apiserver"
+	ClusterInfoAction          = "kube.cluster-info"
+)
+
+// maxTokenTTL bounds a join token's life: a token is minted for one join.
+const maxTokenTTL = 24 * time.Hour
+
+// CreateBootstrapTokenInput mints a bootstrap token.
+type CreateBootstrapTokenInput struct {
+	Cluster     Cluster `json:"cluster"`
+	TTL         string  `json:"ttl,omitempty" kedge:"duration" doc:"how long the token is valid (default 15m, at most 24h)"`
+	Description string  `json:"description,omitempty" doc:"why the token exists, stored in its Secret"`
+}
+
+// BootstrapTokenResult is the token minted. Token is a credential: it
+// only travels sealed by the payload codec.
+type BootstrapTokenResult struct {
+	TokenID string `json:"tokenID"`
+	Token   string `json:"token"`
+	Expires string `json:"expires"`
+	Secret  string `json:"secret"` // namespace/name of the Secret holding it
+}
+
+// DeleteBootstrapTokenInput revokes a bootstrap token.
+type DeleteBootstrapTokenInput struct {
+	Cluster Cluster `json:"cluster"`
+	TokenID string  `json:"tokenID" kedge:"required" doc:"the token's id (the part before the dot)"`
+}
+
+// ChangedResult says whether the action changed anything.
+type ChangedResult struct {
+	Changed bool `json:"changed"`
+}
+
+// BootstrapRBACInput names the group joining kubelets authenticate as.
+type BootstrapRBACInput struct {
+	Cluster Cluster `json:"cluster"`
+}
+
+// WaitAPIServerInput waits for the API server.
+type WaitAPIServerInput struct {
+	Cluster Cluster `json:"cluster"`
+	Timeout string  `json:"timeout,omitempty" kedge:"duration" doc:"give up after this long (default 5m)"`
+}
+
+// WaitAPIServerResult reports the server once it is ready.
+type WaitAPIServerResult struct {
+	Version string `json:"version"`
+}
+
+// ClusterInfoInput asks how nodes reach the API server.
+type ClusterInfoInput struct {
+	Cluster Cluster `json:"cluster"`
+}
+
+// ClusterInfoResult is the API server's URL and CA bundle as the
+// inventory's kubeconfig has them.
+type ClusterInfoResult struct {
+	Server string `json:"server"`
+	CACert string `json:"caCert"`
+}
+
+// CreateBootstrapToken mints a short-lived bootstrap token and stores its
+// Secret in kube-system (kube.create-bootstrap-token). The kubelet
+// authenticates with it as system:bootstrap:<id> in the groups
+// system:bootstrappers and render.BootstrapTokenGroup.
+func (a *Activities) CreateBootstrapToken(ctx context.Context, in CreateBootstrapTokenInput) (BootstrapTokenResult, error) {
+	cs, err := a.client(in.Cluster)
+	if err != nil {
+		return BootstrapTokenResult{}, err
+	}
+	ttl, err := parseDuration(in.TTL, 15*time.Minute)
+	if err != nil {
+		return BootstrapTokenResult{}, err
+	}
+	if ttl > maxTokenTTL {
+		return BootstrapTokenResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("ttl %s is longer than %s: a join token is for one join", ttl, maxTokenTTL), ErrTypeInvalidInput, nil)
+	}
+	tok, err := render.NewBootstrapToken(ttl, time.Now(), in.Description)
+	if err != nil {
+		return BootstrapTokenResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, err)
+	}
+	sec := tok.Secret()
+	if _, err := cs.CoreV1().Secrets(sec.Namespace).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+		return BootstrapTokenResult{}, clusterError("create the bootstrap token Secret", err)
+	}
+	return BootstrapTokenResult{TokenID: tok.ID, Token: tok.Token, Expires: tok.Expires.UTC().Format(time.RFC3339),
+		Secret: sec.Namespace + "/" + sec.Name}, nil
+}
+
+// DeleteBootstrapToken deletes a bootstrap token's Secret; a token already
+// gone is not an error (kube.delete-bootstrap-token).
+func (a *Activities) DeleteBootstrapToken(ctx context.Context, in DeleteBootstrapTokenInput) (ChangedResult, error) {
+	cs, err := a.client(in.Cluster)
+	if err != nil {
+		return ChangedResult{}, err
+	}
+	if !bootstraputil.IsValidBootstrapTokenID(in.TokenID) {
+		return ChangedResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("tokenID %q is not a bootstrap token id (6 characters [a-z0-9])", in.TokenID), ErrTypeInvalidInput, nil)
+	}
+	name := bootstraputil.BootstrapTokenSecretName(in.TokenID)
+	err = cs.CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, name, metav1.DeleteOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return ChangedResult{}, nil
+	case err != nil:
+		return ChangedResult{}, clusterError("delete the bootstrap token Secret", err)
+	}
+	return ChangedResult{Changed: true}, nil
+}
+
+// bootstrapBindings are the ClusterRoleBindings of kubelet TLS bootstrap
+// (seed 000): joining kubelets may create CSRs, the controller-manager
+// approves their client certificates, and nodes may renew their own.
+func bootstrapBindings() []*rbacv1.ClusterRoleBinding {
+	bind := func(name, role, group string) *rbacv1.ClusterRoleBinding {
+		return &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "kedge"}},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: group}},
+		}
+	}
+	return []*rbacv1.ClusterRoleBinding{
+		bind("kedge:kubelet-bootstrap", "system:node-bootstrapper", render.BootstrapTokenGroup),
+		bind("kedge:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", render.BootstrapTokenGroup),
+		bind("kedge:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"),
+	}
+}
+
+// BootstrapRBAC creates or updates the TLS bootstrap ClusterRoleBindings
+// (kube.bootstrap-rbac).
+func (a *Activities) BootstrapRBAC(ctx context.Context, in BootstrapRBACInput) (ChangedResult, error) {
+	cs, err := a.client(in.Cluster)
+	if err != nil {
+		return ChangedResult{}, err
+	}
+	var res ChangedResult
+	crbs := cs.RbacV1().ClusterRoleBindings()
+	for _, want := range bootstrapBindings() {
+		have, err := crbs.Get(ctx, want.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			if _, err := crbs.Create(ctx, want, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return res, clusterError("create ClusterRoleBinding "+want.Name, err)
+			}
+			res.Changed = true
+		case err != nil:
+			return res, clusterError("read ClusterRoleBinding "+want.Name, err)
+		case have.RoleRef != want.RoleRef:
+			// The role of a binding cannot change: replace it.
+			if err := crbs.Delete(ctx, want.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return res, clusterError("replace ClusterRoleBinding "+want.Name, err)
+			}
+			if _, err := crbs.Create(ctx, want, metav1.CreateOptions{}); err != nil {
+				return res, clusterError("replace ClusterRoleBinding "+want.Name, err)
+			}
+			res.Changed = true
+		case !sameSubjects(have.Subjects, want.Subjects):
+			have.Subjects = want.Subjects
+			if _, err := crbs.Update(ctx, have, metav1.UpdateOptions{}); err != nil {
+				return res, clusterError("update ClusterRoleBinding "+want.Name, err)
+			}
+			res.Changed = true
+		}
+		heartbeat(ctx, want.Name)
+	}
+	return res, nil
+}
+
+func sameSubjects(a, b []rbacv1.Subject) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// WaitAPIServer waits until the API server answers /readyz
+// (kube.wait-apiserver): after a bootstrap, or a restart of the
+// control plane.
+func (a *Activities) WaitAPIServer(ctx context.Context, in WaitAPIServerInput) (WaitAPIServerResult, error) {
+	timeout, err := parseDuration(in.Timeout, 5*time.Minute)
+	if err != nil {
+		return WaitAPIServerResult{}, err
+	}
+	cfg, err := restConfig(in.Cluster)
+	if err != nil {
+		return WaitAPIServerResult{}, err
+	}
+	cfg.Timeout = 5 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return WaitAPIServerResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, err)
+	}
+	deadline := time.Now().Add(timeout)
+	last := "no answer yet"
+	for {
+		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err == nil && strings.TrimSpace(string(body)) == "ok" {
+			v, err := cs.Discovery().ServerVersion()
+			if err == nil {
+				return WaitAPIServerResult{Version: v.GitVersion}, nil
+			}
+			last = err.Error()
+		} else if err != nil {
+			last = err.Error()
+		} else {
+			last = strings.TrimSpace(string(body))
+		}
+		heartbeat(ctx, last)
+		if time.Now().After(deadline) {
+			return WaitAPIServerResult{}, temporal.NewApplicationError(
+				fmt.Sprintf("API server %s not ready after %s: %s", cfg.Host, timeout, last), ErrTypeNotReady)
+		}
+		select {
+		case <-ctx.Done():
+			return WaitAPIServerResult{}, temporal.NewCanceledError(ctx.Err().Error())
+		case <-time.After(a.poll()):
+		}
+	}
+}
+
+// ClusterInfo reports the API server URL and CA bundle of the inventory's
+// kubeconfig (kube.cluster-info), for the files a joining node is given.
+func (a *Activities) ClusterInfo(_ context.Context, in ClusterInfoInput) (ClusterInfoResult, error) {
+	cfg, err := restConfig(in.Cluster)
+	if err != nil {
+		return ClusterInfoResult{}, err
+	}
+	ca := cfg.CAData
+	if len(ca) == 0 && cfg.CAFile != "" {
+		if ca, err = os.ReadFile(cfg.CAFile); err != nil {
+			return ClusterInfoResult{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("cluster %s: read the CA bundle: %v", in.Cluster.Name, err), ErrTypeInvalidInput, err)
+		}
+	}
+	if len(ca) == 0 {
+		return ClusterInfoResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("cluster %s: kubeconfig %s names no certificate authority", in.Cluster.Name, in.Cluster.Kubeconfig), ErrTypeInvalidInput, nil)
+	}
+	return ClusterInfoResult{Server: cfg.Host, CACert: string(ca)}, nil
+}
+
+func restConfig(c Cluster) (*rest.Config, error) {
+	if c.Kubeconfig == "" {
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("cluster %s: the inventory names no kubernetes.kubeconfig", c.Name), ErrTypeInvalidInput, nil)
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: c.Kubeconfig},
+		&clientcmd.ConfigOverrides{CurrentContext: c.Context}).ClientConfig()
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("cluster %s: kubeconfig %s: %v", c.Name, c.Kubeconfig, err), ErrTypeInvalidInput, nil)
+	}
+	return cfg, nil
+}
+
+// clusterError classifies an API error of a cluster-wide action once.
+func clusterError(op string, err error) error {
+	switch {
+	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err), apierrors.IsInvalid(err), apierrors.IsAlreadyExists(err):
+		return temporal.NewNonRetryableApplicationError(op+": "+err.Error(), ErrTypeAPI, err)
+	case errors.Is(err, context.Canceled):
+		return temporal.NewCanceledError(err.Error())
+	}
+	return temporal.NewApplicationError(op+": "+err.Error(), ErrTypeAPI, err)
+}
