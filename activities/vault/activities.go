@@ -44,6 +44,8 @@ type Registry interface {
 func (a *Activities) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.IssueCert, activity.RegisterOptions{Name: IssueCertAction})
 	r.RegisterActivityWithOptions(a.ReadSecret, activity.RegisterOptions{Name: ReadSecretAction})
+	r.RegisterActivityWithOptions(a.ClusterCA, activity.RegisterOptions{Name: ClusterCAAction})
+	r.RegisterActivityWithOptions(a.KeyPair, activity.RegisterOptions{Name: KeyPairAction})
 }
 
 func invalid(msg string) error {
@@ -154,16 +156,33 @@ func (a *Activities) IssueCert(ctx context.Context, in IssueCertInput) (IssueCer
 	if in.TTL != "" {
 		req["ttl"] = in.TTL
 	}
-	op := fmt.Sprintf("issue %s from %s/issue/%s", in.CommonName, mount, role)
-	sec, err := cl.Logical().WriteWithContext(ctx, mount+"/issue/"+role, req)
-	if err != nil {
-		return IssueCertResult{}, classify(op, err)
+	base := mount
+	if in.Issuer != "" {
+		base = mount + "/issuer/" + in.Issuer
 	}
+	var sec *vaultapi.Secret
+	var key string
+	if len(in.Organization) > 0 {
+		path := base + "/sign-verbatim/" + role
+		sec, key, err = signVerbatim(ctx, cl, path, in)
+		if err != nil {
+			return IssueCertResult{}, classify(fmt.Sprintf("sign %s (O=%s) at %s", in.CommonName, strings.Join(in.Organization, ","), path), err)
+		}
+	} else {
+		op := fmt.Sprintf("issue %s from %s/issue/%s", in.CommonName, base, role)
+		if sec, err = cl.Logical().WriteWithContext(ctx, base+"/issue/"+role, req); err != nil {
+			return IssueCertResult{}, classify(op, err)
+		}
+	}
+	op := "issue " + in.CommonName
 	if sec == nil || sec.Data == nil {
 		return IssueCertResult{}, temporal.NewApplicationError(op+": empty answer", ErrTypeVault)
 	}
 	str := func(k string) string { s, _ := sec.Data[k].(string); return s }
-	res := IssueCertResult{Certificate: str("certificate"), PrivateKey: str("private_key"), CA: str("issuing_ca"), Serial: str("serial_number")}
+	if key == "" {
+		key = str("private_key")
+	}
+	res := IssueCertResult{Certificate: str("certificate"), PrivateKey: key, CA: str("issuing_ca"), Serial: str("serial_number")}
 	if chain, ok := sec.Data["ca_chain"].([]any); ok && len(chain) > 0 {
 		var parts []string
 		for _, c := range chain {

@@ -19,6 +19,11 @@ type IssueCertInput struct {
 	IPSANs     []string `json:"ipSANs,omitempty" doc:"IP subject alternative names"`
 	TTL        string   `json:"ttl,omitempty" kedge:"duration" doc:"lifetime (default: the role's)"`
 	Role       string   `json:"role,omitempty" doc:"PKI role (default: the inventory's vault.role, else kubernetes)"`
+	// Organization sets the subject's O (Kubernetes groups, e.g.
+	// system:masters). Vault's issue endpoint cannot, so the key is made
+	// on the worker and Vault signs its CSR verbatim.
+	Organization []string `json:"organization,omitempty" doc:"subject organizations, i.e. Kubernetes groups such as system:masters"`
+	Issuer       string   `json:"issuer,omitempty" doc:"the PKI issuer to sign with (default: the mount's default), e.g. vault.cluster-ca's issuer"`
 }
 
 // IssueCertResult is the issued certificate. PrivateKey is sealed by the
