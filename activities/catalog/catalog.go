@@ -90,6 +90,8 @@ var actions = []Action{
 	describe(host.RunAction, "run a command or script on the host", host.RunInput{}, host.RunResult{}, 10*time.Minute, 15*time.Second, []string{"command", "script"}),
 	describe(host.WriteFileAction, "write a file atomically (temp file + rename), keeping the previous content for undo", host.WriteFileInput{}, host.WriteFileResult{}, 5*time.Minute, 15*time.Second, []string{"content", "contentBase64"}),
 	describe(host.WriteDropInAction, "render a systemd drop-in setting environment variables (e.g. KUBELET_IMAGE) and write it like host.write-file", host.WriteDropInInput{}, host.WriteFileResult{}, 5*time.Minute, 15*time.Second, nil),
+	describe(host.InstallBundleAction, "install a set of files all or none: shipped as one bundle, staged beside their targets, then renamed into place", host.InstallBundleInput{}, host.InstallBundleResult{}, 10*time.Minute, 15*time.Second, nil),
+	describe(host.RestoreBundleAction, "undo a host.install-bundle: restore the replaced files, remove the created ones", host.RestoreBundleInput{}, host.RestoreBundleResult{}, 5*time.Minute, 15*time.Second, nil),
 	describe(host.RestoreFileAction, "undo a host.write-file: put the previous content back or remove the file", host.RestoreFileInput{}, host.RestoreFileResult{}, 5*time.Minute, 15*time.Second, nil),
 	describe(host.ReadFileAction, "read a file from the host", host.ReadFileInput{}, host.ReadFileResult{}, 5*time.Minute, 15*time.Second, nil),
 	describe(check.Action, "stop the runbook when a condition is false (a guard)", check.Input{}, check.Result{}, time.Minute, 0, nil),

@@ -32,6 +32,8 @@ func (a *Activities) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.ReadFile, activity.RegisterOptions{Name: ReadFileAction})
 	r.RegisterActivityWithOptions(a.Systemd, activity.RegisterOptions{Name: SystemdAction})
 	r.RegisterActivityWithOptions(a.WriteDropIn, activity.RegisterOptions{Name: WriteDropInAction})
+	r.RegisterActivityWithOptions(a.InstallBundle, activity.RegisterOptions{Name: InstallBundleAction})
+	r.RegisterActivityWithOptions(a.RestoreBundle, activity.RegisterOptions{Name: RestoreBundleAction})
 }
 
 func (a *Activities) backupDir() string {

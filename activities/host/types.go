@@ -9,6 +9,9 @@ const (
 	RestoreFileAction = "host.restore-file"
 	ReadFileAction    = "host.read-file"
 	SystemdAction     = "host.systemd"
+	// InstallBundleAction and RestoreBundleAction: bundle.go.
+	InstallBundleAction = "host.install-bundle"
+	RestoreBundleAction = "host.restore-bundle"
 )
 
 // Struct tags: `json` names the input as runbooks spell it in `with:`;

@@ -1,0 +1,234 @@
+package host
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pkg/sftp"
+
+	"kedge.dev/kedge/activities/sshpool"
+)
+
+// BundleFile is one file of a bundle.
+type BundleFile struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+	Mode    string `json:"mode,omitempty"` // octal, default 0644
+}
+
+// InstallBundleInput ships files to a host as one bundle and installs them
+// all or none.
+type InstallBundleInput struct {
+	Target sshpool.Target `json:"target"`
+	Files  []BundleFile   `json:"files" kedge:"required" doc:"the files: [{path, content, mode}]"`
+	// Timeout bounds the remote unpacking.
+	Timeout string `json:"timeout,omitempty" kedge:"duration" doc:"give up after this long (default 2m)"`
+}
+
+// InstallBundleResult says what host.install-bundle did. Backup holds the
+// previous content of the files it replaced and Created the files that
+// did not exist; host.restore-bundle undoes the install from them.
+type InstallBundleResult struct {
+	Changed bool     `json:"changed"`
+	SHA256  string   `json:"sha256"`
+	Files   []string `json:"files"`
+	Backup  string   `json:"backup"`
+	Created []string `json:"created"`
+}
+
+// RestoreBundleInput undoes a host.install-bundle.
+type RestoreBundleInput struct {
+	Target  sshpool.Target `json:"target"`
+	Files   []string       `json:"files" doc:"the files the bundle installed"`
+	Backup  string         `json:"backup,omitempty" doc:"the install's backup directory"`
+	Created []string       `json:"created,omitempty" doc:"the files the install created (removed)"`
+	Changed *bool          `json:"changed,omitempty" doc:"whether the install changed anything (false: nothing to undo)"`
+}
+
+// RestoreBundleResult says what host.restore-bundle did.
+type RestoreBundleResult struct {
+	Restored []string `json:"restored"`
+	Removed  []string `json:"removed"`
+}
+
+// bundleTimeout bounds the remote unpacking by default.
+const bundleTimeout = 2 * time.Minute
+
+// InstallBundle installs a set of files on a host all or none
+// (host.install-bundle; seed 001 ships a controller's assets so). The
+// files travel as ONE tar file written atomically; on the host every file
+// is first staged beside its target (same file system), and only when
+// all are staged are they renamed into place, each rename atomic. A failure
+// before that leaves every target untouched. Files whose content and mode
+// already match count as unchanged; when all match nothing is done.
+func (a *Activities) InstallBundle(ctx context.Context, in InstallBundleInput) (InstallBundleResult, error) {
+	res, err := a.installBundle(ctx, in)
+	return res, toTemporal(err)
+}
+
+func (a *Activities) installBundle(ctx context.Context, in InstallBundleInput) (InstallBundleResult, error) {
+	archive, files, err := buildBundle(in.Files)
+	if err != nil {
+		return InstallBundleResult{}, err
+	}
+	timeout := bundleTimeout
+	if in.Timeout != "" {
+		if timeout, err = time.ParseDuration(in.Timeout); err != nil || timeout <= 0 {
+			return InstallBundleResult{}, invalid(fmt.Sprintf("timeout %q is not a positive duration", in.Timeout))
+		}
+	}
+	sum := sha(archive)
+	res := InstallBundleResult{SHA256: sum, Files: files}
+	dir := path.Join(a.backupDir(), "bundle-"+sum[:16])
+	bundle := dir + ".tar"
+	t := in.Target
+	err = a.Pool.WithSFTP(ctx, t, func(c *sftp.Client) error {
+		return atomicWrite(c, bundle, archive, 0o600, nil, 0o700)
+	})
+	if err != nil {
+		return res, a.fileErr(t, "upload the bundle to", bundle, err)
+	}
+	out, err := a.exec(ctx, t, execSpec{script: installScript(bundle, dir, files), timeout: timeout, limit: 1 << 16,
+		details: func(_, _ *tailBuffer) any { return map[string]any{"bundle": sum[:16], "files": len(files)} }})
+	if err != nil {
+		return res, err
+	}
+	if out.ExitCode != 0 {
+		return res, &typedError{typ: ErrTypeCommandFailed,
+			msg: fmt.Sprintf("install bundle %s on %s: exit status %d%s (no file was changed)", sum[:16], nodeName(t), out.ExitCode, tailLine(out.Stderr))}
+	}
+	res.Changed = out.Outputs["changed"] == "true"
+	if res.Changed {
+		res.Backup = dir
+	}
+	res.Created = strings.Fields(out.Outputs["created"])
+	return res, nil
+}
+
+// buildBundle validates the files and tars them (paths relative to /).
+func buildBundle(files []BundleFile) ([]byte, []string, error) {
+	if len(files) == 0 {
+		return nil, nil, invalid("files: a bundle needs at least one file")
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	var paths []string
+	for i, f := range files {
+		if err := checkPath(f.Path); err != nil {
+			return nil, nil, invalid(fmt.Sprintf("files[%d].path: %v", i, err))
+		}
+		if strings.ContainsAny(f.Path, " \t\n'\"$`\\") {
+			return nil, nil, invalid(fmt.Sprintf("files[%d].path %q: no spaces, quotes or shell characters", i, f.Path))
+		}
+		if slices.Contains(paths, f.Path) {
+			return nil, nil, invalid(fmt.Sprintf("files[%d].path %s is given twice", i, f.Path))
+		}
+		mode, err := parseMode(f.Mode)
+		if err != nil {
+			return nil, nil, invalid(fmt.Sprintf("files[%d].mode: %v", i, err))
+		}
+		paths = append(paths, f.Path)
+		hdr := &tar.Header{Name: strings.TrimPrefix(f.Path, "/"), Mode: int64(mode), Size: int64(len(f.Content)),
+			Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0), Format: tar.FormatPAX}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return nil, nil, err
+		}
+		if _, err := tw.Write([]byte(f.Content)); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, nil, err
+	}
+	return buf.Bytes(), paths, nil
+}
+
+// installScript unpacks bundle into dir/new, stages each changed file as
+// PATH.kedge-new, then renames them all into place, keeping the previous
+// files under dir/old. It reports changed= and created= on $KEDGE_OUTPUT.
+func installScript(bundle, dir string, files []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "set -eu\numask 077\nB=%s\nD=%s\nFILES='%s'\n", bundle, dir, strings.Join(files, " "))
+	b.WriteString(`rm -rf "$D/new"
+mkdir -p "$D/new" "$D/old"
+tar -xpf "$B" -C "$D/new" --no-same-owner
+same() { [ -f "$2" ] && cmp -s "$1" "$2" && [ "$(stat -c %a "$1")" = "$(stat -c %a "$2")" ]; }
+staged=""
+cleanup() { for p in $staged; do rm -f "$p.kedge-new"; done; }
+trap cleanup EXIT
+changed=""
+for p in $FILES; do
+  if same "$D/new$p" "$p"; then continue; fi
+  mkdir -p "$(dirname "$p")"
+  cp -p "$D/new$p" "$p.kedge-new"
+  staged="$staged $p"
+  changed="$changed $p"
+done
+created=""
+for p in $changed; do
+  if [ -e "$p" ]; then
+    mkdir -p "$D/old$(dirname "$p")"
+    cp -p "$p" "$D/old$p"
+  else
+    created="$created $p"
+  fi
+done
+for p in $changed; do mv -f "$p.kedge-new" "$p"; done
+staged=""
+rm -rf "$D/new" "$B"
+if [ -n "$changed" ]; then echo changed=true >>"$KEDGE_OUTPUT"; else echo changed=false >>"$KEDGE_OUTPUT"; fi
+echo "created=$created" >>"$KEDGE_OUTPUT"
+`)
+	return b.String()
+}
+
+// RestoreBundle undoes a host.install-bundle (host.restore-bundle): the
+// replaced files come back from the backup, the created ones are removed.
+func (a *Activities) RestoreBundle(ctx context.Context, in RestoreBundleInput) (RestoreBundleResult, error) {
+	res, err := a.restoreBundle(ctx, in)
+	return res, toTemporal(err)
+}
+
+func (a *Activities) restoreBundle(ctx context.Context, in RestoreBundleInput) (RestoreBundleResult, error) {
+	var res RestoreBundleResult
+	if in.Changed != nil && !*in.Changed {
+		return res, nil
+	}
+	for _, p := range append(slices.Clone(in.Files), in.Created...) {
+		if err := checkPath(p); err != nil || strings.ContainsAny(p, " \t\n'\"$`\\") {
+			return res, invalid(fmt.Sprintf("path %q cannot be restored", p))
+		}
+	}
+	if in.Backup != "" && (!strings.HasPrefix(in.Backup, a.backupDir()+"/bundle-") || strings.ContainsAny(in.Backup, " '\"$`\\")) {
+		return res, invalid(fmt.Sprintf("backup %q is not a bundle backup", in.Backup))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "set -eu\nD='%s'\nr=''\nm=''\n", in.Backup)
+	for _, p := range in.Files {
+		if in.Backup != "" {
+			fmt.Fprintf(&b, "if [ -e \"$D/old%s\" ]; then cp -p \"$D/old%s\" '%s.kedge-new'; mv -f '%s.kedge-new' '%s'; r=\"$r %s\"; fi\n", p, p, p, p, p, p)
+		}
+	}
+	for _, p := range in.Created {
+		fmt.Fprintf(&b, "if [ -e '%s' ]; then rm -f '%s'; m=\"$m %s\"; fi\n", p, p, p)
+	}
+	b.WriteString("echo \"restored=$r\" >>\"$KEDGE_OUTPUT\"\necho \"removed=$m\" >>\"$KEDGE_OUTPUT\"\n")
+	t := in.Target
+	out, err := a.exec(ctx, t, execSpec{script: b.String(), timeout: bundleTimeout, limit: 1 << 16,
+		details: func(_, _ *tailBuffer) any { return nil }})
+	if err != nil {
+		return res, err
+	}
+	if out.ExitCode != 0 {
+		return res, &typedError{typ: ErrTypeCommandFailed, msg: fmt.Sprintf("restore bundle on %s: exit status %d%s", nodeName(t), out.ExitCode, tailLine(out.Stderr))}
+	}
+	res.Restored = strings.Fields(out.Outputs["restored"])
+	res.Removed = strings.Fields(out.Outputs["removed"])
+	return res, nil
+}
