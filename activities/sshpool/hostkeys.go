@@ -26,8 +26,19 @@ func hostKeyCallback(t Target) (ssh.HostKeyCallback, []ssh.PublicKey, error) {
 		return nil, nil, fmt.Errorf("%s: read known_hosts %s: %v: %w", t.name(), t.KnownHostsFile, err, ErrConfig)
 	}
 	addr := probeAddr(t)
-	known := knownKeys(cb, t, addr)
-	cas := authorities(cb, t, addr)
+	cas, caLines := authorities(cb, t, addr)
+	// knownhosts lists @cert-authority lines among the keys a host may
+	// present: they are not.
+	plain := func(keys []knownhosts.KnownKey) []ssh.PublicKey {
+		out := make([]ssh.PublicKey, 0, len(keys))
+		for _, k := range keys {
+			if !caLines[string(k.Key.Marshal())] {
+				out = append(out, k.Key)
+			}
+		}
+		return out
+	}
+	known := plain(knownKeys(cb, t, addr))
 	for _, ca := range cas {
 		known = append(known, authorityKey{ca})
 	}
@@ -59,10 +70,7 @@ func hostKeyCallback(t Target) (ssh.HostKeyCallback, []ssh.PublicKey, error) {
 		}
 		var ke *knownhosts.KeyError
 		if errors.As(err, &ke) {
-			want := make([]ssh.PublicKey, 0, len(ke.Want)+len(cas))
-			for _, w := range ke.Want {
-				want = append(want, w.Key)
-			}
+			want := plain(ke.Want)
 			for _, ca := range cas {
 				want = append(want, authorityKey{ca})
 			}
@@ -95,31 +103,29 @@ func probeAddr(t Target) *net.TCPAddr {
 	return addr
 }
 
-// knownKeys asks the callback which plain keys known_hosts holds for the
-// host (knownhosts has no direct query: a probe key that matches nothing
-// makes it list them).
-func knownKeys(cb ssh.HostKeyCallback, t Target, addr net.Addr) []ssh.PublicKey {
+// knownKeys asks the callback which keys known_hosts holds for the host
+// (knownhosts has no direct query: a probe key that matches nothing makes
+// it list them).
+func knownKeys(cb ssh.HostKeyCallback, t Target, addr net.Addr) []knownhosts.KnownKey {
 	err := cb(t.hostPort(), addr, probeKey{})
 	var ke *knownhosts.KeyError
 	if !errors.As(err, &ke) {
 		return nil
 	}
-	keys := make([]ssh.PublicKey, 0, len(ke.Want))
-	for _, w := range ke.Want {
-		keys = append(keys, w.Key)
-	}
-	return keys
+	return ke.Want
 }
 
 // authorities returns the @cert-authority keys known_hosts trusts for the
-// host, revoked ones left out. knownhosts has no query for them either:
-// each CA line of the file is tried with a probe certificate that claims
-// the CA signed it; the callback verifies the signature only when the CA
-// is trusted for the host.
-func authorities(cb ssh.HostKeyCallback, t Target, addr net.Addr) []ssh.PublicKey {
+// host, revoked ones left out, and every CA key of the file (marshalled).
+// knownhosts has no query for them either: each CA line of the file is
+// tried with a probe certificate that claims the CA signed it; the
+// callback verifies the signature only when the CA is trusted for the
+// host.
+func authorities(cb ssh.HostKeyCallback, t Target, addr net.Addr) ([]ssh.PublicKey, map[string]bool) {
+	all := map[string]bool{}
 	data, err := os.ReadFile(t.KnownHostsFile)
 	if err != nil {
-		return nil
+		return nil, all
 	}
 	var cas []ssh.PublicKey
 	for _, line := range bytes.Split(data, []byte("\n")) {
@@ -127,6 +133,7 @@ func authorities(cb ssh.HostKeyCallback, t Target, addr net.Addr) []ssh.PublicKe
 		if err != nil || marker != "cert-authority" {
 			continue
 		}
+		all[string(ca.Marshal())] = true
 		probe := &authorityProbe{PublicKey: ca}
 		cert := &ssh.Certificate{Key: ca, CertType: ssh.HostCert, SignatureKey: probe, ValidBefore: ssh.CertTimeInfinity}
 		_ = cb(t.hostPort(), addr, cert)
@@ -134,7 +141,7 @@ func authorities(cb ssh.HostKeyCallback, t Target, addr net.Addr) []ssh.PublicKe
 			cas = append(cas, ca)
 		}
 	}
-	return cas
+	return cas, all
 }
 
 // authorityProbe is a CA key that records being asked to verify a

@@ -51,7 +51,7 @@ type Options struct {
 }
 
 // Pool hands out shared, verified connections: one per (address, port,
-// user, identity, known_hosts) per process.
+// user, identity, known_hosts, Vault signer) per process.
 type Pool struct {
 	opts   Options
 	mu     sync.Mutex
@@ -105,7 +105,13 @@ func New(opts Options) *Pool {
 }
 
 func (t Target) key() string {
-	return strings.Join([]string{t.user(), t.Address, strconv.Itoa(t.port()), t.IdentityFile, t.KnownHostsFile}, "\x00")
+	parts := []string{t.user(), t.Address, strconv.Itoa(t.port()), t.IdentityFile, t.KnownHostsFile}
+	if ca := t.VaultCA; ca != nil {
+		// Logged in with another CA role's certificate: not the same
+		// credentials.
+		parts = append(parts, ca.Address, ca.Mount, ca.Role, ca.TokenFile, ca.CAFile)
+	}
+	return strings.Join(parts, "\x00")
 }
 
 func (t Target) port() int {

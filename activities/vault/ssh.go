@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"golang.org/x/crypto/ssh"
 
 	"kedge.dev/kedge/activities/sshpool"
@@ -64,7 +66,17 @@ func (a *Activities) SSHSigners(ctx context.Context, t sshpool.Target) ([]ssh.Si
 		"public_key": string(ssh.MarshalAuthorizedKey(sshPub)), "valid_principals": user, "cert_type": "user",
 	})
 	if err != nil {
-		return nil, classify(op, err)
+		err = classify(op, err)
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) && !app.NonRetryable() {
+			// Vault is down or failing: the pool retries the step rather
+			// than counting it an authentication failure.
+			return nil, fmt.Errorf("%w: %w", err, sshpool.ErrUnreachable)
+		}
+		return nil, err
+	}
+	if sec == nil || sec.Data == nil {
+		return nil, fmt.Errorf("%s: empty answer: %w", op, sshpool.ErrUnreachable)
 	}
 	signed, _ := sec.Data["signed_key"].(string)
 	parsed, _, _, _, err := ssh.ParseAuthorizedKey([]byte(signed))
