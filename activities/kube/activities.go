@@ -64,6 +64,7 @@ func (a *Activities) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.BootstrapRBAC, activity.RegisterOptions{Name: BootstrapRBACAction})
 	r.RegisterActivityWithOptions(a.WaitAPIServer, activity.RegisterOptions{Name: WaitAPIServerAction})
 	r.RegisterActivityWithOptions(a.ClusterInfo, activity.RegisterOptions{Name: ClusterInfoAction})
+	r.RegisterActivityWithOptions(a.SaveKubeconfig, activity.RegisterOptions{Name: SaveKubeconfigAction})
 }
 
 func (a *Activities) client(c Cluster) (kubernetes.Interface, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -27,6 +28,7 @@ const (
 	BootstrapRBACAction        = "kube.bootstrap-rbac"
 	WaitAPIServerAction        = "kube.wait-apiserver"
 	ClusterInfoAction          = "kube.cluster-info"
+	SaveKubeconfigAction       = "kube.save-kubeconfig"
 )
 
 // maxTokenTTL bounds a join token's life: a token is minted for one join.
@@ -85,6 +87,59 @@ type ClusterInfoInput struct {
 type ClusterInfoResult struct {
 	Server string `json:"server"`
 	CACert string `json:"caCert"`
+}
+
+// SaveKubeconfigInput keeps a kubeconfig where the inventory's
+// kubernetes.kubeconfig names it.
+type SaveKubeconfigInput struct {
+	Cluster Cluster `json:"cluster"`
+	Content string  `json:"content" kedge:"required" doc:"the kubeconfig (e.g. the admin kubeconfig a bootstrap rendered)"`
+}
+
+// SaveKubeconfig writes a kubeconfig to the inventory's
+// kubernetes.kubeconfig path on the worker (kube.save-kubeconfig), mode
+// 0600, atomically: after a bootstrap, the kube actions that follow reach
+// the new cluster through it. With several workers, that path must be on
+// storage they share (or the runbook run by one worker).
+func (a *Activities) SaveKubeconfig(_ context.Context, in SaveKubeconfigInput) (ChangedResult, error) {
+	if in.Cluster.Kubeconfig == "" {
+		return ChangedResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("cluster %s: the inventory names no kubernetes.kubeconfig to save to", in.Cluster.Name), ErrTypeInvalidInput, nil)
+	}
+	if _, err := clientcmd.Load([]byte(in.Content)); err != nil {
+		return ChangedResult{}, temporal.NewNonRetryableApplicationError("content is not a kubeconfig: "+err.Error(), ErrTypeInvalidInput, nil)
+	}
+	if old, err := os.ReadFile(in.Cluster.Kubeconfig); err == nil && string(old) == in.Content {
+		return ChangedResult{}, nil
+	}
+	dir := filepath.Dir(in.Cluster.Kubeconfig)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return ChangedResult{}, fmt.Errorf("save kubeconfig: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".kubeconfig-*")
+	if err != nil {
+		return ChangedResult{}, fmt.Errorf("save kubeconfig: %w", err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.WriteString(in.Content); err != nil {
+		f.Close()
+		return ChangedResult{}, fmt.Errorf("save kubeconfig: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return ChangedResult{}, fmt.Errorf("save kubeconfig: %w", err)
+	}
+	if err := os.Rename(f.Name(), in.Cluster.Kubeconfig); err != nil {
+		return ChangedResult{}, fmt.Errorf("save kubeconfig: %w", err)
+	}
+	// Clients built from the old file are stale now.
+	a.mu.Lock()
+	for c := range a.cache {
+		if c.Kubeconfig == in.Cluster.Kubeconfig {
+			delete(a.cache, c)
+		}
+	}
+	a.mu.Unlock()
+	return ChangedResult{Changed: true}, nil
 }
 
 // CreateBootstrapToken mints a short-lived bootstrap token and stores its
