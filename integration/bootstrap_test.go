@@ -1,0 +1,209 @@
+package integration
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"kedge.dev/kedge/integration/controlplane"
+	"kedge.dev/kedge/integration/testhosts"
+	"kedge.dev/kedge/integration/vaultlab"
+	"kedge.dev/kedge/workflows"
+)
+
+// bootstrapped is a cluster the bootstrap runbook built from nothing on
+// four bare hosts: controller boot-1, workers boot-2..4.
+var bootstrapped struct {
+	once       sync.Once
+	lab        *testhosts.Lab
+	inventory  string
+	kubeconfig string
+	client     kubernetes.Interface
+	progress   workflows.Progress
+	err        error
+}
+
+const bootstrapImage = "quay.io/poseidon/kubelet:v1.35.4"
+
+// bootLab starts the four bare hosts. The controller's container runtime
+// stand-in maps the control plane's images to the binaries the tools
+// module built; every host maps the kubelet image to the simulator.
+func bootLab(t *testing.T) (*testhosts.Lab, string) {
+	t.Helper()
+	tools, err := controlplane.Tools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, tokenFile := labVault(t)
+	dir := filepath.Join(world.dir, "boot")
+	names := []string{"boot-1", "boot-2", "boot-3", "boot-4"}
+	l, err := testhosts.Start(context.Background(), testhosts.Options{Count: 4, Names: names, BaseIP: "127.0.25.", Dir: filepath.Join(dir, "hosts")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	world.cleanups = append(world.cleanups, func() { _ = l.Close() })
+	images := "quay.io/poseidon/kubelet /usr/local/sbin/kubelet-sim\n"
+	for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		images += "registry.k8s.io/" + c + " " + filepath.Join(tools, c) + "\n"
+	}
+	for _, h := range l.Hosts {
+		if err := h.WriteFile("/etc/kedge-lab/images", []byte(images), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: kedge/v1\nkind: Cluster\nmetadata:\n  name: boot\n")
+	fmt.Fprintf(&b, "ssh:\n  user: root\n  identityFile: %s\n  knownHostsFile: %s\n", l.IdentityFile, l.KnownHostsFile)
+	kubeconfig := filepath.Join(dir, "admin.conf")
+	fmt.Fprintf(&b, "kubernetes:\n  kubeconfig: %s\n  kubeletImage: %s\n  clusterDNS: [10.96.0.10]\n", kubeconfig, bootstrapImage)
+	fmt.Fprintf(&b, "vault:\n  address: %s\n  tokenFile: %s\n  pki: %s\n  role: %s\n  kv: %s\n", v.Address, tokenFile, vaultlab.PKIPath, vaultlab.PKIRole, vaultlab.KVPath)
+	for i, h := range l.Hosts {
+		if i == 0 {
+			b.WriteString("controllers:\n")
+		} else if i == 1 {
+			b.WriteString("workers:\n")
+		}
+		fmt.Fprintf(&b, "  - name: %s\n    address: %s\n", h.Name, h.Address)
+		if i == 3 {
+			b.WriteString("    labels: [node.kubernetes.io/pool=edge]\n")
+		}
+	}
+	inv := filepath.Join(dir, "inventory.yaml")
+	if err := os.WriteFile(inv, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return l, inv
+}
+
+// bootCluster runs bootstrap once and returns the cluster it built.
+func bootCluster(t *testing.T) {
+	t.Helper()
+	bootstrapped.once.Do(func() {
+		l, inv := bootLab(t)
+		bootstrapped.lab, bootstrapped.inventory = l, inv
+		began := time.Now()
+		p, code, errOut := runWaitInv(t, "bootstrap", inv)
+		t.Logf("bootstrap of 1 controller + 3 workers: %s (exit %d)", time.Since(began).Round(time.Second), code)
+		bootstrapped.progress = p
+		if code != 0 {
+			for _, h := range l.Hosts {
+				log, _ := h.ReadFile("/var/log/units/kubelet.service.log")
+				t.Logf("%s kubelet log tail:\n%s", h.Name, tail(string(log), 3000))
+			}
+			bootstrapped.err = fmt.Errorf("bootstrap: exit %d: %s\n%+v", code, errOut, p)
+			return
+		}
+		bootstrapped.kubeconfig = filepath.Join(filepath.Dir(inv), "admin.conf")
+		cfg, err := clientcmd.BuildConfigFromFlags("", bootstrapped.kubeconfig)
+		if err != nil {
+			bootstrapped.err = err
+			return
+		}
+		bootstrapped.client, bootstrapped.err = kubernetes.NewForConfig(cfg)
+	})
+	if bootstrapped.err != nil {
+		t.Fatal(bootstrapped.err)
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+func TestBootstrapBuildsAClusterFromItsOwnAssets(t *testing.T) {
+	bootCluster(t)
+	ctx := t.Context()
+	cs := bootstrapped.client
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := map[string]bool{}
+	for _, n := range nodes.Items {
+		ready[n.Name] = nodeIsReady(&n)
+	}
+	for _, name := range []string{"boot-1", "boot-2", "boot-3", "boot-4"} {
+		if !ready[name] {
+			t.Errorf("node %s not Ready (nodes: %v)", name, ready)
+		}
+	}
+	c, err := cs.CoreV1().Nodes().Get(ctx, "boot-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Labels["node-role.kubernetes.io/controller"]; !ok || len(c.Spec.Taints) == 0 || c.Spec.Taints[0].Key != "node-role.kubernetes.io/controller" {
+		t.Errorf("controller labels %v taints %v", c.Labels, c.Spec.Taints)
+	}
+	if w, _ := cs.CoreV1().Nodes().Get(ctx, "boot-4", metav1.GetOptions{}); w == nil || w.Labels["node.kubernetes.io/pool"] != "edge" {
+		t.Errorf("worker boot-4 lacks its inventory label")
+	}
+
+	// kubectl with the rendered admin kubeconfig.
+	tools, _ := controlplane.Tools()
+	out, err := exec.CommandContext(ctx, filepath.Join(tools, "kubectl"), "--kubeconfig", bootstrapped.kubeconfig, "get", "nodes", "-o", "name").CombinedOutput()
+	if err != nil || strings.Count(string(out), "node/") != 4 {
+		t.Errorf("kubectl get nodes: %v\n%s", err, out)
+	}
+
+	// The API server serves a certificate of the cluster CA, which chains
+	// to the Vault PKI root.
+	v, _ := labVault(t)
+	apiCert := servedCert(t, net.JoinHostPort(bootstrapped.lab.Hosts[0].Address, "6443"))
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(v.CACertPEM)
+	caPEM := readHostFileIn(t, bootstrapped.lab, "boot-1", "/etc/kubernetes/pki/ca.crt")
+	inter := x509.NewCertPool()
+	inter.AppendCertsFromPEM(caPEM)
+	if _, err := apiCert.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+		t.Errorf("the API server's certificate does not chain to Vault's root: %v", err)
+	}
+
+	// The issued keys, the CA key and the kubeconfigs never reach the
+	// stored histories in plain text.
+	for _, id := range runIDs(bootstrapped.progress, "boot", "boot-1", "boot-2", "boot-3", "boot-4") {
+		if h := string(storedHistory(t, id)); strings.Contains(h, "PRIVATE KEY") || strings.Contains(h, "client-key-data") || strings.Contains(h, v.Token) {
+			t.Errorf("history of %s holds a secret in plain text", id)
+		}
+	}
+}
+
+// servedCert is the leaf certificate a TLS server presents.
+func servedCert(t *testing.T, addr string) *x509.Certificate {
+	t.Helper()
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatalf("TLS to %s: %v", addr, err)
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0]
+}
+
+// runIDs lists a run, its rollouts and the node runbooks of the nodes.
+func runIDs(p workflows.Progress, cluster string, nodes ...string) []string {
+	ids := []string{p.WorkflowID}
+	for _, s := range p.Steps {
+		if s.Child != "" {
+			ids = append(ids, s.Child)
+		}
+	}
+	for _, n := range nodes {
+		ids = append(ids, workflows.NodeWorkflowID(cluster, n))
+	}
+	return ids
+}
