@@ -9,6 +9,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"kedge.dev/kedge/activities/assets"
+	"kedge.dev/kedge/activities/certinfo"
 	"kedge.dev/kedge/activities/check"
 	"kedge.dev/kedge/activities/host"
 	"kedge.dev/kedge/activities/kube"
@@ -63,6 +64,7 @@ func registerActions(r registry, opts Options) *sshpool.Pool {
 	va.Register(r)
 	check.Register(r)
 	assets.Register(r)
+	certinfo.Register(r)
 	return pool
 }
 

@@ -11,7 +11,9 @@ import (
 
 type names []string
 
-func (n *names) RegisterActivityWithOptions(_ any, o activity.RegisterOptions) { *n = append(*n, o.Name) }
+func (n *names) RegisterActivityWithOptions(_ any, o activity.RegisterOptions) {
+	*n = append(*n, o.Name)
+}
 
 // Every action a runbook may name has an activity behind it, and nothing
 // is registered that the catalog (and so the validator) does not know.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"kedge.dev/kedge/activities/assets"
+	"kedge.dev/kedge/activities/certinfo"
 	"kedge.dev/kedge/activities/check"
 	"kedge.dev/kedge/activities/host"
 	"kedge.dev/kedge/activities/kube"
@@ -92,6 +93,8 @@ var actions = []Action{
 	describe(host.WriteDropInAction, "render a systemd drop-in setting environment variables (e.g. KUBELET_IMAGE) and write it like host.write-file", host.WriteDropInInput{}, host.WriteFileResult{}, 5*time.Minute, 15*time.Second, nil),
 	describe(host.InstallBundleAction, "install a set of files all or none: shipped as one bundle, staged beside their targets, then renamed into place", host.InstallBundleInput{}, host.InstallBundleResult{}, 10*time.Minute, 15*time.Second, nil),
 	describe(host.RestoreBundleAction, "undo a host.install-bundle: restore the replaced files, remove the created ones", host.RestoreBundleInput{}, host.RestoreBundleResult{}, 5*time.Minute, 15*time.Second, nil),
+	describe(host.CertInfoAction, "read certificate files (PEM or kubeconfigs) on the host: when each ends, whether it is due for renewal", host.CertInfoInput{}, host.CertInfoResult{}, 5*time.Minute, 15*time.Second, nil),
+	describe(certinfo.CheckAction, "connect to a TLS endpoint and report the certificate it serves (and whether it is due for renewal)", certinfo.CheckInput{}, certinfo.CheckResult{}, time.Minute, 0, nil),
 	describe(host.RestoreFileAction, "undo a host.write-file: put the previous content back or remove the file", host.RestoreFileInput{}, host.RestoreFileResult{}, 5*time.Minute, 15*time.Second, nil),
 	describe(host.ReadFileAction, "read a file from the host", host.ReadFileInput{}, host.ReadFileResult{}, 5*time.Minute, 15*time.Second, nil),
 	describe(check.Action, "stop the runbook when a condition is false (a guard)", check.Input{}, check.Result{}, time.Minute, 0, nil),

@@ -32,6 +32,7 @@ func (a *Activities) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.ReadFile, activity.RegisterOptions{Name: ReadFileAction})
 	r.RegisterActivityWithOptions(a.Systemd, activity.RegisterOptions{Name: SystemdAction})
 	r.RegisterActivityWithOptions(a.WriteDropIn, activity.RegisterOptions{Name: WriteDropInAction})
+	r.RegisterActivityWithOptions(a.CertInfo, activity.RegisterOptions{Name: CertInfoAction})
 	r.RegisterActivityWithOptions(a.InstallBundle, activity.RegisterOptions{Name: InstallBundleAction})
 	r.RegisterActivityWithOptions(a.RestoreBundle, activity.RegisterOptions{Name: RestoreBundleAction})
 }

@@ -1,10 +1,18 @@
 package host
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
 
 func readMode(t *testing.T, p string) (string, os.FileMode) {
@@ -111,4 +119,46 @@ func TestInstallBundleRefusesBadInput(t *testing.T) {
 		_, err := w.acts.InstallBundle(t.Context(), InstallBundleInput{Target: w.tg, Files: files})
 		appErr(t, err, ErrTypeInvalidInput, true)
 	}
+}
+
+func TestCertInfoReadsFilesAndKubeconfigs(t *testing.T) {
+	w := newWorld(t)
+	dir := t.TempDir()
+	// A certificate the sshtest server made for itself is enough: any PEM
+	// certificate will do.
+	certPEM := testCertPEM(t)
+	pemPath, missing := filepath.Join(dir, "apiserver.crt"), filepath.Join(dir, "gone.crt")
+	if err := os.WriteFile(pemPath, certPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.acts.CertInfo(t.Context(), CertInfoInput{Target: w.tg, Paths: []string{pemPath, missing}, Threshold: "48h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Files) != 2 || !res.Files[0].Exists || res.Files[1].Exists || !res.Due || res.Earliest != res.Files[0].NotAfter {
+		t.Fatalf("%+v", res)
+	}
+	res, err = w.acts.CertInfo(t.Context(), CertInfoInput{Target: w.tg, Paths: []string{pemPath}, Threshold: "1m"})
+	if err != nil || res.Due {
+		t.Errorf("a day-long certificate is due within a minute: %+v %v", res, err)
+	}
+	bad := filepath.Join(dir, "notes.txt")
+	_ = os.WriteFile(bad, []byte("hello"), 0o644)
+	_, err = w.acts.CertInfo(t.Context(), CertInfoInput{Target: w.tg, Paths: []string{bad}})
+	appErr(t, err, ErrTypeInvalidInput, true)
+}
+
+func testCertPEM(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }

@@ -1,0 +1,118 @@
+package certinfo
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+)
+
+func selfSigned(t *testing.T, cn string, life time.Duration) (tls.Certificate, []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(4242), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(life), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// serve answers TLS on loopback; clientCerts makes it demand a client
+// certificate, as etcd does.
+func serve(t *testing.T, cert tls.Certificate, clientCerts bool) string {
+	t.Helper()
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}}
+	if clientCerts {
+		cfg.ClientAuth = tls.RequireAndVerifyClientCert
+		cfg.ClientCAs = x509.NewCertPool()
+	}
+	l, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _ = c.(*tls.Conn).Handshake(); c.Close() }()
+		}
+	}()
+	return l.Addr().String()
+}
+
+func TestCheckReadsTheServedCertificate(t *testing.T) {
+	for _, clientCerts := range []bool{false, true} {
+		cert, _ := selfSigned(t, "kube-apiserver", 10*24*time.Hour)
+		addr := serve(t, cert, clientCerts)
+		res, err := Check(t.Context(), CheckInput{Address: addr, Threshold: "720h"})
+		if err != nil {
+			t.Fatalf("client certs %t: %v", clientCerts, err)
+		}
+		if res.Subject != "CN=kube-apiserver" || res.Serial != "1092" || !res.Due {
+			t.Errorf("client certs %t: %+v", clientCerts, res)
+		}
+		res, err = Check(t.Context(), CheckInput{Address: addr, Threshold: "24h"})
+		if err != nil || res.Due {
+			t.Errorf("a certificate with 10 days left is due within 24h: %+v %v", res, err)
+		}
+	}
+}
+
+func TestCheckErrors(t *testing.T) {
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := l.Addr().String()
+	l.Close()
+	_, err := Check(t.Context(), CheckInput{Address: addr, Timeout: "2s"})
+	var app *temporal.ApplicationError
+	if !asApp(err, &app) || app.Type() != ErrTypeUnreachable || app.NonRetryable() {
+		t.Errorf("closed port: %v", err)
+	}
+	_, err = Check(t.Context(), CheckInput{Address: "no-port"})
+	if !asApp(err, &app) || app.Type() != ErrTypeInvalidInput || !app.NonRetryable() {
+		t.Errorf("bad address: %v", err)
+	}
+}
+
+func asApp(err error, app **temporal.ApplicationError) bool {
+	a, ok := err.(*temporal.ApplicationError)
+	*app = a
+	return ok
+}
+
+func TestParsePEMAndKubeconfig(t *testing.T) {
+	_, pemData := selfSigned(t, "system:kube-scheduler", time.Hour)
+	certs, err := Parse(pemData)
+	if err != nil || len(certs) != 1 || certs[0].Subject.CommonName != "system:kube-scheduler" {
+		t.Fatalf("PEM: %v %v", certs, err)
+	}
+	kc := "apiVersion: v1\nkind: Config\nusers:\n- name: s\n  user:\n    client-certificate-data: " + base64.StdEncoding.EncodeToString(pemData) + "\n    client-key-data: eA==\n"
+	certs, err = Parse([]byte(kc))
+	if err != nil || len(certs) != 1 || certs[0].Subject.CommonName != "system:kube-scheduler" {
+		t.Fatalf("kubeconfig: %v %v", certs, err)
+	}
+	if _, err := Parse([]byte("apiVersion: v1\nkind: Config\nusers:\n- name: t\n  user:\n    token: x\n")); err == nil || !strings.Contains(err.Error(), "no embedded client certificate") {
+		t.Errorf("token kubeconfig: %v", err)
+	}
+	if _, err := Parse([]byte("-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n")); err == nil {
+		t.Error("a key file parsed as a certificate")
+	}
+}

@@ -1,0 +1,101 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pkg/sftp"
+
+	"kedge.dev/kedge/activities/certinfo"
+	"kedge.dev/kedge/activities/sshpool"
+)
+
+// CertInfoAction reads certificate files on a host.
+const CertInfoAction = "host.cert-info"
+
+// CertInfoInput names certificate files (PEM, or kubeconfigs with an
+// embedded client certificate) on one host.
+type CertInfoInput struct {
+	Target    sshpool.Target `json:"target"`
+	Paths     []string       `json:"paths" kedge:"required" doc:"absolute paths of PEM certificates or kubeconfigs"`
+	Threshold string         `json:"threshold,omitempty" kedge:"duration" doc:"a certificate is due when it ends within this (default 720h)"`
+}
+
+// CertFile is one file's first certificate.
+type CertFile struct {
+	Path     string `json:"path"`
+	Exists   bool   `json:"exists"`
+	Subject  string `json:"subject,omitempty"`
+	Issuer   string `json:"issuer,omitempty"`
+	Serial   string `json:"serial,omitempty"`
+	NotAfter string `json:"notAfter,omitempty"`
+	Due      bool   `json:"due"`
+}
+
+// CertInfoResult lists the files; Due says any of them is due, Earliest
+// is the soonest end.
+type CertInfoResult struct {
+	Files    []CertFile `json:"files"`
+	Due      bool       `json:"due"`
+	Earliest string     `json:"earliest"`
+}
+
+// CertInfo reports when the certificates in files on the host end
+// (host.cert-info). A missing file is reported, not an error.
+func (a *Activities) CertInfo(ctx context.Context, in CertInfoInput) (CertInfoResult, error) {
+	res, err := a.certInfo(ctx, in)
+	return res, toTemporal(err)
+}
+
+func (a *Activities) certInfo(ctx context.Context, in CertInfoInput) (CertInfoResult, error) {
+	var res CertInfoResult
+	if len(in.Paths) == 0 {
+		return res, invalid("paths: name at least one file")
+	}
+	threshold := certinfo.DefaultThreshold
+	if in.Threshold != "" {
+		d, err := time.ParseDuration(in.Threshold)
+		if err != nil || d < 0 {
+			return res, invalid(fmt.Sprintf("threshold %q is not a duration", in.Threshold))
+		}
+		threshold = d
+	}
+	for _, p := range in.Paths {
+		if err := checkPath(p); err != nil {
+			return res, err
+		}
+	}
+	files := map[string]*remoteFile{}
+	err := a.Pool.WithSFTP(ctx, in.Target, func(c *sftp.Client) error {
+		for _, p := range in.Paths {
+			f, err := readIfExists(c, p, maxCompareSize)
+			if err != nil {
+				return err
+			}
+			files[p] = f
+		}
+		return nil
+	})
+	if err != nil {
+		return res, a.fileErr(in.Target, "read", in.Paths[0], err)
+	}
+	now := time.Now()
+	for _, p := range in.Paths {
+		cf := CertFile{Path: p}
+		if f := files[p]; f != nil {
+			certs, err := certinfo.Parse(f.data)
+			if err != nil {
+				return res, invalid(fmt.Sprintf("%s on %s: %v", p, nodeName(in.Target), err))
+			}
+			d := certinfo.Describe(certs[0], now, threshold)
+			cf = CertFile{Path: p, Exists: true, Subject: d.Subject, Issuer: d.Issuer, Serial: d.Serial, NotAfter: d.NotAfter, Due: d.Due}
+			res.Due = res.Due || d.Due
+			if res.Earliest == "" || d.NotAfter < res.Earliest {
+				res.Earliest = d.NotAfter
+			}
+		}
+		res.Files = append(res.Files, cf)
+	}
+	return res, nil
+}
