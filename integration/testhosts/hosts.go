@@ -30,6 +30,10 @@ type Options struct {
 	// TrustedUserCAKey is an SSH CA public key line that sshd trusts for
 	// user certificates (optional).
 	TrustedUserCAKey string
+	// HostCA, when set, signs each host's key into a host certificate
+	// valid for the host's address for a day, which sshd presents
+	// (HostCertificate) besides the plain key (optional).
+	HostCA ssh.Signer
 }
 
 // Lab is a set of running hosts.
@@ -117,7 +121,7 @@ func Start(ctx context.Context, o Options) (*Lab, error) {
 	var known strings.Builder
 	for i, name := range o.Names {
 		h := &Host{Name: name, Address: fmt.Sprintf("%s%d", o.BaseIP, i+1), Port: 22, dir: filepath.Join(dir, name)}
-		if err := h.prepare(clientPub, o.TrustedUserCAKey, bins); err != nil {
+		if err := h.prepare(clientPub, o.TrustedUserCAKey, o.HostCA, bins); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(&known, "%s %s\n", h.Address, h.HostKeyPublic)
@@ -164,7 +168,7 @@ func writeKey(path string) (string, error) {
 	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sp))), nil
 }
 
-func (h *Host) prepare(clientPub, caKey string, bins map[string]string) error {
+func (h *Host) prepare(clientPub, caKey string, hostCA ssh.Signer, bins map[string]string) error {
 	for _, d := range []string{"etc-upper/ssh", "etc-work", "varlib-upper", "varlib-work", "varlog-upper", "varlog-work", "root/.ssh", "bin"} {
 		if err := os.MkdirAll(filepath.Join(h.dir, d), 0o755); err != nil {
 			return err
@@ -201,6 +205,16 @@ LogLevel ERROR
 		}
 		cfg += "TrustedUserCAKeys /etc/ssh/kedge_user_ca.pub\n"
 	}
+	if hostCA != nil {
+		cert, err := hostCertificate(hostCA, pub, h.Address)
+		if err != nil {
+			return fmt.Errorf("host %s: %w", h.Name, err)
+		}
+		if err := os.WriteFile(filepath.Join(h.dir, "etc-upper/ssh/ssh_host_ed25519_key-cert.pub"), cert, 0o644); err != nil {
+			return err
+		}
+		cfg += "HostCertificate /etc/ssh/ssh_host_ed25519_key-cert.pub\n"
+	}
 	if err := os.WriteFile(filepath.Join(h.dir, "etc-upper/ssh/kedge_sshd_config"), []byte(cfg), 0o644); err != nil {
 		return err
 	}
@@ -215,6 +229,24 @@ LogLevel ERROR
 		}
 	}
 	return nil
+}
+
+// hostCertificate signs the host key (an authorized_keys line) into a host
+// certificate for address, valid from a minute ago for a day.
+func hostCertificate(ca ssh.Signer, hostKey, address string) ([]byte, error) {
+	key, _, _, _, err := ssh.ParseAuthorizedKey([]byte(hostKey))
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	cert := &ssh.Certificate{
+		Key: key, CertType: ssh.HostCert, KeyId: "kedge-lab " + address, ValidPrincipals: []string{address},
+		ValidAfter: uint64(now.Add(-time.Minute).Unix()), ValidBefore: uint64(now.Add(24 * time.Hour).Unix()),
+	}
+	if err := cert.SignCert(rand.Reader, ca); err != nil {
+		return nil, fmt.Errorf("sign the host certificate: %w", err)
+	}
+	return ssh.MarshalAuthorizedKey(cert), nil
 }
 
 // setup runs inside the host's fresh namespaces, then becomes sshd.
