@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -555,4 +556,33 @@ func TestInvalidInput(t *testing.T) {
 		fmt.Fprintf(&out, "# %s\n%s\n\n", c.name, err)
 	}
 	golden(t, "errors", []byte(out.String()))
+}
+
+// A new certificates value changes every manifest (so the kubelet
+// restarts the pods) and nothing else.
+func TestStaticPodsCertificatesAnnotation(t *testing.T) {
+	in := controlPlane()
+	before, err := StaticPods(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Certificates = "4f:2a"
+	after, err := StaticPods(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range after {
+		var pod corev1.Pod
+		if err := yaml.UnmarshalStrict(data, &pod); err != nil {
+			t.Fatal(err)
+		}
+		if pod.Annotations[RestartAnnotation] != "4f:2a" || bytes.Equal(data, before[name]) {
+			t.Errorf("%s: annotations %v", name, pod.Annotations)
+		}
+		var old corev1.Pod
+		_ = yaml.UnmarshalStrict(before[name], &old)
+		if !reflect.DeepEqual(old.Spec, pod.Spec) {
+			t.Errorf("%s: the spec changed too", name)
+		}
+	}
 }

@@ -56,7 +56,16 @@ type ControlPlaneInput struct {
 	APIServerPort int `json:"apiServerPort,omitempty"`
 	// Images are the components' images, pinned by tag or digest.
 	Images ControlPlaneImages `json:"images"`
+	// Certificates, when set, is put on every pod as the annotation
+	// RestartAnnotation. The components read their certificates at start;
+	// changing it with each renewal (e.g. to the new API server
+	// certificate's serial) changes the manifests, so the kubelet
+	// restarts the pods onto the new certificates.
+	Certificates string `json:"certificates,omitempty"`
 }
+
+// RestartAnnotation carries ControlPlaneInput.Certificates.
+const RestartAnnotation = "kedge.dev/certificates"
 
 // EtcdMember is one member of the etcd cluster.
 type EtcdMember struct {
@@ -156,6 +165,9 @@ func StaticPods(in ControlPlaneInput) (map[string][]byte, error) {
 	pods := []*corev1.Pod{etcdPod(in), apiServerPod(in), controllerManagerPod(in), schedulerPod(in)}
 	out := make(map[string][]byte, len(pods))
 	for _, pod := range pods {
+		if in.Certificates != "" {
+			pod.Annotations = map[string]string{RestartAnnotation: in.Certificates}
+		}
 		data, err := toYAML(pod)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", pod.Name, err)
