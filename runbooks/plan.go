@@ -241,7 +241,24 @@ func KubernetesVar(c *inventory.Cluster) map[string]any {
 	return map[string]any{
 		"server": k.Server, "kubeletImage": k.KubeletImage, "runtime": k.Runtime,
 		"clusterDNS": dns, "clusterDomain": k.ClusterDomain, "serviceCIDR": k.ServiceCIDR, "podCIDR": k.PodCIDR,
+		"version": or(k.Version, DefaultKubernetesVersion), "imageRepository": or(k.ImageRepository, DefaultImageRepository),
+		"etcdImage": or(k.EtcdImage, DefaultEtcdImage),
 	}
+}
+
+// The control plane the built-in runbooks render when the inventory does
+// not say.
+const (
+	DefaultKubernetesVersion = "v1.35.4"
+	DefaultImageRepository   = "registry.k8s.io"
+	DefaultEtcdImage         = "registry.k8s.io/etcd:3.6.16-0"
+)
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
 }
 
 // NodeVar is a node as expressions see it (also the `host` variable).

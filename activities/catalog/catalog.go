@@ -94,7 +94,7 @@ var actions = []Action{
 	describe(host.InstallBundleAction, "install a set of files all or none: shipped as one bundle, staged beside their targets, then renamed into place", host.InstallBundleInput{}, host.InstallBundleResult{}, 10*time.Minute, 15*time.Second, nil),
 	describe(host.RestoreBundleAction, "undo a host.install-bundle: restore the replaced files, remove the created ones", host.RestoreBundleInput{}, host.RestoreBundleResult{}, 5*time.Minute, 15*time.Second, nil),
 	describe(host.CertInfoAction, "read certificate files (PEM or kubeconfigs) on the host: when each ends, whether it is due for renewal", host.CertInfoInput{}, host.CertInfoResult{}, 5*time.Minute, 15*time.Second, nil),
-	describe(certinfo.CheckAction, "connect to a TLS endpoint and report the certificate it serves (and whether it is due for renewal)", certinfo.CheckInput{}, certinfo.CheckResult{}, time.Minute, 0, nil),
+	describe(certinfo.CheckAction, "connect to a TLS endpoint and report the certificate it serves (and whether it is due for renewal); optionally wait until it serves a newer one", certinfo.CheckInput{}, certinfo.CheckResult{}, 10*time.Minute, 30*time.Second, nil),
 	describe(host.RestoreFileAction, "undo a host.write-file: put the previous content back or remove the file", host.RestoreFileInput{}, host.RestoreFileResult{}, 5*time.Minute, 15*time.Second, nil),
 	describe(host.ReadFileAction, "read a file from the host", host.ReadFileInput{}, host.ReadFileResult{}, 5*time.Minute, 15*time.Second, nil),
 	describe(check.Action, "stop the runbook when a condition is false (a guard)", check.Input{}, check.Result{}, time.Minute, 0, nil),

@@ -24,6 +24,7 @@ const CheckAction = "tls.check"
 const (
 	ErrTypeInvalidInput = "InvalidInput"
 	ErrTypeUnreachable  = "EndpointUnreachable"
+	ErrTypeNotRenewed   = "CertificateNotRenewed"
 )
 
 // Cert describes one certificate.
@@ -52,6 +53,11 @@ type CheckInput struct {
 	Address   string `json:"address" kedge:"required" doc:"host:port of the TLS endpoint, e.g. 10.0.0.11:6443"`
 	Threshold string `json:"threshold,omitempty" kedge:"duration" doc:"the certificate is due when it ends within this (default 720h)"`
 	Timeout   string `json:"timeout,omitempty" kedge:"duration" doc:"give up connecting after this long (default 10s)"`
+	// NewerThan makes Check wait until the endpoint serves a certificate
+	// ending after this time: after a renewal, until the restarted
+	// server serves the new certificate.
+	NewerThan string `json:"newerThan,omitempty" doc:"wait until the served certificate ends after this RFC 3339 time (e.g. the notAfter seen before a renewal)"`
+	Wait      string `json:"wait,omitempty" kedge:"duration" doc:"how long to wait for newerThan (default 5m)"`
 }
 
 // CheckResult is the certificate the endpoint serves.
@@ -83,6 +89,45 @@ func Check(ctx context.Context, in CheckInput) (CheckResult, error) {
 	if _, _, err := net.SplitHostPort(in.Address); err != nil {
 		return CheckResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("address %q is not host:port", in.Address), ErrTypeInvalidInput, nil)
 	}
+	if in.NewerThan == "" {
+		return probe(ctx, in.Address, threshold, timeout)
+	}
+	newer, err := time.Parse(time.RFC3339, in.NewerThan)
+	if err != nil {
+		return CheckResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("newerThan %q is not an RFC 3339 time", in.NewerThan), ErrTypeInvalidInput, nil)
+	}
+	wait, err := duration(in.Wait, 5*time.Minute)
+	if err != nil {
+		return CheckResult{}, err
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		res, err := probe(ctx, in.Address, threshold, timeout)
+		last := ""
+		if err == nil {
+			na, _ := time.Parse(time.RFC3339, res.NotAfter)
+			if na.After(newer) {
+				return res, nil
+			}
+			last = "still serves the certificate ending " + res.NotAfter
+		} else {
+			last = err.Error()
+		}
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx, last)
+		}
+		if time.Now().After(deadline) {
+			return res, temporal.NewApplicationError(fmt.Sprintf("%s: no certificate ending after %s within %s: %s", in.Address, in.NewerThan, wait, last), ErrTypeNotRenewed)
+		}
+		select {
+		case <-ctx.Done():
+			return res, temporal.NewCanceledError(ctx.Err().Error())
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func probe(ctx context.Context, address string, threshold, timeout time.Duration) (CheckResult, error) {
 	var leaf *x509.Certificate
 	cfg := &tls.Config{
 		InsecureSkipVerify: true, // we read the certificate; we do not trust the endpoint
@@ -96,7 +141,7 @@ func Check(ctx context.Context, in CheckInput) (CheckResult, error) {
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	d := tls.Dialer{NetDialer: &net.Dialer{}, Config: cfg}
-	conn, err := d.DialContext(dctx, "tcp", in.Address)
+	conn, err := d.DialContext(dctx, "tcp", address)
 	if conn != nil {
 		conn.Close()
 	}
@@ -104,10 +149,10 @@ func Check(ctx context.Context, in CheckInput) (CheckResult, error) {
 		if err == nil {
 			err = errors.New("no certificate presented")
 		}
-		return CheckResult{}, temporal.NewApplicationError(fmt.Sprintf("TLS to %s: %v", in.Address, err), ErrTypeUnreachable)
+		return CheckResult{}, temporal.NewApplicationError(fmt.Sprintf("TLS to %s: %v", address, err), ErrTypeUnreachable)
 	}
 	c := Describe(leaf, time.Now(), threshold)
-	return CheckResult{Address: in.Address, Subject: c.Subject, Issuer: c.Issuer, Serial: c.Serial, NotAfter: c.NotAfter, Due: c.Due}, nil
+	return CheckResult{Address: address, Subject: c.Subject, Issuer: c.Issuer, Serial: c.Serial, NotAfter: c.NotAfter, Due: c.Due}, nil
 }
 
 // Parse reads the certificates of a PEM file, or the embedded client

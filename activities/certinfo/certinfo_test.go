@@ -116,3 +116,22 @@ func TestParsePEMAndKubeconfig(t *testing.T) {
 		t.Error("a key file parsed as a certificate")
 	}
 }
+
+func TestCheckWaitsForANewerCertificate(t *testing.T) {
+	cert, _ := selfSigned(t, "etcd", 10*24*time.Hour)
+	addr := serve(t, cert, false)
+	first, err := Check(t.Context(), CheckInput{Address: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Check(t.Context(), CheckInput{Address: addr, NewerThan: first.NotAfter, Wait: "1500ms"})
+	var app *temporal.ApplicationError
+	if !asApp(err, &app) || app.Type() != ErrTypeNotRenewed {
+		t.Fatalf("the same certificate counted as renewed: %v", err)
+	}
+	older := time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339)
+	res, err := Check(t.Context(), CheckInput{Address: addr, NewerThan: older, Wait: "5s"})
+	if err != nil || res.NotAfter != first.NotAfter {
+		t.Errorf("%+v %v", res, err)
+	}
+}

@@ -712,21 +712,6 @@ func TestInsideAnActivityItHeartbeats(t *testing.T) {
 	}
 }
 
-func TestRegisterNamesEveryAction(t *testing.T) {
-	r := &recorder{}
-	(&Activities{}).Register(r)
-	want := []string{RunAction, WriteFileAction, RestoreFileAction, ReadFileAction, SystemdAction, WriteDropInAction}
-	if fmt.Sprint(r.names) != fmt.Sprint(want) {
-		t.Errorf("registered %v", r.names)
-	}
-}
-
-type recorder struct{ names []string }
-
-func (r *recorder) RegisterActivityWithOptions(_ any, o activity.RegisterOptions) {
-	r.names = append(r.names, o.Name)
-}
-
 // BenchmarkRawExec is the floor: one exec per iteration over an open
 // connection, no wrapper.
 func BenchmarkRawExec(b *testing.B) {

@@ -73,6 +73,12 @@ type Kubernetes struct {
 	ClusterDomain string   `json:"clusterDomain,omitempty"`
 	ServiceCIDR   string   `json:"serviceCIDR,omitempty"`
 	PodCIDR       string   `json:"podCIDR,omitempty"`
+	// Version and ImageRepository name the control plane's images
+	// (REPOSITORY/kube-apiserver:VERSION, ...); EtcdImage is etcd's.
+	// bootstrap renders them and cert-renewal re-renders the same.
+	Version         string `json:"version,omitempty"`
+	ImageRepository string `json:"imageRepository,omitempty"`
+	EtcdImage       string `json:"etcdImage,omitempty"`
 }
 
 // Vault says how Kedge reaches the cluster's Vault: certificates come from
@@ -324,6 +330,16 @@ func Decode(doc source.Document) (*Cluster, error) {
 				},
 				"serviceCIDR": func(v *yaml.Node) { c.Kubernetes.ServiceCIDR = source.String(f, v, "kubernetes.serviceCIDR", &errs) },
 				"podCIDR":     func(v *yaml.Node) { c.Kubernetes.PodCIDR = source.String(f, v, "kubernetes.podCIDR", &errs) },
+				"version": func(v *yaml.Node) {
+					c.Kubernetes.Version = source.String(f, v, "kubernetes.version", &errs)
+					if !strings.HasPrefix(c.Kubernetes.Version, "v") {
+						errs.Addf(source.At(f, v), "kubernetes.version must look like v1.35.4, got %q", c.Kubernetes.Version)
+					}
+				},
+				"imageRepository": func(v *yaml.Node) {
+					c.Kubernetes.ImageRepository = source.String(f, v, "kubernetes.imageRepository", &errs)
+				},
+				"etcdImage": func(v *yaml.Node) { c.Kubernetes.EtcdImage = source.String(f, v, "kubernetes.etcdImage", &errs) },
 			})
 		},
 		"vault": func(v *yaml.Node) {
