@@ -207,3 +207,72 @@ func runIDs(p workflows.Progress, cluster string, nodes ...string) []string {
 	}
 	return ids
 }
+
+// With a threshold longer than any certificate's life, every certificate is
+// due: each endpoint then serves a newer one from the cluster CA, and the
+// cluster still works.
+func TestCertRenewalRenewsEveryServedCertificate(t *testing.T) {
+	bootCluster(t)
+	l := bootstrapped.lab
+	ctl := l.Hosts[0].Address
+	endpoints := []string{net.JoinHostPort(ctl, "6443"), net.JoinHostPort(ctl, "2379")}
+	for _, h := range l.Hosts {
+		endpoints = append(endpoints, net.JoinHostPort(h.Address, "10250"))
+	}
+	before := map[string]*x509.Certificate{}
+	for _, ep := range endpoints {
+		before[ep] = servedCert(t, ep)
+	}
+	filesBefore := firstCert(t, readHostFileIn(t, l, "boot-1", "/etc/kubernetes/pki/etcd/peer.crt"))
+
+	p, code, errOut := runWaitInv(t, "cert-renewal", bootstrapped.inventory, "--set", "threshold=87600h")
+	if code != 0 {
+		t.Fatalf("cert-renewal: exit %d: %s\n%+v", code, errOut, p)
+	}
+	caPEM := readHostFileIn(t, l, "boot-1", "/etc/kubernetes/pki/ca.crt")
+	ca := firstCert(t, caPEM)
+	for _, ep := range endpoints {
+		after := servedCert(t, ep)
+		if !after.NotAfter.After(before[ep].NotAfter) && after.SerialNumber.Cmp(before[ep].SerialNumber) == 0 {
+			t.Errorf("%s still serves serial %x ending %s", ep, after.SerialNumber, after.NotAfter)
+		}
+		if err := after.CheckSignatureFrom(ca); err != nil {
+			t.Errorf("%s serves a certificate not issued by the cluster CA: %v (issuer %s)", ep, err, after.Issuer)
+		}
+	}
+	if peer := firstCert(t, readHostFileIn(t, l, "boot-1", "/etc/kubernetes/pki/etcd/peer.crt")); peer.SerialNumber.Cmp(filesBefore.SerialNumber) == 0 {
+		t.Error("etcd's peer certificate on disk was not renewed")
+	}
+	nodes, err := bootstrapped.client.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("the cluster after renewal: %v", err)
+	}
+	for _, n := range nodes.Items {
+		if !nodeIsReady(&n) {
+			t.Errorf("%s not Ready after the renewal", n.Name)
+		}
+	}
+
+	// Nothing is due right after a renewal: a second run changes nothing.
+	p, code, errOut = runWaitInv(t, "cert-renewal", bootstrapped.inventory, "--set", "threshold=720h")
+	if code != 0 {
+		t.Fatalf("second cert-renewal: exit %d: %s", code, errOut)
+	}
+	for _, ep := range endpoints[:1] {
+		if again := servedCert(t, ep); again.NotAfter.After(servedCert(t, ep).NotAfter) {
+			t.Errorf("%s renewed again", ep)
+		}
+	}
+
+	// And it runs every day on a Temporal Schedule.
+	out, errOut, code := kedge(t, "schedule", "cert-renewal", "--inventory", bootstrapped.inventory, "--every", "24h", "--paused", "--id", "cert-renewal/boot", "--output", "json")
+	if code != 0 {
+		t.Fatalf("kedge schedule: exit %d: %s %s", code, out, errOut)
+	}
+	h := world.client.ScheduleClient().GetHandle(t.Context(), "cert-renewal/boot")
+	t.Cleanup(func() { _ = h.Delete(context.Background()) })
+	d, err := h.Describe(t.Context())
+	if err != nil || len(d.Schedule.Spec.Intervals) != 1 || d.Schedule.Spec.Intervals[0].Every != 24*time.Hour {
+		t.Errorf("schedule: %+v %v", d, err)
+	}
+}
