@@ -1,11 +1,19 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 )
@@ -79,5 +87,99 @@ steps:
 	}
 	if !strings.Contains(hist, base64.StdEncoding.EncodeToString([]byte("binary/encrypted"))) {
 		t.Error("history holds no sealed payload at all")
+	}
+}
+
+// The Web UI shows operators what the history holds by sending its sealed
+// payloads to `kedge codec-server`, as here: the real binary, the real
+// stored payloads.
+func TestCodecServerDecodesStoredPayloadsForTheWebUI(t *testing.T) {
+	const marker = "kedge-ui-can-read-this-0b5e"
+	rb := writeRunbook(t, `
+apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: ui-decode}
+params:
+  word: {type: string, required: true}
+steps:
+  - id: say
+    action: host.run
+    on: worker-1
+    with:
+      command: 'echo "said=$WORD" >> "$KEDGE_OUTPUT"'
+      env: {WORD: "${ params.word }"}
+`)
+	p, code, errOut := runWait(t, rb, "--set", "word="+marker)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var sealed []*commonpb.Payload
+	it := world.client.GetWorkflowHistory(t.Context(), p.WorkflowID, "", false, 0)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := e.GetActivityTaskCompletedEventAttributes(); a != nil {
+			sealed = append(sealed, a.GetResult().GetPayloads()...)
+		}
+	}
+	if len(sealed) == 0 {
+		t.Fatal("no activity result in the history")
+	}
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	const ui = "http://127.0.0.1:8233"
+	srv := exec.Command(world.kedgeBin, "codec-server", "--listen", addr, "--ui-origin", ui)
+	srv.Env = append(os.Environ(), "KEDGE_CODEC_KEY="+world.codecKey)
+	srv.Stderr = os.Stderr
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+
+	// The body the UI posts: payloads as protobuf JSON.
+	var items []json.RawMessage
+	for _, pl := range sealed {
+		b, err := protojson.Marshal(pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		items = append(items, b)
+	}
+	body, _ := json.Marshal(map[string]any{"payloads": items})
+	var resp *http.Response
+	eventually(t, 10*time.Second, "codec-server to answer", func() bool {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/decode", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Origin", ui)
+		req.Header.Set("X-Namespace", "default")
+		resp, err = http.DefaultClient.Do(req)
+		return err == nil
+	})
+	defer resp.Body.Close()
+	var got struct {
+		Payloads []struct {
+			Data string `json:"data"`
+		} `json:"payloads"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("decode: status %d: %v", resp.StatusCode, err)
+	}
+	found := false
+	for _, pl := range got.Payloads {
+		data, _ := base64.StdEncoding.DecodeString(pl.Data)
+		found = found || strings.Contains(string(data), "said="+marker) || strings.Contains(string(data), marker)
+	}
+	if !found {
+		t.Errorf("the decoded payloads lack the step's output %q", marker)
+	}
+	if resp.Header.Get("Access-Control-Allow-Origin") != ui {
+		t.Errorf("the UI's origin is not allowed: %q", resp.Header.Get("Access-Control-Allow-Origin"))
 	}
 }

@@ -134,7 +134,12 @@ func TestNodeJoinWithTLSBootstrap(t *testing.T) {
 	if tokenID == "" {
 		t.Fatalf("no kubelet client CSR from a bootstrap token for join-1 among %d CSRs", len(csrs.Items))
 	}
-	pemData := readHostFileIn(t, l, "join-1", "/var/lib/kubelet/pki/kubelet-client-current.pem")
+	// A symlink to the dated file, as the real kubelet keeps it: read it
+	// from inside the host.
+	pemData, err := hostIn(l, "join-1").Exec(ctx, "cat", "/var/lib/kubelet/pki/kubelet-client-current.pem")
+	if err != nil {
+		t.Fatalf("kubelet client certificate: %v: %s", err, pemData)
+	}
 	cert := firstCert(t, pemData)
 	if cert.Subject.CommonName != "system:node:join-1" || !slices.Contains(cert.Subject.Organization, "system:nodes") {
 		t.Errorf("kubelet client certificate subject %v", cert.Subject)
