@@ -1,0 +1,47 @@
+// Command kubelet is the test world's kubelet simulator, the one simulated
+// part of Kedge's test world (a real kubelet cannot run on the test
+// machine). A test host's kubelet unit starts it through the container
+// stand-in (`docker run IMAGE kubelet FLAGS...`), and it behaves, as far as
+// a runbook can see, like the real kubelet started with the same flags:
+//
+//   - --config reads a KubeletConfiguration (kubelet.config.k8s.io/v1beta1):
+//     staticPodPath, podLogsDir, authentication (x509 clientCAFile,
+//     anonymous), tlsCertFile/tlsPrivateKeyFile, port, healthzBindAddress
+//     and healthzPort.
+//   - --kubeconfig with --bootstrap-kubeconfig does TLS bootstrap: a CSR
+//     for system:node:NAME signed by kubernetes.io/kube-apiserver-client-kubelet,
+//     the pair kept in CERT-DIR/kubelet-client-current.pem and a kubeconfig
+//     written at --kubeconfig that points at it.
+//   - It registers its Node (--hostname-override, --node-ip, --node-labels,
+//     --register-with-taints), keeps it Ready with heartbeats and a Lease,
+//     reports the version of the image it was started with (so an image
+//     swap shows), marks the pods scheduled to it Running and Ready, and
+//     completes the deletion of pods evicted from it.
+//   - It runs static pods for real: each container of each manifest in
+//     staticPodPath is a detached process of the program its image maps to
+//     in /etc/kedge-lab/images (the container stand-in's map), which
+//     survives a kubelet restart and is adopted by the next kubelet; it
+//     publishes a mirror pod for each.
+//   - It serves HTTPS on NODE-IP:10250 (/healthz, /containerLogs) and
+//     /healthz over http on healthzBindAddress:healthzPort (on NODE-IP
+//     instead of loopback: the simulated kubelets of a machine share its
+//     network). Without --node-ip, the node IP is the one in
+//     /etc/kedge-lab/node-ip, standing for the real kubelet's detection;
+//     with neither, there is no HTTPS port.
+//
+// Flags of the real kubelet it does not simulate are accepted and ignored.
+// Its own flags, for tests: --lab-images (the image map), --lab-node-ip-file
+// and --heartbeat (how often the Node status is posted, 2s).
+// Where it is, the files it keeps:
+//
+//	ROOT-DIR/static-pods/NS_NAME.json   pid, start time, manifest hash of each static pod's containers
+//	CERT-DIR/kubelet-client-current.pem client certificate and key (symlink to kubelet-client-DATE.pem, 0600)
+//	CERT-DIR/kubelet.crt, kubelet.key   self-signed serving pair, made when the config names none
+//	POD-LOGS-DIR/NS_NAME/CONTAINER.log  a static pod container's stdout and stderr
+//
+// ROOT-DIR is --root-dir (/var/lib/kubelet), CERT-DIR --cert-dir
+// (ROOT-DIR/pki), POD-LOGS-DIR the config's podLogsDir (/var/log/pods).
+//
+// It is test infrastructure only: it must never run on a real node, and it
+// never stops a static pod because it itself stops.
+package main
