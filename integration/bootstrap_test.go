@@ -57,7 +57,11 @@ func bootLab(t *testing.T) (*testhosts.Lab, string) {
 	world.cleanups = append(world.cleanups, func() { _ = l.Close() })
 	images := "quay.io/poseidon/kubelet /usr/local/sbin/kubelet-sim\n"
 	for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
-		images += "registry.k8s.io/" + c + " " + filepath.Join(tools, c) + "\n"
+		p, err := l.Hosts[0].InstallProgram(c, filepath.Join(tools, c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		images += "registry.k8s.io/" + c + " " + p + "\n"
 	}
 	for _, h := range l.Hosts {
 		if err := h.WriteFile("/etc/kedge-lab/images", []byte(images), 0o644); err != nil {

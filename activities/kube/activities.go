@@ -389,7 +389,7 @@ func (a *Activities) LabelTaint(ctx context.Context, in LabelTaintInput) (NodeRe
 			node.Labels = map[string]string{}
 		}
 		for k, v := range wantLabels {
-			if node.Labels[k] != v {
+			if have, ok := node.Labels[k]; !ok || have != v { // an empty value is a value
 				node.Labels[k], changed = v, true
 			}
 		}

@@ -82,7 +82,7 @@ func TestWaitNodeWaitsForVersion(t *testing.T) {
 func TestLabelTaint(t *testing.T) {
 	a, cs := fakeActs(node("w1", true, "v1"))
 	ctx := context.Background()
-	in := LabelTaintInput{Node: "w1", Labels: []string{"role=special"}, Taints: []string{"role=special:NoSchedule"}}
+	in := LabelTaintInput{Node: "w1", Labels: []string{"role=special", "node-role.kubernetes.io/controller="}, Taints: []string{"role=special:NoSchedule"}}
 	for i, want := range []bool{true, false} {
 		res, err := a.LabelTaint(ctx, in)
 		if err != nil || res.Changed != want {
@@ -90,6 +90,9 @@ func TestLabelTaint(t *testing.T) {
 		}
 	}
 	n, _ := cs.CoreV1().Nodes().Get(ctx, "w1", metav1.GetOptions{})
+	if _, ok := n.Labels["node-role.kubernetes.io/controller"]; !ok {
+		t.Errorf("the empty-valued label is missing: %v", n.Labels)
+	}
 	if n.Labels["role"] != "special" || len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Effect != corev1.TaintEffectNoSchedule {
 		t.Errorf("node = %+v %+v", n.Labels, n.Spec.Taints)
 	}
