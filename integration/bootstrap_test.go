@@ -237,7 +237,7 @@ func TestCertRenewalRenewsEveryServedCertificate(t *testing.T) {
 	ca := firstCert(t, caPEM)
 	for _, ep := range endpoints {
 		after := servedCert(t, ep)
-		if !after.NotAfter.After(before[ep].NotAfter) && after.SerialNumber.Cmp(before[ep].SerialNumber) == 0 {
+		if !after.NotAfter.After(before[ep].NotAfter) || after.SerialNumber.Cmp(before[ep].SerialNumber) == 0 {
 			t.Errorf("%s still serves serial %x ending %s", ep, after.SerialNumber, after.NotAfter)
 		}
 		if err := after.CheckSignatureFrom(ca); err != nil {
@@ -260,8 +260,8 @@ func TestCertRenewalRenewsEveryServedCertificate(t *testing.T) {
 	// Nothing is due right after a renewal: a second run changes nothing.
 	renewed := servedCert(t, endpoints[0])
 	p, code, errOut = runWaitInv(t, "cert-renewal", bootstrapped.inventory, "--set", "threshold=720h")
-	if code != 0 {
-		t.Fatalf("second cert-renewal: exit %d: %s", code, errOut)
+	if code != 0 || p.State != workflows.StateSucceeded {
+		t.Fatalf("second cert-renewal: exit %d, %s: %s", code, p.State, errOut)
 	}
 	if again := servedCert(t, endpoints[0]); again.SerialNumber.Cmp(renewed.SerialNumber) != 0 {
 		t.Errorf("the API server's certificate was renewed again though nothing was due")
