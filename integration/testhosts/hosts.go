@@ -304,12 +304,21 @@ func (h *Host) start(ctx context.Context) error {
 			return fmt.Errorf("host %s: sshd on %s did not start", h.Name, addr)
 		}
 	}
-	children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", h.cmd.Process.Pid, h.cmd.Process.Pid))
-	if err != nil {
-		return err
+	// The namespace's first process (sshd) is unshare's only child.
+	for tries := 0; ; tries++ {
+		children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", h.cmd.Process.Pid, h.cmd.Process.Pid))
+		if err != nil {
+			return err
+		}
+		if f := strings.Fields(string(children)); len(f) > 0 {
+			h.initPID, err = strconv.Atoi(f[0])
+			return err
+		}
+		if tries == 50 {
+			return fmt.Errorf("host %s: %s answers, but not this host's sshd (another lab on the same addresses?)", h.Name, addr)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	h.initPID, err = strconv.Atoi(strings.Fields(string(children))[0])
-	return err
 }
 
 // Close stops every host: killing a host's sshd (PID 1 of its namespace)
