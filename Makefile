@@ -11,7 +11,7 @@ LAB_HOSTS ?= 3
 STATICCHECK_VERSION   := v0.8.2
 WORKFLOWCHECK_VERSION := v0.6.0
 
-.PHONY: all build dev test unit integration lint bench deps tools clean record-histories kube-tools
+.PHONY: all build dev test unit integration lint bench deps tools clean record-histories kube-tools vault-tools
 
 all: build
 
@@ -25,15 +25,19 @@ build:
 dev: deps build kube-tools
 	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) $(BIN)/kedge-lab --dir $(LAB_DIR) --hosts $(LAB_HOSTS)
 
+# The test world's hosts listen on fixed loopback addresses: one run at a
+# time per machine (the lock waits for the other).
+IT_LOCK ?= /tmp/kedge-it.lock
+
 ## test: lint, unit tests, integration tests against real servers
 test: deps lint kube-tools vault-tools
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) $(GO) test -count=1 -timeout 45m ./...
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) flock $(IT_LOCK) $(GO) test -count=1 -timeout 45m ./...
 
 unit:
 	$(GO) test -count=1 -short ./...
 
-integration: deps kube-tools
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) $(GO) test -count=1 -timeout 45m ./integration/...
+integration: deps kube-tools vault-tools
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) flock $(IT_LOCK) $(GO) test -count=1 -timeout 45m ./integration/...
 
 ## kube-tools: build etcd and the Kubernetes control plane for the test world
 ## (cached per pinned version; minutes the first time on a machine)
@@ -55,7 +59,7 @@ lint: tools
 
 ## record-histories: re-record the replay-test histories from real runs (after a deliberate workflow change)
 record-histories: deps
-	KEDGE_RECORD_HISTORY=$(CURDIR)/workflows/testdata/replay $(GO) test -count=1 -run "Hello|Flaky|FailsTwice|Undoes|Approval|Cancel" ./integration/
+	KEDGE_RECORD_HISTORY=$(CURDIR)/workflows/testdata/replay flock $(IT_LOCK) $(GO) test -count=1 -run "Hello|Flaky|FailsTwice|Undoes|Approval|Cancel" ./integration/
 
 ## bench: per-step overhead vs a raw SSH loop, fan-out vs parallel-ssh, rolling swap over 50 nodes, history of a 1,000-node rollout
 bench: deps kube-tools

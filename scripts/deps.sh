@@ -10,6 +10,7 @@ command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
 command -v parallel-ssh >/dev/null 2>&1 || need+=(pssh)
 command -v unshare >/dev/null 2>&1 || need+=(util-linux)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
+command -v flock >/dev/null 2>&1 || need+=(util-linux)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
