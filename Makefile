@@ -63,7 +63,7 @@ record-histories: deps
 
 ## bench: per-step overhead vs a raw SSH loop, fan-out vs parallel-ssh, rolling swap over 50 nodes, history of a 1,000-node rollout
 bench: deps kube-tools
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./integration/...
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) flock $(IT_LOCK) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./integration/...
 
 ## deps: system packages the test world needs (OpenSSH server, pssh)
 deps:
