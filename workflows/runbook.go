@@ -371,7 +371,18 @@ func (r *run) attempts(ctx workflow.Context, s *stepRun, action catalog.Action, 
 	if err != nil {
 		return nil, 0, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err)
 	}
-	return callAction(ctx, s, action, host, input)
+	return callAction(onSite(ctx, r.in.Cluster.TaskQueueFor(host)), s, action, host, input)
+}
+
+// onSite schedules the activities of ctx on the task queue of the workers
+// that reach a site (the inventory's taskQueue, per cluster or node). With
+// none named they stay on the runbook's own queue, as they always did, so
+// recorded histories replay unchanged.
+func onSite(ctx workflow.Context, queue string) workflow.Context {
+	if queue == "" {
+		return ctx
+	}
+	return workflow.WithTaskQueue(ctx, queue)
 }
 
 // callAction runs one rendered action under the step's retry policy.
@@ -555,6 +566,7 @@ func (r *run) compensation() []UndoCall {
 				}
 				vars = withHost(vars, r, call.Host)
 			}
+			call.TaskQueue = r.in.Cluster.TaskQueueFor(call.Host)
 			input, err := r.input(action, call.Host, u.With, vars)
 			if err != nil {
 				call.Error = err.Error()
@@ -660,7 +672,7 @@ func runUndoCall(ctx workflow.Context, call UndoCall) error {
 	}
 	action, _ := catalog.Lookup(call.Action)
 	undoStep := &stepRun{spec: runbooks.Step{ID: call.Step + "-undo", Retry: call.Retry, Timeout: call.Timeout}, p: &StepProgress{}}
-	_, _, err := callAction(ctx, undoStep, action, call.Host, call.Input)
+	_, _, err := callAction(onSite(ctx, call.TaskQueue), undoStep, action, call.Host, call.Input)
 	return err
 }
 

@@ -44,6 +44,8 @@ type UndoCall struct {
 	Error   string          `json:"error,omitempty"` // the undo could not be rendered
 	Retry   *runbooks.Retry `json:"retry,omitempty"`
 	Timeout time.Duration   `json:"timeout,omitempty"`
+	// TaskQueue is where the undo runs: the site of its host.
+	TaskQueue string `json:"taskQueue,omitempty"`
 }
 
 // Run states.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -34,6 +35,11 @@ type Cluster struct {
 	Vault       Vault      `json:"vault,omitempty"`
 	Controllers []Node     `json:"controllers"`
 	Workers     []Node     `json:"workers"`
+	// TaskQueue is the Temporal task queue of the workers that can reach
+	// this cluster's hosts (its site): every action of a runbook on this
+	// cluster is scheduled there unless its node names another. Empty:
+	// the queue the runbook itself runs on.
+	TaskQueue string `json:"taskQueue,omitempty"`
 }
 
 // SSH holds the connection defaults of every node.
@@ -103,6 +109,9 @@ type Node struct {
 	User    string   `json:"user,omitempty"`
 	Labels  []string `json:"labels,omitempty"`
 	Taints  []string `json:"taints,omitempty"`
+	// TaskQueue overrides the cluster's task queue for this node's
+	// actions: a node at another site.
+	TaskQueue string `json:"taskQueue,omitempty"`
 }
 
 // Nodes returns controllers then workers.
@@ -124,6 +133,16 @@ func (c *Cluster) Focus(node string) Cluster {
 		}
 	}
 	return out
+}
+
+// TaskQueueFor is the task queue of the workers that run actions on node
+// ("" for actions on no node): the node's own, else the cluster's, else ""
+// (the runbook's own queue).
+func (c *Cluster) TaskQueueFor(node string) string {
+	if n, ok := c.Node(node); ok && n.TaskQueue != "" {
+		return n.TaskQueue
+	}
+	return c.TaskQueue
 }
 
 // Node finds a node by name.
@@ -261,6 +280,10 @@ func Decode(doc source.Document) (*Cluster, error) {
 					"user":    func(v *yaml.Node) { n.User = source.String(f, v, "user", &errs) },
 					"labels":  func(v *yaml.Node) { n.Labels = source.Strings(f, v, "labels", &errs); p.attrs["labels"] = v },
 					"taints":  func(v *yaml.Node) { n.Taints = source.Strings(f, v, "taints", &errs); p.attrs["taints"] = v },
+					"taskQueue": func(v *yaml.Node) {
+						n.TaskQueue = source.String(f, v, "taskQueue", &errs)
+						checkTaskQueue(f, v, n.TaskQueue, &errs)
+					},
 				})
 				nodes = append(nodes, p)
 			}
@@ -359,6 +382,10 @@ func Decode(doc source.Document) (*Cluster, error) {
 				"role":      str("role", &c.Vault.Role),
 				"kv":        str("kv", &c.Vault.KV),
 			})
+		},
+		"taskQueue": func(v *yaml.Node) {
+			c.TaskQueue = source.String(f, v, "taskQueue", &errs)
+			checkTaskQueue(f, v, c.TaskQueue, &errs)
 		},
 		"controllers": decodeNodes(RoleController),
 		"workers":     decodeNodes(RoleWorker),
@@ -463,6 +490,24 @@ func checkPort(f string, v *yaml.Node, what string, errs *source.Errors) int {
 		errs.Addf(source.At(f, v), "%s %d is out of range 1-65535", what, p)
 	}
 	return p
+}
+
+func checkTaskQueue(f string, v *yaml.Node, name string, errs *source.Errors) {
+	if err := ValidateTaskQueue(name); err != nil {
+		errs.Addf(source.At(f, v), "%v", err)
+	}
+}
+
+var taskQueuePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$`)
+
+// ValidateTaskQueue checks a task queue name: 1-200 letters, digits, '-',
+// '_', '.', ':' or '/', starting with a letter or digit (so never one of
+// Temporal's reserved /_sys/ queues).
+func ValidateTaskQueue(name string) error {
+	if !taskQueuePattern.MatchString(name) {
+		return fmt.Errorf("taskQueue %q: want 1-200 letters, digits, '-', '_', '.', ':' or '/', starting with a letter or digit", name)
+	}
+	return nil
 }
 
 // ValidateLabel checks a `key=value` node label.
