@@ -22,8 +22,8 @@ build:
 
 ## dev: start the local lab (Ctrl-C stops it); then, in another shell:
 ##   bin/kedge run examples/hello.yaml --inventory .lab/inventory.yaml --wait
-dev: deps build kube-tools
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) $(BIN)/kedge-lab --dir $(LAB_DIR) --hosts $(LAB_HOSTS)
+dev: deps build kube-tools vault-tools
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) $(BIN)/kedge-lab --dir $(LAB_DIR) --hosts $(LAB_HOSTS)
 
 # The test world's hosts listen on fixed loopback addresses: one run at a
 # time per machine (the lock waits for the other).

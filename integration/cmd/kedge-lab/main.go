@@ -19,6 +19,7 @@ import (
 	"kedge.dev/kedge/integration/controlplane"
 	"kedge.dev/kedge/integration/lab"
 	"kedge.dev/kedge/integration/testhosts"
+	"kedge.dev/kedge/integration/vaultlab"
 	"kedge.dev/kedge/internal/devserver"
 	"kedge.dev/kedge/starter"
 	"kedge.dev/kedge/worker"
@@ -31,8 +32,12 @@ func main() {
 	addr := flag.String("address", "127.0.0.1:7233", "Temporal frontend address")
 	ui := flag.String("ui-address", "127.0.0.1:8233", "Web UI address")
 	kube := flag.Bool("kube", true, "start a Kubernetes control plane and join every host to it (needs `make kube-tools`)")
+	withVault := flag.Bool("vault", true, "start a Vault (PKI, SSH CA, KV) and name it in the inventories (needs `make vault-tools`)")
+	bare := flag.Int("bare", 3, "bare hosts for `kedge run bootstrap` (one controller, the rest workers; on BARE-IP); 0 for none")
+	bareIP := flag.String("bare-ip", "127.0.11.", "bare hosts listen on BARE-IP.1, .2, ...")
 	flag.Parse()
-	if err := run(*dir, *n, *baseIP, *addr, *ui, *kube); err != nil {
+	o := options{dir: *dir, n: *n, baseIP: *baseIP, addr: *addr, ui: *ui, kube: *kube, vault: *withVault, bare: *bare, bareIP: *bareIP}
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "kedge-lab:", err)
 		os.Exit(1)
 	}
@@ -87,13 +92,20 @@ func joinControlPlane(ctx context.Context, dir string, hosts *testhosts.Lab) (*c
 	return cp, nil
 }
 
-func run(dir string, n int, baseIP, addr, ui string, kube bool) error {
+type options struct {
+	dir, baseIP, addr, ui, bareIP string
+	n, bare                       int
+	kube, vault                   bool
+}
+
+func run(o options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	dir, err := filepath.Abs(dir)
+	dir, err := filepath.Abs(o.dir)
 	if err != nil {
 		return err
 	}
+	n, baseIP, addr, ui, kube := o.n, o.baseIP, o.addr, o.ui, o.kube
 	if err := testhosts.RequireTools(); err != nil {
 		return err
 	}
@@ -112,9 +124,30 @@ func run(dir string, n int, baseIP, addr, ui string, kube bool) error {
 		text = strings.Replace(text, "controllers:\n", "kubernetes:\n  kubeconfig: "+cp.AdminKubeconfig+"\ncontrollers:\n", 1)
 		fmt.Printf("control plane at %s; kubectl: KUBECONFIG=%s\n", cp.Server, cp.AdminKubeconfig)
 	}
+	vaultSection := ""
+	if o.vault {
+		v, err := startVault(ctx, filepath.Join(dir, "vault"))
+		if err != nil {
+			return err
+		}
+		defer v.Stop()
+		vaultSection = fmt.Sprintf("vault:\n  address: %s\n  tokenFile: %s\n  pki: %s\n  role: %s\n  kv: %s\n",
+			v.Address, filepath.Join(dir, "vault", "token"), vaultlab.PKIPath, vaultlab.PKIRole, vaultlab.KVPath)
+		text = strings.Replace(text, "controllers:\n", vaultSection+"controllers:\n", 1)
+		fmt.Printf("vault at %s (token in %s)\n", v.Address, filepath.Join(dir, "vault", "token"))
+	}
 	inv := filepath.Join(dir, "inventory.yaml")
 	if err := os.WriteFile(inv, []byte(text), 0o644); err != nil {
 		return err
+	}
+	bareInv := ""
+	if o.bare > 0 && o.vault {
+		bl, path, err := bareHosts(ctx, dir, o.bare, o.bareIP, vaultSection)
+		if err != nil {
+			return err
+		}
+		defer bl.Close()
+		bareInv = path
 	}
 	return starter.RunDev(ctx, starter.DevOptions{
 		DataDir: filepath.Join(dir, "temporal"), Address: addr, UIAddress: ui, Namespace: "default", TaskQueue: worker.DefaultTaskQueue,
@@ -123,6 +156,10 @@ func run(dir string, n int, baseIP, addr, ui string, kube bool) error {
 			fmt.Printf("try:  bin/kedge run examples/hello.yaml --inventory %s --wait\n", inv)
 			if kube {
 				fmt.Printf("      bin/kedge run kubelet-image-swap --inventory %s --set image=quay.io/poseidon/kubelet:v1.35.4 --set maxUnavailable=2 --wait\n", inv)
+			}
+			if bareInv != "" {
+				fmt.Printf("      bin/kedge run bootstrap --inventory %s --wait      (a cluster from %d bare hosts)\n", bareInv, o.bare)
+				fmt.Printf("      bin/kedge run cert-renewal --inventory %s --set threshold=87600h --wait\n", bareInv)
 			}
 			fmt.Printf("then open %s to see it in the Temporal Web UI\n\n", s.UIURL())
 		},
