@@ -50,6 +50,7 @@ func NewApp(stdio IO) *cli.App {
 			scheduleCommand(),
 			codecCommand(),
 			codecServerCommand(),
+			webhookCommand(),
 		},
 		ExitErrHandler: func(c *cli.Context, err error) {},
 		OnUsageError: func(c *cli.Context, err error, isSubcommand bool) error {

@@ -31,6 +31,11 @@ type DevOptions struct {
 	// CodecKey is the payload encryption key file, created when missing
 	// ("" = $KEDGE_CODEC_KEY, else the default path).
 	CodecKey string
+	// WebhookAddress is where `kedge webhook` listens ("" = not started);
+	// WebhookConfig its authorization config ("" = everything refused);
+	// SlackSigningSecretFile the Slack signing secret (else
+	// $KEDGE_SLACK_SIGNING_SECRET, else one generated in DataDir).
+	WebhookAddress, WebhookConfig, SlackSigningSecretFile string
 	// Ready, when set, is called once the server, UI and worker are up.
 	Ready func(s *devserver.Server)
 }
@@ -46,6 +51,9 @@ func devCommand() *cli.Command {
 			&cli.StringFlag{Name: "namespace", Value: "default"},
 			&cli.StringFlag{Name: "task-queue", Value: worker.DefaultTaskQueue, EnvVars: []string{"KEDGE_TASK_QUEUE"}},
 			codecKeyFlag,
+			&cli.StringFlag{Name: "webhook-address", Value: "127.0.0.1:8235", Usage: "`HOST:PORT` of the ChatOps webhook server (empty: none)"},
+			&cli.StringFlag{Name: "webhook-config", Usage: "the webhook's authorization config `FILE` (kind: ChatOps)", EnvVars: []string{envWebhookConfig}},
+			&cli.StringFlag{Name: "slack-signing-secret-file", Usage: "`FILE` with the Slack signing secret (default $" + envSigningSecret + ", else one generated in --data-dir)", EnvVars: []string{envSigningSecretFile}},
 		},
 		Action: func(c *cli.Context) error {
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
@@ -53,6 +61,8 @@ func devCommand() *cli.Command {
 			return RunDev(ctx, DevOptions{
 				DataDir: c.String("data-dir"), Address: c.String("address"), UIAddress: c.String("ui-address"),
 				Namespace: c.String("namespace"), TaskQueue: c.String("task-queue"), CodecKey: c.String("codec-key"),
+				WebhookAddress: c.String("webhook-address"), WebhookConfig: c.String("webhook-config"),
+				SlackSigningSecretFile: c.String("slack-signing-secret-file"),
 			}, c.App.ErrWriter)
 		},
 	}
@@ -128,6 +138,9 @@ func RunDev(ctx context.Context, o DevOptions, out io.Writer) error {
 	fmt.Fprintf(out, "kedge dev: Temporal %s (namespace %s), state in %s\n", srv.FrontendAddress(), srv.Namespace(), o.DataDir)
 	if u := srv.UIURL(); u != "" {
 		fmt.Fprintf(out, "kedge dev: Web UI %s\n", u)
+	}
+	if err := startDevWebhook(ctx, o, cl, cd.DataConverter(), srv.UIURL(), out); err != nil {
+		return err
 	}
 	fmt.Fprintf(out, "kedge dev: worker polling task queue %s; Ctrl-C stops everything\n", o.TaskQueue)
 	if o.Ready != nil {

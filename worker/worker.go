@@ -15,6 +15,7 @@ import (
 	"kedge.dev/kedge/activities/kube"
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/activities/vault"
+	"kedge.dev/kedge/chatops"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -47,6 +48,7 @@ func New(c client.Client, opts Options) *Worker {
 	}
 	w := sdkworker.New(c, opts.TaskQueue, sdkworker.Options{})
 	workflows.Register(w)
+	chatops.NewNotifier(c, opts.Logger).Register(w) // posts chat-started runs' progress to Slack
 	pool := registerActions(w, opts)
 	return &Worker{Worker: w, pool: pool}
 }

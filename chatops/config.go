@@ -1,0 +1,266 @@
+package chatops
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"kedge.dev/kedge/runbooks/source"
+)
+
+// APIVersion and Kind identify the authorization config.
+const (
+	APIVersion = "kedge/v1"
+	Kind       = "ChatOps"
+)
+
+// Any in a rule's clusters, start or approve list matches every name.
+const Any = "*"
+
+// DefaultResponseURLs are the only places progress is posted to unless the
+// config says otherwise: Slack's own response URLs.
+var DefaultResponseURLs = []string{"https://hooks.slack.com/"}
+
+// minSecretLen is the shortest HMAC key accepted.
+const minSecretLen = 16
+
+// Config is a validated authorization config.
+type Config struct {
+	File string
+	// Clusters maps the cluster names chat may use to inventory files
+	// (absolute paths).
+	Clusters map[string]string
+	// RunbookPath is searched for runbooks by name before the built-ins.
+	RunbookPath []string
+	// ResponseURLs are URL prefixes a Slack response_url must start with to
+	// be posted to.
+	ResponseURLs []string
+	Rules        []Rule
+	keys         map[string][]byte // webhook key name -> secret
+}
+
+// Rule grants who may start and approve which runbooks on which clusters.
+type Rule struct {
+	Name          string
+	Pos           source.Pos
+	SlackUsers    []string
+	SlackChannels []string
+	WebhookKeys   []string
+	Clusters      []string
+	Start         []string
+	Approve       []string
+}
+
+var (
+	slackIDRE = regexp.MustCompile(`^[A-Z0-9][A-Z0-9_]{1,31}$`)
+	plainRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
+)
+
+// LoadConfig reads and validates a config file. Every problem is reported
+// as FILE:LINE:COL: message, all of them at once. Secrets the config
+// points at (secretFile, secretEnv) are read here; no message ever holds
+// one.
+func LoadConfig(path string) (*Config, error) {
+	docs, err := source.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(docs) != 1 {
+		return nil, source.Errors{{Pos: source.At(path, docs[1].Root), Msg: "a ChatOps config holds one document"}}
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", path, err)
+	}
+	return decodeConfig(docs[0], dir, os.LookupEnv)
+}
+
+func decodeConfig(doc source.Document, dir string, env func(string) (string, bool)) (*Config, error) {
+	f := doc.File
+	var errs source.Errors
+	c := &Config{File: f, Clusters: map[string]string{}, keys: map[string][]byte{}}
+	var apiVersion, kind string
+	var ruleNodes []*yaml.Node
+	source.Fields(f, doc.Root, "ChatOps config", &errs, map[string]func(*yaml.Node){
+		"apiVersion": func(v *yaml.Node) { apiVersion = source.String(f, v, "apiVersion", &errs) },
+		"kind":       func(v *yaml.Node) { kind = source.String(f, v, "kind", &errs) },
+		"clusters": func(v *yaml.Node) {
+			for _, p := range source.Pairs(f, v, "clusters", &errs) {
+				name := p.Key.Value
+				for _, msg := range validation.IsDNS1123Label(name) {
+					errs.Addf(source.At(f, p.Key), "cluster name %q: %s", name, msg)
+				}
+				var inv string
+				source.Fields(f, p.Value, "clusters."+name, &errs, map[string]func(*yaml.Node){
+					"inventory": func(v *yaml.Node) { inv = source.String(f, v, "clusters."+name+".inventory", &errs) },
+				})
+				if inv == "" {
+					errs.Addf(source.At(f, p.Value), "clusters.%s.inventory is required (the cluster's inventory file)", name)
+					continue
+				}
+				inv = resolvePath(dir, inv)
+				if _, err := os.Stat(inv); err != nil {
+					errs.Addf(source.At(f, p.Value), "clusters.%s.inventory: %s does not exist", name, inv)
+				}
+				c.Clusters[name] = inv
+			}
+		},
+		"runbookPath": func(v *yaml.Node) {
+			for _, d := range source.Strings(f, v, "runbookPath", &errs) {
+				c.RunbookPath = append(c.RunbookPath, resolvePath(dir, d))
+			}
+		},
+		"responseURLs": func(v *yaml.Node) {
+			for i, u := range source.Strings(f, v, "responseURLs", &errs) {
+				if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
+					errs.Addf(source.At(f, v.Content[i]), "responseURLs: %q is not an http(s) URL prefix", u)
+				}
+				c.ResponseURLs = append(c.ResponseURLs, u)
+			}
+		},
+		"webhookKeys": func(v *yaml.Node) {
+			for _, p := range source.Pairs(f, v, "webhookKeys", &errs) {
+				name := p.Key.Value
+				if !plainRE.MatchString(name) {
+					errs.Addf(source.At(f, p.Key), "webhook key name %q: lowercase letters, digits, '.', '_' and '-' only", name)
+				}
+				what := "webhookKeys." + name
+				var file, envName string
+				var fileNode, envNode *yaml.Node
+				source.Fields(f, p.Value, what, &errs, map[string]func(*yaml.Node){
+					"secretFile": func(v *yaml.Node) { file, fileNode = source.String(f, v, what+".secretFile", &errs), v },
+					"secretEnv":  func(v *yaml.Node) { envName, envNode = source.String(f, v, what+".secretEnv", &errs), v },
+				})
+				var secret string
+				switch {
+				case (file == "") == (envName == ""):
+					errs.Addf(source.At(f, p.Value), "%s needs one of secretFile or secretEnv (the secret itself never goes in this file)", what)
+					continue
+				case file != "":
+					data, err := os.ReadFile(resolvePath(dir, file))
+					if err != nil {
+						errs.Addf(source.At(f, fileNode), "%s.secretFile: cannot read %s", what, resolvePath(dir, file))
+						continue
+					}
+					secret = strings.TrimSpace(string(data))
+				default:
+					val, ok := env(envName)
+					if !ok {
+						errs.Addf(source.At(f, envNode), "%s.secretEnv: $%s is not set", what, envName)
+						continue
+					}
+					secret = strings.TrimSpace(val)
+				}
+				if len(secret) < minSecretLen {
+					at := fileNode
+					if at == nil {
+						at = envNode
+					}
+					errs.Addf(source.At(f, at), "%s: the secret is shorter than %d bytes", what, minSecretLen)
+					continue
+				}
+				c.keys[name] = []byte(secret)
+			}
+		},
+		"allow": func(v *yaml.Node) {
+			if v.Kind != yaml.SequenceNode {
+				errs.Addf(source.At(f, v), "allow must be a list of rules, got %s", source.KindName(v))
+				return
+			}
+			ruleNodes = v.Content
+		},
+	})
+	if apiVersion != APIVersion {
+		errs.Addf(source.At(f, doc.Root), "apiVersion must be %s, got %q", APIVersion, apiVersion)
+	}
+	if kind != Kind {
+		errs.Addf(source.At(f, doc.Root), "kind must be %s, got %q", Kind, kind)
+	}
+	for i, n := range ruleNodes {
+		c.Rules = append(c.Rules, c.decodeRule(f, i, n, &errs))
+	}
+	if len(c.ResponseURLs) == 0 {
+		c.ResponseURLs = slices.Clone(DefaultResponseURLs)
+	}
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Config) decodeRule(f string, i int, n *yaml.Node, errs *source.Errors) Rule {
+	r := Rule{Pos: source.At(f, n), Name: fmt.Sprintf("allow[%d]", i)}
+	what := r.Name
+	ids := func(dst *[]string, field string, check func(string) bool, want string) func(*yaml.Node) {
+		return func(v *yaml.Node) {
+			*dst = source.Strings(f, v, what+"."+field, errs)
+			for j, s := range *dst {
+				if !check(s) {
+					errs.Addf(source.At(f, v.Content[j]), "%s.%s: %q is not %s", what, field, s, want)
+				}
+			}
+		}
+	}
+	clusterOK := func(s string) bool { _, ok := c.Clusters[s]; return ok || s == Any }
+	keyOK := func(s string) bool { _, ok := c.keys[s]; return ok }
+	runbookOK := func(s string) bool { return s == Any || plainRE.MatchString(s) }
+	source.Fields(f, n, what, errs, map[string]func(*yaml.Node){
+		"name": func(v *yaml.Node) {
+			if s := source.String(f, v, what+".name", errs); s != "" {
+				r.Name = s
+			}
+		},
+		"slackUsers":    ids(&r.SlackUsers, "slackUsers", slackIDRE.MatchString, "a Slack user ID (U0123ABCD)"),
+		"slackChannels": ids(&r.SlackChannels, "slackChannels", slackIDRE.MatchString, "a Slack channel ID (C0123ABCD)"),
+		"webhookKeys":   ids(&r.WebhookKeys, "webhookKeys", keyOK, "a key under webhookKeys"),
+		"clusters":      ids(&r.Clusters, "clusters", clusterOK, "a cluster under clusters (or \"*\")"),
+		"start":         ids(&r.Start, "start", runbookOK, "a runbook name (or \"*\")"),
+		"approve":       ids(&r.Approve, "approve", runbookOK, "a runbook name (or \"*\")"),
+	})
+	if n.Kind == yaml.MappingNode {
+		if len(r.SlackUsers)+len(r.SlackChannels)+len(r.WebhookKeys) == 0 {
+			errs.Addf(r.Pos, "%s grants nobody: name slackUsers, slackChannels or webhookKeys", what)
+		}
+		if len(r.Clusters) == 0 {
+			errs.Addf(r.Pos, "%s needs clusters (names, or \"*\")", what)
+		}
+		if len(r.Start)+len(r.Approve) == 0 {
+			errs.Addf(r.Pos, "%s grants nothing: name runbooks under start or approve", what)
+		}
+	}
+	return r
+}
+
+func resolvePath(dir, p string) string {
+	if strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			p = filepath.Join(home, p[2:])
+		}
+	}
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
+}
+
+// key returns the secret of a webhook key.
+func (c *Config) key(name string) ([]byte, bool) {
+	k, ok := c.keys[name]
+	return k, ok
+}
+
+// responseURLAllowed says whether progress may be posted to u.
+func (c *Config) responseURLAllowed(u string) bool {
+	for _, p := range c.ResponseURLs {
+		if strings.HasPrefix(u, p) {
+			return true
+		}
+	}
+	return false
+}

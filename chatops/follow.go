@@ -1,0 +1,290 @@
+package chatops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/slack-go/slack"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"kedge.dev/kedge/workflows"
+)
+
+// The workflow and activity that post a run's progress to chat.
+const (
+	FollowWorkflow = "chat-follow"
+	FollowActivity = "chat.follow"
+)
+
+// EnvBotToken names the variable a worker reads a Slack bot token from. With
+// one, messages go to the channel (chat.postMessage) once a response_url
+// is used up (5 posts) or expired (30 minutes).
+const EnvBotToken = "KEDGE_SLACK_BOT_TOKEN"
+
+// Slack's limits on a response_url.
+const (
+	responseURLPosts = 5
+	responseURLLife  = 30 * time.Minute
+)
+
+// FollowInput says which run to follow and where to post.
+type FollowInput struct {
+	WorkflowID  string    `json:"workflowId"`
+	RunID       string    `json:"runId"`
+	Runbook     string    `json:"runbook"`
+	Cluster     string    `json:"cluster"`
+	By          string    `json:"by"`
+	ResponseURL string    `json:"responseUrl"`
+	Channel     string    `json:"channel,omitempty"`
+	Link        string    `json:"link"`
+	StartedAt   time.Time `json:"startedAt"` // when the response_url was issued
+}
+
+// FollowResult is what the follower posted.
+type FollowResult struct {
+	Posts int    `json:"posts"`
+	State string `json:"state"` // how the run ended
+}
+
+// followState is what an attempt of chat.follow heartbeats, so the next
+// attempt neither posts twice nor misses a post.
+type followState struct {
+	Posts        int       `json:"posts"`
+	PauseKey     string    `json:"pauseKey"`
+	Finished     int       `json:"finished"` // top-level steps finished at the last progress post
+	LastProgress time.Time `json:"lastProgress"`
+	Final        bool      `json:"final"`
+}
+
+// Follow is the chat-follow workflow: it runs chat.follow until the run it
+// follows has ended and its result is posted. Deterministic: all it does is
+// call the activity.
+func Follow(ctx workflow.Context, in FollowInput) (FollowResult, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 7 * 24 * time.Hour,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
+			NonRetryableErrorTypes: []string{"InvalidInput"},
+		},
+	})
+	var res FollowResult
+	err := workflow.ExecuteActivity(ctx, FollowActivity, in).Get(ctx, &res)
+	return res, err
+}
+
+// Notifier is the chat.follow activity: it watches a run through Temporal
+// and posts to Slack.
+type Notifier struct {
+	Client client.Client
+	HTTP   *http.Client
+	Logger *slog.Logger
+	// Poll is how often the run is looked at (default 1 s).
+	Poll time.Duration
+	// ProgressEvery spaces progress posts (default 1 min); pauses and the
+	// result are posted at once.
+	ProgressEvery time.Duration
+	// BotToken, when set, posts with chat.postMessage to the command's
+	// channel once the response_url is used up or expired.
+	BotToken    string
+	SlackAPIURL string // for tests; "" is Slack's
+}
+
+// NewNotifier builds the notifier a worker registers; the bot token comes
+// from $KEDGE_SLACK_BOT_TOKEN.
+func NewNotifier(c client.Client, log *slog.Logger) *Notifier {
+	return &Notifier{Client: c, Logger: log, BotToken: os.Getenv(EnvBotToken)}
+}
+
+// Register registers the chat-follow workflow and its activity.
+func (n *Notifier) Register(r interface {
+	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
+	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
+}) {
+	r.RegisterWorkflowWithOptions(Follow, workflow.RegisterOptions{Name: FollowWorkflow})
+	r.RegisterActivityWithOptions(n.Follow, activity.RegisterOptions{Name: FollowActivity})
+}
+
+func (n *Notifier) log() *slog.Logger {
+	if n.Logger == nil {
+		return slog.Default()
+	}
+	return n.Logger
+}
+
+// Follow watches a run until it ends: it posts Continue/Abort buttons when
+// the run pauses for a decision, progress as top-level steps finish, and
+// the result at the end.
+func (n *Notifier) Follow(ctx context.Context, in FollowInput) (FollowResult, error) {
+	if in.WorkflowID == "" || in.ResponseURL == "" {
+		return FollowResult{}, temporal.NewNonRetryableApplicationError("chat.follow needs a workflow ID and a response URL", "InvalidInput", nil)
+	}
+	var st followState
+	if activity.HasHeartbeatDetails(ctx) {
+		_ = activity.GetHeartbeatDetails(ctx, &st)
+	}
+	poll := n.Poll
+	if poll <= 0 {
+		poll = time.Second
+	}
+	every := n.ProgressEvery
+	if every <= 0 {
+		every = time.Minute
+	}
+	for !st.Final {
+		activity.RecordHeartbeat(ctx, st)
+		d, err := n.Client.DescribeWorkflowExecution(ctx, in.WorkflowID, in.RunID)
+		if err != nil {
+			return FollowResult{Posts: st.Posts}, fmt.Errorf("describe %s: %w", in.WorkflowID, err)
+		}
+		status := d.GetWorkflowExecutionInfo().GetStatus()
+		if status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			state := n.postResult(ctx, in, &st, d.GetWorkflowExecutionInfo().GetCloseTime().AsTime())
+			activity.RecordHeartbeat(ctx, st)
+			return FollowResult{Posts: st.Posts, State: state}, nil
+		}
+		if p, err := queryProgress(ctx, n.Client, in.WorkflowID, in.RunID); err == nil {
+			n.postChanges(ctx, in, &st, p, every)
+		}
+		select {
+		case <-ctx.Done():
+			return FollowResult{Posts: st.Posts}, ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+	return FollowResult{Posts: st.Posts}, nil
+}
+
+// postChanges posts new pauses, and progress when top-level steps finished.
+func (n *Notifier) postChanges(ctx context.Context, in FollowInput, st *followState, p workflows.Progress, every time.Duration) {
+	pauses := findPauses(ctx, n.Client, p, in.WorkflowID, 0)
+	if key := pausesKey(pauses); key != st.PauseKey {
+		st.PauseKey = key
+		for _, pa := range pauses {
+			// Keep one post for the result.
+			if n.post(ctx, in, st, pauseMessage(in, pa), 1) {
+				n.log().Info("chat.follow: posted a decision request", "workflowId", in.WorkflowID, "step", pa.Step, "kind", pa.Kind)
+			}
+		}
+	}
+	finished := 0
+	for _, s := range p.Steps {
+		switch s.State {
+		case workflows.StateSucceeded, workflows.StateFailed, workflows.StateSkipped:
+			finished++
+		}
+	}
+	if finished > st.Finished && finished < len(p.Steps) && time.Since(st.LastProgress) >= every {
+		// Keep two posts: a pause and the result.
+		if n.post(ctx, in, st, progressMessage(in, p, rolloutItems(ctx, n.Client, p)), 2) {
+			st.Finished, st.LastProgress = finished, time.Now()
+		}
+	}
+}
+
+// postResult posts how the run ended and returns its state.
+func (n *Notifier) postResult(ctx context.Context, in FollowInput, st *followState, closed time.Time) string {
+	var res workflows.RunbookResult
+	runErr := n.Client.GetWorkflow(ctx, in.WorkflowID, in.RunID).Get(ctx, &res)
+	p := res.Progress
+	if runErr != nil || len(p.Steps) == 0 {
+		if q, err := queryProgress(ctx, n.Client, in.WorkflowID, in.RunID); err == nil {
+			p = q
+		}
+	}
+	if p.State == "" || p.State == workflows.StateRunning {
+		p.State = workflows.StateFailed
+		if runErr == nil {
+			p.State = workflows.StateSucceeded
+		}
+	}
+	var canceled *temporal.CanceledError
+	if errors.As(runErr, &canceled) {
+		p.State = workflows.StateCancelled
+	}
+	msg := ""
+	if runErr != nil && p.State != workflows.StateCancelled {
+		msg = rootMessage(runErr)
+	}
+	var took time.Duration
+	if !p.StartedAt.IsZero() && closed.After(p.StartedAt) {
+		took = closed.Sub(p.StartedAt)
+	}
+	n.post(ctx, in, st, resultMessage(in, p, rolloutItems(ctx, n.Client, p), msg, took), 0)
+	st.Final = true
+	return p.State
+}
+
+// post sends m to the response_url while it has more than reserve posts
+// left and has not expired, else to the channel with the bot token. It
+// reports whether the message went out.
+func (n *Notifier) post(ctx context.Context, in FollowInput, st *followState, m *slack.WebhookMessage, reserve int) bool {
+	hc := n.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 15 * time.Second}
+	}
+	fresh := time.Since(in.StartedAt) < responseURLLife-time.Minute
+	var err error
+	switch {
+	case fresh && st.Posts < responseURLPosts-reserve:
+		if err = postWebhook(ctx, hc, in.ResponseURL, m); err == nil {
+			st.Posts++
+			return true
+		}
+	case fresh && reserve > 0 && n.BotToken == "":
+		n.log().Info("chat.follow: response_url budget kept for later posts", "workflowId", in.WorkflowID, "posts", st.Posts)
+		return false
+	}
+	if n.BotToken != "" && in.Channel != "" {
+		opts := []slack.Option{slack.OptionHTTPClient(hc)}
+		if n.SlackAPIURL != "" {
+			opts = append(opts, slack.OptionAPIURL(n.SlackAPIURL))
+		}
+		var blocks []slack.Block
+		if m.Blocks != nil {
+			blocks = m.Blocks.BlockSet
+		}
+		_, _, err = slack.New(n.BotToken, opts...).PostMessageContext(ctx, in.Channel,
+			slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(blocks...))
+		if err == nil {
+			return true
+		}
+	}
+	if err == nil {
+		err = errors.New("the response_url expired or is used up, and no bot token is set")
+	}
+	n.log().Warn("chat.follow: posting to chat failed", "workflowId", in.WorkflowID, "host", urlHost(in.ResponseURL), "error", err.Error())
+	return false
+}
+
+// postWebhook posts to a response_url, trying again on network errors and
+// 5xx answers (three tries in all).
+func postWebhook(ctx context.Context, hc *http.Client, url string, m *slack.WebhookMessage) error {
+	var err error
+	for try := range 3 {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(try) * time.Second):
+			}
+		}
+		pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		err = slack.PostWebhookCustomHTTPContext(pctx, url, hc, m)
+		cancel()
+		var sc slack.StatusCodeError
+		if err == nil || (errors.As(err, &sc) && sc.Code < 500) {
+			return err
+		}
+	}
+	return err
+}

@@ -1,0 +1,426 @@
+package chatops
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"kedge.dev/kedge/workflows"
+)
+
+// HeaderOutcome tells machines what became of a request Slack is answered
+// 200 for (Slack shows a reply only with 200): started, existing, refused,
+// invalid, conflict, decided, failed, ok.
+const HeaderOutcome = "X-Kedge-Outcome"
+
+// authenticated reads, size-checks and verifies a Slack request and
+// returns its form. On failure it has answered.
+func (s *Server) authenticated(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
+	body, err := readBody(w, r)
+	if err == nil {
+		err = verifySlack(r.Header, body, s.SigningSecret)
+	}
+	if err == nil {
+		if mt, _, perr := mime.ParseMediaType(r.Header.Get("Content-Type")); perr != nil || mt != "application/x-www-form-urlencoded" {
+			err = refuse(http.StatusUnsupportedMediaType, "want Content-Type application/x-www-form-urlencoded")
+		}
+	}
+	var form url.Values
+	if err == nil {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.Form, r.PostForm = nil, nil
+		if perr := r.ParseForm(); perr != nil {
+			err = refuse(http.StatusBadRequest, "malformed form body: %v", perr)
+		}
+		form = r.PostForm
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	if err != nil {
+		s.auditUnauthenticated(r, err)
+		w.Header().Set(HeaderOutcome, "refused")
+		http.Error(w, err.Error(), statusOf(err))
+		return nil, false
+	}
+	return form, true
+}
+
+// reply answers Slack (always 200, or Slack shows no message).
+func reply(w http.ResponseWriter, outcome string, m *slack.WebhookMessage) {
+	w.Header().Set(HeaderOutcome, outcome)
+	writeJSON(w, http.StatusOK, m)
+}
+
+// outcomeOf names an error's outcome for HeaderOutcome.
+func outcomeOf(err error) string {
+	switch statusOf(err) {
+	case http.StatusForbidden:
+		return "refused"
+	case http.StatusConflict:
+		return "conflict"
+	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusNotFound:
+		return "invalid"
+	}
+	return "failed"
+}
+
+func (s *Server) slashCommand(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.authenticated(w, r); !ok {
+		return
+	}
+	sc, err := slack.SlashCommandParse(r)
+	if err != nil || sc.UserID == "" {
+		s.auditUnauthenticated(r, errors.New("slash command without user_id"))
+		w.Header().Set(HeaderOutcome, "invalid")
+		http.Error(w, "malformed slash command: no user_id", http.StatusBadRequest)
+		return
+	}
+	sub := Subject{Source: SourceSlack, UserID: sc.UserID, UserName: sc.UserName, ChannelID: sc.ChannelID}
+	cmd, err := ParseCommand(sc.Text)
+	if err != nil {
+		s.audit(sub, "command", "invalid", err.Error())
+		reply(w, "invalid", textMessage(ephemeral, ":warning: "+esc(err.Error())))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), ReplyWithin)
+	defer cancel()
+	var m *slack.WebhookMessage
+	outcome := "ok"
+	switch cmd.Name {
+	case CmdHelp:
+		m = textMessage(ephemeral, "```"+Usage+"```")
+	case CmdSwapKubelet, CmdRun:
+		m, outcome, err = s.slackStart(ctx, sub, cmd, sc)
+	case CmdStatus:
+		m, err = s.slackStatus(ctx, sub, cmd.ID)
+	case CmdApprove, CmdAbort:
+		m, err = s.slackDecide(ctx, sub, cmd.ID, cmd.Name == CmdApprove, "slack-cmd-"+hashOf(sc.TeamID, sc.UserID, sc.TriggerID, sc.Text))
+		outcome = "decided"
+	case CmdList:
+		m, err = s.slackList(ctx, sub, cmd.Cluster)
+	}
+	if err != nil {
+		reply(w, outcomeOf(err), textMessage(ephemeral, ":no_entry: "+esc(messageOf(err))))
+		return
+	}
+	reply(w, outcome, m)
+}
+
+func hashOf(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+func (s *Server) slackStart(ctx context.Context, sub Subject, cmd Command, sc slack.SlashCommand) (*slack.WebhookMessage, string, error) {
+	params := map[string]any{}
+	for k, v := range cmd.Params {
+		params[k] = v
+	}
+	req := &startRequest{Subject: sub, Runbook: cmd.Runbook, Cluster: cmd.Cluster, Params: params,
+		ResponseURL: sc.ResponseURL, ChannelID: sc.ChannelID}
+	if sc.TriggerID != "" {
+		req.RequestID = sc.TeamID + "/" + sc.TriggerID
+	}
+	attrs := []any{"runbook", cmd.Runbook, "cluster", cmd.Cluster}
+	in, err := s.prepare(req)
+	if err != nil {
+		s.audit(sub, "start", outcomeOf(err), err.Error(), attrs...)
+		return nil, "", err
+	}
+	st, err := s.start(ctx, req, in)
+	if err != nil {
+		s.audit(sub, "start", outcomeOf(err), err.Error(), attrs...)
+		return nil, "", err
+	}
+	attrs = append(attrs, "workflowId", st.WorkflowID, "runId", st.RunID, "params", shownParams(cmd.Order, in))
+	if st.Existing {
+		s.audit(sub, "start", "allowed", "repeated request: answered with the run it started", attrs...)
+		return textMessage(ephemeral, fmt.Sprintf("This request already started %s · %s", "`"+esc(st.WorkflowID)+"`", slackLink(st.URL, "Web UI"))), "existing", nil
+	}
+	s.audit(sub, "start", "allowed", "", attrs...)
+	text := fmt.Sprintf(":rocket: <@%s> started *%s* on *%s*", esc(sub.UserID), esc(cmd.Runbook), esc(cmd.Cluster))
+	if shown := shownParams(cmd.Order, in); shown != "" {
+		text += " (" + esc(shown) + ")"
+	}
+	text += fmt.Sprintf("\n`%s` · %s", esc(st.WorkflowID), slackLink(st.URL, "Web UI"))
+	if req.ResponseURL != "" && s.Config.responseURLAllowed(req.ResponseURL) {
+		text += "\nProgress, decisions and the result will be posted here."
+	}
+	return textMessage(inChannel, text), "started", nil
+}
+
+// shownParams prints the params given, secret ones masked.
+func shownParams(order []string, in workflows.RunbookInput) string {
+	secret := in.Runbook.SecretParams()
+	var parts []string
+	for _, k := range order {
+		v := fmt.Sprint(in.Params[k])
+		if slices.Contains(secret, k) {
+			v = "***"
+		}
+		parts = append(parts, k+"="+v)
+	}
+	return strings.Join(parts, " ")
+}
+
+// readable resolves id to the run a person started and checks sub may
+// see it (verb read) or decide in it (verb approve).
+func (s *Server) readable(ctx context.Context, sub Subject, id string, verb Verb) (string, workflows.Progress, error) {
+	top, err := s.topOf(ctx, id)
+	if err != nil {
+		return "", workflows.Progress{}, err
+	}
+	p, err := queryProgress(ctx, s.Client, top, "")
+	if err != nil {
+		return "", p, fmt.Errorf("query %s: %w", top, err)
+	}
+	if _, err := s.Config.Authorize(sub, verb, p.Runbook, p.Cluster); err != nil {
+		return "", p, err
+	}
+	return top, p, nil
+}
+
+func (s *Server) slackStatus(ctx context.Context, sub Subject, id string) (*slack.WebhookMessage, error) {
+	top, p, err := s.readable(ctx, sub, id, VerbRead)
+	if err != nil {
+		s.audit(sub, "status", outcomeOf(err), err.Error(), "workflowId", id)
+		return nil, err
+	}
+	s.audit(sub, "status", "allowed", "", "workflowId", top)
+	items := rolloutItems(ctx, s.Client, p)
+	lines := []string{fmt.Sprintf("%s *%s* on *%s*: %s (started %s)", stateIcon(p.State), esc(p.Runbook), esc(p.Cluster), p.State, p.StartedAt.UTC().Format(time.RFC3339))}
+	lines = append(lines, stepLines(p, items)...)
+	for _, pa := range findPauses(ctx, s.Client, p, top, 0) {
+		lines = append(lines, fmt.Sprintf(":double_vertical_bar: waits for a decision at `%s`: /kedge approve %s or /kedge abort %s", esc(pa.Step), esc(top), esc(top)))
+	}
+	lines = append(lines, slackLink(s.link(top, ""), top))
+	return textMessage(ephemeral, strings.Join(lines, "\n")), nil
+}
+
+func (s *Server) slackDecide(ctx context.Context, sub Subject, id string, proceed bool, updateID string) (*slack.WebhookMessage, error) {
+	action := "abort"
+	if proceed {
+		action = "approve"
+	}
+	top, p, err := s.readable(ctx, sub, id, VerbApprove)
+	if err != nil {
+		s.audit(sub, action, outcomeOf(err), err.Error(), "workflowId", id)
+		return nil, err
+	}
+	pauses := findPauses(ctx, s.Client, p, top, 0)
+	if id != top {
+		pauses = slices.DeleteFunc(pauses, func(pa Pause) bool { return pa.Target != id })
+	}
+	switch len(pauses) {
+	case 0:
+		err = refuse(http.StatusConflict, "nothing in %s waits for a decision", top)
+	case 1:
+	default:
+		var names []string
+		for _, pa := range pauses {
+			names = append(names, pa.Target+" ("+pa.Step+")")
+		}
+		err = refuse(http.StatusConflict, "%d things in %s wait for a decision (%s): name one as the ID", len(pauses), top, strings.Join(names, ", "))
+	}
+	if err != nil {
+		s.audit(sub, action, "invalid", err.Error(), "workflowId", top)
+		return nil, err
+	}
+	pa := pauses[0]
+	d, err := decide(ctx, s.Client, pa, proceed, sub.String(), "from Slack: /kedge "+action, updateID)
+	if err != nil {
+		s.audit(sub, action, "failed", err.Error(), "workflowId", pa.Target, "step", pa.Step)
+		return nil, refuse(http.StatusConflict, "%s %s: %s", action, pa.Target, rootMessage(err))
+	}
+	s.audit(sub, action, "allowed", "", "workflowId", pa.Target, "step", pa.Step, "decision", d.Decision, "runbook", p.Runbook, "cluster", p.Cluster)
+	return textMessage(inChannel, fmt.Sprintf("%s <@%s> %s `%s` of *%s* on *%s* · %s",
+		decisionIcon(proceed), esc(sub.UserID), decisionWord(pa, proceed), esc(pa.Step), esc(p.Runbook), esc(p.Cluster), slackLink(s.link(top, ""), top))), nil
+}
+
+func decisionIcon(proceed bool) string {
+	if proceed {
+		return ":arrow_forward:"
+	}
+	return ":octagonal_sign:"
+}
+
+func rootMessage(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
+}
+
+// listLimit bounds the runs /kedge list shows.
+const listLimit = 15
+
+func (s *Server) slackList(ctx context.Context, sub Subject, cluster string) (*slack.WebhookMessage, error) {
+	allowed := s.Config.readableClusters(sub)
+	if cluster != "" {
+		if _, err := s.Config.Authorize(sub, VerbRead, "", cluster); err != nil {
+			s.audit(sub, "list", "refused", err.Error(), "cluster", cluster)
+			return nil, err
+		}
+		allowed = []string{cluster}
+	}
+	if len(allowed) == 0 {
+		err := &Refused{Msg: fmt.Sprintf("not allowed: %s may not see runs on any cluster (no rule in the ChatOps config allows it; ask an admin)", sub)}
+		s.audit(sub, "list", "refused", err.Error())
+		return nil, err
+	}
+	s.audit(sub, "list", "allowed", "", "clusters", strings.Join(allowed, ","))
+	q := fmt.Sprintf("WorkflowType = '%s'", workflows.RunbookWorkflow)
+	var lines []string
+	var token []byte
+	for pages := 0; pages < 5 && len(lines) < listLimit; pages++ {
+		resp, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: s.namespace(), Query: q, PageSize: 100, NextPageToken: token})
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		for _, e := range resp.GetExecutions() {
+			id := e.GetExecution().GetWorkflowId()
+			parts := strings.Split(id, "/")
+			if e.GetParentExecution() != nil || len(parts) < 2 || !slices.Contains(allowed, parts[1]) {
+				continue
+			}
+			status := strings.ToLower(strings.TrimPrefix(e.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))
+			lines = append(lines, fmt.Sprintf("• `%s` %s, started %s · %s", esc(id), status,
+				e.GetStartTime().AsTime().UTC().Format(time.RFC3339), slackLink(s.link(id, e.GetExecution().GetRunId()), "Web UI")))
+			if len(lines) == listLimit {
+				break
+			}
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			break
+		}
+	}
+	if len(lines) == 0 {
+		return textMessage(ephemeral, "No runs on "+esc(strings.Join(allowed, ", "))+"."), nil
+	}
+	return textMessage(ephemeral, fmt.Sprintf("Runs on %s, newest first:\n%s", esc(strings.Join(allowed, ", ")), strings.Join(lines, "\n"))), nil
+}
+
+// interactive answers a click on a Continue or Abort button.
+func (s *Server) interactive(w http.ResponseWriter, r *http.Request) {
+	form, ok := s.authenticated(w, r)
+	if !ok {
+		return
+	}
+	var ic slack.InteractionCallback
+	if err := json.Unmarshal([]byte(form.Get("payload")), &ic); err != nil {
+		s.auditUnauthenticated(r, fmt.Errorf("malformed interaction payload: %w", err))
+		w.Header().Set(HeaderOutcome, "invalid")
+		http.Error(w, "malformed interaction payload", http.StatusBadRequest)
+		return
+	}
+	sub := Subject{Source: SourceSlack, UserID: ic.User.ID, UserName: cmpOr(ic.User.Name, ic.User.Username), ChannelID: cmpOr(ic.Channel.ID, ic.Container.ChannelID)}
+	var act *slack.BlockAction
+	for _, a := range ic.ActionCallback.BlockActions {
+		if a.ActionID == ActionContinue || a.ActionID == ActionAbort {
+			act = a
+			break
+		}
+	}
+	var v ButtonValue
+	switch {
+	case ic.Type != slack.InteractionTypeBlockActions || act == nil || sub.UserID == "":
+		s.audit(sub, "click", "invalid", "not a Kedge button click")
+		w.Header().Set(HeaderOutcome, "invalid")
+		http.Error(w, "not a Kedge button click", http.StatusBadRequest)
+		return
+	case json.Unmarshal([]byte(act.Value), &v) != nil || v.Workflow == "" || v.Target == "" || (v.Kind != PauseRollout && v.Kind != PauseApproval):
+		s.audit(sub, "click", "invalid", "malformed button value")
+		w.Header().Set(HeaderOutcome, "invalid")
+		http.Error(w, "malformed button value", http.StatusBadRequest)
+		return
+	}
+	proceed := act.ActionID == ActionContinue
+	ctx, cancel := context.WithTimeout(r.Context(), ReplyWithin)
+	defer cancel()
+	m, outcome := s.click(ctx, sub, v, proceed, "slack-click-"+hashOf(ic.Team.ID, sub.UserID, act.ActionTs, ic.Container.MessageTs, act.ActionID, act.Value))
+	if ic.ResponseURL != "" && s.Config.responseURLAllowed(ic.ResponseURL) {
+		s.postAsync(ic.ResponseURL, m)
+	}
+	reply(w, outcome, m)
+}
+
+// click decides at the pause a button names, once per click.
+func (s *Server) click(ctx context.Context, sub Subject, v ButtonValue, proceed bool, updateID string) (*slack.WebhookMessage, string) {
+	action := "abort"
+	if proceed {
+		action = "continue"
+	}
+	fail := func(err error) (*slack.WebhookMessage, string) {
+		s.audit(sub, action, outcomeOf(err), err.Error(), "workflowId", v.Workflow, "target", v.Target, "step", v.Step)
+		return textMessage(ephemeral, ":no_entry: "+esc(messageOf(err))), outcomeOf(err)
+	}
+	top, p, err := s.readable(ctx, sub, v.Workflow, VerbApprove)
+	if err != nil {
+		return fail(err)
+	}
+	if top != v.Workflow {
+		return fail(refuse(http.StatusBadRequest, "the button names %s, which is not a runbook started by a person", v.Workflow))
+	}
+	var pa *Pause
+	for _, cand := range findPauses(ctx, s.Client, p, top, 0) {
+		if cand.same(v.Pause) {
+			pa = &cand
+			break
+		}
+	}
+	if pa == nil {
+		return fail(refuse(http.StatusConflict, "%s no longer waits for this decision (it was decided, or it paused again since: use the newest buttons)", top))
+	}
+	d, err := decide(ctx, s.Client, *pa, proceed, sub.String(), "from Slack", updateID)
+	if err != nil {
+		return fail(refuse(http.StatusConflict, "%s %s: %s", action, pa.Target, rootMessage(err)))
+	}
+	s.audit(sub, action, "allowed", "", "workflowId", pa.Target, "step", pa.Step, "decision", d.Decision, "runbook", p.Runbook, "cluster", p.Cluster)
+	m := textMessage(inChannel, fmt.Sprintf("%s <@%s> %s `%s` of *%s* on *%s* · %s",
+		decisionIcon(proceed), esc(sub.UserID), decisionWord(*pa, proceed), esc(pa.Step), esc(p.Runbook), esc(p.Cluster), slackLink(s.link(top, ""), top)))
+	m.ReplaceOriginal = true
+	return m, "decided"
+}
+
+// postAsync posts a message to a response_url without holding up the
+// answer to Slack.
+func (s *Server) postAsync(responseURL string, m *slack.WebhookMessage) {
+	hc := s.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 10 * time.Second}
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := slack.PostWebhookCustomHTTPContext(ctx, responseURL, hc, m); err != nil {
+			s.log().Warn("kedge webhook: posting to a response_url failed", "host", urlHost(responseURL), "error", err.Error())
+		}
+	}()
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
