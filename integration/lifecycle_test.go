@@ -78,7 +78,7 @@ steps:
     needs: [one]
     action: host.run
     on: worker-1
-    with: {command: "echo two-start >> /var/lib/resume/log; sleep 3; echo two-end >> /var/lib/resume/log"}
+    with: {command: "echo two-start >> /var/lib/resume/log; sleep 6; echo two-end >> /var/lib/resume/log"}
   - id: three
     needs: [two]
     action: host.run
@@ -105,6 +105,11 @@ steps:
 	}
 	if n := lines(t, "worker-1", "/var/lib/resume/log", "two-start"); n != 2 {
 		t.Errorf("interrupted step two started %d times, want 2 (killed attempt + retry)", n)
+	}
+	// The killed worker's attempt died with its SSH connection: it never
+	// finished beside the retry.
+	if n := lines(t, "worker-1", "/var/lib/resume/log", "two-end"); n != 1 {
+		t.Errorf("step two finished %d times, want 1 (the killed attempt must stop with its connection)", n)
 	}
 	if n := lines(t, "worker-1", "/var/lib/resume/log", "three"); n != 1 {
 		t.Errorf("step three ran %d times", n)

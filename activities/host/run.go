@@ -163,10 +163,15 @@ func randomHex(n int) string {
 // then SIGKILL after a grace period. Then it prints the boundary and the
 // outputs file to stderr and exits with the command's status.
 //
-// Everything happens in one SSH session and, when the command writes no
-// outputs, the wrapper starts no process besides the command: this is on
-// every step's path. (A subshell running eval behaves as sh -c for the
-// command; only $0 differs.)
+// A watchdog stops the command the same way when the SSH connection goes
+// (a killed worker, a dead network): it polls the sshd process serving
+// the session, the wrapper's nearest sshd ancestor, once a second. Without
+// it the command would run on unseen, and the step's retry beside it.
+//
+// Everything happens in one SSH session and, besides the command, the
+// wrapper starts only the watchdog (and, when the command writes outputs,
+// nothing more): this is on every step's path. (A subshell running eval
+// behaves as sh -c for the command; only $0 differs.)
 func wrapper(spec execSpec, outFile, boundary string) string {
 	body := spec.command
 	if spec.script != "" {
@@ -187,10 +192,18 @@ kedge_stop() {
   (sleep ` + fmt.Sprint(int(killGrace.Seconds())) + `; kill -KILL -$$ 2>/dev/null || kill -KILL $kedge_pid) </dev/null >/dev/null 2>&1 &
 }
 trap kedge_stop TERM HUP INT
+kedge_sshd=$PPID
+while [ "$kedge_sshd" -gt 1 ] && read -r kedge_comm </proc/$kedge_sshd/comm; do
+  case $kedge_comm in sshd*) break ;; esac
+  read -r _ _ _ kedge_sshd _ </proc/$kedge_sshd/stat || break
+done 2>/dev/null
 (eval ` + quote(body) + `) </dev/null &
 kedge_pid=$!
 [ -z "$kedge_stopped" ] || kedge_stop
+( while [ -d /proc/$kedge_sshd ]; do sleep 1; done; kill -TERM $$ ) </dev/null >/dev/null 2>&1 &
+kedge_watch=$!
 while :; do wait $kedge_pid; kedge_rc=$?; kill -0 $kedge_pid 2>/dev/null || break; done
+kill $kedge_watch 2>/dev/null
 printf '\n%s\n' ` + boundary + ` >&2
 if [ -e "$KEDGE_OUTPUT" ]; then
   while IFS= read -r kedge_line || [ -n "$kedge_line" ]; do printf '%s\n' "$kedge_line"; done <"$KEDGE_OUTPUT" >&2
