@@ -78,10 +78,14 @@ func clientOptions(c *cli.Context) (client.Options, error) {
 }
 
 // dial connects to Temporal, failing fast with exit code 3 when it cannot.
-func dial(c *cli.Context) (client.Client, error) {
+// tune adjusts the client options first (the worker adds its metrics).
+func dial(c *cli.Context, tune ...func(*client.Options)) (client.Client, error) {
 	opts, err := clientOptions(c)
 	if err != nil {
 		return nil, err
+	}
+	for _, t := range tune {
+		t(&opts)
 	}
 	ctx, cancel := context.WithTimeout(c.Context, 10*time.Second)
 	defer cancel()

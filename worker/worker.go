@@ -6,6 +6,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"kedge.dev/kedge/activities/assets"
@@ -24,8 +25,14 @@ const DefaultTaskQueue = "kedge"
 
 // Options configure a worker.
 type Options struct {
+	// TaskQueue is the queue polled for workflows and activities: a
+	// site's queue (the inventory's taskQueue) for a worker that reaches
+	// only that site's hosts.
 	TaskQueue string
-	Logger    *slog.Logger
+	// Identity names the worker in workflow histories (who ran each
+	// activity); the SDK's pid@host by default.
+	Identity string
+	Logger   *slog.Logger
 	// SSH tunes the connection pool.
 	SSH sshpool.Options
 	// HeartbeatInterval is how often long host actions heartbeat.
@@ -46,7 +53,10 @@ func New(c client.Client, opts Options) *Worker {
 	if opts.SSH.Logger == nil {
 		opts.SSH.Logger = opts.Logger
 	}
-	w := sdkworker.New(c, opts.TaskQueue, sdkworker.Options{})
+	w := sdkworker.New(c, opts.TaskQueue, sdkworker.Options{
+		Identity:     opts.Identity,
+		Interceptors: []interceptor.WorkerInterceptor{&kedgeMetrics{}},
+	})
 	workflows.Register(w)
 	chatops.NewNotifier(c, opts.Logger).Register(w) // posts chat-started runs' progress to Slack
 	pool := registerActions(w, opts)
