@@ -9,6 +9,7 @@ require (
 	github.com/hashicorp/vault/api v1.22.0
 	github.com/pkg/sftp v1.13.12
 	github.com/prometheus/client_golang v1.24.0
+	github.com/slack-go/slack v0.35.0
 	github.com/temporalio/ui-server/v2 v2.54.1
 	github.com/uber-go/tally/v4 v4.1.17
 	github.com/urfave/cli/v2 v2.27.7
@@ -193,7 +194,6 @@ require (
 	github.com/ryanuber/go-glob v1.0.0 // indirect
 	github.com/shopspring/decimal v1.4.0 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
-	github.com/slack-go/slack v0.35.0 // indirect
 	github.com/sony/gobreaker v1.0.0 // indirect
 	github.com/spf13/cast v1.10.0 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect

@@ -149,14 +149,15 @@ func (s *Server) slackStart(ctx context.Context, sub Subject, cmd Command, sc sl
 		s.audit(sub, "start", outcomeOf(err), err.Error(), attrs...)
 		return nil, "", err
 	}
-	attrs = append(attrs, "workflowId", st.WorkflowID, "runId", st.RunID, "params", shownParams(cmd.Order, in))
+	shown := shownParams(cmd.Order, cmd.Params, in.Runbook.SecretParams())
+	attrs = append(attrs, "workflowId", st.WorkflowID, "runId", st.RunID, "params", shown)
 	if st.Existing {
 		s.audit(sub, "start", "allowed", "repeated request: answered with the run it started", attrs...)
 		return textMessage(ephemeral, fmt.Sprintf("This request already started %s · %s", "`"+esc(st.WorkflowID)+"`", slackLink(st.URL, "Web UI"))), "existing", nil
 	}
 	s.audit(sub, "start", "allowed", "", attrs...)
 	text := fmt.Sprintf(":rocket: <@%s> started *%s* on *%s*", esc(sub.UserID), esc(cmd.Runbook), esc(cmd.Cluster))
-	if shown := shownParams(cmd.Order, in); shown != "" {
+	if shown != "" {
 		text += " (" + esc(shown) + ")"
 	}
 	text += fmt.Sprintf("\n`%s` · %s", esc(st.WorkflowID), slackLink(st.URL, "Web UI"))
@@ -166,12 +167,11 @@ func (s *Server) slackStart(ctx context.Context, sub Subject, cmd Command, sc sl
 	return textMessage(inChannel, text), "started", nil
 }
 
-// shownParams prints the params given, secret ones masked.
-func shownParams(order []string, in workflows.RunbookInput) string {
-	secret := in.Runbook.SecretParams()
+// shownParams prints the params as given, secret ones masked.
+func shownParams(order []string, given map[string]string, secret []string) string {
 	var parts []string
 	for _, k := range order {
-		v := fmt.Sprint(in.Params[k])
+		v := given[k]
 		if slices.Contains(secret, k) {
 			v = "***"
 		}

@@ -75,6 +75,12 @@ func (s *Server) prepare(req *startRequest) (workflows.RunbookInput, error) {
 		s.log().Error("kedge webhook: invalid inventory", "cluster", req.Cluster, "file", invPath, "error", err.Error())
 		return in, refuse(http.StatusInternalServerError, "the inventory of %s is invalid; see the webhook server's log", req.Cluster)
 	}
+	if cluster.Name != req.Cluster {
+		// Runs know their cluster by the inventory's name: approvals and
+		// status are authorized by it, so the two must agree.
+		s.log().Error("kedge webhook: a cluster's inventory names another cluster", "cluster", req.Cluster, "file", invPath, "inventoryName", cluster.Name)
+		return in, refuse(http.StatusInternalServerError, "the inventory of %s names the cluster %q; the config must call it that", req.Cluster, cluster.Name)
+	}
 	lib := &runbooks.Library{Dirs: s.Config.RunbookPath, Builtin: runbooks.Builtin}
 	loaded, err := lib.Load(req.Runbook, cluster)
 	if err != nil {
