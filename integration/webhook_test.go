@@ -701,3 +701,74 @@ allow:
 		return p.Path == "/commands/trigger-dev" && strings.Contains(p.Text, ":white_check_mark: *hello-hook* on *lab* succeeded")
 	})
 }
+
+const gated = `apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: gated}
+steps:
+  - id: first-gate
+    approval: {prompt: "Go on to the second gate?"}
+  - id: second-gate
+    needs: [first-gate]
+    approval: {prompt: "Run the command?"}
+  - id: hello
+    needs: [second-gate]
+    action: host.run
+    on: controller-1
+    with: {command: "true"}
+`
+
+// Approval steps: `/kedge approve ID` approves the one waiting; the Abort
+// button on the next rejects it, and the run ends failed with the reason
+// posted.
+func TestWebhookApprovalGates(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "gated.yaml"), []byte(gated), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := startChat(t, world.inventory, dir)
+	const id = "gated/lab"
+	if r := c.slash(t, "U0SRE", "run gated lab", "trigger-gated"); r.outcome != "started" {
+		t.Fatalf("run gated: %s", r.raw)
+	}
+	first := c.recv.wait(t, 30*time.Second, "the first gate posted", func(p posted) bool {
+		return len(p.Blocks) == 2 && strings.Contains(p.Text, "`first-gate`: Go on to the second gate?")
+	})
+	_ = first
+	if r := c.slash(t, "U0DEV", "approve "+id, "trigger-approve-dev"); r.outcome != "refused" {
+		t.Errorf("approve by someone who may not: %s %s", r.outcome, r.raw)
+	}
+	if r := c.slash(t, "U0SRE", "approve "+id, "trigger-approve"); r.outcome != "decided" || !strings.Contains(r.Text, "<@U0SRE> approved `first-gate` of *gated* on *lab*") {
+		t.Fatalf("/kedge approve: %s %s", r.outcome, r.raw)
+	}
+	second := c.recv.wait(t, 30*time.Second, "the second gate posted", func(p posted) bool {
+		return len(p.Blocks) == 2 && strings.Contains(p.Text, "`second-gate`")
+	})
+	var actions struct {
+		Elements []struct {
+			Value string `json:"value"`
+		} `json:"elements"`
+	}
+	if err := json.Unmarshal(second.Blocks[1], &actions); err != nil || len(actions.Elements) != 2 {
+		t.Fatalf("buttons: %v", err)
+	}
+	r := c.send(t, c.clickRequest(t, "U0SRE", chatops.ActionAbort, actions.Elements[1].Value, "1700000100.1", time.Now(), itSigningSecret))
+	if r.outcome != "decided" || !strings.Contains(r.Text, "rejected `second-gate`") {
+		t.Fatalf("Abort on a gate: %s %s", r.outcome, r.raw)
+	}
+	if err := waitClosed(t, id, time.Minute); err == nil || !strings.Contains(err.Error(), "rejected by slack:sre (U0SRE)") {
+		t.Errorf("the run ended with %v, want a rejection by slack:sre (U0SRE)", err)
+	}
+	final := c.recv.wait(t, 30*time.Second, "the result posted", func(p posted) bool {
+		return p.Path == "/commands/trigger-gated" && strings.HasPrefix(p.Text, ":x:")
+	})
+	for _, want := range []string{":x: *gated* on *lab* failed", "rejected by slack:sre (U0SRE)", "`first-gate` succeeded — approved by slack:sre (U0SRE)", "`hello` "} {
+		if !strings.Contains(final.Text, want) {
+			t.Errorf("the result lacks %q:\n%s", want, final.Text)
+		}
+	}
+	d := decisions(t, id)
+	if len(d) != 2 || d[0].Step != "first-gate" || d[0].Decision != workflows.DecisionApprove || d[1].Decision != workflows.DecisionReject || d[1].By != "slack:sre (U0SRE)" {
+		t.Errorf("decisions in the history: %+v", d)
+	}
+}
