@@ -50,6 +50,7 @@ func NewApp(stdio IO) *cli.App {
 			scheduleCommand(),
 			codecCommand(),
 			codecServerCommand(),
+			setupCommand(),
 			webhookCommand(),
 		},
 		ExitErrHandler: func(c *cli.Context, err error) {},

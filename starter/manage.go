@@ -11,8 +11,10 @@ import (
 	"github.com/urfave/cli/v2"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"kedge.dev/kedge/activities/catalog"
+	"kedge.dev/kedge/internal/searchattr"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -22,6 +24,10 @@ func listCommand() *cli.Command {
 		Usage: "list runbook runs, newest first",
 		Flags: append([]cli.Flag{outputFlag,
 			&cli.IntFlag{Name: "limit", Value: 20, Usage: "at most `N` runs"},
+			&cli.StringFlag{Name: "cluster", Usage: "only runs on `CLUSTER` (KedgeCluster)"},
+			&cli.StringFlag{Name: "runbook", Usage: "only runs of `RUNBOOK` (KedgeRunbook)"},
+			&cli.StringFlag{Name: "node", Usage: "only runs working on `NODE` (KedgeNode)"},
+			&cli.StringFlag{Name: "status", Usage: "only runs in `STATUS` (KedgeStatus): running, waiting-approval, paused, succeeded, failed, cancelled"},
 			&cli.StringFlag{Name: "query", Usage: "extra visibility `QUERY`, e.g. \"ExecutionStatus='Running'\""},
 		}, temporalFlags()...),
 		Action: func(c *cli.Context) error {
@@ -30,55 +36,127 @@ func listCommand() *cli.Command {
 				return err
 			}
 			defer cl.Close()
-			q := fmt.Sprintf("WorkflowType = '%s'", workflows.RunbookWorkflow)
-			if extra := c.String("query"); extra != "" {
-				q += " AND (" + extra + ")"
+			filters := listFilters(c)
+			rows, err := listRuns(c, cl, runsQuery(filters, c.String("query")))
+			if searchattr.IsMissing(err) && len(filters) == 0 {
+				// A namespace without Kedge's attributes only holds runs
+				// started as "runbook".
+				fmt.Fprintf(c.App.ErrWriter, "kedge: namespace %s lacks Kedge's search attributes; run `kedge setup` to filter by cluster, runbook, node and status\n", c.String("namespace"))
+				rows, err = listRuns(c, cl, legacyRunsQuery(c.String("query")))
 			}
-			type row struct {
-				WorkflowID string     `json:"workflowId"`
-				RunID      string     `json:"runId"`
-				Status     string     `json:"status"`
-				Started    time.Time  `json:"started"`
-				Closed     *time.Time `json:"closed,omitempty"`
-				URL        string     `json:"url"`
+			if searchattr.IsMissing(err) {
+				return missingAttributes(c, err)
 			}
-			rows := []row{}
-			var token []byte
-			for len(rows) < c.Int("limit") {
-				resp, err := cl.ListWorkflow(c.Context, &workflowservice.ListWorkflowExecutionsRequest{
-					Namespace: c.String("namespace"), Query: q, NextPageToken: token, PageSize: int32(c.Int("limit")),
-				})
-				if err != nil {
-					return failed("list: %v", err)
-				}
-				for _, e := range resp.Executions {
-					r := row{WorkflowID: e.Execution.WorkflowId, RunID: e.Execution.RunId, Started: e.StartTime.AsTime(),
-						Status: strings.ToLower(strings.TrimPrefix(e.Status.String(), "WORKFLOW_EXECUTION_STATUS_"))}
-					if e.CloseTime != nil {
-						t := e.CloseTime.AsTime()
-						r.Closed = &t
-					}
-					r.URL = workflowURL(c, r.WorkflowID, r.RunID)
-					rows = append(rows, r)
-				}
-				if token = resp.NextPageToken; len(token) == 0 {
-					break
-				}
-			}
-			if len(rows) > c.Int("limit") {
-				rows = rows[:c.Int("limit")]
+			if err != nil {
+				return failed("list: %v", err)
 			}
 			if jsonOutput(c) {
 				return writeJSON(c.App.Writer, rows)
 			}
 			tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "WORKFLOW ID\tSTATUS\tSTARTED")
+			fmt.Fprintln(tw, "WORKFLOW ID\tRUNBOOK\tSTATUS\tSTARTED")
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", r.WorkflowID, r.Status, r.Started.Local().Format(time.DateTime))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.WorkflowID, r.Runbook, r.KedgeStatus, r.Started.Local().Format(time.DateTime))
 			}
 			return tw.Flush()
 		},
 	}
+}
+
+// runRow is one run in `kedge list`.
+type runRow struct {
+	WorkflowID   string     `json:"workflowId"`
+	RunID        string     `json:"runId"`
+	WorkflowType string     `json:"workflowType"`
+	Status       string     `json:"status"` // Temporal's execution status
+	Runbook      string     `json:"runbook,omitempty"`
+	Cluster      string     `json:"cluster,omitempty"`
+	Node         string     `json:"node,omitempty"`
+	KedgeStatus  string     `json:"kedgeStatus,omitempty"` // the workflow's own account (waiting-approval, paused, ...)
+	Started      time.Time  `json:"started"`
+	Closed       *time.Time `json:"closed,omitempty"`
+	URL          string     `json:"url"`
+}
+
+// listFilters are the conditions the filter flags ask for.
+func listFilters(c *cli.Context) []string {
+	var conds []string
+	for _, f := range []struct{ flag, attr string }{
+		{"cluster", searchattr.Cluster}, {"runbook", searchattr.Runbook}, {"node", searchattr.Node}, {"status", searchattr.Status},
+	} {
+		if v := c.String(f.flag); v != "" {
+			conds = append(conds, fmt.Sprintf("%s = '%s'", f.attr, strings.ReplaceAll(v, "'", "")))
+		}
+	}
+	return conds
+}
+
+// runsQuery selects runbook runs (workflows.RunbookRunsQuery), filtered.
+func runsQuery(filters []string, extra string) string {
+	q := workflows.RunbookRunsQuery()
+	for _, f := range filters {
+		q += " AND " + f
+	}
+	if extra != "" {
+		q += " AND (" + extra + ")"
+	}
+	return q
+}
+
+func legacyRunsQuery(extra string) string {
+	q := fmt.Sprintf("WorkflowType = '%s'", workflows.RunbookWorkflow)
+	if extra != "" {
+		q += " AND (" + extra + ")"
+	}
+	return q
+}
+
+func listRuns(c *cli.Context, cl client.Client, q string) ([]runRow, error) {
+	rows := []runRow{}
+	var token []byte
+	for len(rows) < c.Int("limit") {
+		resp, err := cl.ListWorkflow(c.Context, &workflowservice.ListWorkflowExecutionsRequest{
+			Namespace: c.String("namespace"), Query: q, NextPageToken: token, PageSize: int32(c.Int("limit")),
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range resp.Executions {
+			r := runRow{WorkflowID: e.Execution.WorkflowId, RunID: e.Execution.RunId, WorkflowType: e.GetType().GetName(), Started: e.StartTime.AsTime(),
+				Status: strings.ToLower(strings.TrimPrefix(e.Status.String(), "WORKFLOW_EXECUTION_STATUS_"))}
+			if e.CloseTime != nil {
+				t := e.CloseTime.AsTime()
+				r.Closed = &t
+			}
+			fields := e.GetSearchAttributes().GetIndexedFields()
+			keyword := func(name string) string {
+				var v string
+				if p, ok := fields[name]; ok {
+					_ = converter.GetDefaultDataConverter().FromPayload(p, &v)
+				}
+				return v
+			}
+			r.Runbook, r.Cluster, r.Node, r.KedgeStatus = keyword(searchattr.Runbook), keyword(searchattr.Cluster), keyword(searchattr.Node), keyword(searchattr.Status)
+			if r.Runbook == "" {
+				r.Runbook = r.WorkflowType
+			}
+			switch r.KedgeStatus {
+			case "", searchattr.StatusRunning, searchattr.StatusWaitingApproval, searchattr.StatusPaused:
+				if r.Closed != nil || r.KedgeStatus == "" {
+					r.KedgeStatus = r.Status // ended without saying so (terminated, timed out), or unlabelled
+				}
+			}
+			r.URL = workflowURL(c, r.WorkflowID, r.RunID)
+			rows = append(rows, r)
+		}
+		if token = resp.NextPageToken; len(token) == 0 {
+			break
+		}
+	}
+	if len(rows) > c.Int("limit") {
+		rows = rows[:c.Int("limit")]
+	}
+	return rows, nil
 }
 
 func cancelCommand() *cli.Command {

@@ -42,15 +42,14 @@ func runCommand() *cli.Command {
 			if id == "" {
 				id = workflowID(comp.loaded.Runbook.Name, comp.cluster.Name, time.Now())
 			}
-			run, err := cl.ExecuteWorkflow(c.Context, client.StartWorkflowOptions{
+			run, err := startRunbook(c, cl, client.StartWorkflowOptions{
 				ID:                       id,
 				TaskQueue:                c.String("task-queue"),
 				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-				StaticSummary:            fmt.Sprintf("%s on %s", comp.loaded.Runbook.Name, comp.cluster.Name),
-			}, workflows.RunbookWorkflow, comp.input())
+			}, comp.input())
 			if err != nil {
-				return failed("start %s: %v", id, err)
+				return err
 			}
 			link := workflowURL(c, run.GetID(), run.GetRunID())
 			if !c.Bool("wait") {
@@ -96,15 +95,19 @@ func watchCommand() *cli.Command {
 	}
 }
 
-// follow polls the progress query, printing every change, until the
-// workflow ends; it returns an exit error when the runbook did not succeed.
+// follow polls the progress query, showing every change (bars per step and
+// per node in a terminal, else a line per change), until the workflow ends;
+// it returns an exit error when the runbook did not succeed.
 func follow(c *cli.Context, cl client.Client, id, runID string) error {
 	done := make(chan error, 1)
 	go func() {
 		var res workflows.RunbookResult
 		done <- cl.GetWorkflow(c.Context, id, runID).Get(c.Context, &res)
 	}()
-	pr := newProgressPrinter(c.App.Writer, !jsonOutput(c), id)
+	pr := newProgressView(c.App.Writer, !jsonOutput(c), id, func(child string) (workflows.Progress, error) {
+		return queryProgress(c.Context, cl, child, "")
+	})
+	defer pr.close()
 	tick := time.NewTicker(300 * time.Millisecond)
 	defer tick.Stop()
 	var runErr error
@@ -132,6 +135,7 @@ func follow(c *cli.Context, cl client.Client, id, runID string) error {
 			}
 		}
 	}
+	pr.close() // the bars end above what follows
 	if runErr != nil {
 		var canceled interface{ Error() string }
 		if errors.As(runErr, &canceled) && strings.Contains(runErr.Error(), "canceled") {

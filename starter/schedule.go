@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"kedge.dev/kedge/internal/searchattr"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -42,10 +43,13 @@ func scheduleCommand() *cli.Command {
 				id = comp.loaded.Runbook.Name + "/" + comp.cluster.Name
 			}
 			spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}}
+			md := workflows.Describe(comp.input())
 			action := &client.ScheduleWorkflowAction{
-				ID: id, Workflow: workflows.RunbookWorkflow, Args: []any{comp.input()},
-				TaskQueue:     c.String("task-queue"),
-				StaticSummary: fmt.Sprintf("%s on %s, every %s", comp.loaded.Runbook.Name, comp.cluster.Name, every),
+				ID: id, Workflow: md.WorkflowType, Args: []any{comp.input()},
+				TaskQueue:             c.String("task-queue"),
+				StaticSummary:         fmt.Sprintf("%s, every %s", md.StaticSummary, every),
+				StaticDetails:         md.StaticDetails,
+				TypedSearchAttributes: md.SearchAttributes,
 			}
 			sc := cl.ScheduleClient()
 			verb := "created"
@@ -61,6 +65,9 @@ func scheduleCommand() *cli.Command {
 						return &client.ScheduleUpdate{Schedule: &s}, nil
 					},
 				})
+			}
+			if searchattr.IsMissing(err) {
+				return missingAttributes(c, err)
 			}
 			if err != nil {
 				return failed("schedule %s: %v", id, err)

@@ -6,11 +6,16 @@ func workflowOptions() workflow.RegisterOptions {
 	return workflow.RegisterOptions{Name: RunbookWorkflow}
 }
 
-// Register registers Kedge's workflows on a worker.
+// Register registers Kedge's workflows on a worker: the runbook under
+// RunbookWorkflow and, as the dynamic workflow, under every other type, so
+// a runbook can run as its own name (TypeOf); the rollout; the
+// compensation.
 func Register(r interface {
 	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
+	RegisterDynamicWorkflow(w any, options workflow.DynamicRegisterOptions)
 }) {
 	r.RegisterWorkflowWithOptions(Runbook, workflowOptions())
+	r.RegisterDynamicWorkflow(runbookByName, workflow.DynamicRegisterOptions{})
 	r.RegisterWorkflowWithOptions(Rollout, workflow.RegisterOptions{Name: RolloutWorkflow})
 	r.RegisterWorkflowWithOptions(Compensate, workflow.RegisterOptions{Name: CompensateWorkflow})
 }

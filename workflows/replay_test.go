@@ -7,6 +7,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"kedge.dev/kedge/internal/codec"
 )
@@ -42,8 +43,23 @@ func TestReplayRecordedHistories(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r.RegisterWorkflowWithOptions(Runbook, workflowOptions())
-			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
+			Register(r) // the runbook by name and as itself, the rollout, the compensation
+			data, err := os.Open(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer data.Close()
+			hist, err := client.HistoryFromJSON(data, client.HistoryJSONOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Replay under the recorded workflow ID: children's IDs extend
+			// it (PARENT/STEP), and a child command is matched by its ID.
+			var opts worker.ReplayWorkflowHistoryOptions
+			if start := hist.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes(); start.GetWorkflowId() != "" {
+				opts.OriginalExecution = workflow.Execution{ID: start.GetWorkflowId(), RunID: start.GetOriginalExecutionRunId()}
+			}
+			if err := r.ReplayWorkflowHistoryWithOptions(nil, hist, opts); err != nil {
 				t.Fatalf("replay %s: %v", f, err)
 			}
 		})

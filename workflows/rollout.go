@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"kedge.dev/kedge/internal/searchattr"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/expr"
 	"kedge.dev/kedge/runbooks/inventory"
@@ -83,6 +84,7 @@ type rollout struct {
 	order    []string          // running items in start order
 	paused   bool
 	aborting bool
+	ui       ui
 }
 
 // Rollout runs a child runbook per item with at most MaxUnavailable at a
@@ -102,10 +104,12 @@ func Rollout(ctx workflow.Context, in RolloutInput) (RolloutResult, error) {
 	}
 	in.State.Runs++
 	firstOfRun := in.State.Next
-	ro := &rollout{in: in, running: map[string]string{}}
+	ro := &rollout{in: in, running: map[string]string{}, ui: newUI(ctx)}
 	ro.st = &ro.in.State
 	decisions := workflow.NewBufferedChannel(ctx, 16)
-	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return ro.progress(), nil }); err != nil {
+	if err := workflow.SetQueryHandlerWithOptions(ctx, ProgressQuery, func() (Progress, error) { return ro.progress(), nil }, workflow.QueryHandlerOptions{
+		Description: "every item: done, running, failed or pending, and whether the rollout is paused",
+	}); err != nil {
 		return RolloutResult{}, err
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, DecideUpdate, func(ctx workflow.Context, d Decision) (Decision, error) {
@@ -144,6 +148,7 @@ func Rollout(ctx workflow.Context, in RolloutInput) (RolloutResult, error) {
 	res := RolloutResult{Done: items(ro.st.Done), Failed: items(ro.st.Failed), Aborted: ro.aborting}
 	if ro.aborting {
 		ro.compensate(ctx)
+		ro.ui.setStatus(ctx, searchattr.StatusFailed)
 		by := ""
 		if n := len(ro.st.Decisions); n > 0 {
 			by = " by " + ro.st.Decisions[n-1].By
@@ -152,6 +157,7 @@ func Rollout(ctx workflow.Context, in RolloutInput) (RolloutResult, error) {
 			fmt.Sprintf("rollout %s aborted%s after %d failed (%s); %d completed items undone",
 				in.Step, by, len(ro.st.Failed), strings.Join(res.Failed, ", "), len(ro.st.Done)), "RolloutAborted", nil, res)
 	}
+	ro.ui.setStatus(ctx, searchattr.StatusSucceeded)
 	return res, nil
 }
 
@@ -212,9 +218,10 @@ func (ro *rollout) start(ctx workflow.Context, sel workflow.Selector, item strin
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
 		WaitForCancellation:   true,
-		StaticSummary:         fmt.Sprintf("%s on %s (%s)", ro.in.Runbook.Name, item, ro.in.Cluster.Name),
+		StaticSummary:         fmt.Sprintf("%s on %s (%s, rollout step %s)", ro.in.Runbook.Name, item, ro.in.Cluster.Name, ro.in.Step),
+		TypedSearchAttributes: ro.ui.childLabels(ro.in.Cluster.Name, ro.in.Runbook.Name, item),
 	})
-	f := workflow.ExecuteChildWorkflow(cctx, RunbookWorkflow, RunbookInput{
+	f := workflow.ExecuteChildWorkflow(cctx, ro.ui.childType(ro.in.Runbook.Name), RunbookInput{
 		Runbook: ro.in.Runbook, Children: ro.in.Children, Params: params, Cluster: ro.in.Cluster.Focus(item),
 	})
 	sel.AddFuture(f, func(f workflow.Future) {
@@ -279,11 +286,26 @@ func (ro *rollout) compensate(ctx workflow.Context) {
 
 func (ro *rollout) updateDetails(ctx workflow.Context) {
 	state := "running"
+	status := searchattr.StatusRunning
 	if ro.paused {
 		state = fmt.Sprintf("PAUSED: %d failed, over the budget of %d — kedge approve ID --decision continue|abort", len(ro.st.Failed), ro.st.Budget)
+		status = searchattr.StatusPaused
 	}
-	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** over %d items: %d done, %d running, %d failed, %d pending — %s",
-		ro.in.Runbook.Name, len(ro.in.Items), len(ro.st.Done), len(ro.running), len(ro.st.Failed), len(ro.in.Items)-ro.st.Next, state))
+	var b strings.Builder
+	printf(&b, "**%s** over %d items: %d done, %d running, %d failed, %d pending — %s",
+		ro.in.Runbook.Name, len(ro.in.Items), len(ro.st.Done), len(ro.running), len(ro.st.Failed), len(ro.in.Items)-ro.st.Next, state)
+	if len(ro.order) > 0 {
+		printf(&b, "\n\nrunning: %s", clip(strings.Join(ro.order, ", "), 400))
+	}
+	if n := len(ro.st.Failed); n > 0 {
+		var failed []string
+		for _, f := range ro.st.Failed[max(0, n-10):] {
+			failed = append(failed, fmt.Sprintf("- ✗ %s: %s", f.Item, clip(f.Error, 200)))
+		}
+		printf(&b, "\n\nfailed:\n%s", strings.Join(failed, "\n"))
+	}
+	workflow.SetCurrentDetails(ctx, b.String())
+	ro.ui.setStatus(ctx, status)
 }
 
 // progress shows every item as a step: done, running, failed or pending.

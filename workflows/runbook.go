@@ -20,6 +20,7 @@ import (
 // then the undo of every completed step runs in reverse completion order.
 func Runbook(ctx workflow.Context, in RunbookInput) (RunbookResult, error) {
 	r := newRun(ctx, in)
+	r.ui = newUI(ctx)
 	if err := workflow.SetQueryHandlerWithOptions(ctx, ProgressQuery, r.progressQuery, workflow.QueryHandlerOptions{
 		Description: "every step's state, attempts, start/end times and last error",
 	}); err != nil {
@@ -50,6 +51,7 @@ type run struct {
 	completed []completion
 	done      workflow.Channel
 	waves     []int
+	ui        ui
 }
 
 type stepRun struct {
@@ -112,8 +114,10 @@ func (r *run) execute(ctx workflow.Context) error {
 	failed := false
 	for {
 		if !failed && ctx.Err() == nil {
+			started := false
 			for i, s := range r.steps {
 				if s.p.State == StatePending && r.ready(i) {
+					started = true
 					running++
 					s.p.State = StateRunning
 					now := workflow.Now(ctx)
@@ -123,6 +127,9 @@ func (r *run) execute(ctx workflow.Context) error {
 						r.done.Send(ctx, i)
 					})
 				}
+			}
+			if started {
+				r.updateDetails(ctx)
 			}
 		}
 		if running == 0 {
@@ -183,28 +190,6 @@ func (r *run) ready(i int) bool {
 		}
 	}
 	return true
-}
-
-func (r *run) updateDetails(ctx workflow.Context) {
-	counts := map[string]int{}
-	var waiting []string
-	for _, s := range r.steps {
-		counts[s.p.State]++
-		if s.p.State == StateWaiting {
-			waiting = append(waiting, s.spec.ID)
-		}
-	}
-	var parts []string
-	for _, st := range []string{StateSucceeded, StateRunning, StateWaiting, StateFailed, StateSkipped, StatePending, StateNotRun, StateCancelled} {
-		if counts[st] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
-		}
-	}
-	details := fmt.Sprintf("**%s** on %s: %s", r.rb.Name, r.in.Cluster.Name, strings.Join(parts, ", "))
-	if len(waiting) > 0 {
-		details += "\n\nwaiting for approval: " + strings.Join(waiting, ", ")
-	}
-	workflow.SetCurrentDetails(ctx, details)
 }
 
 func (r *run) runStep(ctx workflow.Context, i int) {
@@ -392,10 +377,7 @@ func callAction(ctx workflow.Context, s *stepRun, action catalog.Action, host st
 	if timeout == 0 {
 		timeout = action.Timeout
 	}
-	summary := fmt.Sprintf("%s: %s", s.spec.ID, action.Name)
-	if host != "" {
-		summary += " on " + host
-	}
+	summary := activitySummary(s.spec.ID, action.Name, host, input)
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: timeout,
 		HeartbeatTimeout:    action.Heartbeat,
@@ -518,13 +500,14 @@ func (r *run) runChild(ctx workflow.Context, i int, vars map[string]any) error {
 	s.p.Child = id
 	s.p.Attempts = 1
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:          id,
-		WorkflowRunTimeout:  s.spec.Timeout,
-		WaitForCancellation: true,
-		StaticSummary:       fmt.Sprintf("%s: runbook %s on %s", s.spec.ID, child.Name, r.in.Cluster.Name),
+		WorkflowID:            id,
+		WorkflowRunTimeout:    s.spec.Timeout,
+		WaitForCancellation:   true,
+		StaticSummary:         fmt.Sprintf("%s: runbook %s on %s", s.spec.ID, child.Name, r.in.Cluster.Name),
+		TypedSearchAttributes: r.ui.childLabels(r.in.Cluster.Name, child.Name, runNode(&child, params, &r.in.Cluster)),
 	})
 	var res RunbookResult
-	err = workflow.ExecuteChildWorkflow(cctx, RunbookWorkflow, RunbookInput{
+	err = workflow.ExecuteChildWorkflow(cctx, r.ui.childType(child.Name), RunbookInput{
 		Runbook: child, Children: r.in.Children, Params: params, Cluster: r.in.Cluster,
 	}).Get(ctx, &res)
 	if err != nil {
@@ -619,9 +602,10 @@ func (r *run) runRollout(ctx workflow.Context, i int, vars map[string]any) error
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + s.spec.ID
 	s.p.Child, s.p.Attempts, s.p.Kind = id, 1, "rollout"
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:          id,
-		WaitForCancellation: true,
-		StaticSummary:       fmt.Sprintf("%s: rollout of %s over %d items on %s", s.spec.ID, child.Name, len(items), r.in.Cluster.Name),
+		WorkflowID:            id,
+		WaitForCancellation:   true,
+		StaticSummary:         fmt.Sprintf("%s: rollout of %s over %d items on %s", s.spec.ID, child.Name, len(items), r.in.Cluster.Name),
+		TypedSearchAttributes: r.ui.childLabels(r.in.Cluster.Name, r.rb.Name, ""),
 	})
 	var res RolloutResult
 	err = workflow.ExecuteChildWorkflow(cctx, RolloutWorkflow, RolloutInput{

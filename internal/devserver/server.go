@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
 	taskqueuepb "go.temporal.io/api/taskqueue/v1"
 	"go.temporal.io/api/workflowservice/v1"
@@ -24,6 +24,8 @@ import (
 	"go.temporal.io/server/temporal"
 
 	uiserver "github.com/temporalio/ui-server/v2/server"
+
+	"kedge.dev/kedge/internal/searchattr"
 )
 
 // Config configures an embedded server.
@@ -31,7 +33,7 @@ type Config struct {
 	DataDir       string       // SQLite file at DataDir/temporal.db; "" keeps state in memory
 	FrontendAddr  string       // gRPC frontend host:port, e.g. 127.0.0.1:7233; port 0 picks a free one
 	UIAddr        string       // Web UI host:port, e.g. 127.0.0.1:8233 (port 0 picks one); "" runs no UI
-	Namespace     string       // created at start when missing (default "default"), retention 3 days
+	Namespace     string       // created at start when missing (default "default"), retention 3 days, with Kedge's search attributes
 	Logger        *slog.Logger // the server's warnings and errors; nil discards them
 	CodecEndpoint string       // codec server URL for the Web UI, optional
 }
@@ -49,6 +51,10 @@ type Server struct {
 // clusterName is the name of the one cluster.
 const clusterName = "active"
 
+// namespaceRefresh is how often the services reread namespaces (the
+// server's default is 2 s).
+const namespaceRefresh = 250 * time.Millisecond
+
 // dynamicConfig tunes a single node for latency rather than throughput.
 func dynamicConfig() dynamicconfig.StaticClient {
 	return dynamicconfig.StaticClient{
@@ -61,8 +67,11 @@ func dynamicConfig() dynamicconfig.StaticClient {
 		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
 		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
 		// A search attribute added by EnsureSearchAttributes is usable at
-		// once, not after the cache's refresh interval.
+		// once, not after the cache's refresh interval; with SQL
+		// visibility its column mapping is namespace config, which every
+		// service rereads this often.
 		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): true,
+		dynamicconfig.NamespaceCacheRefreshInterval.Key():           namespaceRefresh,
 		// Workflow updates (UpdateWorkflowExecution).
 		dynamicconfig.FrontendEnableUpdateWorkflowExecution.Key():              true,
 		dynamicconfig.FrontendEnableUpdateWorkflowExecutionAsyncAccepted.Key(): true,
@@ -175,6 +184,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		_ = s.Stop()
 		return nil, err
 	}
+	// Kedge's search attributes, so the Web UI's list filters by cluster,
+	// runbook, node and status (what `kedge setup` does on a shared server).
+	if err := s.EnsureSearchAttributes(ctx, searchattr.Definitions()); err != nil {
+		_ = s.Stop()
+		return nil, fmt.Errorf("register Kedge's search attributes: %w", err)
+	}
 	if cfg.UIAddr != "" {
 		if err := s.startUI(ctx); err != nil {
 			_ = s.Stop()
@@ -253,40 +268,47 @@ func (s *Server) UIURL() string { return s.uiURL }
 func (s *Server) Namespace() string { return s.cfg.Namespace }
 
 // EnsureSearchAttributes adds those of attrs that the namespace lacks,
-// through the operator service. A name that exists with another type is an
-// error.
+// through the operator service (searchattr.Ensure, as `kedge setup` does),
+// and waits until the server accepts them. A name that exists with another
+// type is an error.
 func (s *Server) EnsureSearchAttributes(ctx context.Context, attrs map[string]enumspb.IndexedValueType) error {
 	c, err := s.dial(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	op := c.OperatorService()
-	have, err := op.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: s.cfg.Namespace})
-	if err != nil {
-		return fmt.Errorf("list search attributes: %w", err)
+	added, err := searchattr.Ensure(ctx, c.OperatorService(), s.cfg.Namespace, attrs)
+	if err != nil || len(added) == 0 {
+		return err
 	}
-	missing := map[string]enumspb.IndexedValueType{}
-	for name, want := range attrs {
-		got, ok := have.GetCustomAttributes()[name]
-		if !ok {
-			got, ok = have.GetSystemAttributes()[name]
+	return s.waitSearchAttributes(ctx, c, added)
+}
+
+// waitSearchAttributes returns once the frontend filters by names, then
+// gives the other services' namespace caches one refresh to learn them.
+func (s *Server) waitSearchAttributes(ctx context.Context, c client.Client, names []string) error {
+	var conds []string
+	for _, n := range names {
+		conds = append(conds, n+" IS NULL")
+	}
+	q := strings.Join(conds, " AND ")
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		_, err := c.WorkflowService().ListWorkflowExecutions(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: s.cfg.Namespace, Query: q})
+		if err == nil {
+			break
 		}
-		switch {
-		case !ok:
-			missing[name] = want
-		case got != want:
-			return fmt.Errorf("search attribute %s is %v, want %v", name, got, want)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("search attributes %s added but not usable: %w", strings.Join(names, ", "), err)
+		case <-time.After(150 * time.Millisecond): // visibility allows about 10 requests a second
 		}
 	}
-	if len(missing) == 0 {
-		return nil
-	}
-	if _, err := op.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
-		Namespace:        s.cfg.Namespace,
-		SearchAttributes: missing,
-	}); err != nil {
-		return fmt.Errorf("add search attributes: %w", err)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(2 * namespaceRefresh):
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package devserver
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"strings"
@@ -10,10 +11,14 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"kedge.dev/kedge/internal/searchattr"
 )
 
 const testQueue = "devserver-test"
@@ -128,9 +133,28 @@ func TestEnsureSearchAttributes(t *testing.T) {
 	if s.Namespace() != "kedge-test" {
 		t.Errorf("Namespace() = %q", s.Namespace())
 	}
+	c := dialTest(t, s)
+	list := func() map[string]enumspb.IndexedValueType {
+		got, err := c.OperatorService().ListSearchAttributes(ctx,
+			&operatorservice.ListSearchAttributesRequest{Namespace: s.Namespace()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.CustomAttributes
+	}
+	// Start registered Kedge's own, usable at once: the list filters by
+	// them.
+	for name, typ := range searchattr.Definitions() {
+		if got := list()[name]; got != typ {
+			t.Errorf("after Start, %s = %v, want %v", name, got, typ)
+		}
+	}
+	if _, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Namespace: s.Namespace(), Query: "KedgeCluster = 'mercury' AND KedgeStatus = 'running'"}); err != nil {
+		t.Errorf("list by Kedge's search attributes: %v", err)
+	}
 	want := map[string]enumspb.IndexedValueType{
 		"KedgeCluster": enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-		"KedgeRunbook": enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		"KedgeSteps":   enumspb.INDEXED_VALUE_TYPE_INT,
 	}
 	for range 2 { // the second call finds them all present
@@ -138,20 +162,62 @@ func TestEnsureSearchAttributes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := dialTest(t, s).OperatorService().ListSearchAttributes(ctx,
-		&operatorservice.ListSearchAttributesRequest{Namespace: s.Namespace()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := list()
 	for name, typ := range want {
-		if got.CustomAttributes[name] != typ {
-			t.Errorf("%s = %v, want %v", name, got.CustomAttributes[name], typ)
+		if got[name] != typ {
+			t.Errorf("%s = %v, want %v", name, got[name], typ)
 		}
 	}
 	err = s.EnsureSearchAttributes(ctx, map[string]enumspb.IndexedValueType{"KedgeSteps": enumspb.INDEXED_VALUE_TYPE_KEYWORD})
-	if err == nil {
-		t.Error("a search attribute of another type was accepted")
+	if !errors.Is(err, searchattr.ErrWrongType) {
+		t.Errorf("a search attribute of another type: %v", err)
 	}
+}
+
+// A workflow started with Kedge's search attributes right after Start, and
+// upserting one, runs: every service knows them.
+func TestSearchAttributesUsableAfterStart(t *testing.T) {
+	ctx := context.Background()
+	s, err := Start(ctx, Config{FrontendAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	c := dialTest(t, s)
+	w := worker.New(c, testQueue, worker.Options{})
+	w.RegisterWorkflowWithOptions(func(ctx workflow.Context) error {
+		return workflow.UpsertTypedSearchAttributes(ctx, searchattr.StatusKey.ValueSet(searchattr.StatusSucceeded))
+	}, workflow.RegisterOptions{Name: "upsert"})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "upsert", TaskQueue: testQueue,
+		TypedSearchAttributes: temporal.NewSearchAttributes(searchattr.ClusterKey.ValueSet("mercury"), searchattr.StatusKey.ValueSet(searchattr.StatusRunning)),
+	}, "upsert")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := run.Get(wctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() bool {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Namespace: s.Namespace(), Query: "KedgeCluster = 'mercury' AND KedgeStatus = 'succeeded'"})
+		return err == nil && len(resp.Executions) == 1
+	})
+}
+
+func eventually(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal("condition not met in time")
 }
 
 // Parallel tests each start a server; their ports must not clash.

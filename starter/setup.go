@@ -1,0 +1,113 @@
+package starter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"kedge.dev/kedge/internal/searchattr"
+	"kedge.dev/kedge/workflows"
+)
+
+// setupCommand prepares a shared Temporal namespace for Kedge: its search
+// attributes, which `kedge dev` registers on its own server.
+func setupCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "setup",
+		Usage: "register Kedge's search attributes (KedgeCluster, KedgeRunbook, KedgeNode, KedgeStatus) on a Temporal namespace; once per namespace",
+		Flags: append([]cli.Flag{outputFlag,
+			&cli.BoolFlag{Name: "check", Usage: "only check: exit 1 when an attribute is missing"},
+		}, temporalFlags()...),
+		Action: func(c *cli.Context) error {
+			cl, err := dial(c)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			ns := c.String("namespace")
+			ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
+			defer cancel()
+			var added, missing []string
+			if c.Bool("check") {
+				missing, err = searchattr.Missing(ctx, cl.OperatorService(), ns, searchattr.Definitions())
+			} else {
+				added, err = searchattr.Ensure(ctx, cl.OperatorService(), ns, searchattr.Definitions())
+			}
+			if err != nil {
+				return setupError(ns, err)
+			}
+			if jsonOutput(c) {
+				if err := writeJSON(c.App.Writer, map[string]any{"namespace": ns, "attributes": searchattr.Names(), "added": nonNilSlice(added), "missing": nonNilSlice(missing)}); err != nil {
+					return err
+				}
+			} else {
+				switch {
+				case len(missing) > 0:
+					fmt.Fprintf(c.App.Writer, "namespace %s lacks %s: run `kedge setup`\n", ns, strings.Join(missing, ", "))
+				case len(added) > 0:
+					fmt.Fprintf(c.App.Writer, "namespace %s: added %s (Keyword); the server may take a few seconds to use them\n", ns, strings.Join(added, ", "))
+				default:
+					fmt.Fprintf(c.App.Writer, "namespace %s has Kedge's search attributes: %s\n", ns, strings.Join(searchattr.Names(), ", "))
+				}
+			}
+			if len(missing) > 0 {
+				return cli.Exit("", ExitFailed)
+			}
+			return nil
+		},
+	}
+}
+
+func nonNilSlice(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func setupError(ns string, err error) error {
+	var denied *serviceerror.PermissionDenied
+	var unimpl *serviceerror.Unimplemented
+	switch {
+	case errors.Is(err, searchattr.ErrWrongType):
+		return failed("namespace %s: %v; remove or rename that attribute", ns, err)
+	case errors.As(err, &denied), errors.As(err, &unimpl):
+		return failed("namespace %s: %v\n(registering search attributes needs Temporal's operator service with admin rights; on Temporal Cloud add them as Keyword with `tcld namespace search-attributes add`: %s)",
+			ns, err, strings.Join(searchattr.Names(), ", "))
+	}
+	return failed("setup of namespace %s: %v", ns, err)
+}
+
+// startRunbook starts a runbook the way the Web UI reads it: typed by its
+// name, labelled with Kedge's search attributes, with a summary and
+// details (workflows.Describe).
+func startRunbook(c *cli.Context, cl client.Client, opts client.StartWorkflowOptions, in workflows.RunbookInput) (client.WorkflowRun, error) {
+	md := workflows.Describe(in)
+	opts.TypedSearchAttributes = md.SearchAttributes
+	opts.StaticSummary, opts.StaticDetails = md.StaticSummary, md.StaticDetails
+	run, err := cl.ExecuteWorkflow(c.Context, opts, md.WorkflowType, in)
+	if err != nil {
+		return nil, startError(c, opts.ID, err)
+	}
+	return run, nil
+}
+
+// startError explains a refused start; a namespace without Kedge's search
+// attributes gets told how to add them.
+func startError(c *cli.Context, id string, err error) error {
+	if searchattr.IsMissing(err) {
+		return missingAttributes(c, err)
+	}
+	return failed("start %s: %v", id, err)
+}
+
+func missingAttributes(c *cli.Context, err error) error {
+	return failed("namespace %s on %s lacks Kedge's search attributes (%s): run `kedge setup` once for the namespace (`kedge dev` has them)\n(the server said: %v)",
+		c.String("namespace"), c.String("address"), strings.Join(searchattr.Names(), ", "), err)
+}
