@@ -98,7 +98,7 @@ func (s *Server) topOf(ctx context.Context, id string) (string, error) {
 			return "", err
 		}
 		if ri.parent == "" {
-			if ri.typeName != workflows.RunbookWorkflow {
+			if !isRunbookType(ri.typeName) {
 				return "", refuse(422, "%s is not a runbook (it is a %s workflow)", clip(id), ri.typeName)
 			}
 			return id, nil

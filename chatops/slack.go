@@ -289,7 +289,7 @@ func (s *Server) slackList(ctx context.Context, sub Subject, cluster string) (*s
 		return nil, err
 	}
 	s.audit(sub, "list", "allowed", "", "clusters", strings.Join(allowed, ","))
-	q := fmt.Sprintf("WorkflowType = '%s'", workflows.RunbookWorkflow)
+	q := fmt.Sprintf("WorkflowType != '%s'", FollowWorkflow)
 	var lines []string
 	var token []byte
 	for pages := 0; pages < 5 && len(lines) < listLimit; pages++ {
@@ -300,7 +300,7 @@ func (s *Server) slackList(ctx context.Context, sub Subject, cluster string) (*s
 		for _, e := range resp.GetExecutions() {
 			id := e.GetExecution().GetWorkflowId()
 			parts := strings.Split(id, "/")
-			if e.GetParentExecution() != nil || len(parts) < 2 || !slices.Contains(allowed, parts[1]) {
+			if e.GetParentExecution() != nil || !isRunbookType(e.GetType().GetName()) || len(parts) < 2 || !slices.Contains(allowed, parts[1]) {
 				continue
 			}
 			status := strings.ToLower(strings.TrimPrefix(e.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))

@@ -259,20 +259,31 @@ func isNotFound(err error) bool {
 }
 
 // runningBeside finds a running top-level runbook whose ID is under
-// prefix+"/" (as `kedge run` names them).
+// prefix+"/" (as `kedge run` names them). Whatever the workflow type a
+// runbook runs as, a top-level run that is not a rollout, a compensation
+// or a chat follower is a runbook run.
 func (s *Server) runningBeside(ctx context.Context, prefix string) (string, string, error) {
-	q := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND WorkflowId STARTS_WITH '%s/'",
-		workflows.RunbookWorkflow, strings.ReplaceAll(prefix, "'", ""))
+	q := fmt.Sprintf("ExecutionStatus = 'Running' AND WorkflowId STARTS_WITH '%s/'", strings.ReplaceAll(prefix, "'", ""))
 	resp, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: s.namespace(), Query: q, PageSize: 100})
 	if err != nil {
 		return "", "", fmt.Errorf("list runs of %s: %w", prefix, err)
 	}
 	for _, e := range resp.GetExecutions() {
-		if e.GetParentExecution() == nil {
+		if e.GetParentExecution() == nil && isRunbookType(e.GetType().GetName()) {
 			return e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId(), nil
 		}
 	}
 	return "", "", nil
+}
+
+// isRunbookType says whether a top-level workflow of this type runs a
+// runbook: runbooks run as "runbook" or under their own names.
+func isRunbookType(name string) bool {
+	switch name {
+	case workflows.RolloutWorkflow, workflows.CompensateWorkflow, FollowWorkflow, "":
+		return false
+	}
+	return true
 }
 
 func urlHost(u string) string {

@@ -771,4 +771,20 @@ func TestWebhookApprovalGates(t *testing.T) {
 	if len(d) != 2 || d[0].Step != "first-gate" || d[0].Decision != workflows.DecisionApprove || d[1].Decision != workflows.DecisionReject || d[1].By != "slack:sre (U0SRE)" {
 		t.Errorf("decisions in the history: %+v", d)
 	}
+
+	// A run `kedge run` started (RUNBOOK/CLUSTER/...) holds the cluster too.
+	cliID := startRunInv(t, filepath.Join(dir, "gated.yaml"), world.inventory)
+	defer func() { _, _, _ = kedge(t, "cancel", cliID); _ = waitClosed(t, cliID, time.Minute) }()
+	eventually(t, 10*time.Second, "visibility to list "+cliID, func() bool {
+		resp, err := world.client.ListWorkflow(t.Context(), &workflowservice.ListWorkflowExecutionsRequest{
+			Namespace: world.srv.Namespace(), Query: "WorkflowId = '" + cliID + "' AND ExecutionStatus = 'Running'"})
+		return err == nil && len(resp.GetExecutions()) == 1
+	})
+	runs := latestRun(t, id)
+	if r := c.slash(t, "U0SRE", "run gated lab", "trigger-gated-beside"); r.outcome != "conflict" || !strings.Contains(r.Text, "gated is already running on lab") || !strings.Contains(r.Text, url.PathEscape(cliID)) {
+		t.Errorf("a chat run beside a CLI run: %s %s", r.outcome, r.raw)
+	}
+	if latestRun(t, id) != runs {
+		t.Error("a run started beside the CLI's")
+	}
 }

@@ -1,0 +1,101 @@
+package chatops
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeSlack records posts to response_urls (/hook) and chat.postMessage
+// calls (/api/chat.postMessage).
+type fakeSlack struct {
+	*httptest.Server
+	mu    sync.Mutex
+	hooks []string
+	api   []url.Values
+}
+
+func newFakeSlack(t *testing.T) *fakeSlack {
+	f := &fakeSlack{}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		switch r.URL.Path {
+		case "/hook":
+			var m struct{ Text string }
+			_ = json.Unmarshal(body, &m)
+			f.hooks = append(f.hooks, m.Text)
+			_, _ = w.Write([]byte("ok"))
+		case "/api/chat.postMessage":
+			v, _ := url.ParseQuery(string(body))
+			if r.Header.Get("Authorization") != "Bearer xoxb-test" && v.Get("token") != "xoxb-test" {
+				t.Errorf("chat.postMessage without the bot token")
+			}
+			f.api = append(f.api, v)
+			_, _ = w.Write([]byte(`{"ok":true,"channel":"C0OPS","ts":"1.2"}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(f.Close)
+	return f
+}
+
+func (f *fakeSlack) counts() (int, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.hooks), len(f.api)
+}
+
+// A response_url takes 5 posts within 30 minutes: the follower keeps the
+// last ones for pauses and the result, and goes on through the bot token
+// (when there is one) once the URL is spent or expired.
+func TestNotifierSpendsTheResponseURLWisely(t *testing.T) {
+	f := newFakeSlack(t)
+	in := FollowInput{WorkflowID: "w", ResponseURL: f.URL + "/hook", Channel: "C0OPS", StartedAt: time.Now()}
+	msg := textMessage(inChannel, "progress")
+
+	n := &Notifier{}
+	var st followState
+	for range 4 {
+		if !n.post(t.Context(), in, &st, msg, 1) {
+			t.Fatal("a post within the budget failed")
+		}
+	}
+	if n.post(t.Context(), in, &st, msg, 1) {
+		t.Error("the last post of the response_url was spent on progress")
+	}
+	if !n.post(t.Context(), in, &st, textMessage(inChannel, "result"), 0) {
+		t.Error("the result was not posted")
+	}
+	if hooks, api := f.counts(); hooks != 5 || api != 0 || st.Posts != 5 {
+		t.Errorf("%d posts to the response_url, %d to the API, %d counted", hooks, api, st.Posts)
+	}
+	if n.post(t.Context(), in, &st, msg, 0) {
+		t.Error("a sixth post to a response_url")
+	}
+
+	n.BotToken, n.SlackAPIURL = "xoxb-test", f.URL+"/api/"
+	if !n.post(t.Context(), in, &st, msg, 0) {
+		t.Error("the bot token was not used once the response_url was spent")
+	}
+	old := in
+	old.StartedAt = time.Now().Add(-31 * time.Minute)
+	if !n.post(t.Context(), old, &followState{}, pauseMessage(old, Pause{Kind: PauseApproval, Target: "w", Step: "gate"}), 1) {
+		t.Error("the bot token was not used once the response_url expired")
+	}
+	hooks, api := f.counts()
+	if hooks != 5 || api != 2 {
+		t.Fatalf("%d posts to the response_url, %d to the API", hooks, api)
+	}
+	if f.api[1].Get("channel") != "C0OPS" || !strings.Contains(f.api[1].Get("blocks"), ActionContinue) {
+		t.Errorf("chat.postMessage got %v", f.api[1])
+	}
+}
