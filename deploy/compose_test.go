@@ -1,0 +1,700 @@
+package deploy
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+	"go.temporal.io/server/common/dynamicconfig"
+	"gopkg.in/yaml.v3"
+
+	"kedge.dev/kedge/starter"
+)
+
+const root = ".." // the repository
+
+// compose is the part of the Compose specification the file uses; decoding
+// is strict, so a misspelt key fails the test.
+type compose struct {
+	Name       string              `yaml:"name"`
+	KedgeBuild build               `yaml:"x-kedge-build"`
+	Services   map[string]*service `yaml:"services"`
+	Volumes    map[string]any      `yaml:"volumes"`
+}
+
+type build struct {
+	Context    string `yaml:"context"`
+	Dockerfile string `yaml:"dockerfile"`
+}
+
+type service struct {
+	Image       string            `yaml:"image"`
+	Build       *build            `yaml:"build"`
+	User        string            `yaml:"user"`
+	Restart     string            `yaml:"restart"`
+	Entrypoint  []string          `yaml:"entrypoint"`
+	Command     []string          `yaml:"command"`
+	Environment map[string]string `yaml:"environment"`
+	Volumes     []string          `yaml:"volumes"`
+	Ports       []string          `yaml:"ports"`
+	Expose      []string          `yaml:"expose"`
+	DependsOn   map[string]struct {
+		Condition string `yaml:"condition"`
+	} `yaml:"depends_on"`
+	Healthcheck *struct {
+		Test     []string `yaml:"test"`
+		Interval string   `yaml:"interval"`
+		Timeout  string   `yaml:"timeout"`
+		Retries  int      `yaml:"retries"`
+	} `yaml:"healthcheck"`
+}
+
+// The variables each official image reads, taken from the sources in the
+// module cache where they exist (a misspelt variable is silently ignored
+// by a container, so the test refuses it here): the server's config
+// template and entrypoint, the UI server's config; admin-tools runs this
+// repository's scripts, which name what they read; postgres as its image
+// documents.
+func imageEnv(t *testing.T, s *service, ms []mount) []string {
+	t.Helper()
+	img, _ := imageName(s.Image)
+	switch img {
+	case "postgres":
+		return []string{"POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_DB", "PGDATA"}
+	case "temporalio/server":
+		dir := moduleDir(t, "go.temporal.io/server")
+		return append(envNames(t, filepath.Join(dir, "common/config/config_template_embedded.yaml"), `env "([A-Z_0-9]+)"`),
+			envNames(t, filepath.Join(dir, "docker/scripts/sh/entrypoint.sh"), `\$\{([A-Z_0-9]+)`)...)
+	case "temporalio/ui":
+		return envNames(t, filepath.Join(moduleDir(t, "github.com/temporalio/ui-server/v2"), "config/docker.yaml"), `env "([A-Z_0-9]+)"`)
+	case "temporalio/admin-tools":
+		var names []string
+		for _, a := range append(slices.Clone(s.Entrypoint), s.Command...) {
+			if m, rel, ok := under(ms, a); ok && m.repo {
+				names = append(names, envNames(t, filepath.Join(root, m.source, rel), `\$\{([A-Z_0-9]+)`)...)
+			}
+		}
+		return names
+	}
+	t.Errorf("image %s is not one the test knows: teach imageEnv what it reads", s.Image)
+	return nil
+}
+
+func envNames(t *testing.T, file, pattern string) []string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range regexp.MustCompile(pattern).FindAllStringSubmatch(string(data), -1) {
+		names = append(names, m[1])
+	}
+	if len(names) == 0 {
+		t.Fatalf("no variables found in %s", file)
+	}
+	return names
+}
+
+// moduleDir is where the go command keeps a module of go.mod's graph.
+func moduleDir(t *testing.T, mod string) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", mod).Output()
+	if err != nil || len(bytes.TrimSpace(out)) == 0 {
+		t.Fatalf("go list -m %s: %v", mod, err)
+	}
+	return string(bytes.TrimSpace(out))
+}
+
+// moduleVersion is mod's version in go.mod's graph, without the v.
+func moduleVersion(t *testing.T, mod string) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", mod).Output()
+	if err != nil {
+		t.Fatalf("go list -m %s: %v", mod, err)
+	}
+	return strings.TrimPrefix(string(bytes.TrimSpace(out)), "v")
+}
+
+// The port each official image serves.
+var imagePort = map[string]string{"postgres": "5432", "temporalio/server": "7233", "temporalio/ui": "8080"}
+
+func load(t *testing.T) (*compose, string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root, "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	var c compose
+	if err := dec.Decode(&c); err != nil {
+		t.Fatalf("docker-compose.yml: %v", err)
+	}
+	if len(c.Services) == 0 {
+		t.Fatal("docker-compose.yml has no services")
+	}
+	return &c, string(raw)
+}
+
+var varRef = regexp.MustCompile(`\$\{([A-Z_][A-Z0-9_]*)(?::-([^}]*))?\}`)
+
+// expand interpolates like Compose with no variable set: ${VAR:-default}
+// gives the default, ${VAR} gives "".
+func expand(t *testing.T, s string) string {
+	t.Helper()
+	out := varRef.ReplaceAllString(s, "$2")
+	if strings.Contains(strings.ReplaceAll(out, "$$", ""), "$") {
+		t.Errorf("unsupported interpolation in %q", s)
+	}
+	return strings.ReplaceAll(out, "$$", "$")
+}
+
+func imageName(image string) (name, tag string) {
+	i := strings.LastIndex(image, ":")
+	if i < 0 || strings.Contains(image[i:], "/") {
+		return image, ""
+	}
+	return image[:i], image[i+1:]
+}
+
+func kedgeServices(c *compose) []string {
+	var names []string
+	for name, s := range c.Services {
+		if s.Build != nil {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Every image is pinned to a version; Temporal's schema tool is the
+// server's version; the kedge services all run the image this repository
+// builds.
+func TestComposeImagesArePinned(t *testing.T) {
+	c, _ := load(t)
+	pinned := regexp.MustCompile(`^\d+(\.\d+)*$`)
+	versions := map[string]string{}
+	for name, s := range c.Services {
+		img, tag := imageName(s.Image)
+		if s.Build != nil {
+			if s.Image != "kedge:local" {
+				t.Errorf("%s: a kedge service is tagged kedge:local, got %q", name, s.Image)
+			}
+			if *s.Build != c.KedgeBuild {
+				t.Errorf("%s: builds %+v, not x-kedge-build %+v", name, *s.Build, c.KedgeBuild)
+			}
+			continue
+		}
+		if !pinned.MatchString(tag) {
+			t.Errorf("%s: image %q is not pinned to a version", name, s.Image)
+		}
+		versions[img] = tag
+	}
+	if versions["temporalio/admin-tools"] != versions["temporalio/server"] {
+		t.Errorf("admin-tools %s sets up the schema of server %s: use the same version", versions["temporalio/admin-tools"], versions["temporalio/server"])
+	}
+	// The images are the releases whose sources the other checks read:
+	// the UI server Kedge embeds, the server's minor version.
+	if ui, mod := versions["temporalio/ui"], moduleVersion(t, "github.com/temporalio/ui-server/v2"); ui != mod {
+		t.Errorf("temporalio/ui:%s, but go.mod has ui-server %s", ui, mod)
+	}
+	minor := func(v string) string { p := strings.SplitN(v, ".", 3); return strings.Join(p[:min(2, len(p))], ".") }
+	if srv, mod := versions["temporalio/server"], moduleVersion(t, "go.temporal.io/server"); minor(srv) != minor(mod) {
+		t.Errorf("temporalio/server:%s, but go.mod has server %s", srv, mod)
+	}
+	if len(kedgeServices(c)) == 0 {
+		t.Error("no service is built from the repository")
+	}
+}
+
+// The Dockerfile builds the kedge main package as a static binary into
+// the path the final stage copies and runs; its base images are pinned.
+func TestDockerfileBuildsTheKedgeBinary(t *testing.T) {
+	c, _ := load(t)
+	df := filepath.Join(root, c.KedgeBuild.Context, c.KedgeBuild.Dockerfile)
+	data, err := os.ReadFile(df)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	froms := regexp.MustCompile(`(?m)^FROM\s+(\S+)`).FindAllStringSubmatch(text, -1)
+	if len(froms) < 2 {
+		t.Fatalf("want a build stage and a small final stage, got FROM %v", froms)
+	}
+	for _, f := range froms {
+		if _, tag := imageName(f[1]); tag == "" || tag == "latest" {
+			t.Errorf("base image %s is not pinned", f[1])
+		}
+	}
+	if final := froms[len(froms)-1][1]; !strings.HasPrefix(final, "gcr.io/distroless/static") && !strings.HasPrefix(final, "scratch") {
+		t.Errorf("final image %s is not a static-only base", final)
+	}
+	goVersion := regexp.MustCompile(`(?m)^go (\S+)$`).FindStringSubmatch(readFile(t, "go.mod"))
+	if _, tag := imageName(froms[0][1]); goVersion == nil || !strings.HasPrefix(tag, goVersion[1]) {
+		t.Errorf("build image %s does not match go.mod's go %v", froms[0][1], goVersion)
+	}
+	if !regexp.MustCompile(`CGO_ENABLED=0`).MatchString(text) {
+		t.Error("the binary is not built with CGO_ENABLED=0 (static)")
+	}
+	m := regexp.MustCompile(`go build [^\n]*-o (\S+) (\./\S+)`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatal("no `go build ... -o OUT ./PKG` in the Dockerfile")
+	}
+	out, pkg := m[1], m[2]
+	main, err := os.ReadFile(filepath.Join(root, pkg, "main.go"))
+	if err != nil || !bytes.Contains(main, []byte("package main")) {
+		t.Errorf("%s is not a main package: %v", pkg, err)
+	}
+	cp := regexp.MustCompile(`(?m)^COPY --from=build (\S+) (\S+)$`).FindStringSubmatch(text)
+	if cp == nil || cp[1] != out {
+		t.Fatalf("the final stage does not copy the built %s: %v", out, cp)
+	}
+	ep := regexp.MustCompile(`(?m)^ENTRYPOINT \["([^"]+)"\]`).FindStringSubmatch(text)
+	if ep == nil || ep[1] != cp[2] {
+		t.Errorf("ENTRYPOINT %v does not run the copied binary %s", ep, cp[2])
+	}
+	ignore := readFile(t, ".dockerignore")
+	for _, secret := range []string{"kedge/", ".git"} {
+		if !strings.Contains(ignore, secret) {
+			t.Errorf(".dockerignore does not keep %s out of the build context", secret)
+		}
+	}
+}
+
+func readFile(t *testing.T, rel string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// parsed is what the kedge CLI made of a service's command and
+// environment.
+type parsed struct {
+	cmd  *cli.Command
+	ctx  *cli.Context
+	envs map[string]string // env var -> flag that reads it
+}
+
+// runCLI parses a kedge service's command line with its environment
+// through the real CLI, with the command's action replaced by a probe.
+func runCLI(t *testing.T, env map[string]string, args []string) (*parsed, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	app := starter.NewApp(starter.IO{In: strings.NewReader(""), Out: &out, Err: &errOut})
+	cmd := app.Command(args[0])
+	if cmd == nil {
+		return nil, fmt.Errorf("kedge has no command %q", args[0])
+	}
+	p := &parsed{cmd: cmd, envs: map[string]string{}}
+	for _, f := range cmd.Flags {
+		if ev, ok := f.(interface{ GetEnvVars() []string }); ok {
+			for _, e := range ev.GetEnvVars() {
+				p.envs[e] = f.Names()[0]
+			}
+		}
+	}
+	cmd.Action = func(c *cli.Context) error { p.ctx = c; return nil }
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	if err := app.Run(append([]string{"kedge"}, args...)); err != nil {
+		return nil, fmt.Errorf("kedge %s: %w (%s)", strings.Join(args, " "), err, errOut.String())
+	}
+	if p.ctx == nil {
+		return nil, fmt.Errorf("kedge %s did not reach its action", strings.Join(args, " "))
+	}
+	return p, nil
+}
+
+// goStringLiterals is every string literal in the module's non-test Go
+// files: an environment variable the code reads without a flag must be
+// named in one.
+func goStringLiterals(t *testing.T) map[string]bool {
+	t.Helper()
+	lits := map[string]bool{}
+	lit := regexp.MustCompile(`"([A-Z][A-Z0-9_]+)"`)
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "integration" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range lit.FindAllSubmatch(data, -1) {
+			lits[string(m[1])] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lits
+}
+
+// mountOf maps an absolute path in a container to what provides it: a
+// repository path (bind mount of ./...), an operator's directory (bind
+// mount of ${VAR...}) or a named volume.
+type mount struct {
+	source, target string
+	repo           bool // source is a path in this repository
+	named          bool
+}
+
+func mounts(t *testing.T, name string, s *service) []mount {
+	t.Helper()
+	var ms []mount
+	for _, v := range s.Volumes {
+		var parts []string
+		if strings.HasPrefix(v, "${") && strings.Contains(v, "}") {
+			end := strings.Index(v, "}") + 1
+			parts = append([]string{v[:end]}, strings.Split(strings.TrimPrefix(v[end:], ":"), ":")...)
+		} else {
+			parts = strings.Split(v, ":")
+		}
+		if len(parts) < 2 || len(parts) > 3 || (len(parts) == 3 && parts[2] != "ro" && parts[2] != "rw") {
+			t.Errorf("%s: volume %q is not SOURCE:TARGET[:ro|rw]", name, v)
+			continue
+		}
+		m := mount{source: parts[0], target: parts[1]}
+		switch {
+		case strings.HasPrefix(m.source, "./"):
+			m.repo = true
+		case strings.HasPrefix(m.source, "${"):
+		default:
+			m.named = true
+		}
+		if !path.IsAbs(m.target) {
+			t.Errorf("%s: volume target %q is not absolute", name, m.target)
+		}
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+// under finds the mount a container path lies under.
+func under(ms []mount, p string) (mount, string, bool) {
+	for _, m := range ms {
+		if p == m.target || strings.HasPrefix(p, m.target+"/") {
+			return m, strings.TrimPrefix(strings.TrimPrefix(p, m.target), "/"), true
+		}
+	}
+	return mount{}, "", false
+}
+
+// Every kedge service runs a command the CLI has, with flags it has;
+// every variable it sets is read by the flag it is meant for (or by the
+// code); every file it names is mounted.
+func TestComposeKedgeCommandsExistInTheCLI(t *testing.T) {
+	c, _ := load(t)
+	lits := goStringLiterals(t)
+	for _, name := range kedgeServices(c) {
+		s := c.Services[name]
+		t.Run(name, func(t *testing.T) {
+			if len(s.Command) == 0 {
+				t.Fatal("no command: the image's default would run")
+			}
+			env := map[string]string{}
+			for k, v := range s.Environment {
+				env[k] = expand(t, v)
+			}
+			args := make([]string, len(s.Command))
+			for i, a := range s.Command {
+				args[i] = expand(t, a)
+			}
+			p, err := runCLI(t, env, args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms := mounts(t, name, s)
+			for k, v := range env {
+				if flag, ok := p.envs[k]; ok {
+					if got := fmt.Sprint(p.ctx.Value(flag)); got != v && !(v == "" && got == "") {
+						t.Errorf("$%s=%q reached --%s as %q", k, v, flag, got)
+					}
+				} else if !lits[k] {
+					t.Errorf("$%s is read by no flag of `kedge %s` and named nowhere in the code", k, args[0])
+				}
+				if path.IsAbs(v) {
+					if _, _, ok := under(ms, v); !ok {
+						t.Errorf("$%s=%s is not under any volume of the service", k, v)
+					}
+				}
+			}
+			// Every kedge command that talks to Temporal seals payloads:
+			// it needs the key, from the operator's directory.
+			if _, dials := p.envs["TEMPORAL_ADDRESS"]; dials {
+				key := env["KEDGE_CODEC_KEY"]
+				if m, _, ok := under(ms, key); key == "" || !ok || m.repo {
+					t.Errorf("no codec key from the operator's directory: KEDGE_CODEC_KEY=%q", key)
+				}
+				if env["TEMPORAL_ADDRESS"] != "temporal:7233" {
+					t.Errorf("TEMPORAL_ADDRESS=%q, want the compose file's temporal:7233", env["TEMPORAL_ADDRESS"])
+				}
+			}
+			for _, l := range []string{"listen", "metrics-listen"} {
+				if v := p.ctx.String(l); p.ctx.IsSet(l) && v != "" {
+					if host, _, err := net.SplitHostPort(v); err != nil || host != "0.0.0.0" {
+						t.Errorf("--%s %s: a container must listen on 0.0.0.0 to be reachable", l, v)
+					}
+				}
+			}
+		})
+	}
+}
+
+// listenPort is the port a service serves inside its container.
+func listenPort(t *testing.T, s *service, metrics bool) string {
+	t.Helper()
+	img, _ := imageName(s.Image)
+	if s.Build == nil {
+		return imagePort[img]
+	}
+	var addr string
+	if metrics {
+		addr = expand(t, s.Environment["KEDGE_METRICS_LISTEN"])
+	} else if i := slices.Index(s.Command, "--listen"); i >= 0 && i+1 < len(s.Command) {
+		addr = s.Command[i+1]
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	return port
+}
+
+// Published and exposed ports are ones the services listen on; no two
+// services publish the same host port; the worker publishes none, so it
+// scales.
+func TestComposePortsAreServed(t *testing.T) {
+	c, _ := load(t)
+	hostPorts := map[string]string{}
+	for name, s := range c.Services {
+		for _, p := range s.Ports {
+			parts := strings.Split(expand(t, p), ":")
+			if len(parts) != 3 || net.ParseIP(parts[0]) == nil {
+				t.Errorf("%s: port %q is not BIND_IP:HOST:CONTAINER", name, p)
+				continue
+			}
+			if !strings.HasPrefix(p, "${KEDGE_BIND:-127.0.0.1}:") {
+				t.Errorf("%s: port %q does not bind to ${KEDGE_BIND:-127.0.0.1}", name, p)
+			}
+			if want := listenPort(t, s, false); parts[2] != want {
+				t.Errorf("%s: publishes container port %s, but it listens on %q", name, parts[2], want)
+			}
+			if other, dup := hostPorts[parts[1]]; dup {
+				t.Errorf("%s and %s both publish host port %s", name, other, parts[1])
+			}
+			hostPorts[parts[1]] = name
+		}
+		for _, e := range s.Expose {
+			if want := listenPort(t, s, true); e != want {
+				t.Errorf("%s: exposes %s, but its metrics listen on %q", name, e, want)
+			}
+		}
+	}
+	if w := c.Services["kedge-worker"]; w == nil || len(w.Ports) > 0 || len(w.Expose) == 0 {
+		t.Errorf("kedge-worker must exist, publish no host port (so it scales) and expose its metrics: %+v", w)
+	}
+	// The Web UI, its codec endpoint and the origin the codec allows
+	// agree with one another and with the published ports.
+	ui, codec := c.Services["temporal-ui"], c.Services["kedge-codec"]
+	if ui == nil || codec == nil {
+		t.Fatal("no temporal-ui or kedge-codec service")
+	}
+	uiURL := expand(t, ui.Environment["TEMPORAL_CORS_ORIGINS"])
+	if u, err := url.Parse(uiURL); err != nil || hostPorts[u.Port()] != "temporal-ui" {
+		t.Errorf("TEMPORAL_CORS_ORIGINS %s is not the Web UI's published port", uiURL)
+	}
+	codecURL := expand(t, ui.Environment["TEMPORAL_CODEC_ENDPOINT"])
+	if u, err := url.Parse(codecURL); err != nil || hostPorts[u.Port()] != "kedge-codec" {
+		t.Errorf("TEMPORAL_CODEC_ENDPOINT %s is not kedge-codec's published port", codecURL)
+	}
+	if i := slices.Index(codec.Command, "--ui-origin"); i < 0 || expand(t, codec.Command[i+1]) != uiURL {
+		t.Errorf("kedge-codec does not allow the Web UI's origin %s: %v", uiURL, codec.Command)
+	}
+	for _, name := range kedgeServices(c) {
+		if v, ok := c.Services[name].Environment["KEDGE_UI_URL"]; ok && expand(t, v) != uiURL {
+			t.Errorf("%s: KEDGE_UI_URL %s is not the Web UI's %s", name, expand(t, v), uiURL)
+		}
+	}
+}
+
+// Named volumes are declared and used; bind mounts of the repository name
+// paths that exist; scripts and config files a service names inside its
+// mounts exist; the official images get only variables they read.
+func TestComposeVolumesFilesAndEnvironment(t *testing.T) {
+	c, _ := load(t)
+	used := map[string]bool{}
+	for name, s := range c.Services {
+		ms := mounts(t, name, s)
+		for _, m := range ms {
+			switch {
+			case m.named:
+				if _, ok := c.Volumes[m.source]; !ok {
+					t.Errorf("%s: volume %s is not declared under volumes:", name, m.source)
+				}
+				used[m.source] = true
+			case m.repo:
+				if _, err := os.Stat(filepath.Join(root, m.source)); err != nil {
+					t.Errorf("%s: bind mount %s: %v", name, m.source, err)
+				}
+			}
+		}
+		// Files named by absolute path in the entrypoint, command or
+		// environment: those under a repository mount must exist.
+		var named []string
+		named = append(named, s.Entrypoint...)
+		named = append(named, s.Command...)
+		for _, v := range s.Environment {
+			named = append(named, expand(t, v))
+		}
+		for _, p := range named {
+			if !path.IsAbs(p) {
+				continue
+			}
+			m, rel, ok := under(ms, p)
+			if !ok || !m.repo {
+				continue
+			}
+			fi, err := os.Stat(filepath.Join(root, m.source, rel))
+			if err != nil {
+				t.Errorf("%s names %s: %v", name, p, err)
+				continue
+			}
+			if strings.HasSuffix(p, ".sh") && fi.Mode()&0o111 == 0 {
+				t.Errorf("%s: script %s is not executable", name, p)
+			}
+		}
+		if s.Build == nil {
+			known := imageEnv(t, s, ms)
+			for k := range s.Environment {
+				if !slices.Contains(known, k) {
+					t.Errorf("%s: %s does not read $%s", name, s.Image, k)
+				}
+			}
+		}
+	}
+	for v := range c.Volumes {
+		if !used[v] {
+			t.Errorf("volume %s is declared but no service mounts it", v)
+		}
+	}
+	// The server's dynamic config: every key one Temporal knows, every
+	// value valid.
+	srv := c.Services["temporal"]
+	p := srv.Environment["DYNAMIC_CONFIG_FILE_PATH"]
+	m, rel, ok := under(mounts(t, "temporal", srv), p)
+	if !ok || !m.repo {
+		t.Fatalf("DYNAMIC_CONFIG_FILE_PATH %s is not a file of this repository", p)
+	}
+	data, err := os.ReadFile(filepath.Join(root, m.source, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr := dynamicconfig.LoadYamlFile(data)
+	if err := lr.Err(); err != nil {
+		t.Errorf("%s: %v", p, err)
+	}
+	for _, w := range lr.Warnings {
+		t.Errorf("%s: %v", p, w)
+	}
+	if len(lr.Map) == 0 {
+		t.Errorf("%s sets nothing", p)
+	}
+}
+
+// Start order: one-shot jobs are waited for until they complete, servers
+// until they are healthy, and nothing kedge starts before `kedge setup`
+// has registered the search attributes its workflows set.
+func TestComposeStartOrder(t *testing.T) {
+	c, _ := load(t)
+	for name, s := range c.Services {
+		for dep, d := range s.DependsOn {
+			ds, ok := c.Services[dep]
+			if !ok {
+				t.Errorf("%s depends on %s, which is not a service", name, dep)
+				continue
+			}
+			oneShot := strings.HasPrefix(ds.Restart, "on-failure")
+			switch d.Condition {
+			case "service_completed_successfully":
+				if !oneShot {
+					t.Errorf("%s waits for %s to complete, but %s is a server (restart %q)", name, dep, dep, ds.Restart)
+				}
+			case "service_healthy":
+				if ds.Healthcheck == nil {
+					t.Errorf("%s waits for %s to be healthy, but it has no healthcheck", name, dep)
+				}
+			default:
+				t.Errorf("%s: depends_on %s has condition %q", name, dep, d.Condition)
+			}
+		}
+	}
+	setup := c.Services["kedge-setup"]
+	if setup == nil || len(setup.Command) == 0 || setup.Command[0] != "setup" {
+		t.Fatalf("no kedge-setup service running `kedge setup`: %+v", setup)
+	}
+	for _, name := range kedgeServices(c) {
+		if name == "kedge-setup" {
+			continue
+		}
+		if d, ok := c.Services[name].DependsOn["kedge-setup"]; !ok || d.Condition != "service_completed_successfully" {
+			t.Errorf("%s does not wait for kedge-setup to complete", name)
+		}
+	}
+}
+
+// Every variable an operator may set is documented in the README's Team
+// install section, with its default.
+func TestComposeVariablesAreDocumented(t *testing.T) {
+	_, raw := load(t)
+	readme := readFile(t, "README.md")
+	start := strings.Index(readme, "## Team install")
+	if start < 0 {
+		t.Fatal("README.md has no \"## Team install\" section")
+	}
+	section := readme[start:]
+	if end := strings.Index(section[3:], "\n## "); end >= 0 {
+		section = section[:end+3]
+	}
+	defaults := map[string]string{}
+	for _, m := range varRef.FindAllStringSubmatch(raw, -1) {
+		if prev, ok := defaults[m[1]]; ok && prev != m[2] {
+			t.Errorf("${%s} has two defaults: %q and %q", m[1], prev, m[2])
+		}
+		defaults[m[1]] = m[2]
+	}
+	for v, def := range defaults {
+		row := regexp.MustCompile("(?m)^\\| `" + v + "` \\|([^\n]*)$").FindStringSubmatch(section)
+		if row == nil {
+			t.Errorf("README's Team install table has no row for `%s`", v)
+			continue
+		}
+		if def != "" && !strings.Contains(row[1], "`"+def+"`") {
+			t.Errorf("README's row for `%s` does not give its default `%s`: %s", v, def, row[0])
+		}
+	}
+	if n := len(defaults); n < 5 {
+		t.Errorf("only %d variables found: %v", n, defaults)
+	}
+}
