@@ -1,10 +1,14 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -16,10 +20,12 @@ import (
 	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
+	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"kedge.dev/kedge/integration/lab"
 	"kedge.dev/kedge/internal/searchattr"
+	"kedge.dev/kedge/starter"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -45,7 +51,7 @@ steps:
     needs: [write]
     action: host.run
     on: ${ params.node }
-    with: {command: "echo restarted >> /var/lib/kedge-ui-restarts"}
+    with: {command: "sleep 1; echo restarted >> /var/lib/kedge-ui-restarts"}
 `
 
 const uiSwap = `
@@ -149,6 +155,7 @@ steps:
 	if !strings.HasPrefix(id, "ui-swap/lab/") {
 		t.Errorf("workflow ID %q does not read RUNBOOK/CLUSTER/...", id)
 	}
+	screen := watchInTerminal(t, id)
 	nodeIDs := []string{"lab/node/controller-1", "lab/node/worker-1", "lab/node/worker-2"}
 	rolloutID := id + "/nodes"
 
@@ -190,6 +197,18 @@ steps:
 	}
 	if err := waitClosed(t, otherID, 60*time.Second); err != nil {
 		t.Fatalf("run on ui-other: %v", err)
+	}
+
+	// kedge watch in a terminal drew a bar per node, with the step it was
+	// on, and ended with the run.
+	out := screen()
+	if !regexp.MustCompile(`worker-2\s+\[[=> ]+\]\s+1/2\s+running restart`).MatchString(out) {
+		t.Errorf("kedge watch never showed worker-2 on its restart step:\n%s", out)
+	}
+	for _, want := range []string{"nodes", "3/3", id + " succeeded"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kedge watch never showed %q:\n%s", want, out)
+		}
 	}
 
 	// The list, filtered by cluster, runbook, node and status.
@@ -307,6 +326,57 @@ steps:
 	recordHistory(t, id, "ui-runbook")
 	recordHistory(t, rolloutID, "ui-rollout")
 	recordHistory(t, "lab/node/worker-2", "ui-node")
+}
+
+// watchInTerminal runs `kedge watch ID` with its stdout on a
+// pseudo-terminal; the returned function waits for the watch to end and
+// gives what the terminal showed, escape sequences removed.
+func watchInTerminal(t *testing.T, id string) func() string {
+	t.Helper()
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("pseudo-terminal: %v", err)
+	}
+	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tty, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.IoctlSetWinsize(int(tty.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 60, Col: 160}); err != nil {
+		t.Fatal(err)
+	}
+	var shown bytes.Buffer
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		_, _ = io.Copy(&shown, ptmx) // ends with EIO once the tty is closed
+	}()
+	done := make(chan int, 1)
+	var errOut strings.Builder
+	go func() {
+		done <- starter.Main([]string{"kedge", "watch", id, "--address", world.srv.FrontendAddress()},
+			starter.IO{In: strings.NewReader(""), Out: tty, Err: &errOut})
+	}()
+	return func() string {
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("kedge watch: exit %d: %s", code, errOut.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("kedge watch did not end with the run")
+		}
+		tty.Close()
+		<-read
+		ptmx.Close()
+		return regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`).ReplaceAllString(shown.String(), "")
+	}
 }
 
 // On a namespace without Kedge's search attributes, runs are refused with
