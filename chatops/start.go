@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"kedge.dev/kedge/internal/searchattr"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/inventory"
 	"kedge.dev/kedge/workflows"
@@ -158,6 +159,9 @@ func (s *Server) start(ctx context.Context, req *startRequest, in workflows.Runb
 	} else if other != "" {
 		return nil, s.busyError(req.Runbook, req.Cluster, other, runID, "")
 	}
+	// Started as `kedge run` starts runbooks, so the Web UI lists and
+	// filters it the same way.
+	md := workflows.Describe(in)
 	run, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                                       id,
 		TaskQueue:                                s.taskQueue(),
@@ -165,8 +169,10 @@ func (s *Server) start(ctx context.Context, req *startRequest, in workflows.Runb
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		Memo:                                     map[string]any{memoRequest: key, memoBy: req.Subject.String()},
-		StaticSummary:                            fmt.Sprintf("%s on %s, from %s", req.Runbook, req.Cluster, req.Subject),
-	}, workflows.RunbookWorkflow, in)
+		TypedSearchAttributes:                    md.SearchAttributes,
+		StaticSummary:                            md.StaticSummary + ", from " + req.Subject.String(),
+		StaticDetails:                            md.StaticDetails,
+	}, md.WorkflowType, in)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &already) {
 		// Another request won the race between the look-up and the start.
@@ -178,6 +184,9 @@ func (s *Server) start(ctx context.Context, req *startRequest, in workflows.Runb
 			return s.existing(ctx, req, id, prev.runID)
 		}
 		return nil, s.busyError(req.Runbook, req.Cluster, id, prev.runID, prev.by)
+	}
+	if searchattr.IsMissing(err) {
+		return nil, fmt.Errorf("start %s: the namespace lacks Kedge's search attributes: run `kedge setup` once for it: %w", id, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", id, err)

@@ -27,6 +27,7 @@ import (
 
 	"kedge.dev/kedge/chatops"
 	"kedge.dev/kedge/internal/devserver"
+	"kedge.dev/kedge/internal/searchattr"
 	"kedge.dev/kedge/starter"
 	"kedge.dev/kedge/workflows"
 )
@@ -369,6 +370,12 @@ func TestWebhookSlackSwapKubeletOnALabCluster(t *testing.T) {
 	}
 	chatRuns(t, id, 1)
 	chatRuns(t, chatops.FollowID(id, runID), 1)
+	// Started like `kedge run` starts it: the Web UI's list filters it by cluster.
+	eventually(t, 10*time.Second, "the run listed under "+searchattr.Cluster+" = lab", func() bool {
+		resp, err := world.client.CountWorkflow(t.Context(), &workflowservice.CountWorkflowExecutionsRequest{Namespace: world.srv.Namespace(),
+			Query: fmt.Sprintf("%s = 'lab' AND WorkflowId = '%s' AND WorkflowType = 'kubelet-image-swap'", searchattr.Cluster, id)})
+		return err == nil && resp.GetCount() == 1
+	})
 
 	// The worker's chat.follow posts the result to the command's response_url.
 	final := c.recv.wait(t, 3*time.Minute, "the result posted to the response_url", func(p posted) bool {
