@@ -31,13 +31,13 @@ IT_LOCK ?= /tmp/kedge-it.lock
 
 ## test: lint, unit tests, integration tests against real servers
 test: deps lint kube-tools vault-tools
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) flock $(IT_LOCK) $(GO) test -count=1 -timeout 45m ./...
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) flock -o $(IT_LOCK) $(GO) test -count=1 -timeout 45m ./...
 
 unit:
 	$(GO) test -count=1 -short ./...
 
 integration: deps kube-tools vault-tools
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) flock $(IT_LOCK) $(GO) test -count=1 -timeout 45m ./integration/...
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) flock -o $(IT_LOCK) $(GO) test -count=1 -timeout 45m ./integration/...
 
 ## kube-tools: build etcd and the Kubernetes control plane for the test world
 ## (cached per pinned version; minutes the first time on a machine)
@@ -59,11 +59,11 @@ lint: tools
 
 ## record-histories: re-record the replay-test histories from real runs (after a deliberate workflow change)
 record-histories: deps
-	KEDGE_RECORD_HISTORY=$(CURDIR)/workflows/testdata/replay flock $(IT_LOCK) $(GO) test -count=1 -run "Hello|Flaky|FailsTwice|Undoes|Approval|Cancel" ./integration/
+	KEDGE_RECORD_HISTORY=$(CURDIR)/workflows/testdata/replay flock -o $(IT_LOCK) $(GO) test -count=1 -run "Hello|Flaky|FailsTwice|Undoes|Approval|Cancel" ./integration/
 
 ## bench: per-step overhead vs a raw SSH loop, fan-out vs parallel-ssh, rolling swap over 50 nodes, history of a 1,000-node rollout
 bench: deps kube-tools
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) flock $(IT_LOCK) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./integration/...
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) flock -o $(IT_LOCK) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./integration/...
 
 ## deps: system packages the test world needs (OpenSSH server, pssh)
 deps:

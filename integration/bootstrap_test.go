@@ -184,6 +184,7 @@ func TestBootstrapBuildsAClusterFromItsOwnAssets(t *testing.T) {
 		if h := string(storedHistory(t, id)); strings.Contains(h, "PRIVATE KEY") || strings.Contains(h, "client-key-data") || strings.Contains(h, v.Token) {
 			t.Errorf("history of %s holds a secret in plain text", id)
 		}
+		assertSealed(t, id)
 	}
 }
 

@@ -185,9 +185,11 @@ export KEDGE_OUTPUT
 `)
 	b.WriteString(spec.env)
 	b.WriteString(`kedge_pid=
+kedge_watch=
 kedge_stop() {
   [ -n "$kedge_pid" ] || { kedge_stopped=1; return; }
   trap '' TERM HUP INT
+  [ -z "$kedge_watch" ] || kill $kedge_watch 2>/dev/null
   kill -TERM -$$ 2>/dev/null || kill -TERM $kedge_pid 2>/dev/null
   (sleep ` + fmt.Sprint(int(killGrace.Seconds())) + `; kill -KILL -$$ 2>/dev/null || kill -KILL $kedge_pid) </dev/null >/dev/null 2>&1 &
 }
@@ -200,10 +202,13 @@ done 2>/dev/null
 (eval ` + quote(body) + `) </dev/null &
 kedge_pid=$!
 [ -z "$kedge_stopped" ] || kedge_stop
-( while [ -d /proc/$kedge_sshd ]; do sleep 1; done; kill -TERM $$ ) </dev/null >/dev/null 2>&1 &
-kedge_watch=$!
+kedge_watch=
+if [ "$kedge_sshd" -gt 1 ] 2>/dev/null; then
+  ( while [ -d /proc/$kedge_sshd ]; do [ -d /proc/$$ ] || exit 0; sleep 1; done; kill -TERM $$ ) </dev/null >/dev/null 2>&1 &
+  kedge_watch=$!
+fi
 while :; do wait $kedge_pid; kedge_rc=$?; kill -0 $kedge_pid 2>/dev/null || break; done
-kill $kedge_watch 2>/dev/null
+[ -z "$kedge_watch" ] || kill $kedge_watch 2>/dev/null
 printf '\n%s\n' ` + boundary + ` >&2
 if [ -e "$KEDGE_OUTPUT" ]; then
   while IFS= read -r kedge_line || [ -n "$kedge_line" ]; do printf '%s\n' "$kedge_line"; done <"$KEDGE_OUTPUT" >&2
