@@ -11,10 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -22,6 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"kedge.dev/kedge/integration/toolsdir"
 )
 
 // Options configure a control plane.
@@ -42,33 +41,11 @@ type ControlPlane struct {
 	procs           []*exec.Cmd
 }
 
-var (
-	toolsOnce sync.Once
-	toolsDir  string
-	toolsErr  error
-)
+var tools = toolsdir.Dir{Env: "KEDGE_KUBE_TOOLS", Script: "kube-tools.sh", What: "the control plane"}
 
 // Tools returns the directory holding the control-plane binaries, building
 // them (scripts/kube-tools.sh, cached per version) when needed.
-func Tools() (string, error) {
-	toolsOnce.Do(func() {
-		if d := os.Getenv("KEDGE_KUBE_TOOLS"); d != "" {
-			toolsDir = d
-			return
-		}
-		_, self, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(self), "..", "..")
-		cmd := exec.Command("bash", filepath.Join(root, "scripts", "kube-tools.sh"))
-		cmd.Stderr = os.Stderr
-		out, err := cmd.Output()
-		if err != nil {
-			toolsErr = fmt.Errorf("build the control plane (scripts/kube-tools.sh): %w", err)
-			return
-		}
-		toolsDir = strings.TrimSpace(string(out))
-	})
-	return toolsDir, toolsErr
-}
+func Tools() (string, error) { return tools.Get() }
 
 func freePort(host string) (int, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +17,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/vault/api"
+
+	"kedge.dev/kedge/integration/toolsdir"
 )
 
 // Mount paths and role names the lab configures.
@@ -49,33 +50,11 @@ type Vault struct {
 	stop sync.Once
 }
 
-var (
-	toolsOnce sync.Once
-	toolsDir  string
-	toolsErr  error
-)
+var tools = toolsdir.Dir{Env: "KEDGE_VAULT_TOOLS", Script: "vault-tools.sh", What: "vault"}
 
 // Tools returns the directory holding the vault binary: $KEDGE_VAULT_TOOLS,
 // or else built by scripts/vault-tools.sh (cached per version).
-func Tools() (string, error) {
-	toolsOnce.Do(func() {
-		if d := os.Getenv("KEDGE_VAULT_TOOLS"); d != "" {
-			toolsDir = d
-			return
-		}
-		_, self, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(self), "..", "..")
-		cmd := exec.Command("bash", filepath.Join(root, "scripts", "vault-tools.sh"))
-		cmd.Stderr = os.Stderr
-		out, err := cmd.Output()
-		if err != nil {
-			toolsErr = fmt.Errorf("build vault (scripts/vault-tools.sh): %w", err)
-			return
-		}
-		toolsDir = strings.TrimSpace(string(out))
-	})
-	return toolsDir, toolsErr
-}
+func Tools() (string, error) { return tools.Get() }
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,0 +1,3 @@
+// Package toolsdir is shared by integration/controlplane and
+// integration/vaultlab: both find their prebuilt binaries the same way.
+package toolsdir

@@ -1,0 +1,47 @@
+// toolsdir finds the test world's prebuilt servers: the directory
+// named by an environment variable, or else the one a build script of
+// scripts/ prints after building them (cached per pinned version).
+package toolsdir
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+)
+
+// Dir resolves one tools directory, once per process.
+type Dir struct {
+	Env    string // e.g. KEDGE_KUBE_TOOLS
+	Script string // e.g. kube-tools.sh, under scripts/
+	What   string // for errors, e.g. "the control plane"
+
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// Get returns the directory, running the script the first time when the
+// environment names none.
+func (d *Dir) Get() (string, error) {
+	d.once.Do(func() {
+		if v := os.Getenv(d.Env); v != "" {
+			d.dir = v
+			return
+		}
+		_, self, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(self), "..", "..")
+		cmd := exec.Command("bash", filepath.Join(root, "scripts", d.Script))
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			d.err = fmt.Errorf("build %s (scripts/%s): %w", d.What, d.Script, err)
+			return
+		}
+		d.dir = strings.TrimSpace(string(out))
+	})
+	return d.dir, d.err
+}
