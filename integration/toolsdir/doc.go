@@ -1,3 +1,5 @@
-// Package toolsdir is shared by integration/controlplane and
-// integration/vaultlab: both find their prebuilt binaries the same way.
+// Package toolsdir finds the test world's prebuilt servers: the directory
+// named by an environment variable, or else the one a build script of
+// scripts/ prints after building them (cached per pinned version). Shared
+// by integration/controlplane and integration/vaultlab.
 package toolsdir

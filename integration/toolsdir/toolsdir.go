@@ -1,6 +1,3 @@
-// toolsdir finds the test world's prebuilt servers: the directory
-// named by an environment variable, or else the one a build script of
-// scripts/ prints after building them (cached per pinned version).
 package toolsdir
 
 import (
