@@ -2,7 +2,8 @@
 # Builds the test world's HashiCorp Vault server from the Go module proxy
 # (integration/tools/vault pins it) into a cache directory keyed by the pinned
 # version, once per machine. Prints the directory.
-# Cold: about ten minutes on 2 cores; cached: instant.
+# Cold: about ten minutes on 2 cores; cached: instant. Safe to run
+# concurrently.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,9 +15,16 @@ if [ -x "$out/vault" ]; then
   exit 0
 fi
 mkdir -p "$out"
+# One build at a time per machine; the binary is renamed into place whole.
+exec 9>"$out/.lock"
+flock 9
+if [ -x "$out/vault" ]; then
+  echo "$out"
+  exit 0
+fi
 step() { printf '%s vault-tools: %s\n' "$(date +%T)" "$*" >&2; }
 
 step "building vault $vault_version (takes minutes on a cold cache)"
-(cd integration/tools/vault && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/vault.tmp" github.com/hashicorp/vault && mv "$out/vault.tmp" "$out/vault")
+(cd integration/tools/vault && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/vault.tmp.$$" github.com/hashicorp/vault && mv "$out/vault.tmp.$$" "$out/vault")
 step "done"
 echo "$out"

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"syscall"
 )
 
 // The stand-in programs installed on every host, by file name, and the
@@ -55,6 +56,17 @@ func buildStandins() (map[string]string, error) {
 		cache = os.TempDir()
 	}
 	out := filepath.Join(cache, "kedge", "standins", hex.EncodeToString(h.Sum(nil))[:16])
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	// Test packages run as separate processes, several at once: one builds
+	// while the others wait, and each binary appears whole (renamed from a
+	// name private to this process).
+	unlock, err := lockFile(filepath.Join(out, ".lock"))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	paths := map[string]string{}
 	for name, pkg := range standinPackages {
 		bin := filepath.Join(out, pkg)
@@ -62,19 +74,30 @@ func buildStandins() (map[string]string, error) {
 		if _, err := os.Stat(bin); err == nil {
 			continue
 		}
-		tmp := bin + ".tmp"
-		if err := os.MkdirAll(out, 0o755); err != nil {
-			return nil, err
-		}
+		tmp := fmt.Sprintf("%s.tmp.%d", bin, os.Getpid())
 		cmd := exec.Command("go", "build", "-o", tmp, "./"+pkg)
 		cmd.Dir = src
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if b, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("build stand-in %s: %v\n%s", pkg, err, b)
+			os.Remove(tmp)
+			return nil, fmt.Errorf("build stand-in %s: %w\n%s", pkg, err, b)
 		}
 		if err := os.Rename(tmp, bin); err != nil {
 			return nil, err
 		}
 	}
 	return paths, nil
+}
+
+// lockFile takes an exclusive flock on path, waiting for any holder.
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_CLOEXEC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
 }
