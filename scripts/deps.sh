@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the system packages Kedge's test world needs, when missing:
 # OpenSSH's sshd for the test hosts, pssh as a benchmark baseline, and the
-# util-linux tools (unshare, nsenter) that give each host its own files.
+# util-linux tools (unshare, nsenter) that give each host its own files;
+# for real kubelets (integration/realnode): containerd and runc, the CNI
+# plugins (bridge, host-local, loopback), iptables and iproute2.
 set -euo pipefail
 
 need=()
@@ -11,6 +13,11 @@ command -v parallel-ssh >/dev/null 2>&1 || need+=(pssh)
 command -v unshare >/dev/null 2>&1 || need+=(util-linux)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 command -v flock >/dev/null 2>&1 || need+=(util-linux)
+command -v containerd >/dev/null 2>&1 || need+=(containerd)
+command -v runc >/dev/null 2>&1 || need+=(runc)
+[ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
+command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || need+=(iptables)
+command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || need+=(iproute2)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
