@@ -29,16 +29,22 @@ type ClusterCAInput struct {
 	Path       string `json:"path" kedge:"required" doc:"KV path that keeps the CA, e.g. kedge/clusters/mercury/ca"`
 	CommonName string `json:"commonName" kedge:"required" doc:"the CA's CN, e.g. mercury kubernetes CA"`
 	TTL        string `json:"ttl,omitempty" kedge:"duration" doc:"the CA's lifetime (default 87600h)"`
+	// KeyInVault makes the CA's key inside Vault, where it stays: for a
+	// CA nobody but Vault signs with, such as etcd's. The result's
+	// PrivateKey is then empty and KV keeps only the certificate and the
+	// issuer.
+	KeyInVault bool `json:"keyInVault,omitempty" doc:"make the key inside Vault and never export it (a CA only Vault signs with, e.g. etcd's); privateKey is then empty"`
 }
 
 // ClusterCAResult is the cluster CA. PrivateKey is sealed by the payload
 // codec in Temporal; it goes to the controllers only (the
-// controller-manager signs kubelet certificates with it).
+// controller-manager signs kubelet certificates with it). It is empty for
+// a CA made with KeyInVault.
 type ClusterCAResult struct {
 	Certificate string `json:"certificate"`
 	PrivateKey  string `json:"privateKey"`
 	// Issuer is the CA's issuer id in the PKI mount: vault.issue-cert with
-	// this issuer signs with the cluster CA.
+	// this issuer signs with this CA.
 	Issuer  string `json:"issuer"`
 	Created bool   `json:"created"`
 }
@@ -57,12 +63,16 @@ type KeyPairResult struct {
 	Created    bool   `json:"created"`
 }
 
-// ClusterCA returns the cluster's signing CA, creating it on first use
-// (vault.cluster-ca): an intermediate CA under the PKI mount's root whose
-// key is exported once and kept in KV v2 at Path, because the
-// controller-manager signs kubelet client certificates with it. Every
-// later call returns the same CA, so a re-run bootstrap or a renewal keeps
-// the cluster's trust.
+// ClusterCA returns one of the cluster's CAs, creating it on first use
+// (vault.cluster-ca): an intermediate CA under the PKI mount's root, its
+// own issuer in the mount, recorded in KV v2 at Path. The cluster CA's key
+// is exported once and kept there, because the controller-manager signs
+// kubelet client certificates with it; a CA asked for with KeyInVault
+// (etcd's) is made with its key inside Vault and only Vault signs with it.
+// Every later call returns the same CA, so a re-run bootstrap or a renewal
+// keeps the cluster's trust. Each Path is its own CA: kedge/clusters/NAME/ca
+// and kedge/clusters/NAME/etcd-ca are two issuers that trust nothing of
+// each other.
 func (a *Activities) ClusterCA(ctx context.Context, in ClusterCAInput) (ClusterCAResult, error) {
 	if strings.TrimSpace(in.Path) == "" || strings.TrimSpace(in.CommonName) == "" {
 		return ClusterCAResult{}, invalid("path and commonName are required")
@@ -73,49 +83,88 @@ func (a *Activities) ClusterCA(ctx context.Context, in ClusterCAInput) (ClusterC
 	}
 	kv := cl.KVv2(orDefault(in.Vault.KV, "secret"))
 	if have, err := kvGet(ctx, kv, in.Path); err != nil {
-		return ClusterCAResult{}, classify("read the cluster CA at "+in.Path, err)
+		return ClusterCAResult{}, classify("read the CA at "+in.Path, err)
 	} else if have != nil {
-		res := ClusterCAResult{Certificate: have["certificate"], PrivateKey: have["privateKey"], Issuer: have["issuer"]}
-		if res.Certificate == "" || res.PrivateKey == "" || res.Issuer == "" {
-			return ClusterCAResult{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("%s holds an incomplete cluster CA (want certificate, privateKey, issuer)", in.Path), ErrTypeInvalidInput, nil)
-		}
-		return res, nil
+		return storedCA(in, have)
 	}
 
 	mount := orDefault(in.Vault.PKI, "pki")
 	logical := cl.Logical()
-	gen, err := logical.WriteWithContext(ctx, mount+"/intermediate/generate/exported", map[string]any{
+	generate := mount + "/intermediate/generate/exported"
+	if in.KeyInVault {
+		generate = mount + "/intermediate/generate/internal"
+	}
+	gen, err := logical.WriteWithContext(ctx, generate, map[string]any{
 		"common_name": in.CommonName, "key_type": "ec", "key_bits": 256,
 	})
 	if err != nil {
-		return ClusterCAResult{}, classify("generate the cluster CA key in "+mount, err)
+		return ClusterCAResult{}, classify("generate the key of "+in.CommonName+" in "+mount, err)
 	}
 	csr, key := dataStr(gen, "csr"), dataStr(gen, "private_key")
-	if csr == "" || key == "" {
-		return ClusterCAResult{}, temporal.NewApplicationError(mount+"/intermediate/generate/exported returned no CSR or key", ErrTypeVault)
+	if csr == "" || (key == "" && !in.KeyInVault) {
+		return ClusterCAResult{}, temporal.NewApplicationError(generate+" returned no CSR or key", ErrTypeVault)
+	}
+	if in.KeyInVault {
+		key = "" // never leaves Vault (an internal generate returns none anyway)
 	}
 	signed, err := logical.WriteWithContext(ctx, mount+"/root/sign-intermediate", map[string]any{
 		"csr": csr, "common_name": in.CommonName, "ttl": orDefault(in.TTL, "87600h"), "format": "pem",
 	})
 	if err != nil {
-		return ClusterCAResult{}, classify("sign the cluster CA with "+mount+"'s root", err)
+		return ClusterCAResult{}, classify("sign "+in.CommonName+" with "+mount+"'s root", err)
 	}
 	cert := dataStr(signed, "certificate")
 	set, err := logical.WriteWithContext(ctx, mount+"/intermediate/set-signed", map[string]any{"certificate": cert})
 	if err != nil {
-		return ClusterCAResult{}, classify("import the cluster CA into "+mount, err)
+		return ClusterCAResult{}, classify("import "+in.CommonName+" into "+mount, err)
 	}
 	issuer := ""
-	if ids, ok := set.Data["imported_issuers"].([]any); ok && len(ids) > 0 {
-		issuer, _ = ids[0].(string)
+	if set != nil {
+		if ids, ok := set.Data["imported_issuers"].([]any); ok && len(ids) > 0 {
+			issuer, _ = ids[0].(string)
+		}
 	}
 	if issuer == "" {
 		return ClusterCAResult{}, temporal.NewApplicationError(mount+"/intermediate/set-signed imported no issuer", ErrTypeVault)
 	}
-	res := ClusterCAResult{Certificate: strings.TrimSpace(cert) + "\n", PrivateKey: strings.TrimSpace(key) + "\n", Issuer: issuer, Created: true}
-	if _, err := kv.Put(ctx, in.Path, map[string]any{"certificate": res.Certificate, "privateKey": res.PrivateKey, "issuer": issuer}); err != nil {
-		return ClusterCAResult{}, classify("keep the cluster CA at "+in.Path, err)
+	res := ClusterCAResult{Certificate: strings.TrimSpace(cert) + "\n", Issuer: issuer, Created: true}
+	keep := map[string]any{"certificate": res.Certificate, "issuer": issuer}
+	if in.KeyInVault {
+		keep["keyInVault"] = "true"
+	} else {
+		res.PrivateKey = strings.TrimSpace(key) + "\n"
+		keep["privateKey"] = res.PrivateKey
+	}
+	if _, err := kv.Put(ctx, in.Path, keep); err != nil {
+		return ClusterCAResult{}, classify("keep the CA at "+in.Path, err)
+	}
+	return res, nil
+}
+
+// storedCA is the CA recorded at in.Path. A CA whose key is in Vault is
+// never handed out as one with a key, nor the other way round: a step that
+// asks for the wrong kind names the wrong path.
+func storedCA(in ClusterCAInput, have map[string]string) (ClusterCAResult, error) {
+	res := ClusterCAResult{Certificate: have["certificate"], Issuer: have["issuer"]}
+	incomplete := func(want string) error {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("%s holds an incomplete CA (want %s)", in.Path, want), ErrTypeInvalidInput, nil)
+	}
+	inVault := have["keyInVault"] == "true"
+	switch {
+	case in.KeyInVault && !inVault:
+		return ClusterCAResult{}, invalid(fmt.Sprintf("%s holds a CA whose key was exported, not one kept in Vault (keyInVault)", in.Path))
+	case !in.KeyInVault && inVault:
+		return ClusterCAResult{}, invalid(fmt.Sprintf("%s holds a CA whose key stays in Vault; set keyInVault to use it", in.Path))
+	case inVault:
+		if res.Certificate == "" || res.Issuer == "" {
+			return ClusterCAResult{}, incomplete("certificate, issuer")
+		}
+	default:
+		res.PrivateKey = have["privateKey"]
+		if res.Certificate == "" || res.PrivateKey == "" || res.Issuer == "" {
+			return ClusterCAResult{}, incomplete("certificate, privateKey, issuer")
+		}
 	}
 	return res, nil
 }
