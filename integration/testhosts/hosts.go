@@ -228,7 +228,7 @@ LogLevel ERROR
 			return err
 		}
 	}
-	return nil
+	return seedImages(h.dir)
 }
 
 // hostCertificate signs the host key (an authorized_keys line) into a host

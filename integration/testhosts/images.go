@@ -1,0 +1,93 @@
+package testhosts
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ImageStore is where a host's container runtime stand-in keeps its local
+// images, one "REFERENCE DIGEST PROGRAM [ARGS...]" a line (the format is
+// in standins/docker/doc.go). There is no registry: `docker pull` and
+// `docker run` of an image not listed here fail.
+const ImageStore = "/var/lib/kedge-lab/image-store"
+
+// Image is one image in a host's local store: its NAME:TAG, and the
+// program (with leading arguments) that stands for its entrypoint.
+type Image struct {
+	Ref        string
+	Entrypoint []string
+}
+
+// Digest is the image's digest, made from its reference: the image also
+// answers to NAME@DIGEST.
+func (i Image) Digest() string {
+	s := sha256.Sum256([]byte(i.Ref))
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+// NameAtDigest is the image's reference by digest, NAME@sha256:HEX.
+func (i Image) NameAtDigest() string {
+	name := i.Ref
+	if j := strings.LastIndex(name, ":"); j > strings.LastIndex(name, "/") {
+		name = name[:j]
+	}
+	return name + "@" + i.Digest()
+}
+
+func (i Image) line() string {
+	return fmt.Sprintf("%s %s %s\n", i.Ref, i.Digest(), strings.Join(i.Entrypoint, " "))
+}
+
+// KubeletSim is the kubelet simulator's path on every host.
+const KubeletSim = StandInDir + "/kubelet-sim"
+
+// LabImages are the images every host has from the start: the kubelet
+// images the tests and `make dev` run (quay.io/poseidon/kubelet v1.35.0 to
+// v1.35.49 and v1.36.0 to v1.36.9; the tag is the version the simulator
+// reports) and the control plane's images at the versions Kedge renders
+// by default, each mapped to the program a test installs with
+// InstallProgram. Images a test means to be missing (quay.io/other/...)
+// are not here.
+func LabImages() []Image {
+	var out []Image
+	for _, v := range []struct{ minor, patches int }{{35, 50}, {36, 10}} {
+		for p := range v.patches {
+			out = append(out, Image{Ref: fmt.Sprintf("quay.io/poseidon/kubelet:v1.%d.%d", v.minor, p), Entrypoint: []string{KubeletSim}})
+		}
+	}
+	for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy"} {
+		out = append(out, Image{Ref: "registry.k8s.io/" + c + ":v1.35.4", Entrypoint: []string{StandInDir + "/" + c}})
+	}
+	out = append(out, Image{Ref: "registry.k8s.io/etcd:3.6.16-0", Entrypoint: []string{StandInDir + "/etcd"}})
+	return out
+}
+
+// seedImages writes the host's image store with LabImages, before the host
+// starts (dir is the host's directory; /var/lib is an overlay whose upper
+// layer is dir/varlib-upper).
+func seedImages(dir string) error {
+	var b strings.Builder
+	b.WriteString("# The container stand-in's local images: REFERENCE DIGEST PROGRAM [ARGS...]\n")
+	for _, im := range LabImages() {
+		b.WriteString(im.line())
+	}
+	p := filepath.Join(dir, "varlib-upper", strings.TrimPrefix(ImageStore, "/var/lib/"))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, []byte(b.String()), 0o644)
+}
+
+// AddImage adds an image to the running host's local store, as a pull
+// from a registry would.
+func (h *Host) AddImage(im Image) error {
+	data, err := h.ReadFile(ImageStore)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return h.WriteFile(ImageStore, append(data, im.line()...), 0o644)
+}
