@@ -34,6 +34,14 @@ func fail(format string, args ...any) int {
 	return 1
 }
 
+// options systemctl has that the stand-in accepts (most change nothing
+// here: there is no pager, no job queue, one system manager).
+var options = map[string]bool{
+	"--value": true, "--now": true, "--no-block": true, "--quiet": true, "-q": true, "--no-pager": true,
+	"--full": true, "-l": true, "--no-reload": true, "--system": true, "--all": true, "-a": true,
+	"--no-ask-password": true, "--no-legend": true, "--force": true, "-f": true,
+}
+
 func run(args []string) int {
 	var opts []string
 	var rest []string
@@ -41,11 +49,25 @@ func run(args []string) int {
 		a := args[i]
 		switch {
 		case a == "-p" || a == "--property":
-			if i+1 < len(args) {
-				opts = append(opts, "-p="+args[i+1])
-				i++
+			if i+1 >= len(args) {
+				return fail("systemctl: option '%s' requires an argument", a)
 			}
+			opts = append(opts, "-p="+args[i+1])
+			i++
+		case strings.HasPrefix(a, "--property="):
+			opts = append(opts, "-p="+strings.TrimPrefix(a, "--property="))
+		case strings.HasPrefix(a, "-p") && !strings.HasPrefix(a, "--"):
+			opts = append(opts, "-p="+strings.TrimPrefix(a, "-p"))
+		case a == "--":
+			rest = append(rest, args[i+1:]...)
+			i = len(args)
 		case strings.HasPrefix(a, "-"):
+			if !options[a] {
+				if strings.HasPrefix(a, "--") {
+					return fail("systemctl: unrecognized option '%s'", a)
+				}
+				return fail("systemctl: invalid option -- '%s'", strings.TrimPrefix(a, "-"))
+			}
 			opts = append(opts, a)
 		default:
 			rest = append(rest, a)
@@ -53,6 +75,10 @@ func run(args []string) int {
 	}
 	if len(rest) == 0 {
 		return fail("systemctl stand-in: no command")
+	}
+	now := false
+	for _, o := range opts {
+		now = now || o == "--now"
 	}
 	cmd, units := rest[0], rest[1:]
 	for i := range units {
@@ -62,38 +88,51 @@ func run(args []string) int {
 	_ = os.MkdirAll(logDir, 0o755)
 	switch cmd {
 	case "daemon-reload":
-		f, err := os.OpenFile(filepath.Join(stateDir, "daemon-reloads"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err == nil {
-			fmt.Fprintln(f, time.Now().Format(time.RFC3339Nano))
-			f.Close()
-		}
-		return 0
+		return daemonReload()
 	case "__supervise":
 		return supervise(units[0])
 	}
 	if len(units) == 0 {
 		return fail("systemctl stand-in: %s needs a unit", cmd)
 	}
+	switch cmd {
+	case "start", "stop", "restart", "reload", "reload-or-restart", "try-restart", "enable", "disable",
+		"is-active", "is-failed", "is-enabled", "show", "status", "cat":
+	default:
+		return fail("Unknown command verb '%s'.", cmd)
+	}
 	rc := 0
 	for _, u := range units {
 		var r int
 		switch cmd {
 		case "start":
+			warnIfChanged(u)
 			r = start(u)
 		case "stop":
+			warnIfChanged(u)
 			r = stop(u)
-		case "restart":
+		case "restart", "reload", "reload-or-restart":
+			warnIfChanged(u)
+			holdLoaded[u] = true
 			if r = stop(u); r == 0 {
 				r = start(u)
 			}
-		case "reload", "reload-or-restart", "try-restart":
-			if r = stop(u); r == 0 {
-				r = start(u)
+		case "try-restart":
+			warnIfChanged(u)
+			holdLoaded[u] = true
+			if activeState(u) == "active" {
+				if r = stop(u); r == 0 {
+					r = start(u)
+				}
 			}
 		case "enable":
-			r = enable(u, true)
+			if r = enable(u, true); r == 0 && now {
+				r = start(u)
+			}
 		case "disable":
-			r = enable(u, false)
+			if r = enable(u, false); r == 0 && now {
+				r = stop(u)
+			}
 		case "is-active":
 			s := activeState(u)
 			fmt.Println(s)
@@ -107,20 +146,14 @@ func run(args []string) int {
 				r = 1
 			}
 		case "is-enabled":
-			if enabled(u) {
-				fmt.Println("enabled")
-			} else {
-				fmt.Println("disabled")
-				r = 1
-			}
+			r = isEnabled(u)
 		case "show":
 			r = show(u, opts)
 		case "status":
+			warnIfChanged(u)
 			r = status(u)
 		case "cat":
 			r = cat(u)
-		default:
-			return fail("systemctl stand-in: unknown command %q", cmd)
 		}
 		rc = max(rc, r)
 	}
@@ -176,6 +209,12 @@ func start(name string) int {
 		return fail("Failed to start %s: Unit %s not found.", name, name)
 	}
 	_ = os.Remove(exitFile(name))
+	if strings.HasSuffix(name, ".path") {
+		if len(u.PathConds) == 0 {
+			return fail("Failed to start %s: Unit %s has no paths to watch.", name, name)
+		}
+		return startSupervisor(name)
+	}
 	env := u.env()
 	logf, err := os.OpenFile(logFile(name), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -206,8 +245,18 @@ func start(name string) int {
 		}
 		return 0
 	}
-	// A detached supervisor starts the main process, records its pid and,
-	// when it ends, its exit status.
+	return startSupervisor(name)
+}
+
+// startSupervisor starts a detached supervisor that starts the main
+// process, records its pid and, when it ends, its exit status; for a
+// .path unit, the supervisor is the watcher.
+func startSupervisor(name string) int {
+	logf, err := os.OpenFile(logFile(name), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer logf.Close()
 	self, _ := os.Executable()
 	sup := exec.Command(self, "__supervise", name)
 	sup.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -238,9 +287,14 @@ func runSync(argv, env []string, logf *os.File) error {
 }
 
 func supervise(name string) int {
-	u, err := loadUnit(name)
-	if err != nil {
+	// The unit as start loaded it, whatever is on disk by now.
+	files, ok := readLoaded(name)
+	if !ok {
 		return 1
+	}
+	u := parseUnit(name, files)
+	if strings.HasSuffix(name, ".path") {
+		return watchPath(u)
 	}
 	env := u.env()
 	argv, _ := command(u.ExecStart[0], env)
@@ -257,7 +311,7 @@ func supervise(name string) int {
 		return 1
 	}
 	_ = os.WriteFile(pidFile(name), []byte(strconv.Itoa(c.Process.Pid)), 0o644)
-	err = c.Wait()
+	err := c.Wait()
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -266,9 +320,15 @@ func supervise(name string) int {
 			code = 128 + int(ws.Signal())
 		}
 	}
-	// A stop leaves its own marker; a process that died by itself is failed.
+	// A stop leaves its own marker (and runs ExecStopPost= itself); a
+	// process that died by itself is failed.
 	if _, stopped := os.Stat(filepath.Join(stateDir, name+".stopping")); stopped == nil {
 		code = 0
+	} else {
+		for _, line := range u.ExecStopPost {
+			argv, _ := command(line, env)
+			_ = runSync(argv, env, os.Stderr)
+		}
 	}
 	_ = os.WriteFile(exitFile(name), []byte(strconv.Itoa(code)), 0o644)
 	_ = os.Remove(pidFile(name))
@@ -276,9 +336,13 @@ func supervise(name string) int {
 }
 
 func stop(name string) int {
-	_ = os.Remove(onFile(name))
+	_, _ = loadUnit(name) // held loaded through the stop
+	wasOn := os.Remove(onFile(name)) == nil
 	pid := mainPID(name)
 	if pid == 0 {
+		if wasOn {
+			return stopPost(name)
+		}
 		return 0
 	}
 	marker := filepath.Join(stateDir, name+".stopping")
@@ -309,31 +373,22 @@ func stop(name string) int {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return 0
-}
-
-func wantsLink(u string) string {
-	return filepath.Join("/etc/systemd/system/multi-user.target.wants", u)
-}
-
-func enabled(u string) bool {
-	_, err := os.Lstat(wantsLink(u))
-	return err == nil
-}
-
-func enable(name string, on bool) int {
-	if !on {
-		_ = os.Remove(wantsLink(name))
-		return 0
+	if strings.HasSuffix(name, ".path") {
+		_ = os.Remove(pidFile(name))
 	}
+	return stopPost(name)
+}
+
+// stopPost runs ExecStopPost= after a stop.
+func stopPost(name string) int {
 	u, err := loadUnit(name)
 	if err != nil {
-		return fail("Failed to enable unit: Unit file %s does not exist.", name)
+		return 0
 	}
-	_ = os.MkdirAll(filepath.Dir(wantsLink(name)), 0o755)
-	_ = os.Remove(wantsLink(name))
-	if err := os.Symlink(u.Paths[0], wantsLink(name)); err != nil {
-		return fail("%v", err)
+	env := u.env()
+	for _, line := range u.ExecStopPost {
+		argv, _ := command(line, env)
+		_ = runSync(argv, env, os.Stderr)
 	}
 	return 0
 }
@@ -351,7 +406,28 @@ func show(name string, opts []string) int {
 	}
 	state := activeState(name)
 	sub := map[string]string{"active": "running", "inactive": "dead", "failed": "failed"}[state]
-	all := map[string]string{"ActiveState": state, "SubState": sub, "MainPID": strconv.Itoa(mainPID(name)), "Id": name}
+	all := map[string]string{"ActiveState": state, "SubState": sub, "MainPID": strconv.Itoa(mainPID(name)), "Id": name,
+		"LoadState": "not-found", "NeedDaemonReload": "no", "UnitFileState": ""}
+	if u, err := loadUnit(name); err == nil {
+		all["LoadState"] = "loaded"
+		all["Type"] = u.Type
+		all["Environment"] = environmentProperty(u)
+		all["EnvironmentFiles"] = strings.Join(u.EnvFiles, " ")
+		all["FragmentPath"] = u.Paths[0]
+		all["DropInPaths"] = strings.Join(u.Paths[1:], " ")
+		if needsReload(name) {
+			all["NeedDaemonReload"] = "yes"
+		}
+		all["UnitFileState"] = "disabled"
+		if enabled(name) {
+			all["UnitFileState"] = "enabled"
+		} else if !u.HasInstall {
+			all["UnitFileState"] = "static"
+		}
+		if u.Trigger != "" {
+			all["Unit"] = u.Trigger
+		}
+	}
 	if len(props) == 0 {
 		props = []string{"Id", "ActiveState", "SubState", "MainPID"}
 	}

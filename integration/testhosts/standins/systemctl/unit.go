@@ -19,6 +19,20 @@ type unit struct {
 	ExecStartPre    []string
 	ExecStart       []string
 	ExecStop        []string
+	ExecStopPost    []string
+	WantedBy        []string // [Install]
+	RequiredBy      []string
+	HasInstall      bool
+	// [Path]: conditions ("PathExists", path) in order, and the unit they
+	// start (Unit=, by default the .service of the same name).
+	PathConds [][2]string
+	Trigger   string
+}
+
+// unitFile is one file of a unit, as read from disk or as loaded.
+type unitFile struct {
+	Path string
+	Data string
 }
 
 var unitDirs = []string{"/etc/systemd/system", "/run/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system"}
@@ -30,11 +44,11 @@ func normalize(name string) string {
 	return name
 }
 
-// loadUnit reads a unit and its drop-ins the way systemd merges them:
-// the unit file first, then *.conf drop-ins in lexical order; list settings
-// accumulate and an empty assignment resets them.
-func loadUnit(name string) (*unit, error) {
-	u := &unit{Name: name, Type: "simple"}
+// unitFiles reads a unit's files the way systemd finds them: the unit file
+// from the first unit directory that has it, then *.conf drop-ins from
+// NAME.d in every directory (/etc's winning over a same-named one
+// elsewhere), in lexical order of their names.
+func unitFiles(name string) ([]unitFile, error) {
 	var main string
 	for _, d := range unitDirs {
 		p := filepath.Join(d, name)
@@ -46,7 +60,7 @@ func loadUnit(name string) (*unit, error) {
 	if main == "" {
 		return nil, os.ErrNotExist
 	}
-	files := []string{main}
+	paths := []string{main}
 	seen := map[string]string{}
 	for i := len(unitDirs) - 1; i >= 0; i-- {
 		matches, _ := filepath.Glob(filepath.Join(unitDirs[i], name+".d", "*.conf"))
@@ -60,17 +74,31 @@ func loadUnit(name string) (*unit, error) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		files = append(files, seen[n])
+		paths = append(paths, seen[n])
 	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
+	var files []unitFile
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
 		if err != nil {
 			return nil, err
 		}
-		u.Paths = append(u.Paths, f)
-		u.apply(string(data))
+		files = append(files, unitFile{Path: p, Data: string(data)})
 	}
-	return u, nil
+	return files, nil
+}
+
+// parseUnit merges a unit's files: the unit file first, then the
+// drop-ins; list settings accumulate and an empty assignment resets them.
+func parseUnit(name string, files []unitFile) *unit {
+	u := &unit{Name: name, Type: "simple"}
+	if strings.HasSuffix(name, ".path") {
+		u.Trigger = strings.TrimSuffix(name, ".path") + ".service"
+	}
+	for _, f := range files {
+		u.Paths = append(u.Paths, f.Path)
+		u.apply(f.Data)
+	}
+	return u
 }
 
 func (u *unit) apply(text string) {
@@ -85,14 +113,37 @@ func (u *unit) apply(text string) {
 			section = strings.Trim(line, "[]")
 			continue
 		}
-		if section != "Service" {
-			continue
-		}
 		k, v, ok := strings.Cut(line, "=")
 		if !ok {
 			continue
 		}
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		switch section {
+		case "Install":
+			u.HasInstall = true
+			switch k {
+			case "WantedBy":
+				u.WantedBy = appendWords(u.WantedBy, v)
+			case "RequiredBy":
+				u.RequiredBy = appendWords(u.RequiredBy, v)
+			}
+			continue
+		case "Path":
+			switch k {
+			case "PathExists", "PathExistsGlob", "PathChanged", "PathModified", "DirectoryNotEmpty":
+				if v == "" {
+					u.PathConds = nil
+				} else {
+					u.PathConds = append(u.PathConds, [2]string{k, v})
+				}
+			case "Unit":
+				u.Trigger = v
+			}
+			continue
+		case "Service":
+		default:
+			continue
+		}
 		switch k {
 		case "Type":
 			u.Type = v
@@ -102,7 +153,9 @@ func (u *unit) apply(text string) {
 			if v == "" {
 				u.Environment = nil
 			}
-			u.Environment = append(u.Environment, splitWords(v)...)
+			for _, kv := range splitWords(v) {
+				u.Environment = setEnv(u.Environment, kv)
+			}
 		case "EnvironmentFile":
 			if v == "" {
 				u.EnvFiles = nil
@@ -115,8 +168,31 @@ func (u *unit) apply(text string) {
 			u.ExecStart = appendOrReset(u.ExecStart, v)
 		case "ExecStop":
 			u.ExecStop = appendOrReset(u.ExecStop, v)
+		case "ExecStopPost":
+			u.ExecStopPost = appendOrReset(u.ExecStopPost, v)
 		}
 	}
+}
+
+// setEnv sets KEY=VALUE in env, replacing an earlier KEY where it was, as
+// systemd merges Environment= assignments.
+func setEnv(env []string, kv string) []string {
+	k, _, _ := strings.Cut(kv, "=")
+	for i, e := range env {
+		if ek, _, _ := strings.Cut(e, "="); ek == k {
+			env[i] = kv
+			return env
+		}
+	}
+	return append(env, kv)
+}
+
+// appendWords adds a space-separated list to list; an empty value resets it.
+func appendWords(list []string, v string) []string {
+	if v == "" {
+		return nil
+	}
+	return append(list, strings.Fields(v)...)
 }
 
 func appendOrReset(list []string, v string) []string {

@@ -13,7 +13,7 @@ func TestUnitMerging(t *testing.T) {
 		env   []string
 	}{
 		{"drop-in resets ExecStart", []string{"[Service]\nExecStart=/a\n", "[Service]\nExecStart=\nExecStart=/b x\n"}, []string{"/b x"}, nil},
-		{"environment accumulates", []string{"[Service]\nEnvironment=A=1 B=2\n", "[Service]\nEnvironment=\"B=two words\"\n"}, nil, []string{"A=1", "B=2", "B=two words"}},
+		{"environment accumulates, a later value replaces", []string{"[Service]\nEnvironment=A=1 B=2 C=3\n", "[Service]\nEnvironment=\"B=two words\"\n"}, nil, []string{"A=1", "B=two words", "C=3"}},
 		{"other sections ignored", []string{"[Unit]\nExecStart=/no\n[Service]\nExecStart=/yes\n"}, []string{"/yes"}, nil},
 	}
 	for _, c := range cases {

@@ -1,0 +1,192 @@
+package testhosts
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// standinHost is one fresh test host for the stand-in checks.
+func standinHost(t *testing.T, base string) *Host {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a real sshd host")
+	}
+	l, err := Start(context.Background(), Options{Count: 1, BaseIP: base, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l.Hosts[0]
+}
+
+// hostSh runs a shell script on h and returns its stdout and stderr, and
+// whether it exited 0.
+func hostSh(t *testing.T, h *Host, script string) (string, bool) {
+	t.Helper()
+	out, err := h.Exec(t.Context(), "sh", "-c", "exec 2>&1\n"+script)
+	return strings.TrimSpace(string(out)), err == nil
+}
+
+func mustSh(t *testing.T, h *Host, script string) string {
+	t.Helper()
+	out, ok := hostSh(t, h, script)
+	if !ok {
+		t.Fatalf("%s: %s", script, out)
+	}
+	return out
+}
+
+// A changed drop-in counts only after daemon-reload: before, a restart
+// runs the loaded unit and warns, as systemd does.
+func TestSystemctlUsesTheLoadedUnitUntilDaemonReload(t *testing.T) {
+	h := standinHost(t, "127.0.36.")
+	mustSh(t, h, `mkdir -p /etc/systemd/system/greeter.service.d
+printf '[Service]\nEnvironment=GREETING=one OTHER=x\nExecStart=/bin/sleep 1000\n' > /etc/systemd/system/greeter.service
+systemctl daemon-reload && systemctl start greeter`)
+	greeting := func() string {
+		return mustSh(t, h, `tr '\0' '\n' < /proc/$(systemctl show -p MainPID --value greeter)/environ | grep GREETING`)
+	}
+	if g := greeting(); g != "GREETING=one" {
+		t.Fatalf("first start: %s", g)
+	}
+	mustSh(t, h, `printf '[Service]\nEnvironment="GREETING=two words"\n' > /etc/systemd/system/greeter.service.d/10-greeting.conf`)
+	out := mustSh(t, h, "systemctl restart greeter")
+	if !strings.Contains(out, "Warning: The unit file, source configuration file or drop-ins of greeter.service changed on disk. Run 'systemctl daemon-reload' to reload units.") {
+		t.Errorf("restart without daemon-reload did not warn: %q", out)
+	}
+	if g := greeting(); g != "GREETING=one" {
+		t.Errorf("restart without daemon-reload used the new drop-in: %s", g)
+	}
+	if got := mustSh(t, h, "systemctl show -p Environment -p NeedDaemonReload greeter"); got != "Environment=GREETING=one OTHER=x\nNeedDaemonReload=yes" {
+		t.Errorf("show before daemon-reload: %q", got)
+	}
+	if out := mustSh(t, h, "systemctl status greeter"); !strings.Contains(out, "Warning: The unit file") {
+		t.Errorf("status did not warn: %q", out)
+	}
+	out = mustSh(t, h, "systemctl daemon-reload && systemctl restart greeter")
+	if strings.Contains(out, "Warning") {
+		t.Errorf("restart after daemon-reload warned: %q", out)
+	}
+	if g := greeting(); g != "GREETING=two words" {
+		t.Errorf("after daemon-reload: %s", g)
+	}
+	if got := mustSh(t, h, "systemctl show --property=Environment greeter"); got != `Environment="GREETING=two words" OTHER=x` {
+		t.Errorf("show after daemon-reload: %q", got)
+	}
+	if out, ok := hostSh(t, h, "systemctl restart --frobnicate greeter"); ok || !strings.Contains(out, "unrecognized option '--frobnicate'") {
+		t.Errorf("unknown option: %v %q", ok, out)
+	}
+	if out, ok := hostSh(t, h, "systemctl frobnicate greeter"); ok || !strings.Contains(out, "Unknown command verb 'frobnicate'") {
+		t.Errorf("unknown verb: %v %q", ok, out)
+	}
+}
+
+// enable makes the [Install] section's wants link, disable removes it,
+// is-enabled reports it.
+func TestSystemctlEnableMakesTheWantsLink(t *testing.T) {
+	h := standinHost(t, "127.0.36.")
+	mustSh(t, h, `printf '[Service]\nExecStart=/bin/sleep 1000\n[Install]\nWantedBy=multi-user.target\n' > /etc/systemd/system/wanted.service
+printf '[Service]\nExecStart=/bin/sleep 1000\n' > /etc/systemd/system/static.service`)
+	if out, ok := hostSh(t, h, "systemctl is-enabled wanted"); ok || out != "disabled" {
+		t.Errorf("is-enabled before enable: %v %q", ok, out)
+	}
+	mustSh(t, h, "systemctl enable wanted")
+	const link = "/etc/systemd/system/multi-user.target.wants/wanted.service"
+	if got := mustSh(t, h, "readlink "+link); got != "/etc/systemd/system/wanted.service" {
+		t.Errorf("wants link points at %q", got)
+	}
+	if out := mustSh(t, h, "systemctl is-enabled wanted"); out != "enabled" {
+		t.Errorf("is-enabled: %q", out)
+	}
+	if out := mustSh(t, h, "systemctl is-enabled static"); out != "static" {
+		t.Errorf("is-enabled of a unit without [Install]: %q", out)
+	}
+	mustSh(t, h, "systemctl disable wanted")
+	if _, ok := hostSh(t, h, "test -e "+link); ok {
+		t.Error("disable left the wants link")
+	}
+	if out, ok := hostSh(t, h, "systemctl is-enabled missing"); ok || !strings.Contains(out, "No such file or directory") {
+		t.Errorf("is-enabled of a missing unit: %v %q", ok, out)
+	}
+}
+
+// A started .path unit starts its service once the path exists, as
+// Typhoon's kubelet.path starts the kubelet when the kubeconfig appears.
+func TestPathUnitStartsItsService(t *testing.T) {
+	h := standinHost(t, "127.0.36.")
+	mustSh(t, h, `printf '[Service]\nExecStart=/bin/sleep 1000\n' > /etc/systemd/system/watched.service
+printf '[Path]\nPathExists=/etc/kubernetes/kubeconfig\n[Install]\nWantedBy=multi-user.target\n' > /etc/systemd/system/watched.path
+systemctl enable --now watched.path`)
+	if out := mustSh(t, h, "systemctl is-active watched.path"); out != "active" {
+		t.Fatalf("watched.path: %q", out)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if out, _ := hostSh(t, h, "systemctl is-active watched"); out != "inactive" {
+		t.Fatalf("watched.service started before its path exists: %q", out)
+	}
+	mustSh(t, h, "mkdir -p /etc/kubernetes && echo x > /etc/kubernetes/kubeconfig")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		out, _ := hostSh(t, h, "systemctl is-active watched")
+		if out == "active" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("watched.service not started after its path appeared: %q", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	mustSh(t, h, "systemctl stop watched.path watched")
+}
+
+// The container stand-in on a real host: images from the seeded store
+// only, unknown flags refused, a container sees only its volumes, and a
+// unit like the kubelet's runs a container and stops it.
+func TestContainerStandInOnAHost(t *testing.T) {
+	h := standinHost(t, "127.0.36.")
+	if err := h.AddImage(Image{Ref: "lab.example/sh:1", Entrypoint: []string{"/bin/sh"}}); err != nil {
+		t.Fatal(err)
+	}
+	mustSh(t, h, "docker pull quay.io/poseidon/kubelet:v1.35.4 && podman pull "+LabImages()[0].NameAtDigest())
+	if out, ok := hostSh(t, h, "docker pull quay.io/other/kubelet:v1.35.4"); ok || !strings.Contains(out, "pull access denied") {
+		t.Errorf("pull of an image nowhere: %v %q", ok, out)
+	}
+	if out, ok := hostSh(t, h, "docker run --rm quay.io/other/kubelet:v1.35.4; echo rc=$?"); !ok || !strings.Contains(out, "Unable to find image 'quay.io/other/kubelet:v1.35.4' locally") || !strings.HasSuffix(out, "rc=125") {
+		t.Errorf("run of an image nowhere: %q", out)
+	}
+	if out, _ := hostSh(t, h, "docker run --rm --foo lab.example/sh:1; echo rc=$?"); !strings.Contains(out, "unknown flag: --foo") || !strings.HasSuffix(out, "rc=125") {
+		t.Errorf("unknown flag: %q", out)
+	}
+	mustSh(t, h, "mkdir -p /etc/kubernetes /var/lib/kubelet && echo conf > /etc/kubernetes/kubelet.conf && echo state > /var/lib/kubelet/state")
+	out := mustSh(t, h, `docker run --rm --privileged --pid host --network host -v /etc/kubernetes:/etc/kubernetes:ro lab.example/sh:1 -c '
+cat /etc/kubernetes/kubelet.conf; for p in /var/lib/kubelet/state /etc/ssh /root/.ssh /etc/systemd; do [ -e $p ] && echo VISIBLE $p; done; true'`)
+	if out != "conf" {
+		t.Errorf("container saw %q, want only its volume", out)
+	}
+	// A kubelet-like unit: run in the foreground under systemctl, stopped
+	// with docker stop, removed by --rm.
+	mustSh(t, h, `printf '%s\n' '[Service]' 'ExecStartPre=-/usr/bin/podman rm --force boxed' \
+  'ExecStart=/usr/bin/podman run --rm --name boxed --log-driver k8s-file --privileged --pid host --network host --volume /etc/kubernetes:/etc/kubernetes:ro,z --volume /var/lib/kubelet:/var/lib/kubelet:rshared,z lab.example/sh:1 -c "echo up; exec sleep 1000"' \
+  'ExecStop=-/usr/bin/podman stop boxed' > /etc/systemd/system/boxed.service
+systemctl daemon-reload && systemctl start boxed`)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if out, _ := hostSh(t, h, "podman logs boxed"); out == "up" {
+			break
+		}
+		if time.Now().After(deadline) {
+			out, _ := hostSh(t, h, "podman ps -a; journalctl -u boxed")
+			t.Fatalf("boxed did not come up: %s", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	mustSh(t, h, "systemctl stop boxed")
+	if out := mustSh(t, h, "podman ps -a -q"); out != "" {
+		t.Errorf("containers left after stop: %q", out)
+	}
+	if data, err := h.ReadFile(ImageStore); err != nil || !strings.Contains(string(data), "quay.io/poseidon/kubelet:v1.35.4 sha256:") {
+		t.Errorf("image store: %v %.200s", err, data)
+	}
+}
