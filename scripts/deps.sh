@@ -10,6 +10,8 @@ need=()
 command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
 command -v parallel-ssh >/dev/null 2>&1 || need+=(pssh)
+# The test hosts' login user becomes root through sudo, as on a real fleet.
+[ -x /usr/bin/sudo ] || need+=(sudo)
 command -v unshare >/dev/null 2>&1 || need+=(util-linux)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 command -v flock >/dev/null 2>&1 || need+=(util-linux)

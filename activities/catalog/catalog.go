@@ -88,6 +88,7 @@ func (a Action) Input(name string) (Input, bool) {
 }
 
 var actions = []Action{
+	describe(host.PreflightAction, "check that the host is reachable and that host actions run there as root (sudo -n when the inventory says become: sudo); fails before anything changes", host.PreflightInput{}, host.PreflightResult{}, 2*time.Minute, 15*time.Second, nil),
 	describe(host.RunAction, "run a command or script on the host", host.RunInput{}, host.RunResult{}, 10*time.Minute, 15*time.Second, []string{"command", "script"}),
 	describe(host.WriteFileAction, "write a file atomically (temp file + rename), keeping the previous content for undo", host.WriteFileInput{}, host.WriteFileResult{}, 5*time.Minute, 15*time.Second, []string{"content", "contentBase64"}),
 	describe(host.WriteDropInAction, "render a systemd drop-in setting environment variables (e.g. KUBELET_IMAGE) and write it like host.write-file", host.WriteDropInInput{}, host.WriteFileResult{}, 5*time.Minute, 15*time.Second, nil),
@@ -113,7 +114,7 @@ var actions = []Action{
 	describe(assets.KubeconfigAction, "render a kubeconfig (CA and a token or client certificate embedded)", render.KubeconfigInput{}, assets.FileResult{}, 30*time.Second, 0, nil),
 	describe(assets.KubeletConfigAction, "render the kubelet's KubeletConfiguration file", render.KubeletConfigInput{}, assets.FileResult{}, 30*time.Second, 0, nil),
 	describe(assets.KubeletUnitAction, "render kubelet.service: the kubelet run as a container of ${KUBELET_IMAGE}", render.KubeletUnitInput{}, assets.FileResult{}, 30*time.Second, 0, nil),
-	describe(assets.DeleteNodeUnitAction, "render delete-node.service: delete the Node when the host shuts down", assets.DeleteNodeUnitInput{}, assets.FileResult{}, 30*time.Second, 0, nil),
+	describe(assets.BridgeCNIAction, "render a node's CNI network: a bridge with addresses from the node's share of the pod network", render.BridgeCNIInput{}, assets.FileResult{}, 30*time.Second, 0, nil),
 	describe(assets.StaticPodsAction, "render the control plane's static pod manifests (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)", render.ControlPlaneInput{}, assets.StaticPodsResult{}, 30*time.Second, 0, nil),
 	describe(vault.IssueCertAction, "issue a certificate and private key from the cluster's Vault PKI (the key stays sealed in Temporal)", vault.IssueCertInput{}, vault.IssueCertResult{}, time.Minute, 0, nil),
 	describe(vault.ClusterCAAction, "the cluster's signing CA from Vault, made on first use (an intermediate under the PKI root, key kept in KV)", vault.ClusterCAInput{}, vault.ClusterCAResult{}, time.Minute, 0, nil),

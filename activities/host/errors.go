@@ -21,6 +21,9 @@ const (
 	ErrTypeFileNotFound    = "FileNotFound"
 	ErrTypeUnitFailed      = "UnitFailed"
 	ErrTypeInvalidInput    = "InvalidInput"
+	// ErrTypePrivilege is a login user that cannot become root (sudo
+	// missing or wanting a password). Not retried.
+	ErrTypePrivilege = "PrivilegeEscalationFailed"
 	// ErrTypeFileFailed is an SFTP operation the host refused (permission
 	// denied, no space left, not a directory...). Retryable: the step's
 	// retry policy decides.
@@ -64,6 +67,8 @@ func toTemporal(err error) error {
 		typ = ErrTypeHostUnknown
 	case errors.Is(err, sshpool.ErrAuthFailed):
 		typ = ErrTypeAuthFailed
+	case errors.Is(err, sshpool.ErrPrivilege):
+		typ = ErrTypePrivilege
 	case errors.Is(err, sshpool.ErrConfig):
 		typ = ErrTypeInvalidInput
 	case errors.Is(err, sshpool.ErrUnreachable):

@@ -216,7 +216,7 @@ func (a *Activities) fileErr(t sshpool.Target, op, p string, err error) error {
 	switch {
 	case errors.As(err, &te), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
-	case errors.Is(err, sshpool.ErrConnectionLost), errors.Is(err, sshpool.ErrUnreachable), errors.Is(err, sshpool.ErrConfig),
+	case errors.Is(err, sshpool.ErrConnectionLost), errors.Is(err, sshpool.ErrUnreachable), errors.Is(err, sshpool.ErrConfig), errors.Is(err, sshpool.ErrPrivilege),
 		errors.Is(err, sshpool.ErrAuthFailed), errors.Is(err, sshpool.ErrHostKeyMismatch), errors.Is(err, sshpool.ErrHostUnknown):
 		return err
 	case sshpool.IsTransportError(err):

@@ -247,7 +247,7 @@ func (a *Activities) exec(ctx context.Context, t sshpool.Target, spec execSpec) 
 		stop := a.heartbeat(ctx, func() any { return spec.details(stdout, stderr.before) })
 		defer stop()
 	}
-	if err := sess.Start("exec sh -s"); err != nil {
+	if err := sess.Start("exec " + t.Privileged("sh -s")); err != nil {
 		return RunResult{}, a.Pool.Lost(t, fmt.Errorf("start command on %s: %w", nodeName(t), err))
 	}
 	done := make(chan error, 1)
@@ -317,7 +317,7 @@ func (a *Activities) stopRemote(t sshpool.Target, sess *ssh.Session, outFile str
 	for i := 0; i < 3; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if s, release, err := a.Pool.Session(ctx, t); err == nil {
-			if s.Run(kill) == nil {
+			if s.Run(t.Privileged("sh -c "+quote(kill))) == nil {
 				i = 3 // signalled: wait for the wrapper to finish
 			}
 			release()

@@ -22,7 +22,7 @@ var (
 // Retryable reports whether retrying could help.
 func Retryable(err error) bool {
 	return !errors.Is(err, ErrHostKeyMismatch) && !errors.Is(err, ErrHostUnknown) &&
-		!errors.Is(err, ErrAuthFailed) && !errors.Is(err, ErrConfig)
+		!errors.Is(err, ErrAuthFailed) && !errors.Is(err, ErrConfig) && !errors.Is(err, ErrPrivilege)
 }
 
 // HostKeyError is a host key that did not match known_hosts. It wraps

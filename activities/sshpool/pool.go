@@ -77,6 +77,8 @@ type Conn struct {
 	mu   sync.Mutex // guards sftp
 	sftp *sftp.Client
 
+	become becomeState
+
 	inUse    atomic.Int32
 	lastUsed atomic.Int64 // unix nanoseconds
 
@@ -105,7 +107,7 @@ func New(opts Options) *Pool {
 }
 
 func (t Target) key() string {
-	parts := []string{t.user(), t.Address, strconv.Itoa(t.port()), t.IdentityFile, t.KnownHostsFile}
+	parts := []string{t.user(), t.Address, strconv.Itoa(t.port()), t.IdentityFile, t.KnownHostsFile, t.Become}
 	if ca := t.VaultCA; ca != nil {
 		// Logged in with another CA role's certificate: not the same
 		// credentials.
@@ -476,7 +478,7 @@ func (c *Conn) SFTP() (*sftp.Client, error) {
 		return nil, fmt.Errorf("%s: connection closed: %w", c.Target.name(), ErrConnectionLost)
 	default:
 	}
-	cl, err := sftp.NewClient(c.client, sftp.UseConcurrentWrites(true))
+	cl, err := c.newSFTP()
 	if err != nil {
 		return nil, err
 	}
@@ -503,7 +505,14 @@ func (p *Pool) Session(ctx context.Context, t Target) (s *ssh.Session, release f
 		if err != nil {
 			return nil, nil, err
 		}
-		s, release, err := c.Session(ctx)
+		if err = c.checkBecome(ctx); err != nil && errors.Is(err, ErrPrivilege) {
+			return nil, nil, err
+		}
+		var s *ssh.Session
+		var release func()
+		if err == nil {
+			s, release, err = c.Session(ctx)
+		}
 		if err == nil {
 			return s, release, nil
 		}
@@ -532,9 +541,15 @@ func (p *Pool) SFTP(ctx context.Context, t Target) (*sftp.Client, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := c.checkBecome(ctx); errors.Is(err, ErrPrivilege) {
+			return nil, err
+		}
 		cl, err := c.SFTP()
 		if err == nil {
 			return cl, nil
+		}
+		if errors.Is(err, ErrConfig) {
+			return nil, fmt.Errorf("%s (%s): %w", t.name(), t.hostPort(), err)
 		}
 		var refused *ssh.OpenChannelError
 		if errors.As(err, &refused) {

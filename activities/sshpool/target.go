@@ -12,6 +12,12 @@ type Target struct {
 	Port int `json:"port,omitempty"`
 	// User defaults to root.
 	User string `json:"user,omitempty"`
+	// Become is how the login user runs privileged work: "" (it is root,
+	// or the work needs no privilege) or BecomeSudo. With sudo, every
+	// command and file operation runs as root through `sudo -n`, checked
+	// once per connection: a user without passwordless sudo is refused
+	// with ErrPrivilege before anything runs.
+	Become string `json:"become,omitempty"`
 	// IdentityFile is a private key on the worker's machine. When empty,
 	// the SSH agent at $SSH_AUTH_SOCK is used.
 	IdentityFile string `json:"identityFile,omitempty"`

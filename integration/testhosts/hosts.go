@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,7 +35,21 @@ type Options struct {
 	// valid for the host's address for a day, which sshd presents
 	// (HostCertificate) besides the plain key (optional).
 	HostCA ssh.Signer
+	// RootLogin lets root log in too, with the same key. By default sshd
+	// refuses root, as on a real fleet: Kedge logs in as User and becomes
+	// root through sudo.
+	RootLogin bool
+	// SudoPassword names hosts where User's sudo asks for a password (no
+	// NOPASSWD rule), as on a host Kedge must refuse.
+	SudoPassword []string
 }
+
+// User is the unprivileged login user on every host (as Typhoon's
+// Flatcar and Fedora CoreOS hosts have it), with passwordless sudo.
+const User = "core"
+
+// The user's IDs, inside each host only (its /etc is its own).
+const userID = 1500
 
 // Lab is a set of running hosts.
 type Lab struct {
@@ -42,6 +57,7 @@ type Lab struct {
 	IdentityFile   string // the client's private key
 	KnownHostsFile string // every host's key
 	PublicKey      string // the client's public key (authorized_keys line)
+	User           string // the login user, with passwordless sudo
 	dir            string
 }
 
@@ -59,7 +75,7 @@ type Host struct {
 // RequireTools reports what the lab needs and is missing.
 func RequireTools() error {
 	var missing []string
-	for _, tool := range []string{"unshare", "nsenter", "mount"} {
+	for _, tool := range []string{"unshare", "nsenter", "mount", "sudo"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			missing = append(missing, tool)
 		}
@@ -112,7 +128,7 @@ func Start(ctx context.Context, o Options) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Lab{dir: dir, IdentityFile: filepath.Join(dir, "id_ed25519"), KnownHostsFile: filepath.Join(dir, "known_hosts")}
+	l := &Lab{dir: dir, User: User, IdentityFile: filepath.Join(dir, "id_ed25519"), KnownHostsFile: filepath.Join(dir, "known_hosts")}
 	clientPub, err := writeKey(l.IdentityFile)
 	if err != nil {
 		return nil, err
@@ -121,7 +137,7 @@ func Start(ctx context.Context, o Options) (*Lab, error) {
 	var known strings.Builder
 	for i, name := range o.Names {
 		h := &Host{Name: name, Address: fmt.Sprintf("%s%d", o.BaseIP, i+1), Port: 22, dir: filepath.Join(dir, name)}
-		if err := h.prepare(clientPub, o.TrustedUserCAKey, o.HostCA, bins); err != nil {
+		if err := h.prepare(clientPub, o, bins); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(&known, "%s %s\n", h.Address, h.HostKeyPublic)
@@ -168,8 +184,9 @@ func writeKey(path string) (string, error) {
 	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sp))), nil
 }
 
-func (h *Host) prepare(clientPub, caKey string, hostCA ssh.Signer, bins map[string]string) error {
-	for _, d := range []string{"etc-upper/ssh", "etc-work", "varlib-upper", "varlib-work", "varlog-upper", "varlog-work", "root/.ssh", "bin"} {
+func (h *Host) prepare(clientPub string, o Options, bins map[string]string) error {
+	caKey, hostCA := o.TrustedUserCAKey, o.HostCA
+	for _, d := range []string{"etc-upper/ssh", "etc-upper/sudoers.d", "etc-work", "varlib-upper", "varlib-work", "varlog-upper", "varlog-work", "root/.ssh", "home/" + User + "/.ssh", "bin"} {
 		if err := os.MkdirAll(filepath.Join(h.dir, d), 0o755); err != nil {
 			return err
 		}
@@ -182,16 +199,23 @@ func (h *Host) prepare(clientPub, caKey string, hostCA ssh.Signer, bins map[stri
 	if err := os.WriteFile(filepath.Join(h.dir, "root/.ssh/authorized_keys"), []byte(clientPub+"\n"), 0o600); err != nil {
 		return err
 	}
+	if err := addUser(h.dir, clientPub, !slices.Contains(o.SudoPassword, h.Name)); err != nil {
+		return fmt.Errorf("host %s: %w", h.Name, err)
+	}
+	rootLogin := "no"
+	if o.RootLogin {
+		rootLogin = "prohibit-password"
+	}
 	cfg := fmt.Sprintf(`ListenAddress %s:%d
 HostKey /etc/ssh/ssh_host_ed25519_key
 PidFile /run/sshd.pid
 UsePAM no
 StrictModes no
-PermitRootLogin prohibit-password
+PermitRootLogin `+rootLogin+`
 PasswordAuthentication no
 KbdInteractiveAuthentication no
 PubkeyAuthentication yes
-AuthorizedKeysFile /root/.ssh/authorized_keys
+AuthorizedKeysFile .ssh/authorized_keys
 MaxStartups 200:30:400
 MaxSessions 200
 Subsystem sftp internal-sftp
@@ -256,6 +280,7 @@ mount -t overlay overlay -o "lowerdir=/etc,upperdir=$H/etc-upper,workdir=$H/etc-
 mount -t overlay overlay -o "lowerdir=/var/lib,upperdir=$H/varlib-upper,workdir=$H/varlib-work" /var/lib
 mount -t overlay overlay -o "lowerdir=/var/log,upperdir=$H/varlog-upper,workdir=$H/varlog-work" /var/log
 mount --bind "$H/root" /root
+mount --bind "$H/home" /home
 mount --bind "$H/bin" /usr/local/sbin
 mount -t tmpfs -o mode=1777 tmpfs /tmp
 mount -t tmpfs -o mode=755 tmpfs /run
@@ -396,4 +421,55 @@ func (h *Host) InstallProgram(name, src string) (string, error) {
 		}
 	}
 	return filepath.Join(StandInDir, name), nil
+}
+
+// addUser gives the host (its own /etc, an overlay over the machine's) the
+// unprivileged login user: passwd, group and shadow entries (no password:
+// key logins only), a home with the client's key, and a sudoers rule,
+// passwordless unless nopasswd is false.
+func addUser(dir, clientPub string, nopasswd bool) error {
+	add := func(name, line string, mode os.FileMode) error {
+		base, err := os.ReadFile(filepath.Join("/etc", name))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		for _, l := range strings.Split(string(base), "\n") {
+			if strings.HasPrefix(l, User+":") {
+				return fmt.Errorf("the machine's /etc/%s already has a %s entry", name, User)
+			}
+		}
+		if len(base) > 0 && base[len(base)-1] != '\n' {
+			base = append(base, '\n')
+		}
+		return os.WriteFile(filepath.Join(dir, "etc-upper", name), append(base, line+"\n"...), mode)
+	}
+	id := strconv.Itoa(userID)
+	if err := add("passwd", User+":x:"+id+":"+id+":Kedge lab user:/home/"+User+":/bin/sh", 0o644); err != nil {
+		return err
+	}
+	if err := add("group", User+":x:"+id+":", 0o644); err != nil {
+		return err
+	}
+	// "*": no password can match, yet the account is not locked ("!"),
+	// so sshd still takes keys.
+	if err := add("shadow", User+":*:20000:0:99999:7:::", 0o640); err != nil {
+		return err
+	}
+	rule := User + " ALL=(ALL:ALL) NOPASSWD: ALL\n"
+	if !nopasswd {
+		rule = User + " ALL=(ALL:ALL) ALL\n"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "etc-upper/sudoers.d", User), []byte(rule), 0o440); err != nil {
+		return err
+	}
+	home := filepath.Join(dir, "home", User)
+	if err := os.WriteFile(filepath.Join(home, ".ssh/authorized_keys"), []byte(clientPub+"\n"), 0o600); err != nil {
+		return err
+	}
+	for _, p := range []string{home, filepath.Join(home, ".ssh"), filepath.Join(home, ".ssh/authorized_keys")} {
+		if err := os.Chown(p, userID, userID); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -49,6 +49,10 @@ type SSH struct {
 	IdentityFile   string `json:"identityFile,omitempty"`
 	Agent          bool   `json:"agent,omitempty"`
 	KnownHostsFile string `json:"knownHostsFile"`
+	// Become is how the login user gets root for host actions: "sudo"
+	// (through `sudo -n`, never a password prompt) or "none" (the user is
+	// root). Empty means none.
+	Become string `json:"become,omitempty"`
 	// VaultSigner logs in with short-lived certificates from the cluster
 	// Vault's SSH secrets engine.
 	VaultSigner *VaultSigner `json:"vaultSigner,omitempty"`
@@ -102,13 +106,15 @@ type Vault struct {
 
 // Node is one host of the cluster.
 type Node struct {
-	Name    string   `json:"name"`
-	Role    string   `json:"role"`
-	Address string   `json:"address"`
-	Port    int      `json:"port,omitempty"`
-	User    string   `json:"user,omitempty"`
-	Labels  []string `json:"labels,omitempty"`
-	Taints  []string `json:"taints,omitempty"`
+	Name    string `json:"name"`
+	Role    string `json:"role"`
+	Address string `json:"address"`
+	Port    int    `json:"port,omitempty"`
+	User    string `json:"user,omitempty"`
+	// Become overrides the cluster's ssh.become for this node.
+	Become string   `json:"become,omitempty"`
+	Labels []string `json:"labels,omitempty"`
+	Taints []string `json:"taints,omitempty"`
 	// TaskQueue overrides the cluster's task queue for this node's
 	// actions: a node at another site.
 	TaskQueue string `json:"taskQueue,omitempty"`
@@ -200,6 +206,9 @@ func (c *Cluster) Target(name string) (sshpool.Target, error) {
 		User:           cmpOr(n.User, c.SSH.User, "root"),
 		KnownHostsFile: c.SSH.KnownHostsFile,
 	}
+	if cmpOr(n.Become, c.SSH.Become) == BecomeSudo {
+		t.Become = sshpool.BecomeSudo
+	}
 	if !c.SSH.Agent {
 		t.IdentityFile = c.SSH.IdentityFile
 	}
@@ -278,6 +287,7 @@ func Decode(doc source.Document) (*Cluster, error) {
 					"address": func(v *yaml.Node) { n.Address = source.String(f, v, "address", &errs); p.attrs["address"] = v },
 					"port":    func(v *yaml.Node) { n.Port = source.Int(f, v, "port", &errs); p.attrs["port"] = v },
 					"user":    func(v *yaml.Node) { n.User = source.String(f, v, "user", &errs) },
+					"become":  func(v *yaml.Node) { n.Become = checkBecome(f, v, "become", &errs) },
 					"labels":  func(v *yaml.Node) { n.Labels = source.Strings(f, v, "labels", &errs); p.attrs["labels"] = v },
 					"taints":  func(v *yaml.Node) { n.Taints = source.Strings(f, v, "taints", &errs); p.attrs["taints"] = v },
 					"taskQueue": func(v *yaml.Node) {
@@ -308,6 +318,7 @@ func Decode(doc source.Document) (*Cluster, error) {
 			sshNode = v
 			source.Fields(f, v, "ssh", &errs, map[string]func(*yaml.Node){
 				"user":           func(v *yaml.Node) { c.SSH.User = source.String(f, v, "ssh.user", &errs) },
+				"become":         func(v *yaml.Node) { c.SSH.Become = checkBecome(f, v, "ssh.become", &errs) },
 				"port":           func(v *yaml.Node) { c.SSH.Port = checkPort(f, v, "ssh.port", &errs) },
 				"identityFile":   func(v *yaml.Node) { c.SSH.IdentityFile = source.String(f, v, "ssh.identityFile", &errs) },
 				"agent":          func(v *yaml.Node) { c.SSH.Agent = source.Bool(f, v, "ssh.agent", &errs) },
@@ -482,6 +493,20 @@ func Decode(doc source.Document) (*Cluster, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// Values of ssh.become and a node's become.
+const (
+	BecomeSudo = "sudo"
+	BecomeNone = "none"
+)
+
+func checkBecome(f string, v *yaml.Node, what string, errs *source.Errors) string {
+	b := source.String(f, v, what, errs)
+	if b != BecomeSudo && b != BecomeNone {
+		errs.Addf(source.At(f, v), "%s must be sudo or none, got %q", what, b)
+	}
+	return b
 }
 
 func checkPort(f string, v *yaml.Node, what string, errs *source.Errors) int {
