@@ -12,11 +12,11 @@ import (
 
 // Action names.
 const (
-	KubeconfigAction     = "render.kubeconfig"
-	KubeletConfigAction  = "render.kubelet-config"
-	KubeletUnitAction    = "render.kubelet-unit"
-	DeleteNodeUnitAction = "render.delete-node-unit"
-	StaticPodsAction     = "render.static-pods"
+	KubeconfigAction    = "render.kubeconfig"
+	KubeletConfigAction = "render.kubelet-config"
+	KubeletUnitAction   = "render.kubelet-unit"
+	BridgeCNIAction     = "render.bridge-cni"
+	StaticPodsAction    = "render.static-pods"
 )
 
 // ErrTypeInvalidInput marks input a renderer refused; it is not retried.
@@ -25,13 +25,6 @@ const ErrTypeInvalidInput = "InvalidInput"
 // FileResult is one rendered file.
 type FileResult struct {
 	Content string `json:"content"`
-}
-
-// DeleteNodeUnitInput is the input of render.delete-node-unit.
-type DeleteNodeUnitInput struct {
-	Runtime string `json:"runtime" kedge:"required,enum=docker|podman" doc:"the container runtime"`
-	Image   string `json:"image" kedge:"required" doc:"the kubelet image (its kubectl deletes the Node)"`
-	Node    string `json:"node" kedge:"required" doc:"the Node's name"`
 }
 
 // StaticPodsResult is the control plane's manifests, by file name.
@@ -54,9 +47,9 @@ func KubeletUnit(_ context.Context, in render.KubeletUnitInput) (FileResult, err
 	return file(render.KubeletUnit(in))
 }
 
-// DeleteNodeUnit renders delete-node.service (render.delete-node-unit).
-func DeleteNodeUnit(_ context.Context, in DeleteNodeUnitInput) (FileResult, error) {
-	return file(render.DeleteNodeUnit(in.Runtime, in.Image, in.Node))
+// BridgeCNI renders a node's bridge CNI network config (render.bridge-cni).
+func BridgeCNI(_ context.Context, in render.BridgeCNIInput) (FileResult, error) {
+	return file(render.BridgeCNIConfig(in))
 }
 
 // StaticPods renders the control plane's static pod manifests
@@ -97,6 +90,6 @@ func Register(r interface {
 	r.RegisterActivityWithOptions(Kubeconfig, activity.RegisterOptions{Name: KubeconfigAction})
 	r.RegisterActivityWithOptions(KubeletConfig, activity.RegisterOptions{Name: KubeletConfigAction})
 	r.RegisterActivityWithOptions(KubeletUnit, activity.RegisterOptions{Name: KubeletUnitAction})
-	r.RegisterActivityWithOptions(DeleteNodeUnit, activity.RegisterOptions{Name: DeleteNodeUnitAction})
+	r.RegisterActivityWithOptions(BridgeCNI, activity.RegisterOptions{Name: BridgeCNIAction})
 	r.RegisterActivityWithOptions(StaticPods, activity.RegisterOptions{Name: StaticPodsAction})
 }

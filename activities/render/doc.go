@@ -7,9 +7,14 @@
 //     certificate
 //   - NewBootstrapToken: a bootstrap token and, by its Secret method, the
 //     kube-system Secret that makes the API server accept it
-//   - KubeletUnit and DeleteNodeUnit: kubelet.service, the kubelet run as a
-//     container of ${KUBELET_IMAGE}, and delete-node.service, which removes
-//     the Node on shutdown
+//   - KubeletUnit: kubelet.service, the kubelet run as a container of
+//     ${KUBELET_IMAGE} (its entrypoint is the kubelet: flags only), with
+//     the mounts Typhoon's units give it. There is no unit that deletes
+//     the Node on shutdown: since Kubernetes 1.13 a kubelet may not delete
+//     its own Node (node-remove does it with the cluster's credentials).
+//   - BridgeCNIConfig: the node's CNI network (a bridge, host-local
+//     addresses from the node's share of the pod network), without which
+//     the node stays NotReady
 //   - StaticPods: the control plane (etcd, kube-apiserver,
 //     kube-controller-manager, kube-scheduler) as static pod manifests for
 //     ManifestsDir

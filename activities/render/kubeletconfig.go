@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"strings"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
@@ -39,7 +42,30 @@ type KubeletConfigInput struct {
 	// ContainerRuntimeEndpoint is the CRI socket (default
 	// unix:///run/containerd/containerd.sock).
 	ContainerRuntimeEndpoint string `json:"containerRuntimeEndpoint,omitempty"`
+	// ResolvConf is the host's resolv.conf that pods with the Default DNS
+	// policy, and the cluster DNS's upstreams, are given (default
+	// /run/systemd/resolve/resolv.conf, for systemd-resolved hosts).
+	ResolvConf string `json:"resolvConf,omitempty"`
+	// Role is the node's role, "controller" or "worker": a controller
+	// registers with ControllerTaint. Empty: no role taint.
+	Role string `json:"role,omitempty"`
+	// NodeTaints are key[=value]:Effect taints the node registers with
+	// (registerWithTaints). Workers only.
+	NodeTaints []string `json:"nodeTaints,omitempty"`
 }
+
+// ControllerTaint keeps workloads off controllers from the moment they
+// register; bootstrap applies the same taint again as a reconcile.
+const ControllerTaint = "node-role.kubernetes.io/controller:NoSchedule"
+
+// How long the kubelet holds a host's shutdown to stop its pods, and how
+// much of it is kept for critical pods (Typhoon's values). The host's
+// logind must allow an inhibitor delay at least as long
+// (InhibitDelayMaxSec).
+const (
+	ShutdownGracePeriod             = 45 * time.Second
+	ShutdownGracePeriodCriticalPods = 30 * time.Second
+)
 
 func (in KubeletConfigInput) withDefaults() KubeletConfigInput {
 	if in.ClusterDomain == "" {
@@ -53,6 +79,9 @@ func (in KubeletConfigInput) withDefaults() KubeletConfigInput {
 	}
 	if in.ContainerRuntimeEndpoint == "" {
 		in.ContainerRuntimeEndpoint = DefaultContainerRuntimeEndpoint
+	}
+	if in.ResolvConf == "" {
+		in.ResolvConf = SystemdResolvConf
 	}
 	return in
 }
@@ -72,7 +101,57 @@ func (in KubeletConfigInput) validate() error {
 	if u, err := url.Parse(in.ContainerRuntimeEndpoint); err != nil || u.Scheme != "unix" || u.Host != "" || !path.IsAbs(u.Path) {
 		p.add("containerRuntimeEndpoint", "%q is not a unix socket URL (unix:///path)", in.ContainerRuntimeEndpoint)
 	}
+	if !path.IsAbs(in.ResolvConf) {
+		p.add("resolvConf", "%q is not an absolute path", in.ResolvConf)
+	}
+	switch in.Role {
+	case "", RoleWorker:
+	case RoleController:
+		if len(in.NodeTaints) > 0 {
+			p.add("nodeTaints", "only workers take initial taints; a controller registers with %s", ControllerTaint)
+		}
+	default:
+		p.add("role", "%q is not a role (want %s)", in.Role, quoteList(RoleController, RoleWorker))
+	}
+	seen := map[string]bool{}
+	for i, t := range in.NodeTaints {
+		field := fmt.Sprintf("nodeTaints[%d]", i)
+		checkTaint(&p, field, t)
+		// The kubelet refuses a key and effect given twice.
+		if taint, ok := parseTaint(t); ok {
+			id := taint.Key + ":" + string(taint.Effect)
+			if seen[id] {
+				p.add(field, "taint %s is given twice", id)
+			}
+			seen[id] = true
+		}
+	}
 	return p.err()
+}
+
+// parseTaint reads key[=value]:Effect; ok is false when it is not of that
+// shape (checkTaint says why).
+func parseTaint(s string) (corev1.Taint, bool) {
+	kv, effect, ok := strings.Cut(s, ":")
+	if !ok {
+		return corev1.Taint{}, false
+	}
+	key, value, _ := strings.Cut(kv, "=")
+	return corev1.Taint{Key: key, Value: value, Effect: corev1.TaintEffect(effect)}, true
+}
+
+// registerWithTaints are the taints a node of the input registers with.
+func (in KubeletConfigInput) registerWithTaints() []corev1.Taint {
+	specs := in.NodeTaints
+	if in.Role == RoleController {
+		specs = []string{ControllerTaint}
+	}
+	var taints []corev1.Taint
+	for _, s := range specs {
+		t, _ := parseTaint(s)
+		taints = append(taints, t)
+	}
+	return taints
 }
 
 // kubeletConfiguration builds the typed configuration KubeletConfig renders.
@@ -97,13 +176,17 @@ func kubeletConfiguration(in KubeletConfigInput) (*kubeletv1beta1.KubeletConfigu
 		Authorization: kubeletv1beta1.KubeletAuthorization{
 			Mode: kubeletv1beta1.KubeletAuthorizationModeWebhook,
 		},
-		ReadOnlyPort:             0,
-		RotateCertificates:       true,
-		ServerTLSBootstrap:       false,
-		CgroupDriver:             in.CgroupDriver,
-		FailSwapOn:               in.FailSwapOn,
-		HealthzBindAddress:       "127.0.0.1",
-		ContainerRuntimeEndpoint: in.ContainerRuntimeEndpoint,
+		ReadOnlyPort:                    0,
+		RotateCertificates:              true,
+		ServerTLSBootstrap:              false,
+		CgroupDriver:                    in.CgroupDriver,
+		FailSwapOn:                      in.FailSwapOn,
+		HealthzBindAddress:              "127.0.0.1",
+		ContainerRuntimeEndpoint:        in.ContainerRuntimeEndpoint,
+		ResolverConfig:                  ptr.To(in.ResolvConf),
+		RegisterWithTaints:              in.registerWithTaints(),
+		ShutdownGracePeriod:             metav1.Duration{Duration: ShutdownGracePeriod},
+		ShutdownGracePeriodCriticalPods: metav1.Duration{Duration: ShutdownGracePeriodCriticalPods},
 	}, nil
 }
 
@@ -112,7 +195,8 @@ func kubeletConfiguration(in KubeletConfigInput) (*kubeletv1beta1.KubeletConfigu
 // ManifestsDir; clients authenticated by certificates of the cluster CA or
 // by the API server (webhook), never anonymously, and authorized by the API
 // server; no read-only port; client certificates rotated; healthz on
-// localhost only.
+// localhost only; the host's systemd-resolved upstreams for DNS; a
+// graceful node shutdown; the role's taints at registration.
 //
 // Settings left at the kubelet's defaults are not written, except the ones
 // a reader checks for (readOnlyPort: 0, serverTLSBootstrap: false), which

@@ -29,8 +29,17 @@ const (
 	// KubeletUnitPath is kubelet.service (KubeletUnit). Drop-ins go in
 	// KubeletUnitPath + ".d".
 	KubeletUnitPath = "/etc/systemd/system/kubelet.service"
-	// DeleteNodeUnitPath is delete-node.service (DeleteNodeUnit).
-	DeleteNodeUnitPath = "/etc/systemd/system/delete-node.service"
+	// CNIConfDir is where the container runtime finds its CNI network
+	// config; the node stays NotReady until one is there.
+	CNIConfDir = "/etc/cni/net.d"
+	// CNIBinDir holds the CNI plugins (bridge, host-local, portmap).
+	CNIBinDir = "/opt/cni/bin"
+	// BridgeCNIConfigPath is the bridge network's config (BridgeCNIConfig).
+	BridgeCNIConfigPath = "/etc/cni/net.d/10-kedge-bridge.conflist"
+	// SystemdResolvConf is the resolv.conf of a host that runs
+	// systemd-resolved (Fedora CoreOS, Flatcar): the upstream servers,
+	// not the 127.0.0.53 stub, which a pod cannot reach.
+	SystemdResolvConf = "/run/systemd/resolve/resolv.conf"
 
 	// PKIDir holds the control plane's certificates and keys (kubeadm's
 	// layout): ca.crt/ca.key, apiserver.crt/.key,

@@ -91,15 +91,102 @@ func TestKubeletConfig(t *testing.T) {
 		}
 	}
 
-	got, err = KubeletConfig(KubeletConfigInput{ClusterDNS: []string{"10.3.0.10"}, ClusterDomain: "lab.example", CgroupDriver: "cgroupfs", FailSwapOn: ptr.To(false)})
+	if *decoded.ResolverConfig != "/run/systemd/resolve/resolv.conf" || decoded.ShutdownGracePeriod.Duration != 45*time.Second ||
+		decoded.ShutdownGracePeriodCriticalPods.Duration != 30*time.Second || len(decoded.RegisterWithTaints) != 0 {
+		t.Errorf("resolv.conf, shutdown or taints: %+v", decoded)
+	}
+
+	got, err = KubeletConfig(KubeletConfigInput{ClusterDNS: []string{"10.3.0.10"}, ClusterDomain: "lab.example", CgroupDriver: "cgroupfs", FailSwapOn: ptr.To(false), ResolvConf: "/etc/resolv.conf"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	decoded = kubeletv1beta1.KubeletConfiguration{}
 	if err := yaml.UnmarshalStrict(got, &decoded); err != nil {
 		t.Fatal(err)
 	}
-	if decoded.CgroupDriver != "cgroupfs" || *decoded.FailSwapOn || decoded.ClusterDomain != "lab.example" {
+	if decoded.CgroupDriver != "cgroupfs" || *decoded.FailSwapOn || decoded.ClusterDomain != "lab.example" || *decoded.ResolverConfig != "/etc/resolv.conf" {
 		t.Errorf("inputs not applied: %+v", decoded)
+	}
+}
+
+// A node registers with its role's taints: a controller with the
+// controller taint, a worker with the inventory's.
+func TestKubeletConfigTaints(t *testing.T) {
+	for _, c := range []struct {
+		golden string
+		in     KubeletConfigInput
+		want   []corev1.Taint
+	}{
+		{"kubelet-controller.yaml", KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}, Role: "controller"},
+			[]corev1.Taint{{Key: "node-role.kubernetes.io/controller", Effect: corev1.TaintEffectNoSchedule}}},
+		{"kubelet-worker.yaml", KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}, Role: "worker", NodeTaints: []string{"role=special:NoSchedule", "dedicated:NoExecute"}},
+			[]corev1.Taint{{Key: "role", Value: "special", Effect: corev1.TaintEffectNoSchedule}, {Key: "dedicated", Effect: corev1.TaintEffectNoExecute}}},
+	} {
+		got, err := KubeletConfig(c.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden(t, c.golden, got)
+		var decoded kubeletv1beta1.KubeletConfiguration
+		if err := yaml.UnmarshalStrict(got, &decoded); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(decoded.RegisterWithTaints, c.want) {
+			t.Errorf("%s: registerWithTaints %+v, want %+v", c.golden, decoded.RegisterWithTaints, c.want)
+		}
+	}
+}
+
+func TestBridgeCNIConfig(t *testing.T) {
+	nodes := []string{"controller-1", "worker-1", "worker-2"}
+	got, err := BridgeCNIConfig(BridgeCNIInput{PodCIDR: "10.20.0.0/14", Nodes: nodes, Node: "worker-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "10-kedge-bridge.conflist", got)
+
+	var conf struct {
+		CNIVersion string `json:"cniVersion"`
+		Name       string `json:"name"`
+		Plugins    []struct {
+			Type      string `json:"type"`
+			IsGateway bool   `json:"isGateway"`
+			IPMasq    bool   `json:"ipMasq"`
+			IPAM      struct {
+				Type   string                `json:"type"`
+				Ranges [][]map[string]string `json:"ranges"`
+			} `json:"ipam"`
+		} `json:"plugins"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(got))
+	if err := dec.Decode(&conf); err != nil {
+		t.Fatal(err)
+	}
+	if conf.Name != "kedge-bridge" || len(conf.Plugins) != 2 || conf.Plugins[0].Type != "bridge" || !conf.Plugins[0].IsGateway ||
+		!conf.Plugins[0].IPMasq || conf.Plugins[0].IPAM.Type != "host-local" || conf.Plugins[1].Type != "portmap" {
+		t.Errorf("%+v", conf)
+	}
+	if s := conf.Plugins[0].IPAM.Ranges[0][0]["subnet"]; s != "10.20.2.0/24" {
+		t.Errorf("worker-2's subnet %s, want the third /24 of 10.20.0.0/14", s)
+	}
+
+	// Every node its own subnet; defaults; IPv6.
+	for _, c := range []struct {
+		in   BridgeCNIInput
+		want string
+	}{
+		{BridgeCNIInput{Nodes: nodes, Node: "controller-1"}, "10.244.0.0/24"},
+		{BridgeCNIInput{Nodes: nodes, Node: "worker-1"}, "10.244.1.0/24"},
+		{BridgeCNIInput{PodCIDR: "10.244.0.0/16", NodeMaskSize: 26, Nodes: nodes, Node: "worker-2"}, "10.244.0.128/26"},
+		{BridgeCNIInput{PodCIDR: "fd00:10:244::/56", Nodes: nodes, Node: "worker-1"}, "fd00:10:244:1::/64"},
+	} {
+		got, err := BridgeCNIConfig(c.in)
+		if err != nil {
+			t.Fatalf("%+v: %v", c.in, err)
+		}
+		if !bytes.Contains(got, []byte(`"subnet": "`+c.want+`"`)) {
+			t.Errorf("%+v: want subnet %s in\n%s", c.in, c.want, got)
+		}
 	}
 }
 
@@ -210,7 +297,6 @@ func TestKubeletUnit(t *testing.T) {
 		{"kubelet-worker-docker.service", KubeletUnitInput{
 			Runtime: "docker", Image: "images.example/kubelet:v1.35.4", Node: "worker-1.mercury.example", Role: "worker", NodeIP: "10.0.0.21",
 			NodeLabels: []string{"role=special", "node.kubernetes.io/pool=gpu"},
-			NodeTaints: []string{"role=special:NoSchedule", "dedicated:NoExecute"},
 		}},
 		{"kubelet-controller-podman.service", KubeletUnitInput{
 			Runtime: "podman", Image: "images.example/kubelet@sha256:" + strings.Repeat("ab", 32), Node: "controller-1", Role: "controller",
@@ -235,9 +321,30 @@ func TestKubeletUnit(t *testing.T) {
 		if words[0] != "/usr/bin/"+c.in.Runtime || !slices.Contains(words, "${KUBELET_IMAGE}") || !slices.Contains(words, "--hostname-override="+c.in.Node) {
 			t.Errorf("%s: ExecStart %q", c.golden, words)
 		}
-		hasLabels := flagValue(words, "--node-labels=")
-		if (len(c.in.NodeLabels) > 0) != (hasLabels != "") || hasLabels != strings.Join(c.in.NodeLabels, ",") {
-			t.Errorf("%s: --node-labels=%q", c.golden, hasLabels)
+		// The image's entrypoint is the kubelet: only flags follow it.
+		for _, w := range words[slices.Index(words, "${KUBELET_IMAGE}")+1:] {
+			if !strings.HasPrefix(w, "--") {
+				t.Errorf("%s: %q after the image is not a flag; the kubelet refuses positional arguments", c.golden, w)
+			}
+		}
+		roleLabel := "node.kubernetes.io/node"
+		if c.in.Role == "controller" {
+			roleLabel = "node.kubernetes.io/controller=true"
+		}
+		if got, want := flagValues(words, "--node-labels="), append([]string{roleLabel}, c.in.NodeLabels...); !slices.Equal(got, want) {
+			t.Errorf("%s: --node-labels %q, want %q", c.golden, got, want)
+		}
+		if got := flagValues(words, "--register-with-taints="); len(got) > 0 {
+			t.Errorf("%s: taints on the command line (%q): they belong in the config's registerWithTaints", c.golden, got)
+		}
+		for _, m := range []string{"/etc/cni/net.d:/etc/cni/net.d:ro", "/opt/cni/bin:/opt/cni/bin", "/var/lib/containerd:/var/lib/containerd",
+			"/lib/modules:/lib/modules:ro", "/etc/machine-id:/etc/machine-id:ro", "/var/lib/kubelet:/var/lib/kubelet:rshared"} {
+			if c.in.Runtime == "podman" && !strings.Contains(m, "modules") && !strings.Contains(m, "machine-id") && !strings.Contains(m, "containerd") {
+				m += map[bool]string{true: ",z", false: ":z"}[strings.Count(m, ":") == 2]
+			}
+			if !slices.Contains(words, m) {
+				t.Errorf("%s: no --volume %s", c.golden, m)
+			}
 		}
 		if got := opts["Service.Restart"]; len(got) != 1 || got[0] != "always" {
 			t.Errorf("%s: Restart %q", c.golden, got)
@@ -245,25 +352,6 @@ func TestKubeletUnit(t *testing.T) {
 		if got := opts["Install.WantedBy"]; len(got) != 1 || got[0] != "multi-user.target" {
 			t.Errorf("%s: WantedBy %q", c.golden, got)
 		}
-	}
-}
-
-func TestDeleteNodeUnit(t *testing.T) {
-	got, err := DeleteNodeUnit("docker", "images.example/kubelet:v1.35.4", "worker-1.mercury.example")
-	if err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "delete-node.service", got)
-	opts := parseUnit(t, got)
-	stop := opts["Service.ExecStop"]
-	if len(stop) != 1 || !strings.Contains(stop[0], "--kubeconfig=/var/lib/kubelet/kubeconfig delete node worker-1.mercury.example") {
-		t.Errorf("ExecStop %q", stop)
-	}
-	if opts["Service.Type"][0] != "oneshot" || opts["Service.RemainAfterExit"][0] != "true" {
-		t.Errorf("not a oneshot that stays active: %v", opts)
-	}
-	if _, err := DeleteNodeUnit("podman", "images.example/kubelet:v1.35.4", "worker-1"); err != nil {
-		t.Error(err)
 	}
 }
 
@@ -283,14 +371,15 @@ func parseUnit(t *testing.T, data []byte) map[string][]string {
 	return m
 }
 
-// flagValue returns the value of the --flag= word, "" when missing.
-func flagValue(words []string, prefix string) string {
+// flagValues returns the values of the --flag= words, in order.
+func flagValues(words []string, prefix string) []string {
+	var values []string
 	for _, w := range words {
 		if v, ok := strings.CutPrefix(w, prefix); ok {
-			return v
+			values = append(values, v)
 		}
 	}
-	return ""
+	return values
 }
 
 func controlPlane() ControlPlaneInput {
@@ -386,9 +475,9 @@ func TestStaticPods(t *testing.T) {
 }
 
 // TestFlagsKnownToBinaries checks every flag the static pods and
-// delete-node.service pass against the help of the binaries the integration
-// control plane runs (built by scripts/kube-tools.sh; the directory it
-// prints, in KEDGE_KUBE_TOOLS).
+// kubelet.service pass against the help of the binaries the integration
+// control plane runs and the real kubelet (built by scripts/kube-tools.sh;
+// the directory it prints, in KEDGE_KUBE_TOOLS).
 func TestFlagsKnownToBinaries(t *testing.T) {
 	tools := os.Getenv("KEDGE_KUBE_TOOLS")
 	if tools == "" {
@@ -433,13 +522,14 @@ func TestFlagsKnownToBinaries(t *testing.T) {
 		check(name, command[0], known(command[0], []string{"--help"}), command[1:])
 	}
 
-	unit, err := DeleteNodeUnit("docker", "images.example/kubelet:v1.35.4", "worker-1")
+	unit, err := KubeletUnit(KubeletUnitInput{Runtime: "docker", Image: "images.example/kubelet:v1.35.4", Node: "worker-1", Role: "worker",
+		NodeIP: "10.0.0.21", NodeLabels: []string{"role=special"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := strings.Fields(parseUnit(t, unit)["Service.ExecStop"][0])
-	kubectl := slices.Index(stop, "${KUBELET_IMAGE}")
-	check("delete-node.service", "kubectl", known("kubectl", []string{"options"}, []string{"delete", "--help"}), stop[kubectl+1:])
+	start := strings.Fields(parseUnit(t, unit)["Service.ExecStart"][0])
+	kubelet := slices.Index(start, "${KUBELET_IMAGE}")
+	check("kubelet.service", "kubelet", known("kubelet", []string{"--help"}), start[kubelet+1:])
 }
 
 // TestInvalidInput pins every validation message (testdata/errors.golden):
@@ -495,9 +585,9 @@ func TestInvalidInput(t *testing.T) {
 			_, err := KubeletUnit(KubeletUnitInput{Runtime: "rkt", Image: "images.example/kubelet", Node: "Worker_1", Role: "master"})
 			return err
 		}},
-		{"kubelet unit: labels and taints on a controller", func() error {
+		{"kubelet unit: labels on a controller", func() error {
 			in := worker
-			in.Role, in.NodeLabels, in.NodeTaints = "controller", []string{"role=special"}, []string{"role=special:NoSchedule"}
+			in.Role, in.NodeLabels = "controller", []string{"role=special"}
 			_, err := KubeletUnit(in)
 			return err
 		}},
@@ -507,20 +597,39 @@ func TestInvalidInput(t *testing.T) {
 			_, err := KubeletUnit(in)
 			return err
 		}},
-		{"kubelet unit: bad taints", func() error {
-			in := worker
-			in.NodeTaints = []string{"dedicated", "dedicated=gpu:NoDrain", "bad key:NoSchedule", "k=v v:NoExecute"}
-			_, err := KubeletUnit(in)
+		{"kubelet config: bad taints, resolv.conf", func() error {
+			_, err := KubeletConfig(KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}, Role: "worker", ResolvConf: "resolv.conf",
+				NodeTaints: []string{"dedicated", "dedicated=gpu:NoDrain", "bad key:NoSchedule", "k=v v:NoExecute", "a=1:NoSchedule", "a=2:NoSchedule"}})
+			return err
+		}},
+		{"kubelet config: taints on a controller", func() error {
+			_, err := KubeletConfig(KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}, Role: "controller", NodeTaints: []string{"role=special:NoSchedule"}})
+			return err
+		}},
+		{"kubelet config: bad role", func() error {
+			_, err := KubeletConfig(KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}, Role: "master"})
+			return err
+		}},
+		{"bridge CNI: bad pod CIDR, node", func() error {
+			_, err := BridgeCNIConfig(BridgeCNIInput{PodCIDR: "10.244.0.1/16", Nodes: []string{"worker-1"}, Node: "worker_2"})
+			return err
+		}},
+		{"bridge CNI: node not listed", func() error {
+			_, err := BridgeCNIConfig(BridgeCNIInput{Nodes: []string{"worker-1"}, Node: "worker-2"})
+			return err
+		}},
+		{"bridge CNI: no subnet left", func() error {
+			_, err := BridgeCNIConfig(BridgeCNIInput{PodCIDR: "10.244.0.0/23", Nodes: []string{"a", "b", "c"}, Node: "c"})
+			return err
+		}},
+		{"bridge CNI: mask larger than the pod CIDR", func() error {
+			_, err := BridgeCNIConfig(BridgeCNIInput{PodCIDR: "10.244.0.0/24", NodeMaskSize: 16, Nodes: []string{"worker-1"}, Node: "worker-1"})
 			return err
 		}},
 		{"image with spaces", func() error {
 			in := worker
 			in.Image = "images.example/kubelet:v1 --privileged"
 			_, err := KubeletUnit(in)
-			return err
-		}},
-		{"delete-node unit: bad runtime, image, node", func() error {
-			_, err := DeleteNodeUnit("", "", "worker 1")
 			return err
 		}},
 		{"static pods: bad node IP, members, CIDRs, images", func() error {

@@ -149,7 +149,10 @@ func (in ControlPlaneInput) validate() error {
 // Every component runs on the host network at system-node-critical
 // priority with its files mounted read-only from PKIDir (kubeadm's layout,
 // see PKIDir and EtcdPKIDir) and its kubeconfig from KubernetesDir. etcd
-// speaks TLS to clients and peers and requires client certificates; the API
+// speaks TLS to clients and peers and requires client certificates issued
+// by etcd's own CA (EtcdPKIDir/ca.crt), never the cluster CA that signs
+// kubelet certificates: etcd mounts EtcdPKIDir alone, and the API server
+// reaches it with apiserver-etcd-client.crt from etcd's CA. The API
 // server authorizes with Node,RBAC, admits with NodeRestriction and accepts
 // bootstrap tokens; the controller manager signs kubelet certificates with
 // the cluster CA and runs the bootstrap signer and token cleaner.

@@ -29,8 +29,9 @@ type KubeletUnitInput struct {
 	// Runtime runs the kubelet container: "docker" (Flatcar Linux) or
 	// "podman" (Fedora CoreOS).
 	Runtime string `json:"runtime"`
-	// Image is the kubelet image, pinned by tag or digest. It has the
-	// kubelet (and kubectl, for delete-node.service) on its PATH.
+	// Image is the kubelet image, pinned by tag or digest. Its entrypoint
+	// is the kubelet (quay.io/poseidon/kubelet): the unit passes flags
+	// only, since the kubelet refuses positional arguments.
 	Image string `json:"image"`
 	// Node is the node's name in the cluster (--hostname-override).
 	Node string `json:"node"`
@@ -40,13 +41,21 @@ type KubeletUnitInput struct {
 	// (--node-ip); empty lets the kubelet pick one, which on a host with
 	// several interfaces may be the wrong one.
 	NodeIP string `json:"nodeIP,omitempty"`
-	// NodeLabels are key=value labels the node registers with. Workers
-	// only.
+	// NodeLabels are key=value labels the node registers with, after its
+	// role's label (ControllerLabel, WorkerLabel). Workers only. The
+	// taints a node registers with are in its KubeletConfiguration
+	// (KubeletConfigInput.NodeTaints).
 	NodeLabels []string `json:"nodeLabels,omitempty"`
-	// NodeTaints are key[=value]:Effect taints the node registers with.
-	// Workers only.
-	NodeTaints []string `json:"nodeTaints,omitempty"`
 }
+
+// The label each node registers with for its role (--node-labels), as
+// Typhoon's nodes do: the kubelet may set node.kubernetes.io/ labels, not
+// node-role.kubernetes.io/ ones, which are left to the runbooks
+// (kube.label-taint).
+const (
+	ControllerLabel = "node.kubernetes.io/controller=true"
+	WorkerLabel     = "node.kubernetes.io/node"
+)
 
 func (in KubeletUnitInput) validate() error {
 	var p problems
@@ -61,9 +70,6 @@ func (in KubeletUnitInput) validate() error {
 	case RoleController:
 		if len(in.NodeLabels) > 0 {
 			p.add("nodeLabels", "only workers take initial labels; %s is a controller", in.Node)
-		}
-		if len(in.NodeTaints) > 0 {
-			p.add("nodeTaints", "only workers take initial taints; %s is a controller", in.Node)
 		}
 	default:
 		p.add("role", "%q is not a role (want %s)", in.Role, quoteList(RoleController, RoleWorker))
@@ -84,9 +90,6 @@ func (in KubeletUnitInput) validate() error {
 			p.add(field, "label %q is given twice", key)
 		}
 		seen[key] = true
-	}
-	for i, t := range in.NodeTaints {
-		checkTaint(&p, fmt.Sprintf("nodeTaints[%d]", i), t)
 	}
 	return p.err()
 }
@@ -133,26 +136,58 @@ func checkTaint(p *problems, field, t string) {
 	}
 }
 
-// kubeletMounts are the host paths the kubelet container sees (seeds 000,
-// 003): its config read-only, its state with mount propagation so pod
-// volumes it mounts reach the runtime, logs, the runtime's socket under
-// /run, /sys read-only except the cgroup tree it manages, and devices.
-var kubeletMounts = []string{
-	KubernetesDir + ":" + KubernetesDir + ":ro",
-	KubeletDir + ":" + KubeletDir + ":rshared",
-	"/var/log:/var/log",
-	"/run:/run",
-	"/sys:/sys:ro",
-	"/sys/fs/cgroup:/sys/fs/cgroup",
-	"/dev:/dev",
+// kubeletMounts are the host paths the kubelet container sees, as
+// Typhoon's kubelet units mount them (seeds 000, 003): the CNI config
+// read-only and the CNI plugins (the runtime calls them, the kubelet reads
+// the config), its own config read-only, the host's identity and kernel
+// modules read-only, /run (the runtime's socket), the cgroup tree it
+// manages, the runtime's state, its own state with mount propagation so
+// pod volumes it mounts reach the runtime, and logs. podman on Fedora
+// CoreOS also gets SELinux and /var/run/lock, and relabels the paths it
+// shares with containers (z).
+func kubeletMounts(runtime string) []string {
+	z := func(opts string) string { return opts }
+	if runtime == RuntimePodman {
+		z = func(opts string) string {
+			if opts == "" {
+				return ":z"
+			}
+			return opts + ",z"
+		}
+	}
+	mounts := []string{
+		CNIConfDir + ":" + CNIConfDir + z(":ro"),
+		KubernetesDir + ":" + KubernetesDir + z(":ro"),
+		// /etc/os-release is a link into /usr/lib on both distributions.
+		"/usr/lib/os-release:/etc/os-release:ro",
+		"/etc/machine-id:/etc/machine-id:ro",
+		"/lib/modules:/lib/modules:ro",
+		"/run:/run",
+		"/sys/fs/cgroup:/sys/fs/cgroup",
+	}
+	if runtime == RuntimePodman {
+		mounts = append(mounts, "/etc/selinux:/etc/selinux", "/sys/fs/selinux:/sys/fs/selinux")
+	}
+	mounts = append(mounts,
+		"/var/lib/containerd:/var/lib/containerd",
+		KubeletDir+":"+KubeletDir+z(":rshared"),
+		"/var/log:/var/log",
+	)
+	if runtime == RuntimePodman {
+		mounts = append(mounts, "/var/run/lock:/var/run/lock"+z(""))
+	}
+	return append(mounts, CNIBinDir+":"+CNIBinDir+z(""))
 }
 
 // KubeletUnit renders kubelet.service (seed 000): the kubelet runs as a
 // privileged container of ${KUBELET_IMAGE} started by an inline ExecStart,
-// so a drop-in setting KUBELET_IMAGE swaps the image. It joins the cluster
-// through TLS bootstrap: BootstrapKubeconfigPath holds a bootstrap token,
-// and the kubelet writes KubeletKubeconfigPath once its certificate is
-// signed.
+// so a drop-in setting KUBELET_IMAGE swaps the image. The image's
+// entrypoint is the kubelet, so only flags follow the image. It joins the
+// cluster through TLS bootstrap: BootstrapKubeconfigPath holds a bootstrap
+// token, and the kubelet writes KubeletKubeconfigPath once its certificate
+// is signed. The node registers with its role's label and NodeLabels
+// (--node-labels, one flag each, as Typhoon writes them); its taints are
+// the KubeletConfiguration's registerWithTaints.
 func KubeletUnit(in KubeletUnitInput) ([]byte, error) {
 	if err := in.validate(); err != nil {
 		return nil, err
@@ -162,11 +197,11 @@ func KubeletUnit(in KubeletUnitInput) ([]byte, error) {
 		{bin, "run", "--rm", "--name", "kubelet"},
 		{"--privileged", "--pid", "host", "--network", "host"},
 	}
-	for _, m := range kubeletMounts {
+	for _, m := range kubeletMounts(in.Runtime) {
 		run = append(run, []string{"--volume", m})
 	}
 	run = append(run,
-		[]string{"${" + KubeletImageVariable + "}", "kubelet"},
+		[]string{"${" + KubeletImageVariable + "}"},
 		[]string{"--config=" + KubeletConfigPath},
 		[]string{"--kubeconfig=" + KubeletKubeconfigPath},
 		[]string{"--bootstrap-kubeconfig=" + BootstrapKubeconfigPath},
@@ -175,11 +210,12 @@ func KubeletUnit(in KubeletUnitInput) ([]byte, error) {
 	if in.NodeIP != "" {
 		run = append(run, []string{"--node-ip=" + in.NodeIP})
 	}
-	if len(in.NodeLabels) > 0 {
-		run = append(run, []string{"--node-labels=" + strings.Join(in.NodeLabels, ",")})
+	roleLabel := WorkerLabel
+	if in.Role == RoleController {
+		roleLabel = ControllerLabel
 	}
-	if len(in.NodeTaints) > 0 {
-		run = append(run, []string{"--register-with-taints=" + strings.Join(in.NodeTaints, ",")})
+	for _, l := range append([]string{roleLabel}, in.NodeLabels...) {
+		run = append(run, []string{"--node-labels=" + l})
 	}
 	opts := []*unit.UnitOption{
 		unit.NewUnitOption("Unit", "Description", "Kubelet (system container)"),
@@ -187,54 +223,14 @@ func KubeletUnit(in KubeletUnitInput) ([]byte, error) {
 	opts = append(opts, networkAndRuntime(in.Runtime)...)
 	opts = append(opts,
 		unit.NewUnitOption("Service", "Environment", KubeletImageVariable+"="+in.Image),
-		unit.NewUnitOption("Service", "ExecStartPre", "/bin/mkdir -p "+ManifestsDir+" "+KubeletDir+" "+PodLogDir),
+		// podman refuses to mount a path that does not exist.
+		unit.NewUnitOption("Service", "ExecStartPre", "/bin/mkdir -p "+strings.Join([]string{ManifestsDir, KubeletDir, PodLogDir, CNIConfDir, CNIBinDir, "/var/lib/containerd"}, " ")),
 		// A kubelet container left by a crash would block the name.
 		unit.NewUnitOption("Service", "ExecStartPre", "-"+bin+" rm --force kubelet"),
 		unit.NewUnitOption("Service", "ExecStart", commandLine(run)),
 		unit.NewUnitOption("Service", "ExecStop", "-"+bin+" stop kubelet"),
 		unit.NewUnitOption("Service", "Restart", "always"),
 		unit.NewUnitOption("Service", "RestartSec", "5"),
-		unit.NewUnitOption("Install", "WantedBy", "multi-user.target"),
-	)
-	return serializeUnit(opts)
-}
-
-// DeleteNodeUnit renders delete-node.service (seed 000): on shutdown it
-// deletes the node's Node object with kubectl from the kubelet image,
-// authenticated by the kubelet's own kubeconfig (NodeRestriction lets a
-// kubelet delete its own Node and no other). node is the node's name in the
-// cluster, as given to the kubelet (--hostname-override); it need not be
-// the host name.
-//
-// The unit is "active" from boot (ExecStart does nothing) so that systemd
-// runs its ExecStop on the way down, while the network and the runtime are
-// still up.
-func DeleteNodeUnit(runtime, image, node string) ([]byte, error) {
-	var p problems
-	checkRuntime(&p, "runtime", runtime)
-	checkImage(&p, "image", image)
-	checkDNSName(&p, "node", node)
-	if err := p.err(); err != nil {
-		return nil, err
-	}
-	bin := runtimeBinaries[runtime]
-	stop := [][]string{
-		{bin, "run", "--rm", "--network", "host"},
-		{"--volume", KubeletDir + ":" + KubeletDir + ":ro"},
-		{"--entrypoint", "kubectl", "${" + KubeletImageVariable + "}"},
-		{"--kubeconfig=" + KubeletKubeconfigPath},
-		{"delete", "node", node, "--ignore-not-found"},
-	}
-	opts := []*unit.UnitOption{
-		unit.NewUnitOption("Unit", "Description", "Delete Node "+node+" from the cluster on shutdown"),
-	}
-	opts = append(opts, networkAndRuntime(runtime)...)
-	opts = append(opts,
-		unit.NewUnitOption("Service", "Type", "oneshot"),
-		unit.NewUnitOption("Service", "RemainAfterExit", "true"),
-		unit.NewUnitOption("Service", "Environment", KubeletImageVariable+"="+image),
-		unit.NewUnitOption("Service", "ExecStart", "/bin/true"),
-		unit.NewUnitOption("Service", "ExecStop", commandLine(stop)),
 		unit.NewUnitOption("Install", "WantedBy", "multi-user.target"),
 	)
 	return serializeUnit(opts)
