@@ -125,7 +125,7 @@ func BenchmarkPSSHFanOut50(b *testing.B) {
 	hosts := filepath.Join(b.TempDir(), "hosts")
 	var lines []string
 	for _, h := range fanOut.lab.Hosts {
-		lines = append(lines, fmt.Sprintf("root@%s:%d", h.Address, h.Port))
+		lines = append(lines, fmt.Sprintf("%s@%s:%d", fanOut.lab.User, h.Address, h.Port))
 	}
 	if err := os.WriteFile(hosts, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		b.Fatal(err)
@@ -190,7 +190,7 @@ func dialRaw(b *testing.B, h *testhosts.Host, l *testhosts.Lab) *ssh.Client {
 		b.Fatal(err)
 	}
 	c, err := ssh.Dial("tcp", fmt.Sprintf("%s:%d", h.Address, h.Port), &ssh.ClientConfig{
-		User: "root", Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)}, HostKeyCallback: hk,
+		User: l.User, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)}, HostKeyCallback: hk,
 	})
 	if err != nil {
 		b.Fatal(err)

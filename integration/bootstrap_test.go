@@ -70,7 +70,7 @@ func bootLab(t *testing.T) (*testhosts.Lab, string) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "apiVersion: kedge/v1\nkind: Cluster\nmetadata:\n  name: boot\n")
-	fmt.Fprintf(&b, "ssh:\n  user: root\n  identityFile: %s\n  knownHostsFile: %s\n", l.IdentityFile, l.KnownHostsFile)
+	fmt.Fprintf(&b, "ssh:\n  user: core\n  become: sudo\n  identityFile: %s\n  knownHostsFile: %s\n", l.IdentityFile, l.KnownHostsFile)
 	kubeconfig := filepath.Join(dir, "admin.conf")
 	fmt.Fprintf(&b, "kubernetes:\n  kubeconfig: %s\n  kubeletImage: %s\n  clusterDNS: [10.96.0.10]\n", kubeconfig, bootstrapImage)
 	fmt.Fprintf(&b, "vault:\n  address: %s\n  tokenFile: %s\n  pki: %s\n  role: %s\n  kv: %s\n", v.Address, tokenFile, vaultlab.PKIPath, vaultlab.PKIRole, vaultlab.KVPath)

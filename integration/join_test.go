@@ -66,7 +66,7 @@ func joinInventory(t *testing.T, cp *controlplane.ControlPlane, l *testhosts.Lab
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("apiVersion: kedge/v1\nkind: Cluster\nmetadata:\n  name: join\n")
-	b.WriteString("ssh:\n  user: root\n  identityFile: " + l.IdentityFile + "\n  knownHostsFile: " + l.KnownHostsFile + "\n")
+	b.WriteString("ssh:\n  user: core\n  become: sudo\n  identityFile: " + l.IdentityFile + "\n  knownHostsFile: " + l.KnownHostsFile + "\n")
 	b.WriteString("kubernetes:\n  kubeconfig: " + cp.AdminKubeconfig + "\n  kubeletImage: " + joinImage + "\n  clusterDNS: [10.96.0.10]\n")
 	h1, h2 := l.Hosts[0], l.Hosts[1]
 	b.WriteString("controllers:\n  - name: join-c\n    address: " + h2.Address + "\n" + controllerExtra)

@@ -153,7 +153,7 @@ func BenchmarkRolloutHistory1000Nodes(b *testing.B) {
 	const nodes = 1000
 	dir := b.TempDir()
 	var inv strings.Builder
-	fmt.Fprintf(&inv, "apiVersion: kedge/v1\nkind: Cluster\nmetadata:\n  name: thousand\nssh:\n  user: root\n  identityFile: %s\n  knownHostsFile: %s\ncontrollers:\n  - name: c-1\n    address: 10.99.0.1\nworkers:\n",
+	fmt.Fprintf(&inv, "apiVersion: kedge/v1\nkind: Cluster\nmetadata:\n  name: thousand\nssh:\n  user: core\n  become: sudo\n  identityFile: %s\n  knownHostsFile: %s\ncontrollers:\n  - name: c-1\n    address: 10.99.0.1\nworkers:\n",
 		world.lab.IdentityFile, world.lab.KnownHostsFile)
 	for i := range nodes {
 		fmt.Fprintf(&inv, "  - name: w-%d\n    address: 10.98.%d.%d\n", i+1, i/250, i%250+1)

@@ -64,7 +64,7 @@ func siteWorker(t *testing.T, queue, identity string, want *regexp.Regexp, args 
 func sitesInventory(t *testing.T, name, siteA, siteB string) string {
 	t.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: kedge/v1\nkind: Cluster\nmetadata: {name: %s}\ntaskQueue: %s\nssh:\n  user: root\n  identityFile: %s\n  knownHostsFile: %s\n",
+	fmt.Fprintf(&b, "apiVersion: kedge/v1\nkind: Cluster\nmetadata: {name: %s}\ntaskQueue: %s\nssh:\n  user: core\n  become: sudo\n  identityFile: %s\n  knownHostsFile: %s\n",
 		name, siteA, world.lab.IdentityFile, world.lab.KnownHostsFile)
 	for i, h := range world.lab.Hosts {
 		switch i {

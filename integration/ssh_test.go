@@ -41,7 +41,7 @@ func TestAuthFailureIsClassifiedAndNotRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, errOut, code := kedge(t, "run", writeRunbook(t, touchWorker1), "--inventory", invFile, "--wait", "-o", "json")
-	if code == 0 || !strings.Contains(errOut, "AuthFailed") && !strings.Contains(errOut, "refused user root") {
+	if code == 0 || !strings.Contains(errOut, "AuthFailed") && !strings.Contains(errOut, "refused user core") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	if !strings.Contains(out, `"attempts": 1,`) {
@@ -95,7 +95,7 @@ func TestOneConnectionPerHostAndDeadOnesAreReplaced(t *testing.T) {
 
 	// Kill the server side of the pooled connection: the next step must
 	// redial transparently, without spending a retry.
-	if _, err := host(t, "worker-2").Exec(t.Context(), "pkill", "-f", "sshd: root"); err != nil {
+	if _, err := host(t, "worker-2").Exec(t.Context(), "pkill", "-f", "sshd: core"); err != nil {
 		t.Fatalf("pkill: %v", err)
 	}
 	one := writeRunbook(t, `

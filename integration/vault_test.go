@@ -226,7 +226,7 @@ func keyLine(t *testing.T, keyPEM string) string {
 func vaultSSHInventory(t *testing.T, l *testhosts.Lab, vaultAddr, tokenFile, role, knownHosts string) string {
 	t.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: kedge/v1\nkind: Cluster\nmetadata: {name: vault-ssh}\nssh:\n  user: root\n  knownHostsFile: %s\n  vaultSigner: {role: %s}\n", knownHosts, role)
+	fmt.Fprintf(&b, "apiVersion: kedge/v1\nkind: Cluster\nmetadata: {name: vault-ssh}\nssh:\n  user: core\n  become: sudo\n  knownHostsFile: %s\n  vaultSigner: {role: %s}\n", knownHosts, role)
 	fmt.Fprintf(&b, "vault:\n  address: %s\n  tokenFile: %s\nworkers:\n", vaultAddr, tokenFile)
 	for _, h := range l.Hosts {
 		fmt.Fprintf(&b, "  - name: %s\n    address: %s\n", h.Name, h.Address)
@@ -250,7 +250,7 @@ steps:
     action: host.run
     on: `+on+`
     retry: {maxAttempts: 3, initialInterval: 100ms}
-    with: {command: 'echo "$(id -un) via vault" > /var/lib/kedge-login'}
+    with: {command: 'echo "$SUDO_USER as $(id -un) via vault" > /var/lib/kedge-login'}
 `)
 }
 
@@ -299,7 +299,7 @@ func TestSSHLoginWithVaultCertificate(t *testing.T) {
 			t.Errorf("login = %+v", s)
 		}
 		got, err := trusting.ReadFile("/var/lib/kedge-login")
-		if err != nil || string(got) != "root via vault\n" {
+		if err != nil || string(got) != "core as root via vault\n" {
 			t.Fatalf("login wrote %q (%v)", got, err)
 		}
 	})
@@ -327,7 +327,7 @@ func TestSSHLoginWithVaultCertificate(t *testing.T) {
 		if code == 0 || s.State != workflows.StateFailed {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
-		if s.Attempts != 1 || !strings.Contains(s.LastError, "AuthFailed") || !strings.Contains(s.LastError, "refused user root") {
+		if s.Attempts != 1 || !strings.Contains(s.LastError, "AuthFailed") || !strings.Contains(s.LastError, "refused user core") {
 			t.Errorf("want one attempt failed as AuthFailed: %+v", s)
 		}
 		if _, err := stranger.ReadFile("/var/lib/kedge-login"); err == nil {

@@ -35,6 +35,9 @@ func (a *Activities) Preflight(ctx context.Context, in PreflightInput) (Prefligh
 
 func (a *Activities) preflight(ctx context.Context, in PreflightInput) (PreflightResult, error) {
 	t := in.Target
+	if err := a.Pool.CheckBecome(ctx, t); err != nil {
+		return PreflightResult{}, err
+	}
 	out, err := a.exec(ctx, t, execSpec{command: "id -un; id -u", limit: 4096})
 	if err != nil {
 		return PreflightResult{}, err

@@ -282,8 +282,11 @@ func (a *Activities) exec(ctx context.Context, t sshpool.Target, spec execSpec) 
 		return res, a.Pool.Lost(t, fmt.Errorf("command on %s: %w", nodeName(t), waitErr))
 	}
 	if !stderr.found {
-		// The wrapper did not reach its end: it was killed, or sh is
-		// missing. Report what there is.
+		// The wrapper did not reach its end: sudo refused to run it, it
+		// was killed, or sh is missing. Report what there is.
+		if err := sshpool.AsPrivilegeError(t, res.Stderr); err != nil {
+			return res, err
+		}
 		if waitErr == nil {
 			return res, fmt.Errorf("command on %s ended without reporting: %w", nodeName(t), sshpool.ErrConnectionLost)
 		}

@@ -68,6 +68,41 @@ type becomeState struct {
 	err  error
 }
 
+// CheckBecome checks afresh, on the pooled connection to t, that t's user
+// becomes root as t asks (nothing to check when it asks for nothing), and
+// remembers the answer for the connection. A refusal wraps ErrPrivilege.
+func (p *Pool) CheckBecome(ctx context.Context, t Target) error {
+	for attempt := 0; ; attempt++ {
+		c, err := p.Get(ctx, t)
+		if err != nil {
+			return err
+		}
+		c.become.mu.Lock()
+		c.become.done = false
+		c.become.mu.Unlock()
+		err = c.checkBecome(ctx)
+		if err == nil || errors.Is(err, ErrPrivilege) || ctx.Err() != nil || attempt > 0 {
+			return err
+		}
+		p.evict(c, "sudo check failed: "+err.Error())
+	}
+}
+
+// AsPrivilegeError reads what a command run through Privileged wrote to
+// stderr when it never started: sudo's own refusal becomes a
+// PrivilegeError; anything else gives nil.
+func AsPrivilegeError(t Target, stderr string) error {
+	if t.Become != BecomeSudo {
+		return nil
+	}
+	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		if strings.HasPrefix(line, "sudo: ") {
+			return &PrivilegeError{Node: t.name(), Address: t.hostPort(), User: t.user(), Reason: line}
+		}
+	}
+	return nil
+}
+
 // checkBecome runs the sudo check once per connection. A transport error
 // is not remembered (the caller redials); a refusal is.
 func (c *Conn) checkBecome(ctx context.Context) error {

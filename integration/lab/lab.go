@@ -23,7 +23,7 @@ func Names(n int) []string {
 // the host keys in knownHosts.
 func Inventory(name string, l *testhosts.Lab, knownHosts string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: kedge/v1\nkind: Cluster\nmetadata:\n  name: %s\nssh:\n  user: root\n  identityFile: %s\n  knownHostsFile: %s\n", name, l.IdentityFile, knownHosts)
+	fmt.Fprintf(&b, "apiVersion: kedge/v1\nkind: Cluster\nmetadata:\n  name: %s\nssh:\n  user: core\n  become: sudo\n  identityFile: %s\n  knownHostsFile: %s\n", name, l.IdentityFile, knownHosts)
 	for i, h := range l.Hosts {
 		switch i {
 		case 0:

@@ -248,7 +248,7 @@ func (v *Vault) configure(ctx context.Context) error {
 		"key_type":                "ca",
 		"allow_user_certificates": true,
 		"allowed_users":           "*",
-		"default_user":            "root",
+		"default_user":            "core",
 		"ttl":                     "30m",
 		"default_extensions":      map[string]string{"permit-pty": ""},
 	}); err != nil {

@@ -100,10 +100,10 @@ func TestVaultIssuesSignsAndStores(t *testing.T) {
 		checker := &ssh.CertChecker{IsUserAuthority: func(auth ssh.PublicKey) bool {
 			return bytes.Equal(auth.Marshal(), ca.Marshal())
 		}}
-		if err := checker.CheckCert("root", cert); err != nil {
-			t.Fatalf("certificate does not check as a user certificate for root: %v", err)
+		if err := checker.CheckCert("core", cert); err != nil {
+			t.Fatalf("certificate does not check as a user certificate for core: %v", err)
 		}
-		if cert.CertType != ssh.UserCert || !reflect.DeepEqual(cert.ValidPrincipals, []string{"root"}) {
+		if cert.CertType != ssh.UserCert || !reflect.DeepEqual(cert.ValidPrincipals, []string{"core"}) {
 			t.Errorf("type %d, principals %v", cert.CertType, cert.ValidPrincipals)
 		}
 		if _, ok := cert.Permissions.Extensions["permit-pty"]; !ok {

@@ -59,7 +59,7 @@ func bareHosts(ctx context.Context, dir string, n int, baseIP, vaultSection stri
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "apiVersion: kedge/v1\nkind: Cluster\nmetadata:\n  name: bare\n")
-	fmt.Fprintf(&b, "ssh:\n  user: root\n  identityFile: %s\n  knownHostsFile: %s\n", l.IdentityFile, l.KnownHostsFile)
+	fmt.Fprintf(&b, "ssh:\n  user: core\n  become: sudo\n  identityFile: %s\n  knownHostsFile: %s\n", l.IdentityFile, l.KnownHostsFile)
 	fmt.Fprintf(&b, "kubernetes:\n  kubeconfig: %s\n  kubeletImage: quay.io/poseidon/kubelet:v1.35.4\n", filepath.Join(dir, "bare", "admin.conf"))
 	b.WriteString(vaultSection)
 	for i, h := range l.Hosts {
