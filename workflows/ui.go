@@ -383,6 +383,8 @@ func activitySummary(step, action, host string, input map[string]any) string {
 			verb = "configure"
 		}
 		what = verb + " " + str("unit") + on
+	case "host.preflight":
+		what = "check login and sudo" + on
 	case "host.run":
 		what = "run a command" + on
 	case "host.install-bundle":
