@@ -1,11 +1,13 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -188,6 +190,100 @@ func TestBootstrapBuildsAClusterFromItsOwnAssets(t *testing.T) {
 	}
 }
 
+// etcd trusts its own CA alone. The API server's etcd-client certificate
+// opens it; a kubelet's client certificate (the cluster CA signs those,
+// also for anyone who joins with a bootstrap token and gets one through a
+// CSR) does not, nor does the admin's, on the client port or the peer
+// port. etcd's CA is an intermediate of Vault's root, apart from the
+// cluster CA.
+func TestBootstrapEtcdTrustsOnlyItsOwnCA(t *testing.T) {
+	bootCluster(t)
+	l := bootstrapped.lab
+	ctl := l.Hosts[0].Address
+	etcdCAPEM := readHostFileIn(t, l, "boot-1", "/etc/kubernetes/pki/etcd/ca.crt")
+	clusterCAPEM := readHostFileIn(t, l, "boot-1", "/etc/kubernetes/pki/ca.crt")
+	etcdCA, clusterCA := firstCert(t, etcdCAPEM), firstCert(t, clusterCAPEM)
+	if bytes.Equal(etcdCA.Raw, clusterCA.Raw) {
+		t.Errorf("etcd trusts the cluster CA (%s)", clusterCA.Subject)
+	}
+	v, _ := labVault(t)
+	root := firstCert(t, v.CACertPEM)
+	if err := etcdCA.CheckSignatureFrom(root); err != nil || !etcdCA.IsCA {
+		t.Errorf("etcd's CA %s is not a CA under Vault's root: %v", etcdCA.Subject, err)
+	}
+
+	pair := func(what string, certPEM, keyPEM []byte) tls.Certificate {
+		t.Helper()
+		c, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return c
+	}
+	fromKubeconfig := func(what string, data []byte) tls.Certificate {
+		t.Helper()
+		cfg, err := clientcmd.Load(data)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		for _, u := range cfg.AuthInfos {
+			return pair(what, u.ClientCertificateData, u.ClientKeyData)
+		}
+		t.Fatalf("%s: no user", what)
+		return tls.Certificate{}
+	}
+	file := func(path string) []byte { return readHostFileIn(t, l, "boot-1", path) }
+	apiserver := pair("the API server's etcd-client certificate",
+		file("/etc/kubernetes/pki/apiserver-etcd-client.crt"), file("/etc/kubernetes/pki/apiserver-etcd-client.key"))
+	peer := pair("etcd's peer certificate", file("/etc/kubernetes/pki/etcd/peer.crt"), file("/etc/kubernetes/pki/etcd/peer.key"))
+	// A symlink to the dated file, as the real kubelet keeps it: read it
+	// from inside the host.
+	joined, err := hostIn(l, "boot-2").Exec(t.Context(), "cat", "/var/lib/kubelet/pki/kubelet-client-current.pem")
+	if err != nil {
+		t.Fatalf("boot-2's kubelet client certificate: %v", err)
+	}
+	refused := map[string]tls.Certificate{
+		"boot-2's kubelet (joined with a bootstrap token, CSR signed by the cluster CA)": pair("boot-2's kubelet", joined, joined),
+		"boot-1's kubelet (issued by Vault from the cluster CA)":                         fromKubeconfig("boot-1's kubelet", file("/var/lib/kubelet/kubeconfig")),
+		"the admin (system:masters)":                                                     fromKubeconfig("admin.conf", file("/etc/kubernetes/admin.conf")),
+	}
+	if err := firstCert(t, joined).CheckSignatureFrom(clusterCA); err != nil {
+		t.Errorf("boot-2's kubelet certificate is not from the cluster CA: %v", err)
+	}
+
+	roots := x509.NewCertPool()
+	roots.AddCert(etcdCA)
+	// get asks etcd at port for /version with a client certificate: nil
+	// when etcd let the request in, whatever it answered.
+	get := func(port string, cert tls.Certificate) error {
+		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}}}
+		defer tr.CloseIdleConnections()
+		c := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+		resp, err := c.Get("https://" + net.JoinHostPort(ctl, port) + "/version")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	}
+	for _, port := range []string{"2379", "2380"} {
+		for who, cert := range refused {
+			err := get(port, cert)
+			if err == nil {
+				t.Errorf("etcd at :%s let in %s", port, who)
+			} else if !strings.Contains(err.Error(), "remote error: tls:") {
+				t.Errorf("etcd at :%s and %s: %v, want etcd to refuse the certificate", port, who, err)
+			}
+		}
+	}
+	if err := get("2379", apiserver); err != nil {
+		t.Errorf("etcd refuses the API server's etcd-client certificate: %v", err)
+	}
+	if err := get("2380", peer); err != nil {
+		t.Errorf("etcd refuses its own peer certificate on the peer port: %v", err)
+	}
+}
+
 // servedCert is the leaf certificate a TLS server presents.
 func servedCert(t *testing.T, addr string) *x509.Certificate {
 	t.Helper()
@@ -229,6 +325,7 @@ func TestCertRenewalRenewsEveryServedCertificate(t *testing.T) {
 		before[ep] = servedCert(t, ep)
 	}
 	filesBefore := firstCert(t, readHostFileIn(t, l, "boot-1", "/etc/kubernetes/pki/etcd/peer.crt"))
+	etcdCABefore := readHostFileIn(t, l, "boot-1", "/etc/kubernetes/pki/etcd/ca.crt")
 
 	p, code, errOut := runWaitInv(t, "cert-renewal", bootstrapped.inventory, "--set", "threshold=87600h")
 	if code != 0 {
@@ -236,17 +333,31 @@ func TestCertRenewalRenewsEveryServedCertificate(t *testing.T) {
 	}
 	caPEM := readHostFileIn(t, l, "boot-1", "/etc/kubernetes/pki/ca.crt")
 	ca := firstCert(t, caPEM)
+	// etcd's certificates come from etcd's CA, the same one as before.
+	etcdCAPEM := readHostFileIn(t, l, "boot-1", "/etc/kubernetes/pki/etcd/ca.crt")
+	if !bytes.Equal(etcdCAPEM, etcdCABefore) {
+		t.Error("the renewal changed etcd's CA")
+	}
+	etcdCA := firstCert(t, etcdCAPEM)
 	for _, ep := range endpoints {
 		after := servedCert(t, ep)
 		if !after.NotAfter.After(before[ep].NotAfter) || after.SerialNumber.Cmp(before[ep].SerialNumber) == 0 {
 			t.Errorf("%s still serves serial %x ending %s", ep, after.SerialNumber, after.NotAfter)
 		}
-		if err := after.CheckSignatureFrom(ca); err != nil {
-			t.Errorf("%s serves a certificate not issued by the cluster CA: %v (issuer %s)", ep, err, after.Issuer)
+		want, name := ca, "the cluster CA"
+		if strings.HasSuffix(ep, ":2379") {
+			want, name = etcdCA, "etcd's CA"
+		}
+		if err := after.CheckSignatureFrom(want); err != nil {
+			t.Errorf("%s serves a certificate not issued by %s: %v (issuer %s)", ep, name, err, after.Issuer)
 		}
 	}
-	if peer := firstCert(t, readHostFileIn(t, l, "boot-1", "/etc/kubernetes/pki/etcd/peer.crt")); peer.SerialNumber.Cmp(filesBefore.SerialNumber) == 0 {
+	peer := firstCert(t, readHostFileIn(t, l, "boot-1", "/etc/kubernetes/pki/etcd/peer.crt"))
+	if peer.SerialNumber.Cmp(filesBefore.SerialNumber) == 0 {
 		t.Error("etcd's peer certificate on disk was not renewed")
+	}
+	if err := peer.CheckSignatureFrom(etcdCA); err != nil {
+		t.Errorf("etcd's renewed peer certificate is not from etcd's CA: %v", err)
 	}
 	nodes, err := bootstrapped.client.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
 	if err != nil {
