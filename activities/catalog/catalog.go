@@ -117,7 +117,7 @@ var actions = []Action{
 	describe(assets.BridgeCNIAction, "render a node's CNI network: a bridge with addresses from the node's share of the pod network", render.BridgeCNIInput{}, assets.FileResult{}, 30*time.Second, 0, nil),
 	describe(assets.StaticPodsAction, "render the control plane's static pod manifests (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)", render.ControlPlaneInput{}, assets.StaticPodsResult{}, 30*time.Second, 0, nil),
 	describe(vault.IssueCertAction, "issue a certificate and private key from the cluster's Vault PKI (the key stays sealed in Temporal)", vault.IssueCertInput{}, vault.IssueCertResult{}, time.Minute, 0, nil),
-	describe(vault.ClusterCAAction, "the cluster's signing CA from Vault, made on first use (an intermediate under the PKI root, key kept in KV)", vault.ClusterCAInput{}, vault.ClusterCAResult{}, time.Minute, 0, nil),
+	describe(vault.ClusterCAAction, "one of the cluster's CAs from Vault, made on first use (an intermediate under the PKI root; its key kept in KV, or never out of Vault with keyInVault: etcd's CA)", vault.ClusterCAInput{}, vault.ClusterCAResult{}, time.Minute, 0, nil),
 	describe(vault.KeyPairAction, "an ECDSA key pair kept in Vault KV, made on first use (e.g. the service-account signing key)", vault.KeyPairInput{}, vault.KeyPairResult{}, time.Minute, 0, nil),
 	describe(vault.ReadSecretAction, "read a KV v2 secret from the cluster's Vault", vault.ReadSecretInput{}, vault.ReadSecretResult{}, time.Minute, 0, nil),
 	describe(host.SystemdAction, "daemon-reload, enable/disable, start/stop/restart a systemd unit and wait until it settles", host.SystemdInput{}, host.SystemdResult{}, 10*time.Minute, 15*time.Second, nil),
