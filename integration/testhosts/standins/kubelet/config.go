@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"os"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 )
 
 // Defaults of the KubeletConfiguration fields the simulator uses, as the
@@ -31,15 +32,37 @@ func loadConfig(path string) (*kubeletv1beta1.KubeletConfiguration, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubelet config: %w", err)
 	}
-	// Like the real kubelet, unknown fields are not an error.
-	if err := yaml.Unmarshal(data, cfg); err != nil {
-		return nil, fmt.Errorf("kubelet config %s: %w", path, err)
-	}
-	if cfg.APIVersion != kubeletv1beta1.SchemeGroupVersion.String() || cfg.Kind != "KubeletConfiguration" {
-		return nil, fmt.Errorf("kubelet config %s: apiVersion %q kind %q, want %s KubeletConfiguration",
-			path, cfg.APIVersion, cfg.Kind, kubeletv1beta1.SchemeGroupVersion)
+	if err := decodeConfig(data, cfg); err != nil {
+		return nil, fmt.Errorf("failed to load kubelet config file, path: %s, error: %w", path, err)
 	}
 	return withConfigDefaults(cfg), nil
+}
+
+// configCodecs decode KubeletConfiguration files strictly: an unknown or
+// duplicate field is an error.
+var configCodecs = func() serializer.CodecFactory {
+	scheme := runtime.NewScheme()
+	if err := kubeletv1beta1.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	return serializer.NewCodecFactory(scheme, serializer.EnableStrict)
+}()
+
+// decodeConfig decodes a KubeletConfiguration file (YAML or JSON) into
+// cfg, strictly. The real kubelet v1.35 decodes strictly too, but for
+// v1beta1 it then falls back to a lenient decoding and only logs the
+// strict error ("Using lenient decoding as strict decoding failed"); the
+// simulator stops there, because a field the real kubelet ignores is a
+// setting that silently does not apply: a rendering mistake to catch.
+func decodeConfig(data []byte, cfg *kubeletv1beta1.KubeletConfiguration) error {
+	obj, gvk, err := configCodecs.UniversalDeserializer().Decode(data, nil, cfg)
+	if err != nil {
+		return fmt.Errorf("failed to decode: %w", err)
+	}
+	if _, ok := obj.(*kubeletv1beta1.KubeletConfiguration); !ok || gvk.Kind != "KubeletConfiguration" {
+		return fmt.Errorf("failed to decode: %v is not a KubeletConfiguration", gvk)
+	}
+	return nil
 }
 
 // withFlags applies the flags that override the config, as the real
@@ -50,6 +73,9 @@ func withFlags(cfg *kubeletv1beta1.KubeletConfiguration, o options) *kubeletv1be
 	}
 	if o.healthzPort >= 0 {
 		cfg.HealthzPort = ptr.To(int32(o.healthzPort))
+	}
+	if o.taintsGiven {
+		cfg.RegisterWithTaints = o.taints
 	}
 	return cfg
 }

@@ -88,6 +88,113 @@ func TestWithAControlPlane(t *testing.T) {
 	t.Cleanup(func() { _ = cp.Stop() })
 	t.Run("TLSBootstrapRegistrationAndServing", func(t *testing.T) { testTLSBootstrapRegistrationAndServing(t, cp) })
 	t.Run("LabKubeconfig", func(t *testing.T) { testLabKubeconfig(t, cp) })
+	t.Run("NotReadyUntilCNI", func(t *testing.T) { testNotReadyUntilCNI(t, cp) })
+}
+
+// testNotReadyUntilCNI: a node registers with the config's taints and
+// every --node-labels, stays NotReady as the real kubelet says it while
+// the CNI directory holds no valid network (its pods Pending, host-network
+// ones aside), and becomes Ready soon after one appears.
+func testNotReadyUntilCNI(t *testing.T, cp *controlplane.ControlPlane) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	kubeconfig, err := cp.EmbeddedKubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "kubelet.conf"), string(kubeconfig), 0o600)
+	config := filepath.Join(dir, "kubelet.yaml")
+	writeFile(t, config, `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+healthzPort: 0
+registerWithTaints:
+- key: node-role.kubernetes.io/controller
+  effect: NoSchedule
+`, 0o644)
+	cniDir := filepath.Join(dir, "empty-net.d")
+	writeFile(t, filepath.Join(cniDir, "README"), "no network yet\n", 0o644)
+	s := newSim(t, dir, []string{"KEDGE_LAB_CNI_CONF_DIR=" + cniDir, "KEDGE_LAB_HEARTBEAT=500ms"},
+		"--config="+config, "--kubeconfig="+filepath.Join(dir, "kubelet.conf"), "--hostname-override=cni-node-1",
+		"--root-dir="+filepath.Join(dir, "kubelet"),
+		"--node-labels=node.kubernetes.io/controller=true", "--node-labels=team=ml")
+	s.start()
+	node := func() (*corev1.Node, corev1.NodeCondition, error) {
+		n, err := cp.Client.CoreV1().Nodes().Get(ctx, "cni-node-1", metav1.GetOptions{})
+		if err != nil {
+			return nil, corev1.NodeCondition{}, err
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return n, c, nil
+			}
+		}
+		return n, corev1.NodeCondition{}, errors.New("no Ready condition yet")
+	}
+	eventually(t, 20*time.Second, "node cni-node-1 registers NotReady", func() error {
+		_, c, err := node()
+		if err != nil {
+			return err
+		}
+		if c.Status != corev1.ConditionFalse || c.Reason != "KubeletNotReady" || !strings.Contains(c.Message, "cni plugin not initialized") {
+			return fmt.Errorf("Ready condition %+v", c)
+		}
+		return nil
+	})
+	n, _, _ := node()
+	if n.Labels["node.kubernetes.io/controller"] != "true" || n.Labels["team"] != "ml" {
+		t.Errorf("labels %v", n.Labels)
+	}
+	if !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
+		return t.Key == "node-role.kubernetes.io/controller" && t.Effect == corev1.TaintEffectNoSchedule
+	}) {
+		t.Errorf("taints %v: not the config's registerWithTaints", n.Spec.Taints)
+	}
+	for _, p := range []*corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Name: "on-pod-network", Namespace: "default"},
+			Spec: corev1.PodSpec{NodeName: "cni-node-1", Containers: []corev1.Container{{Name: "c", Image: "registry.example/app:1"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "on-host-network", Namespace: "default"},
+			Spec: corev1.PodSpec{NodeName: "cni-node-1", HostNetwork: true, Containers: []corev1.Container{{Name: "c", Image: "registry.example/app:1"}}}},
+	} {
+		if _, err := cp.Client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cp.Client.CoreV1().Pods("default").Delete(context.Background(), p.Name, metav1.DeleteOptions{})
+		})
+	}
+	phase := func(name string) corev1.PodPhase {
+		p, err := cp.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return ""
+		}
+		return p.Status.Phase
+	}
+	eventually(t, 10*time.Second, "the host-network pod runs", func() error {
+		if ph := phase("on-host-network"); ph != corev1.PodRunning {
+			return fmt.Errorf("phase %q", ph)
+		}
+		return nil
+	})
+	// A config that does not parse is no network either.
+	writeFile(t, filepath.Join(cniDir, "05-broken.conflist"), `{"name": "x", "plugins": [`, 0o644)
+	time.Sleep(1500 * time.Millisecond)
+	if _, c, _ := node(); c.Status != corev1.ConditionFalse || phase("on-pod-network") == corev1.PodRunning {
+		t.Fatalf("Ready %s, pod %s without a valid network", c.Status, phase("on-pod-network"))
+	}
+	writeFile(t, filepath.Join(cniDir, "10-kedge-bridge.conflist"), testConflist, 0o644)
+	eventually(t, 10*time.Second, "node cni-node-1 becomes Ready", func() error {
+		_, c, err := node()
+		if err != nil {
+			return err
+		}
+		if c.Status != corev1.ConditionTrue {
+			return fmt.Errorf("Ready condition %+v", c)
+		}
+		if ph := phase("on-pod-network"); ph != corev1.PodRunning {
+			return fmt.Errorf("pod phase %q", ph)
+		}
+		return nil
+	})
 }
 
 // testLabKubeconfig runs the simulator as integration/lab does: a given
@@ -192,7 +299,7 @@ spec:
 
 	kubeletDir := filepath.Join(dir, "var/lib/kubelet")
 	kubeconfig := filepath.Join(kubeletDir, "kubeconfig")
-	s := newSim(t, dir, []string{"KEDGE_LAB_IMAGE=quay.io/poseidon/kubelet:v1.35.3"},
+	s := newSim(t, dir, []string{"KEDGE_LAB_IMAGE=quay.io/poseidon/kubelet:v1.35.3", "KEDGE_LAB_IMAGES=" + images},
 		"--config="+config,
 		"--kubeconfig="+kubeconfig,
 		"--bootstrap-kubeconfig="+filepath.Join(dir, "etc/kubernetes/bootstrap-kubeconfig"),
@@ -201,7 +308,6 @@ spec:
 		"--node-labels=role=special,node.kubernetes.io/pool=gpu",
 		"--register-with-taints=role=special:NoSchedule,dedicated:NoExecute",
 		"--root-dir="+kubeletDir,
-		"--lab-images="+images,
 		"--container-runtime-endpoint", "unix:///run/containerd/containerd.sock", "--v=2",
 	)
 	s.start()

@@ -1,27 +1,50 @@
 // Command kubelet is the test world's kubelet simulator, the one simulated
 // part of Kedge's test world (a real kubelet cannot run on the test
 // machine). A test host's kubelet unit starts it through the container
-// stand-in (`docker run IMAGE kubelet FLAGS...`), and it behaves, as far as
-// a runbook can see, like the real kubelet started with the same flags:
+// stand-in (`docker run IMAGE FLAGS...`: the image's entrypoint is the
+// kubelet), and it behaves, as far as a runbook can see, like the real
+// kubelet v1.35 started with the same flags:
+//
+//   - Its command line is parsed as the real one's (pflag): only the real
+//     kubelet's flags (flags.go), no positional argument ("unknown command
+//     kubelet"), "failed to parse kubelet flag: unknown flag: --foo".
+//     --node-labels is repeatable and takes bare keys; labels a kubelet may
+//     not set (kubernetes.io namespaces) are refused.
+//
+//   - The --config file is decoded strictly into the KubeletConfiguration
+//     type: an unknown or duplicate field is an error. (The real kubelet
+//     falls back to a lenient decoding for v1beta1 and only logs; a field
+//     it would ignore is a rendering mistake, so the simulator refuses it.)
+//
+//   - The node is NotReady (KubeletNotReady, "container runtime network
+//     not ready: ... cni plugin not initialized") until a valid CNI config
+//     (*.conf, *.conflist, *.json) is in /etc/cni/net.d, and only
+//     host-network pods run meanwhile; it is Ready at the next heartbeat
+//     after one appears.
 //
 //   - --config reads a KubeletConfiguration (kubelet.config.k8s.io/v1beta1):
 //     staticPodPath, podLogsDir, authentication (x509 clientCAFile,
-//     anonymous), tlsCertFile/tlsPrivateKeyFile, port, healthzBindAddress
-//     and healthzPort.
+//     anonymous), tlsCertFile/tlsPrivateKeyFile, port, healthzBindAddress,
+//     healthzPort and registerWithTaints.
+//
 //   - --kubeconfig with --bootstrap-kubeconfig does TLS bootstrap: a CSR
 //     for system:node:NAME signed by kubernetes.io/kube-apiserver-client-kubelet,
 //     the pair kept in CERT-DIR/kubelet-client-current.pem and a kubeconfig
 //     written at --kubeconfig that points at it.
+//
 //   - It registers its Node (--hostname-override, --node-ip, --node-labels,
-//     --register-with-taints), keeps it Ready with heartbeats and a Lease,
+//     registerWithTaints or --register-with-taints, which replaces it),
+//     posts its status with heartbeats and a Lease,
 //     reports the version of the image it was started with (so an image
 //     swap shows), marks the pods scheduled to it Running and Ready, and
 //     completes the deletion of pods evicted from it.
+//
 //   - It runs static pods for real: each container of each manifest in
 //     staticPodPath is a detached process of the program its image maps to
 //     in /etc/kedge-lab/images (the container stand-in's map), which
 //     survives a kubelet restart and is adopted by the next kubelet; it
 //     publishes a mirror pod for each.
+//
 //   - It serves HTTPS on NODE-IP:10250 (/healthz, /containerLogs) and
 //     /healthz over http on healthzBindAddress:healthzPort (on NODE-IP
 //     instead of loopback: the simulated kubelets of a machine share its
@@ -30,8 +53,10 @@
 //     with neither, there is no HTTPS port.
 //
 // Flags of the real kubelet it does not simulate are accepted and ignored.
-// Its own flags, for tests: --lab-images (the image map), --lab-node-ip-file
-// and --heartbeat (how often the Node status is posted, 2s).
+// Its own settings, for tests, are environment variables, not flags:
+// KEDGE_LAB_IMAGES (the image map), KEDGE_LAB_NODE_IP_FILE,
+// KEDGE_LAB_HEARTBEAT (how often the Node status is posted, 2s) and
+// KEDGE_LAB_CNI_CONF_DIR (/etc/cni/net.d).
 // Where it is, the files it keeps:
 //
 //	ROOT-DIR/static-pods/NS_NAME.json   pid, start time, manifest hash of each static pod's containers

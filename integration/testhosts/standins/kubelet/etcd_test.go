@@ -97,8 +97,8 @@ current-context: c
 	// No --node-ip: the simulator finds its IP as on a test host.
 	nodeIPFile := filepath.Join(dir, "etc/kedge-lab/node-ip")
 	writeFile(t, nodeIPFile, etcdNodeIP+"\n", 0o644)
-	s := newSim(t, dir, nil, "--config="+config, "--kubeconfig="+kubeconfig, "--hostname-override=sim-controller",
-		"--lab-node-ip-file="+nodeIPFile, "--root-dir="+kubeletDir, "--lab-images="+images)
+	s := newSim(t, dir, []string{"KEDGE_LAB_NODE_IP_FILE=" + nodeIPFile, "KEDGE_LAB_IMAGES=" + images},
+		"--config="+config, "--kubeconfig="+kubeconfig, "--hostname-override=sim-controller", "--root-dir="+kubeletDir)
 	s.start()
 
 	eventually(t, 20*time.Second, "etcd is ready", etcdReady)

@@ -24,6 +24,10 @@ type node struct {
 	ips     []string  // --node-ip
 	port    int32     // the kubelet's HTTPS port
 	version string
+	cniDir  string // where the runtime's network config is looked for
+	network string // the network config last found, "" for none
+
+	networkChecked bool
 }
 
 // hostIP is the address pods on the node report as their host's.
@@ -91,7 +95,7 @@ func postStatus(ctx context.Context, cs kubernetes.Interface, n *node) error {
 			return err
 		}
 		n.uid = cur.UID
-		cur.Status.Conditions = conditions(cur.Status.Conditions, now)
+		cur.Status.Conditions = conditions(cur.Status.Conditions, now, n.network != "")
 		cur.Status.NodeInfo.KubeletVersion = n.version
 		cur.Status.NodeInfo.OperatingSystem = runtime.GOOS
 		cur.Status.NodeInfo.Architecture = runtime.GOARCH
@@ -131,12 +135,17 @@ func postStatus(ctx context.Context, cs kubernetes.Interface, n *node) error {
 	return err
 }
 
-// conditions are the node's conditions as of now: Ready, and no pressure.
-// A condition keeps its transition time while its status stays; others
-// (set by someone else) are kept as they are.
-func conditions(old []corev1.NodeCondition, now metav1.Time) []corev1.NodeCondition {
+// conditions are the node's conditions as of now: Ready when the runtime
+// has a network, NotReady as the real kubelet says it otherwise; no
+// pressure. A condition keeps its transition time while its status stays;
+// others (set by someone else) are kept as they are.
+func conditions(old []corev1.NodeCondition, now metav1.Time, networkReady bool) []corev1.NodeCondition {
+	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet simulator is posting ready status"}
+	if !networkReady {
+		ready.Status, ready.Reason, ready.Message = corev1.ConditionFalse, notReadyReason, notReadyMessage
+	}
 	mine := []corev1.NodeCondition{
-		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet simulator is posting ready status"},
+		ready,
 		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"},
 		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "kubelet has no disk pressure"},
 		{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "kubelet has sufficient PID available"},

@@ -13,17 +13,18 @@ import (
 
 func TestParseOptionsTakesTheRenderedUnitsFlagsAndIgnoresTheRest(t *testing.T) {
 	// The kubelet's command line of kubelet-worker-docker.service.golden,
-	// with flags of the real kubelet the simulator does not know, in every
+	// with flags of the real kubelet the simulator does not use, in every
 	// form pflag accepts.
-	args := []string{"kubelet",
+	args := []string{
 		"--config=/etc/kubernetes/kubelet.yaml",
 		"--kubeconfig=/var/lib/kubelet/kubeconfig",
 		"--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubeconfig",
 		"--hostname-override=worker-1.mercury.example",
+		"--node-labels=node.kubernetes.io/node",
 		"--node-labels=role=special,node.kubernetes.io/pool=gpu",
 		"--register-with-taints=role=special:NoSchedule,dedicated:NoExecute",
 		"--container-runtime-endpoint", "unix:///run/containerd/containerd.sock",
-		"--v=2", "--fail-swap-on", "-v", "4",
+		"--v=2", "--fail-swap-on", "-v", "4", "--containerd=/run/containerd/containerd.sock",
 		"--node-ip", "10.0.0.21",
 	}
 	o, err := parseOptions(args, func(k string) string {
@@ -42,11 +43,11 @@ func TestParseOptionsTakesTheRenderedUnitsFlagsAndIgnoresTheRest(t *testing.T) {
 	if o.rootDir != "/var/lib/kubelet" || o.certDir != "/var/lib/kubelet/pki" || o.imagesFile != "/etc/kedge-lab/images" {
 		t.Errorf("defaults: root %s cert %s images %s", o.rootDir, o.certDir, o.imagesFile)
 	}
-	if want := map[string]string{"role": "special", "node.kubernetes.io/pool": "gpu"}; !reflect.DeepEqual(o.nodeLabels, want) {
+	if want := map[string]string{"node.kubernetes.io/node": "", "role": "special", "node.kubernetes.io/pool": "gpu"}; !reflect.DeepEqual(o.nodeLabels, want) {
 		t.Errorf("labels %v, want %v", o.nodeLabels, want)
 	}
 	wantTaints := []corev1.Taint{{Key: "role", Value: "special", Effect: corev1.TaintEffectNoSchedule}, {Key: "dedicated", Effect: corev1.TaintEffectNoExecute}}
-	if !reflect.DeepEqual(o.taints, wantTaints) {
+	if !reflect.DeepEqual(o.taints, wantTaints) || !o.taintsGiven {
 		t.Errorf("taints %v, want %v", o.taints, wantTaints)
 	}
 	if len(o.nodeIPs) != 1 || o.nodeIPs[0].String() != "10.0.0.21" {
@@ -55,19 +56,20 @@ func TestParseOptionsTakesTheRenderedUnitsFlagsAndIgnoresTheRest(t *testing.T) {
 	if o.version != "v1.35.4" {
 		t.Errorf("version %q", o.version)
 	}
-	if got := strings.Join(flagNames(o.ignored), " "); got != "--container-runtime-endpoint --v --fail-swap-on -v" {
+	if got := strings.Join(flagNames(o.ignored), " "); got != "--container-runtime-endpoint --containerd --fail-swap-on --v" {
 		t.Errorf("ignored %q", got)
 	}
 }
 
 func TestParseOptionsLabMode(t *testing.T) {
 	// How integration/lab starts the simulator.
-	o, err := parseOptions([]string{"kubelet", "--kubeconfig=/etc/kubernetes/kubelet.conf", "--hostname-override=node-1"}, func(string) string { return "" })
+	o, err := parseOptions([]string{"--kubeconfig=/etc/kubernetes/kubelet.conf", "--hostname-override=node-1"}, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.kubeconfig != "/etc/kubernetes/kubelet.conf" || o.nodeName != "node-1" || o.bootstrapKubeconfig != "" ||
-		o.configFile != "" || len(o.nodeIPs) != 0 || o.version != "v0.0.0" || o.heartbeat != defaultHeartbeat {
+		o.configFile != "" || len(o.nodeIPs) != 0 || o.version != "v0.0.0" || o.heartbeat != defaultHeartbeat ||
+		o.cniConfDir != "/etc/cni/net.d" || o.taintsGiven {
 		t.Errorf("%+v", o)
 	}
 }
@@ -75,7 +77,8 @@ func TestParseOptionsLabMode(t *testing.T) {
 func TestParseOptionsRejectsBadValues(t *testing.T) {
 	for _, args := range [][]string{
 		{"--node-ip=10.0.0.300"},
-		{"--node-labels=role"},
+		{"--node-labels=node-role.kubernetes.io/worker="},
+		{"--node-labels=role=a b"},
 		{"--register-with-taints=role=special"},
 		{"--kubeconfig"},
 	} {

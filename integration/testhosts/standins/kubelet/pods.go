@@ -28,7 +28,8 @@ func nodePods(ctx context.Context, cs kubernetes.Interface, n *node) ([]corev1.P
 }
 
 // runScheduled "runs" the pods scheduled to the node: each is marked
-// Running with every container Ready (nothing is started). It completes the
+// Running with every container Ready (nothing is started); without a CNI
+// network, only host-network pods. It completes the
 // deletion of pods being deleted (evicted, drained), mirror pods included.
 // Mirror pods are otherwise left to syncMirrors.
 func runScheduled(ctx context.Context, cs kubernetes.Interface, n *node, pods []corev1.Pod, logger *log.Logger) {
@@ -41,6 +42,10 @@ func runScheduled(ctx context.Context, cs kubernetes.Interface, n *node, pods []
 			continue
 		}
 		if _, mirror := p.Annotations[mirrorAnnotation]; mirror || p.Status.Phase == corev1.PodRunning {
+			continue
+		}
+		// Without a network only pods of the host's network start.
+		if n.network == "" && !p.Spec.HostNetwork {
 			continue
 		}
 		now := metav1.Now()

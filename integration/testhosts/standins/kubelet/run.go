@@ -22,6 +22,7 @@ func run(ctx context.Context, o options, logger *log.Logger) error {
 		return err
 	}
 	cfg = withFlags(cfg, o)
+	o.taints = cfg.RegisterWithTaints
 	if o.nodeName == "" {
 		h, _ := os.Hostname()
 		o.nodeName = strings.ToLower(h)
@@ -38,7 +39,8 @@ func run(ctx context.Context, o options, logger *log.Logger) error {
 			logger.Printf("node IP %s (from %s; no --node-ip)", o.nodeIPs[0], o.nodeIPFile)
 		}
 	}
-	n := &node{name: o.nodeName, port: cfg.Port, version: o.version}
+	n := &node{name: o.nodeName, port: cfg.Port, version: o.version, cniDir: o.cniConfDir}
+	n.checkNetwork(logger)
 	for _, ip := range o.nodeIPs {
 		n.ips = append(n.ips, ip.String())
 	}
@@ -61,6 +63,7 @@ func run(ctx context.Context, o options, logger *log.Logger) error {
 	t := time.NewTicker(o.heartbeat)
 	defer t.Stop()
 	for {
+		n.checkNetwork(logger)
 		if err := postStatus(ctx, cs, n); err != nil && ctx.Err() == nil {
 			logger.Printf("node status: %v", err)
 		}
@@ -90,4 +93,17 @@ func flagNames(args []string) []string {
 		}
 	}
 	return names
+}
+
+// checkNetwork looks for the runtime's network config, logging when it
+// appears or goes as the real kubelet logs a runtime network change.
+func (n *node) checkNetwork(logger *log.Logger) {
+	file, why := networkConfig(n.cniDir)
+	switch {
+	case file != "" && file != n.network:
+		logger.Printf("container runtime network ready: network config %s", file)
+	case file == "" && (n.network != "" || !n.networkChecked):
+		logger.Printf("%s (%s)", notReadyMessage, why)
+	}
+	n.network, n.networkChecked = file, true
 }

@@ -69,8 +69,14 @@ type sim struct {
 	done chan struct{}
 }
 
+// newSim makes a simulator started with args (the kubelet's flags) and
+// env. Its CNI config directory is dir/net.d, holding a network unless env
+// names another directory (KEDGE_LAB_CNI_CONF_DIR).
 func newSim(t *testing.T, dir string, env []string, args ...string) *sim {
-	s := &sim{t: t, bin: simBinary(t), args: append([]string{"kubelet"}, args...), env: env, out: filepath.Join(dir, "kubelet-sim.log")}
+	cniDir := filepath.Join(dir, "net.d")
+	writeFile(t, filepath.Join(cniDir, "10-bridge.conflist"), testConflist, 0o644)
+	env = append([]string{"KEDGE_LAB_CNI_CONF_DIR=" + cniDir}, env...)
+	s := &sim{t: t, bin: simBinary(t), args: args, env: env, out: filepath.Join(dir, "kubelet-sim.log")}
 	t.Cleanup(func() {
 		s.stop()
 		if t.Failed() || testing.Verbose() {
