@@ -111,14 +111,14 @@ steps:
     needs: [write]
     action: host.run
     on: root-host
-    with: {command: 'echo "$(id -un) ${SUDO_USER:-direct}" > /var/lib/kedge-whoami'}
+    with: {command: 'echo "$(id -un)/$SUDO_USER" > /var/lib/kedge-whoami'}
 `)
 	t.Run("root", func(t *testing.T) {
 		inv := writeInventory(t, strings.Replace(base, "  user: core\n  become: sudo\n", "  user: root\n", 1))
 		if _, code, errOut := runWaitInv(t, rb, inv); code != 0 {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
-		if got, err := l.Hosts[0].ReadFile("/var/lib/kedge-whoami"); err != nil || string(got) != "root direct\n" {
+		if got, err := l.Hosts[0].ReadFile("/var/lib/kedge-whoami"); err != nil || string(got) != "root/\n" {
 			t.Errorf("whoami = %q (%v)", got, err)
 		}
 	})
@@ -126,7 +126,7 @@ steps:
 		if _, code, errOut := runWaitInv(t, rb, writeInventory(t, base)); code != 0 {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
-		if got, err := l.Hosts[0].ReadFile("/var/lib/kedge-whoami"); err != nil || string(got) != "root core\n" {
+		if got, err := l.Hosts[0].ReadFile("/var/lib/kedge-whoami"); err != nil || string(got) != "root/core\n" {
 			t.Errorf("whoami = %q (%v)", got, err)
 		}
 		out, err := l.Hosts[0].Exec(t.Context(), "stat", "-c", "%a %U %s", "/etc/kedge-root/probe")

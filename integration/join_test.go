@@ -197,7 +197,7 @@ func TestNodeJoinRejectsLabelsOnAController(t *testing.T) {
 	l := joinLab(t)
 	inv := joinInventory(t, cp, l, "    labels: [team=ml]\n")
 	_, errOut, code := kedge(t, "run", "node-join", "--inventory", inv, "--set", "node=join-c")
-	if code == 0 || !strings.Contains(errOut, inv+":16:") || !strings.Contains(errOut, "labels are only allowed on workers") {
+	if code == 0 || !strings.Contains(errOut, inv+":17:") || !strings.Contains(errOut, "labels are only allowed on workers") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }
