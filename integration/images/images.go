@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 )
 
@@ -238,8 +239,15 @@ func dedupe(files []File) []File {
 // namespace the CRI plugin (and so the kubelet) uses, unpacked for its
 // default snapshotter.
 func Import(ctx context.Context, sock string, archives ...string) error {
+	return ImportVia(ctx, nil, sock, archives...)
+}
+
+// ImportVia is Import with ctr run under a command prefix, e.g. nsenter
+// into the mount namespace where sock is.
+func ImportVia(ctx context.Context, prefix []string, sock string, archives ...string) error {
 	for _, a := range archives {
-		cmd := exec.CommandContext(ctx, "ctr", "-a", sock, "-n", "k8s.io", "images", "import", a)
+		args := append(append(slices.Clone(prefix), "ctr", "-a", sock, "-n", "k8s.io", "images", "import"), a)
+		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("import %s into %s: %w: %s", filepath.Base(a), sock, err, b)
 		}
