@@ -254,9 +254,12 @@ func TestBootstrapEtcdTrustsOnlyItsOwnCA(t *testing.T) {
 	roots := x509.NewCertPool()
 	roots.AddCert(etcdCA)
 	// get asks etcd at port for /version with a client certificate: nil
-	// when etcd let the request in, whatever it answered.
+	// when etcd let the request in, whatever it answered. It comes from the
+	// controller's address, as a peer would: etcd also checks a peer
+	// certificate names the address it connects from.
+	from := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ctl)}, Timeout: 5 * time.Second}
 	get := func(port string, cert tls.Certificate) error {
-		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}}}
+		tr := &http.Transport{DialContext: from.DialContext, TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}}}
 		defer tr.CloseIdleConnections()
 		c := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 		resp, err := c.Get("https://" + net.JoinHostPort(ctl, port) + "/version")
