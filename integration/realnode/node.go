@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"kedge.dev/kedge/activities/render"
 )
 
 // Options configure a node.
@@ -143,7 +145,9 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{Name: o.Name, Dir: dir, holderDone: make(chan struct{})}
-	for _, d := range append([]string{"logs", "overlay"}, privateDirs...) {
+	// The kubelet watches its manifest directory only if it exists when
+	// it starts (else it looks every 20s); the unit makes it beforehand.
+	for _, d := range append([]string{"logs", "overlay", render.ManifestsDir}, privateDirs...) {
 		p := filepath.Join(dir, d)
 		if strings.HasPrefix(d, "/") {
 			p = n.Path(d)

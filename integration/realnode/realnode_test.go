@@ -197,6 +197,41 @@ func TestNodeHasItsOwnNamespacesAndLeavesNothing(t *testing.T) {
 	checkRestored(t, before, n)
 }
 
+func TestCleanupPutsBackANodeTheTestLeftRunning(t *testing.T) {
+	requireRoot(t)
+	before := readMachine(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var n *Node
+	t.Run("leaves a node running", func(t *testing.T) {
+		n = New(t, Options{Name: "left", Dir: t.TempDir()})
+		if _, err := n.StartContainerd(ctx); err != nil {
+			t.Fatal(err)
+		}
+		pause, err := images.Pause(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		archives, err := images.Build(pause)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Import(ctx, archives...); err != nil {
+			t.Fatal(err)
+		}
+		run := n.Command(ctx, "ctr", "-a", ContainerdSocket, "-n", "k8s.io", "run", "-d",
+			"--cgroup", n.CgroupRoot+"/left", images.PauseRef(), "left")
+		if out, err := run.CombinedOutput(); err != nil {
+			t.Fatalf("ctr run: %s %v", out, err)
+		}
+		// No Close: the subtest's cleanup does it.
+	})
+	if n == nil || n.holder == nil {
+		t.Fatal("no node was made")
+	}
+	checkRestored(t, before, n)
+}
+
 func TestKubeletUnitArgsExpandsLikeSystemd(t *testing.T) {
 	unitFile := []byte(`[Service]
 Environment=KUBELET_IMAGE=images.example/kubelet:v1 "OTHER=a b"
@@ -398,6 +433,55 @@ spec:
 		}
 	})
 
+	t.Run("runs the kubelet image's second version, seen in the node", func(t *testing.T) {
+		// Both kubelet images and the control-plane images import into
+		// the node's containerd under the names Kedge's runbooks use.
+		start := time.Now()
+		var imgs []images.Image
+		for _, v := range []string{images.KubeVersion, images.SwapVersion} {
+			img, err := images.Kubelet(ctx, tools, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			imgs = append(imgs, img)
+		}
+		cpImages, err := images.ControlPlane(tools)
+		if err != nil {
+			t.Fatal(err)
+		}
+		built, err := images.Build(append(imgs, cpImages...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := node1.Import(ctx, built...); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d images built (or found cached) and imported in %s", len(built), time.Since(start).Round(time.Millisecond))
+		out, err := node1.Command(ctx, "ctr", "-a", ContainerdSocket, "-n", "k8s.io", "images", "ls", "-q").CombinedOutput()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, img := range append(imgs, cpImages...) {
+			if !strings.Contains(string(out), img.Ref+"\n") {
+				t.Errorf("%s not in the node's images:\n%s", img.Ref, out)
+			}
+		}
+		// The second version's kubelet reports its own version: a swap
+		// is seen in the Node.
+		swap, err := images.KubeletBinary(ctx, tools, images.SwapVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lastKubelet(node1).Stop()
+		p, err := node1.StartKubelet(swap, nil, node1.DefaultArgs())
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitNode(ctx, t, cp.Client, node1.Name, p, func(n *corev1.Node) bool {
+			return ready(n) && n.Status.NodeInfo.KubeletVersion == images.SwapVersion
+		})
+	})
+
 	node2 := New(t, Options{Name: "real-2", Dir: t.TempDir()})
 	var unitArgs []string
 	var config []byte
@@ -449,8 +533,8 @@ spec:
 		}
 		args := append([]string{"kubelet"}, unitArgs...)
 		err := checkKubeletAccepts(t, node2, bin, config, args)
-		if err == nil || !strings.Contains(err.Error(), `unknown command "kubelet"`) {
-			t.Errorf("a positional kubelet: %v, want unknown command \"kubelet\"", err)
+		if err == nil || !strings.Contains(err.Error(), "unknown command kubelet") {
+			t.Errorf("a positional kubelet: %v, want \"unknown command kubelet\"", err)
 		}
 	})
 

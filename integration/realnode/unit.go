@@ -22,7 +22,7 @@ func KubeletUnitArgs(files ...[]byte) (image string, args []string, err error) {
 	env := map[string]string{}
 	var execStart string
 	for _, f := range files {
-		opts, err := unit.Deserialize(bytes.NewReader(f))
+		opts, err := unit.DeserializeOptions(bytes.NewReader(f))
 		if err != nil {
 			return "", nil, fmt.Errorf("kubelet unit: %w", err)
 		}
@@ -34,7 +34,7 @@ func KubeletUnitArgs(files ...[]byte) (image string, args []string, err error) {
 			case "Environment":
 				words, err := splitWords(o.Value)
 				if err != nil {
-					return "", nil, fmt.Errorf("Environment=%s: %w", o.Value, err)
+					return "", nil, fmt.Errorf("kubelet unit: environment %q: %w", o.Value, err)
 				}
 				for _, w := range words {
 					if k, v, ok := strings.Cut(w, "="); ok {
