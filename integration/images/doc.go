@@ -16,6 +16,8 @@
 // kedge/images under the user's cache directory), keyed by a hash of what
 // they are made of, and built under a file lock into a temporary name that
 // is renamed when whole, so concurrent test processes share them safely.
+// Archives of older binaries are not removed (about 0.8 GB for one set);
+// the directory can be deleted whenever no test is running.
 //
 // It is test infrastructure: the images hold only what the test world
 // runs, and must never be pushed anywhere or used for a real cluster.
