@@ -45,11 +45,7 @@ func writeInventory(t *testing.T, text string) string {
 func TestSwapStopsBeforeCordonWhenSudoWantsAPassword(t *testing.T) {
 	cp, _ := kubeLab(t)
 	l := startLabOf(t, "127.0.27.", testhosts.Options{Names: []string{"controller-1", "pw-worker"}, SudoPassword: []string{"pw-worker"}})
-	kc, err := cp.EmbeddedKubeconfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	installKubelet(t, l.Hosts[1], kc, "pw-worker", "quay.io/poseidon/kubelet:v1.35.3")
+	installKubelet(t, cp, l.Hosts[1], "pw-worker", "quay.io/poseidon/kubelet:v1.35.3")
 	eventually(t, 60*time.Second, "pw-worker Ready", func() bool {
 		n, err := cp.Client.CoreV1().Nodes().Get(t.Context(), "pw-worker", metav1.GetOptions{})
 		return err == nil && nodeIsReady(n)

@@ -148,11 +148,7 @@ steps:
 // it; the container stand-in runs the kubelet simulator for that image.
 func startKubelet(t *testing.T, cp *controlplane.ControlPlane, name, image string) {
 	t.Helper()
-	kc, err := cp.EmbeddedKubeconfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	installKubelet(t, host(t, name), kc, name, image)
+	installKubelet(t, cp, host(t, name), name, image)
 	eventually(t, 30*time.Second, name+" to register Ready", func() bool {
 		n, err := cp.Client.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
 		return err == nil && n.Status.NodeInfo.KubeletVersion != "" && nodeIsReady(n)
@@ -373,14 +369,9 @@ func fiveWorkers(t *testing.T) (*controlplane.ControlPlane, *testhosts.Lab, stri
 		if five.err = os.WriteFile(five.inventory, []byte(text), 0o644); five.err != nil {
 			return
 		}
-		kc, err := cp.EmbeddedKubeconfig()
-		if err != nil {
-			five.err = err
-			return
-		}
 		for _, h := range l.Hosts[1:] {
 			five.workers = append(five.workers, "five-"+h.Name)
-			installKubelet(t, h, kc, "five-"+h.Name, "quay.io/poseidon/kubelet:v1.35.3")
+			installKubelet(t, cp, h, "five-"+h.Name, "quay.io/poseidon/kubelet:v1.35.3")
 		}
 	})
 	if five.err != nil {
@@ -436,10 +427,15 @@ func TestRollingKubeletImageSwapOverFiveWorkers(t *testing.T) {
 	}
 }
 
-// installKubelet joins a lab host to the test control plane.
-func installKubelet(t testing.TB, h *testhosts.Host, kubeconfig []byte, node, image string) {
+// installKubelet joins a lab host to the test control plane; the kubelet
+// authenticates as system:node:NODE.
+func installKubelet(t testing.TB, cp *controlplane.ControlPlane, h *testhosts.Host, node, image string) {
 	t.Helper()
-	if err := lab.InstallKubelet(t.Context(), h, kubeconfig, node, image); err != nil {
+	kc, err := cp.NodeKubeconfig(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.InstallKubelet(t.Context(), h, kc, node, image); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -102,14 +102,9 @@ func fiftyNodes(b *testing.B) (string, []string) {
 		if swapLab.err = os.WriteFile(swapLab.inventory, []byte(text), 0o644); swapLab.err != nil {
 			return
 		}
-		kc, err := cp.EmbeddedKubeconfig()
-		if err != nil {
-			swapLab.err = err
-			return
-		}
 		for _, h := range l.Hosts[1:] {
 			swapLab.workers = append(swapLab.workers, "fifty-"+h.Name)
-			installKubelet(b, h, kc, "fifty-"+h.Name, "quay.io/poseidon/kubelet:v1.35.3")
+			installKubelet(b, cp, h, "fifty-"+h.Name, "quay.io/poseidon/kubelet:v1.35.3")
 		}
 	})
 	if swapLab.err != nil {

@@ -17,7 +17,8 @@ const KubeletImage = "quay.io/poseidon/kubelet:v1.35.3"
 // only), the kubeconfig in /etc/kubernetes, the bridge CNI config
 // node-join writes, and an image map that sends quay.io/poseidon/kubelet
 // to the kubelet simulator. Then it starts the kubelet, which registers
-// Node `node`.
+// Node `node`. kubeconfig should be the node's own credentials (e.g.
+// controlplane's NodeKubeconfig), never cluster-admin's.
 func InstallKubelet(ctx context.Context, h *testhosts.Host, kubeconfig []byte, node, image string) error {
 	files := []struct{ path, content string }{
 		{"/etc/kubernetes/kubelet.conf", string(kubeconfig)},

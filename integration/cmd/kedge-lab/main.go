@@ -56,12 +56,12 @@ func joinControlPlane(ctx context.Context, dir string, hosts *testhosts.Lab) (*c
 	if err != nil {
 		return nil, fmt.Errorf("control plane: %w (build the binaries once with `make kube-tools`, or run with --kube=false)", err)
 	}
-	kc, err := cp.EmbeddedKubeconfig()
-	if err != nil {
-		cp.Stop()
-		return nil, err
-	}
 	for _, h := range hosts.Hosts {
+		kc, err := cp.NodeKubeconfig(h.Name)
+		if err != nil {
+			cp.Stop()
+			return nil, err
+		}
 		if err := lab.InstallKubelet(ctx, h, kc, h.Name, lab.KubeletImage); err != nil {
 			cp.Stop()
 			return nil, err
