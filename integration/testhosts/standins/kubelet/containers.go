@@ -89,11 +89,6 @@ func containerProcess(c corev1.Container, pod *corev1.Pod, n *node, imagesFile s
 	} else {
 		p.argv = append([]string{}, sleepForever...)
 	}
-	if p.dir != "" {
-		if fi, err := os.Stat(p.dir); err != nil || !fi.IsDir() {
-			p.dir = ""
-		}
-	}
 	return p
 }
 

@@ -43,7 +43,12 @@
 //     staticPodPath is a detached process of the program its image maps to
 //     in /etc/kedge-lab/images (the container stand-in's map), which
 //     survives a kubelet restart and is adopted by the next kubelet; it
-//     publishes a mirror pod for each.
+//     publishes a mirror pod for each. The processes run as a runtime runs
+//     pods, beside the kubelet's container, not in it: in the host's mount
+//     namespace (PID 1's, the container having --pid host), so a hostPath
+//     such as etcd's /var/lib/etcd is the host's directory whatever the
+//     kubelet's volumes are, and outlives the kubelet container. (The
+//     process sees the whole host, not only its hostPath volumes.)
 //
 //   - It serves HTTPS on NODE-IP:10250 (/healthz, /containerLogs) and
 //     /healthz over http on healthzBindAddress:healthzPort (on NODE-IP
@@ -55,8 +60,10 @@
 // Flags of the real kubelet it does not simulate are accepted and ignored.
 // Its own settings, for tests, are environment variables, not flags:
 // KEDGE_LAB_IMAGES (the image map), KEDGE_LAB_NODE_IP_FILE,
-// KEDGE_LAB_HEARTBEAT (how often the Node status is posted, 2s) and
-// KEDGE_LAB_CNI_CONF_DIR (/etc/cni/net.d).
+// KEDGE_LAB_HEARTBEAT (how often the Node status is posted, 2s),
+// KEDGE_LAB_CNI_CONF_DIR (/etc/cni/net.d) and KEDGE_LAB_HOST_MOUNT_NS (the
+// mount namespace static pods run in: /proc/1/ns/mnt when readable, else
+// the simulator's own; "none" for the simulator's own).
 // Where it is, the files it keeps:
 //
 //	ROOT-DIR/static-pods/NS_NAME.json   pid, start time, manifest hash of each static pod's containers

@@ -6,10 +6,14 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 )
 
 func main() {
+	if filepath.Base(os.Args[0]) == enterHostArg0 {
+		os.Exit(enterHostMain())
+	}
 	o, err := parseOptions(os.Args[1:], os.Getenv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kubelet simulator:", err)

@@ -35,6 +35,7 @@ const (
 	envHeartbeat   = "KEDGE_LAB_HEARTBEAT"    // how often the Node status is posted (2s)
 	envCNIConfDir  = "KEDGE_LAB_CNI_CONF_DIR" // where the network config is looked for (/etc/cni/net.d)
 	defaultCNIConf = "/etc/cni/net.d"
+	envHostMountNS = "KEDGE_LAB_HOST_MOUNT_NS" // the mount namespace static pods run in (/proc/1/ns/mnt; "none": the simulator's)
 )
 
 // options are the kubelet's command line, as far as the simulator uses it.
@@ -55,6 +56,7 @@ type options struct {
 	imagesFile          string         // simulator only: image → program map
 	nodeIPFile          string         // simulator only: the host's IP, when --node-ip is not given
 	cniConfDir          string         // simulator only: the CNI config directory
+	hostMountNS         string         // simulator only: KEDGE_LAB_HOST_MOUNT_NS as given
 	version             string         // the tag of the image the kubelet runs as (KEDGE_LAB_IMAGE)
 	ignored             []string       // flags of the real kubelet given but not simulated
 	help                bool           // -h/--help: print the flags and exit
@@ -171,6 +173,7 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	o.imagesFile = cmp.Or(getenv(envImages), defaultImagesFile)
 	o.nodeIPFile = cmp.Or(getenv(envNodeIPFile), defaultNodeIPFile)
 	o.cniConfDir = cmp.Or(getenv(envCNIConfDir), defaultCNIConf)
+	o.hostMountNS = getenv(envHostMountNS)
 	o.heartbeat = defaultHeartbeat
 	if h := getenv(envHeartbeat); h != "" {
 		if o.heartbeat, err = time.ParseDuration(h); err != nil || o.heartbeat <= 0 {

@@ -25,13 +25,29 @@ type proc struct {
 }
 
 // startDetached starts argv as a container does: in its own session (so it
-// outlives the kubelet and a stop signals its whole process group), stdin
-// from /dev/null, stdout and stderr appended to logPath.
-func startDetached(p process, logPath string) (*proc, error) {
+// outlives the kubelet and a stop signals its whole process group), in the
+// mount namespace hostNS (the simulator's own when ""), stdin from
+// /dev/null, stdout and stderr appended to logPath.
+func startDetached(p process, hostNS, logPath string) (*proc, error) {
 	if len(p.argv) == 0 {
 		return nil, errors.New("no command")
 	}
-	path, err := exec.LookPath(p.argv[0])
+	var path string
+	args, dir := p.argv, p.dir
+	var err error
+	if hostNS != "" {
+		// The helper looks the program and the directory up in the host's
+		// view, and keeps the pid: it execs the program.
+		path, args, err = enterHostCommand(hostNS, dir, p.argv)
+		dir = ""
+	} else {
+		path, err = exec.LookPath(p.argv[0])
+		if dir != "" {
+			if fi, serr := os.Stat(dir); serr != nil || !fi.IsDir() {
+				dir = "" // as the helper does: / when the directory is not there
+			}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +59,7 @@ func startDetached(p process, logPath string) (*proc, error) {
 		return nil, err
 	}
 	defer logf.Close()
-	cmd := &exec.Cmd{Path: path, Args: p.argv, Env: p.env, Dir: p.dir, Stdout: logf, Stderr: logf,
+	cmd := &exec.Cmd{Path: path, Args: args, Env: p.env, Dir: dir, Stdout: logf, Stderr: logf,
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
 	if err := cmd.Start(); err != nil {
 		return nil, err

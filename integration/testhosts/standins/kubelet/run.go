@@ -50,7 +50,17 @@ func run(ctx context.Context, o options, logger *log.Logger) error {
 	}
 	var static *staticPods
 	if cfg.StaticPodPath != "" {
+		hostNS, why, err := hostMountNS(o.hostMountNS)
+		if err != nil {
+			return err
+		}
+		if hostNS != "" {
+			logger.Printf("static pods run in the host's mount namespace %s", hostNS)
+		} else {
+			logger.Printf("static pods run in the simulator's own mount namespace: %s", why)
+		}
 		static = newStaticPods(cfg.StaticPodPath, filepath.Join(o.rootDir, staticPodStateDir), cfg.PodLogsDir, o.imagesFile, n, logger)
+		static.hostNS = hostNS
 		go static.run(ctx)
 	}
 	ep.start(ctx, static)

@@ -30,8 +30,11 @@ type staticPods struct {
 	stateDir   string
 	logsDir    string
 	imagesFile string
-	node       *node
-	logger     *log.Logger
+	// hostNS is the mount namespace file the processes run in ("": the
+	// simulator's own).
+	hostNS string
+	node   *node
+	logger *log.Logger
 
 	mu     sync.Mutex
 	pods   map[string]*podRun // by key (NS_NAME)
@@ -273,7 +276,7 @@ func (m *staticPods) syncContainer(run *podRun, c *containerRun) {
 		}
 	}
 	p := containerProcess(spec, run.pod, m.node, m.imagesFile)
-	pr, err := startDetached(p, logPath(m.logsDir, run.pod, c.name))
+	pr, err := startDetached(p, m.hostNS, logPath(m.logsDir, run.pod, c.name))
 	if err != nil {
 		c.backoff = min(max(2*c.backoff, time.Second), maxBackoff)
 		c.nextStart = now.Add(c.backoff)
