@@ -42,6 +42,9 @@ type Options struct {
 	// SudoPassword names hosts where User's sudo asks for a password (no
 	// NOPASSWD rule), as on a host Kedge must refuse.
 	SudoPassword []string
+	// Addresses, when set (len == Count), are the hosts' addresses,
+	// instead of BaseIP's.
+	Addresses []string
 }
 
 // User is the unprivileged login user on every host (as Typhoon's
@@ -97,6 +100,30 @@ const sshdPath = "/usr/sbin/sshd"
 // Start generates keys and starts every host, returning when all accept
 // connections.
 func Start(ctx context.Context, o Options) (*Lab, error) {
+	l, err := Prepare(o)
+	if err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(l.Hosts))
+	var wg sync.WaitGroup
+	for i, h := range l.Hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = h.start(ctx)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// Prepare generates the keys and writes every host's files (Start's first
+// half), without starting any host.
+func Prepare(o Options) (*Lab, error) {
 	if err := RequireTools(); err != nil {
 		return nil, err
 	}
@@ -116,6 +143,9 @@ func Start(ctx context.Context, o Options) (*Lab, error) {
 	}
 	if len(o.Names) != o.Count {
 		return nil, fmt.Errorf("testhosts: %d names for %d hosts", len(o.Names), o.Count)
+	}
+	if o.Addresses != nil && len(o.Addresses) != o.Count {
+		return nil, fmt.Errorf("testhosts: %d addresses for %d hosts", len(o.Addresses), o.Count)
 	}
 	dir, err := filepath.Abs(o.Dir)
 	if err != nil {
@@ -137,6 +167,9 @@ func Start(ctx context.Context, o Options) (*Lab, error) {
 	var known strings.Builder
 	for i, name := range o.Names {
 		h := &Host{Name: name, Address: fmt.Sprintf("%s%d", o.BaseIP, i+1), Port: 22, dir: filepath.Join(dir, name)}
+		if o.Addresses != nil {
+			h.Address = o.Addresses[i]
+		}
 		if err := h.prepare(clientPub, o, bins); err != nil {
 			return nil, err
 		}
@@ -144,20 +177,6 @@ func Start(ctx context.Context, o Options) (*Lab, error) {
 		l.Hosts = append(l.Hosts, h)
 	}
 	if err := os.WriteFile(l.KnownHostsFile, []byte(known.String()), 0o644); err != nil {
-		return nil, err
-	}
-	errs := make([]error, len(l.Hosts))
-	var wg sync.WaitGroup
-	for i, h := range l.Hosts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = h.start(ctx)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		_ = l.Close()
 		return nil, err
 	}
 	return l, nil

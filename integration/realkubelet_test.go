@@ -1,0 +1,243 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"kedge.dev/kedge/activities/render"
+	"kedge.dev/kedge/integration/controlplane"
+	"kedge.dev/kedge/integration/images"
+	"kedge.dev/kedge/integration/realnode"
+	"kedge.dev/kedge/integration/testhosts"
+	"kedge.dev/kedge/workflows"
+)
+
+// realSSHNode is a real node (integration/realnode: its own namespaces,
+// containerd and a real kubelet) that is also an SSH test host: Kedge
+// reaches it at its node IP as core with sudo, like any other host.
+type realSSHNode struct {
+	node *realnode.Node
+	host *testhosts.Host
+	lab  *testhosts.Lab // the host's client key and known_hosts
+}
+
+// startRealSSHNode starts a real node named name with an sshd on its node
+// IP, containerd with the pause image, and the kubelet images given
+// (reference to kubelet binary) in the host's image store. Everything is
+// stopped and put back when the test ends, failed or not.
+func startRealSSHNode(ctx context.Context, t *testing.T, name string, kubelets ...realnode.KubeletImage) *realSSHNode {
+	t.Helper()
+	n := realnode.New(t, realnode.Options{Name: name, Dir: t.TempDir()})
+	if _, err := n.StartContainerd(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pause, err := images.Pause(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archives, err := images.Build(pause)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Import(ctx, archives...); err != nil {
+		t.Fatal(err)
+	}
+	l, err := testhosts.Prepare(testhosts.Options{Count: 1, Names: []string{name}, Addresses: []string{n.NodeIP}, Dir: filepath.Join(t.TempDir(), "host")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	h := l.Hosts[0]
+	if err := n.StartSSH(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if err := realnode.SetKubeletImages(h, kubelets...); err != nil {
+		t.Fatal(err)
+	}
+	return &realSSHNode{node: n, host: h, lab: l}
+}
+
+// inventory names the node as the cluster's only worker, at its node IP.
+func (r *realSSHNode) inventory(t *testing.T, cp *controlplane.ControlPlane) string {
+	t.Helper()
+	return writeInventory(t, fmt.Sprintf(`apiVersion: kedge/v1
+kind: Cluster
+metadata:
+  name: realkubelet
+kubernetes:
+  kubeconfig: %s
+ssh:
+  user: %s
+  become: sudo
+  identityFile: %s
+  knownHostsFile: %s
+workers:
+  - name: %s
+    address: %s
+    port: 22
+`, cp.AdminKubeconfig, testhosts.User, r.lab.IdentityFile, r.lab.KnownHostsFile, r.node.Name, r.node.NodeIP))
+}
+
+func (r *realSSHNode) file(t *testing.T, path string) string {
+	t.Helper()
+	b, err := r.host.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read %s on %s: %v", path, r.node.Name, err)
+	}
+	return string(b)
+}
+
+func (r *realSSHNode) kubeletEnvironment(t *testing.T) string {
+	t.Helper()
+	out, err := r.host.Exec(t.Context(), "systemctl", "show", "-p", "Environment", "kubelet")
+	if err != nil {
+		t.Fatalf("systemctl show on %s: %v", r.node.Name, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// waitRealNode waits until the Node is Ready and its kubelet reports
+// version, and returns it.
+func waitRealNode(t *testing.T, cp *controlplane.ControlPlane, r *realSSHNode, version string, timeout time.Duration) *corev1.Node {
+	t.Helper()
+	var n *corev1.Node
+	var err error
+	deadline := time.Now().Add(timeout)
+	for {
+		n, err = cp.Client.CoreV1().Nodes().Get(t.Context(), r.node.Name, metav1.GetOptions{})
+		if err == nil && nodeIsReady(n) && n.Status.NodeInfo.KubeletVersion == version {
+			return n
+		}
+		if time.Now().After(deadline) {
+			got := "not registered"
+			if err == nil {
+				got = fmt.Sprintf("kubelet %q, ready %v", n.Status.NodeInfo.KubeletVersion, nodeIsReady(n))
+			}
+			t.Fatalf("node %s not Ready at %s after %s (%s)%s", r.node.Name, version, timeout, got, r.node.UnitLog(r.host, "kubelet"))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// The built-in kubelet-image-swap-node on a REAL kubelet: Kedge logs in to
+// the node over SSH as core with sudo, cordons and drains it, writes the
+// KUBELET_IMAGE drop-in, restarts kubelet.service (Kedge's rendered unit,
+// run by the systemctl stand-in through the docker stand-in, whose image
+// store maps each tag to a real kubelet binary) and waits until the
+// running kubelet reports the new version in the Node; then it uncordons.
+// A swap to an image whose kubelet still reports the old version fails at
+// the wait and is undone.
+func TestRealKubeletImageSwap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real kubelet")
+	}
+	if why := realnode.Supported(); why != "" {
+		t.Skip("real kubelets cannot run here: " + why)
+	}
+	tools, err := controlplane.Tools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(tools, "kubelet")); err != nil {
+		t.Skipf("no kubelet in %s (scripts/kube-tools.sh builds it)", tools)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	oldBin, err := images.KubeletBinary(ctx, tools, images.KubeVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newBin, err := images.KubeletBinary(ctx, tools, images.SwapVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldImage, newImage := images.KubeletRef(images.KubeVersion), images.KubeletRef(images.SwapVersion)
+	// Tagged as a newer version, but its kubelet is the old one.
+	staleImage := images.KubeletRef(images.KubeVersion + "-kedge.2")
+
+	start := time.Now()
+	r := startRealSSHNode(ctx, t, "real-swap-1",
+		realnode.KubeletImage{Ref: oldImage, Binary: oldBin},
+		realnode.KubeletImage{Ref: newImage, Binary: newBin},
+		realnode.KubeletImage{Ref: staleImage, Binary: oldBin})
+	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: t.TempDir(), Host: r.node.HostIP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	t.Logf("node namespaces, containerd, sshd and control plane: %s", time.Since(start).Round(time.Millisecond))
+
+	start = time.Now()
+	cluster := realnode.Cluster{Server: cp.Server, CAFile: cp.CAFile, CAKeyFile: cp.CAKeyFile}
+	if err := r.node.InstallKubelet(ctx, r.host, cluster, realnode.UnitInput{Runtime: render.RuntimeDocker, Image: oldImage}); err != nil {
+		t.Fatal(err)
+	}
+	waitRealNode(t, cp, r, images.KubeVersion, 2*time.Minute)
+	t.Logf("kubelet.service start to Ready at %s: %s", images.KubeVersion, time.Since(start).Round(time.Millisecond))
+	inv := r.inventory(t, cp)
+
+	start = time.Now()
+	p, code, errOut := runWaitInv(t, "kubelet-image-swap-node", inv,
+		"--set", "node="+r.node.Name, "--set", "image="+newImage, "--set", "readyTimeout=2m")
+	if code != 0 || p.State != workflows.StateSucceeded {
+		t.Fatalf("swap failed: exit %d: %s\n%+v%s", code, errOut, p, r.node.UnitLog(r.host, "kubelet"))
+	}
+	t.Logf("kubelet-image-swap-node on a real kubelet: %s", time.Since(start).Round(time.Millisecond))
+	checkSwapped(t, cp, r, newImage)
+
+	t.Run("an image whose kubelet reports the old version fails the wait and is undone", func(t *testing.T) {
+		start := time.Now()
+		p, code, errOut := runWaitInv(t, "kubelet-image-swap-node", inv,
+			"--set", "node="+r.node.Name, "--set", "image="+staleImage, "--set", "readyTimeout=20s")
+		t.Logf("failed swap and its undo: %s", time.Since(start).Round(time.Millisecond))
+		if code == 0 || p.State == workflows.StateSucceeded {
+			t.Fatalf("a swap to %s (a kubelet reporting %s) succeeded: %s", staleImage, images.KubeVersion, errOut)
+		}
+		ready := step(t, p, "ready")
+		if ready.State != workflows.StateFailed || !strings.Contains(ready.LastError, images.KubeVersion+"-kedge.2") {
+			t.Errorf("ready step: %s: %s", ready.State, ready.LastError)
+		}
+		if s := step(t, p, "uncordon"); s.State == workflows.StateSucceeded {
+			t.Errorf("uncordon ran after the failed wait: %+v", s)
+		}
+		t.Logf("ready step: %s", ready.LastError)
+		// The undo put the previous drop-in back, restarted the kubelet
+		// on it and uncordoned the node.
+		waitRealNode(t, cp, r, images.SwapVersion, 2*time.Minute)
+		checkSwapped(t, cp, r, newImage)
+	})
+}
+
+// checkSwapped checks the node runs image: the running kubelet reports
+// its version in the Node, which is Ready and schedulable; the drop-in
+// and systemd's view of the unit name the image; the container runs it.
+func checkSwapped(t *testing.T, cp *controlplane.ControlPlane, r *realSSHNode, image string) {
+	t.Helper()
+	version := image[strings.LastIndex(image, ":")+1:]
+	n, err := cp.Client.CoreV1().Nodes().Get(t.Context(), r.node.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Status.NodeInfo.KubeletVersion != version || !nodeIsReady(n) || n.Spec.Unschedulable {
+		t.Errorf("node: kubelet %q (want %q), ready %v, unschedulable %v", n.Status.NodeInfo.KubeletVersion, version, nodeIsReady(n), n.Spec.Unschedulable)
+	}
+	want := "KUBELET_IMAGE=" + image
+	if dropin := r.file(t, "/etc/systemd/system/kubelet.service.d/10-image.conf"); !strings.Contains(dropin, `"`+want+`"`) {
+		t.Errorf("drop-in = %q", dropin)
+	}
+	if env := r.kubeletEnvironment(t); !strings.Contains(env, want) {
+		t.Errorf("systemctl show -p Environment kubelet = %q, want %s", env, want)
+	}
+	out, err := r.host.Exec(t.Context(), "docker", "ps", "--format", "{{.Names}} {{.Image}}")
+	if err != nil || !strings.Contains(string(out), "kubelet "+image+"\n") {
+		t.Errorf("docker ps on the node: %q %v", out, err)
+	}
+}
