@@ -247,7 +247,7 @@ func (a *Activities) exec(ctx context.Context, t sshpool.Target, spec execSpec) 
 		stop := a.heartbeat(ctx, func() any { return spec.details(stdout, stderr.before) })
 		defer stop()
 	}
-	if err := sess.Start("exec " + t.Privileged("sh -s")); err != nil {
+	if err := sess.Start(wrapperCommand(t)); err != nil {
 		return RunResult{}, a.Pool.Lost(t, fmt.Errorf("start command on %s: %w", nodeName(t), err))
 	}
 	done := make(chan error, 1)
@@ -298,6 +298,19 @@ func (a *Activities) exec(ctx context.Context, t sshpool.Target, spec execSpec) 
 	}
 	res.Outputs = parseOutputs(stderr.after.String())
 	return res, nil
+}
+
+// wrapperCommand starts the shell that reads the wrapper. sshd makes a
+// session's first process the leader of its own process group, which the
+// wrapper signals as a whole; through sudo that leader is sudo, so the
+// shell under it is made a session (and group) leader of its own with
+// setsid (util-linux, on every distribution Kedge targets), falling back
+// to signalling the command alone where setsid is missing.
+func wrapperCommand(t sshpool.Target) string {
+	if t.Become == "" {
+		return "exec sh -s"
+	}
+	return "exec " + t.Privileged("sh -c "+quote("command -v setsid >/dev/null 2>&1 && exec setsid sh -s; exec sh -s"))
 }
 
 // outputPath is the shell word for the $KEDGE_OUTPUT of one exec; the
