@@ -24,9 +24,10 @@ import (
 // containerd and a real kubelet) that is also an SSH test host: Kedge
 // reaches it at its node IP as core with sudo, like any other host.
 type realSSHNode struct {
-	node *realnode.Node
-	host *testhosts.Host
-	lab  *testhosts.Lab // the host's client key and known_hosts
+	node    *realnode.Node
+	host    *testhosts.Host
+	runtime string         // docker or podman: the unit's container runtime
+	lab     *testhosts.Lab // the host's client key and known_hosts
 }
 
 // startRealSSHNode starts a real node named name with an sshd on its node
@@ -62,7 +63,22 @@ func startRealSSHNode(ctx context.Context, t *testing.T, name string, kubelets .
 	if err := realnode.SetKubeletImages(h, kubelets...); err != nil {
 		t.Fatal(err)
 	}
-	return &realSSHNode{node: n, host: h, lab: l}
+	t.Cleanup(func() {
+		switch {
+		case t.Failed():
+			t.Logf("%s%s", name, n.UnitLog(h, "kubelet"))
+		case os.Getenv("KEDGE_REALNODE_LOGS") != "":
+			// The kubelets' errors and warnings, to see what the node
+			// lacks.
+			b, _ := h.ReadFile("/var/log/units/kubelet.service.log")
+			for _, line := range strings.Split(string(b), "\n") {
+				if strings.HasPrefix(line, "E") || strings.HasPrefix(line, "W") {
+					t.Log(line)
+				}
+			}
+		}
+	})
+	return &realSSHNode{node: n, host: h, lab: l, runtime: render.RuntimeDocker}
 }
 
 // inventory names the node as the cluster's only worker, at its node IP.
@@ -214,6 +230,27 @@ func TestRealKubeletImageSwap(t *testing.T) {
 		waitRealNode(t, cp, r, images.SwapVersion, 2*time.Minute)
 		checkSwapped(t, cp, r, newImage)
 	})
+
+	t.Run("with podman, as on Fedora CoreOS", func(t *testing.T) {
+		start := time.Now()
+		r2 := startRealSSHNode(ctx, t, "real-swap-2",
+			realnode.KubeletImage{Ref: oldImage, Binary: oldBin},
+			realnode.KubeletImage{Ref: newImage, Binary: newBin})
+		r2.runtime = render.RuntimePodman
+		if err := r2.node.InstallKubelet(ctx, r2.host, cluster, realnode.UnitInput{Runtime: render.RuntimePodman, Image: oldImage}); err != nil {
+			t.Fatal(err)
+		}
+		waitRealNode(t, cp, r2, images.KubeVersion, 2*time.Minute)
+		t.Logf("second node up and Ready: %s", time.Since(start).Round(time.Millisecond))
+		start = time.Now()
+		p, code, errOut := runWaitInv(t, "kubelet-image-swap-node", r2.inventory(t, cp),
+			"--set", "node="+r2.node.Name, "--set", "image="+newImage, "--set", "readyTimeout=2m")
+		if code != 0 || p.State != workflows.StateSucceeded {
+			t.Fatalf("swap failed: exit %d: %s\n%+v", code, errOut, p)
+		}
+		t.Logf("kubelet-image-swap-node with podman: %s", time.Since(start).Round(time.Millisecond))
+		checkSwapped(t, cp, r2, newImage)
+	})
 }
 
 // checkSwapped checks the node runs image: the running kubelet reports
@@ -236,7 +273,7 @@ func checkSwapped(t *testing.T, cp *controlplane.ControlPlane, r *realSSHNode, i
 	if env := r.kubeletEnvironment(t); !strings.Contains(env, want) {
 		t.Errorf("systemctl show -p Environment kubelet = %q, want %s", env, want)
 	}
-	out, err := r.host.Exec(t.Context(), "docker", "ps", "--format", "{{.Names}} {{.Image}}")
+	out, err := r.host.Exec(t.Context(), r.runtime, "ps", "--format", "{{.Names}} {{.Image}}")
 	if err != nil || !strings.Contains(string(out), "kubelet "+image+"\n") {
 		t.Errorf("docker ps on the node: %q %v", out, err)
 	}

@@ -181,6 +181,11 @@ func (n *Node) InstallKubelet(ctx context.Context, h *testhosts.Host, c Cluster,
 	if err := n.WriteFile(render.KubeletConfigPath, config, 0o644); err != nil {
 		return err
 	}
+	if in.Runtime == render.RuntimePodman {
+		if err := n.addSysfsDir(ctx, "selinux"); err != nil {
+			return err
+		}
+	}
 	unit, err := render.KubeletUnit(render.KubeletUnitInput{Runtime: in.Runtime, Image: in.Image, Node: n.Name, Role: in.Role, NodeIP: n.NodeIP})
 	if err != nil {
 		return err
@@ -192,6 +197,37 @@ func (n *Node) InstallKubelet(ctx context.Context, h *testhosts.Host, c Cluster,
 		if out, err := n.HostCommand(ctx, "systemctl", args...).CombinedOutput(); err != nil {
 			return fmt.Errorf("systemctl %s on %s: %w: %s%s", strings.Join(args, " "), n.Name, err, out, n.UnitLog(h, "kubelet"))
 		}
+	}
+	return nil
+}
+
+// addSysfsDir gives the node an empty /sys/fs/NAME. Kedge's podman unit
+// (Typhoon's, for Fedora CoreOS, where SELinux is always on) mounts
+// /sys/fs/selinux into the kubelet's container, and podman refuses a
+// volume whose source does not exist; this machine has no SELinux, and
+// sysfs takes no new directories. So, in the node's mount namespace only,
+// /sys/fs becomes a tmpfs holding the machine's /sys/fs entries (bound
+// back, with the cgroup hierarchies under them) and the empty NAME.
+func (n *Node) addSysfsDir(ctx context.Context, name string) error {
+	if _, err := os.Stat("/sys/fs/" + name); err == nil {
+		return nil
+	}
+	keep := filepath.Join(n.Dir, "sysfs")
+	script := `set -e
+K="$1"
+if [ -d /sys/fs/"$2" ]; then exit 0; fi
+mkdir -p "$K"
+mount --rbind /sys/fs "$K"
+mount -t tmpfs -o mode=755 tmpfs /sys/fs
+for d in "$K"/*; do
+	b=$(basename "$d")
+	mkdir /sys/fs/"$b"
+	mount --rbind "$d" /sys/fs/"$b"
+done
+mkdir /sys/fs/"$2"
+`
+	if out, err := n.Command(ctx, "sh", "-c", script, "sh", keep, name).CombinedOutput(); err != nil {
+		return fmt.Errorf("/sys/fs/%s in %s: %w: %s", name, n.Name, err, out)
 	}
 	return nil
 }
