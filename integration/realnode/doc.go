@@ -38,6 +38,20 @@
 //     of its own: /kedge-realnode-N, made beforehand in every cgroup
 //     hierarchy).
 //
+// # A node as an SSH test host
+//
+// StartSSH makes a node a host Kedge reaches like every test host: an
+// sshd (a host testhosts.Prepare wrote, at the node's IP) inside the
+// node's namespaces, where core logs in and becomes root with sudo, with
+// the systemctl, docker and podman stand-ins. InstallKubelet then writes
+// what node-join would (the node's certificate kubeconfig, Kedge's
+// KubeletConfiguration adjusted by ForThisMachine, Kedge's rendered
+// kubelet.service for docker or podman) and starts the unit: the container
+// stand-in runs the real kubelet binary SetKubeletImages mapped to the
+// image in KUBELET_IMAGE, with the unit's volumes. The sshd and all it
+// starts run in CgroupRoot/ssh, where Close finds them (the kubelet's
+// container has a mount namespace of its own).
+//
 // # What it changes on the machine, and how it is put back
 //
 // Close (registered with t.Cleanup by New, so it runs when a test fails
