@@ -156,6 +156,7 @@ func run(o options) error {
 			fmt.Printf("try:  bin/kedge run examples/hello.yaml --inventory %s --wait\n", inv)
 			if kube {
 				fmt.Printf("      bin/kedge run kubelet-image-swap --inventory %s --set image=quay.io/poseidon/kubelet:v1.35.4 --set maxUnavailable=2 --wait\n", inv)
+				fmt.Printf("        (it waits after the workers: bin/kedge approve ID --step approve-controllers, or --set approveControllers=false)\n")
 			}
 			if bareInv != "" {
 				fmt.Printf("      bin/kedge run bootstrap --inventory %s --wait      (a cluster from %d bare hosts)\n", bareInv, o.bare)
