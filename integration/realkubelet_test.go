@@ -231,7 +231,7 @@ func TestRealKubeletImageSwap(t *testing.T) {
 		checkSwapped(t, cp, r, newImage)
 	})
 
-	t.Run("with podman, as on Fedora CoreOS", func(t *testing.T) {
+	t.Run("with podman as on Fedora CoreOS", func(t *testing.T) {
 		start := time.Now()
 		r2 := startRealSSHNode(ctx, t, "real-swap-2",
 			realnode.KubeletImage{Ref: oldImage, Binary: oldBin},

@@ -144,6 +144,12 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Overlay mount options are separated by commas and lower layers by
+	// colons: a Dir holding either would be cut apart (a subtest's
+	// t.TempDir() holds its name).
+	if strings.ContainsAny(dir, ",:") {
+		return nil, fmt.Errorf("node %s: its directory %q holds a comma or a colon, which overlay mount options cannot carry", o.Name, dir)
+	}
 	n := &Node{Name: o.Name, Dir: dir, holderDone: make(chan struct{})}
 	// The kubelet watches its manifest directory only if it exists when
 	// it starts (else it looks every 20s); the unit makes it beforehand.
