@@ -37,18 +37,7 @@ type realSSHNode struct {
 func startRealSSHNode(ctx context.Context, t *testing.T, name string, kubelets ...realnode.KubeletImage) *realSSHNode {
 	t.Helper()
 	n := realnode.New(t, realnode.Options{Name: name, Dir: t.TempDir()})
-	if _, err := n.StartContainerd(ctx); err != nil {
-		t.Fatal(err)
-	}
-	pause, err := images.Pause(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	archives, err := images.Build(pause)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Import(ctx, archives...); err != nil {
+	if err := n.StartRuntime(ctx); err != nil {
 		t.Fatal(err)
 	}
 	l, err := testhosts.Prepare(testhosts.Options{Count: 1, Names: []string{name}, Addresses: []string{n.NodeIP}, Dir: filepath.Join(t.TempDir(), "host")})

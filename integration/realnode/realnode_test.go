@@ -160,18 +160,7 @@ func TestNodeHasItsOwnNamespacesAndLeavesNothing(t *testing.T) {
 		t.Errorf("the host saw the node as %q, want %s", buf[:k], n.NodeIP)
 	}
 	// Its containerd runs and takes registry-free images.
-	if _, err := n.StartContainerd(ctx); err != nil {
-		t.Fatal(err)
-	}
-	pause, err := images.Pause(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	archives, err := images.Build(pause)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Import(ctx, archives...); err != nil {
+	if err := n.StartRuntime(ctx); err != nil {
 		t.Fatal(err)
 	}
 	out, err = n.Command(ctx, "ctr", "-a", ContainerdSocket, "-n", "k8s.io", "images", "ls", "-q").CombinedOutput()
@@ -205,18 +194,7 @@ func TestCleanupPutsBackANodeTheTestLeftRunning(t *testing.T) {
 	var n *Node
 	t.Run("leaves a node running", func(t *testing.T) {
 		n = New(t, Options{Name: "left", Dir: t.TempDir()})
-		if _, err := n.StartContainerd(ctx); err != nil {
-			t.Fatal(err)
-		}
-		pause, err := images.Pause(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		archives, err := images.Build(pause)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := n.Import(ctx, archives...); err != nil {
+		if err := n.StartRuntime(ctx); err != nil {
 			t.Fatal(err)
 		}
 		run := n.Command(ctx, "ctr", "-a", ContainerdSocket, "-n", "k8s.io", "run", "-d",

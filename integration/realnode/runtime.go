@@ -239,3 +239,21 @@ func (n *Node) WriteFile(nodePath string, data []byte, mode os.FileMode) error {
 	}
 	return nil
 }
+
+// StartRuntime starts the node's containerd and imports the test world's
+// pause image into it: every pod sandbox needs it, and there is no
+// registry to pull it from.
+func (n *Node) StartRuntime(ctx context.Context) error {
+	if _, err := n.StartContainerd(ctx); err != nil {
+		return err
+	}
+	pause, err := images.Pause(ctx)
+	if err != nil {
+		return err
+	}
+	archives, err := images.Build(pause)
+	if err != nil {
+		return err
+	}
+	return n.Import(ctx, archives...)
+}

@@ -33,18 +33,7 @@ func TestNodeIsAnSSHHostRunningKedgesKubeletUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cp.Stop() })
-	if _, err := n.StartContainerd(ctx); err != nil {
-		t.Fatal(err)
-	}
-	pause, err := images.Pause(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	archives, err := images.Build(pause)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Import(ctx, archives...); err != nil {
+	if err := n.StartRuntime(ctx); err != nil {
 		t.Fatal(err)
 	}
 	l, err := testhosts.Prepare(testhosts.Options{Count: 1, Names: []string{n.Name}, Addresses: []string{n.NodeIP}, Dir: filepath.Join(t.TempDir(), "host")})
