@@ -30,13 +30,18 @@ type realSSHNode struct {
 	lab     *testhosts.Lab // the host's client key and known_hosts
 }
 
-// startRealSSHNode starts a real node named name with an sshd on its node
-// IP, containerd with the pause image, and the kubelet images given
-// (reference to kubelet binary) in the host's image store. Everything is
-// stopped and put back when the test ends, failed or not.
-func startRealSSHNode(ctx context.Context, t *testing.T, name string, kubelets ...realnode.KubeletImage) *realSSHNode {
+// startRealSSHNode starts a real node (o.Name; o.Dir a temporary
+// directory if not given) with an sshd on its node IP, containerd with the
+// pause image, and the kubelet images given (reference to kubelet binary)
+// in the host's image store. Everything is stopped and put back when the
+// test ends, failed or not.
+func startRealSSHNode(ctx context.Context, t *testing.T, o realnode.Options, kubelets ...realnode.KubeletImage) *realSSHNode {
 	t.Helper()
-	n := realnode.New(t, realnode.Options{Name: name, Dir: t.TempDir()})
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	name := o.Name
+	n := realnode.New(t, o)
 	if err := n.StartRuntime(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -141,19 +146,7 @@ func waitRealNode(t *testing.T, cp *controlplane.ControlPlane, r *realSSHNode, v
 // A swap to an image whose kubelet still reports the old version fails at
 // the wait and is undone.
 func TestRealKubeletImageSwap(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real kubelet")
-	}
-	if why := realnode.Supported(); why != "" {
-		t.Skip("real kubelets cannot run here: " + why)
-	}
-	tools, err := controlplane.Tools()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(tools, "kubelet")); err != nil {
-		t.Skipf("no kubelet in %s (scripts/kube-tools.sh builds it)", tools)
-	}
+	tools := realKubeletTools(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	oldBin, err := images.KubeletBinary(ctx, tools, images.KubeVersion)
@@ -169,7 +162,7 @@ func TestRealKubeletImageSwap(t *testing.T) {
 	staleImage := images.KubeletRef(images.KubeVersion + "-kedge.2")
 
 	start := time.Now()
-	r := startRealSSHNode(ctx, t, "real-swap-1",
+	r := startRealSSHNode(ctx, t, realnode.Options{Name: "real-swap-1"},
 		realnode.KubeletImage{Ref: oldImage, Binary: oldBin},
 		realnode.KubeletImage{Ref: newImage, Binary: newBin},
 		realnode.KubeletImage{Ref: staleImage, Binary: oldBin})
@@ -222,7 +215,7 @@ func TestRealKubeletImageSwap(t *testing.T) {
 
 	t.Run("with podman as on Fedora CoreOS", func(t *testing.T) {
 		start := time.Now()
-		r2 := startRealSSHNode(ctx, t, "real-swap-2",
+		r2 := startRealSSHNode(ctx, t, realnode.Options{Name: "real-swap-2"},
 			realnode.KubeletImage{Ref: oldImage, Binary: oldBin},
 			realnode.KubeletImage{Ref: newImage, Binary: newBin})
 		r2.runtime = render.RuntimePodman

@@ -13,6 +13,13 @@ const (
 	ManifestsDir = "/etc/kubernetes/manifests"
 	// KubeletConfigPath is the KubeletConfiguration file (KubeletConfig).
 	KubeletConfigPath = "/etc/kubernetes/kubelet.yaml"
+	// KubeletConfigDropInDir is the kubelet's --config-dir: the host's
+	// own KubeletConfiguration drop-ins (*.conf, merged over
+	// KubeletConfigPath in name order; GA in Kubernetes 1.35). Kedge never
+	// writes there: it is where an operator or a machine's provisioning
+	// puts what only that host needs (a cgroup driver, reserved
+	// resources), and it survives Kedge rendering KubeletConfigPath again.
+	KubeletConfigDropInDir = "/etc/kubernetes/kubelet.conf.d"
 	// BootstrapKubeconfigPath is the kubeconfig holding a bootstrap token
 	// (Kubeconfig with a token) the kubelet joins with.
 	BootstrapKubeconfigPath = "/etc/kubernetes/bootstrap-kubeconfig"

@@ -187,7 +187,8 @@ func kubeletMounts(runtime string) []string {
 // token, and the kubelet writes KubeletKubeconfigPath once its certificate
 // is signed. The node registers with its role's label and NodeLabels
 // (--node-labels, one flag each, as Typhoon writes them); its taints are
-// the KubeletConfiguration's registerWithTaints.
+// the KubeletConfiguration's registerWithTaints. Host-specific settings
+// are the host's own drop-ins in KubeletConfigDropInDir (--config-dir).
 func KubeletUnit(in KubeletUnitInput) ([]byte, error) {
 	if err := in.validate(); err != nil {
 		return nil, err
@@ -203,6 +204,7 @@ func KubeletUnit(in KubeletUnitInput) ([]byte, error) {
 	run = append(run,
 		[]string{"${" + KubeletImageVariable + "}"},
 		[]string{"--config=" + KubeletConfigPath},
+		[]string{"--config-dir=" + KubeletConfigDropInDir},
 		[]string{"--kubeconfig=" + KubeletKubeconfigPath},
 		[]string{"--bootstrap-kubeconfig=" + BootstrapKubeconfigPath},
 		[]string{"--hostname-override=" + in.Node},
@@ -224,7 +226,7 @@ func KubeletUnit(in KubeletUnitInput) ([]byte, error) {
 	opts = append(opts,
 		unit.NewUnitOption("Service", "Environment", KubeletImageVariable+"="+in.Image),
 		// podman refuses to mount a path that does not exist.
-		unit.NewUnitOption("Service", "ExecStartPre", "/bin/mkdir -p "+strings.Join([]string{ManifestsDir, KubeletDir, PodLogDir, CNIConfDir, CNIBinDir, "/var/lib/containerd"}, " ")),
+		unit.NewUnitOption("Service", "ExecStartPre", "/bin/mkdir -p "+strings.Join([]string{ManifestsDir, KubeletConfigDropInDir, KubeletDir, PodLogDir, CNIConfDir, CNIBinDir, "/var/lib/containerd"}, " ")),
 		// A kubelet container left by a crash would block the name.
 		unit.NewUnitOption("Service", "ExecStartPre", "-"+bin+" rm --force kubelet"),
 		unit.NewUnitOption("Service", "ExecStart", commandLine(run)),

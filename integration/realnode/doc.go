@@ -43,10 +43,14 @@
 // StartSSH makes a node a host Kedge reaches like every test host: an
 // sshd (a host testhosts.Prepare wrote, at the node's IP) inside the
 // node's namespaces, where core logs in and becomes root with sudo, with
-// the systemctl, docker and podman stand-ins. InstallKubelet then writes
-// what node-join would (the node's certificate kubeconfig, Kedge's
-// KubeletConfiguration adjusted by ForThisMachine, Kedge's rendered
-// kubelet.service for docker or podman) and starts the unit: the container
+// the systemctl, docker and podman stand-ins, and this machine's kubelet
+// settings (MachineDropIn: what ForThisMachine changes) as a drop-in in
+// the kubelet's --config-dir, as a machine's provisioning would leave
+// them. Kedge's own runbooks (node-join, bootstrap) can then join the
+// node. InstallKubelet instead writes what node-join would (the node's
+// certificate kubeconfig, Kedge's KubeletConfiguration as rendered,
+// Kedge's rendered kubelet.service for docker or podman) and starts the
+// unit: the container
 // stand-in runs the real kubelet binary SetKubeletImages mapped to the
 // image in KUBELET_IMAGE, with the unit's volumes. The sshd and all it
 // starts run in CgroupRoot/ssh, where Close finds them (the kubelet's

@@ -188,6 +188,39 @@ func ForThisMachine(config []byte, cgroupRoot string) ([]byte, error) {
 	return append([]byte("# Rendered by Kedge, adjusted for the test machine (realnode.ForThisMachine).\n"), out...), nil
 }
 
+// MachineDropInPath is where a node that is an SSH host (StartSSH) keeps
+// MachineDropIn: in the kubelet's --config-dir, where a machine's
+// provisioning puts what only that machine needs, beside the config Kedge
+// renders.
+const MachineDropInPath = render.KubeletConfigDropInDir + "/50-test-machine.conf"
+
+// MachineDropIn is a KubeletConfiguration drop-in (--config-dir) holding
+// only what ForThisMachine changes, so the config Kedge renders is used
+// unchanged and the real kubelet merges the two: failCgroupV1 on cgroup
+// v1, the cgroupfs driver, the node's cgroupRoot and, without
+// systemd-resolved, /etc/resolv.conf.
+func MachineDropIn(cgroupRoot string) ([]byte, error) {
+	m := map[string]any{
+		"apiVersion":   "kubelet.config.k8s.io/v1beta1",
+		"kind":         "KubeletConfiguration",
+		"cgroupDriver": render.CgroupDriverCgroupfs,
+	}
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
+		m["failCgroupV1"] = false
+	}
+	if cgroupRoot != "" {
+		m["cgroupRoot"] = cgroupRoot
+	}
+	if _, err := os.Stat(render.SystemdResolvConf); err != nil {
+		m["resolvConf"] = "/etc/resolv.conf"
+	}
+	out, err := yaml.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte("# This machine's kubelet settings (realnode.MachineDropIn), merged over the config Kedge renders.\n"), out...), nil
+}
+
 // DefaultArgs are the flags of a node's kubelet: the config at
 // render.KubeletConfigPath, the kubeconfig JoinWithCertificate writes, the
 // node's name and address, and containerd's socket for cAdvisor.

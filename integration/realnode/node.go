@@ -29,6 +29,10 @@ type Options struct {
 	// directories, containerd's and the kubelet's state, logs. Give each
 	// node its own (t.TempDir()).
 	Dir string
+	// NoPodNetwork leaves the node's CNI config directory empty, for a
+	// test of what installs the pod network (node-join, bootstrap): the
+	// kubelet reports NotReady until a config is there.
+	NoPodNetwork bool
 }
 
 // Network addresses. Node N (1..254) has the link 10.201.N.0/24 to the
@@ -76,6 +80,7 @@ type Node struct {
 	// hierarchy: /kedge-realnode-N.
 	CgroupRoot string
 
+	opts       Options
 	holder     *exec.Cmd // the process that keeps the namespaces
 	holderDone chan struct{}
 	mntNS      string // /proc/PID/ns/mnt of the holder, to find the node's processes
@@ -150,7 +155,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	if strings.ContainsAny(dir, ",:") {
 		return nil, fmt.Errorf("node %s: its directory %q holds a comma or a colon, which overlay mount options cannot carry", o.Name, dir)
 	}
-	n := &Node{Name: o.Name, Dir: dir, holderDone: make(chan struct{})}
+	n := &Node{Name: o.Name, Dir: dir, opts: o, holderDone: make(chan struct{})}
 	// The kubelet watches its manifest directory only if it exists when
 	// it starts (else it looks every 20s); the unit makes it beforehand.
 	for _, d := range append([]string{"logs", "overlay", render.ManifestsDir}, privateDirs...) {

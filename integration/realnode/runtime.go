@@ -177,15 +177,17 @@ func (n *Node) cniConfig() ([]byte, error) {
 	}, "", "  ")
 }
 
-// StartContainerd writes the node's CNI config and starts its containerd,
-// returning when it answers on its socket.
+// StartContainerd writes the node's CNI config (unless NoPodNetwork) and
+// starts its containerd, returning when it answers on its socket.
 func (n *Node) StartContainerd(ctx context.Context) (*Process, error) {
-	cni, err := n.cniConfig()
-	if err != nil {
-		return nil, err
-	}
-	if err := n.WriteFile(CNIConfigPath, cni, 0o644); err != nil {
-		return nil, err
+	if !n.opts.NoPodNetwork {
+		cni, err := n.cniConfig()
+		if err != nil {
+			return nil, err
+		}
+		if err := n.WriteFile(CNIConfigPath, cni, 0o644); err != nil {
+			return nil, err
+		}
 	}
 	config := filepath.Join(n.Dir, "containerd.toml")
 	if err := os.WriteFile(config, []byte(n.containerdConfig()), 0o644); err != nil {

@@ -82,7 +82,13 @@ func (n *Node) StartSSH(ctx context.Context, h *testhosts.Host) error {
 		}
 	}
 	h.Started(pid)
-	return nil
+	// The machine's kubelet settings, as its provisioning would leave
+	// them: Kedge's own files come later, from Kedge.
+	dropIn, err := MachineDropIn(n.CgroupRoot)
+	if err != nil {
+		return err
+	}
+	return n.WriteFile(MachineDropInPath, dropIn, 0o644)
 }
 
 // makeCgroup makes CgroupRoot/name in every hierarchy, with the cpuset
@@ -174,7 +180,9 @@ func (n *Node) InstallKubelet(ctx context.Context, h *testhosts.Host, c Cluster,
 	if err := n.JoinWithCertificate(c); err != nil {
 		return err
 	}
-	config, err := n.KubeletConfig()
+	// Kedge's config as rendered: StartSSH left this machine's settings
+	// in the kubelet's --config-dir.
+	config, err := render.KubeletConfig(render.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,7 @@ const (
 // options are the kubelet's command line, as far as the simulator uses it.
 type options struct {
 	configFile          string // --config: KubeletConfiguration file
+	configDir           string // --config-dir: drop-ins merged over it
 	kubeconfig          string // --kubeconfig
 	bootstrapKubeconfig string // --bootstrap-kubeconfig
 	rootDir             string // --root-dir
@@ -64,7 +65,7 @@ type options struct {
 
 // simulated lists the flags the simulator reads.
 var simulated = map[string]bool{
-	"config": true, "kubeconfig": true, "bootstrap-kubeconfig": true,
+	"config": true, "config-dir": true, "kubeconfig": true, "bootstrap-kubeconfig": true,
 	"root-dir": true, "cert-dir": true, "hostname-override": true,
 	"node-ip": true, "node-labels": true, "register-with-taints": true,
 	"healthz-bind-address": true, "healthz-port": true,
@@ -120,6 +121,7 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	o := options{nodeLabels: map[string]string{}}
 	var nodeIP, taints string
 	fs.StringVar(&o.configFile, "config", "", "KubeletConfiguration file")
+	fs.StringVar(&o.configDir, "config-dir", "", "KubeletConfiguration drop-ins (*.conf) merged over --config")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig")
 	fs.StringVar(&o.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig with a bootstrap token")
 	fs.StringVar(&o.rootDir, "root-dir", defaultRootDir, "kubelet state")

@@ -120,7 +120,7 @@ func TestParseTaints(t *testing.T) {
 }
 
 func TestLoadConfigReadsTheRenderedConfig(t *testing.T) {
-	cfg, err := loadConfig("../../../../activities/render/testdata/kubelet.yaml.golden")
+	cfg, err := loadConfig("../../../../activities/render/testdata/kubelet.yaml.golden", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestLoadConfigReadsTheRenderedConfig(t *testing.T) {
 		cfg.Port != 10250 || cfg.PodLogsDir != "/var/log/pods" {
 		t.Errorf("%+v", cfg)
 	}
-	noFile, err := loadConfig("")
+	noFile, err := loadConfig("", "")
 	if err != nil || !*noFile.Authentication.Anonymous.Enabled {
 		t.Errorf("without a file anonymous requests are allowed, as with the kubelet's flag defaults: %v", err)
 	}

@@ -17,7 +17,7 @@ const staticPodStateDir = "static-pods"
 // credentials (TLS bootstrap), registration and the heartbeat loop. It
 // returns when ctx ends, leaving the static pods running.
 func run(ctx context.Context, o options, logger *log.Logger) error {
-	cfg, err := loadConfig(o.configFile)
+	cfg, err := loadConfig(o.configFile, o.configDir)
 	if err != nil {
 		return err
 	}

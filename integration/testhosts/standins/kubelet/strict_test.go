@@ -72,7 +72,7 @@ func TestLoadConfigRefusesUnknownAndDuplicateFields(t *testing.T) {
 	} {
 		path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".yaml")
 		writeFile(t, path, c.body, 0o644)
-		_, err := loadConfig(path)
+		_, err := loadConfig(path, "")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error with %q", c.name, err, c.want)
 		}
@@ -80,7 +80,7 @@ func TestLoadConfigRefusesUnknownAndDuplicateFields(t *testing.T) {
 	// What Kedge renders decodes, taints and all.
 	path := filepath.Join(dir, "good.yaml")
 	writeFile(t, path, head+"registerWithTaints:\n- key: node-role.kubernetes.io/controller\n  effect: NoSchedule\nresolvConf: /run/systemd/resolve/resolv.conf\nshutdownGracePeriod: 45s\n", 0o644)
-	cfg, err := loadConfig(path)
+	cfg, err := loadConfig(path, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,5 +190,41 @@ func TestKubeletFlagsAreTheRealOnes(t *testing.T) {
 		if err == nil || !strings.Contains(string(out), err.Error()) {
 			t.Errorf("%q: the real kubelet says\n%s\nthe simulator %v", args, out, err)
 		}
+	}
+}
+
+// --config-dir: *.conf drop-ins merge over the config in name order, as
+// the real kubelet merges them (fields replaced, lists whole, other files
+// skipped); a drop-in that does not decode strictly, or a missing
+// directory, stops the kubelet.
+func TestLoadConfigMergesDropIns(t *testing.T) {
+	dir := t.TempDir()
+	head := "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+	path := filepath.Join(dir, "kubelet.yaml")
+	writeFile(t, path, head+"cgroupDriver: systemd\nclusterDNS: [10.96.0.10]\nport: 10250\nauthentication:\n  webhook:\n    enabled: true\n", 0o644)
+	d := filepath.Join(dir, "kubelet.conf.d")
+	writeFile(t, filepath.Join(d, "50-machine.conf"), head+"cgroupDriver: cgroupfs\nclusterDNS: [10.3.0.10, 10.3.0.11]\nauthentication:\n  anonymous:\n    enabled: false\n", 0o644)
+	writeFile(t, filepath.Join(d, "90-last.conf"), head+"cgroupRoot: /kedge\nclusterDNS: [10.3.0.12]\n", 0o644)
+	writeFile(t, filepath.Join(d, "README"), "not a drop-in: skipped\n", 0o644)
+	cfg, err := loadConfig(path, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.CgroupDriver != "cgroupfs" || cfg.CgroupRoot != "/kedge" || cfg.Port != 10250 {
+		t.Errorf("merged: cgroupDriver %q, cgroupRoot %q, port %d", cfg.CgroupDriver, cfg.CgroupRoot, cfg.Port)
+	}
+	if strings.Join(cfg.ClusterDNS, ",") != "10.3.0.12" {
+		t.Errorf("clusterDNS %v: the last drop-in's list replaces the others whole", cfg.ClusterDNS)
+	}
+	if cfg.Authentication.Webhook.Enabled == nil || !*cfg.Authentication.Webhook.Enabled {
+		t.Errorf("authentication.webhook.enabled lost in the merge of authentication.anonymous")
+	}
+
+	writeFile(t, filepath.Join(d, "95-typo.conf"), head+"cgroupsRoot: /x\n", 0o644)
+	if _, err := loadConfig(path, d); err == nil || !strings.Contains(err.Error(), `unknown field "cgroupsRoot"`) || !strings.Contains(err.Error(), "95-typo.conf") {
+		t.Errorf("drop-in with an unknown field: %v", err)
+	}
+	if _, err := loadConfig(path, filepath.Join(dir, "missing")); err == nil {
+		t.Error("a missing --config-dir was accepted")
 	}
 }
