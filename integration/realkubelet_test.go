@@ -37,42 +37,58 @@ type realSSHNode struct {
 // test ends, failed or not.
 func startRealSSHNode(ctx context.Context, t *testing.T, o realnode.Options, kubelets ...realnode.KubeletImage) *realSSHNode {
 	t.Helper()
-	if o.Dir == "" {
-		o.Dir = t.TempDir()
+	return startRealSSHNodes(ctx, t, []realnode.Options{o}, kubelets...)[0]
+}
+
+// startRealSSHNodes starts real nodes as startRealSSHNode does, one for
+// each of opts, reached with the same client key and known_hosts file.
+func startRealSSHNodes(ctx context.Context, t *testing.T, opts []realnode.Options, kubelets ...realnode.KubeletImage) []*realSSHNode {
+	t.Helper()
+	var nodes []*realnode.Node
+	var names, addrs []string
+	for _, o := range opts {
+		if o.Dir == "" {
+			o.Dir = t.TempDir()
+		}
+		n := realnode.New(t, o)
+		if err := n.StartRuntime(ctx); err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+		names, addrs = append(names, n.Name), append(addrs, n.NodeIP)
 	}
-	name := o.Name
-	n := realnode.New(t, o)
-	if err := n.StartRuntime(ctx); err != nil {
-		t.Fatal(err)
-	}
-	l, err := testhosts.Prepare(testhosts.Options{Count: 1, Names: []string{name}, Addresses: []string{n.NodeIP}, Dir: filepath.Join(t.TempDir(), "host")})
+	l, err := testhosts.Prepare(testhosts.Options{Count: len(nodes), Names: names, Addresses: addrs, Dir: filepath.Join(t.TempDir(), "hosts")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = l.Close() })
-	h := l.Hosts[0]
-	if err := n.StartSSH(ctx, h); err != nil {
-		t.Fatal(err)
-	}
-	if err := realnode.SetKubeletImages(h, kubelets...); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		switch {
-		case t.Failed():
-			t.Logf("%s%s", name, n.UnitLog(h, "kubelet"))
-		case os.Getenv("KEDGE_REALNODE_LOGS") != "":
-			// The kubelets' errors and warnings, to see what the node
-			// lacks.
-			b, _ := h.ReadFile("/var/log/units/kubelet.service.log")
-			for _, line := range strings.Split(string(b), "\n") {
-				if strings.HasPrefix(line, "E") || strings.HasPrefix(line, "W") {
-					t.Log(line)
+	var out []*realSSHNode
+	for i, n := range nodes {
+		h := l.Hosts[i]
+		if err := n.StartSSH(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+		if err := realnode.SetKubeletImages(h, kubelets...); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			switch {
+			case t.Failed():
+				t.Logf("%s%s", n.Name, n.UnitLog(h, "kubelet"))
+			case os.Getenv("KEDGE_REALNODE_LOGS") != "":
+				// The kubelets' errors and warnings, to see what the
+				// node lacks.
+				b, _ := h.ReadFile("/var/log/units/kubelet.service.log")
+				for _, line := range strings.Split(string(b), "\n") {
+					if strings.HasPrefix(line, "E") || strings.HasPrefix(line, "W") {
+						t.Log(line)
+					}
 				}
 			}
-		}
-	})
-	return &realSSHNode{node: n, host: h, lab: l, runtime: render.RuntimeDocker}
+		})
+		out = append(out, &realSSHNode{node: n, host: h, lab: l, runtime: render.RuntimeDocker})
+	}
+	return out
 }
 
 // inventory names the node as the cluster's only worker, at its node IP.

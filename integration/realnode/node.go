@@ -33,6 +33,11 @@ type Options struct {
 	// test of what installs the pod network (node-join, bootstrap): the
 	// kubelet reports NotReady until a config is there.
 	NoPodNetwork bool
+	// Routed makes the machine a router between the nodes' links, so that
+	// nodes reach each other (a cluster of several real nodes):
+	// net.ipv4.ip_forward=1, saved and restored with KubeletSysctls, and
+	// FORWARD rules accepting the node's link, removed by Close.
+	Routed bool
 }
 
 // Network addresses. Node N (1..254) has the link 10.201.N.0/24 to the
@@ -88,6 +93,7 @@ type Node struct {
 	mu         sync.Mutex
 	procs      []*Process // containerd, kubelets
 	sysctlHeld bool
+	forwarding bool // FORWARD rules for Link are in place (Routed)
 	hostChains []string // the machine's KUBE-*/CNI-* iptables chains before
 	closeOnce  sync.Once
 	closeErr   error
@@ -471,6 +477,14 @@ func (n *Node) close() error {
 				errs = append(errs, errors.New("the namespaces' holder did not exit"))
 			}
 		}
+	}
+	if n.forwarding {
+		for _, dir := range []string{"-i", "-o"} {
+			if out, err := exec.Command("iptables", "-w", "-D", "FORWARD", dir, n.Link, "-j", "ACCEPT").CombinedOutput(); err != nil {
+				errs = append(errs, fmt.Errorf("iptables -D FORWARD %s %s: %w: %s", dir, n.Link, err, out))
+			}
+		}
+		n.forwarding = false
 	}
 	if n.Link != "" {
 		// Gone with the namespace normally (a veth dies with its peer).

@@ -51,6 +51,11 @@ func (n *Node) StartSSH(ctx context.Context, h *testhosts.Host) error {
 		n.sysctlHeld = true
 	}
 	n.mu.Unlock()
+	if n.opts.Routed {
+		if err := n.route(); err != nil {
+			return err
+		}
+	}
 	p, err := n.run("sshd", "sh", "-c", h.InsideScript(), "sh", h.Dir())
 	if err != nil {
 		return err
@@ -89,6 +94,23 @@ func (n *Node) StartSSH(ctx context.Context, h *testhosts.Host) error {
 		return err
 	}
 	return n.WriteFile(MachineDropInPath, dropIn, 0o644)
+}
+
+// route lets traffic between this node's link and the others' through
+// the machine (Options.Routed). The sysctls are held already.
+func (n *Node) route() error {
+	if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1\n"), 0o644); err != nil {
+		return fmt.Errorf("net.ipv4.ip_forward: %w", err)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, dir := range []string{"-i", "-o"} {
+		if out, err := exec.Command("iptables", "-w", "-I", "FORWARD", dir, n.Link, "-j", "ACCEPT").CombinedOutput(); err != nil {
+			return fmt.Errorf("iptables -I FORWARD %s %s: %w: %s", dir, n.Link, err, out)
+		}
+		n.forwarding = true
+	}
+	return nil
 }
 
 // makeCgroup makes CgroupRoot/name in every hierarchy, with the cpuset

@@ -12,8 +12,10 @@ import (
 // KubeletSysctls are the kernel settings a kubelet changes when it starts
 // (its container manager sets them whatever its configuration, and with
 // protectKernelDefaults it refuses to start instead): they are the whole
-// machine's, not a namespace's.
+// machine's, not a namespace's. net.ipv4.ip_forward (the machine's
+// network namespace) is held with them: Routed nodes set it.
 var KubeletSysctls = []string{
+	"net/ipv4/ip_forward",
 	"vm/overcommit_memory",
 	"vm/panic_on_oom",
 	"kernel/panic",

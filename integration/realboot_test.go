@@ -1,0 +1,196 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"kedge.dev/kedge/integration/images"
+	"kedge.dev/kedge/integration/realnode"
+	"kedge.dev/kedge/integration/vaultlab"
+	"kedge.dev/kedge/workflows"
+)
+
+// bootstrap and cert-renewal on real kubelets: three bare nodes (their
+// own namespaces, containerd, no pod network, no kubelet unit) reached
+// over SSH as core with sudo, routed to each other through the machine.
+// bootstrap makes the cluster's CAs in Vault, gives the controller its
+// PKI, kubeconfigs and static pods, which its real kubelet runs in
+// containerd from the control-plane images (etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler), and joins the workers with TLS
+// bootstrap against that API server; every node is Ready once Kedge's pod
+// network is on it. cert-renewal with everything due then renews every
+// served certificate from the same CAs while the cluster keeps working.
+func TestRealKubeletBootstrapAndCertRenewal(t *testing.T) {
+	tools := realKubeletTools(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
+	defer cancel()
+	v, tokenFile := labVault(t)
+	bin, err := images.KubeletBinary(ctx, tools, images.KubeVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := images.KubeletRef(images.KubeVersion)
+	cpImages, err := images.ControlPlane(tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archives, err := images.Build(cpImages...)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	var opts []realnode.Options
+	for _, name := range []string{"real-boot-1", "real-boot-2", "real-boot-3"} {
+		opts = append(opts, realnode.Options{Name: name, NoPodNetwork: true, Routed: true})
+	}
+	nodes := startRealSSHNodes(ctx, t, opts, realnode.KubeletImage{Ref: image, Binary: bin})
+	ctl := nodes[0]
+	if err := ctl.node.Import(ctx, archives...); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("three bare nodes, the control-plane images on the first: %s", time.Since(start).Round(time.Millisecond))
+
+	kubeconfig := filepath.Join(t.TempDir(), "admin.conf")
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: kedge/v1\nkind: Cluster\nmetadata:\n  name: realboot\n")
+	fmt.Fprintf(&b, "ssh:\n  user: core\n  become: sudo\n  identityFile: %s\n  knownHostsFile: %s\n", ctl.lab.IdentityFile, ctl.lab.KnownHostsFile)
+	fmt.Fprintf(&b, "kubernetes:\n  kubeconfig: %s\n  kubeletImage: %s\n  clusterDNS: [10.96.0.10]\n", kubeconfig, image)
+	fmt.Fprintf(&b, "vault:\n  address: %s\n  tokenFile: %s\n  pki: %s\n  role: %s\n  kv: %s\n", v.Address, tokenFile, vaultlab.PKIPath, vaultlab.PKIRole, vaultlab.KVPath)
+	fmt.Fprintf(&b, "controllers:\n  - name: %s\n    address: %s\n", ctl.node.Name, ctl.node.NodeIP)
+	b.WriteString("workers:\n")
+	for _, w := range nodes[1:] {
+		fmt.Fprintf(&b, "  - name: %s\n    address: %s\n", w.node.Name, w.node.NodeIP)
+	}
+	inv := writeInventory(t, b.String())
+
+	start = time.Now()
+	p, code, errOut := runWaitInv(t, "bootstrap", inv)
+	if code != 0 || p.State != workflows.StateSucceeded {
+		t.Fatalf("bootstrap: exit %d: %s\n%+v%s", code, errOut, p, ctl.node.UnitLog(ctl.host, "kubelet"))
+	}
+	t.Logf("bootstrap of 1 controller + 2 workers on real kubelets: %s", time.Since(start).Round(time.Millisecond))
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRealCluster(t, cs, nodes)
+
+	// The control plane is the controller's static pods, run by its
+	// containerd: their mirror pods are Running on the controller.
+	for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		var pod *corev1.Pod
+		deadline := time.Now().Add(time.Minute)
+		for {
+			pod, err = cs.CoreV1().Pods("kube-system").Get(ctx, c+"-"+ctl.node.Name, metav1.GetOptions{})
+			if err == nil && pod.Status.Phase == corev1.PodRunning || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		if err != nil {
+			t.Errorf("mirror pod of %s: %v", c, err)
+			continue
+		}
+		if pod.Status.Phase != corev1.PodRunning || pod.Spec.Containers[0].Image != images.ControlPlaneRef(c) {
+			t.Errorf("%s: %s, image %s", pod.Name, pod.Status.Phase, pod.Spec.Containers[0].Image)
+		}
+	}
+	out, err := ctl.node.Command(ctx, "ctr", "-a", realnode.ContainerdSocket, "-n", "k8s.io", "containers", "ls").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ctr containers ls: %v: %s", err, out)
+	}
+	for _, c := range []string{"etcd", "kube-apiserver"} {
+		if !strings.Contains(string(out), images.ControlPlaneRef(c)) {
+			t.Errorf("no %s container in the controller's containerd:\n%s", c, out)
+		}
+	}
+
+	t.Run("cert-renewal", func(t *testing.T) {
+		endpoints := []string{net.JoinHostPort(ctl.node.NodeIP, "6443"), net.JoinHostPort(ctl.node.NodeIP, "2379")}
+		for _, n := range nodes {
+			endpoints = append(endpoints, net.JoinHostPort(n.node.NodeIP, "10250"))
+		}
+		before := map[string]*x509.Certificate{}
+		for _, ep := range endpoints {
+			before[ep] = servedCert(t, ep)
+		}
+		caBefore := []byte(ctl.file(t, "/etc/kubernetes/pki/ca.crt"))
+		etcdCABefore := []byte(ctl.file(t, "/etc/kubernetes/pki/etcd/ca.crt"))
+
+		start := time.Now()
+		p, code, errOut := runWaitInv(t, "cert-renewal", inv, "--set", "threshold=87600h")
+		if code != 0 || p.State != workflows.StateSucceeded {
+			t.Fatalf("cert-renewal: exit %d: %s\n%+v%s", code, errOut, p, ctl.node.UnitLog(ctl.host, "kubelet"))
+		}
+		t.Logf("cert-renewal of every certificate on real kubelets: %s", time.Since(start).Round(time.Millisecond))
+
+		caPEM := []byte(ctl.file(t, "/etc/kubernetes/pki/ca.crt"))
+		etcdCAPEM := []byte(ctl.file(t, "/etc/kubernetes/pki/etcd/ca.crt"))
+		if !bytes.Equal(caPEM, caBefore) || !bytes.Equal(etcdCAPEM, etcdCABefore) {
+			t.Error("the renewal changed the cluster CA or etcd's CA")
+		}
+		ca, etcdCA := firstCert(t, caPEM), firstCert(t, etcdCAPEM)
+		for _, ep := range endpoints {
+			after := servedCert(t, ep)
+			if !after.NotAfter.After(before[ep].NotAfter) || after.SerialNumber.Cmp(before[ep].SerialNumber) == 0 {
+				t.Errorf("%s still serves serial %x ending %s", ep, after.SerialNumber, after.NotAfter)
+			}
+			want, name := ca, "the cluster CA"
+			if strings.HasSuffix(ep, ":2379") {
+				want, name = etcdCA, "etcd's CA"
+			}
+			if err := after.CheckSignatureFrom(want); err != nil {
+				t.Errorf("%s serves a certificate not issued by %s: %v (issuer %s)", ep, name, err, after.Issuer)
+			}
+		}
+		checkRealCluster(t, cs, nodes)
+	})
+}
+
+// checkRealCluster checks every node is Ready, its real kubelet at
+// images.KubeVersion, and the controller carries its role's label and
+// taint.
+func checkRealCluster(t *testing.T, cs kubernetes.Interface, nodes []*realSSHNode) {
+	t.Helper()
+	for i, r := range nodes {
+		var n *corev1.Node
+		var err error
+		deadline := time.Now().Add(time.Minute)
+		for {
+			n, err = cs.CoreV1().Nodes().Get(t.Context(), r.node.Name, metav1.GetOptions{})
+			if err == nil && nodeIsReady(n) || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		if err != nil {
+			t.Errorf("node %s: %v", r.node.Name, err)
+			continue
+		}
+		if !nodeIsReady(n) || n.Status.NodeInfo.KubeletVersion != images.KubeVersion {
+			t.Errorf("node %s: ready %v, kubelet %q", n.Name, nodeIsReady(n), n.Status.NodeInfo.KubeletVersion)
+		}
+		_, controller := n.Labels["node-role.kubernetes.io/controller"]
+		if (i == 0) != controller {
+			t.Errorf("node %s: labels %v", n.Name, n.Labels)
+		}
+	}
+}
