@@ -110,6 +110,8 @@ func Pause(ctx context.Context) (Image, error) {
 // ControlPlane returns the images of ControlPlaneComponents, each its
 // binary from the tools directory in /usr/local/bin (on the PATH, as the
 // rendered static pods call them by name) with the libraries it links.
+// kube-proxy's also holds iptables, as the upstream image does: kube-proxy
+// runs iptables-restore and iptables-save from its own image.
 func ControlPlane(tools string) ([]Image, error) {
 	var out []Image
 	for _, name := range ControlPlaneComponents {
@@ -117,9 +119,51 @@ func ControlPlane(tools string) ([]Image, error) {
 		if err != nil {
 			return nil, err
 		}
+		if name == "kube-proxy" {
+			ipt, err := IptablesFiles()
+			if err != nil {
+				return nil, err
+			}
+			files = dedupe(append(files, ipt...))
+		}
 		out = append(out, Image{Ref: ControlPlaneRef(name), Env: pathEnv, Files: files})
 	}
 	return out, nil
+}
+
+// iptablesMulti is the machine's iptables (nf_tables backend), and
+// xtablesDirs where its extensions are, which it loads at run time.
+const (
+	iptablesMulti = "/usr/sbin/xtables-nft-multi"
+	xtablesDirs   = "/usr/lib/*/xtables"
+)
+
+// IptablesFiles are the machine's iptables with the nf_tables backend:
+// the multi-call binary, its names (iptables, iptables-save,
+// iptables-restore and the ip6tables ones) and its extensions, each with
+// the libraries it links.
+func IptablesFiles() ([]File, error) {
+	files, err := BinaryFiles(iptablesMulti, iptablesMulti)
+	if err != nil {
+		return nil, fmt.Errorf("iptables (scripts/deps.sh installs it): %w", err)
+	}
+	for _, v := range []string{"iptables", "ip6tables"} {
+		for _, suffix := range []string{"", "-save", "-restore", "-nft", "-nft-save", "-nft-restore"} {
+			files = append(files, File{Path: "/usr/sbin/" + v + suffix, Link: filepath.Base(iptablesMulti)})
+		}
+	}
+	exts, err := filepath.Glob(filepath.Join(xtablesDirs, "*.so"))
+	if err != nil || len(exts) == 0 {
+		return nil, fmt.Errorf("no iptables extensions in %s (%v)", xtablesDirs, err)
+	}
+	for _, e := range exts {
+		f, err := BinaryFiles(e, e)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f...)
+	}
+	return dedupe(files), nil
 }
 
 // Kubelet returns quay.io/poseidon/kubelet:VERSION: the kubelet of that

@@ -93,7 +93,7 @@ type Node struct {
 	mu         sync.Mutex
 	procs      []*Process // containerd, kubelets
 	sysctlHeld bool
-	forwarding bool // FORWARD rules for Link are in place (Routed)
+	forwarding bool     // FORWARD rules for Link are in place (Routed)
 	hostChains []string // the machine's KUBE-*/CNI-* iptables chains before
 	closeOnce  sync.Once
 	closeErr   error
@@ -200,6 +200,11 @@ func holderScript() string {
 	for _, d := range privateDirs {
 		fmt.Fprintf(&b, "mkdir -p %[1]s\nmount --bind \"$D/fs%[1]s\" %[1]s\n", d)
 	}
+	// /var/lib/kubelet shared, as systemd leaves a host's mounts: the
+	// kubelet's pod volumes, mounted in its container under its rshared
+	// volume, reach containerd and the pods. The peer group is the
+	// node's own (unshare --propagation private cut the machine's).
+	b.WriteString("mount --make-shared " + render.KubeletDir + "\n")
 	b.WriteString("echo ready\nexec sleep infinity\n")
 	return b.String()
 }

@@ -304,6 +304,11 @@ mount --bind "$H/bin" /usr/local/sbin
 mount -t tmpfs -o mode=1777 tmpfs /tmp
 mount -t tmpfs -o mode=755 tmpfs /run
 mkdir -p /run/sshd
+# /var/lib shared, as systemd leaves a host's mounts (docker refuses the
+# kubelet's rshared /var/lib/kubelet otherwise): a peer group of this
+# namespace and its children only, the machine's having been cut off by
+# unshare --propagation private.
+mount --make-shared /var/lib
 exec ` + sshdPath + ` -D -e -f /etc/ssh/kedge_sshd_config
 `
 

@@ -190,3 +190,29 @@ systemctl daemon-reload && systemctl start boxed`)
 		t.Errorf("image store: %v %.200s", err, data)
 	}
 }
+
+// An rshared volume, as the kubelet unit mounts /var/lib/kubelet: what the
+// container mounts under it (the kubelet's pod volumes) appears on the
+// host, for the runtime that starts the pods; what it mounts elsewhere
+// does not. docker refuses an rshared volume whose source is on a mount
+// that is not shared, as the real daemon does.
+func TestContainerStandInSharesAnRsharedVolume(t *testing.T) {
+	h := standinHost(t, "127.0.37.")
+	if err := h.AddImage(Image{Ref: "lab.example/sh:1", Entrypoint: []string{"/bin/sh"}}); err != nil {
+		t.Fatal(err)
+	}
+	mustSh(t, h, "mkdir -p /var/lib/kubelet/pods/p1 /srv/other /srv/private && mount --bind /srv/private /srv/private && mount --make-private /srv/private")
+	mustSh(t, h, `docker run --rm --privileged -v /var/lib/kubelet:/var/lib/kubelet:rshared -v /srv/other:/srv/other lab.example/sh:1 -c '
+mount -t tmpfs tmpfs /var/lib/kubelet/pods/p1 && echo token > /var/lib/kubelet/pods/p1/token
+mkdir -p /srv/other/x && mount -t tmpfs tmpfs /srv/other/x'`)
+	if out := mustSh(t, h, "cat /var/lib/kubelet/pods/p1/token; grep -c ' /var/lib/kubelet/pods/p1 ' /proc/self/mountinfo"); out != "token\n1" {
+		t.Errorf("the container's mount under the rshared volume, seen from the host: %q", out)
+	}
+	if out, _ := hostSh(t, h, "grep -c ' /srv/other/x ' /proc/self/mountinfo"); out != "0" {
+		t.Errorf("a mount under a private volume reached the host: %q", out)
+	}
+	mustSh(t, h, "umount /var/lib/kubelet/pods/p1")
+	if out, _ := hostSh(t, h, "docker run --rm -v /srv/private:/srv/private:rshared lab.example/sh:1 -c true; echo rc=$?"); !strings.Contains(out, "path /srv/private is mounted on /srv/private but it is not a shared mount") || !strings.HasSuffix(out, "rc=125") {
+		t.Errorf("rshared volume on a private mount: %q", out)
+	}
+}

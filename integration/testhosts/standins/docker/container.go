@@ -40,6 +40,7 @@ type container struct {
 type volume struct {
 	Src, Dst string
 	ReadOnly bool
+	Shared   bool // shared or rshared propagation (propagation.go)
 }
 
 type ulimit struct {

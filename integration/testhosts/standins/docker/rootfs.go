@@ -130,7 +130,7 @@ func mountPoint(path string, like os.FileInfo) error {
 // buildRoot lays out the container's root at root: a tmpfs with the
 // image's userland, /etc, /proc, /sys, /dev, the volumes and nothing else.
 func buildRoot(c *container, root string) error {
-	if err := mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+	if err := privateExceptShared(c.Volumes); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(root, 0o755); err != nil {

@@ -28,8 +28,9 @@ func runError(format string, args ...any) int {
 	return 125
 }
 
-// volume options docker and podman accept (mount propagation and SELinux
-// labels have no effect here).
+// volume options docker and podman accept (SELinux labels and the
+// consistency options have no effect here; shared and rshared do:
+// propagation.go).
 var volumeOptions = map[string]bool{
 	"ro": true, "rw": true, "z": true, "Z": true, "shared": true, "rshared": true, "slave": true,
 	"rslave": true, "private": true, "rprivate": true, "nocopy": true, "consistent": true,
@@ -59,6 +60,9 @@ func parseVolume(spec string) (volume, error) {
 			}
 			if o == "ro" {
 				v.ReadOnly = true
+			}
+			if o == "shared" || o == "rshared" {
+				v.Shared = true
 			}
 			if o == "ro" || o == "rw" {
 				rw++
@@ -151,6 +155,11 @@ func newContainer(args []string) (*container, bool, int) {
 			}
 			// docker makes a missing bind source a directory.
 			if err := os.MkdirAll(v.Src, 0o755); err != nil {
+				return nil, false, runError("Error response from daemon: %v", err)
+			}
+		}
+		if prog == "docker" {
+			if err := checkShared(v); err != nil {
 				return nil, false, runError("Error response from daemon: %v", err)
 			}
 		}
