@@ -3,9 +3,11 @@ package integration
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,14 +56,18 @@ func TestRealKubeletBootstrapAndCertRenewal(t *testing.T) {
 	start := time.Now()
 	var opts []realnode.Options
 	for _, name := range []string{"real-boot-1", "real-boot-2", "real-boot-3"} {
-		opts = append(opts, realnode.Options{Name: name, NoPodNetwork: true, Routed: true})
+		opts = append(opts, realnode.Options{Name: name, NoPodNetwork: true, Routed: true, KubeProxy: true})
 	}
 	nodes := startRealSSHNodes(ctx, t, opts, realnode.KubeletImage{Ref: image, Binary: bin})
 	ctl := nodes[0]
-	if err := ctl.node.Import(ctx, archives...); err != nil {
-		t.Fatal(err)
+	for _, n := range nodes {
+		// The control plane's on the controller, kube-proxy's everywhere:
+		// importing them all is as quick.
+		if err := n.node.Import(ctx, archives...); err != nil {
+			t.Fatal(err)
+		}
 	}
-	t.Logf("three bare nodes, the control-plane images on the first: %s", time.Since(start).Round(time.Millisecond))
+	t.Logf("three bare nodes with the control-plane and kube-proxy images: %s", time.Since(start).Round(time.Millisecond))
 
 	kubeconfig := filepath.Join(t.TempDir(), "admin.conf")
 	var b strings.Builder
@@ -122,6 +128,10 @@ func TestRealKubeletBootstrapAndCertRenewal(t *testing.T) {
 			t.Errorf("no %s container in the controller's containerd:\n%s", c, out)
 		}
 	}
+
+	t.Run("kube-proxy makes Services work on every node", func(t *testing.T) {
+		checkKubeProxy(ctx, t, cs, nodes)
+	})
 
 	t.Run("cert-renewal", func(t *testing.T) {
 		endpoints := []string{net.JoinHostPort(ctl.node.NodeIP, "6443"), net.JoinHostPort(ctl.node.NodeIP, "2379")}
@@ -191,6 +201,72 @@ func checkRealCluster(t *testing.T, cs kubernetes.Interface, nodes []*realSSHNod
 		_, controller := n.Labels["node-role.kubernetes.io/controller"]
 		if (i == 0) != controller {
 			t.Errorf("node %s: labels %v", n.Name, n.Labels)
+		}
+	}
+}
+
+// checkKubeProxy checks bootstrap's kube-proxy: its DaemonSet has a ready
+// pod on every node, and from inside each node the kubernetes Service's
+// ClusterIP leads to the API server (kube-proxy's rules in the node's
+// network namespace, nothing else, make that address answer).
+func checkKubeProxy(ctx context.Context, t *testing.T, cs kubernetes.Interface, nodes []*realSSHNode) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		ds, err := cs.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
+		if err == nil && ds.Status.NumberReady == int32(len(nodes)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			var logs strings.Builder
+			for _, n := range nodes {
+				files, _ := filepath.Glob(n.node.Path("/var/log/pods/kube-system_kube-proxy-*/kube-proxy/*.log"))
+				for _, f := range files {
+					b, _ := os.ReadFile(f)
+					fmt.Fprintf(&logs, "\n%s %s:\n%s", n.node.Name, filepath.Base(f), tail(string(b), 1500))
+				}
+			}
+			ready := int32(-1)
+			if ds != nil {
+				ready = ds.Status.NumberReady
+			}
+			t.Fatalf("kube-proxy ready on %d of %d nodes after 2m (%v)%s", ready, len(nodes), err, logs.String())
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	svc, err := cs.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := servedCert(t, net.JoinHostPort(nodes[0].node.NodeIP, "6443"))
+	for _, n := range nodes {
+		addr := net.JoinHostPort(svc.Spec.ClusterIP, "443")
+		var conn net.Conn
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			// Each attempt short and on a new port: a SYN sent before
+			// kube-proxy's rules were in place has a conntrack entry
+			// without the translation, which its retransmits keep.
+			dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			conn, err = n.node.DialContext(dctx, "tcp", addr)
+			cancel()
+			if err == nil || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		if err != nil {
+			t.Errorf("%s: dial the kubernetes Service at %s: %v", n.node.Name, addr, err)
+			continue
+		}
+		tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: true}) // compared below with what the API server serves
+		err = tc.HandshakeContext(ctx)
+		if err == nil && !tc.ConnectionState().PeerCertificates[0].Equal(want) {
+			err = fmt.Errorf("the Service answered with %s, not the API server's certificate", tc.ConnectionState().PeerCertificates[0].Subject)
+		}
+		tc.Close()
+		if err != nil {
+			t.Errorf("%s: the kubernetes Service %s: %v", n.node.Name, addr, err)
 		}
 	}
 }

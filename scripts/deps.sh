@@ -21,13 +21,18 @@ command -v runc >/dev/null 2>&1 || need+=(runc)
 command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || need+=(iptables)
 command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || need+=(iproute2)
 
-if [ ${#need[@]} -eq 0 ]; then
-  exit 0
-fi
-
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then
   sudo="sudo"
+fi
+
+# Every real host has /lib/modules, which the kubelet unit and kube-proxy
+# mount; a container image of a machine may not. Made here, once, rather
+# than by whichever test first starts a kubelet.
+[ -d /lib/modules ] || $sudo mkdir -p /lib/modules
+
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
 fi
 echo "installing: ${need[*]}"
 # Keep Debian from starting a system-wide sshd: the tests start their own.

@@ -110,6 +110,7 @@ var actions = []Action{
 	describe(kube.BootstrapRBACAction, "bind the TLS bootstrap roles: joining kubelets may request client certificates, which are approved automatically", kube.BootstrapRBACInput{}, kube.ChangedResult{}, 30*time.Second, 0, nil),
 	describe(kube.WaitAPIServerAction, "wait until the API server answers /readyz", kube.WaitAPIServerInput{}, kube.WaitAPIServerResult{}, 30*time.Minute, 30*time.Second, nil),
 	describe(kube.ClusterInfoAction, "the API server URL and CA bundle of the inventory's kubeconfig", kube.ClusterInfoInput{}, kube.ClusterInfoResult{}, 30*time.Second, 0, nil),
+	describe(kube.InstallKubeProxyAction, "install or update kube-proxy (iptables mode, a DaemonSet on every node), applied server-side", kube.InstallKubeProxyInput{}, kube.ChangedResult{}, 2*time.Minute, 0, nil),
 	describe(kube.SaveKubeconfigAction, "write a kubeconfig where the inventory's kubernetes.kubeconfig names it, on the worker (mode 0600)", kube.SaveKubeconfigInput{}, kube.ChangedResult{}, 30*time.Second, 0, nil),
 	describe(assets.KubeconfigAction, "render a kubeconfig (CA and a token or client certificate embedded)", render.KubeconfigInput{}, assets.FileResult{}, 30*time.Second, 0, nil),
 	describe(assets.KubeletConfigAction, "render the kubelet's KubeletConfiguration file", render.KubeletConfigInput{}, assets.FileResult{}, 30*time.Second, 0, nil),

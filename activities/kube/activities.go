@@ -65,6 +65,7 @@ func (a *Activities) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.WaitAPIServer, activity.RegisterOptions{Name: WaitAPIServerAction})
 	r.RegisterActivityWithOptions(a.ClusterInfo, activity.RegisterOptions{Name: ClusterInfoAction})
 	r.RegisterActivityWithOptions(a.SaveKubeconfig, activity.RegisterOptions{Name: SaveKubeconfigAction})
+	r.RegisterActivityWithOptions(a.InstallKubeProxy, activity.RegisterOptions{Name: InstallKubeProxyAction})
 }
 
 func (a *Activities) client(c Cluster) (kubernetes.Interface, error) {

@@ -695,3 +695,25 @@ func TestStaticPodsCertificatesAnnotation(t *testing.T) {
 		}
 	}
 }
+
+func TestKubeProxy(t *testing.T) {
+	objs, err := KubeProxy(KubeProxyInput{Image: "registry.k8s.io/kube-proxy:v1.35.4", Server: "https://10.0.0.10:6443"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := objs.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "kube-proxy.yaml", got)
+	if c := objs.DaemonSet.Spec.Template.Spec.Containers[0].Command; !slices.Contains(c, "--cluster-cidr="+DefaultPodCIDR) {
+		t.Errorf("command %v lacks the default pod CIDR", c)
+	}
+
+	_, err = KubeProxy(KubeProxyInput{Image: "kube-proxy", Server: "http://10.0.0.10:6443", PodCIDR: "10.244.0.1/16"})
+	for _, want := range []string{"image: ", "server: ", "podCIDR: "} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("bad input: %v, want a problem with %q", err, want)
+		}
+	}
+}

@@ -38,6 +38,11 @@ type Options struct {
 	// net.ipv4.ip_forward=1, saved and restored with KubeletSysctls, and
 	// FORWARD rules accepting the node's link, removed by Close.
 	Routed bool
+	// KubeProxy readies the machine for kube-proxy on the node: the
+	// machine's nf_conntrack_max is set to KubeProxyConntrackMax (kube-proxy
+	// sets it on a real node; from a node's network namespace it may not),
+	// saved and restored with KubeletSysctls.
+	KubeProxy bool
 }
 
 // Network addresses. Node N (1..254) has the link 10.201.N.0/24 to the

@@ -56,6 +56,11 @@ func (n *Node) StartSSH(ctx context.Context, h *testhosts.Host) error {
 			return err
 		}
 	}
+	if n.opts.KubeProxy {
+		if err := holdConntrackForKubeProxy(); err != nil {
+			return err
+		}
+	}
 	p, err := n.run("sshd", "sh", "-c", h.InsideScript(), "sh", h.Dir())
 	if err != nil {
 		return err

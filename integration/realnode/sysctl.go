@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -12,10 +14,13 @@ import (
 // KubeletSysctls are the kernel settings a kubelet changes when it starts
 // (its container manager sets them whatever its configuration, and with
 // protectKernelDefaults it refuses to start instead): they are the whole
-// machine's, not a namespace's. net.ipv4.ip_forward (the machine's
-// network namespace) is held with them: Routed nodes set it.
+// machine's, not a namespace's. Held with them: net.ipv4.ip_forward (the
+// machine's network namespace), which Routed nodes set, and
+// net.netfilter.nf_conntrack_max, which kube-proxy sets on its node and
+// cannot from a node's network namespace (KubeProxy nodes set it for it).
 var KubeletSysctls = []string{
 	"net/ipv4/ip_forward",
+	"net/netfilter/nf_conntrack_max",
 	"vm/overcommit_memory",
 	"vm/panic_on_oom",
 	"kernel/panic",
@@ -37,6 +42,9 @@ func ReadSysctls() (map[string]string, error) {
 	out := map[string]string{}
 	for _, k := range KubeletSysctls {
 		b, err := os.ReadFile(filepath.Join("/proc/sys", k))
+		if os.IsNotExist(err) {
+			continue // nf_conntrack not loaded: nothing to hold
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -78,4 +86,23 @@ func releaseSysctls() error {
 	}
 	sysctls.saved = nil
 	return errors.Join(errs...)
+}
+
+// KubeProxyConntrackMax is the nf_conntrack_max kube-proxy v1.35 sets with
+// its defaults (32768 per CPU, at least 131072): it writes the sysctl
+// whenever the value differs, which a process outside the machine's
+// network namespace may not.
+func KubeProxyConntrackMax() int {
+	return max(32768*runtime.NumCPU(), 131072)
+}
+
+// holdConntrackForKubeProxy sets the machine's nf_conntrack_max to
+// KubeProxyConntrackMax (the sysctls are held: restored when the last node
+// closes), so kube-proxy finds it set.
+func holdConntrackForKubeProxy() error {
+	p := "/proc/sys/net/netfilter/nf_conntrack_max"
+	if err := os.WriteFile(p, []byte(strconv.Itoa(KubeProxyConntrackMax())+"\n"), 0o644); err != nil {
+		return fmt.Errorf("net.netfilter.nf_conntrack_max for kube-proxy: %w", err)
+	}
+	return nil
 }
