@@ -67,8 +67,8 @@ func KubeProxy(in KubeProxyInput) (KubeProxyObjects, error) {
 		Clusters: map[string]*clientcmdapi.Cluster{"cluster": {
 			Server: in.Server, CertificateAuthority: serviceAccountDir + "/ca.crt",
 		}},
-		AuthInfos: map[string]*clientcmdapi.AuthInfo{KubeProxyName: {TokenFile: serviceAccountDir + "/token"}},
-		Contexts:  map[string]*clientcmdapi.Context{"default": {Cluster: "cluster", AuthInfo: KubeProxyName}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{KubeProxyName: {TokenFile: serviceAccountDir + "/token"}},
+		Contexts:       map[string]*clientcmdapi.Context{"default": {Cluster: "cluster", AuthInfo: KubeProxyName}},
 		CurrentContext: "default",
 	})
 	if err != nil {
