@@ -342,19 +342,7 @@ func TestCertRenewalRenewsEveryServedCertificate(t *testing.T) {
 		t.Error("the renewal changed etcd's CA")
 	}
 	etcdCA := firstCert(t, etcdCAPEM)
-	for _, ep := range endpoints {
-		after := servedCert(t, ep)
-		if !after.NotAfter.After(before[ep].NotAfter) || after.SerialNumber.Cmp(before[ep].SerialNumber) == 0 {
-			t.Errorf("%s still serves serial %x ending %s", ep, after.SerialNumber, after.NotAfter)
-		}
-		want, name := ca, "the cluster CA"
-		if strings.HasSuffix(ep, ":2379") {
-			want, name = etcdCA, "etcd's CA"
-		}
-		if err := after.CheckSignatureFrom(want); err != nil {
-			t.Errorf("%s serves a certificate not issued by %s: %v (issuer %s)", ep, name, err, after.Issuer)
-		}
-	}
+	checkRenewed(t, endpoints, before, ca, etcdCA)
 	peer := firstCert(t, readHostFileIn(t, l, "boot-1", "/etc/kubernetes/pki/etcd/peer.crt"))
 	if peer.SerialNumber.Cmp(filesBefore.SerialNumber) == 0 {
 		t.Error("etcd's peer certificate on disk was not renewed")
@@ -392,5 +380,25 @@ func TestCertRenewalRenewsEveryServedCertificate(t *testing.T) {
 	d, err := h.Describe(t.Context())
 	if err != nil || len(d.Schedule.Spec.Intervals) != 1 || d.Schedule.Spec.Intervals[0].Every != 24*time.Hour {
 		t.Errorf("schedule: %+v %v", d, err)
+	}
+}
+
+// checkRenewed checks each endpoint serves a newer certificate than it did
+// before, issued by etcd's CA on etcd's client port (2379) and by the
+// cluster CA elsewhere.
+func checkRenewed(t *testing.T, endpoints []string, before map[string]*x509.Certificate, ca, etcdCA *x509.Certificate) {
+	t.Helper()
+	for _, ep := range endpoints {
+		after := servedCert(t, ep)
+		if !after.NotAfter.After(before[ep].NotAfter) || after.SerialNumber.Cmp(before[ep].SerialNumber) == 0 {
+			t.Errorf("%s still serves serial %x ending %s", ep, after.SerialNumber, after.NotAfter)
+		}
+		want, name := ca, "the cluster CA"
+		if strings.HasSuffix(ep, ":2379") {
+			want, name = etcdCA, "etcd's CA"
+		}
+		if err := after.CheckSignatureFrom(want); err != nil {
+			t.Errorf("%s serves a certificate not issued by %s: %v (issuer %s)", ep, name, err, after.Issuer)
+		}
 	}
 }

@@ -140,17 +140,7 @@ func TestNodeJoinWithTLSBootstrap(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kubelet client certificate: %v: %s", err, pemData)
 	}
-	cert := firstCert(t, pemData)
-	if cert.Subject.CommonName != "system:node:join-1" || !slices.Contains(cert.Subject.Organization, "system:nodes") {
-		t.Errorf("kubelet client certificate subject %v", cert.Subject)
-	}
-	caPEM, err := os.ReadFile(cp.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cert.CheckSignatureFrom(firstCert(t, caPEM)); err != nil {
-		t.Errorf("kubelet client certificate not signed by the cluster CA: %v", err)
-	}
+	checkKubeletClientCert(t, pemData, "join-1", cp.CAFile)
 
 	// The token was for this join only.
 	_, err = cp.Client.CoreV1().Secrets("kube-system").Get(ctx, bootstraputil.BootstrapTokenSecretName(tokenID), metav1.GetOptions{})
@@ -248,5 +238,22 @@ func firstCert(t *testing.T, data []byte) *x509.Certificate {
 			}
 			return c
 		}
+	}
+}
+
+// checkKubeletClientCert checks a kubelet's client certificate is for
+// system:node:NODE in system:nodes, signed by the CA in caFile.
+func checkKubeletClientCert(t *testing.T, pemData []byte, node, caFile string) {
+	t.Helper()
+	cert := firstCert(t, pemData)
+	if cert.Subject.CommonName != "system:node:"+node || !slices.Contains(cert.Subject.Organization, "system:nodes") {
+		t.Errorf("kubelet client certificate subject %v", cert.Subject)
+	}
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cert.CheckSignatureFrom(firstCert(t, caPEM)); err != nil {
+		t.Errorf("kubelet client certificate not signed by the cluster CA: %v", err)
 	}
 }

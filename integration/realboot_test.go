@@ -157,20 +157,7 @@ func TestRealKubeletBootstrapAndCertRenewal(t *testing.T) {
 		if !bytes.Equal(caPEM, caBefore) || !bytes.Equal(etcdCAPEM, etcdCABefore) {
 			t.Error("the renewal changed the cluster CA or etcd's CA")
 		}
-		ca, etcdCA := firstCert(t, caPEM), firstCert(t, etcdCAPEM)
-		for _, ep := range endpoints {
-			after := servedCert(t, ep)
-			if !after.NotAfter.After(before[ep].NotAfter) || after.SerialNumber.Cmp(before[ep].SerialNumber) == 0 {
-				t.Errorf("%s still serves serial %x ending %s", ep, after.SerialNumber, after.NotAfter)
-			}
-			want, name := ca, "the cluster CA"
-			if strings.HasSuffix(ep, ":2379") {
-				want, name = etcdCA, "etcd's CA"
-			}
-			if err := after.CheckSignatureFrom(want); err != nil {
-				t.Errorf("%s serves a certificate not issued by %s: %v (issuer %s)", ep, name, err, after.Issuer)
-			}
-		}
+		checkRenewed(t, endpoints, before, firstCert(t, caPEM), firstCert(t, etcdCAPEM))
 		checkRealCluster(t, cs, nodes)
 	})
 }

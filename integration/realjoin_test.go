@@ -160,17 +160,7 @@ func checkJoined(t *testing.T, cp *controlplane.ControlPlane, r *realSSHNode, im
 	if err != nil {
 		t.Fatalf("kubelet client certificate: %v: %s", err, pemData)
 	}
-	cert := firstCert(t, pemData)
-	if cert.Subject.CommonName != "system:node:"+r.node.Name || !slices.Contains(cert.Subject.Organization, "system:nodes") {
-		t.Errorf("kubelet client certificate subject %v", cert.Subject)
-	}
-	caPEM, err := os.ReadFile(cp.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cert.CheckSignatureFrom(firstCert(t, caPEM)); err != nil {
-		t.Errorf("kubelet client certificate not signed by the cluster CA: %v", err)
-	}
+	checkKubeletClientCert(t, pemData, r.node.Name, cp.CAFile)
 	if kc := r.file(t, render.KubeletKubeconfigPath); !strings.Contains(kc, "/var/lib/kubelet/pki/kubelet-client-current.pem") {
 		t.Errorf("the kubelet's kubeconfig does not use the certificate it rotates:\n%s", kc)
 	}

@@ -39,59 +39,54 @@ func (a *Activities) InstallKubeProxy(ctx context.Context, in InstallKubeProxyIn
 	if err != nil {
 		return ChangedResult{}, err
 	}
+	type step struct {
+		kind  string
+		apply func() (bool, error)
+	}
+	ns := render.KubeProxyNamespace
+	sa, crb := cs.CoreV1().ServiceAccounts(ns), cs.RbacV1().ClusterRoleBindings()
+	cm, ds := cs.CoreV1().ConfigMaps(ns), cs.AppsV1().DaemonSets(ns)
 	var res ChangedResult
-	for _, o := range []struct {
-		name  string
-		obj   any
-		apply func(data []byte) (string, string, error) // resourceVersion before and after
-	}{
-		{"ServiceAccount", objs.ServiceAccount, func(data []byte) (string, string, error) {
-			c := cs.CoreV1().ServiceAccounts(render.KubeProxyNamespace)
-			before, _ := c.Get(ctx, render.KubeProxyName, metav1.GetOptions{})
-			after, err := c.Patch(ctx, render.KubeProxyName, types.ApplyPatchType, data, applyOptions())
-			return rv(before), rv(after), err
+	for _, s := range []step{
+		{"ServiceAccount", func() (bool, error) {
+			return apply(ctx, sa.Get, sa.Patch, objs.ServiceAccount.Name, objs.ServiceAccount)
 		}},
-		{"ClusterRoleBinding", objs.Binding, func(data []byte) (string, string, error) {
-			c := cs.RbacV1().ClusterRoleBindings()
-			before, _ := c.Get(ctx, objs.Binding.Name, metav1.GetOptions{})
-			after, err := c.Patch(ctx, objs.Binding.Name, types.ApplyPatchType, data, applyOptions())
-			return rv(before), rv(after), err
-		}},
-		{"ConfigMap", objs.Kubeconfig, func(data []byte) (string, string, error) {
-			c := cs.CoreV1().ConfigMaps(render.KubeProxyNamespace)
-			before, _ := c.Get(ctx, render.KubeProxyName, metav1.GetOptions{})
-			after, err := c.Patch(ctx, render.KubeProxyName, types.ApplyPatchType, data, applyOptions())
-			return rv(before), rv(after), err
-		}},
-		{"DaemonSet", objs.DaemonSet, func(data []byte) (string, string, error) {
-			c := cs.AppsV1().DaemonSets(render.KubeProxyNamespace)
-			before, _ := c.Get(ctx, render.KubeProxyName, metav1.GetOptions{})
-			after, err := c.Patch(ctx, render.KubeProxyName, types.ApplyPatchType, data, applyOptions())
-			return rv(before), rv(after), err
-		}},
+		{"ClusterRoleBinding", func() (bool, error) { return apply(ctx, crb.Get, crb.Patch, objs.Binding.Name, objs.Binding) }},
+		{"ConfigMap", func() (bool, error) { return apply(ctx, cm.Get, cm.Patch, objs.Kubeconfig.Name, objs.Kubeconfig) }},
+		{"DaemonSet", func() (bool, error) { return apply(ctx, ds.Get, ds.Patch, objs.DaemonSet.Name, objs.DaemonSet) }},
 	} {
-		data, err := json.Marshal(o.obj)
+		changed, err := s.apply()
 		if err != nil {
-			return res, err
+			return res, clusterError("apply kube-proxy's "+s.kind, err)
 		}
-		before, after, err := o.apply(data)
-		if err != nil {
-			return res, clusterError("apply kube-proxy's "+o.name, err)
-		}
-		res.Changed = res.Changed || before != after
-		heartbeat(ctx, o.name)
+		res.Changed = res.Changed || changed
+		heartbeat(ctx, s.kind)
 	}
 	return res, nil
 }
 
-func applyOptions() metav1.PatchOptions {
-	return metav1.PatchOptions{FieldManager: fieldManager, Force: ptr.To(true)}
+// apply applies obj server-side with a typed client's Get and Patch, and
+// says whether the object changed (its resourceVersion did).
+func apply[T interface{ GetResourceVersion() string }](ctx context.Context,
+	get func(context.Context, string, metav1.GetOptions) (T, error),
+	patch func(context.Context, string, types.PatchType, []byte, metav1.PatchOptions, ...string) (T, error),
+	name string, obj any,
+) (bool, error) {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return false, err
+	}
+	before := ""
+	if have, err := get(ctx, name, metav1.GetOptions{}); err == nil {
+		before = have.GetResourceVersion()
+	}
+	after, err := patch(ctx, name, types.ApplyPatchType, data, applyOptions())
+	if err != nil {
+		return false, err
+	}
+	return after.GetResourceVersion() != before, nil
 }
 
-// rv is an object's resourceVersion ("" for none: a Get that failed).
-func rv(o interface{ GetResourceVersion() string }) string {
-	if o == nil {
-		return ""
-	}
-	return o.GetResourceVersion()
+func applyOptions() metav1.PatchOptions {
+	return metav1.PatchOptions{FieldManager: fieldManager, Force: ptr.To(true)}
 }
