@@ -416,6 +416,8 @@ func activitySummary(step, action, host string, input map[string]any) string {
 		what = "read the cluster info"
 	case "kube.save-kubeconfig":
 		what = "save the admin kubeconfig"
+	case "kube.install-kube-proxy":
+		what = "install kube-proxy " + str("image")
 	case "vault.issue-cert":
 		what = "issue a certificate for " + str("commonName")
 	case "vault.read-secret":
