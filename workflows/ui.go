@@ -417,7 +417,7 @@ func activitySummary(step, action, host string, input map[string]any) string {
 	case "kube.save-kubeconfig":
 		what = "save the admin kubeconfig"
 	case "kube.install-kube-proxy":
-		what = "install kube-proxy " + str("image")
+		what = "install kube-proxy"
 	case "vault.issue-cert":
 		what = "issue a certificate for " + str("commonName")
 	case "vault.read-secret":

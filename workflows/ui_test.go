@@ -287,7 +287,7 @@ func TestActivitySummaries(t *testing.T) {
 		{"kube.wait-node", "worker-2", map[string]any{"kubeletVersion": "v1.35.4"}, "wait for worker-2 Ready with kubelet v1.35.4 (step drain)"},
 		{"render.kubeconfig", "", map[string]any{"token": "SECRET", "clientKey": "SECRET"}, "render kubeconfig (step drain)"},
 		{"kube.save-kubeconfig", "", map[string]any{"content": "SECRET"}, "save the admin kubeconfig (step drain)"},
-		{"kube.install-kube-proxy", "", map[string]any{"image": "registry.k8s.io/kube-proxy:v1.35.4", "server": "https://10.0.0.1:6443"}, "install kube-proxy registry.k8s.io/kube-proxy:v1.35.4 (step drain)"},
+		{"kube.install-kube-proxy", "", map[string]any{"image": "registry.k8s.io/kube-proxy:v1.35.4", "server": "https://10.0.0.1:6443"}, "install kube-proxy (step drain)"},
 	} {
 		if got := activitySummary("drain", c.action, c.host, c.input); got != c.want {
 			t.Errorf("%s: %q, want %q", c.action, got, c.want)
