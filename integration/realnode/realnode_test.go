@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -466,12 +467,14 @@ spec:
 	t.Run("accepts the rendered unit's ExecStart arguments", func(t *testing.T) {
 		image := images.KubeletRef(images.KubeVersion)
 		var all [][]string
+		var units [][]byte
 		for _, rt := range []string{render.RuntimePodman, render.RuntimeDocker} {
 			u, err := render.KubeletUnit(render.KubeletUnitInput{Runtime: rt, Image: image, Node: node2.Name,
 				Role: render.RoleWorker, NodeIP: node2.NodeIP})
 			if err != nil {
 				t.Fatal(err)
 			}
+			units = append(units, u)
 			img, args, err := KubeletUnitArgs(u)
 			if err != nil {
 				t.Fatal(err)
@@ -486,6 +489,19 @@ spec:
 		}
 		unitArgs = all[0]
 		t.Logf("kubelet arguments from the unit: %q", unitArgs)
+		// What the unit's ExecStartPre makes before the kubelet starts.
+		dirs, err := KubeletUnitDirs(units[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(dirs, render.KubeletConfigDropInDir) {
+			t.Errorf("the unit does not make --config-dir %s: %q", render.KubeletConfigDropInDir, dirs)
+		}
+		for _, d := range dirs {
+			if err := os.MkdirAll(node2.Path(d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if err := node2.JoinWithCertificate(cluster); err != nil {
 			t.Fatal(err)
 		}

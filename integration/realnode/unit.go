@@ -135,3 +135,29 @@ func expand(word string, env map[string]string) ([]string, error) {
 		word = word[start+end+1:]
 	}
 }
+
+// KubeletUnitDirs returns the directories the unit's ExecStartPre
+// "mkdir -p" lines make before the kubelet starts: a test that runs the
+// ExecStart arguments itself prepares the node the same way.
+func KubeletUnitDirs(files ...[]byte) ([]string, error) {
+	var dirs []string
+	for _, f := range files {
+		opts, err := unit.DeserializeOptions(bytes.NewReader(f))
+		if err != nil {
+			return nil, fmt.Errorf("kubelet unit: %w", err)
+		}
+		for _, o := range opts {
+			if o.Section != "Service" || o.Name != "ExecStartPre" {
+				continue
+			}
+			words, err := splitWords(strings.TrimPrefix(o.Value, "-"))
+			if err != nil {
+				return nil, fmt.Errorf("ExecStartPre: %w", err)
+			}
+			if len(words) > 2 && words[0] == "/bin/mkdir" && words[1] == "-p" {
+				dirs = append(dirs, words[2:]...)
+			}
+		}
+	}
+	return dirs, nil
+}
