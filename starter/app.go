@@ -38,6 +38,7 @@ func NewApp(stdio IO) *cli.App {
 		ErrWriter: stdio.Err,
 		Commands: []*cli.Command{
 			validateCommand(),
+			inspectCommand(),
 			planCommand(),
 			runCommand(),
 			watchCommand(),

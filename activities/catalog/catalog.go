@@ -89,6 +89,7 @@ func (a Action) Input(name string) (Input, bool) {
 
 var actions = []Action{
 	describe(host.PreflightAction, "check that the host is reachable and that host actions run there as root (sudo -n when the inventory says become: sudo); fails before anything changes", host.PreflightInput{}, host.PreflightResult{}, 2*time.Minute, 15*time.Second, nil),
+	describe(host.LayoutAction, "read how the host runs Kubernetes: its layout (kedge, typhoon-flatcar, typhoon-fcos, none, unknown), the kubelet's unit, drop-ins, image and files, etcd's mode and members, the cluster DNS, the CA and key files; with require, refuse any other layout before anything changes", host.LayoutInput{}, host.LayoutResult{}, 2*time.Minute, 15*time.Second, nil),
 	describe(host.RunAction, "run a command or script on the host", host.RunInput{}, host.RunResult{}, 10*time.Minute, 15*time.Second, []string{"command", "script"}),
 	describe(host.WriteFileAction, "write a file atomically (temp file + rename), keeping the previous content for undo", host.WriteFileInput{}, host.WriteFileResult{}, 5*time.Minute, 15*time.Second, []string{"content", "contentBase64"}),
 	describe(host.WriteDropInAction, "render a systemd drop-in setting environment variables (e.g. KUBELET_IMAGE) and write it like host.write-file", host.WriteDropInInput{}, host.WriteFileResult{}, 5*time.Minute, 15*time.Second, nil),

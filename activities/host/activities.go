@@ -27,6 +27,7 @@ type Registry interface {
 // Register registers every host action under its action name.
 func (a *Activities) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.Preflight, activity.RegisterOptions{Name: PreflightAction})
+	r.RegisterActivityWithOptions(a.Layout, activity.RegisterOptions{Name: LayoutAction})
 	r.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: RunAction})
 	r.RegisterActivityWithOptions(a.WriteFile, activity.RegisterOptions{Name: WriteFileAction})
 	r.RegisterActivityWithOptions(a.RestoreFile, activity.RegisterOptions{Name: RestoreFileAction})

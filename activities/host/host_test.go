@@ -114,3 +114,46 @@ func TestRenderDropInGolden(t *testing.T) {
 		t.Error("a quote in a value was accepted")
 	}
 }
+
+func TestParseFacts(t *testing.T) {
+	out := `@unit kubelet.service
+LoadState=loaded
+ActiveState=active
+UnitFileState=disabled
+FragmentPath=/etc/systemd/system/kubelet.service
+DropInPaths=/etc/systemd/system/kubelet.service.d/10-image.conf /etc/systemd/system/kubelet.service.d/20-x.conf
+Environment=KUBELET_IMAGE=quay.io/poseidon/kubelet:v1.36.1 "EXTRA=a b"
+@unit kubelet.path
+LoadState=loaded
+ActiveState=active
+UnitFileState=enabled
+FragmentPath=/etc/systemd/system/kubelet.path
+DropInPaths=
+Environment=
+@unit etcd-member.service
+LoadState=not-found
+ActiveState=inactive
+UnitFileState=
+FragmentPath=
+DropInPaths=
+Environment=
+@hostname
+node1.mercury.example
+`
+	f, err := parseFacts(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := f.Units["kubelet.service"]
+	if f.Hostname != "node1.mercury.example" || !k.Loaded() || k.UnitFileState != "disabled" ||
+		len(k.DropInPaths) != 2 || k.DropInPaths[1] != "/etc/systemd/system/kubelet.service.d/20-x.conf" ||
+		len(k.Environment) != 2 || k.Environment[1] != "EXTRA=a b" {
+		t.Errorf("facts %+v", f)
+	}
+	if f.Units["etcd-member.service"].Loaded() || f.Units["kubelet.path"].UnitFileState != "enabled" {
+		t.Errorf("facts %+v", f)
+	}
+	if _, err := parseFacts(strings.SplitN(out, "@unit etcd-member.service", 2)[0]); err == nil {
+		t.Error("a unit missing from the output was accepted")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"kedge.dev/kedge/activities/render"
 	"kedge.dev/kedge/integration/testhosts"
 )
 
@@ -11,27 +12,39 @@ import (
 // version the simulator reports, so a swap is visible on the Node.
 const KubeletImage = "quay.io/poseidon/kubelet:v1.35.3"
 
-// InstallKubelet joins a lab host to a cluster the way seeds 000/001 lay a
-// node out: a kubelet.service whose ExecStart runs ${KUBELET_IMAGE} through
-// the container stand-in (the image's entrypoint is the kubelet: flags
-// only), the kubeconfig in /etc/kubernetes, the bridge CNI config
-// node-join writes, and an image map that sends quay.io/poseidon/kubelet
-// to the kubelet simulator. Then it starts the kubelet, which registers
-// Node `node`. kubeconfig should be the node's own credentials (e.g.
-// controlplane's NodeKubeconfig), never cluster-admin's.
+// InstallKubelet joins a lab host to a cluster in Kedge's own layout, as
+// node-join would have left it: the kubelet.service and
+// KubeletConfiguration Kedge renders (the container stand-in runs
+// ${KUBELET_IMAGE}, which the image map sends to the kubelet simulator),
+// the node's credentials where the TLS bootstrap would have put them, and
+// the bridge CNI config node-join writes. Then it starts the kubelet,
+// which registers Node `node`. kubeconfig should be the node's own
+// credentials (e.g. controlplane's NodeKubeconfig), never
+// cluster-admin's.
 func InstallKubelet(ctx context.Context, h *testhosts.Host, kubeconfig []byte, node, image string) error {
-	files := []struct{ path, content string }{
-		{"/etc/kubernetes/kubelet.conf", string(kubeconfig)},
-		{"/etc/kedge-lab/images", "quay.io/poseidon/kubelet /usr/local/sbin/kubelet-sim\n"},
-		{"/etc/systemd/system/kubelet.service", "[Service]\nEnvironment=KUBELET_IMAGE=" + image +
-			"\nExecStart=docker run --rm --name kubelet -v /etc/kubernetes:/etc/kubernetes:ro -v /etc/cni/net.d:/etc/cni/net.d:ro ${KUBELET_IMAGE} --kubeconfig=/etc/kubernetes/kubelet.conf --hostname-override=" + node + "\n"},
+	unit, err := render.KubeletUnit(render.KubeletUnitInput{Runtime: render.RuntimeDocker, Image: image, Node: node, Role: render.RoleWorker})
+	if err != nil {
+		return err
+	}
+	config, err := render.KubeletConfig(render.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
+	if err != nil {
+		return err
+	}
+	files := []struct {
+		path    string
+		content []byte
+	}{
+		{render.KubeletKubeconfigPath, kubeconfig},
+		{render.KubeletConfigPath, config},
+		{"/etc/kedge-lab/images", []byte("quay.io/poseidon/kubelet /usr/local/sbin/kubelet-sim\n")},
+		{render.KubeletUnitPath, unit},
 	}
 	// The node is NotReady until its runtime has a network.
 	if err := testhosts.WriteCNIConfig(h); err != nil {
 		return err
 	}
 	for _, f := range files {
-		if err := h.WriteFile(f.path, []byte(f.content), 0o644); err != nil {
+		if err := h.WriteFile(f.path, f.content, 0o644); err != nil {
 			return fmt.Errorf("kubelet on %s: %w", h.Name, err)
 		}
 	}

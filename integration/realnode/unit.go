@@ -8,6 +8,7 @@ import (
 
 	"github.com/coreos/go-systemd/v22/unit"
 
+	"kedge.dev/kedge/activities/layout"
 	"kedge.dev/kedge/activities/render"
 )
 
@@ -32,7 +33,7 @@ func KubeletUnitArgs(files ...[]byte) (image string, args []string, err error) {
 			}
 			switch o.Name {
 			case "Environment":
-				words, err := splitWords(o.Value)
+				words, err := layout.SplitWords(o.Value)
 				if err != nil {
 					return "", nil, fmt.Errorf("kubelet unit: environment %q: %w", o.Value, err)
 				}
@@ -49,7 +50,7 @@ func KubeletUnitArgs(files ...[]byte) (image string, args []string, err error) {
 	if strings.TrimSpace(execStart) == "" {
 		return "", nil, errors.New("kubelet unit: no ExecStart")
 	}
-	words, err := splitWords(strings.ReplaceAll(execStart, "\\\n", " "))
+	words, err := layout.SplitWords(strings.ReplaceAll(execStart, "\\\n", " "))
 	if err != nil {
 		return "", nil, fmt.Errorf("ExecStart: %w", err)
 	}
@@ -63,7 +64,7 @@ func KubeletUnitArgs(files ...[]byte) (image string, args []string, err error) {
 			return "", nil, fmt.Errorf("kubelet unit: %s is not set", render.KubeletImageVariable)
 		}
 		for _, a := range words[i+1:] {
-			expanded, err := expand(a, env)
+			expanded, err := layout.Expand(a, env)
 			if err != nil {
 				return "", nil, err
 			}
@@ -72,68 +73,6 @@ func KubeletUnitArgs(files ...[]byte) (image string, args []string, err error) {
 		return image, args, nil
 	}
 	return "", nil, fmt.Errorf("kubelet unit: ExecStart does not run %s", marker)
-}
-
-// splitWords splits a command line as systemd does: at unquoted
-// whitespace, with "…" and '…' quoting and backslash escapes.
-func splitWords(s string) ([]string, error) {
-	var words []string
-	var w strings.Builder
-	inWord := false
-	var quote rune
-	rs := []rune(s)
-	for i := 0; i < len(rs); i++ {
-		r := rs[i]
-		switch {
-		case quote != 0 && r == quote:
-			quote = 0
-		case quote == 0 && (r == '"' || r == '\''):
-			quote, inWord = r, true
-		case r == '\\' && i+1 < len(rs):
-			i++
-			w.WriteRune(rs[i])
-			inWord = true
-		case quote == 0 && (r == ' ' || r == '\t' || r == '\n'):
-			if inWord {
-				words = append(words, w.String())
-				w.Reset()
-				inWord = false
-			}
-		default:
-			w.WriteRune(r)
-			inWord = true
-		}
-	}
-	if quote != 0 {
-		return nil, fmt.Errorf("unterminated %c quote", quote)
-	}
-	if inWord {
-		words = append(words, w.String())
-	}
-	return words, nil
-}
-
-// expand replaces ${VAR} inside a word by its value, and a word that is
-// $VAR by its value split at whitespace, as systemd's ExecStart does.
-func expand(word string, env map[string]string) ([]string, error) {
-	if name, ok := strings.CutPrefix(word, "$"); ok && !strings.HasPrefix(name, "{") {
-		return strings.Fields(env[name]), nil
-	}
-	var b strings.Builder
-	for {
-		start := strings.Index(word, "${")
-		if start < 0 {
-			b.WriteString(word)
-			return []string{b.String()}, nil
-		}
-		end := strings.Index(word[start:], "}")
-		if end < 0 {
-			return nil, fmt.Errorf("%q: unterminated ${", word)
-		}
-		b.WriteString(word[:start])
-		b.WriteString(env[word[start+2:start+end]])
-		word = word[start+end+1:]
-	}
 }
 
 // KubeletUnitDirs returns the directories the unit's ExecStartPre
@@ -150,7 +89,7 @@ func KubeletUnitDirs(files ...[]byte) ([]string, error) {
 			if o.Section != "Service" || o.Name != "ExecStartPre" {
 				continue
 			}
-			words, err := splitWords(strings.TrimPrefix(o.Value, "-"))
+			words, err := layout.SplitWords(strings.TrimPrefix(o.Value, "-"))
 			if err != nil {
 				return nil, fmt.Errorf("ExecStartPre: %w", err)
 			}

@@ -1,0 +1,436 @@
+package layout
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+)
+
+// The layouts Kedge knows.
+const (
+	// KindKedge is what Kedge's bootstrap and node-join write.
+	KindKedge = "kedge"
+	// KindTyphoonFlatcar is Typhoon on Flatcar Linux: the kubelet is a
+	// `docker run -d` in ExecStartPre, followed by `docker logs -f`.
+	KindTyphoonFlatcar = "typhoon-flatcar"
+	// KindTyphoonFCOS is Typhoon on Fedora CoreOS: the kubelet is a
+	// `podman run` in ExecStart.
+	KindTyphoonFCOS = "typhoon-fcos"
+	// KindNone is a host with no kubelet unit and no etcd unit: a bare
+	// host node-join or bootstrap may set up.
+	KindNone = "none"
+	// KindUnknown is a host with a kubelet Kedge cannot read: every
+	// runbook refuses it.
+	KindUnknown = "unknown"
+)
+
+// Known reports whether kind is a layout Kedge can operate.
+func Known(kind string) bool {
+	return kind == KindKedge || kind == KindTyphoonFlatcar || kind == KindTyphoonFCOS
+}
+
+// The units Discover asks systemd about.
+const (
+	KubeletService = "kubelet.service"
+	KubeletPath    = "kubelet.path"
+	EtcdMember     = "etcd-member.service"
+)
+
+// Units are the units whose state Discover needs, in the order the
+// host.layout action asks for them.
+var Units = []string{KubeletService, KubeletPath, EtcdMember}
+
+// KedgeMarker starts every unit file Kedge renders.
+const KedgeMarker = "# Written by Kedge."
+
+// UnitState is what `systemctl show` reports for a unit.
+type UnitState struct {
+	LoadState     string   `json:"loadState"`
+	ActiveState   string   `json:"activeState"`
+	UnitFileState string   `json:"unitFileState"`
+	FragmentPath  string   `json:"fragmentPath,omitempty"`
+	DropInPaths   []string `json:"dropInPaths,omitempty"`
+	// Environment is systemd's Environment property: what the loaded
+	// unit really uses (after the last daemon-reload).
+	Environment []string `json:"environment,omitempty"`
+}
+
+// Loaded reports whether systemd has the unit.
+func (s UnitState) Loaded() bool { return s.LoadState == "loaded" }
+
+// Facts are what the host's systemd reports.
+type Facts struct {
+	Hostname string               `json:"hostname"`
+	Units    map[string]UnitState `json:"units"`
+}
+
+// Reader reads the host's files. A missing file or directory is an error
+// that wraps fs.ErrNotExist.
+type Reader interface {
+	ReadFile(path string) ([]byte, error)
+	ReadDir(path string) ([]string, error)
+}
+
+// Layout is how a host runs Kubernetes.
+type Layout struct {
+	Kind string `json:"kind"`
+	// Why is the evidence for Kind, or what Kedge could not read.
+	Why string `json:"why"`
+	// Role is controller (it runs an API server static pod or etcd),
+	// worker, or "" with no kubelet.
+	Role string `json:"role,omitempty"`
+	// NodeName is the Node's name as the kubelet registers it
+	// (--hostname-override, else the host name).
+	NodeName      string   `json:"nodeName,omitempty"`
+	ClusterDNS    []string `json:"clusterDNS,omitempty"`
+	ClusterDomain string   `json:"clusterDomain,omitempty"`
+	Kubelet       *Kubelet `json:"kubelet,omitempty"`
+	Etcd          Etcd     `json:"etcd"`
+	// StaticPods maps each control plane component found in the static
+	// pod directory to its manifest.
+	StaticPods map[string]string `json:"staticPods,omitempty"`
+	// Files maps what a file is (the File* names) to its path on the host.
+	Files map[string]string `json:"files,omitempty"`
+}
+
+// Kubelet is how the host runs its kubelet.
+type Kubelet struct {
+	Unit        Unit   `json:"unit"`
+	Active      bool   `json:"active"`
+	Enabled     string `json:"enabled"`
+	PathEnabled string `json:"pathEnabled,omitempty"` // kubelet.path's UnitFileState
+	// PathExists is the file whose appearance starts the kubelet
+	// (kubelet.path), "" without one.
+	PathExists string `json:"pathExists,omitempty"`
+	// Runtime runs the kubelet's container: docker or podman.
+	Runtime string `json:"runtime"`
+	// Image is the KUBELET_IMAGE systemd uses, ImageFrom the unit file or
+	// drop-in that sets it last.
+	Image     string `json:"image"`
+	ImageFrom string `json:"imageFrom"`
+	// ImageInEffect is KUBELET_IMAGE as the loaded unit has it; it differs
+	// from Image when the files changed without a daemon-reload.
+	ImageInEffect string `json:"imageInEffect"`
+	// Args are the kubelet's arguments (after the image).
+	Args []string `json:"args"`
+	// Volumes maps a path in the kubelet's container to the host's.
+	Volumes             map[string]string `json:"volumes,omitempty"`
+	Config              string            `json:"config,omitempty"`
+	ConfigDir           string            `json:"configDir,omitempty"`
+	Kubeconfig          string            `json:"kubeconfig,omitempty"`
+	BootstrapKubeconfig string            `json:"bootstrapKubeconfig,omitempty"`
+	ClientCAFile        string            `json:"clientCAFile,omitempty"`
+	StaticPodPath       string            `json:"staticPodPath,omitempty"`
+	// ClientCertificate is the kubelet's client certificate file as its
+	// kubeconfig references it ("" when embedded).
+	ClientCertificate string `json:"clientCertificate,omitempty"`
+}
+
+// Etcd is how the host runs etcd, if it does.
+type Etcd struct {
+	// Mode is static-pod, host-unit or none.
+	Mode     string `json:"mode"`
+	Unit     string `json:"unit,omitempty"`
+	Manifest string `json:"manifest,omitempty"`
+	EnvFile  string `json:"envFile,omitempty"`
+	Name     string `json:"name,omitempty"`
+	// InitialCluster is the membership etcd started with (name=peer URL);
+	// the live member list is etcd's to tell.
+	InitialCluster []Member `json:"initialCluster,omitempty"`
+	ClientURLs     []string `json:"clientURLs,omitempty"`
+}
+
+// Member is one etcd member.
+type Member struct {
+	Name    string `json:"name"`
+	PeerURL string `json:"peerURL"`
+}
+
+// Etcd modes.
+const (
+	EtcdStaticPod = "static-pod"
+	EtcdHostUnit  = "host-unit"
+	EtcdNone      = "none"
+)
+
+// The files Layout.Files names.
+const (
+	FileClusterCA        = "cluster-ca"
+	FileClusterCAKey     = "cluster-ca-key"
+	FileAPIServerCert    = "apiserver-cert"
+	FileAPIServerKey     = "apiserver-key"
+	FileKubeletClientCA  = "kubelet-client-ca"
+	FileServiceAccountK  = "service-account-key"
+	FileServiceAccountP  = "service-account-pub"
+	FileEtcdClientCA     = "etcd-client-ca"
+	FileEtcdClientCert   = "etcd-client-cert"
+	FileEtcdClientKey    = "etcd-client-key"
+	FileEtcdServerCA     = "etcd-server-ca"
+	FileEtcdServerCert   = "etcd-server-cert"
+	FileEtcdServerKey    = "etcd-server-key"
+	FileEtcdPeerCA       = "etcd-peer-ca"
+	FileEtcdPeerCert     = "etcd-peer-cert"
+	FileEtcdPeerKey      = "etcd-peer-key"
+	FileKubeletConfig    = "kubelet-config"
+	FileKubeletKubecfg   = "kubelet-kubeconfig"
+	FileBootstrapKubecfg = "bootstrap-kubeconfig"
+)
+
+// ErrUnknown is wrapped by Require's error for a layout Kedge cannot
+// operate.
+var ErrUnknown = errors.New("unknown layout")
+
+// Require returns an error naming the host and what Kedge found unless
+// the layout is one of allowed.
+func (l Layout) Require(host string, allowed ...string) error {
+	if slices.Contains(allowed, l.Kind) {
+		return nil
+	}
+	return fmt.Errorf("%w on %s: %s (%s); this runbook works on %s", ErrUnknown, host, l.Kind, l.Why, strings.Join(allowed, ", "))
+}
+
+// Discover reads the host's layout from what systemd reports and the
+// files the units and the kubelet's configuration name.
+func Discover(f Facts, r Reader) (Layout, error) {
+	l := Layout{Etcd: Etcd{Mode: EtcdNone}, Files: map[string]string{}}
+	ks := f.Units[KubeletService]
+	es := f.Units[EtcdMember]
+	if !ks.Loaded() {
+		if es.Loaded() {
+			l.Kind, l.Why = KindUnknown, "etcd-member.service is loaded but there is no kubelet.service"
+			return l, nil
+		}
+		l.Kind, l.Why = KindNone, "no kubelet.service"
+		l.NodeName = strings.ToLower(f.Hostname)
+		return l, nil
+	}
+	k, fragment, err := readKubelet(ks, f.Units[KubeletPath], r)
+	if err != nil {
+		return l, err
+	}
+	l.Kubelet = k
+	l.Kind, l.Why = classify(k, fragment)
+	if l.Kind == KindUnknown {
+		return l, nil
+	}
+	l.NodeName = strings.ToLower(f.Hostname)
+	if name := flagValue(k.Args, "hostname-override"); name != "" {
+		l.NodeName = strings.ToLower(name)
+	}
+	if err := readKubeletFiles(&l, r); err != nil {
+		return l, err
+	}
+	if err := readStaticPods(&l, r); err != nil {
+		return l, err
+	}
+	if es.Loaded() {
+		if l.Etcd.Mode == EtcdStaticPod {
+			l.Kind, l.Why = KindUnknown, "etcd runs both as a static pod and as etcd-member.service"
+			return l, nil
+		}
+		if err := readEtcdUnit(&l, es, r); err != nil {
+			return l, err
+		}
+	}
+	l.Role = "worker"
+	if l.StaticPods["kube-apiserver"] != "" || l.Etcd.Mode != EtcdNone {
+		l.Role = "controller"
+	}
+	return l, nil
+}
+
+// readKubelet merges kubelet.service's files and reads its run command.
+func readKubelet(ks, ps UnitState, r Reader) (*Kubelet, []byte, error) {
+	files := append([]string{ks.FragmentPath}, ks.DropInPaths...)
+	var contents [][]byte
+	for _, p := range files {
+		b, err := r.ReadFile(p)
+		if err != nil {
+			return nil, nil, fmt.Errorf("kubelet.service: %w", err)
+		}
+		contents = append(contents, b)
+	}
+	u, err := ParseUnit(files, contents)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubelet.service: %w", err)
+	}
+	k := &Kubelet{Unit: u, Active: ks.ActiveState == "active", Enabled: ks.UnitFileState,
+		Image: u.Environment[ImageVariable], ImageFrom: u.EnvironmentFrom[ImageVariable]}
+	for _, e := range ks.Environment {
+		if v, ok := strings.CutPrefix(e, ImageVariable+"="); ok {
+			k.ImageInEffect = v
+		}
+	}
+	if ps.Loaded() {
+		k.PathEnabled = ps.UnitFileState
+		if ps.FragmentPath != "" {
+			b, err := r.ReadFile(ps.FragmentPath)
+			if err != nil {
+				return nil, nil, fmt.Errorf("kubelet.path: %w", err)
+			}
+			pu, err := ParseUnit([]string{ps.FragmentPath}, [][]byte{b})
+			if err != nil {
+				return nil, nil, fmt.Errorf("kubelet.path: %w", err)
+			}
+			k.PathExists = pu.Path["PathExists"]
+		}
+	}
+	return k, contents[0], nil
+}
+
+// ImageVariable is the unit environment variable holding the kubelet's
+// image in every layout Kedge knows.
+const ImageVariable = "KUBELET_IMAGE"
+
+// classify names the layout from the kubelet unit and its run command.
+func classify(k *Kubelet, fragment []byte) (kind, why string) {
+	run, where, err := findRun(k)
+	if err != nil {
+		return KindUnknown, err.Error()
+	}
+	k.Runtime, k.Args, k.Volumes = run.runtime, run.args, run.volumes
+	kedge := strings.HasPrefix(string(fragment), KedgeMarker)
+	switch {
+	case kedge:
+		return KindKedge, fmt.Sprintf("%s starts with Kedge's marker; %s run in %s", k.Unit.Files[0], run.runtime, where)
+	case k.PathExists == "":
+		return KindUnknown, fmt.Sprintf("kubelet.service runs the kubelet with %s but was not written by Kedge and has no kubelet.path (PathExists=) as Typhoon's has", run.runtime)
+	case run.runtime == "docker" && where == "ExecStartPre" && run.detached:
+		return KindTyphoonFlatcar, fmt.Sprintf("docker run -d in ExecStartPre, kubelet.path waits for %s", k.PathExists)
+	case run.runtime == "podman" && where == "ExecStart":
+		return KindTyphoonFCOS, fmt.Sprintf("podman run in ExecStart, kubelet.path waits for %s", k.PathExists)
+	}
+	return KindUnknown, fmt.Sprintf("%s run in %s is neither Typhoon's Flatcar (docker run -d in ExecStartPre) nor its Fedora CoreOS (podman run in ExecStart) kubelet", run.runtime, where)
+}
+
+// findRun finds the container run that starts the kubelet from
+// ${KUBELET_IMAGE}.
+func findRun(k *Kubelet) (runCommand, string, error) {
+	for _, c := range []struct {
+		where string
+		lines []string
+	}{{"ExecStartPre", k.Unit.ExecStartPre}, {"ExecStart", k.Unit.ExecStart}} {
+		for _, line := range c.lines {
+			words, err := Command(line)
+			if err != nil {
+				return runCommand{}, "", fmt.Errorf("kubelet.service %s: %w", c.where, err)
+			}
+			if len(words) < 2 || words[1] != "run" || !slices.Contains(words, "${"+ImageVariable+"}") {
+				continue
+			}
+			rt := path.Base(words[0])
+			if rt != "docker" && rt != "podman" {
+				continue
+			}
+			run, err := parseRun(rt, words[2:])
+			if err != nil {
+				return runCommand{}, "", fmt.Errorf("kubelet.service %s: %s run: %w", c.where, rt, err)
+			}
+			return run, c.where, nil
+		}
+	}
+	return runCommand{}, "", fmt.Errorf("kubelet.service runs no docker or podman container from ${%s}", ImageVariable)
+}
+
+type runCommand struct {
+	runtime  string
+	name     string
+	detached bool
+	envFiles []string
+	volumes  map[string]string
+	image    string
+	args     []string
+}
+
+// Flags of docker/podman run that take a value; others are switches.
+var runValueFlags = map[string]bool{
+	"name": true, "v": true, "volume": true, "network": true, "net": true, "pid": true, "env-file": true,
+	"log-driver": true, "user": true, "u": true, "entrypoint": true, "e": true, "env": true,
+	"ipc": true, "uts": true, "security-opt": true, "cgroupns": true, "cgroup-parent": true,
+	"mount": true, "device": true, "restart": true, "label": true, "l": true, "workdir": true, "w": true,
+	"log-opt": true, "hostname": true, "stop-timeout": true, "cap-add": true, "cap-drop": true,
+}
+
+var runSwitches = map[string]bool{
+	"d": true, "detach": true, "privileged": true, "rm": true, "i": true, "t": true, "interactive": true,
+	"tty": true, "read-only": true, "init": true, "replace": true,
+}
+
+func parseRun(rt string, words []string) (runCommand, error) {
+	run := runCommand{runtime: rt, volumes: map[string]string{}}
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if !strings.HasPrefix(w, "-") {
+			run.image, run.args = w, words[i+1:]
+			break
+		}
+		name, val, hasVal := strings.Cut(strings.TrimLeft(w, "-"), "=")
+		switch {
+		case runSwitches[name]:
+		case runValueFlags[name]:
+			if !hasVal {
+				if i+1 >= len(words) {
+					return run, fmt.Errorf("%s needs a value", w)
+				}
+				i++
+				val = words[i]
+			}
+		default:
+			return run, fmt.Errorf("flag %s is not one Kedge reads", w)
+		}
+		switch name {
+		case "d", "detach":
+			run.detached = true
+		case "name":
+			run.name = val
+		case "env-file":
+			run.envFiles = append(run.envFiles, val)
+		case "v", "volume":
+			parts := strings.Split(val, ":")
+			if len(parts) < 2 {
+				return run, fmt.Errorf("volume %q has no container path", val)
+			}
+			run.volumes[path.Clean(parts[1])] = path.Clean(parts[0])
+		}
+	}
+	if run.image == "" {
+		return run, errors.New("no image")
+	}
+	return run, nil
+}
+
+// hostPath maps a path in a container to the host through its volumes
+// (the longest mount that holds it); ok is false when no volume does.
+func hostPath(volumes map[string]string, p string) (string, bool) {
+	p = path.Clean(p)
+	best := ""
+	for c := range volumes {
+		if (p == c || strings.HasPrefix(p, c+"/") || c == "/") && len(c) > len(best) {
+			best = c
+		}
+	}
+	if best == "" {
+		return "", false
+	}
+	rest := strings.TrimPrefix(p, best)
+	return path.Join(volumes[best], rest), true
+}
+
+// flagValue returns the value of the last --name=value (or --name value)
+// in args.
+func flagValue(args []string, name string) string {
+	v := ""
+	for i, a := range args {
+		if s, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			v = s
+		} else if a == "--"+name && i+1 < len(args) {
+			v = args[i+1]
+		}
+	}
+	return v
+}
+
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

@@ -1,0 +1,307 @@
+package layout
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"kedge.dev/kedge/activities/render"
+	"kedge.dev/kedge/integration/typhoon"
+)
+
+// memHost is a host's files in memory, for unit tests.
+type memHost map[string][]byte
+
+func (m memHost) ReadFile(p string) ([]byte, error) {
+	if b, ok := m[p]; ok {
+		return b, nil
+	}
+	return nil, fmt.Errorf("open %s: %w", p, fs.ErrNotExist)
+}
+
+func (m memHost) ReadDir(dir string) ([]string, error) {
+	var names []string
+	for p := range m {
+		if path.Dir(p) == dir {
+			names = append(names, path.Base(p))
+		}
+	}
+	if names == nil {
+		return nil, fmt.Errorf("open %s: %w", dir, fs.ErrNotExist)
+	}
+	return names, nil
+}
+
+// add writes files rendered by the typhoon package (which only fails on
+// a flavor it does not know).
+func (m memHost) add(files []typhoon.File, err error) {
+	if err != nil {
+		panic(err)
+	}
+	for _, f := range files {
+		m[f.Path] = f.Data
+	}
+}
+
+// loaded is what systemctl show reports for a unit file on the host,
+// with its drop-ins, enabled and running.
+func loaded(m memHost, fragment string, dropIns ...string) UnitState {
+	s := UnitState{LoadState: "loaded", ActiveState: "active", UnitFileState: "enabled", FragmentPath: fragment, DropInPaths: dropIns}
+	u, _ := ParseUnit(append([]string{fragment}, dropIns...), func() [][]byte {
+		var c [][]byte
+		for _, p := range append([]string{fragment}, dropIns...) {
+			c = append(c, m[p])
+		}
+		return c
+	}())
+	for k, v := range u.Environment {
+		s.Environment = append(s.Environment, k+"="+v)
+	}
+	return s
+}
+
+const tlsKubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: default-cluster
+  cluster:
+    certificate-authority: /etc/kubernetes/ca.crt
+    server: https://mercury.example:6443
+users:
+- name: default-auth
+  user:
+    client-certificate: /var/lib/kubelet/pki/kubelet-client-current.pem
+    client-key: /var/lib/kubelet/pki/kubelet-client-current.pem
+contexts:
+- name: default-context
+  context: {cluster: default-cluster, user: default-auth}
+current-context: default-context
+`
+
+func typhoonController(t *testing.T, flavor string) (memHost, Facts) {
+	m := memHost{}
+	m.add(typhoon.Files(typhoon.Node{Flavor: flavor, Controller: true, DomainName: "node1.mercury.example",
+		KubeletImage: "quay.io/poseidon/kubelet:v1.36.1", EtcdName: "etcd0", EtcdImage: "quay.io/coreos/etcd:v3.5.13",
+		EtcdInitialCluster: "etcd0=https://node1.mercury.example:2380,etcd1=https://node2.mercury.example:2380,etcd2=https://node3.mercury.example:2380"}))
+	m.add(typhoon.StaticPods(typhoon.ControlPlane{APIServerImage: "registry.k8s.io/kube-apiserver:v1.36.1",
+		ControllerManagerImage: "registry.k8s.io/kube-controller-manager:v1.36.1", SchedulerImage: "registry.k8s.io/kube-scheduler:v1.36.1",
+		EtcdServers: "https://node1.mercury.example:2379", ServiceAccountIssuer: "https://mercury.example:6443"}))
+	m[typhoon.KubeletKubeconfig] = []byte(tlsKubeconfig)
+	f := Facts{Hostname: "node1.mercury.example", Units: map[string]UnitState{
+		KubeletService: loaded(m, typhoon.KubeletUnit),
+		KubeletPath:    loaded(m, typhoon.KubeletPathUnit),
+		EtcdMember:     loaded(m, typhoon.EtcdUnit),
+	}}
+	return m, f
+}
+
+func TestDiscoverTyphoonFlatcarController(t *testing.T) {
+	m, f := typhoonController(t, typhoon.Flatcar)
+	l, err := Discover(f, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Kind != KindTyphoonFlatcar || l.Role != "controller" || l.NodeName != "node1.mercury.example" {
+		t.Fatalf("kind %q role %q node %q (%s)", l.Kind, l.Role, l.NodeName, l.Why)
+	}
+	k := l.Kubelet
+	if k.Runtime != "docker" || k.Image != "quay.io/poseidon/kubelet:v1.36.1" || k.ImageFrom != typhoon.KubeletUnit || k.ImageInEffect != k.Image {
+		t.Errorf("kubelet runtime %q image %q from %q in effect %q", k.Runtime, k.Image, k.ImageFrom, k.ImageInEffect)
+	}
+	if k.PathExists != "/etc/kubernetes/kubeconfig" || k.PathEnabled != "enabled" {
+		t.Errorf("kubelet.path: PathExists %q, %q", k.PathExists, k.PathEnabled)
+	}
+	if k.BootstrapKubeconfig != "/etc/kubernetes/kubeconfig" || k.Kubeconfig != "/var/lib/kubelet/kubeconfig" ||
+		k.ClientCertificate != "/var/lib/kubelet/pki/kubelet-client-current.pem" || k.ClientCAFile != "/etc/kubernetes/ca.crt" {
+		t.Errorf("kubelet files: %+v", k)
+	}
+	if !reflect.DeepEqual(l.ClusterDNS, []string{"10.3.0.10"}) || l.ClusterDomain != "cluster.local" {
+		t.Errorf("cluster DNS %q domain %q", l.ClusterDNS, l.ClusterDomain)
+	}
+	if !slices.Contains(k.Args, "--register-with-taints=node-role.kubernetes.io/controller=:NoSchedule") ||
+		!slices.Contains(k.Args, "--node-labels=node.kubernetes.io/controller=true") {
+		t.Errorf("kubelet args %q", k.Args)
+	}
+	e := l.Etcd
+	if e.Mode != EtcdHostUnit || e.Unit != EtcdMember || e.Name != "etcd0" || e.EnvFile != "/etc/etcd/etcd.env" || len(e.InitialCluster) != 3 ||
+		e.InitialCluster[2] != (Member{Name: "etcd2", PeerURL: "https://node3.mercury.example:2380"}) ||
+		!reflect.DeepEqual(e.ClientURLs, []string{"https://node1.mercury.example:2379"}) {
+		t.Errorf("etcd %+v", e)
+	}
+	want := map[string]string{
+		FileClusterCA: "/etc/kubernetes/pki/ca.crt", FileClusterCAKey: "/etc/kubernetes/pki/ca.key",
+		FileAPIServerCert: "/etc/kubernetes/pki/apiserver.crt", FileAPIServerKey: "/etc/kubernetes/pki/apiserver.key",
+		FileServiceAccountK: "/etc/kubernetes/pki/service-account.key", FileServiceAccountP: "/etc/kubernetes/pki/service-account.pub",
+		FileEtcdClientCA: "/etc/kubernetes/pki/etcd-client-ca.crt", FileEtcdClientCert: "/etc/kubernetes/pki/etcd-client.crt",
+		FileEtcdClientKey: "/etc/kubernetes/pki/etcd-client.key",
+		FileEtcdServerCA:  "/etc/ssl/etcd/etcd/server-ca.crt", FileEtcdServerCert: "/etc/ssl/etcd/etcd/server.crt", FileEtcdServerKey: "/etc/ssl/etcd/etcd/server.key",
+		FileEtcdPeerCA: "/etc/ssl/etcd/etcd/peer-ca.crt", FileEtcdPeerCert: "/etc/ssl/etcd/etcd/peer.crt", FileEtcdPeerKey: "/etc/ssl/etcd/etcd/peer.key",
+		FileKubeletClientCA: "/etc/kubernetes/ca.crt", FileKubeletConfig: "/etc/kubernetes/kubelet.yaml",
+		FileKubeletKubecfg: "/var/lib/kubelet/kubeconfig", FileBootstrapKubecfg: "/etc/kubernetes/kubeconfig",
+	}
+	if !reflect.DeepEqual(l.Files, want) {
+		t.Errorf("files\n got %v\nwant %v", l.Files, want)
+	}
+	if l.StaticPods["kube-apiserver"] != "/etc/kubernetes/manifests/kube-apiserver.yaml" || len(l.StaticPods) != 3 {
+		t.Errorf("static pods %v", l.StaticPods)
+	}
+	if err := l.Require("node1", KindKedge, KindTyphoonFlatcar); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestDiscoverTyphoonFCOSWorkerWithADropIn(t *testing.T) {
+	m := memHost{}
+	m.add(typhoon.Files(typhoon.Node{Flavor: typhoon.FCOS, DomainName: "Node4.mercury.example", KubeletImage: "quay.io/poseidon/kubelet:v1.36.1"}))
+	dropIn := "/etc/systemd/system/kubelet.service.d/10-image.conf"
+	m[dropIn] = []byte("[Service]\nEnvironment=KUBELET_IMAGE=quay.io/poseidon/kubelet:v1.36.2-amd64\n")
+	ks := loaded(m, typhoon.KubeletUnit, dropIn)
+	// The drop-in was written but systemd was not reloaded: the loaded
+	// unit still has the old image.
+	ks.Environment = []string{"KUBELET_IMAGE=quay.io/poseidon/kubelet:v1.36.1"}
+	f := Facts{Hostname: "node4", Units: map[string]UnitState{KubeletService: ks, KubeletPath: loaded(m, typhoon.KubeletPathUnit),
+		EtcdMember: {LoadState: "not-found", ActiveState: "inactive"}}}
+	l, err := Discover(f, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Kind != KindTyphoonFCOS || l.Role != "worker" || l.NodeName != "node4.mercury.example" || l.Etcd.Mode != EtcdNone {
+		t.Fatalf("kind %q role %q node %q etcd %q (%s)", l.Kind, l.Role, l.NodeName, l.Etcd.Mode, l.Why)
+	}
+	k := l.Kubelet
+	if k.Runtime != "podman" || k.Image != "quay.io/poseidon/kubelet:v1.36.2-amd64" || k.ImageFrom != dropIn ||
+		k.ImageInEffect != "quay.io/poseidon/kubelet:v1.36.1" {
+		t.Errorf("kubelet runtime %q image %q from %q in effect %q", k.Runtime, k.Image, k.ImageFrom, k.ImageInEffect)
+	}
+	if !reflect.DeepEqual(k.Unit.Files, []string{typhoon.KubeletUnit, dropIn}) {
+		t.Errorf("unit files %q", k.Unit.Files)
+	}
+	if k.ClientCertificate != "" {
+		t.Errorf("client certificate %q before the TLS bootstrap", k.ClientCertificate)
+	}
+}
+
+func TestDiscoverKedge(t *testing.T) {
+	m := memHost{}
+	u, err := render.KubeletUnit(render.KubeletUnitInput{Runtime: render.RuntimeDocker, Image: "quay.io/poseidon/kubelet:v1.35.4",
+		Node: "worker-1", Role: render.RoleWorker, NodeIP: "10.0.0.21"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m[render.KubeletUnitPath] = u
+	cfg, err := render.KubeletConfig(render.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m[render.KubeletConfigPath] = cfg
+	m[render.KubeletConfigDropInDir+"/50-dns.conf"] = []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nclusterDNS: [10.96.0.53]\n")
+	f := Facts{Hostname: "worker-1", Units: map[string]UnitState{KubeletService: loaded(m, render.KubeletUnitPath)}}
+	l, err := Discover(f, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Kind != KindKedge || l.Role != "worker" || l.NodeName != "worker-1" || l.Kubelet.PathExists != "" {
+		t.Fatalf("kind %q role %q node %q (%s)", l.Kind, l.Role, l.NodeName, l.Why)
+	}
+	if !reflect.DeepEqual(l.ClusterDNS, []string{"10.96.0.53"}) {
+		t.Errorf("cluster DNS %q: the --config-dir drop-in wins", l.ClusterDNS)
+	}
+	if l.Kubelet.ConfigDir != render.KubeletConfigDropInDir || l.Kubelet.BootstrapKubeconfig != render.BootstrapKubeconfigPath {
+		t.Errorf("kubelet %+v", l.Kubelet)
+	}
+}
+
+func TestDiscoverNoneAndUnknown(t *testing.T) {
+	l, err := Discover(Facts{Hostname: "bare", Units: map[string]UnitState{KubeletService: {LoadState: "not-found"}}}, memHost{})
+	if err != nil || l.Kind != KindNone || l.NodeName != "bare" {
+		t.Fatalf("bare host: %+v, %v", l, err)
+	}
+	err = l.Require("bare", KindKedge, KindTyphoonFCOS)
+	if !errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "on bare: none (no kubelet.service)") {
+		t.Errorf("Require on a bare host: %v", err)
+	}
+
+	cases := map[string]struct {
+		files memHost
+		units func(memHost) map[string]UnitState
+		why   string
+	}{
+		"kubeadm": {
+			files: memHost{
+				"/usr/lib/systemd/system/kubelet.service": []byte("[Service]\nExecStart=/usr/bin/kubelet\n"),
+				"/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf": []byte("[Service]\nEnvironment=\"KUBELET_KUBECONFIG_ARGS=--kubeconfig=/etc/kubernetes/kubelet.conf\"\n" +
+					"ExecStart=\nExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS\n"),
+			},
+			units: func(m memHost) map[string]UnitState {
+				return map[string]UnitState{KubeletService: loaded(m, "/usr/lib/systemd/system/kubelet.service", "/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf")}
+			},
+			why: "runs no docker or podman container from ${KUBELET_IMAGE}",
+		},
+		"typhoon unit without kubelet.path": {
+			files: func() memHost {
+				m := memHost{}
+				m.add(typhoon.Files(typhoon.Node{Flavor: typhoon.Flatcar, DomainName: "n", KubeletImage: "k:v1"}))
+				return m
+			}(),
+			units: func(m memHost) map[string]UnitState {
+				return map[string]UnitState{KubeletService: loaded(m, typhoon.KubeletUnit)}
+			},
+			why: "has no kubelet.path",
+		},
+		"etcd without a kubelet": {
+			files: memHost{},
+			units: func(memHost) map[string]UnitState {
+				return map[string]UnitState{EtcdMember: {LoadState: "loaded"}}
+			},
+			why: "no kubelet.service",
+		},
+		"a run flag Kedge does not read": {
+			files: memHost{"/etc/systemd/system/kubelet.service": []byte("[Service]\nEnvironment=KUBELET_IMAGE=k:v1\nExecStart=/usr/bin/podman run --gpus all ${KUBELET_IMAGE} --config=/c\n")},
+			units: func(m memHost) map[string]UnitState {
+				return map[string]UnitState{KubeletService: loaded(m, "/etc/systemd/system/kubelet.service")}
+			},
+			why: "flag --gpus is not one Kedge reads",
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			l, err := Discover(Facts{Hostname: "h", Units: c.units(c.files)}, c.files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Kind != KindUnknown || !strings.Contains(l.Why, c.why) {
+				t.Errorf("kind %q why %q, want unknown: %q", l.Kind, l.Why, c.why)
+			}
+			if err := l.Require("h", KindKedge, KindTyphoonFlatcar, KindTyphoonFCOS); !errors.Is(err, ErrUnknown) {
+				t.Errorf("Require: %v", err)
+			}
+		})
+	}
+}
+
+func TestSplitWordsAndExpand(t *testing.T) {
+	words, err := SplitWords(`/usr/bin/bash -c "grep 'x' /f | awk '{print $2}'" --node-labels=a="true" b\ c`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/usr/bin/bash", "-c", "grep 'x' /f | awk '{print $2}'", "--node-labels=a=true", "b c"}
+	if !reflect.DeepEqual(words, want) {
+		t.Errorf("got %q want %q", words, want)
+	}
+	if _, err := SplitWords(`"open`); err == nil {
+		t.Error("an unterminated quote was accepted")
+	}
+	got, _ := Expand("${A}:${B}", map[string]string{"A": "x", "B": "y"})
+	if !reflect.DeepEqual(got, []string{"x:y"}) {
+		t.Errorf("Expand: %q", got)
+	}
+	got, _ = Expand("$ARGS", map[string]string{"ARGS": "--a  --b"})
+	if !reflect.DeepEqual(got, []string{"--a", "--b"}) {
+		t.Errorf("Expand $ARGS: %q", got)
+	}
+}

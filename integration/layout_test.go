@@ -1,0 +1,117 @@
+package integration
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"kedge.dev/kedge/activities/layout"
+	"kedge.dev/kedge/integration/lab"
+	"kedge.dev/kedge/integration/testhosts"
+	"kedge.dev/kedge/integration/typhoon"
+	"kedge.dev/kedge/starter"
+	"kedge.dev/kedge/workflows"
+)
+
+// writeTyphoonHost lays a Typhoon node's files out on a test host, as
+// Typhoon's provisioning would have, and lets systemd load them.
+func writeTyphoonHost(t *testing.T, h *testhosts.Host, n typhoon.Node, cp *typhoon.ControlPlane) {
+	t.Helper()
+	files, err := typhoon.Files(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp != nil {
+		pods, err := typhoon.StaticPods(*cp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, pods...)
+	}
+	for _, f := range files {
+		if err := h.WriteFile(f.Path, f.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := h.Exec(t.Context(), "systemctl", "daemon-reload"); err != nil {
+		t.Fatalf("daemon-reload on %s: %v: %s", h.Name, err, out)
+	}
+}
+
+// kedge inspect reads each host's layout over SSH as core with sudo:
+// Typhoon's Flatcar controller and Fedora CoreOS worker, a bare host and a
+// kubeadm-style host Kedge does not know. A runbook refuses the unknown
+// host at its layout step, before the cordon, once, naming what it found.
+func TestInspectLayoutsAndRefuseUnknown(t *testing.T) {
+	l := startLabOf(t, "127.0.29.", testhosts.Options{Names: []string{"ty-ctl", "ty-worker", "bare", "kubeadm"}})
+	writeTyphoonHost(t, l.Hosts[0], typhoon.Node{Flavor: typhoon.Flatcar, Controller: true, DomainName: "node1.mercury.example",
+		KubeletImage: "quay.io/poseidon/kubelet:v1.35.3", EtcdName: "etcd0", EtcdImage: "quay.io/coreos/etcd:v3.6.16",
+		EtcdInitialCluster: "etcd0=https://node1.mercury.example:2380"},
+		&typhoon.ControlPlane{EtcdServers: "https://node1.mercury.example:2379", ServiceAccountIssuer: "https://mercury.example:6443"})
+	writeTyphoonHost(t, l.Hosts[1], typhoon.Node{Flavor: typhoon.FCOS, DomainName: "node4.mercury.example", KubeletImage: "quay.io/poseidon/kubelet:v1.35.3"}, nil)
+	if err := l.Hosts[3].WriteFile("/etc/systemd/system/kubelet.service", []byte("[Service]\nExecStart=/usr/bin/kubelet --kubeconfig=/etc/kubernetes/kubelet.conf\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inv := writeInventory(t, lab.Inventory("layouts", l, l.KnownHostsFile))
+
+	out, errOut, code := kedge(t, "inspect", "--inventory", inv, "--output", "json")
+	if code == 0 {
+		t.Errorf("inspect exited 0 with an unknown layout among the hosts: %s", errOut)
+	}
+	var reports []starter.HostReport
+	if err := json.Unmarshal([]byte(out), &reports); err != nil {
+		t.Fatalf("inspect --output json: %v\n%s\n%s", err, out, errOut)
+	}
+	got := map[string]*layout.Layout{}
+	for _, r := range reports {
+		if r.Error != "" {
+			t.Errorf("%s: %s", r.Node, r.Error)
+		}
+		got[r.Node] = r.Layout
+	}
+	if len(got) != 4 || got["ty-ctl"] == nil || got["ty-worker"] == nil || got["bare"] == nil || got["kubeadm"] == nil {
+		t.Fatalf("reports %+v", reports)
+	}
+	ctl := got["ty-ctl"]
+	if ctl.Kind != layout.KindTyphoonFlatcar || ctl.Role != "controller" || ctl.NodeName != "node1.mercury.example" ||
+		!reflect.DeepEqual(ctl.ClusterDNS, []string{typhoon.ClusterDNS}) || ctl.Etcd.Mode != layout.EtcdHostUnit || ctl.Etcd.Name != "etcd0" ||
+		ctl.Kubelet.Runtime != "docker" || ctl.Kubelet.Image != "quay.io/poseidon/kubelet:v1.35.3" || ctl.Kubelet.PathExists != typhoon.BootstrapKubeconfig ||
+		ctl.Files[layout.FileClusterCAKey] != "/etc/kubernetes/pki/ca.key" || ctl.Files[layout.FileEtcdPeerCert] != "/etc/ssl/etcd/etcd/peer.crt" {
+		t.Errorf("Typhoon Flatcar controller read as %+v (kubelet %+v)", ctl, ctl.Kubelet)
+	}
+	if w := got["ty-worker"]; w.Kind != layout.KindTyphoonFCOS || w.Role != "worker" || w.Kubelet.Runtime != "podman" || w.NodeName != "node4.mercury.example" {
+		t.Errorf("Typhoon FCOS worker read as %+v", w)
+	}
+	if b := got["bare"]; b.Kind != layout.KindNone {
+		t.Errorf("bare host read as %+v", b)
+	}
+	if k := got["kubeadm"]; k.Kind != layout.KindUnknown || !strings.Contains(k.Why, "KUBELET_IMAGE") {
+		t.Errorf("kubeadm host read as %+v", k)
+	}
+
+	// The text table names every host's layout, and why one is unknown.
+	text, _, _ := kedge(t, "inspect", "--inventory", inv)
+	for _, want := range []string{"typhoon-flatcar", "typhoon-fcos", "none", "kubeadm: unknown layout:"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("inspect's table lacks %q:\n%s", want, text)
+		}
+	}
+
+	p, code, errOut := runWaitInv(t, "kubelet-image-swap-node", inv, "--set", "node=kubeadm", "--set", "image=quay.io/poseidon/kubelet:v1.35.4")
+	if code == 0 {
+		t.Fatalf("the swap ran on a host with an unknown layout: %s", errOut)
+	}
+	st := step(t, p, "layout")
+	if st.State != workflows.StateFailed || st.Attempts != 1 {
+		t.Errorf("layout: state %s after %d attempts, want failed after 1 (not retried)", st.State, st.Attempts)
+	}
+	for _, want := range []string{"UnknownLayout", "kubeadm", "unknown", "runs no docker or podman container"} {
+		if !strings.Contains(st.LastError, want) {
+			t.Errorf("layout error lacks %q: %s", want, st.LastError)
+		}
+	}
+	if c := step(t, p, "cordon"); c.Attempts != 0 {
+		t.Errorf("cordon ran: %+v", c)
+	}
+}
