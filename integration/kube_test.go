@@ -149,6 +149,12 @@ steps:
 func startKubelet(t *testing.T, cp *controlplane.ControlPlane, name, image string) {
 	t.Helper()
 	installKubelet(t, cp, host(t, name), name, image)
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := host(t, name).ReadFile("/var/log/units/kubelet.service.log")
+			t.Logf("%s kubelet.service log:\n%s", name, b)
+		}
+	})
 	eventually(t, 30*time.Second, name+" to register Ready", func() bool {
 		n, err := cp.Client.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
 		return err == nil && n.Status.NodeInfo.KubeletVersion != "" && nodeIsReady(n)
@@ -183,6 +189,52 @@ func TestKubeletImageSwapOnOneNode(t *testing.T) {
 	if !strings.Contains(dropin, `Environment="KUBELET_IMAGE=quay.io/poseidon/kubelet:v1.35.4"`) {
 		t.Errorf("drop-in = %q", dropin)
 	}
+
+	// Typhoon's tags: an arch suffix, a build SHA. The version waited for
+	// is the one the image's kubelet reports, and the image is on the
+	// node before the cordon.
+	for _, c := range []struct{ image, version string }{
+		{"quay.io/poseidon/kubelet:v1.35.5-amd64", "v1.35.5"},
+		{"quay.io/poseidon/kubelet:" + testhosts.KubeletBuildTag("v1.35.6"), "v1.35.6"},
+	} {
+		p, code, errOut := runWaitInv(t, "kubelet-image-swap-node", inv,
+			"--set", "node=controller-1", "--set", "image="+c.image, "--set", "readyTimeout=60s")
+		if code != 0 {
+			t.Fatalf("swap to %s failed: exit %d: %s\n%+v", c.image, code, errOut, p)
+		}
+		n, err := cp.Client.CoreV1().Nodes().Get(t.Context(), "controller-1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Status.NodeInfo.KubeletVersion != c.version || n.Spec.Unschedulable {
+			t.Errorf("after the swap to %s: kubelet %s, unschedulable %v", c.image, n.Status.NodeInfo.KubeletVersion, n.Spec.Unschedulable)
+		}
+		pulled := pulledAt(t, host(t, "controller-1"), c.image)
+		cordon := step(t, p, "cordon")
+		if pulled.IsZero() || cordon.StartedAt == nil || !pulled.Before(*cordon.StartedAt) {
+			t.Errorf("%s pulled at %v, the cordon started at %v: want a pull before the cordon", c.image, pulled, cordon.StartedAt)
+		}
+	}
+}
+
+// pulledAt is when the host's container runtime last pulled image, from
+// its pull log (zero when it never did).
+func pulledAt(t *testing.T, h *testhosts.Host, image string) time.Time {
+	t.Helper()
+	b, err := h.ReadFile(testhosts.PullLog)
+	if err != nil {
+		return time.Time{}
+	}
+	var last time.Time
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) == 3 && f[2] == image {
+			if at, err := time.Parse(time.RFC3339Nano, f[0]); err == nil {
+				last = at
+			}
+		}
+	}
+	return last
 }
 
 // freshNodes removes Node objects earlier tests left and starts the kubelet

@@ -387,6 +387,10 @@ func activitySummary(step, action, host string, input map[string]any) string {
 		what = "check login and sudo" + on
 	case "host.run":
 		what = "run a command" + on
+	case "host.layout":
+		what = "read the layout" + on
+	case "host.pull-image":
+		what = "pull " + str("image") + on
 	case "host.install-bundle":
 		what = fmt.Sprintf("install %s%s", count(input["files"], "file"), on)
 	case "host.restore-bundle":

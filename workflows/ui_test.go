@@ -287,6 +287,8 @@ func TestActivitySummaries(t *testing.T) {
 		{"kube.wait-node", "worker-2", map[string]any{"kubeletVersion": "v1.35.4"}, "wait for worker-2 Ready with kubelet v1.35.4 (step drain)"},
 		{"render.kubeconfig", "", map[string]any{"token": "SECRET", "clientKey": "SECRET"}, "render kubeconfig (step drain)"},
 		{"kube.save-kubeconfig", "", map[string]any{"content": "SECRET"}, "save the admin kubeconfig (step drain)"},
+		{"host.layout", "worker-1", map[string]any{"require": []any{"kedge"}}, "read the layout on worker-1 (step drain)"},
+		{"host.pull-image", "worker-1", map[string]any{"image": "quay.io/poseidon/kubelet:v1.36.1-amd64", "runtime": "docker"}, "pull quay.io/poseidon/kubelet:v1.36.1-amd64 on worker-1 (step drain)"},
 		{"kube.install-kube-proxy", "", map[string]any{"image": "registry.k8s.io/kube-proxy:v1.35.4", "server": "https://10.0.0.1:6443"}, "install kube-proxy (step drain)"},
 	} {
 		if got := activitySummary("drain", c.action, c.host, c.input); got != c.want {

@@ -28,6 +28,7 @@ type Registry interface {
 func (a *Activities) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.Preflight, activity.RegisterOptions{Name: PreflightAction})
 	r.RegisterActivityWithOptions(a.Layout, activity.RegisterOptions{Name: LayoutAction})
+	r.RegisterActivityWithOptions(a.PullImage, activity.RegisterOptions{Name: PullImageAction})
 	r.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: RunAction})
 	r.RegisterActivityWithOptions(a.WriteFile, activity.RegisterOptions{Name: WriteFileAction})
 	r.RegisterActivityWithOptions(a.RestoreFile, activity.RegisterOptions{Name: RestoreFileAction})

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"kedge.dev/kedge/activities/layout"
 )
 
 var unitRE = regexp.MustCompile(`^[A-Za-z0-9:_.@\\-]+$`)
@@ -51,6 +54,12 @@ func (a *Activities) systemd(ctx context.Context, in SystemdInput) (SystemdResul
 	default:
 		return SystemdResult{}, invalid(fmt.Sprintf("action %q must be start, stop, restart, reload or none", in.Action))
 	}
+	if len(in.ExpectEnvironment) > 0 {
+		if err := a.checkEnvironment(ctx, in); err != nil {
+			return SystemdResult{}, err
+		}
+		in.DaemonReload = false // done
+	}
 	script := systemdScript(in, want, wait)
 	res, err := a.exec(ctx, in.Target, execSpec{
 		script: script, timeout: wait + systemdSlack, limit: 16 << 10,
@@ -68,7 +77,7 @@ func (a *Activities) systemd(ctx context.Context, in SystemdInput) (SystemdResul
 		return SystemdResult{}, &typedError{typ: ErrTypeCommandFailed, details: []any{res.ExitCode},
 			msg: fmt.Sprintf("systemctl on %s failed with exit status %d%s", nodeName(in.Target), res.ExitCode, tailLine(res.Stderr))}
 	}
-	out := SystemdResult{ActiveState: strings.TrimSpace(res.Outputs["state"])}
+	out := SystemdResult{ActiveState: strings.TrimSpace(res.Outputs["state"]), StartedAt: strings.TrimSpace(res.Outputs["started_at"])}
 	out.MainPID, _ = strconv.Atoi(strings.TrimSpace(res.Outputs["pid"]))
 	actionRC, _ := strconv.Atoi(strings.TrimSpace(res.Outputs["action_rc"]))
 	journal := fmt.Sprintf(" (see journalctl -u %s)", in.Unit)
@@ -118,6 +127,7 @@ func systemdScript(in SystemdInput, want string, wait time.Duration) string {
 		b.WriteString(`systemctl disable "$unit" || exit $?` + "\n")
 	}
 	b.WriteString("rc=0\n")
+	b.WriteString(`echo "started_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$KEDGE_OUTPUT"` + "\n")
 	if in.Action != "" && in.Action != "none" {
 		fmt.Fprintf(&b, "systemctl %s \"$unit\"; rc=$?\n", in.Action)
 	}
@@ -140,4 +150,62 @@ echo "state=$state" >> "$KEDGE_OUTPUT"
 echo "pid=$(systemctl show -p MainPID --value "$unit" 2>/dev/null)" >> "$KEDGE_OUTPUT"
 `, want)
 	return b.String()
+}
+
+// ErrTypeNotInEffect is a unit whose Environment, as systemd reports it
+// after a daemon-reload, is not what was written: another drop-in
+// overrides it. Not retried.
+const ErrTypeNotInEffect = "NotInEffect"
+
+// checkEnvironment reloads systemd (when asked) and compares the
+// Environment it reports for the unit with in.ExpectEnvironment.
+func (a *Activities) checkEnvironment(ctx context.Context, in SystemdInput) error {
+	var b strings.Builder
+	if in.DaemonReload {
+		b.WriteString("systemctl daemon-reload || exit $?\n")
+	}
+	fmt.Fprintf(&b, "systemctl show -p Environment -p FragmentPath -p DropInPaths %s\n", quote(in.Unit))
+	res, err := a.exec(ctx, in.Target, execSpec{script: b.String(), timeout: systemdSlack, limit: 64 << 10})
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return &typedError{typ: ErrTypeCommandFailed, msg: fmt.Sprintf("systemctl show %s on %s failed with exit status %d%s", in.Unit, nodeName(in.Target), res.ExitCode, tailLine(res.Stderr))}
+	}
+	props := map[string]string{}
+	for line := range strings.Lines(res.Stdout) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
+			props[k] = v
+		}
+	}
+	words, err := layout.SplitWords(props["Environment"])
+	if err != nil {
+		return &typedError{typ: ErrTypeCommandFailed, msg: fmt.Sprintf("%s on %s: Environment: %v", in.Unit, nodeName(in.Target), err)}
+	}
+	env := map[string]string{}
+	for _, w := range words {
+		if k, v, ok := strings.Cut(w, "="); ok {
+			env[k] = v
+		}
+	}
+	keys := make([]string, 0, len(in.ExpectEnvironment))
+	for k := range in.ExpectEnvironment {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if got, want := env[k], in.ExpectEnvironment[k]; got != want {
+			return &typedError{typ: ErrTypeNotInEffect, nonRetryable: true,
+				msg: fmt.Sprintf("%s on %s: systemd uses %s=%q, not %q (unit %s, drop-ins in order: %s): a later drop-in or the unit overrides it",
+					in.Unit, nodeName(in.Target), k, got, want, props["FragmentPath"], dash(props["DropInPaths"]))}
+		}
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "none"
+	}
+	return s
 }

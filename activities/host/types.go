@@ -110,10 +110,17 @@ type SystemdInput struct {
 	Disable      bool           `json:"disable,omitempty" doc:"disable the unit"`
 	Action       string         `json:"action,omitempty" kedge:"enum=start|stop|restart|reload|none" doc:"start, stop, restart, reload or none"`
 	WaitTimeout  string         `json:"waitTimeout,omitempty" kedge:"duration" doc:"how long to wait for the unit to settle (default 60s)"`
+	// ExpectEnvironment, when set, is checked against the Environment
+	// systemd reports for the unit (after the daemon-reload) before the
+	// action: a drop-in that does not take effect stops here.
+	ExpectEnvironment map[string]string `json:"expectEnvironment,omitempty" doc:"variables the unit's Environment must have, as systemd reports it after the daemon-reload, before the action runs"`
 }
 
 // SystemdResult reports the unit's state after the action.
 type SystemdResult struct {
 	ActiveState string `json:"activeState"`
 	MainPID     int    `json:"mainPid"`
+	// StartedAt is the host's clock (UTC, RFC 3339) just before the
+	// action: what a restarted service's later reports are newer than.
+	StartedAt string `json:"startedAt"`
 }

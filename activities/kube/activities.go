@@ -313,6 +313,12 @@ func (a *Activities) WaitNode(ctx context.Context, in WaitNodeInput) (WaitNodeRe
 	if err != nil {
 		return WaitNodeResult{}, err
 	}
+	var after time.Time
+	if in.ReadyAfter != "" {
+		if after, err = time.Parse(time.RFC3339, in.ReadyAfter); err != nil {
+			return WaitNodeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("readyAfter %q is not an RFC 3339 time", in.ReadyAfter), ErrTypeInvalidInput, nil)
+		}
+	}
 	deadline := time.Now().Add(timeout)
 	var last WaitNodeResult
 	lastErr := "not seen yet"
@@ -321,10 +327,14 @@ func (a *Activities) WaitNode(ctx context.Context, in WaitNodeInput) (WaitNodeRe
 		switch {
 		case err == nil:
 			last = WaitNodeResult{Ready: nodeReady(node), KubeletVersion: node.Status.NodeInfo.KubeletVersion}
-			if last.Ready && (in.KubeletVersion == "" || last.KubeletVersion == in.KubeletVersion) {
+			fresh := after.IsZero() || readyHeartbeat(node).After(after)
+			if last.Ready && fresh && (in.KubeletVersion == "" || last.KubeletVersion == in.KubeletVersion) {
 				return last, nil
 			}
 			lastErr = fmt.Sprintf("ready=%t kubelet %s", last.Ready, last.KubeletVersion)
+			if !fresh {
+				lastErr += fmt.Sprintf(", last heartbeat %s is not after %s", readyHeartbeat(node).UTC().Format(time.RFC3339), in.ReadyAfter)
+			}
 		case apierrors.IsNotFound(err):
 			lastErr = "not registered"
 		default:
@@ -344,6 +354,16 @@ func (a *Activities) WaitNode(ctx context.Context, in WaitNodeInput) (WaitNodeRe
 		case <-time.After(a.poll()):
 		}
 	}
+}
+
+// readyHeartbeat is when the node's Ready condition was last posted.
+func readyHeartbeat(n *corev1.Node) time.Time {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.LastHeartbeatTime.Time
+		}
+	}
+	return time.Time{}
 }
 
 func nodeReady(n *corev1.Node) bool {

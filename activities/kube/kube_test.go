@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,5 +99,33 @@ func TestLabelTaint(t *testing.T) {
 	}
 	if _, err := a.LabelTaint(ctx, LabelTaintInput{Node: "w1", Taints: []string{"bad"}}); err == nil {
 		t.Error("bad taint accepted")
+	}
+}
+
+// A Ready status the old kubelet posted before the restart does not
+// count, even with the right version: only a heartbeat after it.
+func TestWaitNodeWantsAHeartbeatAfterTheRestart(t *testing.T) {
+	restart := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	stale := node("w1", true, "v1.35.4")
+	stale.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(restart.Add(-5 * time.Second))
+	a, cs := fakeActs(stale)
+	in := WaitNodeInput{Node: "w1", KubeletVersion: "v1.35.4", ReadyAfter: restart.Format(time.RFC3339), Timeout: "100ms"}
+	_, err := a.WaitNode(context.Background(), in)
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != ErrTypeNotReady || !strings.Contains(err.Error(), "is not after") {
+		t.Fatalf("a heartbeat from before the restart: want NodeNotReady naming it, got %v", err)
+	}
+	fresh := node("w1", true, "v1.35.4")
+	fresh.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(restart.Add(2 * time.Second))
+	if _, err := cs.CoreV1().Nodes().UpdateStatus(context.Background(), fresh, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	in.Timeout = "5s"
+	if res, err := a.WaitNode(context.Background(), in); err != nil || !res.Ready {
+		t.Errorf("a heartbeat after the restart: %+v %v", res, err)
+	}
+	in.ReadyAfter = "yesterday"
+	if _, err := a.WaitNode(context.Background(), in); !errors.As(err, &app) || app.Type() != ErrTypeInvalidInput {
+		t.Errorf("readyAfter that is not a time: %v", err)
 	}
 }

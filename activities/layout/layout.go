@@ -114,6 +114,10 @@ type Kubelet struct {
 	// ImageInEffect is KUBELET_IMAGE as the loaded unit has it; it differs
 	// from Image when the files changed without a daemon-reload.
 	ImageInEffect string `json:"imageInEffect"`
+	// ImageOverriddenBy is a drop-in that sets KUBELET_IMAGE after the one
+	// a kubelet image swap writes (ImageDropIn), so that a swap would not
+	// take effect; "" when none does.
+	ImageOverriddenBy string `json:"imageOverriddenBy"`
 	// Args are the kubelet's arguments (after the image).
 	Args []string `json:"args"`
 	// Volumes maps a path in the kubelet's container to the host's.
@@ -258,7 +262,7 @@ func readKubelet(ks, ps UnitState, r Reader) (*Kubelet, []byte, error) {
 		return nil, nil, fmt.Errorf("kubelet.service: %w", err)
 	}
 	k := &Kubelet{Unit: u, Active: ks.ActiveState == "active", Enabled: ks.UnitFileState,
-		Image: u.Environment[ImageVariable], ImageFrom: u.EnvironmentFrom[ImageVariable]}
+		Image: u.Environment[ImageVariable], ImageFrom: u.EnvironmentFrom[ImageVariable], ImageOverriddenBy: overrides(u)}
 	for _, e := range ks.Environment {
 		if v, ok := strings.CutPrefix(e, ImageVariable+"="); ok {
 			k.ImageInEffect = v
@@ -284,6 +288,23 @@ func readKubelet(ks, ps UnitState, r Reader) (*Kubelet, []byte, error) {
 // ImageVariable is the unit environment variable holding the kubelet's
 // image in every layout Kedge knows.
 const ImageVariable = "KUBELET_IMAGE"
+
+// ImageDropIn is the drop-in a kubelet image swap writes.
+const ImageDropIn = "/etc/systemd/system/kubelet.service.d/10-image.conf"
+
+// overrides reports the file that sets KUBELET_IMAGE last when it is a
+// drop-in systemd reads after ImageDropIn (drop-ins apply in file name
+// order, whatever their directory).
+func overrides(u Unit) string {
+	from := u.EnvironmentFrom[ImageVariable]
+	if from == "" || from == ImageDropIn || from == u.Files[0] {
+		return ""
+	}
+	if path.Base(from) > path.Base(ImageDropIn) {
+		return from
+	}
+	return ""
+}
 
 // classify names the layout from the kubelet unit and its run command.
 func classify(k *Kubelet, fragment []byte) (kind, why string) {

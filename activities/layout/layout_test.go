@@ -184,6 +184,29 @@ func TestDiscoverTyphoonFCOSWorkerWithADropIn(t *testing.T) {
 	if k.ClientCertificate != "" {
 		t.Errorf("client certificate %q before the TLS bootstrap", k.ClientCertificate)
 	}
+	if k.ImageOverriddenBy != "" {
+		t.Errorf("Kedge's own drop-in reported as overriding: %q", k.ImageOverriddenBy)
+	}
+
+	// A drop-in after Kedge's that sets the image wins over a swap; one
+	// before it does not.
+	for name, want := range map[string]string{"20-pin.conf": "/etc/systemd/system/kubelet.service.d/20-pin.conf", "05-old.conf": ""} {
+		extra := "/etc/systemd/system/kubelet.service.d/" + name
+		m[extra] = []byte("[Service]\nEnvironment=KUBELET_IMAGE=quay.io/poseidon/kubelet:v1.30.0\n")
+		files := []string{dropIn, extra}
+		if name < "10" {
+			files = []string{extra, dropIn}
+		}
+		f.Units[KubeletService] = loaded(m, typhoon.KubeletUnit, files...)
+		l, err := Discover(f, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Kubelet.ImageOverriddenBy != want {
+			t.Errorf("with %s: overridden by %q, want %q", name, l.Kubelet.ImageOverriddenBy, want)
+		}
+		delete(m, extra)
+	}
 }
 
 func TestDiscoverKedge(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/client-go/tools/clientcmd"
+
 	"kedge.dev/kedge/activities/render"
 	"kedge.dev/kedge/integration/testhosts"
 )
@@ -30,10 +32,22 @@ func InstallKubelet(ctx context.Context, h *testhosts.Host, kubeconfig []byte, n
 	if err != nil {
 		return err
 	}
+	kc, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubelet on %s: %w", h.Name, err)
+	}
+	var ca []byte
+	for _, c := range kc.Clusters {
+		ca = c.CertificateAuthorityData
+	}
+	if len(ca) == 0 {
+		return fmt.Errorf("kubelet on %s: the kubeconfig has no CA data", h.Name)
+	}
 	files := []struct {
 		path    string
 		content []byte
 	}{
+		{render.ClusterCAPath, ca},
 		{render.KubeletKubeconfigPath, kubeconfig},
 		{render.KubeletConfigPath, config},
 		{"/etc/kedge-lab/images", []byte("quay.io/poseidon/kubelet /usr/local/sbin/kubelet-sim\n")},

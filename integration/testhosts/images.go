@@ -15,6 +15,10 @@ import (
 // `docker run` of an image not listed here fail.
 const ImageStore = "/var/lib/kedge-lab/image-store"
 
+// PullLog is where the container stand-in notes each pull, a line
+// "TIME PROGRAM REFERENCE" (UTC, RFC 3339 with nanoseconds).
+const PullLog = "/var/lib/kedge-lab/pulls"
+
 // Image is one image in a host's local store: its NAME:TAG, and the
 // program (with leading arguments) that stands for its entrypoint.
 type Image struct {
@@ -47,8 +51,10 @@ const KubeletSim = StandInDir + "/kubelet-sim"
 
 // LabImages are the images every host has from the start: the kubelet
 // images the tests and `make dev` run (quay.io/poseidon/kubelet v1.35.0 to
-// v1.35.49 and v1.36.0 to v1.36.9; the tag is the version the simulator
-// reports) and the control plane's images at the versions Kedge renders
+// v1.35.49 and v1.36.0 to v1.36.9, whose tag is the version the
+// simulator reports, and for v1.35.0-9 and v1.36.0-9 also the -amd64 and
+// build-SHA tags Typhoon uses, which hold the version in the image: see
+// KubeletBuildTag) and the control plane's images at the versions Kedge renders
 // by default, each mapped to the program a test installs with
 // InstallProgram. Images a test means to be missing (quay.io/other/...)
 // are not here.
@@ -57,6 +63,16 @@ func LabImages() []Image {
 	for _, v := range []struct{ minor, patches int }{{35, 50}, {36, 10}} {
 		for p := range v.patches {
 			out = append(out, Image{Ref: fmt.Sprintf("quay.io/poseidon/kubelet:v1.%d.%d", v.minor, p), Entrypoint: []string{KubeletSim}})
+			// Typhoon's arch-suffixed tags and build-SHA tags: the
+			// version is in the image (its kubelet's --version), not
+			// in the tag.
+			if p < 10 {
+				version := fmt.Sprintf("v1.%d.%d", v.minor, p)
+				entry := []string{"/usr/bin/env", "KEDGE_LAB_KUBELET_VERSION=" + version, KubeletSim}
+				out = append(out,
+					Image{Ref: "quay.io/poseidon/kubelet:" + version + "-amd64", Entrypoint: entry},
+					Image{Ref: "quay.io/poseidon/kubelet:" + KubeletBuildTag(version), Entrypoint: entry})
+			}
 		}
 	}
 	for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy"} {
@@ -90,4 +106,11 @@ func (h *Host) AddImage(im Image) error {
 		return err
 	}
 	return h.WriteFile(ImageStore, append(data, im.line()...), 0o644)
+}
+
+// KubeletBuildTag is the lab's build-SHA tag of the kubelet image that
+// holds version (v1.35.0-9, v1.36.0-9).
+func KubeletBuildTag(version string) string {
+	sha := sha256.Sum256([]byte(version))
+	return "build-" + hex.EncodeToString(sha[:])[:40]
 }

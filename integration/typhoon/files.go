@@ -172,6 +172,9 @@ RestartSec=10
 WantedBy=multi-user.target
 `)
 
+// Typhoon's Fedora CoreOS unit also mounts /etc/selinux and
+// /sys/fs/selinux; the test machine has no SELinux, so they are left out
+// (podman refuses a volume whose source does not exist).
 var fcosKubelet = parse("fcos-kubelet", `[Unit]
 Description=Kubelet (Typhoon layout, Fedora CoreOS)
 Wants=rpc-statd.service

@@ -34,7 +34,10 @@ type container struct {
 	Ulimits    []ulimit
 	Tmpfs      []string
 	LogDriver  string
-	Created    time.Time
+	// NoNetwork is --network none: the process gets a network namespace
+	// of its own with only a loopback device, down.
+	NoNetwork bool
+	Created   time.Time
 }
 
 type volume struct {

@@ -129,8 +129,13 @@ func newContainer(args []string) (*container, bool, int) {
 		Name: f.last("name"), Hostname: f.last("hostname"), WorkDir: f.last("workdir"),
 		User: f.last("user"), LogDriver: f.last("log-driver"), Tmpfs: f["tmpfs"], Created: time.Now()}
 	for _, k := range []string{"network", "net", "pid"} {
-		if v := f.last(k); v != "" && v != "host" {
-			return nil, false, runError("--%s %s is not supported by the container stand-in (only host)", k, v)
+		v := f.last(k)
+		if v == "none" && k != "pid" {
+			c.NoNetwork = true
+			continue
+		}
+		if v != "" && v != "host" {
+			return nil, false, runError("--%s %s is not supported by the container stand-in (only host and none)", k, v)
 		}
 	}
 	switch c.LogDriver {
@@ -318,6 +323,9 @@ func (c *container) runAttached(stdout, stderr io.Writer, forward bool) int {
 	cmd.Env = os.Environ()
 	cmd.ExtraFiles = []*os.File{statusW}
 	flags := uintptr(syscall.CLONE_NEWNS | syscall.CLONE_NEWUTS)
+	if c.NoNetwork {
+		flags |= syscall.CLONE_NEWNET
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: flags}
 	outR, outW, err := os.Pipe()
 	if err != nil {

@@ -19,6 +19,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "kubelet simulator:", err)
 		os.Exit(2)
 	}
+	if o.printVersion {
+		fmt.Println("Kubernetes " + o.version)
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	logger := log.New(os.Stdout, "", log.LstdFlags|log.Lmicroseconds)

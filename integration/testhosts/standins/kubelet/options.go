@@ -36,6 +36,10 @@ const (
 	envCNIConfDir  = "KEDGE_LAB_CNI_CONF_DIR" // where the network config is looked for (/etc/cni/net.d)
 	defaultCNIConf = "/etc/cni/net.d"
 	envHostMountNS = "KEDGE_LAB_HOST_MOUNT_NS" // the mount namespace static pods run in (/proc/1/ns/mnt; "none": the simulator's)
+	// The kubelet version the image holds, set by the image's entrypoint
+	// in the image store when its tag is not the version (v1.36.1-amd64,
+	// build-SHA); else the tag is.
+	envKubeletVersion = "KEDGE_LAB_KUBELET_VERSION"
 )
 
 // options are the kubelet's command line, as far as the simulator uses it.
@@ -58,7 +62,8 @@ type options struct {
 	nodeIPFile          string         // simulator only: the host's IP, when --node-ip is not given
 	cniConfDir          string         // simulator only: the CNI config directory
 	hostMountNS         string         // simulator only: KEDGE_LAB_HOST_MOUNT_NS as given
-	version             string         // the tag of the image the kubelet runs as (KEDGE_LAB_IMAGE)
+	version             string         // the version of the image the kubelet runs as (KEDGE_LAB_IMAGE)
+	printVersion        bool           // --version: print it and exit
 	ignored             []string       // flags of the real kubelet given but not simulated
 	help                bool           // -h/--help: print the flags and exit
 }
@@ -141,7 +146,8 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 		}
 	}
 	fs.VarP(&ignoredValue{typ: "Level"}, "v", "v", "log verbosity (not simulated)")
-	fs.Var(&ignoredValue{typ: "version", value: "false"}, "version", "print the version and exit")
+	version := &ignoredValue{typ: "version", value: "false"}
+	fs.Var(version, "version", "print the version and exit")
 	fs.Lookup("version").NoOptDefVal = "true"
 	fs.BoolVarP(&o.help, "help", "h", false, "help for kubelet")
 	if err := fs.Parse(args); err != nil {
@@ -150,8 +156,15 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	if cmds := fs.Args(); len(cmds) > 0 {
 		return options{}, fmt.Errorf("unknown command %s", cmds[0])
 	}
+	switch version.value {
+	case "true", "raw":
+		o.printVersion = true
+	case "false":
+	default:
+		return options{}, fmt.Errorf("failed to parse kubelet flag: invalid argument %q for \"--version\" flag: unrecognized version type %q", version.value, version.value)
+	}
 	fs.Visit(func(f *pflag.Flag) {
-		if !simulated[f.Name] && f.Name != "help" {
+		if !simulated[f.Name] && f.Name != "help" && f.Name != "version" {
 			o.ignored = append(o.ignored, "--"+f.Name)
 		}
 	})
@@ -182,7 +195,10 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 			return options{}, fmt.Errorf("%s=%q is not a positive duration", envHeartbeat, h)
 		}
 	}
-	o.version = imageVersion(getenv("KEDGE_LAB_IMAGE"))
+	// The version the image holds: set by its entrypoint in the image
+	// store when its tag does not say it (arch-suffixed, build-SHA),
+	// else its tag.
+	o.version = cmp.Or(getenv(envKubeletVersion), imageVersion(getenv("KEDGE_LAB_IMAGE")))
 	return o, nil
 }
 

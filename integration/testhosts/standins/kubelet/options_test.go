@@ -74,6 +74,27 @@ func TestParseOptionsLabMode(t *testing.T) {
 	}
 }
 
+// --version prints the version the image holds: its tag, or what the
+// image's entrypoint says when the tag is not a version.
+func TestParseOptionsVersion(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"--version"}, map[string]string{"KEDGE_LAB_IMAGE": "quay.io/poseidon/kubelet:v1.35.4"}, "v1.35.4"},
+		{[]string{"--version=raw"}, map[string]string{"KEDGE_LAB_IMAGE": "quay.io/poseidon/kubelet:v1.36.1-amd64", "KEDGE_LAB_KUBELET_VERSION": "v1.36.1"}, "v1.36.1"},
+	} {
+		o, err := parseOptions(c.args, func(k string) string { return c.env[k] })
+		if err != nil || !o.printVersion || o.version != c.want {
+			t.Errorf("%q %v: print %t version %q (%v), want %q", c.args, c.env, o.printVersion, o.version, err, c.want)
+		}
+	}
+	if o, err := parseOptions([]string{"--version=false"}, func(string) string { return "" }); err != nil || o.printVersion {
+		t.Errorf("--version=false: %+v %v", o.printVersion, err)
+	}
+}
+
 func TestParseOptionsRejectsBadValues(t *testing.T) {
 	for _, args := range [][]string{
 		{"--node-ip=10.0.0.300"},
@@ -81,6 +102,7 @@ func TestParseOptionsRejectsBadValues(t *testing.T) {
 		{"--node-labels=role=a b"},
 		{"--register-with-taints=role=special"},
 		{"--kubeconfig"},
+		{"--version=yes"},
 	} {
 		if _, err := parseOptions(args, func(string) string { return "" }); err == nil {
 			t.Errorf("%v: no error", args)

@@ -1,0 +1,106 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"kedge.dev/kedge/integration/controlplane"
+	"kedge.dev/kedge/integration/lab"
+	"kedge.dev/kedge/integration/testhosts"
+	"kedge.dev/kedge/integration/typhoon"
+)
+
+// startTyphoonKubelet lays a Typhoon worker out on a lab host (flavor's
+// kubelet.service and kubelet.path, kubelet.yaml, the kubeconfig the
+// kubelet.path waits for) and starts it the way the host would at boot:
+// kubelet.path enabled and started, which starts kubelet.service once
+// /etc/kubernetes/kubeconfig is there. The node's own credentials stand
+// for what its TLS bootstrap would have left in /var/lib/kubelet.
+func startTyphoonKubelet(t *testing.T, cp *controlplane.ControlPlane, h *testhosts.Host, flavor, image string) {
+	t.Helper()
+	kc, err := cp.NodeKubeconfig(h.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTyphoonHost(t, h, typhoon.Node{Flavor: flavor, DomainName: h.Name, KubeletImage: image}, nil)
+	for path, data := range map[string][]byte{typhoon.BootstrapKubeconfig: kc, typhoon.KubeletKubeconfig: kc} {
+		if err := h.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := testhosts.WriteCNIConfig(h); err != nil {
+		t.Fatal(err)
+	}
+	// containerd's state directory, there on every Typhoon host (podman
+	// refuses a volume whose source is missing).
+	if out, err := h.Exec(t.Context(), "mkdir", "-p", "/var/lib/containerd", "/run/lock"); err != nil {
+		t.Fatalf("%s: %v: %s", h.Name, err, out)
+	}
+	for _, args := range [][]string{{"daemon-reload"}, {"enable", "kubelet.path"}, {"start", "kubelet.path"}} {
+		if out, err := h.Exec(t.Context(), "systemctl", args...); err != nil {
+			t.Fatalf("systemctl %v on %s: %v: %s", args, h.Name, err, out)
+		}
+	}
+	t.Cleanup(func() {
+		_, _ = h.Exec(t.Context(), "systemctl", "stop", "kubelet.path", "kubelet.service")
+		_ = cp.Client.CoreV1().Nodes().Delete(t.Context(), h.Name, metav1.DeleteOptions{})
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := h.ReadFile("/var/log/units/kubelet.service.log")
+			t.Logf("%s kubelet.service log:\n%s", h.Name, b)
+		}
+	})
+	eventually(t, 60*time.Second, h.Name+" Ready", func() bool {
+		n, err := cp.Client.CoreV1().Nodes().Get(t.Context(), h.Name, metav1.GetOptions{})
+		return err == nil && nodeIsReady(n)
+	})
+}
+
+// kubelet-image-swap-node on Typhoon's Flatcar (docker run -d in
+// ExecStartPre, docker logs -f) and Fedora CoreOS (podman run) nodes, with
+// an arch-suffixed tag: the image is pulled with the node's own runtime
+// before the cordon, the drop-in takes effect (systemd reports the new
+// image), the kubelet runs it and reports the version the image holds.
+func TestKubeletImageSwapOnTyphoonNodes(t *testing.T) {
+	cp, _ := kubeLab(t)
+	l := startLabOf(t, "127.0.30.", testhosts.Options{Names: []string{"ty-flatcar", "ty-fcos"}})
+	startTyphoonKubelet(t, cp, l.Hosts[0], typhoon.Flatcar, "quay.io/poseidon/kubelet:v1.35.3")
+	startTyphoonKubelet(t, cp, l.Hosts[1], typhoon.FCOS, "quay.io/poseidon/kubelet:v1.35.3")
+	inv := writeInventory(t, strings.Replace(lab.Inventory("typhoon", l, l.KnownHostsFile), "controllers:\n", "kubernetes:\n  kubeconfig: "+cp.AdminKubeconfig+"\ncontrollers:\n", 1))
+
+	const image = "quay.io/poseidon/kubelet:v1.35.5-amd64"
+	for i, h := range l.Hosts {
+		runtime := []string{"docker", "podman"}[i]
+		p, code, errOut := runWaitInv(t, "kubelet-image-swap-node", inv, "--set", "node="+h.Name, "--set", "image="+image, "--set", "readyTimeout=60s")
+		if code != 0 {
+			t.Fatalf("swap on %s failed: exit %d: %s\n%+v", h.Name, code, errOut, p)
+		}
+		n, err := cp.Client.CoreV1().Nodes().Get(t.Context(), h.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Status.NodeInfo.KubeletVersion != "v1.35.5" || n.Spec.Unschedulable {
+			t.Errorf("%s after the swap: kubelet %s, unschedulable %v", h.Name, n.Status.NodeInfo.KubeletVersion, n.Spec.Unschedulable)
+		}
+		pulled := pulledAt(t, h, image)
+		cordon := step(t, p, "cordon")
+		if pulled.IsZero() || cordon.StartedAt == nil || !pulled.Before(*cordon.StartedAt) {
+			t.Errorf("%s: %s pulled at %v, cordon started at %v: want a pull before the cordon", h.Name, image, pulled, cordon.StartedAt)
+		}
+		if b, _ := h.ReadFile(testhosts.PullLog); !strings.Contains(string(b), runtime+" "+image) {
+			t.Errorf("%s: %s did not pull %s:\n%s", h.Name, runtime, image, b)
+		}
+		env, err := h.Exec(t.Context(), "systemctl", "show", "-p", "Environment", "kubelet.service")
+		if err != nil || !strings.Contains(string(env), "KUBELET_IMAGE="+image) {
+			t.Errorf("%s: systemd's kubelet.service environment: %s (%v)", h.Name, env, err)
+		}
+		ps, err := h.Exec(t.Context(), runtime, "ps")
+		if err != nil || !strings.Contains(string(ps), image) {
+			t.Errorf("%s: %s ps does not show the kubelet on %s:\n%s (%v)", h.Name, runtime, image, ps, err)
+		}
+	}
+}
