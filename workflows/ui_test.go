@@ -302,7 +302,7 @@ func TestActivitySummaries(t *testing.T) {
 		for _, i := range a.Inputs {
 			in[i.Name] = "SECRET"
 		}
-		for _, name := range []string{"path", "unit", "name", "commonName", "address", "node", "kubeletVersion", "action"} {
+		for _, name := range []string{"path", "unit", "name", "commonName", "address", "node", "kubeletVersion", "action", "image"} {
 			delete(in, name)
 		}
 		got := activitySummary("s", a.Name, "worker-1", in)
