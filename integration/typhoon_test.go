@@ -67,13 +67,16 @@ func startTyphoonKubelet(t *testing.T, cp *controlplane.ControlPlane, h *testhos
 // image), the kubelet runs it and reports the version the image holds.
 func TestKubeletImageSwapOnTyphoonNodes(t *testing.T) {
 	cp, _ := kubeLab(t)
-	l := startLabOf(t, "127.0.30.", testhosts.Options{Names: []string{"ty-flatcar", "ty-fcos"}})
-	startTyphoonKubelet(t, cp, l.Hosts[0], typhoon.Flatcar, "quay.io/poseidon/kubelet:v1.35.3")
-	startTyphoonKubelet(t, cp, l.Hosts[1], typhoon.FCOS, "quay.io/poseidon/kubelet:v1.35.3")
+	// The inventory's controller (the first host) is not touched: the
+	// Typhoon workers are the two others.
+	l := startLabOf(t, "127.0.30.", testhosts.Options{Names: []string{"ty-ctl", "ty-flatcar", "ty-fcos"}})
+	workers := l.Hosts[1:]
+	startTyphoonKubelet(t, cp, workers[0], typhoon.Flatcar, "quay.io/poseidon/kubelet:v1.35.3")
+	startTyphoonKubelet(t, cp, workers[1], typhoon.FCOS, "quay.io/poseidon/kubelet:v1.35.3")
 	inv := writeInventory(t, strings.Replace(lab.Inventory("typhoon", l, l.KnownHostsFile), "controllers:\n", "kubernetes:\n  kubeconfig: "+cp.AdminKubeconfig+"\ncontrollers:\n", 1))
 
 	const image = "quay.io/poseidon/kubelet:v1.35.5-amd64"
-	for i, h := range l.Hosts {
+	for i, h := range workers {
 		runtime := []string{"docker", "podman"}[i]
 		p, code, errOut := runWaitInv(t, "kubelet-image-swap-node", inv, "--set", "node="+h.Name, "--set", "image="+image, "--set", "readyTimeout=60s")
 		if code != 0 {
@@ -102,5 +105,65 @@ func TestKubeletImageSwapOnTyphoonNodes(t *testing.T) {
 		if err != nil || !strings.Contains(string(ps), image) {
 			t.Errorf("%s: %s ps does not show the kubelet on %s:\n%s (%v)", h.Name, runtime, image, ps, err)
 		}
+	}
+}
+
+// node-remove on Typhoon workers: afterwards no kubelet runs, its
+// credentials and the bootstrap kubeconfig are gone, kubelet.path is
+// disabled; after a reboot of the host's units the Node does not come
+// back.
+func TestNodeRemoveOnTyphoonNodes(t *testing.T) {
+	cp, _ := kubeLab(t)
+	l := startLabOf(t, "127.0.31.", testhosts.Options{Names: []string{"tyr-ctl", "tyr-flatcar", "tyr-fcos"}})
+	workers := l.Hosts[1:]
+	startTyphoonKubelet(t, cp, workers[0], typhoon.Flatcar, "quay.io/poseidon/kubelet:v1.35.3")
+	startTyphoonKubelet(t, cp, workers[1], typhoon.FCOS, "quay.io/poseidon/kubelet:v1.35.3")
+	inv := writeInventory(t, strings.Replace(lab.Inventory("typhoon-rm", l, l.KnownHostsFile), "controllers:\n", "kubernetes:\n  kubeconfig: "+cp.AdminKubeconfig+"\ncontrollers:\n", 1))
+
+	for i, h := range workers {
+		runtime := []string{"docker", "podman"}[i]
+		p, code, errOut := runWaitInv(t, "node-remove", inv, "--set", "node="+h.Name)
+		if code != 0 {
+			t.Fatalf("node-remove %s: exit %d: %s\n%+v", h.Name, code, errOut, p)
+		}
+		checkTyphoonRemoved(t, cp, h, runtime)
+		if err := h.Reboot(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		// A Typhoon node that kept its bootstrap kubeconfig would be
+		// back within a heartbeat or two (the simulator posts every 2s).
+		time.Sleep(6 * time.Second)
+		checkTyphoonRemoved(t, cp, h, runtime)
+
+		// Removing it again succeeds and changes nothing: no Node to
+		// cordon or drain, units already stopped, files already gone.
+		if _, code, errOut := runWaitInv(t, "node-remove", inv, "--set", "node="+h.Name); code != 0 {
+			t.Errorf("node-remove %s again: exit %d: %s", h.Name, code, errOut)
+		}
+	}
+}
+
+// checkTyphoonRemoved checks, from the host and the API, that a removed
+// Typhoon node stays removed.
+func checkTyphoonRemoved(t *testing.T, cp *controlplane.ControlPlane, h *testhosts.Host, runtime string) {
+	t.Helper()
+	if _, err := cp.Client.CoreV1().Nodes().Get(t.Context(), h.Name, metav1.GetOptions{}); err == nil {
+		t.Errorf("%s: the Node is there", h.Name)
+	}
+	for _, unit := range []string{"kubelet.service", "kubelet.path"} {
+		if out, _ := h.Exec(t.Context(), "systemctl", "is-active", unit); strings.TrimSpace(string(out)) == "active" {
+			t.Errorf("%s: %s is active", h.Name, unit)
+		}
+		if out, _ := h.Exec(t.Context(), "systemctl", "is-enabled", unit); strings.TrimSpace(string(out)) == "enabled" {
+			t.Errorf("%s: %s is enabled", h.Name, unit)
+		}
+	}
+	for _, f := range []string{typhoon.BootstrapKubeconfig, typhoon.KubeletKubeconfig, "/var/lib/kubelet/pki"} {
+		if _, err := h.ReadFile(f); err == nil {
+			t.Errorf("%s: %s is still there", h.Name, f)
+		}
+	}
+	if ps, err := h.Exec(t.Context(), runtime, "ps"); err != nil || strings.Contains(string(ps), "kubelet") {
+		t.Errorf("%s: %s ps: %s (%v)", h.Name, runtime, ps, err)
 	}
 }

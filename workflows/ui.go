@@ -401,6 +401,8 @@ func activitySummary(step, action, host string, input map[string]any) string {
 		what = strings.TrimPrefix(action, "kube.") + " " + host
 	case "kube.delete-node":
 		what = "delete node " + host
+	case "kube.get-node":
+		what = "read node " + host
 	case "kube.wait-node":
 		what = "wait for " + host + " Ready"
 		if v := str("kubeletVersion"); v != "" {

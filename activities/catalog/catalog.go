@@ -105,6 +105,7 @@ var actions = []Action{
 	describe(kube.UncordonAction, "mark the node schedulable again", kube.NodeInput{}, kube.NodeResult{}, 30*time.Second, 0, nil),
 	describe(kube.DrainAction, "cordon the node and evict its pods, respecting PodDisruptionBudgets (DaemonSet pods stay)", kube.DrainInput{}, kube.DrainResult{}, 30*time.Minute, 30*time.Second, nil),
 	describe(kube.DeleteNodeAction, "delete the Node object", kube.NodeInput{}, kube.NodeResult{}, 30*time.Second, 0, nil),
+	describe(kube.GetNodeAction, "read the Node: whether it exists, is Ready and schedulable, its kubelet version (a missing Node is not an error)", kube.NodeInput{}, kube.GetNodeResult{}, 30*time.Second, 0, nil),
 	describe(kube.WaitNodeAction, "wait until the node is Ready (and, optionally, runs the expected kubelet version)", kube.WaitNodeInput{}, kube.WaitNodeResult{}, 30*time.Minute, 30*time.Second, nil),
 	describe(kube.LabelTaintAction, "set labels and add taints on the node", kube.LabelTaintInput{}, kube.NodeResult{}, 30*time.Second, 0, nil),
 	describe(kube.CreateBootstrapTokenAction, "mint a short-lived bootstrap token (a Secret in kube-system) for one kubelet TLS bootstrap", kube.CreateBootstrapTokenInput{}, kube.BootstrapTokenResult{}, 30*time.Second, 0, nil),

@@ -57,6 +57,7 @@ func (a *Activities) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.Uncordon, activity.RegisterOptions{Name: UncordonAction})
 	r.RegisterActivityWithOptions(a.Drain, activity.RegisterOptions{Name: DrainAction})
 	r.RegisterActivityWithOptions(a.DeleteNode, activity.RegisterOptions{Name: DeleteNodeAction})
+	r.RegisterActivityWithOptions(a.GetNode, activity.RegisterOptions{Name: GetNodeAction})
 	r.RegisterActivityWithOptions(a.WaitNode, activity.RegisterOptions{Name: WaitNodeAction})
 	r.RegisterActivityWithOptions(a.LabelTaint, activity.RegisterOptions{Name: LabelTaintAction})
 	r.RegisterActivityWithOptions(a.CreateBootstrapToken, activity.RegisterOptions{Name: CreateBootstrapTokenAction})
@@ -300,6 +301,23 @@ func (a *Activities) DeleteNode(ctx context.Context, in NodeInput) (NodeResult, 
 		return NodeResult{}, apiError(in.Node, err)
 	}
 	return NodeResult{Changed: true}, nil
+}
+
+// GetNode reports whether the Node exists and its state (kube.get-node):
+// a missing Node is an answer, not an error.
+func (a *Activities) GetNode(ctx context.Context, in NodeInput) (GetNodeResult, error) {
+	cs, err := a.client(in.Cluster)
+	if err != nil {
+		return GetNodeResult{}, err
+	}
+	n, err := cs.CoreV1().Nodes().Get(ctx, in.Node, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return GetNodeResult{}, nil
+	}
+	if err != nil {
+		return GetNodeResult{}, apiError(in.Node, err)
+	}
+	return GetNodeResult{Exists: true, Ready: nodeReady(n), Unschedulable: n.Spec.Unschedulable, KubeletVersion: n.Status.NodeInfo.KubeletVersion}, nil
 }
 
 // WaitNode waits until the node is Ready and, when asked, reports the

@@ -129,3 +129,15 @@ func TestWaitNodeWantsAHeartbeatAfterTheRestart(t *testing.T) {
 		t.Errorf("readyAfter that is not a time: %v", err)
 	}
 }
+
+func TestGetNodeReportsAMissingNode(t *testing.T) {
+	a, _ := fakeActs(node("w1", true, "v1.35.4"))
+	res, err := a.GetNode(context.Background(), NodeInput{Node: "w1"})
+	if err != nil || !res.Exists || !res.Ready || res.KubeletVersion != "v1.35.4" {
+		t.Errorf("w1: %+v %v", res, err)
+	}
+	res, err = a.GetNode(context.Background(), NodeInput{Node: "gone"})
+	if err != nil || res.Exists {
+		t.Errorf("a missing node: %+v %v", res, err)
+	}
+}

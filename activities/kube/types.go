@@ -6,6 +6,7 @@ const (
 	UncordonAction   = "kube.uncordon"
 	DrainAction      = "kube.drain"
 	DeleteNodeAction = "kube.delete-node"
+	GetNodeAction    = "kube.get-node"
 	WaitNodeAction   = "kube.wait-node"
 	LabelTaintAction = "kube.label-taint"
 )
@@ -30,6 +31,14 @@ type NodeInput struct {
 // NodeResult says whether the action changed the node.
 type NodeResult struct {
 	Changed bool `json:"changed"`
+}
+
+// GetNodeResult is a Node's state; Exists is false when there is none.
+type GetNodeResult struct {
+	Exists         bool   `json:"exists"`
+	Ready          bool   `json:"ready"`
+	Unschedulable  bool   `json:"unschedulable"`
+	KubeletVersion string `json:"kubeletVersion"`
 }
 
 // DrainInput evicts a node's pods.

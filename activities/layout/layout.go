@@ -104,7 +104,7 @@ type Kubelet struct {
 	PathEnabled string `json:"pathEnabled,omitempty"` // kubelet.path's UnitFileState
 	// PathExists is the file whose appearance starts the kubelet
 	// (kubelet.path), "" without one.
-	PathExists string `json:"pathExists,omitempty"`
+	PathExists string `json:"pathExists"`
 	// Runtime runs the kubelet's container: docker or podman.
 	Runtime string `json:"runtime"`
 	// Image is the KUBELET_IMAGE systemd uses, ImageFrom the unit file or
@@ -124,13 +124,13 @@ type Kubelet struct {
 	Volumes             map[string]string `json:"volumes,omitempty"`
 	Config              string            `json:"config,omitempty"`
 	ConfigDir           string            `json:"configDir,omitempty"`
-	Kubeconfig          string            `json:"kubeconfig,omitempty"`
-	BootstrapKubeconfig string            `json:"bootstrapKubeconfig,omitempty"`
+	Kubeconfig          string            `json:"kubeconfig"`
+	BootstrapKubeconfig string            `json:"bootstrapKubeconfig"`
 	ClientCAFile        string            `json:"clientCAFile,omitempty"`
 	StaticPodPath       string            `json:"staticPodPath,omitempty"`
 	// ClientCertificate is the kubelet's client certificate file as its
 	// kubeconfig references it ("" when embedded).
-	ClientCertificate string `json:"clientCertificate,omitempty"`
+	ClientCertificate string `json:"clientCertificate"`
 }
 
 // Etcd is how the host runs etcd, if it does.

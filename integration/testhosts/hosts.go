@@ -425,6 +425,16 @@ func (h *Host) Exec(ctx context.Context, name string, args ...string) ([]byte, e
 // PID is the host's sshd as the machine sees it (PID 1 of the host).
 func (h *Host) PID() int { return h.initPID }
 
+// Reboot does to the host's units what a reboot would: every running unit
+// stops, then the units its targets want start again (kubelet.path,
+// an enabled kubelet.service...). Processes outside units are left.
+func (h *Host) Reboot(ctx context.Context) error {
+	if out, err := h.Exec(ctx, "systemctl", "__reboot"); err != nil {
+		return fmt.Errorf("reboot %s: %w: %s", h.Name, err, out)
+	}
+	return nil
+}
+
 // StandInDir is where a host's stand-in programs are, inside the host.
 const StandInDir = "/usr/local/sbin"
 

@@ -91,6 +91,8 @@ func run(args []string) int {
 		return daemonReload()
 	case "__supervise":
 		return supervise(units[0])
+	case "__reboot":
+		return reboot()
 	}
 	if len(units) == 0 {
 		return fail("systemctl stand-in: %s needs a unit", cmd)
@@ -479,4 +481,52 @@ func journal(args []string) int {
 		}
 	}
 	return fail("journalctl stand-in: only -u UNIT is supported")
+}
+
+// reboot is what a reboot does to the host's units (test worlds only):
+// every running unit stops (path units first, so none restarts what it
+// triggers), the daemon reloads, then every unit of the host's own a
+// target wants or requires starts, services before path units.
+func reboot() int {
+	running := map[string]bool{}
+	for _, pattern := range []string{"*.pid", "*.active"} {
+		m, _ := filepath.Glob(filepath.Join(stateDir, pattern))
+		for _, f := range m {
+			name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(f), ".pid"), ".active")
+			running[name] = true
+		}
+	}
+	for _, paths := range []bool{true, false} {
+		for name := range running {
+			if strings.HasSuffix(name, ".path") == paths {
+				stop(name)
+			}
+		}
+	}
+	if rc := daemonReload(); rc != 0 {
+		return rc
+	}
+	wanted := map[string]bool{}
+	for _, pattern := range []string{"*.target.wants/*", "*.target.requires/*"} {
+		m, _ := filepath.Glob(filepath.Join(systemDir, pattern))
+		for _, l := range m {
+			// Only the host's own units (written to /etc/systemd/system,
+			// as Kedge and Typhoon write theirs), not the machine's
+			// packaged ones the test host's /etc also shows.
+			if target, err := os.Readlink(l); err == nil && strings.HasPrefix(target, systemDir+"/") {
+				wanted[filepath.Base(l)] = true
+			}
+		}
+	}
+	rc := 0
+	for _, paths := range []bool{false, true} {
+		for name := range wanted {
+			if strings.HasSuffix(name, ".path") == paths {
+				if r := start(name); r != 0 {
+					rc = r
+				}
+			}
+		}
+	}
+	return rc
 }
