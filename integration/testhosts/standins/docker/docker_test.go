@@ -198,3 +198,25 @@ func TestDetachedContainerLogsStopAndRemove(t *testing.T) {
 		t.Errorf("run --rm again with --entrypoint: exit %d %q", code, out)
 	}
 }
+
+// --network none gives the container a network namespace of its own (only
+// a loopback device); host is the host's; other modes are refused.
+func TestNetworkNoneAndHost(t *testing.T) {
+	needRoot(t)
+	run, _ := standIn(t)
+	links := "tail -n +3 /proc/self/net/dev | cut -d: -f1 | tr -d ' ' | sort | tr '\\n' ' '"
+	out, code := run("docker", "run", "--rm", "--network", "none", "lab.example/sh:1", "-c", links)
+	if code != 0 || strings.TrimSpace(out) != "lo" {
+		t.Errorf("--network none: exit %d, links %q, want only lo", code, out)
+	}
+	hostLinks, err := exec.Command("sh", "-c", links).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, code := run("podman", "run", "--rm", "--network=host", "lab.example/sh:1", "-c", links); code != 0 || out != string(hostLinks) {
+		t.Errorf("--network=host: exit %d, links %q, want the host's %q", code, out, hostLinks)
+	}
+	if out, code := run("docker", "run", "--rm", "--network", "bridge", "lab.example/sh:1", "-c", "true"); code == 0 || !strings.Contains(out, "--network bridge is not supported") {
+		t.Errorf("--network bridge: exit %d %q", code, out)
+	}
+}
