@@ -2,6 +2,7 @@ package runbooks
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -238,8 +239,12 @@ func KubernetesVar(c *inventory.Cluster) map[string]any {
 	for i, d := range k.ClusterDNS {
 		dns[i] = d
 	}
+	apiServer := "" // the server's host name, what its certificate must name
+	if u, err := url.Parse(k.Server); err == nil {
+		apiServer = u.Hostname()
+	}
 	return map[string]any{
-		"server": k.Server, "kubeletImage": k.KubeletImage, "runtime": k.Runtime,
+		"server": k.Server, "apiServer": apiServer, "kubeletImage": k.KubeletImage, "runtime": k.Runtime,
 		"clusterDNS": dns, "clusterDomain": k.ClusterDomain, "serviceCIDR": k.ServiceCIDR, "podCIDR": k.PodCIDR,
 		"version": or(k.Version, DefaultKubernetesVersion), "imageRepository": or(k.ImageRepository, DefaultImageRepository),
 		"etcdImage": or(k.EtcdImage, DefaultEtcdImage),

@@ -2,6 +2,8 @@ package starter
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -15,6 +17,7 @@ import (
 var (
 	inventoryFlag = &cli.StringFlag{Name: "inventory", Aliases: []string{"i"}, Usage: "cluster inventory `FILE` (kind: Cluster)", EnvVars: []string{"KEDGE_INVENTORY"}}
 	setFlag       = &cli.StringSliceFlag{Name: "set", Usage: "runbook param `NAME=VALUE` (repeatable)"}
+	setFileFlag   = &cli.StringSliceFlag{Name: "set-file", Usage: "runbook param `NAME=FILE`: the file's content (at most 1 MiB; repeatable), e.g. a key kept with the cluster's assets"}
 	pathFlag      = &cli.StringFlag{Name: "runbook-path", Usage: "colon-separated `DIRS` where child runbooks are looked up", EnvVars: []string{"KEDGE_RUNBOOK_PATH"}}
 )
 
@@ -41,6 +44,38 @@ func parseSets(sets []string) (map[string]any, error) {
 		out[k] = v
 	}
 	return out, nil
+}
+
+// maxSetFile caps a --set-file.
+const maxSetFile = 1 << 20
+
+// readSetFiles adds each --set-file NAME=FILE to sets as the file's
+// content.
+func readSetFiles(sets map[string]any, files []string) error {
+	for _, s := range files {
+		k, file, ok := strings.Cut(s, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" || file == "" {
+			return fmt.Errorf("--set-file %q: want NAME=FILE", s)
+		}
+		if _, dup := sets[k]; dup {
+			return fmt.Errorf("--set-file %s: %s is already set", k, k)
+		}
+		f, err := os.Open(file)
+		if err != nil {
+			return fmt.Errorf("--set-file %s: %w", k, err)
+		}
+		data, err := io.ReadAll(io.LimitReader(f, maxSetFile+1))
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("--set-file %s: %w", k, err)
+		}
+		if len(data) > maxSetFile {
+			return fmt.Errorf("--set-file %s: %s is larger than 1 MiB", k, file)
+		}
+		sets[k] = string(data)
+	}
+	return nil
 }
 
 // compiled is a runbook ready to start: validated, params resolved.
@@ -75,6 +110,9 @@ func compile(c *cli.Context) (*compiled, error) {
 	}
 	sets, err := parseSets(c.StringSlice("set"))
 	if err != nil {
+		return nil, usageError("%v", err)
+	}
+	if err := readSetFiles(sets, c.StringSlice("set-file")); err != nil {
 		return nil, usageError("%v", err)
 	}
 	cluster, err := inventory.LoadFile(invPath)

@@ -24,7 +24,7 @@ func runCommand() *cli.Command {
 		Name:      "run",
 		Usage:     "validate a runbook, then start it on Temporal",
 		ArgsUsage: "RUNBOOK",
-		Flags: append([]cli.Flag{inventoryFlag, setFlag, pathFlag, outputFlag,
+		Flags: append([]cli.Flag{inventoryFlag, setFlag, setFileFlag, pathFlag, outputFlag,
 			&cli.BoolFlag{Name: "wait", Aliases: []string{"w"}, Usage: "show live progress and exit non-zero if the runbook fails"},
 			&cli.StringFlag{Name: "id", Usage: "workflow `ID` (default RUNBOOK/CLUSTER/TIMESTAMP-RANDOM)"},
 		}, temporalFlags()...),

@@ -19,7 +19,7 @@ func scheduleCommand() *cli.Command {
 		Name:      "schedule",
 		Usage:     "run a runbook on a Temporal Schedule (e.g. cert-renewal every 24h); running it again updates the schedule",
 		ArgsUsage: "RUNBOOK",
-		Flags: append([]cli.Flag{inventoryFlag, setFlag, pathFlag, outputFlag,
+		Flags: append([]cli.Flag{inventoryFlag, setFlag, setFileFlag, pathFlag, outputFlag,
 			&cli.DurationFlag{Name: "every", Usage: "interval between runs, e.g. 24h", Required: true},
 			&cli.StringFlag{Name: "id", Usage: "schedule `ID` (default RUNBOOK/CLUSTER)"},
 			&cli.BoolFlag{Name: "paused", Usage: "create the schedule paused"},

@@ -66,7 +66,7 @@ func planCommand() *cli.Command {
 		Name:      "plan",
 		Usage:     "show which step runs on which host, in what order, without running anything",
 		ArgsUsage: "RUNBOOK",
-		Flags:     []cli.Flag{inventoryFlag, setFlag, pathFlag, outputFlag},
+		Flags:     []cli.Flag{inventoryFlag, setFlag, setFileFlag, pathFlag, outputFlag},
 		Action: func(c *cli.Context) error {
 			comp, err := compile(c)
 			if err != nil {

@@ -14,6 +14,7 @@ import (
 	"kedge.dev/kedge/activities/check"
 	"kedge.dev/kedge/activities/host"
 	"kedge.dev/kedge/activities/kube"
+	"kedge.dev/kedge/activities/pki"
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/activities/vault"
 	"kedge.dev/kedge/chatops"
@@ -71,9 +72,11 @@ func registerActions(r registry, opts Options) *sshpool.Pool {
 		opts.SSH.Signers = va.SSHSigners // login certificates from Vault, for inventories that ask
 	}
 	pool := sshpool.New(opts.SSH)
-	(&host.Activities{Pool: pool, HeartbeatInterval: opts.HeartbeatInterval}).Register(r)
+	hosts := &host.Activities{Pool: pool, HeartbeatInterval: opts.HeartbeatInterval}
+	hosts.Register(r)
 	(&kube.Activities{Logger: opts.Logger}).Register(r)
 	va.Register(r)
+	(&pki.Activities{Hosts: hosts, Vault: va}).Register(r)
 	check.Register(r)
 	assets.Register(r)
 	certinfo.Register(r)

@@ -11,6 +11,7 @@ import (
 	"kedge.dev/kedge/activities/check"
 	"kedge.dev/kedge/activities/host"
 	"kedge.dev/kedge/activities/kube"
+	"kedge.dev/kedge/activities/pki"
 	"kedge.dev/kedge/activities/render"
 	"kedge.dev/kedge/activities/vault"
 )
@@ -99,6 +100,7 @@ var actions = []Action{
 	describe(host.CertInfoAction, "read certificate files (PEM or kubeconfigs) on the host: when each ends, whether it is due for renewal", host.CertInfoInput{}, host.CertInfoResult{}, 5*time.Minute, 15*time.Second, nil),
 	describe(certinfo.CheckAction, "connect to a TLS endpoint and report the certificate it serves (and whether it is due for renewal); optionally wait until it serves a newer one", certinfo.CheckInput{}, certinfo.CheckResult{}, 10*time.Minute, 30*time.Second, nil),
 	describe(host.RestoreFileAction, "undo a host.write-file: put the previous content back or remove the file", host.RestoreFileInput{}, host.RestoreFileResult{}, 5*time.Minute, 15*time.Second, nil),
+	describe(host.RestartStaticPodAction, "make the kubelet restart a static pod: set the kedge.dev/restarted-at annotation in its manifest (nothing else changes; undo with host.restore-file)", host.RestartStaticPodInput{}, host.RestartStaticPodResult{}, 5*time.Minute, 15*time.Second, nil),
 	describe(host.ReadFileAction, "read a file from the host", host.ReadFileInput{}, host.ReadFileResult{}, 5*time.Minute, 15*time.Second, nil),
 	describe(check.Action, "stop the runbook when a condition is false (a guard)", check.Input{}, check.Result{}, time.Minute, 0, nil),
 	describe(kube.CordonAction, "mark the node unschedulable", kube.NodeInput{}, kube.NodeResult{}, 30*time.Second, 0, nil),
@@ -114,6 +116,8 @@ var actions = []Action{
 	describe(kube.WaitAPIServerAction, "wait until the API server answers /readyz", kube.WaitAPIServerInput{}, kube.WaitAPIServerResult{}, 30*time.Minute, 30*time.Second, nil),
 	describe(kube.ClusterInfoAction, "the API server URL and CA bundle of the inventory's kubeconfig", kube.ClusterInfoInput{}, kube.ClusterInfoResult{}, 30*time.Second, 0, nil),
 	describe(kube.InstallKubeProxyAction, "install or update kube-proxy (iptables mode, a DaemonSet on every node), applied server-side", kube.InstallKubeProxyInput{}, kube.ChangedResult{}, 2*time.Minute, 0, nil),
+	describe(kube.WaitStaticPodAction, "wait until the node's kubelet runs a static pod with every container ready (its mirror pod); with restartedAt, the pod of that host.restart-static-pod", kube.WaitStaticPodInput{}, kube.WaitStaticPodResult{}, 10*time.Minute, 30*time.Second, nil),
+	describe(kube.CheckServiceAccountKeyAction, "check the API server signs service-account tokens with this key: a 10-minute token is requested and its signature verified (fails with ServiceAccountKeyMismatch otherwise)", kube.CheckServiceAccountKeyInput{}, kube.CheckServiceAccountKeyResult{}, 30*time.Second, 0, nil),
 	describe(kube.SaveKubeconfigAction, "write a kubeconfig where the inventory's kubernetes.kubeconfig names it, on the worker (mode 0600)", kube.SaveKubeconfigInput{}, kube.ChangedResult{}, 30*time.Second, 0, nil),
 	describe(assets.KubeconfigAction, "render a kubeconfig (CA and a token or client certificate embedded)", render.KubeconfigInput{}, assets.FileResult{}, 30*time.Second, 0, nil),
 	describe(assets.KubeletConfigAction, "render the kubelet's KubeletConfiguration file", render.KubeletConfigInput{}, assets.FileResult{}, 30*time.Second, 0, nil),
@@ -124,6 +128,8 @@ var actions = []Action{
 	describe(vault.ClusterCAAction, "one of the cluster's CAs from Vault, made on first use (an intermediate under the PKI root; its key kept in KV, or never out of Vault with keyInVault: etcd's CA)", vault.ClusterCAInput{}, vault.ClusterCAResult{}, time.Minute, 0, nil),
 	describe(vault.KeyPairAction, "an ECDSA key pair kept in Vault KV, made on first use (e.g. the service-account signing key)", vault.KeyPairInput{}, vault.KeyPairResult{}, time.Minute, 0, nil),
 	describe(vault.ReadSecretAction, "read a KV v2 secret from the cluster's Vault", vault.ReadSecretInput{}, vault.ReadSecretResult{}, time.Minute, 0, nil),
+	describe(pki.AdoptAction, "take a running cluster's trust into Vault from a controller: its CA and key (a PKI issuer, where vault.cluster-ca looks), etcd's CA (its key given, kept in Vault only) and the service-account key pair (where vault.key-pair looks); never replaces what Vault already keeps", pki.AdoptInput{}, pki.AdoptResult{}, 2*time.Minute, 15*time.Second, nil),
+	describe(pki.RenewAction, "renew a controller's certificates where its layout keeps them, each from the CA that issued it, same subject and SANs, new keys, installed all or none (undo with host.restore-bundle); keys pass only from the worker to the host", pki.RenewInput{}, pki.RenewResult{}, 5*time.Minute, 15*time.Second, nil),
 	describe(host.SystemdAction, "daemon-reload, enable/disable, start/stop/restart a systemd unit and wait until it settles", host.SystemdInput{}, host.SystemdResult{}, 10*time.Minute, 15*time.Second, nil),
 }
 

@@ -25,6 +25,9 @@ const (
 	ErrTypeInvalidInput = "InvalidInput"
 	ErrTypeUnreachable  = "EndpointUnreachable"
 	ErrTypeNotRenewed   = "CertificateNotRenewed"
+	// ErrTypeUntrusted: the endpoint serves a certificate that does not
+	// chain to the CA the step names. Not retried.
+	ErrTypeUntrusted = "CertificateUntrusted"
 )
 
 // Cert describes one certificate.
@@ -58,6 +61,9 @@ type CheckInput struct {
 	// server serves the new certificate.
 	NewerThan string `json:"newerThan,omitempty" doc:"wait until the served certificate ends after this RFC 3339 time (e.g. the notAfter seen before a renewal)"`
 	Wait      string `json:"wait,omitempty" kedge:"duration" doc:"how long to wait for newerThan (default 5m)"`
+	// CA, when set, is the CA (PEM) the served certificate must chain
+	// to: the check fails, not retried, when it does not.
+	CA string `json:"ca,omitempty" doc:"PEM CA certificate(s) the served certificate must chain to (fails with CertificateUntrusted otherwise)"`
 }
 
 // CheckResult is the certificate the endpoint serves.
@@ -68,6 +74,11 @@ type CheckResult struct {
 	Serial   string `json:"serial"`
 	NotAfter string `json:"notAfter"`
 	Due      bool   `json:"due"`
+	// Trusted is set when the step named a CA and the certificate chains
+	// to it.
+	Trusted bool `json:"trusted"`
+
+	leaf *x509.Certificate
 }
 
 // DefaultThreshold is 30 days.
@@ -89,8 +100,23 @@ func Check(ctx context.Context, in CheckInput) (CheckResult, error) {
 	if _, _, err := net.SplitHostPort(in.Address); err != nil {
 		return CheckResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("address %q is not host:port", in.Address), ErrTypeInvalidInput, nil)
 	}
+	var roots *x509.CertPool
+	if strings.TrimSpace(in.CA) != "" {
+		cas, err := Parse([]byte(in.CA))
+		if err != nil {
+			return CheckResult{}, temporal.NewNonRetryableApplicationError("ca: "+err.Error(), ErrTypeInvalidInput, nil)
+		}
+		roots = x509.NewCertPool()
+		for _, c := range cas {
+			roots.AddCert(c)
+		}
+	}
 	if in.NewerThan == "" {
-		return probe(ctx, in.Address, threshold, timeout)
+		res, err := probe(ctx, in.Address, threshold, timeout)
+		if err == nil {
+			err = verify(&res, roots)
+		}
+		return res, err
 	}
 	newer, err := time.Parse(time.RFC3339, in.NewerThan)
 	if err != nil {
@@ -107,7 +133,8 @@ func Check(ctx context.Context, in CheckInput) (CheckResult, error) {
 		if err == nil {
 			na, _ := time.Parse(time.RFC3339, res.NotAfter)
 			if na.After(newer) {
-				return res, nil
+				err := verify(&res, roots)
+				return res, err
 			}
 			last = "still serves the certificate ending " + res.NotAfter
 		} else {
@@ -152,7 +179,23 @@ func probe(ctx context.Context, address string, threshold, timeout time.Duration
 		return CheckResult{}, temporal.NewApplicationError(fmt.Sprintf("TLS to %s: %v", address, err), ErrTypeUnreachable)
 	}
 	c := Describe(leaf, time.Now(), threshold)
-	return CheckResult{Address: address, Subject: c.Subject, Issuer: c.Issuer, Serial: c.Serial, NotAfter: c.NotAfter, Due: c.Due}, nil
+	return CheckResult{Address: address, Subject: c.Subject, Issuer: c.Issuer, Serial: c.Serial, NotAfter: c.NotAfter, Due: c.Due, leaf: leaf}, nil
+}
+
+// verify checks the served certificate chains to roots (when given). The
+// name is not checked: the step reaches the endpoint by the address it
+// was given, which a certificate need not name.
+func verify(res *CheckResult, roots *x509.CertPool) error {
+	if roots == nil || res.leaf == nil {
+		return nil
+	}
+	_, err := res.leaf.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s serves %q issued by %q, which does not chain to the CA given: %v",
+			res.Address, res.Subject, res.Issuer, err), ErrTypeUntrusted, nil)
+	}
+	res.Trusted = true
+	return nil
 }
 
 // Parse reads the certificates of a PEM file, or the embedded client

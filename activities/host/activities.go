@@ -38,6 +38,7 @@ func (a *Activities) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.CertInfo, activity.RegisterOptions{Name: CertInfoAction})
 	r.RegisterActivityWithOptions(a.InstallBundle, activity.RegisterOptions{Name: InstallBundleAction})
 	r.RegisterActivityWithOptions(a.RestoreBundle, activity.RegisterOptions{Name: RestoreBundleAction})
+	r.RegisterActivityWithOptions(a.RestartStaticPod, activity.RegisterOptions{Name: RestartStaticPodAction})
 }
 
 func (a *Activities) backupDir() string {

@@ -150,7 +150,7 @@ func buildBundle(files []BundleFile) ([]byte, []string, error) {
 }
 
 // installScript unpacks bundle into dir/new, stages each changed file as
-// PATH.kedge-new, then renames them all into place, keeping the previous
+// DIR/.NAME.kedge-new, then renames them all into place, keeping the previous
 // files under dir/old. It reports changed= and created= on $KEDGE_OUTPUT.
 func installScript(bundle, dir string, files []string) string {
 	var b strings.Builder
@@ -160,13 +160,18 @@ mkdir -p "$D/new" "$D/old"
 tar -xpf "$B" -C "$D/new" --no-same-owner
 same() { [ -f "$2" ] && cmp -s "$1" "$2" && [ "$(stat -c %a "$1")" = "$(stat -c %a "$2")" ]; }
 staged=""
-cleanup() { for p in $staged; do rm -f "$p.kedge-new"; done; }
+# Staged as a dot file: a kubelet reads every other file in its static
+# pod directory as a manifest.
+stage() { printf '%s/.%s.kedge-new' "$(dirname "$1")" "$(basename "$1")"; }
+cleanup() { for p in $staged; do rm -f "$(stage "$p")"; done; }
 trap cleanup EXIT
 changed=""
 for p in $FILES; do
   if same "$D/new$p" "$p"; then continue; fi
   mkdir -p "$(dirname "$p")"
-  cp -p "$D/new$p" "$p.kedge-new"
+  cp -p "$D/new$p" "$(stage "$p")"
+  # A replaced file keeps its owner (etcd's certificates belong to etcd).
+  if [ -e "$p" ]; then chown --reference="$p" "$(stage "$p")"; fi
   staged="$staged $p"
   changed="$changed $p"
 done
@@ -179,7 +184,7 @@ for p in $changed; do
     created="$created $p"
   fi
 done
-for p in $changed; do mv -f "$p.kedge-new" "$p"; done
+for p in $changed; do mv -f "$(stage "$p")" "$p"; done
 staged=""
 rm -rf "$D/new" "$B"
 if [ -n "$changed" ]; then echo changed=true >>"$KEDGE_OUTPUT"; else echo changed=false >>"$KEDGE_OUTPUT"; fi
@@ -212,7 +217,8 @@ func (a *Activities) restoreBundle(ctx context.Context, in RestoreBundleInput) (
 	fmt.Fprintf(&b, "set -eu\nD='%s'\nr=''\nm=''\n", in.Backup)
 	for _, p := range in.Files {
 		if in.Backup != "" {
-			fmt.Fprintf(&b, "if [ -e \"$D/old%s\" ]; then cp -p \"$D/old%s\" '%s.kedge-new'; mv -f '%s.kedge-new' '%s'; r=\"$r %s\"; fi\n", p, p, p, p, p, p)
+			staged := path.Join(path.Dir(p), "."+path.Base(p)+".kedge-new")
+			fmt.Fprintf(&b, "if [ -e \"$D/old%s\" ]; then cp -p \"$D/old%s\" '%s'; mv -f '%s' '%s'; r=\"$r %s\"; fi\n", p, p, staged, staged, p, p)
 		}
 	}
 	for _, p := range in.Created {

@@ -54,7 +54,7 @@ func TestInstallBundleAllOrNoneAndRestore(t *testing.T) {
 			t.Errorf("%s: %q %o, want %q %o", f.p, got, mode, f.content, f.mode)
 		}
 	}
-	if left, _ := filepath.Glob(filepath.Join(root, "*/*/*.kedge-new")); len(left) > 0 {
+	if left, _ := filepath.Glob(filepath.Join(root, "*/*/.*.kedge-new")); len(left) > 0 {
 		t.Errorf("staged files left: %v", left)
 	}
 
@@ -102,7 +102,7 @@ func TestInstallBundleFailureChangesNothing(t *testing.T) {
 	if got, _ := readMode(t, good); got != "before" {
 		t.Errorf("%s became %q though the install failed", good, got)
 	}
-	if _, err := os.Stat(good + ".kedge-new"); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(filepath.Dir(good), "."+filepath.Base(good)+".kedge-new")); !os.IsNotExist(err) {
 		t.Errorf("staged file left behind (%v)", err)
 	}
 }

@@ -67,6 +67,8 @@ func (a *Activities) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.ClusterInfo, activity.RegisterOptions{Name: ClusterInfoAction})
 	r.RegisterActivityWithOptions(a.SaveKubeconfig, activity.RegisterOptions{Name: SaveKubeconfigAction})
 	r.RegisterActivityWithOptions(a.InstallKubeProxy, activity.RegisterOptions{Name: InstallKubeProxyAction})
+	r.RegisterActivityWithOptions(a.WaitStaticPod, activity.RegisterOptions{Name: WaitStaticPodAction})
+	r.RegisterActivityWithOptions(a.CheckServiceAccountKey, activity.RegisterOptions{Name: CheckServiceAccountKeyAction})
 }
 
 func (a *Activities) client(c Cluster) (kubernetes.Interface, error) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,6 +72,10 @@ type BootstrapRBACInput struct {
 type WaitAPIServerInput struct {
 	Cluster Cluster `json:"cluster"`
 	Timeout string  `json:"timeout,omitempty" kedge:"duration" doc:"give up after this long (default 5m)"`
+	// Address asks one API server (host:port) instead of the
+	// kubeconfig's: the controller just restarted. Its certificate is
+	// still checked against the kubeconfig's CA and server name.
+	Address string `json:"address,omitempty" doc:"host:port of one API server to ask instead of the kubeconfig's server, e.g. a controller just restarted (its certificate must still name the kubeconfig's server)"`
 }
 
 // WaitAPIServerResult reports the server once it is ready.
@@ -276,6 +282,19 @@ func (a *Activities) WaitAPIServer(ctx context.Context, in WaitAPIServerInput) (
 		return WaitAPIServerResult{}, err
 	}
 	cfg.Timeout = 5 * time.Second
+	if in.Address != "" {
+		if _, _, err := net.SplitHostPort(in.Address); err != nil {
+			return WaitAPIServerResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("address %q is not host:port", in.Address), ErrTypeInvalidInput, nil)
+		}
+		u, err := url.Parse(cfg.Host)
+		if err != nil {
+			return WaitAPIServerResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("kubeconfig server %q: %v", cfg.Host, err), ErrTypeInvalidInput, nil)
+		}
+		if cfg.TLSClientConfig.ServerName == "" {
+			cfg.TLSClientConfig.ServerName = u.Hostname()
+		}
+		cfg.Host = "https://" + in.Address
+	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return WaitAPIServerResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, err)

@@ -193,9 +193,14 @@ var componentFiles = map[string]map[string]string{
 		"client-ca-file": FileClusterCA, "tls-cert-file": FileAPIServerCert, "tls-private-key-file": FileAPIServerKey,
 		"service-account-key-file": FileServiceAccountP, "service-account-signing-key-file": FileServiceAccountK,
 		"etcd-cafile": FileEtcdClientCA, "etcd-certfile": FileEtcdClientCert, "etcd-keyfile": FileEtcdClientKey,
+		"kubelet-client-certificate": FileAPIServerKubeletCert, "kubelet-client-key": FileAPIServerKubeletKey,
 	},
 	"kube-controller-manager": {
 		"cluster-signing-key-file": FileClusterCAKey, "service-account-private-key-file": FileServiceAccountK,
+		"kubeconfig": FileControllerManagerKC,
+	},
+	"kube-scheduler": {
+		"kubeconfig": FileSchedulerKC,
 	},
 	"etcd": {
 		"trusted-ca-file": FileEtcdServerCA, "cert-file": FileEtcdServerCert, "key-file": FileEtcdServerKey,

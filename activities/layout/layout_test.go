@@ -143,6 +143,9 @@ func TestDiscoverTyphoonFlatcarController(t *testing.T) {
 		FileEtcdPeerCA: "/etc/ssl/etcd/etcd/peer-ca.crt", FileEtcdPeerCert: "/etc/ssl/etcd/etcd/peer.crt", FileEtcdPeerKey: "/etc/ssl/etcd/etcd/peer.key",
 		FileKubeletClientCA: "/etc/kubernetes/ca.crt", FileKubeletConfig: "/etc/kubernetes/kubelet.yaml",
 		FileKubeletKubecfg: "/var/lib/kubelet/kubeconfig", FileBootstrapKubecfg: "/etc/kubernetes/kubeconfig",
+		// The API server's kubelet client certificate is its serving one.
+		FileAPIServerKubeletCert: "/etc/kubernetes/pki/apiserver.crt", FileAPIServerKubeletKey: "/etc/kubernetes/pki/apiserver.key",
+		FileControllerManagerKC: "/etc/kubernetes/pki/controller-manager.conf", FileSchedulerKC: "/etc/kubernetes/pki/scheduler.conf",
 	}
 	if !reflect.DeepEqual(l.Files, want) {
 		t.Errorf("files\n got %v\nwant %v", l.Files, want)

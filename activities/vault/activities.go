@@ -162,7 +162,7 @@ func (a *Activities) IssueCert(ctx context.Context, in IssueCertInput) (IssueCer
 	}
 	var sec *vaultapi.Secret
 	var key string
-	if len(in.Organization) > 0 {
+	if len(in.Organization) > 0 || in.Verbatim {
 		path := base + "/sign-verbatim/" + role
 		sec, key, err = signVerbatim(ctx, cl, path, in)
 		if err != nil {

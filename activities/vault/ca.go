@@ -34,6 +34,9 @@ type ClusterCAInput struct {
 	// PrivateKey is then empty and KV keeps only the certificate and the
 	// issuer.
 	KeyInVault bool `json:"keyInVault,omitempty" doc:"make the key inside Vault and never export it (a CA only Vault signs with, e.g. etcd's); privateKey is then empty"`
+	// MustExist refuses to make the CA: a cluster Kedge adopted signs
+	// with its own CA or not at all.
+	MustExist bool `json:"mustExist,omitempty" doc:"fail (NotAdopted) instead of making a CA when Vault keeps none at path: for clusters Kedge adopted"`
 }
 
 // ClusterCAResult is the cluster CA. PrivateKey is sealed by the payload
@@ -86,6 +89,10 @@ func (a *Activities) ClusterCA(ctx context.Context, in ClusterCAInput) (ClusterC
 		return ClusterCAResult{}, classify("read the CA at "+in.Path, err)
 	} else if have != nil {
 		return storedCA(in, have)
+	}
+	if in.MustExist {
+		return ClusterCAResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("Vault keeps no CA at %s: adopt the cluster first (kedge run adopt), Kedge will not make a new CA for it", in.Path), ErrTypeNotAdopted, nil)
 	}
 
 	mount := orDefault(in.Vault.PKI, "pki")

@@ -24,6 +24,9 @@ type IssueCertInput struct {
 	// on the worker and Vault signs its CSR verbatim.
 	Organization []string `json:"organization,omitempty" doc:"subject organizations, i.e. Kubernetes groups such as system:masters"`
 	Issuer       string   `json:"issuer,omitempty" doc:"the PKI issuer to sign with (default: the mount's default), e.g. vault.cluster-ca's issuer"`
+	// Verbatim signs a CSR naming exactly this subject and these SANs
+	// (sign-verbatim), as a renewal in place needs.
+	Verbatim bool `json:"verbatim,omitempty" doc:"sign exactly this subject and these SANs (sign-verbatim), e.g. to renew a certificate Kedge did not issue"`
 }
 
 // IssueCertResult is the issued certificate. PrivateKey is sealed by the

@@ -51,6 +51,10 @@ type Node struct {
 	NodeTaints []string
 	// ClusterDNS defaults to Typhoon's 10.3.0.10.
 	ClusterDNS string
+	// ListenIP, when set, is where etcd listens instead of 0.0.0.0: the
+	// test world's hosts share one network namespace, so each member
+	// listens on its host's own address.
+	ListenIP string
 }
 
 // File is one file to write on a host.
@@ -295,9 +299,9 @@ var etcdEnv = parse("etcd-env", `ETCD_NAME={{.EtcdName}}
 ETCD_DATA_DIR=/var/lib/etcd
 ETCD_ADVERTISE_CLIENT_URLS=https://{{.DomainName}}:2379
 ETCD_INITIAL_ADVERTISE_PEER_URLS=https://{{.DomainName}}:2380
-ETCD_LISTEN_CLIENT_URLS=https://0.0.0.0:2379
-ETCD_LISTEN_PEER_URLS=https://0.0.0.0:2380
-ETCD_LISTEN_METRICS_URLS=http://0.0.0.0:2381
+ETCD_LISTEN_CLIENT_URLS=https://{{or .ListenIP "0.0.0.0"}}:2379
+ETCD_LISTEN_PEER_URLS=https://{{or .ListenIP "0.0.0.0"}}:2380
+ETCD_LISTEN_METRICS_URLS=http://{{or .ListenIP "0.0.0.0"}}:2381
 ETCD_INITIAL_CLUSTER={{.EtcdInitialCluster}}
 ETCD_STRICT_RECONFIG_CHECK=true
 ETCD_TRUSTED_CA_FILE=/etc/ssl/certs/etcd/server-ca.crt

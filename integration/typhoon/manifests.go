@@ -15,6 +15,10 @@ type ControlPlane struct {
 	ServiceAccountIssuer   string
 	ServiceCIDR            string // default 10.3.0.0/16
 	PodCIDR                string // default 10.2.0.0/16
+	// SharedNetwork adds --bind-address=$(POD_IP) to each component: the
+	// test world's hosts share one network namespace, so components on
+	// different controllers cannot all listen on 0.0.0.0.
+	SharedNetwork bool
 }
 
 // StaticPods are a controller's static pod manifests under Typhoon's file
@@ -60,6 +64,9 @@ spec:
     - kube-apiserver
     - --advertise-address=$(POD_IP)
     - --allow-privileged=true
+{{- if .SharedNetwork}}
+    - --bind-address=$(POD_IP)
+{{- end}}
     - --anonymous-auth=false
     - --authorization-mode=Node,RBAC
     - --client-ca-file=/etc/kubernetes/pki/ca.crt
@@ -114,6 +121,9 @@ spec:
     - --authentication-kubeconfig=/etc/kubernetes/pki/controller-manager.conf
     - --authorization-kubeconfig=/etc/kubernetes/pki/controller-manager.conf
     - --allocate-node-cidrs=true
+{{- if .SharedNetwork}}
+    - --bind-address=$(POD_IP)
+{{- end}}
     - --client-ca-file=/etc/kubernetes/pki/ca.crt
     - --cluster-cidr={{.PodCIDR}}
     - --cluster-signing-cert-file=/etc/kubernetes/pki/ca.crt
@@ -127,6 +137,13 @@ spec:
     - --service-account-private-key-file=/etc/kubernetes/pki/service-account.key
     - --service-cluster-ip-range={{.ServiceCIDR}}
     - --use-service-account-credentials=true
+{{- if .SharedNetwork}}
+    env:
+    - name: POD_IP
+      valueFrom:
+        fieldRef:
+          fieldPath: status.podIP
+{{- end}}
     volumeMounts:
     - name: secrets
       mountPath: /etc/kubernetes/pki
@@ -155,8 +172,18 @@ spec:
     - kube-scheduler
     - --authentication-kubeconfig=/etc/kubernetes/pki/scheduler.conf
     - --authorization-kubeconfig=/etc/kubernetes/pki/scheduler.conf
+{{- if .SharedNetwork}}
+    - --bind-address=$(POD_IP)
+{{- end}}
     - --kubeconfig=/etc/kubernetes/pki/scheduler.conf
     - --leader-elect=true
+{{- if .SharedNetwork}}
+    env:
+    - name: POD_IP
+      valueFrom:
+        fieldRef:
+          fieldPath: status.podIP
+{{- end}}
     volumeMounts:
     - name: secrets
       mountPath: /etc/kubernetes/pki/scheduler.conf

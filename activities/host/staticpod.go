@@ -1,0 +1,132 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"kedge.dev/kedge/activities/sshpool"
+)
+
+// RestartStaticPodAction is the action name of RestartStaticPod.
+const RestartStaticPodAction = "host.restart-static-pod"
+
+// RestartAnnotation is the annotation host.restart-static-pod sets on a
+// static pod's manifest: a changed manifest is a new pod to the kubelet,
+// which stops the old one and starts it again.
+const RestartAnnotation = "kedge.dev/restarted-at"
+
+// RestartStaticPodInput names a static pod manifest.
+type RestartStaticPodInput struct {
+	Target   sshpool.Target `json:"target"`
+	Manifest string         `json:"manifest" kedge:"required" doc:"the static pod's manifest, e.g. /etc/kubernetes/manifests/kube-apiserver.yaml (host.layout's staticPods)"`
+	// At is the time recorded in the annotation (default: now, the
+	// worker's clock).
+	At string `json:"at,omitempty" doc:"RFC 3339 time to record (default: now)"`
+}
+
+// RestartStaticPod makes the kubelet restart a static pod
+// (host.restart-static-pod) — after its certificates were renewed, say —
+// by setting RestartAnnotation in its manifest. Nothing else in the file
+// changes: its fields, their order and comments stay (indentation is
+// written as two spaces). The write is
+// atomic (a dot-file staged beside it, which the kubelet ignores) and
+// keeps the previous content for host.restore-file.
+func (a *Activities) RestartStaticPod(ctx context.Context, in RestartStaticPodInput) (RestartStaticPodResult, error) {
+	res, err := a.restartStaticPod(ctx, in)
+	return res, toTemporal(err)
+}
+
+// RestartStaticPodResult is the restart asked for: kube.wait-static-pod
+// waits for the pod that carries RestartedAt.
+type RestartStaticPodResult struct {
+	RestartedAt string `json:"restartedAt"`
+	Changed     bool   `json:"changed"`
+	Backup      string `json:"backup"`
+}
+
+func (a *Activities) restartStaticPod(ctx context.Context, in RestartStaticPodInput) (RestartStaticPodResult, error) {
+	if err := checkPath(in.Manifest); err != nil {
+		return RestartStaticPodResult{}, err
+	}
+	if ext := path.Ext(in.Manifest); ext != ".yaml" && ext != ".yml" {
+		return RestartStaticPodResult{}, invalid(fmt.Sprintf("manifest %q is not a .yaml file", in.Manifest))
+	}
+	at := in.At
+	if at == "" {
+		at = time.Now().UTC().Format(time.RFC3339Nano)
+	} else if _, err := time.Parse(time.RFC3339, at); err != nil {
+		return RestartStaticPodResult{}, invalid(fmt.Sprintf("at %q is not an RFC 3339 time", at))
+	}
+	cur, err := a.readFile(ctx, ReadFileInput{Target: in.Target, Path: in.Manifest})
+	if err != nil {
+		return RestartStaticPodResult{}, err
+	}
+	out, err := annotate([]byte(cur.Content), RestartAnnotation, at)
+	if err != nil {
+		return RestartStaticPodResult{}, invalid(fmt.Sprintf("%s on %s: %v", in.Manifest, nodeName(in.Target), err))
+	}
+	w, err := a.writeFile(ctx, WriteFileInput{Target: in.Target, Path: in.Manifest, Content: string(out), Mode: cur.Mode})
+	return RestartStaticPodResult{RestartedAt: at, Changed: w.Changed, Backup: w.Backup}, err
+}
+
+// annotate sets metadata.annotations[key] = value in a pod manifest,
+// leaving the rest of the document as it is.
+func annotate(doc []byte, key, value string) ([]byte, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(doc, &root); err != nil {
+		return nil, err
+	}
+	if root.Kind != yaml.DocumentNode || len(root.Content) != 1 || root.Content[0].Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("not a single YAML mapping")
+	}
+	pod := root.Content[0]
+	if kind := lookup(pod, "kind"); kind == nil || kind.Value != "Pod" {
+		return nil, fmt.Errorf("not a Pod")
+	}
+	meta := child(pod, "metadata")
+	ann := child(meta, "annotations")
+	if v := lookup(ann, key); v != nil {
+		v.Kind, v.Tag, v.Value, v.Style = yaml.ScalarNode, "!!str", value, yaml.DoubleQuotedStyle
+	} else {
+		ann.Content = append(ann.Content,
+			&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key},
+			&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value, Style: yaml.DoubleQuotedStyle})
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&root); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func lookup(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// child is the mapping under key, made when missing or null.
+func child(m *yaml.Node, key string) *yaml.Node {
+	if v := lookup(m, key); v != nil {
+		if v.Kind != yaml.MappingNode {
+			*v = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		}
+		return v
+	}
+	v := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, v)
+	return v
+}

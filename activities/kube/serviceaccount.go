@@ -1,0 +1,154 @@
+package kube
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/sha512"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"hash"
+	"math/big"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// CheckServiceAccountKeyAction is the action name of
+// CheckServiceAccountKey.
+const CheckServiceAccountKeyAction = "kube.check-service-account-key"
+
+// ErrTypeKeyMismatch: the API server signs service-account tokens with
+// another key than the one given. Not retried.
+const ErrTypeKeyMismatch = "ServiceAccountKeyMismatch"
+
+// CheckServiceAccountKeyInput names the public key the API server should
+// sign service-account tokens with.
+type CheckServiceAccountKeyInput struct {
+	Cluster   Cluster `json:"cluster"`
+	PublicKey string  `json:"publicKey" kedge:"required" doc:"PEM public key (e.g. the controllers' service-account.pub)"`
+	Namespace string  `json:"namespace,omitempty" doc:"namespace of the service account a short token is requested for (default: default)"`
+	Account   string  `json:"serviceAccount,omitempty" doc:"service account (default: default)"`
+}
+
+// CheckServiceAccountKeyResult says how the token was signed.
+type CheckServiceAccountKeyResult struct {
+	Algorithm string `json:"algorithm"`
+	KeyID     string `json:"keyID"`
+}
+
+// CheckServiceAccountKey asks the API server for a short-lived token
+// (TokenRequest, 10 minutes, never stored) and checks its signature with
+// the public key: proof that the API server signs with the key's private
+// half, not only that it would accept it.
+func (a *Activities) CheckServiceAccountKey(ctx context.Context, in CheckServiceAccountKeyInput) (CheckServiceAccountKeyResult, error) {
+	pub, err := parsePublicKey(in.PublicKey)
+	if err != nil {
+		return CheckServiceAccountKeyResult{}, temporal.NewNonRetryableApplicationError("publicKey: "+err.Error(), ErrTypeInvalidInput, nil)
+	}
+	cs, err := a.client(in.Cluster)
+	if err != nil {
+		return CheckServiceAccountKeyResult{}, err
+	}
+	ns, sa := in.Namespace, in.Account
+	if ns == "" {
+		ns = "default"
+	}
+	if sa == "" {
+		sa = "default"
+	}
+	ttl := int64(600)
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &ttl},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return CheckServiceAccountKeyResult{}, apiError(ns+"/"+sa, err)
+	}
+	alg, kid, err := verifyJWT(tr.Status.Token, pub)
+	if err != nil {
+		return CheckServiceAccountKeyResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("a token the API server issued for %s/%s does not verify with the key given: %v", ns, sa, err), ErrTypeKeyMismatch, nil)
+	}
+	return CheckServiceAccountKeyResult{Algorithm: alg, KeyID: kid}, nil
+}
+
+// verifyJWT checks a compact JWS's signature (RS256/384/512,
+// ES256/384/512) with pub.
+func verifyJWT(token string, pub crypto.PublicKey) (alg, kid string, err error) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return "", "", errors.New("not a compact JWS")
+	}
+	head, err := base64.RawURLEncoding.DecodeString(parts[0])
+	if err != nil {
+		return "", "", fmt.Errorf("header: %w", err)
+	}
+	var h struct {
+		Alg string `json:"alg"`
+		Kid string `json:"kid"`
+	}
+	if err := json.Unmarshal(head, &h); err != nil {
+		return "", "", fmt.Errorf("header: %w", err)
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil {
+		return h.Alg, h.Kid, fmt.Errorf("signature: %w", err)
+	}
+	if len(h.Alg) != 5 {
+		return h.Alg, h.Kid, fmt.Errorf("algorithm %q", h.Alg)
+	}
+	var hf func() hash.Hash
+	var ch crypto.Hash
+	switch h.Alg[2:] {
+	case "256":
+		hf, ch = sha256.New, crypto.SHA256
+	case "384":
+		hf, ch = sha512.New384, crypto.SHA384
+	case "512":
+		hf, ch = sha512.New, crypto.SHA512
+	default:
+		return h.Alg, h.Kid, fmt.Errorf("algorithm %q", h.Alg)
+	}
+	d := hf()
+	d.Write([]byte(parts[0] + "." + parts[1]))
+	sum := d.Sum(nil)
+	switch k := pub.(type) {
+	case *rsa.PublicKey:
+		if !strings.HasPrefix(h.Alg, "RS") {
+			return h.Alg, h.Kid, fmt.Errorf("token signed %s, key is RSA", h.Alg)
+		}
+		return h.Alg, h.Kid, rsa.VerifyPKCS1v15(k, ch, sum, sig)
+	case *ecdsa.PublicKey:
+		if !strings.HasPrefix(h.Alg, "ES") || len(sig)%2 != 0 {
+			return h.Alg, h.Kid, fmt.Errorf("token signed %s, key is ECDSA", h.Alg)
+		}
+		r, s := new(big.Int).SetBytes(sig[:len(sig)/2]), new(big.Int).SetBytes(sig[len(sig)/2:])
+		if !ecdsa.Verify(k, sum, r, s) {
+			return h.Alg, h.Kid, errors.New("ECDSA signature does not verify")
+		}
+		return h.Alg, h.Kid, nil
+	}
+	return h.Alg, h.Kid, fmt.Errorf("unsupported key %T", pub)
+}
+
+func parsePublicKey(s string) (crypto.PublicKey, error) {
+	block, _ := pem.Decode([]byte(s))
+	if block == nil {
+		return nil, errors.New("no PEM block")
+	}
+	switch block.Type {
+	case "PUBLIC KEY":
+		return x509.ParsePKIXPublicKey(block.Bytes)
+	case "RSA PUBLIC KEY":
+		return x509.ParsePKCS1PublicKey(block.Bytes)
+	}
+	return nil, fmt.Errorf("a %s block is not a public key", block.Type)
+}

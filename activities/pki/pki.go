@@ -1,0 +1,183 @@
+package pki
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"kedge.dev/kedge/activities/host"
+	"kedge.dev/kedge/activities/layout"
+	"kedge.dev/kedge/activities/sshpool"
+	"kedge.dev/kedge/activities/vault"
+)
+
+// Action names.
+const (
+	AdoptAction = "pki.adopt"
+	RenewAction = "pki.renew-in-place"
+)
+
+// Error types.
+const (
+	ErrTypeInvalidInput = "InvalidInput"
+	// ErrTypeForeignIssuer: a certificate on the host was issued by a CA
+	// the cluster's Vault does not hold. Not retried.
+	ErrTypeForeignIssuer = "ForeignIssuer"
+)
+
+// Activities are the pki actions. They reach hosts through the host
+// actions' SSH pool and Vault through the Vault actions' client.
+type Activities struct {
+	Hosts *host.Activities
+	Vault *vault.Activities
+}
+
+// Registry is what Register needs of a Temporal worker.
+type Registry interface {
+	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
+}
+
+// Register registers the pki actions under their names.
+func (a *Activities) Register(r Registry) {
+	r.RegisterActivityWithOptions(a.Adopt, activity.RegisterOptions{Name: AdoptAction})
+	r.RegisterActivityWithOptions(a.RenewInPlace, activity.RegisterOptions{Name: RenewAction})
+}
+
+// Where a cluster's CAs and keys are kept in Vault's KV: the paths
+// vault.cluster-ca and vault.key-pair read, so every runbook uses the
+// adopted ones.
+func kvPath(cluster, what string) string { return "kedge/clusters/" + cluster + "/" + what }
+
+var clusterName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+func invalid(msg string) error {
+	return temporal.NewNonRetryableApplicationError(msg, ErrTypeInvalidInput, nil)
+}
+
+// AdoptInput names where a controller keeps its cluster's CAs and keys.
+type AdoptInput struct {
+	Target      sshpool.Target    `json:"target"`
+	Vault       vault.Config      `json:"vault"`
+	ClusterName string            `json:"clusterName" kedge:"required" doc:"the cluster's name (the inventory's metadata.name): where Vault keeps what is adopted"`
+	Files       map[string]string `json:"files" kedge:"required" doc:"the controller's files as host.layout reports them (cluster-ca, cluster-ca-key, service-account-key, service-account-pub, etcd's CA)"`
+	EtcdCAKey   string            `json:"etcdCAKey" kedge:"required" doc:"etcd's CA key, PEM (Typhoon keeps it with the cluster's assets, not on hosts)"`
+	APIServer   string            `json:"apiServer,omitempty" doc:"the API server's DNS name, recorded with the adoption"`
+}
+
+// AdoptResult is what Vault now keeps. No private key is in it.
+type AdoptResult struct {
+	Issuer                  string `json:"issuer"`
+	Certificate             string `json:"certificate"`
+	EtcdIssuer              string `json:"etcdIssuer"`
+	EtcdCertificate         string `json:"etcdCertificate"`
+	ServiceAccountPublicKey string `json:"serviceAccountPublicKey"`
+	Created                 bool   `json:"created"`
+}
+
+// Adopt takes a running cluster's trust into Vault (pki.adopt): the
+// cluster CA and its key, read from the controller, become a PKI issuer
+// and are recorded where vault.cluster-ca looks (kedge/clusters/NAME/ca);
+// etcd's CA (its certificate from the controller, its key given) becomes
+// an issuer whose key stays in Vault (…/etcd-ca); the service-account key
+// pair is kept where vault.key-pair looks (…/service-account). From then
+// on every runbook signs with the cluster's own CAs and tokens stay valid.
+// A second run changes nothing; Vault already holding other CAs for the
+// cluster is refused (VaultConflict) rather than replaced.
+func (a *Activities) Adopt(ctx context.Context, in AdoptInput) (AdoptResult, error) {
+	if !clusterName.MatchString(in.ClusterName) {
+		return AdoptResult{}, invalid(fmt.Sprintf("clusterName %q is not a DNS label", in.ClusterName))
+	}
+	need := []string{layout.FileClusterCA, layout.FileClusterCAKey, layout.FileServiceAccountK, layout.FileServiceAccountP}
+	for _, f := range need {
+		if in.Files[f] == "" {
+			return AdoptResult{}, invalid(fmt.Sprintf("files: the layout names no %s on %s (is it a controller?)", f, in.Target.Node))
+		}
+	}
+	etcdCAPath := in.Files[layout.FileEtcdServerCA]
+	if etcdCAPath == "" {
+		etcdCAPath = in.Files[layout.FileEtcdClientCA]
+	}
+	if etcdCAPath == "" {
+		return AdoptResult{}, invalid(fmt.Sprintf("files: the layout names no etcd CA on %s", in.Target.Node))
+	}
+	read := func(p string) (string, error) {
+		r, err := a.Hosts.ReadFile(ctx, host.ReadFileInput{Target: in.Target, Path: p})
+		if err != nil {
+			return "", err
+		}
+		return r.Content, nil
+	}
+	contents := map[string]string{}
+	for _, f := range append(need, layout.FileEtcdClientCA) {
+		p := in.Files[f]
+		if f == layout.FileEtcdClientCA {
+			p = etcdCAPath
+		}
+		c, err := read(p)
+		if err != nil {
+			return AdoptResult{}, err
+		}
+		contents[f] = c
+	}
+	// The API server's etcd client CA and etcd's own must be one CA:
+	// Kedge renews both sides from it.
+	if other := in.Files[layout.FileEtcdClientCA]; other != "" && other != etcdCAPath {
+		c, err := read(other)
+		if err != nil {
+			return AdoptResult{}, err
+		}
+		if !sameCert(c, contents[layout.FileEtcdClientCA]) {
+			return AdoptResult{}, invalid(fmt.Sprintf("%s and %s on %s are different CAs: Kedge adopts one etcd CA", other, etcdCAPath, in.Target.Node))
+		}
+	}
+	from := func(f string) string { return in.Target.Node + ":" + in.Files[f] }
+
+	ca, err := a.Vault.ImportCA(ctx, vault.ImportCAInput{Vault: in.Vault, Path: kvPath(in.ClusterName, "ca"),
+		Certificate: contents[layout.FileClusterCA], PrivateKey: contents[layout.FileClusterCAKey], From: from(layout.FileClusterCA)})
+	if err != nil {
+		return AdoptResult{}, err
+	}
+	etcd, err := a.Vault.ImportCA(ctx, vault.ImportCAInput{Vault: in.Vault, Path: kvPath(in.ClusterName, "etcd-ca"),
+		Certificate: contents[layout.FileEtcdClientCA], PrivateKey: in.EtcdCAKey, KeyInVault: true, From: in.Target.Node + ":" + etcdCAPath})
+	if err != nil {
+		return AdoptResult{}, err
+	}
+	sa, err := a.Vault.ImportKeyPair(ctx, vault.ImportKeyPairInput{Vault: in.Vault, Path: kvPath(in.ClusterName, "service-account"),
+		PrivateKey: contents[layout.FileServiceAccountK], PublicKey: contents[layout.FileServiceAccountP], From: from(layout.FileServiceAccountK)})
+	if err != nil {
+		return AdoptResult{}, err
+	}
+	if err := a.Vault.PutIfAbsent(ctx, in.Vault, kvPath(in.ClusterName, "adopted"), map[string]any{
+		"from": in.Target.Node, "apiServer": in.APIServer, "at": time.Now().UTC().Format(time.RFC3339),
+	}); err != nil {
+		return AdoptResult{}, err
+	}
+	return AdoptResult{Issuer: ca.Issuer, Certificate: ca.Certificate, EtcdIssuer: etcd.Issuer, EtcdCertificate: etcd.Certificate,
+		ServiceAccountPublicKey: contents[layout.FileServiceAccountP], Created: ca.Created || etcd.Created || sa}, nil
+}
+
+func sameCert(a, b string) bool {
+	ca, err1 := firstCert([]byte(a))
+	cb, err2 := firstCert([]byte(b))
+	return err1 == nil && err2 == nil && ca.Equal(cb)
+}
+
+func firstCert(data []byte) (*x509.Certificate, error) {
+	for {
+		var block *pem.Block
+		block, data = pem.Decode(data)
+		if block == nil {
+			return nil, errors.New("no certificate in the PEM")
+		}
+		if block.Type == "CERTIFICATE" {
+			return x509.ParseCertificate(block.Bytes)
+		}
+	}
+}

@@ -1,0 +1,337 @@
+package pki
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/base64"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"gopkg.in/yaml.v3"
+
+	"kedge.dev/kedge/activities/host"
+	"kedge.dev/kedge/activities/layout"
+	"kedge.dev/kedge/activities/sshpool"
+	"kedge.dev/kedge/activities/vault"
+)
+
+// RenewInput names a controller's files and the CAs that may renew them.
+type RenewInput struct {
+	Target     sshpool.Target    `json:"target"`
+	Vault      vault.Config      `json:"vault"`
+	Files      map[string]string `json:"files" kedge:"required" doc:"the controller's files as host.layout reports them"`
+	CACert     string            `json:"caCert" kedge:"required" doc:"the cluster CA (PEM), as vault.cluster-ca returns it"`
+	Issuer     string            `json:"issuer" kedge:"required" doc:"the cluster CA's Vault issuer"`
+	EtcdCACert string            `json:"etcdCACert" kedge:"required" doc:"etcd's CA (PEM)"`
+	EtcdIssuer string            `json:"etcdIssuer" kedge:"required" doc:"etcd's CA's Vault issuer"`
+	APIServer  string            `json:"apiServer,omitempty" doc:"a DNS name the API server's serving certificate must hold (added when missing)"`
+	Threshold  string            `json:"threshold,omitempty" kedge:"duration" doc:"renew what ends within this (default 720h)"`
+	TTL        string            `json:"ttl,omitempty" kedge:"duration" doc:"lifetime of the new certificates (default 8760h)"`
+}
+
+// RenewResult says what was renewed. Files, Backup, Created and Changed
+// are host.install-bundle's: host.restore-bundle undoes the renewal.
+type RenewResult struct {
+	Due     bool     `json:"due"`
+	Renewed []string `json:"renewed"`
+	// Etcd and ControlPlane say whose certificates changed: etcd's
+	// (restart etcd) or the API server's, controller-manager's or
+	// scheduler's (restart their static pods).
+	Etcd         bool     `json:"etcd"`
+	ControlPlane bool     `json:"controlPlane"`
+	Changed      bool     `json:"changed"`
+	Files        []string `json:"files"`
+	Backup       string   `json:"backup"`
+	Created      []string `json:"created"`
+}
+
+// credential is one certificate on the host and where its key lives:
+// a certificate and key file (the same file when they share one), or a
+// kubeconfig with both embedded.
+type credential struct {
+	cert, key  string
+	kubeconfig string // set when embedded in this kubeconfig
+	etcd       bool   // used by etcd itself
+	addDNS     string
+}
+
+// RenewInPlace renews a controller's certificates where its layout keeps
+// them (pki.renew-in-place): the API server's serving and kubelet client
+// certificates, its etcd client certificate, etcd's server and peer
+// certificates, and the controller-manager's and scheduler's kubeconfig
+// credentials (embedded, or the files they reference). Each due
+// certificate is re-issued by the CA that issued it — the cluster's or
+// etcd's, whichever its signature verifies with; any other issuer is
+// refused (ForeignIssuer) — with the same subject and SANs (plus APIServer
+// on the API server's serving certificate), a new key, the file's mode
+// and owner. All files are installed as one bundle, all or none; keys
+// never leave the worker but to the host.
+func (a *Activities) RenewInPlace(ctx context.Context, in RenewInput) (RenewResult, error) {
+	threshold, err := duration(in.Threshold, 720*time.Hour)
+	if err != nil {
+		return RenewResult{}, err
+	}
+	if _, err := duration(in.TTL, 8760*time.Hour); err != nil {
+		return RenewResult{}, err
+	}
+	ca, err := firstCert([]byte(in.CACert))
+	if err != nil {
+		return RenewResult{}, invalid("caCert: " + err.Error())
+	}
+	etcdCA, err := firstCert([]byte(in.EtcdCACert))
+	if err != nil {
+		return RenewResult{}, invalid("etcdCACert: " + err.Error())
+	}
+	creds, err := a.credentials(ctx, in)
+	if err != nil {
+		return RenewResult{}, err
+	}
+	if len(creds) == 0 {
+		return RenewResult{}, invalid(fmt.Sprintf("files: the layout names no certificate on %s (is it a controller?)", in.Target.Node))
+	}
+
+	var res RenewResult
+	var bundle []host.BundleFile
+	for _, c := range creds {
+		cur, file, err := a.current(ctx, in.Target, c)
+		if err != nil {
+			return res, err
+		}
+		issuer, caCert := in.Issuer, ca
+		switch {
+		case cur.CheckSignatureFrom(ca) == nil:
+		case cur.CheckSignatureFrom(etcdCA) == nil:
+			issuer, caCert = in.EtcdIssuer, etcdCA
+		default:
+			return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s on %s (%q) is issued by %q, neither the cluster's CA nor etcd's that Vault keeps",
+				c.cert, in.Target.Node, cur.Subject.CommonName, cur.Issuer.CommonName), ErrTypeForeignIssuer, nil)
+		}
+		dns := slices.Clone(cur.DNSNames)
+		missing := c.addDNS != "" && !slices.Contains(dns, c.addDNS)
+		if missing {
+			dns = append(dns, c.addDNS)
+		}
+		if !missing && !cur.NotAfter.Before(time.Now().Add(threshold)) {
+			continue
+		}
+		res.Due = true
+		var ips []string
+		for _, ip := range cur.IPAddresses {
+			ips = append(ips, ip.String())
+		}
+		issued, err := a.Vault.IssueCert(ctx, vault.IssueCertInput{Vault: in.Vault, CommonName: cur.Subject.CommonName,
+			Organization: cur.Subject.Organization, AltNames: dns, IPSANs: ips, Issuer: issuer, TTL: in.TTL, Verbatim: true})
+		if err != nil {
+			return res, err
+		}
+		leaf, err := firstCert([]byte(issued.Certificate))
+		if err != nil || leaf.CheckSignatureFrom(caCert) != nil {
+			return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("Vault issuer %s did not sign %s with %q", issuer, c.cert, caCert.Subject.CommonName), ErrTypeForeignIssuer, nil)
+		}
+		files, err := c.replace(file, issued.Certificate, issued.PrivateKey)
+		if err != nil {
+			return res, invalid(fmt.Sprintf("%s on %s: %v", c.kubeconfig, in.Target.Node, err))
+		}
+		bundle = append(bundle, files...)
+		res.Renewed = append(res.Renewed, c.cert)
+		if c.etcd {
+			res.Etcd = true
+		} else {
+			res.ControlPlane = true
+		}
+	}
+	if len(bundle) == 0 {
+		return res, nil
+	}
+	installed, err := a.Hosts.InstallBundle(ctx, host.InstallBundleInput{Target: in.Target, Files: bundle})
+	res.Changed, res.Files, res.Backup, res.Created = installed.Changed, installed.Files, installed.Backup, installed.Created
+	return res, err
+}
+
+// credentials lists the certificates the layout names, each once.
+func (a *Activities) credentials(ctx context.Context, in RenewInput) ([]credential, error) {
+	f := in.Files
+	var out []credential
+	seen := map[string]bool{}
+	add := func(c credential) {
+		if c.cert == "" || seen[c.cert] {
+			return
+		}
+		seen[c.cert] = true
+		out = append(out, c)
+	}
+	add(credential{cert: f[layout.FileAPIServerCert], key: f[layout.FileAPIServerKey], addDNS: in.APIServer})
+	add(credential{cert: f[layout.FileAPIServerKubeletCert], key: f[layout.FileAPIServerKubeletKey]})
+	add(credential{cert: f[layout.FileEtcdClientCert], key: f[layout.FileEtcdClientKey]})
+	add(credential{cert: f[layout.FileEtcdServerCert], key: f[layout.FileEtcdServerKey], etcd: true})
+	add(credential{cert: f[layout.FileEtcdPeerCert], key: f[layout.FileEtcdPeerKey], etcd: true})
+	for _, k := range []string{f[layout.FileControllerManagerKC], f[layout.FileSchedulerKC]} {
+		if k == "" || seen[k] {
+			continue
+		}
+		r, err := a.Hosts.ReadFile(ctx, host.ReadFileInput{Target: in.Target, Path: k})
+		if err != nil {
+			return nil, err
+		}
+		cert, key, err := kubeconfigCredential([]byte(r.Content))
+		if err != nil {
+			return nil, invalid(fmt.Sprintf("%s on %s: %v", k, in.Target.Node, err))
+		}
+		if cert == "" { // embedded
+			seen[k] = true
+			out = append(out, credential{cert: k, kubeconfig: k})
+			continue
+		}
+		add(credential{cert: cert, key: key})
+	}
+	for _, c := range out {
+		if c.kubeconfig == "" && c.key == "" {
+			return nil, invalid(fmt.Sprintf("%s on %s: the layout names no key for it", c.cert, in.Target.Node))
+		}
+	}
+	return out, nil
+}
+
+// current reads the credential's certificate and, for files, the mode to
+// keep.
+func (a *Activities) current(ctx context.Context, t sshpool.Target, c credential) (*x509.Certificate, host.ReadFileResult, error) {
+	r, err := a.Hosts.ReadFile(ctx, host.ReadFileInput{Target: t, Path: c.cert})
+	if err != nil {
+		return nil, r, err
+	}
+	var cert *x509.Certificate
+	if c.kubeconfig != "" {
+		cert, err = embeddedCert([]byte(r.Content))
+	} else {
+		cert, err = firstCert([]byte(r.Content))
+	}
+	if err != nil {
+		return nil, r, invalid(fmt.Sprintf("%s on %s: %v", c.cert, t.Node, err))
+	}
+	return cert, r, nil
+}
+
+// replace is what to install for the new certificate and key.
+func (c credential) replace(cur host.ReadFileResult, certPEM, keyPEM string) ([]host.BundleFile, error) {
+	if c.kubeconfig != "" {
+		doc, err := setEmbedded([]byte(cur.Content), certPEM, keyPEM)
+		if err != nil {
+			return nil, err
+		}
+		return []host.BundleFile{{Path: c.kubeconfig, Content: string(doc), Mode: cur.Mode}}, nil
+	}
+	if c.key == c.cert {
+		return []host.BundleFile{{Path: c.cert, Content: certPEM + keyPEM, Mode: "0600"}}, nil
+	}
+	return []host.BundleFile{{Path: c.cert, Content: certPEM, Mode: cur.Mode}, {Path: c.key, Content: keyPEM, Mode: "0600"}}, nil
+}
+
+// kubeconfigUser is the first user's credential fields.
+type kubeconfigUser struct {
+	Users []struct {
+		User struct {
+			CertData string `yaml:"client-certificate-data"`
+			KeyData  string `yaml:"client-key-data"`
+			Cert     string `yaml:"client-certificate"`
+			Key      string `yaml:"client-key"`
+		} `yaml:"user"`
+	} `yaml:"users"`
+}
+
+// kubeconfigCredential is the certificate and key files a kubeconfig's
+// user references; both empty when they are embedded.
+func kubeconfigCredential(doc []byte) (cert, key string, err error) {
+	var kc kubeconfigUser
+	if err := yaml.Unmarshal(doc, &kc); err != nil {
+		return "", "", err
+	}
+	if len(kc.Users) != 1 {
+		return "", "", fmt.Errorf("want one user, found %d", len(kc.Users))
+	}
+	u := kc.Users[0].User
+	switch {
+	case u.CertData != "" && u.KeyData != "":
+		return "", "", nil
+	case u.Cert != "" && u.Key != "":
+		return u.Cert, u.Key, nil
+	}
+	return "", "", fmt.Errorf("the user has no client certificate and key")
+}
+
+func embeddedCert(doc []byte) (*x509.Certificate, error) {
+	var kc kubeconfigUser
+	if err := yaml.Unmarshal(doc, &kc); err != nil {
+		return nil, err
+	}
+	if len(kc.Users) != 1 {
+		return nil, fmt.Errorf("want one user, found %d", len(kc.Users))
+	}
+	data, err := base64.StdEncoding.DecodeString(kc.Users[0].User.CertData)
+	if err != nil {
+		return nil, fmt.Errorf("client-certificate-data: %w", err)
+	}
+	return firstCert(data)
+}
+
+// setEmbedded replaces the user's embedded certificate and key, leaving
+// the rest of the kubeconfig as it is.
+func setEmbedded(doc []byte, certPEM, keyPEM string) ([]byte, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(doc, &root); err != nil {
+		return nil, err
+	}
+	if len(root.Content) != 1 {
+		return nil, fmt.Errorf("not a kubeconfig")
+	}
+	users := lookup(root.Content[0], "users")
+	if users == nil || users.Kind != yaml.SequenceNode || len(users.Content) != 1 {
+		return nil, fmt.Errorf("want one user")
+	}
+	user := lookup(users.Content[0], "user")
+	if user == nil {
+		return nil, fmt.Errorf("the user has no credentials")
+	}
+	for key, val := range map[string]string{"client-certificate-data": certPEM, "client-key-data": keyPEM} {
+		v := lookup(user, key)
+		if v == nil {
+			return nil, fmt.Errorf("the user has no %s", key)
+		}
+		v.Value, v.Style = base64.StdEncoding.EncodeToString([]byte(val)), 0
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&root); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func lookup(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func duration(s string, def time.Duration) (time.Duration, error) {
+	if s == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, invalid(fmt.Sprintf("%q is not a positive duration", s))
+	}
+	return d, nil
+}

@@ -1,0 +1,297 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"kedge.dev/kedge/integration/controlplane"
+	"kedge.dev/kedge/integration/testhosts"
+	"kedge.dev/kedge/integration/typhoon"
+	"kedge.dev/kedge/integration/vaultlab"
+)
+
+// typhoonBuilt is a whole cluster laid out as Typhoon lays it out, with a
+// PKI Kedge did not make: three controllers (Flatcar, Fedora CoreOS,
+// Flatcar) each running etcd-member.service (a real etcd, quorum of
+// three) and the control plane as Typhoon's static pods (the real
+// kube-apiserver, controller-manager and scheduler), and two workers
+// (Flatcar, Fedora CoreOS). Every kubelet runs from Typhoon's own
+// kubelet.service, started by kubelet.path.
+var typhoonBuilt struct {
+	once       sync.Once
+	lab        *testhosts.Lab
+	pki        *typhoon.PKI
+	inventory  string
+	kubeconfig string
+	client     kubernetes.Interface
+	err        error
+}
+
+const (
+	typhoonCluster   = "typhoon-world"
+	typhoonAPIServer = "api.typhoon.test"
+	typhoonKubelet   = "quay.io/poseidon/kubelet:v1.35.3"
+	typhoonEtcdImage = "quay.io/coreos/etcd:v3.6.16"
+)
+
+var typhoonHosts = []struct {
+	name, flavor string
+	controller   bool
+}{
+	{"tyc1", typhoon.Flatcar, true},
+	{"tyc2", typhoon.FCOS, true},
+	{"tyc3", typhoon.Flatcar, true},
+	{"tyw1", typhoon.Flatcar, false},
+	{"tyw2", typhoon.FCOS, false},
+}
+
+// typhoonWorld builds the Typhoon cluster once for the tests that use it.
+func typhoonWorld(t *testing.T) {
+	t.Helper()
+	typhoonBuilt.once.Do(func() {
+		began := time.Now()
+		typhoonBuilt.err = buildTyphoon(t)
+		t.Logf("Typhoon-built cluster of 3 controllers + 2 workers: %s", time.Since(began).Round(time.Second))
+	})
+	if typhoonBuilt.err != nil {
+		t.Fatal(typhoonBuilt.err)
+	}
+}
+
+func buildTyphoon(t *testing.T) error {
+	ctx := context.Background()
+	tools, err := controlplane.Tools()
+	if err != nil {
+		return err
+	}
+	v, tokenFile := labVault(t)
+	dir := filepath.Join(world.dir, "typhoon")
+	var names, controllers []string
+	for _, h := range typhoonHosts {
+		names = append(names, h.name)
+		if h.controller {
+			controllers = append(controllers, h.name)
+		}
+	}
+	l, err := testhosts.Start(ctx, testhosts.Options{Count: len(names), Names: names, BaseIP: "127.0.32.", Dir: filepath.Join(dir, "hosts")})
+	if err != nil {
+		return err
+	}
+	world.cleanups = append(world.cleanups, func() { _ = l.Close() })
+	typhoonBuilt.lab = l
+	p, err := typhoon.NewPKI(typhoon.Cluster{APIServer: typhoonAPIServer, EtcdServers: controllers})
+	if err != nil {
+		return err
+	}
+	typhoonBuilt.pki = p
+
+	// Name resolution as the cluster's DNS records would give it: each
+	// host by its name, the API name to every controller.
+	base, err := os.ReadFile("/etc/hosts")
+	if err != nil {
+		return err
+	}
+	hosts := string(base)
+	var etcdServers, initial []string
+	for i, h := range l.Hosts {
+		hosts += fmt.Sprintf("%s %s\n", h.Address, h.Name)
+		if typhoonHosts[i].controller {
+			hosts += fmt.Sprintf("%s %s\n", h.Address, typhoonAPIServer)
+			etcdServers = append(etcdServers, fmt.Sprintf("https://%s:2379", h.Name))
+			initial = append(initial, fmt.Sprintf("etcd%d=https://%s:2380", i, h.Name))
+		}
+	}
+
+	images := "quay.io/poseidon/kubelet " + testhosts.KubeletSim + "\n"
+	for i, h := range l.Hosts {
+		spec := typhoonHosts[i]
+		files, err := typhoon.Files(typhoon.Node{Flavor: spec.flavor, Controller: spec.controller, DomainName: h.Name,
+			KubeletImage: typhoonKubelet, EtcdName: fmt.Sprintf("etcd%d", i), EtcdImage: typhoonEtcdImage,
+			EtcdInitialCluster: strings.Join(initial, ","), ListenIP: h.Address})
+		if err != nil {
+			return err
+		}
+		node, err := p.NodeFiles(h.Name)
+		if err != nil {
+			return err
+		}
+		files = append(files, node...)
+		files = append(files, typhoon.File{Path: typhoon.BootstrapKubeconfig, Mode: 0o600, Data: p.BootstrapKubeconfig()},
+			typhoon.File{Path: "/etc/hosts", Mode: 0o644, Data: []byte(hosts)})
+		hostImages := images
+		if spec.controller {
+			pods, err := typhoon.StaticPods(typhoon.ControlPlane{
+				APIServerImage: "registry.k8s.io/kube-apiserver:v1.35.4", ControllerManagerImage: "registry.k8s.io/kube-controller-manager:v1.35.4",
+				SchedulerImage: "registry.k8s.io/kube-scheduler:v1.35.4", EtcdServers: strings.Join(etcdServers, ","),
+				ServiceAccountIssuer: "https://" + typhoonAPIServer + ":6443", SharedNetwork: true})
+			if err != nil {
+				return err
+			}
+			secrets, err := p.ControllerFiles()
+			if err != nil {
+				return err
+			}
+			files = append(append(files, pods...), secrets...)
+			for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+				prog, err := h.InstallProgram(c, filepath.Join(tools, c))
+				if err != nil {
+					return err
+				}
+				if c != "etcd" {
+					hostImages += "registry.k8s.io/" + c + " " + prog + "\n"
+				}
+			}
+			if err := h.AddImage(testhosts.Image{Ref: typhoonEtcdImage, Entrypoint: []string{testhosts.StandInDir + "/etcd"}}); err != nil {
+				return err
+			}
+		}
+		// The host's address, which a real kubelet would find from its
+		// name or default route (test hosts share the machine's network).
+		files = append(files, typhoon.File{Path: "/etc/kedge-lab/images", Mode: 0o644, Data: []byte(hostImages)},
+			typhoon.File{Path: "/etc/kedge-lab/node-ip", Mode: 0o644, Data: []byte(h.Address + "\n")})
+		for _, f := range files {
+			if err := h.WriteFile(f.Path, f.Data, os.FileMode(f.Mode)); err != nil {
+				return fmt.Errorf("%s: %w", h.Name, err)
+			}
+		}
+		if err := testhosts.WriteCNIConfig(h); err != nil {
+			return err
+		}
+		// What Typhoon's provisioning leaves: containerd's state
+		// directory, etcd's data directory and certificates owned by
+		// the etcd user.
+		script := "mkdir -p /var/lib/containerd /run/lock"
+		if spec.controller {
+			script += fmt.Sprintf(" && mkdir -p -m 0700 /var/lib/etcd && chown -R %d:%d /var/lib/etcd /etc/ssl/etcd", typhoon.EtcdUID, typhoon.EtcdUID)
+		}
+		if out, err := h.Exec(ctx, "sh", "-c", script); err != nil {
+			return fmt.Errorf("%s: %w: %s", h.Name, err, out)
+		}
+		if out, err := h.Exec(ctx, "systemctl", "daemon-reload"); err != nil {
+			return fmt.Errorf("%s: daemon-reload: %w: %s", h.Name, err, out)
+		}
+	}
+
+	// Boot: etcd on every controller at once (a new three-member
+	// cluster waits for its peers), then kubelet.path everywhere.
+	var wg sync.WaitGroup
+	errs := make([]error, len(l.Hosts))
+	for i, h := range l.Hosts {
+		if !typhoonHosts[i].controller {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, args := range [][]string{{"enable", "etcd-member.service"}, {"start", "etcd-member.service"}} {
+				if out, err := h.Exec(ctx, "systemctl", args...); err != nil {
+					errs[i] = fmt.Errorf("%s: systemctl %v: %w: %s", h.Name, args, err, out)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	for _, h := range l.Hosts {
+		for _, args := range [][]string{{"enable", "kubelet.path"}, {"start", "kubelet.path"}} {
+			if out, err := h.Exec(ctx, "systemctl", args...); err != nil {
+				return fmt.Errorf("%s: systemctl %v: %w: %s", h.Name, args, err, out)
+			}
+		}
+	}
+
+	admin, err := p.ClientKubeconfig("kubernetes-admin", []string{"system:masters"}, l.Hosts[0].Address)
+	if err != nil {
+		return err
+	}
+	typhoonBuilt.kubeconfig = filepath.Join(dir, "admin.conf")
+	if err := os.WriteFile(typhoonBuilt.kubeconfig, admin, 0o600); err != nil {
+		return err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", typhoonBuilt.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	typhoonBuilt.client = cs
+	if err := waitTyphoonReady(ctx, cs, names); err != nil {
+		for _, h := range l.Hosts {
+			for _, unit := range []string{"kubelet.service", "etcd-member.service"} {
+				if b, err := h.ReadFile("/var/log/units/" + unit + ".log"); err == nil {
+					t.Logf("%s %s log tail:\n%s", h.Name, unit, tail(string(b), 3000))
+				}
+			}
+		}
+		return err
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: kedge/v1\nkind: Cluster\nmetadata:\n  name: %s\n", typhoonCluster)
+	fmt.Fprintf(&b, "ssh:\n  user: core\n  become: sudo\n  identityFile: %s\n  knownHostsFile: %s\n", l.IdentityFile, l.KnownHostsFile)
+	fmt.Fprintf(&b, "kubernetes:\n  kubeconfig: %s\n  server: https://%s:6443\n  kubeletImage: %s\n  clusterDNS: [%s]\n",
+		typhoonBuilt.kubeconfig, typhoonAPIServer, typhoonKubelet, typhoon.ClusterDNS)
+	fmt.Fprintf(&b, "vault:\n  address: %s\n  tokenFile: %s\n  pki: %s\n  role: %s\n  kv: %s\n", v.Address, tokenFile, vaultlab.PKIPath, vaultlab.PKIRole, vaultlab.KVPath)
+	for i, h := range l.Hosts {
+		switch {
+		case i == 0:
+			b.WriteString("controllers:\n")
+		case !typhoonHosts[i].controller && typhoonHosts[i-1].controller:
+			b.WriteString("workers:\n")
+		}
+		fmt.Fprintf(&b, "  - name: %s\n    address: %s\n    port: %d\n", h.Name, h.Address, h.Port)
+	}
+	typhoonBuilt.inventory = filepath.Join(dir, "inventory.yaml")
+	return os.WriteFile(typhoonBuilt.inventory, []byte(b.String()), 0o644)
+}
+
+// waitTyphoonReady waits until every node is Ready, saying which are not
+// when it gives up.
+func waitTyphoonReady(ctx context.Context, cs kubernetes.Interface, names []string) error {
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		var notReady []string
+		for _, n := range names {
+			node, err := cs.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+			if err != nil || !nodeIsReady(node) {
+				notReady = append(notReady, n)
+			}
+		}
+		if len(notReady) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("typhoon world: not Ready after 3m: %v", notReady)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// typhoonHost is the world's host called name.
+func typhoonHost(t *testing.T, name string) *testhosts.Host {
+	t.Helper()
+	for _, h := range typhoonBuilt.lab.Hosts {
+		if h.Name == name {
+			return h
+		}
+	}
+	t.Fatalf("no Typhoon host %s", name)
+	return nil
+}
