@@ -18,6 +18,7 @@ import (
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/integration/typhoon"
 	"kedge.dev/kedge/integration/vaultlab"
+	"kedge.dev/kedge/workflows"
 )
 
 // typhoonBuilt is a whole cluster laid out as Typhoon lays it out, with a
@@ -294,4 +295,41 @@ func typhoonHost(t *testing.T, name string) *testhosts.Host {
 	}
 	t.Fatalf("no Typhoon host %s", name)
 	return nil
+}
+
+// kubelet-image-swap over every node of the Typhoon-built cluster, the
+// controllers included, with an arch-suffixed tag: each running kubelet
+// reports the version the image holds; each node's image was pulled
+// before its cordon; the control plane and etcd keep serving.
+func TestKubeletImageSwapOnTyphoonCluster(t *testing.T) {
+	typhoonWorld(t)
+	cs := typhoonBuilt.client
+	const image = "quay.io/poseidon/kubelet:v1.35.6-amd64"
+	began := time.Now()
+	p, code, errOut := runWaitInv(t, "kubelet-image-swap", typhoonBuilt.inventory, "--set", "image="+image,
+		"--set", "approveControllers=false", "--set", "maxUnavailable=2")
+	t.Logf("kubelet-image-swap over 3 controllers + 2 workers: %s", time.Since(began).Round(time.Second))
+	if code != 0 {
+		t.Fatalf("kubelet-image-swap: exit %d: %s\n%+v", code, errOut, p)
+	}
+	for _, h := range typhoonBuilt.lab.Hosts {
+		n, err := cs.CoreV1().Nodes().Get(t.Context(), h.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Status.NodeInfo.KubeletVersion != "v1.35.6" || n.Spec.Unschedulable || !nodeIsReady(n) {
+			t.Errorf("%s: kubelet %s, unschedulable %v, ready %v", h.Name, n.Status.NodeInfo.KubeletVersion, n.Spec.Unschedulable, nodeIsReady(n))
+		}
+		node, err := queryProgress(workflows.NodeWorkflowID(typhoonCluster, h.Name))
+		if err != nil {
+			t.Fatalf("%s's node runbook: %v", h.Name, err)
+		}
+		cordon := step(t, node, "cordon")
+		if pulled := pulledAt(t, h, image); pulled.IsZero() || cordon.StartedAt == nil || !pulled.Before(*cordon.StartedAt) {
+			t.Errorf("%s: %s pulled at %v, cordon started at %v", h.Name, image, pulled, cordon.StartedAt)
+		}
+	}
+	if b, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(t.Context()); err != nil {
+		t.Errorf("the API server after the swap: %s (%v)", b, err)
+	}
 }
