@@ -6,6 +6,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"kedge.dev/kedge/integration/controlplane"
 	"kedge.dev/kedge/integration/lab"
@@ -126,14 +127,14 @@ func TestNodeRemoveOnTyphoonNodes(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("node-remove %s: exit %d: %s\n%+v", h.Name, code, errOut, p)
 		}
-		checkTyphoonRemoved(t, cp, h, runtime)
+		checkTyphoonRemoved(t, cp.Client, h, runtime)
 		if err := h.Reboot(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		// A Typhoon node that kept its bootstrap kubeconfig would be
 		// back within a heartbeat or two (the simulator posts every 2s).
 		time.Sleep(6 * time.Second)
-		checkTyphoonRemoved(t, cp, h, runtime)
+		checkTyphoonRemoved(t, cp.Client, h, runtime)
 
 		// Removing it again succeeds and changes nothing: no Node to
 		// cordon or drain, units already stopped, files already gone.
@@ -145,9 +146,9 @@ func TestNodeRemoveOnTyphoonNodes(t *testing.T) {
 
 // checkTyphoonRemoved checks, from the host and the API, that a removed
 // Typhoon node stays removed.
-func checkTyphoonRemoved(t *testing.T, cp *controlplane.ControlPlane, h *testhosts.Host, runtime string) {
+func checkTyphoonRemoved(t *testing.T, cs kubernetes.Interface, h *testhosts.Host, runtime string) {
 	t.Helper()
-	if _, err := cp.Client.CoreV1().Nodes().Get(t.Context(), h.Name, metav1.GetOptions{}); err == nil {
+	if _, err := cs.CoreV1().Nodes().Get(t.Context(), h.Name, metav1.GetOptions{}); err == nil {
 		t.Errorf("%s: the Node is there", h.Name)
 	}
 	for _, unit := range []string{"kubelet.service", "kubelet.path"} {

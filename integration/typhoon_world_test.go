@@ -2,9 +2,14 @@ package integration
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -332,4 +337,124 @@ func TestKubeletImageSwapOnTyphoonCluster(t *testing.T) {
 	if b, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(t.Context()); err != nil {
 		t.Errorf("the API server after the swap: %s (%v)", b, err)
 	}
+}
+
+// node-remove on the Typhoon-built cluster: a worker, then a controller.
+// While another controller's etcd is down, removing a controller would
+// leave no quorum: refused before the cordon, its member kept. With etcd
+// whole again the controller goes: its member is removed through etcd's
+// API, its etcd unit and static pods stop, and after a reboot of its units
+// neither the Node nor the member comes back; etcd and the API stay
+// healthy. Removing it again succeeds and changes nothing.
+func TestNodeRemoveOnTyphoonCluster(t *testing.T) {
+	typhoonWorld(t)
+	cs, inv := typhoonBuilt.client, typhoonBuilt.inventory
+	// Kedge removes etcd members with a certificate from etcd's CA, which
+	// adopt took into Vault (a second adopt changes nothing).
+	assets := filepath.Join(t.TempDir(), "etcd-ca.key")
+	if err := os.WriteFile(assets, typhoonBuilt.pki.EtcdCAKey(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if p, code, errOut := runWaitInv(t, "adopt", inv, "--set-file", "etcdCAKey="+assets); code != 0 {
+		t.Fatalf("adopt: exit %d: %s\n%+v", code, errOut, p)
+	}
+
+	worker := typhoonHost(t, "tyw2")
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, h := range []string{"tyw2", "tyc3"} {
+				b, _ := typhoonHost(t, h).ReadFile("/var/log/units/kubelet.service.log")
+				t.Logf("%s kubelet.service log tail:\n%s", h, tail(string(b), 4000))
+			}
+		}
+	})
+	if p, code, errOut := runWaitInv(t, "node-remove", inv, "--set", "node=tyw2"); code != 0 {
+		t.Fatalf("node-remove tyw2: exit %d: %s\n%+v", code, errOut, p)
+	}
+	checkTyphoonRemoved(t, cs, worker, "podman")
+
+	ctl, other := typhoonHost(t, "tyc3"), typhoonHost(t, "tyc2")
+	if out, err := other.Exec(t.Context(), "systemctl", "stop", "etcd-member.service"); err != nil {
+		t.Fatalf("stop etcd on tyc2: %v: %s", err, out)
+	}
+	p, code, errOut := runWaitInv(t, "node-remove", inv, "--set", "node=tyc3")
+	if code == 0 || !strings.Contains(step(t, p, "etcd-check").LastError, "quorum") {
+		t.Errorf("node-remove tyc3 with tyc2's etcd down: exit %d: %s\n%+v", code, errOut, p)
+	}
+	if n, err := cs.CoreV1().Nodes().Get(t.Context(), "tyc3", metav1.GetOptions{}); err != nil || n.Spec.Unschedulable {
+		t.Errorf("tyc3 after the refused removal: %v (%v)", n.Spec.Unschedulable, err)
+	}
+	if out, err := other.Exec(t.Context(), "systemctl", "start", "etcd-member.service"); err != nil {
+		t.Fatalf("start etcd on tyc2: %v: %s", err, out)
+	}
+	if got := etcdMembers(t); !slices.Equal(got, []string{"etcd0", "etcd1", "etcd2"}) {
+		t.Fatalf("etcd members before the removal: %v", got)
+	}
+	eventually(t, time.Minute, "etcd healthy again", func() bool {
+		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz/etcd").DoRaw(t.Context())
+		return err == nil
+	})
+
+	for i := range 2 {
+		if p, code, errOut := runWaitInv(t, "node-remove", inv, "--set", "node=tyc3"); code != 0 {
+			t.Fatalf("node-remove tyc3 (run %d): exit %d: %s\n%+v", i+1, code, errOut, p)
+		}
+		checkTyphoonRemoved(t, cs, ctl, "docker")
+		for _, args := range [][]string{{"is-active", "etcd-member.service"}, {"is-enabled", "etcd-member.service"}} {
+			if out, _ := ctl.Exec(t.Context(), "systemctl", args...); strings.TrimSpace(string(out)) == "active" || strings.TrimSpace(string(out)) == "enabled" {
+				t.Errorf("tyc3: etcd-member.service %s: %s", args[0], out)
+			}
+		}
+		if got := etcdMembers(t); !slices.Equal(got, []string{"etcd0", "etcd1"}) {
+			t.Errorf("etcd members after removing tyc3: %v", got)
+		}
+		if i == 0 {
+			if err := ctl.Reboot(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(6 * time.Second)
+			checkTyphoonRemoved(t, cs, ctl, "docker")
+		}
+	}
+	if b, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(t.Context()); err != nil {
+		t.Errorf("the API server after removing tyc3: %s (%v)", b, err)
+	}
+	if b, err := ctl.ReadFile("/var/lib/kedge/removed-manifests/kube-apiserver.yaml"); err != nil || len(b) == 0 {
+		t.Errorf("tyc3's kube-apiserver manifest was not kept: %v", err)
+	}
+}
+
+// etcdMembers lists etcd's members by name, asking tyc1's etcd with the
+// API server's etcd client certificate.
+func etcdMembers(t *testing.T) []string {
+	t.Helper()
+	h := typhoonHost(t, "tyc1")
+	certPEM, keyPEM := readTyphoonFile(t, "tyc1", typhoon.EtcdClientCert), readTyphoonFile(t, "tyc1", typhoon.EtcdClientKey)
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(typhoonBuilt.pki.EtcdCA())
+	cl := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		Certificates: []tls.Certificate{pair}, RootCAs: roots, ServerName: "localhost"}}}
+	resp, err := cl.Post("https://"+h.Address+":2379/v3/cluster/member/list", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Members []struct {
+			Name string `json:"name"`
+		} `json:"members"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range out.Members {
+		names = append(names, m.Name)
+	}
+	slices.Sort(names)
+	return names
 }

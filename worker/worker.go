@@ -12,6 +12,7 @@ import (
 	"kedge.dev/kedge/activities/assets"
 	"kedge.dev/kedge/activities/certinfo"
 	"kedge.dev/kedge/activities/check"
+	"kedge.dev/kedge/activities/etcd"
 	"kedge.dev/kedge/activities/host"
 	"kedge.dev/kedge/activities/kube"
 	"kedge.dev/kedge/activities/pki"
@@ -77,6 +78,7 @@ func registerActions(r registry, opts Options) *sshpool.Pool {
 	(&kube.Activities{Logger: opts.Logger}).Register(r)
 	va.Register(r)
 	(&pki.Activities{Hosts: hosts, Vault: va}).Register(r)
+	(&etcd.Activities{Vault: va}).Register(r)
 	check.Register(r)
 	assets.Register(r)
 	certinfo.Register(r)

@@ -9,6 +9,7 @@ import (
 	"kedge.dev/kedge/activities/assets"
 	"kedge.dev/kedge/activities/certinfo"
 	"kedge.dev/kedge/activities/check"
+	"kedge.dev/kedge/activities/etcd"
 	"kedge.dev/kedge/activities/host"
 	"kedge.dev/kedge/activities/kube"
 	"kedge.dev/kedge/activities/pki"
@@ -130,6 +131,7 @@ var actions = []Action{
 	describe(vault.ReadSecretAction, "read a KV v2 secret from the cluster's Vault", vault.ReadSecretInput{}, vault.ReadSecretResult{}, time.Minute, 0, nil),
 	describe(pki.AdoptAction, "take a running cluster's trust into Vault from a controller: its CA and key (a PKI issuer, where vault.cluster-ca looks), etcd's CA (its key given, kept in Vault only) and the service-account key pair (where vault.key-pair looks); never replaces what Vault already keeps", pki.AdoptInput{}, pki.AdoptResult{}, 2*time.Minute, 15*time.Second, nil),
 	describe(pki.RenewAction, "renew a controller's certificates where its layout keeps them, each from the CA that issued it, same subject and SANs, new keys, installed all or none (undo with host.restore-bundle); keys pass only from the worker to the host", pki.RenewInput{}, pki.RenewResult{}, 5*time.Minute, 15*time.Second, nil),
+	describe(etcd.RemoveMemberAction, "remove a member from etcd through its API (a 10-minute client certificate from etcd's CA in Vault), refusing when the members left would be none or their healthy ones short of a quorum; a member already gone is success", etcd.RemoveMemberInput{}, etcd.RemoveMemberResult{}, 2*time.Minute, 0, nil),
 	describe(host.SystemdAction, "daemon-reload, enable/disable, start/stop/restart a systemd unit and wait until it settles", host.SystemdInput{}, host.SystemdResult{}, 10*time.Minute, 15*time.Second, nil),
 }
 

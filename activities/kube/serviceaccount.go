@@ -19,6 +19,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -69,8 +70,12 @@ func (a *Activities) CheckServiceAccountKey(ctx context.Context, in CheckService
 	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &ttl},
 	}, metav1.CreateOptions{})
+	if apierrors.IsNotFound(err) {
+		// A new cluster's controller-manager makes it shortly.
+		return CheckServiceAccountKeyResult{}, temporal.NewApplicationError(fmt.Sprintf("service account %s/%s does not exist (yet)", ns, sa), ErrTypeAPI)
+	}
 	if err != nil {
-		return CheckServiceAccountKeyResult{}, apiError(ns+"/"+sa, err)
+		return CheckServiceAccountKeyResult{}, clusterError("request a token for "+ns+"/"+sa, err)
 	}
 	alg, kid, err := verifyJWT(tr.Status.Token, pub)
 	if err != nil {

@@ -27,6 +27,9 @@ type WaitStaticPodInput struct {
 	Namespace   string  `json:"namespace,omitempty" doc:"its namespace (default kube-system)"`
 	RestartedAt string  `json:"restartedAt,omitempty" doc:"wait for the pod of this host.restart-static-pod (its restartedAt output)"`
 	Timeout     string  `json:"timeout,omitempty" kedge:"duration" doc:"give up after this long (default 5m)"`
+	// Gone waits instead until the kubelet no longer runs the pod (its
+	// manifest was taken away).
+	Gone bool `json:"gone,omitempty" doc:"wait until the kubelet no longer runs the pod (its mirror pod is gone)"`
 }
 
 // WaitStaticPodResult is the mirror pod once it is ready.
@@ -58,6 +61,10 @@ func (a *Activities) WaitStaticPod(ctx context.Context, in WaitStaticPodInput) (
 	for {
 		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		switch {
+		case in.Gone && apierrors.IsNotFound(err):
+			return WaitStaticPodResult{}, nil
+		case in.Gone && err == nil:
+			last = "the kubelet still runs it"
 		case err == nil:
 			ready, restarts, why := podReady(p)
 			switch {
@@ -75,7 +82,11 @@ func (a *Activities) WaitStaticPod(ctx context.Context, in WaitStaticPodInput) (
 		}
 		heartbeat(ctx, last)
 		if time.Now().After(deadline) {
-			return WaitStaticPodResult{}, temporal.NewApplicationError(fmt.Sprintf("static pod %s/%s not ready after %s: %s", ns, name, timeout, last), ErrTypeNotReady)
+			want := "ready"
+			if in.Gone {
+				want = "gone"
+			}
+			return WaitStaticPodResult{}, temporal.NewApplicationError(fmt.Sprintf("static pod %s/%s not %s after %s: %s", ns, name, want, timeout, last), ErrTypeNotReady)
 		}
 		select {
 		case <-ctx.Done():

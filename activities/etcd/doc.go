@@ -1,0 +1,7 @@
+// Package etcd holds the actions that change an etcd cluster's
+// membership through etcd's own API (its JSON gateway on the client
+// port), authenticated with a short-lived client certificate Vault issues
+// from etcd's CA on the worker: etcd.remove-member takes a controller's
+// member out before the controller goes, and refuses when the members
+// left could not keep a quorum.
+package etcd

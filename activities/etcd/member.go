@@ -1,0 +1,253 @@
+package etcd
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"kedge.dev/kedge/activities/vault"
+)
+
+// RemoveMemberAction is the action name of RemoveMember.
+const RemoveMemberAction = "etcd.remove-member"
+
+// Error types.
+const (
+	ErrTypeInvalidInput = "InvalidInput"
+	// ErrTypeQuorum: removing the member would leave etcd without a
+	// quorum of healthy members, or without members. Not retried.
+	ErrTypeQuorum = "EtcdQuorum"
+	// ErrTypeUnavailable: no member answered. Retried.
+	ErrTypeUnavailable = "EtcdUnavailable"
+)
+
+// Activities are the etcd actions.
+type Activities struct {
+	Vault *vault.Activities
+	// Timeout bounds each request to a member (default 5s).
+	Timeout time.Duration
+}
+
+// Registry is what Register needs of a Temporal worker.
+type Registry interface {
+	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
+}
+
+// Register registers the etcd actions under their names.
+func (a *Activities) Register(r Registry) {
+	r.RegisterActivityWithOptions(a.RemoveMember, activity.RegisterOptions{Name: RemoveMemberAction})
+}
+
+// RemoveMemberInput names the member to remove and the members to ask.
+type RemoveMemberInput struct {
+	Vault     vault.Config `json:"vault"`
+	Member    string       `json:"member" kedge:"required" doc:"the member's name (host.layout's etcd.name)"`
+	Endpoints []string     `json:"endpoints" kedge:"required" doc:"client URLs of the other members, e.g. https://10.0.0.12:2379"`
+	CACert    string       `json:"caCert" kedge:"required" doc:"etcd's CA (PEM): the members' certificates must chain to it"`
+	Issuer    string       `json:"issuer" kedge:"required" doc:"etcd's CA's Vault issuer: Kedge's client certificate comes from it"`
+	// DryRun checks the member could be removed and removes nothing.
+	DryRun bool `json:"dryRun,omitempty" doc:"only check the member could be removed (before anything changes)"`
+}
+
+// RemoveMemberResult says what was done.
+type RemoveMemberResult struct {
+	Removed bool `json:"removed"` // false: it was not a member (a second run)
+	// Members are the members left, by name.
+	Members []string `json:"members"`
+	Healthy int      `json:"healthy"`
+}
+
+type member struct {
+	ID         string   `json:"ID"`
+	Name       string   `json:"name"`
+	PeerURLs   []string `json:"peerURLs"`
+	ClientURLs []string `json:"clientURLs"`
+}
+
+// RemoveMember removes a member from etcd (etcd.remove-member) once the
+// others can carry on: the members left must be at least one, and the
+// healthy ones among them a quorum of them. A member already gone is
+// success, so a re-run node-remove goes on.
+func (a *Activities) RemoveMember(ctx context.Context, in RemoveMemberInput) (RemoveMemberResult, error) {
+	if strings.TrimSpace(in.Member) == "" || len(in.Endpoints) == 0 {
+		return RemoveMemberResult{}, invalid("member and endpoints are required")
+	}
+	for _, e := range in.Endpoints {
+		if u, err := url.Parse(e); err != nil || u.Scheme != "https" || u.Host == "" || u.Path != "" {
+			return RemoveMemberResult{}, invalid(fmt.Sprintf("endpoint %q is not https://HOST:PORT", e))
+		}
+	}
+	cl, err := a.client(ctx, in)
+	if err != nil {
+		return RemoveMemberResult{}, err
+	}
+	var members []member
+	var from string
+	var lastErr error
+	for _, e := range in.Endpoints {
+		var out struct {
+			Members []member `json:"members"`
+		}
+		if lastErr = cl.call(ctx, e, "/v3/cluster/member/list", map[string]any{"linearizable": true}, &out); lastErr == nil {
+			members, from = out.Members, e
+			break
+		}
+	}
+	if members == nil {
+		return RemoveMemberResult{}, temporal.NewApplicationError(fmt.Sprintf("no etcd member answered (%s): %v", strings.Join(in.Endpoints, ", "), lastErr), ErrTypeUnavailable)
+	}
+	var target *member
+	var rest []member
+	for i := range members {
+		if members[i].Name == in.Member {
+			target = &members[i]
+		} else {
+			rest = append(rest, members[i])
+		}
+	}
+	res := RemoveMemberResult{}
+	for _, m := range rest {
+		res.Members = append(res.Members, m.Name)
+	}
+	if target == nil {
+		return res, nil
+	}
+	if len(rest) == 0 {
+		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s is etcd's last member: removing it would end the cluster", in.Member), ErrTypeQuorum, nil)
+	}
+	// A member is healthy when one of the endpoints given answers as it
+	// (the members' own client URLs may be names the worker cannot
+	// resolve).
+	up := map[string]bool{}
+	for _, e := range in.Endpoints {
+		var st struct {
+			Header struct {
+				MemberID string `json:"member_id"`
+			} `json:"header"`
+		}
+		if cl.call(ctx, e, "/v3/maintenance/status", map[string]any{}, &st) == nil {
+			up[st.Header.MemberID] = true
+		}
+	}
+	var sick []string
+	for _, m := range rest {
+		if up[m.ID] {
+			res.Healthy++
+		} else {
+			sick = append(sick, m.Name)
+		}
+	}
+	if quorum := len(rest)/2 + 1; res.Healthy < quorum {
+		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"removing %s would leave %d members, of which %d answer (not %s): a quorum needs %d; bring them back first",
+			in.Member, len(rest), res.Healthy, strings.Join(sick, ", "), quorum), ErrTypeQuorum, nil)
+	}
+	if in.DryRun {
+		return res, nil
+	}
+	if err := cl.call(ctx, from, "/v3/cluster/member/remove", map[string]any{"ID": target.ID}, nil); err != nil {
+		return res, temporal.NewApplicationError(fmt.Sprintf("remove %s (%s) through %s: %v", in.Member, target.ID, from, err), ErrTypeUnavailable)
+	}
+	res.Removed = true
+	return res, nil
+}
+
+type client struct {
+	http    *http.Client
+	timeout time.Duration
+}
+
+// client makes an HTTPS client that trusts etcd's CA alone and presents a
+// ten-minute client certificate from Vault (its key never leaves the
+// worker).
+func (a *Activities) client(ctx context.Context, in RemoveMemberInput) (*client, error) {
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM([]byte(in.CACert)) {
+		return nil, invalid("caCert holds no certificate")
+	}
+	issued, err := a.Vault.IssueCert(ctx, vault.IssueCertInput{Vault: in.Vault, CommonName: "kedge-etcd-client", Issuer: in.Issuer, TTL: "10m", Verbatim: true})
+	if err != nil {
+		return nil, err
+	}
+	pair, err := tls.X509KeyPair([]byte(issued.Certificate), []byte(issued.PrivateKey))
+	if err != nil {
+		return nil, temporal.NewApplicationError("the client certificate Vault issued: "+err.Error(), vault.ErrTypeVault)
+	}
+	cfg := &tls.Config{
+		Certificates: []tls.Certificate{pair},
+		// Members are reached by the inventory's addresses, which their
+		// certificates need not name: the chain to etcd's CA is what is
+		// checked.
+		InsecureSkipVerify: true,
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			return verifyChain(raw, roots)
+		},
+	}
+	timeout := a.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	return &client{http: &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: timeout}, timeout: timeout}, nil
+}
+
+func verifyChain(raw [][]byte, roots *x509.CertPool) error {
+	if len(raw) == 0 {
+		return errors.New("no certificate presented")
+	}
+	certs := make([]*x509.Certificate, len(raw))
+	for i, r := range raw {
+		c, err := x509.ParseCertificate(r)
+		if err != nil {
+			return err
+		}
+		certs[i] = c
+	}
+	inter := x509.NewCertPool()
+	for _, c := range certs[1:] {
+		inter.AddCert(c)
+	}
+	_, err := certs[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	return err
+}
+
+// call posts a JSON request to etcd's gateway.
+func (c *client) call(ctx context.Context, endpoint, path string, req, out any) error {
+	body, _ := json.Marshal(req)
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(endpoint, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	r.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(r)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s%s: %s: %s", endpoint, path, resp.Status, strings.TrimSpace(string(data)))
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(data, out)
+}
+
+func invalid(msg string) error {
+	return temporal.NewNonRetryableApplicationError(msg, ErrTypeInvalidInput, nil)
+}
