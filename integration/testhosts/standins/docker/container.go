@@ -338,6 +338,7 @@ func stop(args []string) int {
 			rc = 1
 			continue
 		}
+		c.waitStarted(30 * time.Second)
 		if pid := c.pid(); pid > 0 {
 			_ = syscall.Kill(pid, syscall.SIGTERM)
 			if !c.waitGone(grace) {
@@ -349,6 +350,17 @@ func stop(args []string) int {
 		fmt.Println(ref)
 	}
 	return rc
+}
+
+// waitStarted waits while the container is being started: the real
+// daemon runs one operation on a container at a time, so a stop that
+// arrives during the start stops the started container rather than
+// returning while it comes up.
+func (c *container) waitStarted(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for c.state() == "created" && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // waitEnded waits until whoever runs the container recorded its end.
@@ -427,6 +439,7 @@ func rm(args []string) int {
 			rc = 1
 			continue
 		}
+		c.waitStarted(30 * time.Second)
 		if pid := c.pid(); pid > 0 {
 			if !f.has("force") {
 				daemonError("cannot remove container \"/%s\": container is running: stop the container before removing or force remove", c.Name)
