@@ -275,7 +275,7 @@ func NodeVar(n inventory.Node) map[string]any {
 		}
 		return out
 	}
-	return map[string]any{"name": n.Name, "address": n.Address, "role": n.Role, "labels": strs(n.Labels), "taints": strs(n.Taints)}
+	return map[string]any{"name": n.Name, "nodeName": n.KubeName(), "address": n.Address, "role": n.Role, "labels": strs(n.Labels), "taints": strs(n.Taints)}
 }
 
 // ResolveOn evaluates a step's `on:` to node names. single reports whether

@@ -469,7 +469,9 @@ func (r *run) input(action catalog.Action, host string, with, vars map[string]an
 		}
 		input["target"] = target
 	case action.Target == catalog.TargetNode:
-		input["node"] = host
+		// The Node's name in Kubernetes: the inventory's nodeName when
+		// it differs from the host's name there.
+		input["node"] = r.in.Cluster.KubeName(host)
 	}
 	return input, nil
 }

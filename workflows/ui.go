@@ -424,6 +424,24 @@ func activitySummary(step, action, host string, input map[string]any) string {
 		what = "save the admin kubeconfig"
 	case "kube.install-kube-proxy":
 		what = "install kube-proxy"
+	case "kube.wait-static-pod":
+		what = "wait for static pod " + str("pod") + " on " + host
+		if v, _ := input["gone"].(bool); v {
+			what = "wait until static pod " + str("pod") + " is gone from " + host
+		}
+	case "kube.check-service-account-key":
+		what = "check the service-account signing key"
+	case "host.restart-static-pod":
+		what = "restart static pod " + str("manifest") + on
+	case "etcd.remove-member":
+		what = "remove etcd member " + str("member")
+		if v, _ := input["dryRun"].(bool); v {
+			what = "check etcd keeps a quorum without " + str("member")
+		}
+	case "pki.adopt":
+		what = "take the cluster's CAs and service-account key into Vault from" + on
+	case "pki.renew-in-place":
+		what = "renew certificates in place" + on
 	case "vault.issue-cert":
 		what = "issue a certificate for " + str("commonName")
 	case "vault.read-secret":

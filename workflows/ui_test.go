@@ -290,6 +290,9 @@ func TestActivitySummaries(t *testing.T) {
 		{"host.layout", "worker-1", map[string]any{"require": []any{"kedge"}}, "read the layout on worker-1 (step drain)"},
 		{"host.pull-image", "worker-1", map[string]any{"image": "quay.io/poseidon/kubelet:v1.36.1-amd64", "runtime": "docker"}, "pull quay.io/poseidon/kubelet:v1.36.1-amd64 on worker-1 (step drain)"},
 		{"kube.install-kube-proxy", "", map[string]any{"image": "registry.k8s.io/kube-proxy:v1.35.4", "server": "https://10.0.0.1:6443"}, "install kube-proxy (step drain)"},
+		{"etcd.remove-member", "", map[string]any{"member": "etcd2", "dryRun": true, "caCert": "SECRET"}, "check etcd keeps a quorum without etcd2 (step drain)"},
+		{"pki.renew-in-place", "controller-1", map[string]any{"files": map[string]any{"apiserver-key": "/k"}}, "renew certificates in place on controller-1 (step drain)"},
+		{"kube.wait-static-pod", "controller-1", map[string]any{"pod": "kube-apiserver", "gone": true}, "wait until static pod kube-apiserver is gone from controller-1 (step drain)"},
 	} {
 		if got := activitySummary("drain", c.action, c.host, c.input); got != c.want {
 			t.Errorf("%s: %q, want %q", c.action, got, c.want)
@@ -302,7 +305,7 @@ func TestActivitySummaries(t *testing.T) {
 		for _, i := range a.Inputs {
 			in[i.Name] = "SECRET"
 		}
-		for _, name := range []string{"path", "unit", "name", "commonName", "address", "node", "kubeletVersion", "action", "image"} {
+		for _, name := range []string{"path", "unit", "name", "commonName", "address", "node", "kubeletVersion", "action", "image", "member", "pod", "manifest"} {
 			delete(in, name)
 		}
 		got := activitySummary("s", a.Name, "worker-1", in)

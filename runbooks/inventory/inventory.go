@@ -106,11 +106,15 @@ type Vault struct {
 
 // Node is one host of the cluster.
 type Node struct {
-	Name    string `json:"name"`
-	Role    string `json:"role"`
-	Address string `json:"address"`
-	Port    int    `json:"port,omitempty"`
-	User    string `json:"user,omitempty"`
+	Name string `json:"name"`
+	// NodeName is the Kubernetes Node's name when it is not Name (the
+	// kubelet's --hostname-override: on bare-metal Typhoon, the machine's
+	// domain). Kubernetes actions act on it.
+	NodeName string `json:"nodeName,omitempty"`
+	Role     string `json:"role"`
+	Address  string `json:"address"`
+	Port     int    `json:"port,omitempty"`
+	User     string `json:"user,omitempty"`
 	// Become overrides the cluster's ssh.become for this node.
 	Become string   `json:"become,omitempty"`
 	Labels []string `json:"labels,omitempty"`
@@ -118,6 +122,25 @@ type Node struct {
 	// TaskQueue overrides the cluster's task queue for this node's
 	// actions: a node at another site.
 	TaskQueue string `json:"taskQueue,omitempty"`
+}
+
+// KubeName is the node's Kubernetes Node name: NodeName, else Name.
+func (n Node) KubeName() string {
+	if n.NodeName != "" {
+		return n.NodeName
+	}
+	return n.Name
+}
+
+// KubeName is the Kubernetes Node name of the inventory's node called
+// name (name itself when the inventory has no such node).
+func (c *Cluster) KubeName(name string) string {
+	for _, n := range c.Nodes() {
+		if n.Name == name {
+			return n.KubeName()
+		}
+	}
+	return name
 }
 
 // Nodes returns controllers then workers.
@@ -283,7 +306,11 @@ func Decode(doc source.Document) (*Cluster, error) {
 				p := pending{node: Node{Role: role}, key: item, attrs: map[string]*yaml.Node{}}
 				n := &p.node
 				source.Fields(f, item, role, &errs, map[string]func(*yaml.Node){
-					"name":    func(v *yaml.Node) { n.Name = source.String(f, v, "name", &errs); p.attrs["name"] = v },
+					"name": func(v *yaml.Node) { n.Name = source.String(f, v, "name", &errs); p.attrs["name"] = v },
+					"nodeName": func(v *yaml.Node) {
+						n.NodeName = source.String(f, v, "nodeName", &errs)
+						p.attrs["nodeName"] = v
+					},
 					"address": func(v *yaml.Node) { n.Address = source.String(f, v, "address", &errs); p.attrs["address"] = v },
 					"port":    func(v *yaml.Node) { n.Port = source.Int(f, v, "port", &errs); p.attrs["port"] = v },
 					"user":    func(v *yaml.Node) { n.User = source.String(f, v, "user", &errs) },
@@ -426,6 +453,11 @@ func Decode(doc source.Document) (*Cluster, error) {
 	}
 
 	names := map[string]source.Pos{}
+	type kubeName struct {
+		pos      source.Pos
+		explicit bool
+	}
+	kubeNames := map[string]kubeName{}
 	addrs := map[string]source.Pos{}
 	for _, p := range nodes {
 		n := p.node
@@ -445,6 +477,20 @@ func Decode(doc source.Document) (*Cluster, error) {
 				errs.Addf(at("name"), "duplicate node name %q (first at %s)", n.Name, prev)
 			} else {
 				names[n.Name] = at("name")
+			}
+		}
+		if n.NodeName != "" {
+			for _, msg := range validation.IsDNS1123Subdomain(n.NodeName) {
+				errs.Addf(at("nodeName"), "%s %s: nodeName %q: %s", n.Role, n.Name, n.NodeName, msg)
+			}
+		}
+		// Two nodes with one Node name: said here when a nodeName makes
+		// it so (the same name twice is said above).
+		if kn := n.KubeName(); kn != "" {
+			if prev, dup := kubeNames[kn]; dup && (n.NodeName != "" || prev.explicit) {
+				errs.Addf(at("nodeName"), "%s %s: Node name %q is another node's too (first at %s)", n.Role, n.Name, kn, prev.pos)
+			} else if !dup {
+				kubeNames[kn] = kubeName{at("nodeName"), n.NodeName != ""}
 			}
 		}
 		if n.Address == "" {
