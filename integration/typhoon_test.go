@@ -70,7 +70,7 @@ func TestKubeletImageSwapOnTyphoonNodes(t *testing.T) {
 	cp, _ := kubeLab(t)
 	// The inventory's controller (the first host) is not touched: the
 	// Typhoon workers are the two others.
-	l := startLabOf(t, "127.0.30.", testhosts.Options{Names: []string{"ty-ctl", "ty-flatcar", "ty-fcos"}})
+	l := startLabOf(t, "127.0.42.", testhosts.Options{Names: []string{"ty-ctl", "ty-flatcar", "ty-fcos"}})
 	workers := l.Hosts[1:]
 	startTyphoonKubelet(t, cp, workers[0], typhoon.Flatcar, "quay.io/poseidon/kubelet:v1.35.3")
 	startTyphoonKubelet(t, cp, workers[1], typhoon.FCOS, "quay.io/poseidon/kubelet:v1.35.3")
@@ -115,7 +115,7 @@ func TestKubeletImageSwapOnTyphoonNodes(t *testing.T) {
 // back.
 func TestNodeRemoveOnTyphoonNodes(t *testing.T) {
 	cp, _ := kubeLab(t)
-	l := startLabOf(t, "127.0.31.", testhosts.Options{Names: []string{"tyr-ctl", "tyr-flatcar", "tyr-fcos"}})
+	l := startLabOf(t, "127.0.43.", testhosts.Options{Names: []string{"tyr-ctl", "tyr-flatcar", "tyr-fcos"}})
 	workers := l.Hosts[1:]
 	startTyphoonKubelet(t, cp, workers[0], typhoon.Flatcar, "quay.io/poseidon/kubelet:v1.35.3")
 	startTyphoonKubelet(t, cp, workers[1], typhoon.FCOS, "quay.io/poseidon/kubelet:v1.35.3")

@@ -41,6 +41,20 @@ var typhoonBuilt struct {
 	kubeconfig string
 	client     kubernetes.Interface
 	err        error
+	closed     sync.Once
+}
+
+// closeTyphoon stops the Typhoon world's hosts (and everything they
+// run), once: after the last test that uses it, or at the end.
+func closeTyphoon() {
+	typhoonBuilt.closed.Do(func() {
+		if typhoonBuilt.lab != nil {
+			_ = typhoonBuilt.lab.Close()
+		}
+		if typhoonBuilt.err == nil {
+			typhoonBuilt.err = fmt.Errorf("the Typhoon world was stopped after TestNodeRemoveOnTyphoonCluster (its last test)")
+		}
+	})
 }
 
 const (
@@ -89,12 +103,12 @@ func buildTyphoon(t *testing.T) error {
 			controllers = append(controllers, h.name)
 		}
 	}
-	l, err := testhosts.Start(ctx, testhosts.Options{Count: len(names), Names: names, BaseIP: "127.0.32.", Dir: filepath.Join(dir, "hosts")})
+	l, err := testhosts.Start(ctx, testhosts.Options{Count: len(names), Names: names, BaseIP: "127.0.41.", Dir: filepath.Join(dir, "hosts")})
 	if err != nil {
 		return err
 	}
-	world.cleanups = append(world.cleanups, func() { _ = l.Close() })
 	typhoonBuilt.lab = l
+	world.cleanups = append(world.cleanups, closeTyphoon)
 	p, err := typhoon.NewPKI(typhoon.Cluster{APIServer: typhoonAPIServer, EtcdServers: controllers})
 	if err != nil {
 		return err
@@ -348,6 +362,9 @@ func TestKubeletImageSwapOnTyphoonCluster(t *testing.T) {
 // healthy. Removing it again succeeds and changes nothing.
 func TestNodeRemoveOnTyphoonCluster(t *testing.T) {
 	typhoonWorld(t)
+	// The last test of the Typhoon world (it removes nodes): its 3
+	// control planes stop with it rather than run beside later tests.
+	t.Cleanup(closeTyphoon)
 	cs, inv := typhoonBuilt.client, typhoonBuilt.inventory
 	// Kedge removes etcd members with a certificate from etcd's CA, which
 	// adopt took into Vault (a second adopt changes nothing).
