@@ -36,6 +36,21 @@ var bootstrapped struct {
 	client     kubernetes.Interface
 	progress   workflows.Progress
 	err        error
+	closed     sync.Once
+}
+
+// closeBootstrapped stops the bootstrapped cluster's hosts, once: after
+// its last test (its API server binds every address on :6443, which the
+// Typhoon world's API servers need later), or at the end.
+func closeBootstrapped() {
+	bootstrapped.closed.Do(func() {
+		if bootstrapped.lab != nil {
+			_ = bootstrapped.lab.Close()
+		}
+		if bootstrapped.err == nil {
+			bootstrapped.err = fmt.Errorf("the bootstrapped cluster was stopped after TestCertRenewalRenewsEveryServedCertificate (its last test)")
+		}
+	})
 }
 
 const bootstrapImage = "quay.io/poseidon/kubelet:v1.35.4"
@@ -56,7 +71,8 @@ func bootLab(t *testing.T) (*testhosts.Lab, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	world.cleanups = append(world.cleanups, func() { _ = l.Close() })
+	bootstrapped.lab = l
+	world.cleanups = append(world.cleanups, closeBootstrapped)
 	images := "quay.io/poseidon/kubelet /usr/local/sbin/kubelet-sim\n"
 	for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
 		p, err := l.Hosts[0].InstallProgram(c, filepath.Join(tools, c))
@@ -317,6 +333,7 @@ func runIDs(p workflows.Progress, cluster string, nodes ...string) []string {
 // cluster still works.
 func TestCertRenewalRenewsEveryServedCertificate(t *testing.T) {
 	bootCluster(t)
+	t.Cleanup(closeBootstrapped) // the last test of this cluster
 	l := bootstrapped.lab
 	ctl := l.Hosts[0].Address
 	endpoints := []string{net.JoinHostPort(ctl, "6443"), net.JoinHostPort(ctl, "2379")}
