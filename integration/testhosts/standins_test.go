@@ -141,6 +141,38 @@ systemctl enable --now watched.path`)
 	mustSh(t, h, "systemctl stop watched.path watched")
 }
 
+// A restart is one job: the path unit that watches the service does not
+// start it between the restart's stop and its start, so every restart
+// succeeds and one main process runs (Typhoon's kubelet.path beside a
+// kubelet-image-swap's restart).
+func TestRestartIsOneJobBesideAPathUnit(t *testing.T) {
+	h := standinHost(t, "127.0.36.")
+	mustSh(t, h, `mkdir -p /etc/kubernetes && echo x > /etc/kubernetes/kubeconfig
+printf '[Service]\nExecStartPre=/bin/mkdir /run/slot\nExecStartPre=/bin/sleep 0.5\nExecStart=/bin/sleep 1001\nExecStopPost=/bin/rmdir /run/slot\n' > /etc/systemd/system/watched.service
+printf '[Path]\nPathExists=/etc/kubernetes/kubeconfig\n[Install]\nWantedBy=multi-user.target\n' > /etc/systemd/system/watched.path
+systemctl enable --now watched.path`)
+	deadline := time.Now().Add(5 * time.Second)
+	for out, _ := hostSh(t, h, "systemctl is-active watched"); out != "active"; out, _ = hostSh(t, h, "systemctl is-active watched") {
+		if time.Now().After(deadline) {
+			t.Fatalf("watched.service not started by its path unit: %q", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for i := range 5 {
+		if out, ok := hostSh(t, h, "systemctl restart watched"); !ok {
+			t.Errorf("restart %d: %s", i+1, out)
+		}
+	}
+	time.Sleep(time.Second)
+	if out := mustSh(t, h, "pgrep -cx -f '/bin/sleep 1001' || true"); out != "1" {
+		t.Errorf("%s main processes after the restarts, want 1", out)
+	}
+	if out := mustSh(t, h, "systemctl is-active watched || true"); out != "active" {
+		t.Errorf("watched.service after the restarts: %s", out)
+	}
+	mustSh(t, h, "systemctl stop watched.path watched")
+}
+
 // The container stand-in on a real host: images from the seeded store
 // only, unknown flags refused, a container sees only its volumes, and a
 // unit like the kubelet's runs a container and stops it.

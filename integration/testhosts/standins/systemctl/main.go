@@ -106,6 +106,10 @@ func run(args []string) int {
 	rc := 0
 	for _, u := range units {
 		var r int
+		unlock := func() {}
+		if jobVerbs[cmd] {
+			unlock = lockUnit(u)
+		}
 		switch cmd {
 		case "start":
 			warnIfChanged(u)
@@ -157,9 +161,32 @@ func run(args []string) int {
 		case "cat":
 			r = cat(u)
 		}
+		unlock()
 		rc = max(rc, r)
 	}
 	return rc
+}
+
+// jobVerbs are the commands that queue a job on a unit.
+var jobVerbs = map[string]bool{
+	"start": true, "stop": true, "restart": true, "reload": true, "reload-or-restart": true,
+	"try-restart": true, "enable": true, "disable": true,
+}
+
+// lockUnit holds the unit's job lock until the returned func is called.
+// systemd runs one job on a unit at a time and a restart is one job, so a
+// path unit firing while its service is between the restart's stop and
+// start waits, then finds the service active; without the lock both would
+// start it (two `docker run --name kubelet`, one refused, and a failed
+// start reported for a restart that worked). The lock's file descriptor
+// is close-on-exec: the unit's processes do not inherit it.
+func lockUnit(name string) func() {
+	f, err := os.OpenFile(filepath.Join(stateDir, name+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return func() {}
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+	return func() { f.Close() }
 }
 
 func pidFile(u string) string  { return filepath.Join(stateDir, u+".pid") }
@@ -499,7 +526,9 @@ func reboot() int {
 	for _, paths := range []bool{true, false} {
 		for name := range running {
 			if strings.HasSuffix(name, ".path") == paths {
+				unlock := lockUnit(name)
 				stop(name)
+				unlock()
 			}
 		}
 	}
@@ -522,9 +551,11 @@ func reboot() int {
 	for _, paths := range []bool{false, true} {
 		for name := range wanted {
 			if strings.HasSuffix(name, ".path") == paths {
+				unlock := lockUnit(name)
 				if r := start(name); r != 0 {
 					rc = r
 				}
+				unlock()
 			}
 		}
 	}
