@@ -15,10 +15,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"kedge.dev/kedge/activities/layout"
 	"kedge.dev/kedge/integration/controlplane"
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/integration/typhoon"
@@ -64,21 +66,30 @@ const (
 	typhoonEtcdImage = "quay.io/coreos/etcd:v3.6.16"
 )
 
+// typhoonHosts are the world's hosts. A spare host is a bare Flatcar
+// machine on the cluster's network, in no inventory until node-join adds
+// it: the provisioner has given it its OS and nothing else.
 var typhoonHosts = []struct {
 	name, flavor string
 	controller   bool
+	spare        bool
 }{
-	{"tyc1", typhoon.Flatcar, true},
-	{"tyc2", typhoon.FCOS, true},
-	{"tyc3", typhoon.Flatcar, true},
-	{"tyw1", typhoon.Flatcar, false},
-	{"tyw2", typhoon.FCOS, false},
+	{"tyc1", typhoon.Flatcar, true, false},
+	{"tyc2", typhoon.FCOS, true, false},
+	{"tyc3", typhoon.Flatcar, true, false},
+	{"tyw1", typhoon.Flatcar, false, false},
+	{"tyw2", typhoon.FCOS, false, false},
+	{"tyw3", typhoon.Flatcar, false, true},
 }
 
 // typhoonWorld builds the Typhoon cluster once for the tests that use it.
 func typhoonWorld(t *testing.T) {
 	t.Helper()
 	typhoonBuilt.once.Do(func() {
+		// Kedge's bootstrapped API server binds every address on :6443,
+		// the port of the Typhoon world's three: its tests (sorting
+		// before these) are over by now, whichever of them ran.
+		closeBootstrapped()
 		began := time.Now()
 		typhoonBuilt.err = buildTyphoon(t)
 		t.Logf("Typhoon-built cluster of 3 controllers + 2 workers: %s", time.Since(began).Round(time.Second))
@@ -96,14 +107,17 @@ func buildTyphoon(t *testing.T) error {
 	}
 	v, tokenFile := labVault(t)
 	dir := filepath.Join(world.dir, "typhoon")
-	var names, controllers []string
+	var all, names, controllers []string
 	for _, h := range typhoonHosts {
-		names = append(names, h.name)
+		all = append(all, h.name)
+		if !h.spare {
+			names = append(names, h.name)
+		}
 		if h.controller {
 			controllers = append(controllers, h.name)
 		}
 	}
-	l, err := testhosts.Start(ctx, testhosts.Options{Count: len(names), Names: names, BaseIP: "127.0.41.", Dir: filepath.Join(dir, "hosts")})
+	l, err := testhosts.Start(ctx, testhosts.Options{Count: len(all), Names: all, BaseIP: "127.0.41.", Dir: filepath.Join(dir, "hosts")})
 	if err != nil {
 		return err
 	}
@@ -135,6 +149,12 @@ func buildTyphoon(t *testing.T) error {
 	images := "quay.io/poseidon/kubelet " + testhosts.KubeletSim + "\n"
 	for i, h := range l.Hosts {
 		spec := typhoonHosts[i]
+		if spec.spare {
+			if err := provisionSpare(ctx, h, hosts, images); err != nil {
+				return err
+			}
+			continue
+		}
 		files, err := typhoon.Files(typhoon.Node{Flavor: spec.flavor, Controller: spec.controller, DomainName: h.Name,
 			KubeletImage: typhoonKubelet, EtcdName: fmt.Sprintf("etcd%d", i), EtcdImage: typhoonEtcdImage,
 			EtcdInitialCluster: strings.Join(initial, ","), ListenIP: h.Address})
@@ -227,7 +247,10 @@ func buildTyphoon(t *testing.T) error {
 			return err
 		}
 	}
-	for _, h := range l.Hosts {
+	for i, h := range l.Hosts {
+		if typhoonHosts[i].spare {
+			continue
+		}
 		for _, args := range [][]string{{"enable", "kubelet.path"}, {"start", "kubelet.path"}} {
 			if out, err := h.Exec(ctx, "systemctl", args...); err != nil {
 				return fmt.Errorf("%s: systemctl %v: %w: %s", h.Name, args, err, out)
@@ -271,6 +294,8 @@ func buildTyphoon(t *testing.T) error {
 	fmt.Fprintf(&b, "vault:\n  address: %s\n  tokenFile: %s\n  pki: %s\n  role: %s\n  kv: %s\n", v.Address, tokenFile, vaultlab.PKIPath, vaultlab.PKIRole, vaultlab.KVPath)
 	for i, h := range l.Hosts {
 		switch {
+		case typhoonHosts[i].spare:
+			continue
 		case i == 0:
 			b.WriteString("controllers:\n")
 		case !typhoonHosts[i].controller && typhoonHosts[i-1].controller:
@@ -280,6 +305,26 @@ func buildTyphoon(t *testing.T) error {
 	}
 	typhoonBuilt.inventory = filepath.Join(dir, "inventory.yaml")
 	return os.WriteFile(typhoonBuilt.inventory, []byte(b.String()), 0o644)
+}
+
+// provisionSpare gives a spare host what the machine's provisioning
+// gives a Typhoon node before Kubernetes: names, containerd's directory,
+// and, standing in for the cluster's CNI DaemonSet, its pod network.
+func provisionSpare(ctx context.Context, h *testhosts.Host, hosts, images string) error {
+	for _, f := range []typhoon.File{{Path: "/etc/hosts", Mode: 0o644, Data: []byte(hosts)},
+		{Path: "/etc/kedge-lab/images", Mode: 0o644, Data: []byte(images)},
+		{Path: "/etc/kedge-lab/node-ip", Mode: 0o644, Data: []byte(h.Address + "\n")}} {
+		if err := h.WriteFile(f.Path, f.Data, os.FileMode(f.Mode)); err != nil {
+			return fmt.Errorf("%s: %w", h.Name, err)
+		}
+	}
+	if err := testhosts.WriteCNIConfig(h); err != nil {
+		return err
+	}
+	if out, err := h.Exec(ctx, "mkdir", "-p", "/var/lib/containerd", "/run/lock"); err != nil {
+		return fmt.Errorf("%s: %w: %s", h.Name, err, out)
+	}
+	return nil
 }
 
 // waitTyphoonReady waits until every node is Ready, saying which are not
@@ -332,6 +377,9 @@ func TestKubeletImageSwapOnTyphoonCluster(t *testing.T) {
 		t.Fatalf("kubelet-image-swap: exit %d: %s\n%+v", code, errOut, p)
 	}
 	for i, h := range typhoonBuilt.lab.Hosts {
+		if typhoonHosts[i].spare {
+			continue
+		}
 		// One kubelet container, the new image's: none left over from a
 		// start the restart raced with.
 		runtime := map[string]string{typhoon.Flatcar: "docker", typhoon.FCOS: "podman"}[typhoonHosts[i].flavor]
@@ -364,6 +412,135 @@ func TestKubeletImageSwapOnTyphoonCluster(t *testing.T) {
 	if b, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(t.Context()); err != nil {
 		t.Errorf("the API server after the swap: %s (%v)", b, err)
 	}
+}
+
+// node-join of a bare host into the Typhoon-built cluster, with an
+// inventory that says nothing of the cluster's DNS or kubelet image: the
+// new worker gets a Typhoon worker's kubelet (tyw1's unit, drop-ins,
+// kubelet.path and KubeletConfiguration, so Typhoon's cluster DNS
+// 10.3.0.10), made for its own name, joins through TLS bootstrap with a
+// token for this join only, runs tyw1's kubelet version, carries the
+// inventory's labels beside Typhoon's, and comes back after its units
+// restart (a reboot). A controller is refused before anything changes.
+func TestNodeJoinOnTyphoonCluster(t *testing.T) {
+	typhoonWorld(t)
+	cs := typhoonBuilt.client
+	ctx := t.Context()
+	ref, h := typhoonHost(t, "tyw1"), typhoonHost(t, "tyw3")
+	refNode, err := cs.CoreV1().Nodes().Get(ctx, "tyw1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := os.ReadFile(typhoonBuilt.inventory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inv strings.Builder
+	for _, line := range strings.SplitAfter(string(base), "\n") {
+		if !strings.HasPrefix(line, "  clusterDNS:") && !strings.HasPrefix(line, "  kubeletImage:") {
+			inv.WriteString(line)
+		}
+	}
+	fmt.Fprintf(&inv, "  - name: tyw3\n    address: %s\n    port: %d\n    labels: [node.kubernetes.io/pool=spare]\n", h.Address, h.Port)
+	invPath := filepath.Join(t.TempDir(), "inventory.yaml")
+	if err := os.WriteFile(invPath, []byte(inv.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tokens := func() int {
+		list, err := cs.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{FieldSelector: "type=bootstrap.kubernetes.io/token"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(list.Items)
+	}
+	before := tokens()
+
+	p, code, errOut := runWaitInv(t, "node-join", invPath, "--set", "node=tyc3")
+	if code == 0 || !strings.Contains(step(t, p, "like-worker").LastError, "tyc3 is a controller") {
+		t.Errorf("node-join of a controller: exit %d: %s\n%+v", code, errOut, p)
+	}
+	if got := tokens(); got != before {
+		t.Errorf("the refused join left %d bootstrap tokens, %d before", got, before)
+	}
+
+	began := time.Now()
+	p, code, errOut = runWaitInv(t, "node-join", invPath, "--set", "node=tyw3")
+	t.Logf("node-join of a Typhoon worker: %s", time.Since(began).Round(time.Second))
+	if code != 0 {
+		for _, hh := range []*testhosts.Host{h} {
+			b, _ := hh.ReadFile("/var/log/units/kubelet.service.log")
+			t.Logf("%s kubelet.service log tail:\n%s", hh.Name, tail(string(b), 4000))
+		}
+		t.Fatalf("node-join tyw3: exit %d: %s\n%+v", code, errOut, p)
+	}
+	if s := step(t, p, "kubelet-unit"); s.State != "skipped" {
+		t.Errorf("Kedge's own kubelet unit was rendered: %+v", s)
+	}
+	n, err := cs.CoreV1().Nodes().Get(ctx, "tyw3", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !nodeIsReady(n) || n.Status.NodeInfo.KubeletVersion != refNode.Status.NodeInfo.KubeletVersion {
+		t.Errorf("tyw3: ready %v, kubelet %q; tyw1's %q", nodeIsReady(n), n.Status.NodeInfo.KubeletVersion, refNode.Status.NodeInfo.KubeletVersion)
+	}
+	if _, ok := n.Labels["node.kubernetes.io/node"]; !ok || n.Labels["node.kubernetes.io/pool"] != "spare" {
+		t.Errorf("tyw3 labels %v: want Typhoon's node.kubernetes.io/node and the inventory's pool", n.Labels)
+	}
+
+	// Typhoon's files, made for tyw3: the same KubeletConfiguration, the
+	// same unit but for the Node name.
+	for _, f := range []string{typhoon.KubeletConfig, typhoon.KubeletUnit, typhoon.KubeletPathUnit, layout.ImageDropIn} {
+		want, werr := ref.ReadFile(f)
+		got, gerr := h.ReadFile(f)
+		if werr != nil || gerr != nil {
+			if werr == nil || gerr == nil {
+				t.Errorf("%s: on tyw1 %v, on tyw3 %v", f, werr, gerr)
+			}
+			continue
+		}
+		want = []byte(strings.ReplaceAll(string(want), "--hostname-override=tyw1 ", "--hostname-override=tyw3 "))
+		if string(got) != string(want) {
+			t.Errorf("tyw3's %s:\n%s\nwant\n%s", f, got, want)
+		}
+	}
+	// What the cluster's DNS is, as Kedge reads the new node's layout.
+	out, errOut, code := kedge(t, "inspect", "--inventory", invPath, "--node", "tyw3", "--output", "json")
+	var reports []struct {
+		Node   string        `json:"node"`
+		Layout layout.Layout `json:"layout"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &reports) != nil || len(reports) != 1 {
+		t.Fatalf("kedge inspect tyw3: exit %d: %s %s", code, out, errOut)
+	}
+	if l := reports[0].Layout; l.Kind != "typhoon-flatcar" || !slices.Equal(l.ClusterDNS, []string{typhoon.ClusterDNS}) || l.NodeName != "tyw3" {
+		t.Errorf("tyw3's layout: %s, cluster DNS %v, node %s", l.Kind, l.ClusterDNS, l.NodeName)
+	}
+	// The join's token is gone; the bootstrap kubeconfig is root's.
+	if got := tokens(); got != before {
+		t.Errorf("bootstrap tokens after the join: %d, before %d", got, before)
+	}
+	if out, err := h.Exec(ctx, "stat", "-c", "%a", typhoon.BootstrapKubeconfig); err != nil || strings.TrimSpace(string(out)) != "600" {
+		t.Errorf("%s mode %q (%v)", typhoon.BootstrapKubeconfig, out, err)
+	}
+
+	// kubelet.path is enabled as on Typhoon: after a reboot the kubelet
+	// comes back and posts Ready again.
+	if err := h.Reboot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rebooted := time.Now()
+	eventually(t, 2*time.Minute, "tyw3 Ready after its reboot", func() bool {
+		n, err := cs.CoreV1().Nodes().Get(ctx, "tyw3", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && c.LastHeartbeatTime.After(rebooted) {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // node-remove on the Typhoon-built cluster: a worker, then a controller.

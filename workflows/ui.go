@@ -431,6 +431,8 @@ func activitySummary(step, action, host string, input map[string]any) string {
 		}
 	case "kube.check-service-account-key":
 		what = "check the service-account signing key"
+	case "host.kubelet-files":
+		what = "read the kubelet files of" + on + " for a new node"
 	case "host.restart-static-pod":
 		what = "restart static pod " + str("manifest") + on
 	case "etcd.remove-member":

@@ -102,6 +102,7 @@ var actions = []Action{
 	describe(certinfo.CheckAction, "connect to a TLS endpoint and report the certificate it serves (and whether it is due for renewal); optionally wait until it serves a newer one", certinfo.CheckInput{}, certinfo.CheckResult{}, 10*time.Minute, 30*time.Second, nil),
 	describe(host.RestoreFileAction, "undo a host.write-file: put the previous content back or remove the file", host.RestoreFileInput{}, host.RestoreFileResult{}, 5*time.Minute, 15*time.Second, nil),
 	describe(host.RestartStaticPodAction, "make the kubelet restart a static pod: set the kedge.dev/restarted-at annotation in its manifest (nothing else changes; undo with host.restore-file)", host.RestartStaticPodInput{}, host.RestartStaticPodResult{}, 5*time.Minute, 15*time.Second, nil),
+	describe(host.KubeletFilesAction, "read how a worker runs its kubelet (unit, drop-ins, kubelet.path, KubeletConfiguration; never a credential) and give the files back made for another node: its --hostname-override and --node-ip, anything else naming the worker refused with file and line", host.KubeletFilesInput{}, host.KubeletFilesResult{}, 2*time.Minute, 15*time.Second, nil),
 	describe(host.ReadFileAction, "read a file from the host", host.ReadFileInput{}, host.ReadFileResult{}, 5*time.Minute, 15*time.Second, nil),
 	describe(check.Action, "stop the runbook when a condition is false (a guard)", check.Input{}, check.Result{}, time.Minute, 0, nil),
 	describe(kube.CordonAction, "mark the node unschedulable", kube.NodeInput{}, kube.NodeResult{}, 30*time.Second, 0, nil),

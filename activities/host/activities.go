@@ -39,6 +39,7 @@ func (a *Activities) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.InstallBundle, activity.RegisterOptions{Name: InstallBundleAction})
 	r.RegisterActivityWithOptions(a.RestoreBundle, activity.RegisterOptions{Name: RestoreBundleAction})
 	r.RegisterActivityWithOptions(a.RestartStaticPod, activity.RegisterOptions{Name: RestartStaticPodAction})
+	r.RegisterActivityWithOptions(a.KubeletFiles, activity.RegisterOptions{Name: KubeletFilesAction})
 }
 
 func (a *Activities) backupDir() string {

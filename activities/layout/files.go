@@ -73,6 +73,7 @@ func readKubeletFiles(l *Layout, r Reader) error {
 				continue
 			}
 			p := path.Join(k.ConfigDir, n)
+			k.ConfigDropIns = append(k.ConfigDropIns, p)
 			b, err := r.ReadFile(p)
 			if err != nil {
 				return err

@@ -84,7 +84,9 @@ type Layout struct {
 	Role string `json:"role,omitempty"`
 	// NodeName is the Node's name as the kubelet registers it
 	// (--hostname-override, else the host name).
-	NodeName      string   `json:"nodeName,omitempty"`
+	NodeName string `json:"nodeName,omitempty"`
+	// Hostname is the host's own name.
+	Hostname      string   `json:"hostname,omitempty"`
 	ClusterDNS    []string `json:"clusterDNS,omitempty"`
 	ClusterDomain string   `json:"clusterDomain,omitempty"`
 	Kubelet       *Kubelet `json:"kubelet,omitempty"`
@@ -105,6 +107,8 @@ type Kubelet struct {
 	// PathExists is the file whose appearance starts the kubelet
 	// (kubelet.path), "" without one.
 	PathExists string `json:"pathExists"`
+	// PathUnit is kubelet.path's unit file, "" without one.
+	PathUnit string `json:"pathUnit,omitempty"`
 	// Runtime runs the kubelet's container: docker or podman.
 	Runtime string `json:"runtime"`
 	// Image is the KUBELET_IMAGE systemd uses, ImageFrom the unit file or
@@ -121,13 +125,16 @@ type Kubelet struct {
 	// Args are the kubelet's arguments (after the image).
 	Args []string `json:"args"`
 	// Volumes maps a path in the kubelet's container to the host's.
-	Volumes             map[string]string `json:"volumes,omitempty"`
-	Config              string            `json:"config,omitempty"`
-	ConfigDir           string            `json:"configDir,omitempty"`
-	Kubeconfig          string            `json:"kubeconfig"`
-	BootstrapKubeconfig string            `json:"bootstrapKubeconfig"`
-	ClientCAFile        string            `json:"clientCAFile,omitempty"`
-	StaticPodPath       string            `json:"staticPodPath,omitempty"`
+	Volumes   map[string]string `json:"volumes,omitempty"`
+	Config    string            `json:"config,omitempty"`
+	ConfigDir string            `json:"configDir,omitempty"`
+	// ConfigDropIns are the .conf files in ConfigDir, in the order the
+	// kubelet merges them.
+	ConfigDropIns       []string `json:"configDropIns,omitempty"`
+	Kubeconfig          string   `json:"kubeconfig"`
+	BootstrapKubeconfig string   `json:"bootstrapKubeconfig"`
+	ClientCAFile        string   `json:"clientCAFile,omitempty"`
+	StaticPodPath       string   `json:"staticPodPath,omitempty"`
 	// ClientCertificate is the kubelet's client certificate file as its
 	// kubeconfig references it ("" when embedded).
 	ClientCertificate string `json:"clientCertificate"`
@@ -203,7 +210,7 @@ func (l Layout) Require(host string, allowed ...string) error {
 // Discover reads the host's layout from what systemd reports and the
 // files the units and the kubelet's configuration name.
 func Discover(f Facts, r Reader) (Layout, error) {
-	l := Layout{Etcd: Etcd{Mode: EtcdNone}, Files: map[string]string{}}
+	l := Layout{Etcd: Etcd{Mode: EtcdNone}, Files: map[string]string{}, Hostname: f.Hostname}
 	ks := f.Units[KubeletService]
 	es := f.Units[EtcdMember]
 	if !ks.Loaded() {
@@ -284,6 +291,7 @@ func readKubelet(ks, ps UnitState, r Reader) (*Kubelet, []byte, error) {
 				return nil, nil, fmt.Errorf("kubelet.path: %w", err)
 			}
 			k.PathExists = pu.Path["PathExists"]
+			k.PathUnit = ps.FragmentPath
 		}
 	}
 	return k, contents[0], nil
