@@ -9,16 +9,12 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"kedge.dev/kedge/activities/layout"
 	"kedge.dev/kedge/activities/sshpool"
 )
 
 // RestartStaticPodAction is the action name of RestartStaticPod.
 const RestartStaticPodAction = "host.restart-static-pod"
-
-// RestartAnnotation is the annotation host.restart-static-pod sets on a
-// static pod's manifest: a changed manifest is a new pod to the kubelet,
-// which stops the old one and starts it again.
-const RestartAnnotation = "kedge.dev/restarted-at"
 
 // RestartStaticPodInput names a static pod manifest.
 type RestartStaticPodInput struct {
@@ -31,7 +27,7 @@ type RestartStaticPodInput struct {
 
 // RestartStaticPod makes the kubelet restart a static pod
 // (host.restart-static-pod) — after its certificates were renewed, say —
-// by setting RestartAnnotation in its manifest. Nothing else in the file
+// by setting layout.RestartedAtAnnotation in its manifest. Nothing else in the file
 // changes: its fields, their order and comments stay (indentation is
 // written as two spaces). The write is
 // atomic (a dot-file staged beside it, which the kubelet ignores) and
@@ -66,7 +62,7 @@ func (a *Activities) restartStaticPod(ctx context.Context, in RestartStaticPodIn
 	if err != nil {
 		return RestartStaticPodResult{}, err
 	}
-	out, err := annotate([]byte(cur.Content), RestartAnnotation, at)
+	out, err := annotate([]byte(cur.Content), layout.RestartedAtAnnotation, at)
 	if err != nil {
 		return RestartStaticPodResult{}, invalid(fmt.Sprintf("%s on %s: %v", in.Manifest, nodeName(in.Target), err))
 	}

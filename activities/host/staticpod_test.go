@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"kedge.dev/kedge/activities/layout"
 )
 
 func TestAnnotateKeepsThePodAndSetsTheAnnotation(t *testing.T) {
@@ -24,11 +26,11 @@ spec:
     - kube-apiserver
     - --advertise-address=$(POD_IP) # Typhoon's
 `
-	once, err := annotate([]byte(pod), RestartAnnotation, "2026-11-25T04:00:00Z")
+	once, err := annotate([]byte(pod), layout.RestartedAtAnnotation, "2026-11-25T04:00:00Z")
 	if err != nil {
 		t.Fatal(err)
 	}
-	twice, err := annotate(once, RestartAnnotation, "2026-11-25T05:00:00Z")
+	twice, err := annotate(once, layout.RestartedAtAnnotation, "2026-11-25T05:00:00Z")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +43,7 @@ spec:
 	}
 	meta := after["metadata"].(map[string]any)
 	ann := meta["annotations"].(map[string]any)
-	if len(ann) != 1 || ann[RestartAnnotation] != "2026-11-25T05:00:00Z" {
+	if len(ann) != 1 || ann[layout.RestartedAtAnnotation] != "2026-11-25T05:00:00Z" {
 		t.Errorf("annotations %v", ann)
 	}
 	delete(meta, "annotations")
@@ -53,7 +55,7 @@ spec:
 	}
 
 	for _, bad := range []string{"kind: Service\nmetadata: {}\n", "- a\n- b\n", "a: [\n"} {
-		if _, err := annotate([]byte(bad), RestartAnnotation, "x"); err == nil {
+		if _, err := annotate([]byte(bad), layout.RestartedAtAnnotation, "x"); err == nil {
 			t.Errorf("annotate(%q) = nil error", bad)
 		}
 	}

@@ -9,14 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"kedge.dev/kedge/activities/layout"
 )
 
 // WaitStaticPodAction is the action name of WaitStaticPod.
 const WaitStaticPodAction = "kube.wait-static-pod"
-
-// RestartedAtAnnotation is what host.restart-static-pod sets on a static
-// pod's manifest; the kubelet copies it to the mirror pod.
-const RestartedAtAnnotation = "kedge.dev/restarted-at"
 
 // WaitStaticPodInput names a node's static pod and the restart to wait
 // for.
@@ -68,8 +66,8 @@ func (a *Activities) WaitStaticPod(ctx context.Context, in WaitStaticPodInput) (
 		case err == nil:
 			ready, restarts, why := podReady(p)
 			switch {
-			case in.RestartedAt != "" && p.Annotations[RestartedAtAnnotation] != in.RestartedAt:
-				last = fmt.Sprintf("the kubelet runs the pod from before the restart (%s %q)", RestartedAtAnnotation, p.Annotations[RestartedAtAnnotation])
+			case in.RestartedAt != "" && p.Annotations[layout.RestartedAtAnnotation] != in.RestartedAt:
+				last = fmt.Sprintf("the kubelet runs the pod from before the restart (%s %q)", layout.RestartedAtAnnotation, p.Annotations[layout.RestartedAtAnnotation])
 			case !ready:
 				last = why
 			default:

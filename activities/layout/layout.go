@@ -297,6 +297,12 @@ func readKubelet(ks, ps UnitState, r Reader) (*Kubelet, []byte, error) {
 	return k, contents[0], nil
 }
 
+// RestartedAtAnnotation is the annotation host.restart-static-pod sets on
+// a static pod's manifest (a changed manifest is a new pod to the
+// kubelet, which stops the old one and starts it again); the kubelet
+// copies it to the mirror pod, where kube.wait-static-pod looks for it.
+const RestartedAtAnnotation = "kedge.dev/restarted-at"
+
 // ImageVariable is the unit environment variable holding the kubelet's
 // image in every layout Kedge knows.
 const ImageVariable = "KUBELET_IMAGE"

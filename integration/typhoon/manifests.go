@@ -46,7 +46,27 @@ func StaticPods(cp ControlPlane) ([]File, error) {
 	return files, nil
 }
 
-var apiserverPod = parse("kube-apiserver", `apiVersion: v1
+// shared are the blocks the manifests have in common: the pod's IP in
+// the container's environment, and the host path of its secrets.
+const shared = `{{define "podIP"}}
+    env:
+    - name: POD_IP
+      valueFrom:
+        fieldRef:
+          fieldPath: status.podIP
+{{- end}}
+{{- define "secrets"}}
+    volumeMounts:
+    - name: secrets
+      mountPath: {{.}}
+      readOnly: true
+  volumes:
+  - name: secrets
+    hostPath:
+      path: {{.}}
+{{- end}}`
+
+var apiserverPod = parse("kube-apiserver", shared+`apiVersion: v1
 kind: Pod
 metadata:
   name: kube-apiserver
@@ -87,22 +107,11 @@ spec:
     - --service-cluster-ip-range={{.ServiceCIDR}}
     - --tls-cert-file=/etc/kubernetes/pki/apiserver.crt
     - --tls-private-key-file=/etc/kubernetes/pki/apiserver.key
-    env:
-    - name: POD_IP
-      valueFrom:
-        fieldRef:
-          fieldPath: status.podIP
-    volumeMounts:
-    - name: secrets
-      mountPath: /etc/kubernetes/pki
-      readOnly: true
-  volumes:
-  - name: secrets
-    hostPath:
-      path: /etc/kubernetes/pki
+{{- template "podIP"}}
+{{- template "secrets" "/etc/kubernetes/pki"}}
 `)
 
-var controllerManagerPod = parse("kube-controller-manager", `apiVersion: v1
+var controllerManagerPod = parse("kube-controller-manager", shared+`apiVersion: v1
 kind: Pod
 metadata:
   name: kube-controller-manager
@@ -137,24 +146,11 @@ spec:
     - --service-account-private-key-file=/etc/kubernetes/pki/service-account.key
     - --service-cluster-ip-range={{.ServiceCIDR}}
     - --use-service-account-credentials=true
-{{- if .SharedNetwork}}
-    env:
-    - name: POD_IP
-      valueFrom:
-        fieldRef:
-          fieldPath: status.podIP
-{{- end}}
-    volumeMounts:
-    - name: secrets
-      mountPath: /etc/kubernetes/pki
-      readOnly: true
-  volumes:
-  - name: secrets
-    hostPath:
-      path: /etc/kubernetes/pki
+{{- if .SharedNetwork}}{{template "podIP"}}{{end}}
+{{- template "secrets" "/etc/kubernetes/pki"}}
 `)
 
-var schedulerPod = parse("kube-scheduler", `apiVersion: v1
+var schedulerPod = parse("kube-scheduler", shared+`apiVersion: v1
 kind: Pod
 metadata:
   name: kube-scheduler
@@ -177,19 +173,6 @@ spec:
 {{- end}}
     - --kubeconfig=/etc/kubernetes/pki/scheduler.conf
     - --leader-elect=true
-{{- if .SharedNetwork}}
-    env:
-    - name: POD_IP
-      valueFrom:
-        fieldRef:
-          fieldPath: status.podIP
-{{- end}}
-    volumeMounts:
-    - name: secrets
-      mountPath: /etc/kubernetes/pki/scheduler.conf
-      readOnly: true
-  volumes:
-  - name: secrets
-    hostPath:
-      path: /etc/kubernetes/pki/scheduler.conf
+{{- if .SharedNetwork}}{{template "podIP"}}{{end}}
+{{- template "secrets" "/etc/kubernetes/pki/scheduler.conf"}}
 `)
