@@ -44,13 +44,35 @@ func (s *Server) hookRun(w http.ResponseWriter, r *http.Request) {
 		fail(err)
 		return
 	}
-	key, err := verifyHook(s.Config, r.Header, body, s.now())
+	v, err := verifyHook(s.Config, r.Header, body, s.now())
 	if err != nil {
 		s.auditUnauthenticated(r, err)
 		fail(err)
 		return
 	}
-	sub := Subject{Source: SourceWebhook, Key: key}
+	sub := Subject{Source: SourceWebhook, Key: v.Key}
+	// The same signed bytes again (a replay, or a client's retry) get the
+	// first answer and start nothing, whatever became of the first run.
+	prev, first := s.replays.claim(v.MAC, v.Expires, s.now())
+	if !first {
+		if prev == nil {
+			err := refuse(http.StatusConflict, "this signed request is being handled; send it again to get its answer")
+			s.audit(sub, "start", "refused", "replayed request: "+err.Msg)
+			fail(err)
+			return
+		}
+		resp := *prev
+		resp.Status = "existing"
+		s.audit(sub, "start", "allowed", "replayed request: answered with the run it started", "workflowId", resp.WorkflowID, "runId", resp.RunID)
+		writeJSON(w, http.StatusOK, resp)
+		return
+	}
+	started := false
+	defer func() {
+		if !started {
+			s.replays.release(v.MAC) // nothing started: the same request may be tried again
+		}
+	}()
 	hr, err := decodeHook(r, body)
 	if err != nil {
 		s.audit(sub, "start", "invalid", err.Error())
@@ -71,6 +93,10 @@ func (s *Server) hookRun(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), hookTimeout)
 	defer cancel()
 	st, err := s.start(ctx, req, in)
+	if st != nil {
+		started = true
+		s.replays.finish(v.MAC, HookResponse{Status: "started", WorkflowID: st.WorkflowID, RunID: st.RunID, URL: st.URL})
+	}
 	if err != nil {
 		s.audit(sub, "start", outcomeOf(err), err.Error(), attrs...)
 		fail(err)

@@ -43,6 +43,8 @@ type Server struct {
 	HTTP *http.Client
 	// Now is the clock (tests move it); nil is time.Now.
 	Now func() time.Time
+
+	replays replays
 }
 
 // Handler routes:

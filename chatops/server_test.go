@@ -210,7 +210,7 @@ func TestHookRequestsAreVerifiedAndBadInputAnswered(t *testing.T) {
 	sign := func(at time.Time, k []byte) func(http.Header, []byte) {
 		return func(h http.Header, b []byte) {
 			h.Set(HeaderKey, "ci")
-			h.Set(HeaderSig, SignHook(k, at, b))
+			h.Set(HeaderSig, SignHook(k, at, h.Get(HeaderReq), b))
 		}
 	}
 	now := sign(time.Now(), key)
@@ -254,19 +254,60 @@ func TestHookRequestsAreVerifiedAndBadInputAnswered(t *testing.T) {
 func TestSignHookRoundTrip(t *testing.T) {
 	c := loadGood(t)
 	at := time.Unix(1700000000, 0)
+	key := []byte("alerts-secret-0123456789abcdef")
 	h := http.Header{}
 	h.Set(HeaderKey, "alerts")
-	h.Set(HeaderSig, SignHook([]byte("alerts-secret-0123456789abcdef"), at, []byte("{}")))
-	if name, err := verifyHook(c, h, []byte("{}"), at.Add(4*time.Minute)); err != nil || name != "alerts" {
-		t.Fatalf("verifyHook = %q, %v", name, err)
+	h.Set(HeaderReq, "build-7")
+	h.Set(HeaderSig, SignHook(key, at, "build-7", []byte("{}")))
+	v, err := verifyHook(c, h, []byte("{}"), at.Add(4*time.Minute))
+	if err != nil || v.Key != "alerts" || !v.Expires.Equal(at.Add(MaxSkew)) || len(v.MAC) != 64 {
+		t.Fatalf("verifyHook = %+v, %v", v, err)
 	}
 	if _, err := verifyHook(c, h, []byte("{}"), at.Add(-5*time.Minute-time.Second)); err == nil {
 		t.Error("a timestamp more than 5 minutes ahead passed")
+	}
+	// The request ID is signed: the same signature under another ID, or
+	// under none, is refused.
+	for _, id := range []string{"build-8", ""} {
+		h2 := h.Clone()
+		h2.Set(HeaderReq, id)
+		if _, err := verifyHook(c, h2, []byte("{}"), at); err == nil || !strings.Contains(err.Error(), "bad signature") {
+			t.Errorf("request ID %q under build-7's signature: %v", id, err)
+		}
 	}
 	// A rotated key: any v1 that matches passes.
 	h.Set(HeaderSig, h.Get(HeaderSig)+",v1="+strings.Repeat("00", 32))
 	if _, err := verifyHook(c, h, []byte("{}"), at); err != nil {
 		t.Errorf("two v1 values: %v", err)
+	}
+}
+
+// The same signature again gets the first request's answer, or a wait
+// while it is handled; one that started nothing may be sent again; an
+// entry goes when its timestamp would be stale anyway.
+func TestReplaysAnswerTheFirstRequest(t *testing.T) {
+	var r replays
+	now := time.Unix(1700000000, 0)
+	if _, first := r.claim("sig", now.Add(MaxSkew), now); !first {
+		t.Fatal("a new signature is not first")
+	}
+	if resp, first := r.claim("sig", now.Add(MaxSkew), now); first || resp != nil {
+		t.Fatalf("while handled: first %v, answer %v", first, resp)
+	}
+	r.finish("sig", HookResponse{Status: "started", WorkflowID: "w", RunID: "r"})
+	r.release("sig") // a finished request is kept
+	if resp, first := r.claim("sig", now.Add(MaxSkew), now.Add(time.Minute)); first || resp == nil || resp.RunID != "r" {
+		t.Fatalf("after the first: first %v, answer %+v", first, resp)
+	}
+	if _, first := r.claim("refused", now.Add(MaxSkew), now); !first {
+		t.Fatal("a new signature is not first")
+	}
+	r.release("refused")
+	if _, first := r.claim("refused", now.Add(MaxSkew), now); !first {
+		t.Error("a request that started nothing cannot be sent again")
+	}
+	if _, first := r.claim("other", now.Add(2*MaxSkew), now.Add(MaxSkew+time.Second)); !first || len(r.seen) != 1 {
+		t.Errorf("expired entries kept: %d", len(r.seen))
 	}
 }
 

@@ -82,32 +82,46 @@ func verifySlack(h http.Header, body []byte, secret string) error {
 	return nil
 }
 
-// SignHook returns the X-Kedge-Signature header of body sent at t:
-// "t=UNIX,v1=HEX" where HEX is HMAC-SHA256(key, "UNIX.BODY").
-func SignHook(key []byte, t time.Time, body []byte) string {
+// SignHook returns the X-Kedge-Signature header of a request sent at t
+// with the X-Kedge-Request-Id requestID ("" when it has none):
+// "t=UNIX,v1=HEX" where HEX is HMAC-SHA256(key, "UNIX.REQUESTID.BODY").
+// The request ID is signed so that a signed request cannot be sent again
+// under another ID.
+func SignHook(key []byte, t time.Time, requestID string, body []byte) string {
 	ts := strconv.FormatInt(t.Unix(), 10)
-	return "t=" + ts + ",v1=" + hex.EncodeToString(hookMAC(key, ts, body))
+	return "t=" + ts + ",v1=" + hex.EncodeToString(hookMAC(key, ts, requestID, body))
 }
 
-func hookMAC(key []byte, ts string, body []byte) []byte {
+func hookMAC(key []byte, ts, requestID string, body []byte) []byte {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte(ts))
+	m.Write([]byte{'.'})
+	m.Write([]byte(requestID))
 	m.Write([]byte{'.'})
 	m.Write(body)
 	return m.Sum(nil)
 }
 
-// verifyHook checks a /hooks/run request's key and signature and returns
-// the key's name.
-func verifyHook(cfg *Config, h http.Header, body []byte, now time.Time) (string, error) {
+// verifiedHook is a /hooks/run request whose signature matched.
+type verifiedHook struct {
+	Key string // the key's name
+	// MAC is the signature that matched (hex) and Expires when its
+	// timestamp stops being fresh: the replay cache's entry.
+	MAC     string
+	Expires time.Time
+}
+
+// verifyHook checks a /hooks/run request's key and signature (over its
+// timestamp, request ID header and body).
+func verifyHook(cfg *Config, h http.Header, body []byte, now time.Time) (verifiedHook, error) {
 	name := h.Get(HeaderKey)
 	sig := h.Get(HeaderSig)
 	if name == "" || sig == "" {
-		return "", refuse(http.StatusUnauthorized, "missing %s or %s header", HeaderKey, HeaderSig)
+		return verifiedHook{}, refuse(http.StatusUnauthorized, "missing %s or %s header", HeaderKey, HeaderSig)
 	}
 	key, ok := cfg.key(name)
 	if !ok {
-		return "", refuse(http.StatusUnauthorized, "unknown key %q", clip(name))
+		return verifiedHook{}, refuse(http.StatusUnauthorized, "unknown key %q", clip(name))
 	}
 	var ts string
 	var macs [][]byte
@@ -124,16 +138,17 @@ func verifyHook(cfg *Config, h http.Header, body []byte, now time.Time) (string,
 	}
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil || len(macs) == 0 {
-		return "", refuse(http.StatusUnauthorized, "malformed %s header (want t=UNIX,v1=HEX)", HeaderSig)
+		return verifiedHook{}, refuse(http.StatusUnauthorized, "malformed %s header (want t=UNIX,v1=HEX)", HeaderSig)
 	}
-	if d := now.Sub(time.Unix(sec, 0)); d > MaxSkew || d < -MaxSkew {
-		return "", refuse(http.StatusUnauthorized, "stale request: its timestamp is more than %s from now", MaxSkew)
+	at := time.Unix(sec, 0)
+	if d := now.Sub(at); d > MaxSkew || d < -MaxSkew {
+		return verifiedHook{}, refuse(http.StatusUnauthorized, "stale request: its timestamp is more than %s from now", MaxSkew)
 	}
-	want := hookMAC(key, ts, body)
+	want := hookMAC(key, ts, h.Get(HeaderReq), body)
 	for _, m := range macs {
 		if hmac.Equal(m, want) {
-			return name, nil
+			return verifiedHook{Key: name, MAC: hex.EncodeToString(want), Expires: at.Add(MaxSkew)}, nil
 		}
 	}
-	return "", refuse(http.StatusUnauthorized, "bad signature")
+	return verifiedHook{}, refuse(http.StatusUnauthorized, "bad signature")
 }

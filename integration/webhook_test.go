@@ -580,9 +580,19 @@ func TestWebhookHooksRun(t *testing.T) {
 	hook := func(body, key, requestID string, at time.Time) reply {
 		h := http.Header{}
 		h.Set(chatops.HeaderKey, "ci")
-		h.Set(chatops.HeaderSig, chatops.SignHook([]byte(key), at, []byte(body)))
+		h.Set(chatops.HeaderSig, chatops.SignHook([]byte(key), at, requestID, []byte(body)))
 		if requestID != "" {
 			h.Set(chatops.HeaderReq, requestID)
+		}
+		return c.send(t, request{path: "/hooks/run", ctype: "application/json", body: []byte(body), header: h})
+	}
+	// The same signed bytes, sent again, perhaps under another request ID.
+	resend := func(body, key, signedID, sentID string, at time.Time) reply {
+		h := http.Header{}
+		h.Set(chatops.HeaderKey, "ci")
+		h.Set(chatops.HeaderSig, chatops.SignHook([]byte(key), at, signedID, []byte(body)))
+		if sentID != "" {
+			h.Set(chatops.HeaderReq, sentID)
 		}
 		return c.send(t, request{path: "/hooks/run", ctype: "application/json", body: []byte(body), header: h})
 	}
@@ -625,12 +635,34 @@ func TestWebhookHooksRun(t *testing.T) {
 	if s := step(t, p, "hello"); s.State != workflows.StateSucceeded {
 		t.Errorf("hello: %+v", s)
 	}
+	// The signed request under another request ID is refused.
+	if r := resend(body, itHookKey, "ci-build-42", "ci-build-44", time.Now()); r.status != 401 || !strings.Contains(r.raw, "bad signature") {
+		t.Errorf("another request ID under ci-build-42's signature: %d %s", r.status, r.raw)
+	}
+	chatRuns(t, id, 1)
 	// A new request ID is a new run.
 	if r := hook(body, itHookKey, "ci-build-43", time.Now()); r.status != 201 {
 		t.Errorf("a new request: %d %s", r.status, r.raw)
 	}
 	chatRuns(t, id, 2)
 	_ = waitClosed(t, id, time.Minute)
+	// Without a request ID, the same signed bytes replayed after the run
+	// ended (within the signature's five minutes) start nothing: they get
+	// the first answer.
+	at := time.Now()
+	noID := `{"runbook":"hello-hook","inventory":"lab","params":{"message":"no-id","count":1}}`
+	r = resend(noID, itHookKey, "", "", at)
+	if r.status != 201 || json.Unmarshal([]byte(r.raw), &resp) != nil {
+		t.Fatalf("hook without a request ID: %d %s", r.status, r.raw)
+	}
+	third := resp.RunID
+	chatRuns(t, id, 3)
+	_ = waitClosed(t, id, time.Minute)
+	r = resend(noID, itHookKey, "", "", at)
+	if r.status != 200 || json.Unmarshal([]byte(r.raw), &resp) != nil || resp.Status != "existing" || resp.RunID != third {
+		t.Errorf("the replayed signed request: %d %s", r.status, r.raw)
+	}
+	chatRuns(t, id, 3)
 }
 
 // `kedge dev` starts the webhook beside its worker: with no signing secret

@@ -2,6 +2,7 @@ package source
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -17,18 +18,40 @@ type Document struct {
 	Root *yaml.Node // the document's top-level value (a mapping for valid files)
 }
 
-// ReadFile parses every YAML document in a file.
+// Bounds on what a file may hold: runbooks, inventories and ChatOps
+// configs are small, and a loader must not be made to use unbounded
+// memory by a few bytes of anchors and aliases.
+const (
+	// MaxFileBytes is the largest file Kedge reads as YAML.
+	MaxFileBytes = 1 << 20
+	// MaxNodes bounds a document's nodes with every alias expanded.
+	MaxNodes = 100_000
+)
+
+// ReadFile parses every YAML document in a file of at most MaxFileBytes.
 func ReadFile(path string) ([]Document, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, Errors{{Pos: Pos{File: path, Line: 1, Col: 1}, Msg: fmt.Sprintf("file is over %d bytes: too large for a runbook, inventory or config", MaxFileBytes)}}
 	}
 	return Parse(path, data)
 }
 
-// Parse parses every YAML document in data. A syntax error is reported at its
-// line.
+// Parse parses every YAML document in data. A syntax error is reported at
+// its line; a document whose aliases expand to more than MaxNodes nodes
+// is refused at the first alias.
 func Parse(file string, data []byte) ([]Document, error) {
+	if len(data) > MaxFileBytes {
+		return nil, Errors{{Pos: Pos{File: file, Line: 1, Col: 1}, Msg: fmt.Sprintf("file is over %d bytes: too large for a runbook, inventory or config", MaxFileBytes)}}
+	}
 	dec := yaml.NewDecoder(strings.NewReader(string(data)))
 	var docs []Document
 	for {
@@ -43,12 +66,69 @@ func Parse(file string, data []byte) ([]Document, error) {
 		if len(n.Content) == 0 {
 			continue
 		}
+		if alias, ok := withinBounds(&n); !ok {
+			return nil, Errors{{Pos: At(file, alias), Msg: fmt.Sprintf("aliases expand the document to more than %d nodes", MaxNodes)}}
+		}
 		docs = append(docs, Document{File: file, Root: n.Content[0]})
 	}
 	if len(docs) == 0 {
 		return nil, Errors{{Pos: Pos{File: file, Line: 1, Col: 1}, Msg: "empty document"}}
 	}
 	return docs, nil
+}
+
+// withinBounds reports whether n, every alias expanded, has at most
+// MaxNodes nodes; if not, it returns an alias that takes it over. Each
+// node's expanded size is computed once, so the walk is linear in the
+// document's own size whatever the aliases multiply.
+func withinBounds(n *yaml.Node) (*yaml.Node, bool) {
+	sizes := map[*yaml.Node]int{}
+	var first *yaml.Node
+	var size func(n *yaml.Node) int
+	size = func(n *yaml.Node) int {
+		if s, ok := sizes[n]; ok {
+			return s
+		}
+		sizes[n] = MaxNodes + 1 // a node met again while being sized is a cycle
+		s := 1
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			s += size(n.Alias)
+			if s > MaxNodes && first == nil {
+				first = n
+			}
+		}
+		for _, c := range n.Content {
+			s += size(c)
+			if s > MaxNodes {
+				s = MaxNodes + 1
+				break
+			}
+		}
+		s = min(s, MaxNodes+1)
+		sizes[n] = s
+		return s
+	}
+	if size(n) <= MaxNodes {
+		return nil, true
+	}
+	if first == nil {
+		first = firstAlias(n)
+	}
+	return first, false
+}
+
+// firstAlias is the first alias in n in document order (n itself when it
+// has none).
+func firstAlias(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.AliasNode {
+		return n
+	}
+	for _, c := range n.Content {
+		if a := firstAlias(c); a.Kind == yaml.AliasNode {
+			return a
+		}
+	}
+	return n
 }
 
 // syntaxError turns a yaml.v3 error ("yaml: line 3: ...") into a positioned one.
