@@ -153,11 +153,31 @@ func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 // ErrUnknownKey is a payload sealed with a key this codec does not have.
 var ErrUnknownKey = errors.New("payload sealed with a key not in the key file")
 
-// Decode opens sealed payloads and passes others through unchanged.
+// ErrUnsealed is a payload not sealed with a Kedge key: made by a client
+// without the key, which may start nothing a worker runs.
+var ErrUnsealed = errors.New("payload not sealed with Kedge's codec key: refused (only holders of the key may start or drive runbooks)")
+
+// Decode opens sealed payloads. Any other payload is refused
+// (ErrUnsealed), but for the SDK's nil value, which carries no data: the
+// key is the capability to start and drive runbooks, so a workflow
+// started, signalled or updated by a client without it fails to decode
+// and runs nothing.
 func (c *Codec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
+	return c.decode(payloads, true)
+}
+
+// isNil reports whether p is the SDK's encoding of a nil value.
+func isNil(p *commonpb.Payload) bool {
+	return string(p.GetMetadata()[metadataEncoder]) == converter.MetadataEncodingNil && len(p.GetData()) == 0
+}
+
+func (c *Codec) decode(payloads []*commonpb.Payload, strict bool) ([]*commonpb.Payload, error) {
 	out := make([]*commonpb.Payload, len(payloads))
 	for i, p := range payloads {
 		if string(p.GetMetadata()[metadataEncoder]) != Encoding {
+			if strict && !isNil(p) {
+				return nil, ErrUnsealed
+			}
 			out[i] = p
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -61,9 +62,23 @@ func TestTamperedOrForeignPayloadsAreRefused(t *testing.T) {
 	if _, err := c.Decode(sealed); err == nil {
 		t.Error("a tampered payload opened")
 	}
-	plain := &commonpb.Payload{Metadata: map[string][]byte{"encoding": []byte("json/plain")}, Data: []byte(`"hi"`)}
-	if out, err := c.Decode([]*commonpb.Payload{plain}); err != nil || out[0] != plain {
-		t.Errorf("an unsealed payload did not pass through: %v", err)
+	// A payload from a client without the key is refused, whatever it
+	// says; the SDK's nil value (no data) is not a payload anyone made.
+	plain := &commonpb.Payload{Metadata: map[string][]byte{"encoding": []byte("json/plain")}, Data: []byte(`{"vault":{"address":"http://evil"}}`)}
+	if _, err := c.Decode([]*commonpb.Payload{plain}); !errors.Is(err, ErrUnsealed) {
+		t.Errorf("an unsealed payload: %v, want ErrUnsealed", err)
+	}
+	forged := &commonpb.Payload{Metadata: map[string][]byte{"encoding": []byte("binary/null")}, Data: []byte("x")}
+	if _, err := c.Decode([]*commonpb.Payload{forged}); !errors.Is(err, ErrUnsealed) {
+		t.Errorf("a nil payload with data: %v, want ErrUnsealed", err)
+	}
+	null := &commonpb.Payload{Metadata: map[string][]byte{"encoding": []byte("binary/null")}}
+	if out, err := c.Decode([]*commonpb.Payload{null}); err != nil || out[0] != null {
+		t.Errorf("the SDK's nil value: %v", err)
+	}
+	// The Web UI's codec server shows an unsealed payload as it is.
+	if out, err := (viewer{c}).Decode([]*commonpb.Payload{plain}); err != nil || out[0] != plain {
+		t.Errorf("the viewer refused an unsealed payload: %v", err)
 	}
 }
 

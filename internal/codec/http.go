@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 )
 
@@ -11,7 +12,7 @@ import (
 // for the Temporal Web UI and CLI. Browsers reach it from the UI's origin,
 // so the origins given are allowed by CORS; no other origin is.
 func (c *Codec) Handler(origins []string) http.Handler {
-	inner := converter.NewPayloadCodecHTTPHandler(c)
+	inner := converter.NewPayloadCodecHTTPHandler(viewer{c})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if o := r.Header.Get("Origin"); o != "" && slices.Contains(origins, o) {
 			h := w.Header()
@@ -27,4 +28,15 @@ func (c *Codec) Handler(origins []string) http.Handler {
 		}
 		inner.ServeHTTP(w, r)
 	})
+}
+
+// viewer is the codec as the Web UI uses it: a payload that is not sealed
+// (a run started by a client without the key, which no worker ran) is
+// shown as it is rather than refused.
+type viewer struct{ c *Codec }
+
+func (v viewer) Encode(p []*commonpb.Payload) ([]*commonpb.Payload, error) { return v.c.Encode(p) }
+
+func (v viewer) Decode(p []*commonpb.Payload) ([]*commonpb.Payload, error) {
+	return v.c.decode(p, false)
 }
