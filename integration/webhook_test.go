@@ -430,7 +430,7 @@ steps:
     action: host.run
     on: ${ params.node }
     retry: {maxAttempts: 1}
-    with: {command: "test ${ params.node } != worker-1"}
+    with: {command: "test \"$NODE\" != worker-1", env: {NODE: "${ params.node }"}}
 `
 
 const flakyRollout = `apiVersion: kedge/v1
@@ -565,7 +565,7 @@ steps:
   - id: hello
     action: host.run
     on: controller-1
-    with: {command: "echo ${ params.message } ${ params.count }"}
+    with: {command: "echo \"$MESSAGE\" \"$COUNT\"", env: {MESSAGE: "${ params.message }", COUNT: "${ string(params.count) }"}}
 `
 
 // POST /hooks/run, signed with an HMAC key: one run per request ID, and

@@ -323,6 +323,9 @@ func (v *validator) action(who, name, on string, with map[string]any, actPos, on
 			continue
 		}
 		v.value(who, in, with[k], vals[k], scope)
+		if in.Shell {
+			v.shellText(who, name, k, with[k], vals[k])
+		}
 	}
 	for _, in := range a.Inputs {
 		if _, ok := with[in.Name]; in.Required && !ok {
@@ -338,6 +341,28 @@ func (v *validator) action(who, name, on string, with map[string]any, actPos, on
 		}
 		if n != 1 {
 			v.errs.Addf(withPos, "step %s: action %s needs exactly one of the inputs %s", who, name, strings.Join(group, ", "))
+		}
+	}
+}
+
+// shellText refuses an expression interpolated into shell text: a value
+// that holds a quote, a semicolon or $( ) would run as shell code (as
+// root). The value goes in env and the text reads "$NAME"; an expression
+// that is the whole of the text (run-command's command) is the command
+// itself, which only whoever may start that runbook gives.
+func (v *validator) shellText(who, action, input string, val any, n *yaml.Node) {
+	s, ok := val.(string)
+	if !ok {
+		return
+	}
+	t, err := expr.ParseTemplate(s)
+	if err != nil || t.Single() {
+		return
+	}
+	for _, part := range t {
+		if part.IsExpr {
+			v.errs.Addf(v.at(n), "step %s: %s %s interpolates ${ %s } into shell text, where a quote, ; or $( ) in the value would run as shell code: pass it in env (env: {VALUE: ${ %s }}) and write \"$VALUE\"", who, action, input, strings.TrimSpace(part.Expr), strings.TrimSpace(part.Expr))
+			return
 		}
 	}
 }

@@ -25,7 +25,7 @@ params:
   node: {type: string, required: true}
 steps:
   - {id: cordon, action: kube.cordon, on: "${ params.node }"}
-  - {id: run, needs: [cordon], action: host.run, on: "${ params.node }", with: {command: "echo ${ cluster.nodes.filter(n, n.name == params.node)[0].nodeName }"}}
+  - {id: run, needs: [cordon], action: host.run, on: "${ params.node }", with: {command: "echo $NODE_NAME", env: {NODE_NAME: "${ cluster.nodes.filter(n, n.name == params.node)[0].nodeName }"}}}
 `, map[string]any{"node": "worker-1"})
 	in.Cluster.Kubernetes.Kubeconfig = "/k/kubeconfig"
 	in.Cluster.Workers[0].NodeName = "worker-1.mercury.example"

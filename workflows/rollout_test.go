@@ -35,7 +35,7 @@ steps:
     needs: [write]
     action: host.run
     on: ${ params.node }
-    with: {command: "work ${ params.node }"}
+    with: {command: "work $NODE", env: {NODE: "${ params.node }"}}
 `
 
 const swapAll = `

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -43,7 +44,9 @@ func (f *fakeHosts) register(env *testsuite.TestWorkflowEnvironment) {
 		attempts[key]++
 		n := attempts[key]
 		f.mu.Unlock()
-		f.record(fmt.Sprintf("run %s@%s", in.Command, in.Target.Node))
+		// As the shell would see it: $NAME from the step's env.
+		cmd := os.Expand(in.Command, func(k string) string { return in.Env[k] })
+		f.record(fmt.Sprintf("run %s@%s", cmd, in.Target.Node))
 		if f.run != nil {
 			return f.run(in, n)
 		}
@@ -183,7 +186,8 @@ steps:
     action: host.run
     on: worker-1
     with:
-      command: "echo ${ steps.right.outputs.outputs.node } ${ steps.left.outputs['worker-2'].stdout }"
+      command: "echo $NODE $OUT"
+      env: {NODE: "${ steps.right.outputs.outputs.node }", OUT: "${ steps.left.outputs['worker-2'].stdout }"}
   - id: never
     needs: [join]
     when: steps.join.outputs.exitCode != 0
@@ -517,7 +521,7 @@ steps:
   - id: greet
     action: host.run
     on: ${ params.nodes }
-    with: {command: "echo ${ params.greeting } ${ host.name }"}
+    with: {command: "echo $GREETING $HOST", env: {GREETING: "${ params.greeting }", HOST: "${ host.name }"}}
 `))
 	res, err := result(t, env)
 	if err != nil {

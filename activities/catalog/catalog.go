@@ -56,6 +56,9 @@ type Input struct {
 	Type     string   `json:"type"`
 	Required bool     `json:"required,omitempty"`
 	Enum     []string `json:"enum,omitempty"`
+	// Shell is set for shell text (host.run's command and script): an
+	// expression may be the whole value, never interpolated into it.
+	Shell bool `json:"shell,omitempty"`
 	Elem     string   `json:"elem,omitempty"` // item type of a list
 	Doc      string   `json:"doc,omitempty"`
 }
@@ -204,6 +207,8 @@ func describe(name, doc string, in, out any, timeout, heartbeat time.Duration, o
 				input.Type = TypeDuration
 			case opt == "mode":
 				input.Type = TypeMode
+			case opt == "shell":
+				input.Shell = true
 			case strings.HasPrefix(opt, "enum="):
 				input.Enum = strings.Split(strings.TrimPrefix(opt, "enum="), "|")
 			}

@@ -24,8 +24,8 @@ const (
 // RunInput runs a command or a script on one host.
 type RunInput struct {
 	Target          sshpool.Target    `json:"target"`
-	Command         string            `json:"command,omitempty" doc:"shell command, run with sh -c (one of command/script)"`
-	Script          string            `json:"script,omitempty" doc:"shell script fed to sh -s (one of command/script)"`
+	Command         string            `json:"command,omitempty" kedge:"shell" doc:"shell command, run with sh -c (one of command/script); values go in env, not into the text"`
+	Script          string            `json:"script,omitempty" kedge:"shell" doc:"shell script fed to sh -s (one of command/script); values go in env, not into the text"`
 	Env             map[string]string `json:"env,omitempty" doc:"environment variables exported before the command"`
 	Timeout         string            `json:"timeout,omitempty" kedge:"duration" doc:"kill the command after this long (default: the step's timeout)"`
 	AcceptExitCodes []int             `json:"acceptExitCodes,omitempty" doc:"exit codes that count as success (default [0])"`
