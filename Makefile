@@ -11,7 +11,7 @@ LAB_HOSTS ?= 3
 STATICCHECK_VERSION   := v0.8.2
 WORKFLOWCHECK_VERSION := v0.6.0
 
-.PHONY: all build dev test unit integration lint bench deps tools clean record-histories kube-tools vault-tools
+.PHONY: all build dev test unit integration lint bench fuzz deps tools clean record-histories kube-tools vault-tools
 
 all: build
 
@@ -64,6 +64,18 @@ record-histories: deps
 ## bench: per-step overhead vs a raw SSH loop, fan-out vs parallel-ssh, rolling swap over 50 nodes, history of a 1,000-node rollout
 bench: deps kube-tools
 	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) flock -o $(IT_LOCK) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./integration/...
+
+# Every fuzz target (package:Func). `make test` runs each on its seed
+# corpus; `make fuzz` mutates each for FUZZTIME.
+FUZZTIME ?= 1m
+FUZZ_TARGETS := ./runbooks/source:FuzzParse ./runbooks:FuzzLoadRunbook ./runbooks:FuzzDecodeInventory \
+	./chatops:FuzzConfig ./chatops:FuzzHook ./chatops:FuzzParseCommand
+
+## fuzz: run each fuzz target for FUZZTIME (default 1m); a crash stops it and is kept under testdata/fuzz
+fuzz:
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+	  echo "== $$fn in $$pkg for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; done
 
 ## deps: system packages the test world needs (OpenSSH server, pssh)
 deps:
