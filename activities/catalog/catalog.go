@@ -58,9 +58,9 @@ type Input struct {
 	Enum     []string `json:"enum,omitempty"`
 	// Shell is set for shell text (host.run's command and script): an
 	// expression may be the whole value, never interpolated into it.
-	Shell bool `json:"shell,omitempty"`
-	Elem     string   `json:"elem,omitempty"` // item type of a list
-	Doc      string   `json:"doc,omitempty"`
+	Shell bool   `json:"shell,omitempty"`
+	Elem  string `json:"elem,omitempty"` // item type of a list
+	Doc   string `json:"doc,omitempty"`
 }
 
 // Action describes one action.
