@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -342,5 +343,37 @@ func TestPauseMessageCarriesItsPause(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(back.Blocks[1].Elements[0].Value), &v); err != nil || v.Workflow != in.WorkflowID || !v.same(pa) {
 		t.Errorf("button value %q -> %+v, %v", back.Blocks[1].Elements[0].Value, v, err)
+	}
+}
+
+// Status and decisions are authorized before Temporal is asked anything:
+// an ID on a cluster the person may not see, or naming no cluster, is
+// answered as a missing run without a Temporal call (this server has no
+// client: a call would panic).
+func TestReadableAsksTemporalNothingBeforeAuthorizing(t *testing.T) {
+	s := &Server{Config: loadGood(t)}
+	stranger := Subject{Source: SourceSlack, UserID: "U0NOBODY"}
+	ci := Subject{Source: SourceWebhook, Key: "alerts"}
+	for _, c := range []struct {
+		sub Subject
+		id  string
+	}{
+		{stranger, "kubelet-image-swap/mercury"},
+		{stranger, "mercury/node/worker-1"},
+		{ci, "kubelet-image-swap/mercury/20261125-000000-abcd"},
+		{Subject{Source: SourceSlack, UserID: "U0SRE"}, "kubelet-image-swap/venus"},
+		{Subject{Source: SourceSlack, UserID: "U0SRE"}, "no-cluster-here"},
+	} {
+		for _, verb := range []Verb{VerbRead, VerbApprove} {
+			_, _, err := s.readable(t.Context(), c.sub, c.id, verb)
+			var he *httpError
+			if !errors.As(err, &he) || he.Status != http.StatusNotFound || he.Msg != fmt.Sprintf("no run %q that you may see", c.id) {
+				t.Errorf("%s %s %s: %v", c.sub, verb, c.id, err)
+			}
+		}
+	}
+	if !namesOneOf("kubelet-image-swap/mercury/workers", []string{"mercury"}) || !namesOneOf("mercury/node/w", []string{"mercury"}) ||
+		namesOneOf("mercury/x", []string{"mercury"}) {
+		t.Error("namesOneOf")
 	}
 }

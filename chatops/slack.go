@@ -181,20 +181,47 @@ func shownParams(order []string, given map[string]string, secret []string) strin
 }
 
 // readable resolves id to the run a person started and checks sub may
-// see it (verb read) or decide in it (verb approve).
+// see it (verb read) or decide in it (verb approve). Temporal is asked
+// nothing unless the ID names a cluster sub may see runs on, and a run
+// that is not there and one sub may not see get the same answer: nobody
+// learns what runs where, or makes Kedge replay a history, by guessing.
 func (s *Server) readable(ctx context.Context, sub Subject, id string, verb Verb) (string, workflows.Progress, error) {
+	unseen := refuse(http.StatusNotFound, "no run %q that you may see", clip(id))
+	if !namesOneOf(id, s.Config.readableClusters(sub)) {
+		return "", workflows.Progress{}, unseen
+	}
 	top, err := s.topOf(ctx, id)
 	if err != nil {
+		var he *httpError
+		if errors.As(err, &he) {
+			return "", workflows.Progress{}, unseen
+		}
 		return "", workflows.Progress{}, err
 	}
 	p, err := queryProgress(ctx, s.Client, top, "")
 	if err != nil {
 		return "", p, fmt.Errorf("query %s: %w", top, err)
 	}
+	if _, err := s.Config.Authorize(sub, VerbRead, p.Runbook, p.Cluster); err != nil {
+		return "", workflows.Progress{}, unseen
+	}
 	if _, err := s.Config.Authorize(sub, verb, p.Runbook, p.Cluster); err != nil {
 		return "", p, err
 	}
 	return top, p, nil
+}
+
+// namesOneOf reports whether a workflow ID names one of clusters where
+// Kedge puts the cluster: RUNBOOK/CLUSTER[/...] for runbooks, and
+// CLUSTER/node/NODE for a node's runbook in a rollout.
+func namesOneOf(id string, clusters []string) bool {
+	parts := strings.SplitN(id, "/", 3)
+	for _, c := range clusters {
+		if len(parts) > 1 && parts[1] == c || len(parts) > 2 && parts[0] == c && parts[1] == "node" {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) slackStatus(ctx context.Context, sub Subject, id string) (*slack.WebhookMessage, error) {
