@@ -68,6 +68,19 @@ func matches(list []string, name string) bool {
 	return slices.Contains(list, Any) || slices.Contains(list, name)
 }
 
+// ByNameOnly are the runbooks "*" does not grant: run-command runs any
+// command, as root, on every node it is given.
+var ByNameOnly = []string{"run-command"}
+
+// startMatches is matches for the runbooks a rule lets start: those of
+// ByNameOnly only when the rule names them.
+func startMatches(list []string, runbook string) bool {
+	if slices.Contains(ByNameOnly, runbook) {
+		return slices.Contains(list, runbook)
+	}
+	return matches(list, runbook)
+}
+
 // Refused is an authorization refusal; its message is shown to the sender.
 type Refused struct{ Msg string }
 
@@ -85,7 +98,7 @@ func (c *Config) Authorize(s Subject, verb Verb, runbook, cluster string) (*Rule
 		case VerbRead:
 			return r, nil
 		case VerbStart:
-			if matches(r.Start, runbook) {
+			if startMatches(r.Start, runbook) {
 				return r, nil
 			}
 		case VerbApprove:

@@ -1,7 +1,9 @@
 package chatops
 
 import (
+	"errors"
 	"flag"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,5 +114,28 @@ func TestAuthorize(t *testing.T) {
 	}
 	if got := c.readableClusters(sre); len(got) != 1 || got[0] != "mercury" {
 		t.Errorf("sre reads %v", got)
+	}
+}
+
+// "*" grants every runbook but run-command, which a rule must name; an
+// internal runbook (called by other runbooks only) is never started from
+// chat, whatever the rules say.
+func TestStartGrantsByNameOnlyAndNeverInternal(t *testing.T) {
+	c := loadGood(t)
+	sre := Subject{Source: SourceSlack, UserID: "U0SRE"}
+	if _, err := c.Authorize(sre, VerbStart, "run-command", "mercury"); err == nil {
+		t.Error(`"*" granted run-command`)
+	}
+	if _, err := c.Authorize(sre, VerbStart, "kubelet-image-swap", "mercury"); err != nil {
+		t.Errorf(`"*" did not grant kubelet-image-swap: %v`, err)
+	}
+	if _, err := c.Authorize(Subject{Source: SourceSlack, UserID: "U0DEV", ChannelID: "C0OPS"}, VerbStart, "run-command", "mercury"); err != nil {
+		t.Errorf("a rule naming run-command: %v", err)
+	}
+	s := &Server{Config: c}
+	_, err := s.prepare(&startRequest{Subject: sre, Runbook: "bootstrap-controller", Cluster: "mercury", Params: map[string]any{}})
+	var he *httpError
+	if !errors.As(err, &he) || he.Status != http.StatusForbidden || !strings.Contains(he.Msg, "bootstrap-controller is called by other runbooks only") {
+		t.Errorf("starting an internal runbook: %v", err)
 	}
 }

@@ -91,6 +91,9 @@ func (s *Server) prepare(req *startRequest) (workflows.RunbookInput, error) {
 		s.log().Error("kedge webhook: invalid runbook", "runbook", req.Runbook, "error", err.Error())
 		return in, refuse(http.StatusUnprocessableEntity, "runbook %s is invalid:\n%v", req.Runbook, err)
 	}
+	if loaded.Runbook.Internal {
+		return in, refuse(http.StatusForbidden, "%s is called by other runbooks only: it cannot be started from chat or a webhook", req.Runbook)
+	}
 	params, err := runbooks.ResolveParams(loaded.Runbook, req.Params, cluster)
 	if err != nil {
 		msg := strings.ReplaceAll(err.Error(), "; set it with --set ", "; give it as ")

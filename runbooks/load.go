@@ -20,6 +20,7 @@ func decode(doc source.Document) (*Runbook, source.Errors) {
 			source.Fields(f, v, "metadata", &errs, map[string]func(*yaml.Node){
 				"name":        func(v *yaml.Node) { rb.Name = source.String(f, v, "metadata.name", &errs) },
 				"description": func(v *yaml.Node) { rb.Description = source.String(f, v, "metadata.description", &errs) },
+				"internal":    func(v *yaml.Node) { rb.Internal = source.Bool(f, v, "metadata.internal", &errs) },
 			})
 		},
 		"params": func(v *yaml.Node) {

@@ -32,11 +32,15 @@ var ParamTypes = []string{ParamString, ParamInt, ParamBool, ParamDuration, Param
 // Runbook is a loaded, validated runbook. It is plain data: the workflow
 // receives it as input.
 type Runbook struct {
-	Name        string  `json:"name"`
-	Description string  `json:"description,omitempty"`
-	File        string  `json:"file,omitempty"`
-	Params      []Param `json:"params,omitempty"`
-	Steps       []Step  `json:"steps"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Internal runbooks are called by other runbooks only (they take
+	// what their parent prepared, a CA key say): chat and webhooks never
+	// start them.
+	Internal bool    `json:"internal,omitempty"`
+	File     string  `json:"file,omitempty"`
+	Params   []Param `json:"params,omitempty"`
+	Steps    []Step  `json:"steps"`
 
 	src *runbookSource // YAML nodes for positioned errors; nil for runbooks decoded from JSON
 }
