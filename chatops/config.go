@@ -2,6 +2,7 @@ package chatops
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -118,8 +119,8 @@ func decodeConfig(doc source.Document, dir string, env func(string) (string, boo
 		},
 		"responseURLs": func(v *yaml.Node) {
 			for i, u := range source.Strings(f, v, "responseURLs", &errs) {
-				if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
-					errs.Addf(source.At(f, v.Content[i]), "responseURLs: %q is not an http(s) URL prefix", u)
+				if _, err := parsePrefix(u); err != nil {
+					errs.Addf(source.At(f, v.Content[i]), "responseURLs: %v", err)
 				}
 				c.ResponseURLs = append(c.ResponseURLs, u)
 			}
@@ -255,12 +256,38 @@ func (c *Config) key(name string) ([]byte, bool) {
 	return k, ok
 }
 
-// responseURLAllowed says whether progress may be posted to u.
+// responseURLAllowed says whether progress may be posted to u: its scheme
+// and host (port included) are exactly a prefix's, and its path starts
+// with the prefix's path, as parsed URLs (a string prefix would let
+// https://hooks.slack.com.evil.example through).
 func (c *Config) responseURLAllowed(u string) bool {
+	got, err := url.Parse(u)
+	if err != nil || got.User != nil || got.Opaque != "" || got.Host == "" {
+		return false
+	}
 	for _, p := range c.ResponseURLs {
-		if strings.HasPrefix(u, p) {
+		want, err := parsePrefix(p)
+		if err != nil {
+			continue
+		}
+		if got.Scheme == want.Scheme && strings.EqualFold(got.Host, want.Host) && strings.HasPrefix(got.EscapedPath(), want.EscapedPath()) {
 			return true
 		}
 	}
 	return false
+}
+
+// parsePrefix parses a responseURLs entry: an http(s) URL with a host and
+// a path ending in "/" (so a prefix never ends inside a path segment).
+func parsePrefix(p string) (*url.URL, error) {
+	u, err := url.Parse(p)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%q is not a URL: %v", p, err)
+	case u.Scheme != "https" && u.Scheme != "http", u.Host == "", u.User != nil:
+		return nil, fmt.Errorf("%q is not an http(s) URL with a host", p)
+	case !strings.HasSuffix(u.Path, "/"), u.RawQuery != "", u.Fragment != "":
+		return nil, fmt.Errorf("%q must end its path with / and have no query", p)
+	}
+	return u, nil
 }

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"flag"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -54,6 +57,35 @@ func TestLoadConfig(t *testing.T) {
 	}
 	if !c.responseURLAllowed("https://hooks.slack.com/commands/T1/2/x") || c.responseURLAllowed("https://evil.example/hooks.slack.com/") {
 		t.Error("default responseURLs wrong")
+	}
+	// Parsed, not compared as strings: a host that merely starts like
+	// Slack's, another port, credentials, plain http: all refused.
+	for _, u := range []string{"https://hooks.slack.com.evil.example/commands/x", "https://hooks.slack.com:8443/commands/x",
+		"https://x@hooks.slack.com/commands/x", "http://hooks.slack.com/commands/x", "https://hooks.slack.com", "hooks.slack.com/commands"} {
+		if c.responseURLAllowed(u) {
+			t.Errorf("%s allowed", u)
+		}
+	}
+	c.ResponseURLs = []string{"https://hooks.slack.com/commands/"}
+	if c.responseURLAllowed("https://hooks.slack.com/commandsx/1") || !c.responseURLAllowed("https://HOOKS.slack.com/commands/1") {
+		t.Error("path prefix ends at a segment; the host is case-insensitive")
+	}
+}
+
+// A response_url that redirects is not followed.
+func TestResponseURLRedirectsAreNotFollowed(t *testing.T) {
+	var hits atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer target.Close()
+	redirect := httptest.NewServer(http.RedirectHandler(target.URL, http.StatusTemporaryRedirect))
+	defer redirect.Close()
+	resp, err := noRedirects(nil, 5*time.Second).Post(redirect.URL, "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTemporaryRedirect || hits.Load() != 0 {
+		t.Errorf("status %d, the redirect's target was hit %d times", resp.StatusCode, hits.Load())
 	}
 }
 

@@ -228,10 +228,7 @@ func (n *Notifier) postResult(ctx context.Context, in FollowInput, st *followSta
 // left and has not expired, else to the channel with the bot token. It
 // reports whether the message went out.
 func (n *Notifier) post(ctx context.Context, in FollowInput, st *followState, m *slack.WebhookMessage, reserve int) bool {
-	hc := n.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: 15 * time.Second}
-	}
+	hc := noRedirects(n.HTTP, 15*time.Second)
 	fresh := time.Since(in.StartedAt) < responseURLLife-time.Minute
 	var err error
 	switch {

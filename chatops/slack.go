@@ -432,10 +432,7 @@ func (s *Server) click(ctx context.Context, sub Subject, v ButtonValue, proceed 
 // postAsync posts a message to a response_url without holding up the
 // answer to Slack.
 func (s *Server) postAsync(responseURL string, m *slack.WebhookMessage) {
-	hc := s.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: 10 * time.Second}
-	}
+	hc := noRedirects(s.HTTP, 10*time.Second)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -450,4 +447,17 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// noRedirects is hc (or a client with timeout) that does not follow
+// redirects: a response_url was checked where it points, not where it
+// sends on to.
+func noRedirects(hc *http.Client, timeout time.Duration) *http.Client {
+	c := &http.Client{Timeout: timeout}
+	if hc != nil {
+		c = new(http.Client)
+		*c = *hc
+	}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return c
 }
