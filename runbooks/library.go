@@ -106,20 +106,48 @@ func (l *Library) find(name string) ([]source.Document, error) {
 		for _, ext := range []string{".yaml", ".yml"} {
 			p := filepath.Join(dir, name+ext)
 			if _, err := os.Stat(p); err == nil {
-				return source.ReadFile(p)
+				docs, err := source.ReadFile(p)
+				if err != nil {
+					return nil, err
+				}
+				return docs, namedAs(docs, name)
 			}
 		}
 	}
 	if l.Builtin != nil {
 		data, err := fs.ReadFile(l.Builtin, name+".yaml")
 		if err == nil {
-			return source.Parse("builtin:"+name+".yaml", data)
+			docs, err := source.Parse("builtin:"+name+".yaml", data)
+			if err != nil {
+				return nil, err
+			}
+			return docs, namedAs(docs, name)
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("read builtin runbook %s: %w", name, err)
 		}
 	}
 	return nil, nil
+}
+
+// namedAs refuses a runbook found by name whose metadata.name is another:
+// a runbook is known by its name in locks, authorization and the Web UI,
+// so a copy under another file name must not pass for the original.
+func namedAs(docs []source.Document, name string) error {
+	if len(docs) == 0 || docs[0].Root.Kind != yaml.MappingNode {
+		return nil
+	}
+	for _, f := range source.Pairs(docs[0].File, docs[0].Root, "runbook", &source.Errors{}) {
+		if f.Key.Value != "metadata" || f.Value.Kind != yaml.MappingNode {
+			continue
+		}
+		for _, m := range source.Pairs(docs[0].File, f.Value, "metadata", &source.Errors{}) {
+			if m.Key.Value == "name" && m.Value.Kind == yaml.ScalarNode && m.Value.Value != name {
+				return source.Errors{{Pos: source.At(docs[0].File, m.Value), Msg: fmt.Sprintf("metadata.name %q is not the file's name %q: a runbook is found, locked and authorized by its name, so the two must agree", m.Value.Value, name)}}
+			}
+		}
+	}
+	return nil
 }
 
 func (l *Library) where() string {

@@ -201,3 +201,25 @@ steps:
 		t.Error("masking changed the params themselves")
 	}
 }
+
+// A runbook found by name must carry that name: a renamed copy of a
+// runbook would otherwise run under another name's lock and grants.
+func TestRunbookFoundByNameMustBeNamedSo(t *testing.T) {
+	dir := t.TempDir()
+	good, err := os.ReadFile("builtin/kubelet-image-swap.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "swap2.yaml"), good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lib := &Library{Dirs: []string{dir}, Builtin: Builtin}
+	_, err = lib.Load("swap2", testCluster(t))
+	want := filepath.Join(dir, "swap2.yaml") + `:4:9: metadata.name "kubelet-image-swap" is not the file's name "swap2"`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("a renamed copy: %v\nwant %s", err, want)
+	}
+	if _, err := lib.Load("kubelet-image-swap", testCluster(t)); err != nil {
+		t.Errorf("the built-in: %v", err)
+	}
+}
