@@ -76,6 +76,9 @@ func devCodec(path string, out io.Writer) (*codec.Codec, error) {
 	if path == "" {
 		path = codec.DefaultPath()
 	}
+	if path == "" {
+		return nil, failed("dev: %v", codec.ErrNoPath)
+	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		id, err := codec.Generate(path)
 		if err != nil {

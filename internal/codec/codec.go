@@ -42,6 +42,9 @@ var _ converter.PayloadCodec = (*Codec)(nil)
 
 // Load reads a key file. Its errors name the file and the line.
 func Load(path string) (*Codec, error) {
+	if path == "" {
+		return nil, ErrNoPath
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("codec key file: %w", err)
@@ -94,6 +97,9 @@ func newAEAD(key []byte) (cipher.AEAD, error) {
 // Generate writes a new key file at path (mode 0600), refusing to
 // overwrite one.
 func Generate(path string) (id string, err error) {
+	if path == "" {
+		return "", ErrNoPath
+	}
 	key := make([]byte, keySize)
 	if _, err := rand.Read(key); err != nil {
 		return "", err
@@ -116,14 +122,19 @@ func Generate(path string) (id string, err error) {
 }
 
 // DefaultPath is where the CLI, the worker and `kedge dev` look for the
-// key file when neither a flag nor $KEDGE_CODEC_KEY names one.
+// key file when neither a flag nor $KEDGE_CODEC_KEY names one: the user's
+// config directory, or "" when there is none (never a shared temporary
+// directory, where anyone could plant or read a key).
 func DefaultPath() string {
 	dir, err := os.UserConfigDir()
 	if err != nil {
-		dir = filepath.Join(os.TempDir(), "kedge")
+		return ""
 	}
 	return filepath.Join(dir, "kedge", "codec.key")
 }
+
+// ErrNoPath is a key file path that is not given and has no default.
+var ErrNoPath = errors.New("no codec key file: give --codec-key or $KEDGE_CODEC_KEY (there is no user config directory for the default: $HOME and $XDG_CONFIG_HOME are unset)")
 
 // ActiveKey is the id of the key that seals.
 func (c *Codec) ActiveKey() string { return c.active }

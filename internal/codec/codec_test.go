@@ -171,3 +171,19 @@ func TestHandlerDecodesForTheWebUI(t *testing.T) {
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// Without a user config directory there is no default key path (never a
+// shared temporary directory), and loading or making a key says so.
+func TestNoDefaultPathWithoutAConfigDir(t *testing.T) {
+	t.Setenv("HOME", "")
+	t.Setenv("XDG_CONFIG_HOME", "")
+	if p := DefaultPath(); p != "" {
+		t.Fatalf("default path %q without a config directory", p)
+	}
+	if _, err := Load(""); !errors.Is(err, ErrNoPath) {
+		t.Errorf("Load: %v", err)
+	}
+	if _, err := Generate(""); !errors.Is(err, ErrNoPath) {
+		t.Errorf("Generate: %v", err)
+	}
+}
