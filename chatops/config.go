@@ -1,6 +1,7 @@
 package chatops
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"kedge.dev/kedge/internal/secretfile"
 	"kedge.dev/kedge/runbooks/source"
 )
 
@@ -144,7 +146,12 @@ func decodeConfig(doc source.Document, dir string, env func(string) (string, boo
 					errs.Addf(source.At(f, p.Value), "%s needs one of secretFile or secretEnv (the secret itself never goes in this file)", what)
 					continue
 				case file != "":
-					data, err := os.ReadFile(resolvePath(dir, file))
+					data, err := secretfile.Read(resolvePath(dir, file))
+					var me *secretfile.ModeError
+					if errors.As(err, &me) {
+						errs.Addf(source.At(f, fileNode), "%s.secretFile: %v", what, err)
+						continue
+					}
 					if err != nil {
 						errs.Addf(source.At(f, fileNode), "%s.secretFile: cannot read %s", what, resolvePath(dir, file))
 						continue

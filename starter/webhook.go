@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"kedge.dev/kedge/chatops"
+	"kedge.dev/kedge/internal/secretfile"
 )
 
 // Where the webhook server's secrets come from.
@@ -93,7 +94,7 @@ func signingSecret(file string) (string, error) {
 	if file == "" {
 		return "", nil
 	}
-	data, err := os.ReadFile(file)
+	data, err := secretfile.Read(file)
 	if err != nil {
 		return "", fmt.Errorf("read the Slack signing secret: %w", err)
 	}

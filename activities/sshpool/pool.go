@@ -18,6 +18,8 @@ import (
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
+
+	"kedge.dev/kedge/internal/secretfile"
 )
 
 // Options tune a Pool. Zero values take the defaults.
@@ -333,7 +335,7 @@ func (p *Pool) auth(ctx context.Context, t Target) ([]ssh.AuthMethod, func(), er
 // identitySigners loads the identity file and, as OpenSSH does, the
 // certificate next to it (IdentityFile-cert.pub) when there is one.
 func identitySigners(t Target) ([]ssh.Signer, error) {
-	data, err := os.ReadFile(t.IdentityFile)
+	data, err := secretfile.Read(t.IdentityFile)
 	if err != nil {
 		return nil, fmt.Errorf("%s: read identity file: %v: %w", t.name(), err, ErrConfig)
 	}

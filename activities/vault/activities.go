@@ -16,6 +16,8 @@ import (
 	vaultapi "github.com/hashicorp/vault/api"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+
+	"kedge.dev/kedge/internal/secretfile"
 )
 
 // Error types.
@@ -94,7 +96,7 @@ func (a *Activities) client(c Config) (*vaultapi.Client, error) {
 
 func readToken(c Config) (string, error) {
 	if c.TokenFile != "" {
-		data, err := os.ReadFile(c.TokenFile)
+		data, err := secretfile.Read(c.TokenFile)
 		if err != nil {
 			return "", invalid(fmt.Sprintf("vault.tokenFile: %v", err))
 		}
