@@ -123,8 +123,8 @@ func buildBundle(files []BundleFile) ([]byte, []string, error) {
 		if err := checkPath(f.Path); err != nil {
 			return nil, nil, invalid(fmt.Sprintf("files[%d].path: %v", i, err))
 		}
-		if strings.ContainsAny(f.Path, " \t\n'\"$`\\") {
-			return nil, nil, invalid(fmt.Sprintf("files[%d].path %q: no spaces, quotes or shell characters", i, f.Path))
+		if strings.ContainsAny(f.Path, bundleUnsafe) {
+			return nil, nil, invalid(fmt.Sprintf("files[%d].path %q: no spaces, quotes, glob or shell characters", i, f.Path))
 		}
 		if slices.Contains(paths, f.Path) {
 			return nil, nil, invalid(fmt.Sprintf("files[%d].path %s is given twice", i, f.Path))
@@ -149,12 +149,18 @@ func buildBundle(files []BundleFile) ([]byte, []string, error) {
 	return buf.Bytes(), paths, nil
 }
 
+// bundleUnsafe are the characters a bundle's paths may not hold: the
+// scripts split path lists on spaces, so no whitespace, quote, shell or
+// glob character may be in one.
+const bundleUnsafe = " \t\n'\"$`\\*?[]"
+
 // installScript unpacks bundle into dir/new, stages each changed file as
 // DIR/.NAME.kedge-new, then renames them all into place, keeping the previous
 // files under dir/old. It reports changed= and created= on $KEDGE_OUTPUT.
 func installScript(bundle, dir string, files []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "set -eu\numask 077\nB=%s\nD=%s\nFILES='%s'\n", bundle, dir, strings.Join(files, " "))
+	// -f: the path lists are split on spaces, never globbed.
+	fmt.Fprintf(&b, "set -euf\numask 077\nB=%s\nD=%s\nFILES='%s'\n", bundle, dir, strings.Join(files, " "))
 	b.WriteString(`rm -rf "$D/new"
 mkdir -p "$D/new" "$D/old"
 tar -xpf "$B" -C "$D/new" --no-same-owner
@@ -206,7 +212,7 @@ func (a *Activities) restoreBundle(ctx context.Context, in RestoreBundleInput) (
 		return res, nil
 	}
 	for _, p := range append(slices.Clone(in.Files), in.Created...) {
-		if err := checkPath(p); err != nil || strings.ContainsAny(p, " \t\n'\"$`\\") {
+		if err := checkPath(p); err != nil || strings.ContainsAny(p, bundleUnsafe) {
 			return res, invalid(fmt.Sprintf("path %q cannot be restored", p))
 		}
 	}
@@ -214,7 +220,7 @@ func (a *Activities) restoreBundle(ctx context.Context, in RestoreBundleInput) (
 		return res, invalid(fmt.Sprintf("backup %q is not a bundle backup", in.Backup))
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "set -eu\nD='%s'\nr=''\nm=''\n", in.Backup)
+	fmt.Fprintf(&b, "set -euf\nD='%s'\nr=''\nm=''\n", in.Backup)
 	for _, p := range in.Files {
 		if in.Backup != "" {
 			staged := path.Join(path.Dir(p), "."+path.Base(p)+".kedge-new")

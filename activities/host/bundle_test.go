@@ -113,6 +113,10 @@ func TestInstallBundleRefusesBadInput(t *testing.T) {
 		nil,
 		{{Path: "relative/path", Content: "x"}},
 		{{Path: "/a b", Content: "x"}},
+		// A glob would match the host's files: /etc/* would overwrite
+		// every file in /etc.
+		{{Path: "/etc/*", Content: "x"}},
+		{{Path: "/etc/kubernetes/kubelet.[ya]ml", Content: "x"}},
 		{{Path: "/x", Content: "1"}, {Path: "/x", Content: "2"}},
 		{{Path: "/x", Content: "1", Mode: "999"}},
 	} {
