@@ -71,6 +71,7 @@ func codecServerCommand() *cli.Command {
 			codecKeyFlag,
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8234", Usage: "`HOST:PORT` to listen on"},
 			&cli.StringSliceFlag{Name: "ui-origin", Value: cli.NewStringSlice("http://127.0.0.1:8233"), Usage: "Web UI `ORIGIN` allowed to call it (repeatable)"},
+			&cli.StringSliceFlag{Name: "host", Usage: "`HOST:PORT` browsers reach it as (repeatable; default: the listen address when it is loopback, else any)"},
 		},
 		Action: func(c *cli.Context) error {
 			cd, err := loadCodec(codecKeyPath(c))
@@ -84,14 +85,18 @@ func codecServerCommand() *cli.Command {
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			fmt.Fprintf(c.App.ErrWriter, "kedge codec-server on http://%s (key %s); set it as the Web UI's codec endpoint\n", ln.Addr(), cd.ActiveKey())
-			return serveCodec(ctx, ln, cd, c.StringSlice("ui-origin"))
+			hosts := c.StringSlice("host")
+			if len(hosts) == 0 {
+				hosts = codec.LoopbackHosts(ln.Addr().String())
+			}
+			return serveCodec(ctx, ln, cd, c.StringSlice("ui-origin"), hosts)
 		},
 	}
 }
 
 // serveCodec serves the codec endpoint on ln until ctx ends.
-func serveCodec(ctx context.Context, ln net.Listener, cd *codec.Codec, origins []string) error {
-	srv := &http.Server{Handler: cd.Handler(origins), ReadHeaderTimeout: 10 * time.Second}
+func serveCodec(ctx context.Context, ln net.Listener, cd *codec.Codec, origins, hosts []string) error {
+	srv := &http.Server{Handler: cd.Handler(origins, hosts), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

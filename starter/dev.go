@@ -116,7 +116,9 @@ func RunDev(ctx context.Context, o DevOptions, out io.Writer) error {
 			return failed("dev: codec endpoint: %v", err)
 		}
 		codecURL = "http://" + ln.Addr().String()
-		go func() { _ = serveCodec(ctx, ln, cd, []string{"http://" + o.UIAddress}) }()
+		go func() {
+			_ = serveCodec(ctx, ln, cd, []string{"http://" + o.UIAddress}, codec.LoopbackHosts(ln.Addr().String()))
+		}()
 	}
 	srv, err := devserver.Start(ctx, devserver.Config{
 		DataDir: o.DataDir, FrontendAddr: o.Address, UIAddr: o.UIAddress, Namespace: o.Namespace, Logger: log,

@@ -139,7 +139,9 @@ func TestHandlerDecodesForTheWebUI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(c.Handler([]string{"http://127.0.0.1:8233"}))
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config.Handler = c.Handler([]string{"http://127.0.0.1:8233"}, LoopbackHosts(srv.Listener.Addr().String()))
+	srv.Start()
 	defer srv.Close()
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/decode", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -167,6 +169,34 @@ func TestHandlerDecodesForTheWebUI(t *testing.T) {
 	resp2.Body.Close()
 	if resp2.Header.Get("Access-Control-Allow-Origin") != "" {
 		t.Error("a foreign origin was allowed")
+	}
+
+	// Another Host (a rebinding name for this address), /encode, and a
+	// body over the cap are refused.
+	post := func(path, host string, body []byte) int {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post("/decode", "rebound.evil.example", body); code != http.StatusMisdirectedRequest {
+		t.Errorf("another Host: %d", code)
+	}
+	if code := post("/encode", "", body); code != http.StatusForbidden {
+		t.Errorf("/encode: %d", code)
+	}
+	if code := post("/decode", "", bytes.Repeat([]byte(" "), MaxRequestBytes+1)); code == http.StatusOK {
+		t.Errorf("a body over the cap: %d", code)
+	}
+	if LoopbackHosts("0.0.0.0:8234") != nil || len(LoopbackHosts("127.0.0.1:8234")) != 3 {
+		t.Error("LoopbackHosts")
 	}
 }
 

@@ -1,19 +1,33 @@
 package codec
 
 import (
+	"net"
 	"net/http"
 	"slices"
+	"strings"
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 )
 
-// Handler serves the remote codec protocol (POST /encode, POST /decode)
-// for the Temporal Web UI and CLI. Browsers reach it from the UI's origin,
-// so the origins given are allowed by CORS; no other origin is.
-func (c *Codec) Handler(origins []string) http.Handler {
+// MaxRequestBytes bounds a codec request's body.
+const MaxRequestBytes = 4 << 20
+
+// Handler serves the remote codec protocol's POST /decode for the
+// Temporal Web UI and CLI. Browsers reach it from the UI's origin, so the
+// origins given are allowed by CORS; no other origin is. Requests whose
+// Host is not one of hosts are refused (a page on another site cannot
+// reach it through DNS rebinding); nil hosts accepts any. /encode is not
+// served: Kedge's payloads are sealed by its own clients, and an encode
+// endpoint would seal anything for anyone who reaches it. Bodies are
+// capped at MaxRequestBytes.
+func (c *Codec) Handler(origins, hosts []string) http.Handler {
 	inner := converter.NewPayloadCodecHTTPHandler(viewer{c})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hosts != nil && !slices.ContainsFunc(hosts, func(h string) bool { return strings.EqualFold(h, r.Host) }) {
+			http.Error(w, "unknown host", http.StatusMisdirectedRequest)
+			return
+		}
 		if o := r.Header.Get("Origin"); o != "" && slices.Contains(origins, o) {
 			h := w.Header()
 			h.Set("Access-Control-Allow-Origin", o)
@@ -26,8 +40,26 @@ func (c *Codec) Handler(origins []string) http.Handler {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
+		if !strings.HasSuffix(r.URL.Path, "/decode") {
+			http.Error(w, "this codec server only decodes", http.StatusForbidden)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxRequestBytes)
 		inner.ServeHTTP(w, r)
 	})
+}
+
+// LoopbackHosts are the Host values a server listening on addr (a
+// loopback address) answers to; nil (any) when addr is not loopback.
+func LoopbackHosts(addr string) []string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil
+	}
+	return []string{net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("localhost", port), net.JoinHostPort("::1", port)}
 }
 
 // viewer is the codec as the Web UI uses it: a payload that is not sealed
