@@ -369,7 +369,11 @@ func mounts(t *testing.T, name string, s *service) []mount {
 	for _, v := range s.Volumes {
 		var parts []string
 		if strings.HasPrefix(v, "${") && strings.Contains(v, "}") {
+			// ${VAR...} or ${VAR...}/FILE, then :TARGET[:MODE].
 			end := strings.Index(v, "}") + 1
+			if i := strings.Index(v[end:], ":"); i >= 0 {
+				end += i
+			}
 			parts = append([]string{v[:end]}, strings.Split(strings.TrimPrefix(v[end:], ":"), ":")...)
 		} else {
 			parts = strings.Split(v, ":")
