@@ -98,6 +98,14 @@ func defaultDataDir() string {
 
 // RunDev runs the embedded server, UI and a worker until ctx ends.
 func RunDev(ctx context.Context, o DevOptions, out io.Writer) error {
+	// The embedded Temporal and its Web UI authenticate nobody: whoever
+	// reaches them could cancel runs and read what the codec does not
+	// seal. They serve this machine only.
+	for _, a := range []struct{ flag, addr string }{{"--address", o.Address}, {"--ui-address", o.UIAddress}} {
+		if a.addr != "" && codec.LoopbackHosts(a.addr) == nil {
+			return usageError("dev: %s %s: kedge dev serves Temporal and its Web UI without authentication, so only on a loopback address (127.0.0.1, ::1, localhost); for a team, use the compose install (README, Team install)", a.flag, a.addr)
+		}
+	}
 	if o.DataDir != "" {
 		if err := os.MkdirAll(o.DataDir, 0o755); err != nil {
 			return failed("dev: %v", err)
