@@ -39,14 +39,14 @@ func (f *fakeHosts) record(s string) {
 func (f *fakeHosts) register(env *testsuite.TestWorkflowEnvironment) {
 	attempts := map[string]int32{}
 	env.RegisterActivityWithOptions(func(ctx context.Context, in host.RunInput) (host.RunResult, error) {
+		// The command as the shell would run it: $NAME from the step's env.
+		in.Command = os.Expand(in.Command, func(k string) string { return in.Env[k] })
 		f.mu.Lock()
 		key := in.Command + "@" + in.Target.Node
 		attempts[key]++
 		n := attempts[key]
 		f.mu.Unlock()
-		// As the shell would see it: $NAME from the step's env.
-		cmd := os.Expand(in.Command, func(k string) string { return in.Env[k] })
-		f.record(fmt.Sprintf("run %s@%s", cmd, in.Target.Node))
+		f.record(fmt.Sprintf("run %s@%s", in.Command, in.Target.Node))
 		if f.run != nil {
 			return f.run(in, n)
 		}

@@ -698,14 +698,19 @@ func TestInsideAnActivityItHeartbeats(t *testing.T) {
 	if err := val.Get(&res); err != nil || res.Outputs["k"] != "v" {
 		t.Fatalf("%+v %v", res, err)
 	}
+	// The SDK throttles what it sends, so only count that some came. The
+	// lock is not held past this read: a heartbeat of the next activity
+	// takes it inside the SDK's own lock, which ExecuteActivity waits for.
 	mu.Lock()
-	defer mu.Unlock()
-	// The SDK throttles what it sends, so only count that some came.
-	if beats < 1 {
+	n := beats
+	mu.Unlock()
+	if n < 1 {
 		t.Errorf("no heartbeat in 0.4s at a 50ms interval")
 	}
 
-	_, err = env.ExecuteActivity(RunAction, RunInput{Target: w.tg, Command: "exit 7"})
+	// Long enough to heartbeat while it runs (a test that held its lock
+	// here deadlocked against the SDK under load).
+	_, err = env.ExecuteActivity(RunAction, RunInput{Target: w.tg, Command: "sleep 0.3; exit 7"})
 	var app *temporal.ApplicationError
 	if !errors.As(err, &app) || app.Type() != ErrTypeCommandFailed {
 		t.Fatalf("got %v", err)
