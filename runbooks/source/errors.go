@@ -47,7 +47,12 @@ type Error struct {
 	Msg string `json:"message"`
 }
 
-func (e Error) Error() string { return e.Pos.String() + ": " + e.Msg }
+// Error is "FILE:LINE:COL: message" on one line: a newline a value
+// brought into the message (a step id, say) is shown as \n, so every
+// problem stays one positioned line.
+func (e Error) Error() string {
+	return e.Pos.String() + ": " + strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(e.Msg)
+}
 
 // Errors collects problems; it is an error when non-empty.
 type Errors []Error
