@@ -577,16 +577,8 @@ func TestWebhookHooksRun(t *testing.T) {
 	}
 	c := startChat(t, world.inventory, dir)
 	const id = "hello-hook/lab"
-	hook := func(body, key, requestID string, at time.Time) reply {
-		h := http.Header{}
-		h.Set(chatops.HeaderKey, "ci")
-		h.Set(chatops.HeaderSig, chatops.SignHook([]byte(key), at, requestID, []byte(body)))
-		if requestID != "" {
-			h.Set(chatops.HeaderReq, requestID)
-		}
-		return c.send(t, request{path: "/hooks/run", ctype: "application/json", body: []byte(body), header: h})
-	}
-	// The same signed bytes, sent again, perhaps under another request ID.
+	// A request signed for signedID and sent under sentID (the same, but
+	// for the replay checks).
 	resend := func(body, key, signedID, sentID string, at time.Time) reply {
 		h := http.Header{}
 		h.Set(chatops.HeaderKey, "ci")
@@ -595,6 +587,9 @@ func TestWebhookHooksRun(t *testing.T) {
 			h.Set(chatops.HeaderReq, sentID)
 		}
 		return c.send(t, request{path: "/hooks/run", ctype: "application/json", body: []byte(body), header: h})
+	}
+	hook := func(body, key, requestID string, at time.Time) reply {
+		return resend(body, key, requestID, requestID, at)
 	}
 	var resp chatops.HookResponse
 	for _, bad := range []struct {
