@@ -268,11 +268,34 @@ func (c *Config) key(name string) ([]byte, bool) {
 // with the prefix's path, as parsed URLs (a string prefix would let
 // https://hooks.slack.com.evil.example through).
 func (c *Config) responseURLAllowed(u string) bool {
+	return ResponseURLAllowed(c.ResponseURLs, u)
+}
+
+// ResponseURLCheck is the check a worker applies to chat.follow's
+// response_url: the prefixes as in the config's responseURLs (none:
+// DefaultResponseURLs).
+func ResponseURLCheck(prefixes []string) (func(string) bool, error) {
+	if len(prefixes) == 0 {
+		prefixes = DefaultResponseURLs
+	}
+	for _, p := range prefixes {
+		if _, err := parsePrefix(p); err != nil {
+			return nil, err
+		}
+	}
+	prefixes = slices.Clone(prefixes)
+	return func(u string) bool { return ResponseURLAllowed(prefixes, u) }, nil
+}
+
+// ResponseURLAllowed says whether u falls under one of the prefixes (see
+// responseURLs in the config): same scheme, same host and port, a path
+// under the prefix's.
+func ResponseURLAllowed(prefixes []string, u string) bool {
 	got, err := url.Parse(u)
 	if err != nil || got.User != nil || got.Opaque != "" || got.Host == "" {
 		return false
 	}
-	for _, p := range c.ResponseURLs {
+	for _, p := range prefixes {
 		want, err := parsePrefix(p)
 		if err != nil {
 			continue

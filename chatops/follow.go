@@ -97,6 +97,10 @@ type Notifier struct {
 	// channel once the response_url is used up or expired.
 	BotToken    string
 	SlackAPIURL string // for tests; "" is Slack's
+	// ResponseURLAllowed says where the worker may post: the run's
+	// response_url is checked again here, since whoever can start a
+	// workflow chooses it (nil: DefaultResponseURLs, Slack's).
+	ResponseURLAllowed func(string) bool
 }
 
 // NewNotifier builds the notifier a worker registers; the bot token comes
@@ -127,6 +131,17 @@ func (n *Notifier) log() *slog.Logger {
 func (n *Notifier) Follow(ctx context.Context, in FollowInput) (FollowResult, error) {
 	if in.WorkflowID == "" || in.ResponseURL == "" {
 		return FollowResult{}, temporal.NewNonRetryableApplicationError("chat.follow needs a workflow ID and a response URL", "InvalidInput", nil)
+	}
+	allowed := n.ResponseURLAllowed
+	if allowed == nil {
+		allowed = func(u string) bool { return ResponseURLAllowed(DefaultResponseURLs, u) }
+	}
+	if !allowed(in.ResponseURL) {
+		info := activity.GetInfo(ctx)
+		n.log().Warn("kedge worker: action refused", "audit", true, "workflowId", info.WorkflowExecution.ID,
+			"activity", info.ActivityType.Name, "reason", "response_url not allowed", "host", urlHost(in.ResponseURL))
+		return FollowResult{}, temporal.NewNonRetryableApplicationError(
+			"chat.follow: the response_url's host "+urlHost(in.ResponseURL)+" is not one this worker posts to (kedge worker --chat-response-url)", "CredentialRefused", nil)
 	}
 	var st followState
 	if activity.HasHeartbeatDetails(ctx) {

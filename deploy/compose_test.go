@@ -435,7 +435,11 @@ func TestComposeKedgeCommandsExistInTheCLI(t *testing.T) {
 			ms := mounts(t, name, s)
 			for k, v := range env {
 				if flag, ok := p.envs[k]; ok {
-					if got := fmt.Sprint(p.ctx.Value(flag)); got != v && !(v == "" && got == "") {
+					got := fmt.Sprint(p.ctx.Value(flag))
+					if _, slice := p.ctx.Value(flag).(cli.StringSlice); slice {
+						got = strings.Join(p.ctx.StringSlice(flag), ",")
+					}
+					if got != v && !(v == "" && got == "") {
 						t.Errorf("$%s=%q reached --%s as %q", k, v, flag, got)
 					}
 				} else if !lits[k] {
@@ -624,6 +628,41 @@ func TestComposeVolumesFilesAndEnvironment(t *testing.T) {
 	}
 	if len(lr.Map) == 0 {
 		t.Errorf("%s sets nothing", p)
+	}
+}
+
+// Each service gets only its own secrets from the operator's directory:
+// the worker all of it (SSH key, Vault token, kubeconfigs), the webhook —
+// the one service facing the internet — the codec key, the inventories
+// and its own directory; each client of Temporal the CA and its own
+// certificate and key (mutual TLS), the server its own.
+func TestComposeSecretsReachOnlyTheirService(t *testing.T) {
+	c, _ := load(t)
+	tls := func(client string) []string {
+		return []string{"/tls/ca.pem", "/tls/" + client + ".key", "/tls/" + client + ".pem"}
+	}
+	want := map[string][]string{
+		"kedge-worker":       {""},
+		"kedge-webhook":      append([]string{"/clusters", "/codec.key"}, append(tls("kedge-webhook"), "/webhook")...),
+		"kedge-setup":        append([]string{"/codec.key"}, tls("kedge-setup")...),
+		"kedge-codec":        {"/codec.key"},
+		"temporal":           tls("server"),
+		"temporal-ui":        tls("temporal-ui"),
+		"temporal-namespace": tls("temporal-admin"),
+	}
+	for name, s := range c.Services {
+		var got []string
+		for _, m := range mounts(t, name, s) {
+			if rest, ok := strings.CutPrefix(m.source, "${KEDGE_DIR:-./kedge}"); ok {
+				got = append(got, rest)
+			} else if strings.Contains(m.source, "KEDGE_DIR") {
+				t.Errorf("%s mounts the operator's directory as %q", name, m.source)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want[name]) {
+			t.Errorf("%s mounts %q of the operator's directory, want %q", name, got, want[name])
+		}
 	}
 }
 

@@ -152,6 +152,7 @@ func compileFor(b *testing.B, body, inv string) workflows.RunbookInput {
 	if err != nil {
 		b.Fatal(err)
 	}
+	world.clusters.Put(cluster)
 	l, err := (&runbooks.Library{}).LoadFile(p, cluster)
 	if err != nil {
 		b.Fatal(err)

@@ -13,10 +13,18 @@ import (
 	"kedge.dev/kedge/workflows"
 )
 
-// startWorker runs `kedge worker` as its own process on a task queue.
-func startWorker(t *testing.T, queue string) *exec.Cmd {
+// startWorker runs `kedge worker` as its own process on a task queue,
+// serving the inventories given (default: the world's).
+func startWorker(t *testing.T, queue string, inventories ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(world.kedgeBin, "worker", "--address", world.srv.FrontendAddress(), "--task-queue", queue)
+	if len(inventories) == 0 {
+		inventories = []string{world.inventory}
+	}
+	args := []string{"worker", "--address", world.srv.FrontendAddress(), "--task-queue", queue}
+	for _, inv := range inventories {
+		args = append(args, "--clusters", inv)
+	}
+	cmd := exec.Command(world.kedgeBin, args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -214,7 +214,7 @@ func TestRolloutSurvivesItsWorkerKilled(t *testing.T) {
 		}
 	}
 	since := time.Now().UTC()
-	first := startWorker(t, queue)
+	first := startWorker(t, queue, inv)
 	id := startRunInv(t, "kubelet-image-swap", inv, "--task-queue", queue,
 		"--set", "image=quay.io/poseidon/kubelet:v1.35.5", "--set", "nodes=workers",
 		"--set", "maxUnavailable=2", "--set", "approveControllers=false")
@@ -242,7 +242,7 @@ func TestRolloutSurvivesItsWorkerKilled(t *testing.T) {
 		t.Fatal("every node was swapped before the worker was killed: nothing to resume")
 	}
 	t.Logf("worker killed with %d of %d nodes on the new kubelet", swapped, len(workers))
-	startWorker(t, queue)
+	startWorker(t, queue, inv)
 
 	if err := waitClosed(t, id, 5*time.Minute); err != nil {
 		t.Fatalf("the rollout failed after its worker was replaced: %v", err)

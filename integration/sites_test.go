@@ -22,7 +22,7 @@ import (
 func siteWorker(t *testing.T, queue, identity string, want *regexp.Regexp, args ...string) []string {
 	t.Helper()
 	cmd := exec.Command(world.kedgeBin, append([]string{"worker", "--address", world.srv.FrontendAddress(),
-		"--task-queue", queue, "--identity", identity}, args...)...)
+		"--task-queue", queue, "--identity", identity, "--clusters", world.inventory}, args...)...)
 	cmd.Stdout = os.Stderr
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -91,8 +91,8 @@ func sitesInventory(t *testing.T, name, siteA, siteB string) string {
 // none of them.
 func TestSitesEachWorkerRunsOnlyItsSitesSteps(t *testing.T) {
 	inv := sitesInventory(t, "sites", "site-a", "site-b")
-	siteWorker(t, "site-a", "kedge-site-a", regexp.MustCompile(`polling task queue site-a`))
-	siteWorker(t, "site-b", "kedge-site-b", regexp.MustCompile(`polling task queue site-b`))
+	siteWorker(t, "site-a", "kedge-site-a", regexp.MustCompile(`polling task queue site-a`), "--clusters", inv)
+	siteWorker(t, "site-b", "kedge-site-b", regexp.MustCompile(`polling task queue site-b`), "--clusters", inv)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "site-node.yaml"), []byte(`
 apiVersion: kedge/v1

@@ -69,6 +69,10 @@ func newReceiver(t *testing.T) *receiver {
 		_, _ = w.Write([]byte("ok"))
 	}))
 	t.Cleanup(r.Close)
+	// The world's worker posts here too (chat.follow).
+	world.responseURLs.Lock()
+	world.responseURLs.prefixes = append(world.responseURLs.prefixes, r.URL+"/")
+	world.responseURLs.Unlock()
 	return r
 }
 
@@ -124,6 +128,7 @@ type chat struct {
 // U0DEV may only start; the CI key may start hello-hook.
 func startChat(t *testing.T, inv, runbookDir string) *chat {
 	t.Helper()
+	workerServes(inv)
 	dir := t.TempDir()
 	recv := newReceiver(t)
 	if err := os.WriteFile(filepath.Join(dir, "ci.key"), []byte(itHookKey+"\n"), 0o600); err != nil {
@@ -699,7 +704,8 @@ allow:
 		done <- starter.RunDev(ctx, starter.DevOptions{
 			DataDir: data, Address: "127.0.0.1:0", Namespace: "default", TaskQueue: "kedge-dev-webhook",
 			CodecKey: filepath.Join(dir, "codec.key"), WebhookAddress: addr, WebhookConfig: cfg,
-			Ready: func(*devserver.Server) { close(ready) },
+			Clusters: []string{world.inventory},
+			Ready:    func(*devserver.Server) { close(ready) },
 		}, out)
 	}()
 	t.Cleanup(func() {

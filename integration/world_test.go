@@ -5,21 +5,26 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"kedge.dev/kedge/chatops"
 	"kedge.dev/kedge/integration/lab"
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/internal/codec"
 	"kedge.dev/kedge/internal/devserver"
+	"kedge.dev/kedge/internal/trust"
+	"kedge.dev/kedge/runbooks/inventory"
 	"kedge.dev/kedge/starter"
 	"kedge.dev/kedge/worker"
 	"kedge.dev/kedge/workflows"
@@ -36,7 +41,18 @@ var world struct {
 	codecKey  string // payload key file ($KEDGE_CODEC_KEY)
 	codec     *codec.Codec
 	kedgeBin  string // the kedge binary, for tests that need a worker process
-	cleanups  []func()
+	// clusters are the inventories the in-process worker serves: every
+	// inventory a test hands the CLI (workerServes, below), as an operator would
+	// give the worker the inventories it runs against.
+	clusters  trust.Set
+	workerLog syncLog // the in-process worker's log (audit lines)
+	// responseURLs are where the worker's chat.follow may post: each
+	// test's receiver (newReceiver) adds its own.
+	responseURLs struct {
+		sync.Mutex
+		prefixes []string
+	}
+	cleanups []func()
 }
 
 const labHosts = 3
@@ -99,7 +115,8 @@ func runWorld(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer world.client.Close()
-	w := worker.New(world.client, worker.Options{})
+	w := worker.New(world.client, worker.Options{Clusters: &world.clusters, ResponseURLAllowed: worldResponseURL,
+		Logger: slog.New(slog.NewTextHandler(io.MultiWriter(os.Stderr, &world.workerLog), &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err := w.Start(); err != nil {
 		return 0, err
 	}
@@ -223,6 +240,11 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 // mainWithServer runs the CLI against the world's server; safe from any
 // goroutine.
 func mainWithServer(args []string, out, errw *strings.Builder) int {
+	for i, a := range args[:len(args)-1] {
+		if a == "--inventory" && (args[0] == "run" || args[0] == "schedule") {
+			workerServes(args[i+1])
+		}
+	}
 	full := []string{"kedge", args[0]}
 	switch args[0] {
 	case "run", "watch", "list", "cancel", "approve", "schedule":
@@ -230,6 +252,20 @@ func mainWithServer(args []string, out, errw *strings.Builder) int {
 	}
 	full = append(full, args[1:]...)
 	return starter.Main(full, starter.IO{In: strings.NewReader(""), Out: out, Err: errw})
+}
+
+func worldResponseURL(u string) bool {
+	world.responseURLs.Lock()
+	defer world.responseURLs.Unlock()
+	return chatops.ResponseURLAllowed(world.responseURLs.prefixes, u)
+}
+
+// workerServes has the world's worker serve an inventory (replacing a cluster of
+// the same name). One that does not load is left for the CLI to refuse.
+func workerServes(inv string) {
+	if c, err := inventory.LoadFile(inv); err == nil {
+		world.clusters.Put(c)
+	}
 }
 
 func queryProgress(id string) (workflows.Progress, error) {

@@ -3,7 +3,8 @@
 # OpenSSH's sshd for the test hosts, pssh as a benchmark baseline, and the
 # util-linux tools (unshare, nsenter) that give each host its own files;
 # for real kubelets (integration/realnode): containerd and runc, the CNI
-# plugins (bridge, host-local, loopback), iptables and iproute2.
+# plugins (bridge, host-local, loopback), iptables and iproute2; and
+# PostgreSQL for Temporal's team topology.
 set -euo pipefail
 
 need=()
@@ -20,6 +21,8 @@ command -v runc >/dev/null 2>&1 || need+=(runc)
 [ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
 command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || need+=(iptables)
 command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || need+=(iproute2)
+# Temporal on PostgreSQL, as the team install runs it (integration/pglab).
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
 
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then

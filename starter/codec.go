@@ -1,6 +1,7 @@
 package starter
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"kedge.dev/kedge/internal/codec"
+	"kedge.dev/kedge/internal/secretfile"
 )
 
 var codecKeyFlag = &cli.StringFlag{Name: "codec-key", Usage: "payload encryption key `FILE` (default: " + codec.DefaultPath() + ")", EnvVars: []string{codec.EnvKeyFile}}
@@ -72,11 +74,22 @@ func codecServerCommand() *cli.Command {
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8234", Usage: "`HOST:PORT` to listen on"},
 			&cli.StringSliceFlag{Name: "ui-origin", Value: cli.NewStringSlice("http://127.0.0.1:8233"), Usage: "Web UI `ORIGIN` allowed to call it (repeatable)"},
 			&cli.StringSliceFlag{Name: "host", Usage: "`HOST:PORT` browsers reach it as (repeatable; default: the listen address when it is loopback, else any)"},
+			&cli.StringFlag{Name: "token-file", Usage: "`FILE` (owner-only) with a token every request must carry as `Authorization: Bearer TOKEN`, e.g. added by an authenticating proxy in front", EnvVars: []string{"KEDGE_CODEC_TOKEN_FILE"}},
 		},
 		Action: func(c *cli.Context) error {
 			cd, err := loadCodec(codecKeyPath(c))
 			if err != nil {
 				return err
+			}
+			var token []byte
+			if f := c.String("token-file"); f != "" {
+				data, err := secretfile.Read(f)
+				if err != nil {
+					return usageError("codec-server: --token-file: %v", err)
+				}
+				if token = bytes.TrimSpace(data); len(token) < 16 {
+					return usageError("codec-server: --token-file %s: the token must be at least 16 characters", f)
+				}
 			}
 			ln, err := net.Listen("tcp", c.String("listen"))
 			if err != nil {
@@ -89,14 +102,19 @@ func codecServerCommand() *cli.Command {
 			if len(hosts) == 0 {
 				hosts = codec.LoopbackHosts(ln.Addr().String())
 			}
-			return serveCodec(ctx, ln, cd, c.StringSlice("ui-origin"), hosts)
+			return serveCodec(ctx, ln, cd, c.StringSlice("ui-origin"), hosts, token)
 		},
 	}
 }
 
-// serveCodec serves the codec endpoint on ln until ctx ends.
-func serveCodec(ctx context.Context, ln net.Listener, cd *codec.Codec, origins, hosts []string) error {
-	srv := &http.Server{Handler: cd.Handler(origins, hosts), ReadHeaderTimeout: 10 * time.Second}
+// serveCodec serves the codec endpoint on ln until ctx ends; with a
+// token, only to requests that carry it.
+func serveCodec(ctx context.Context, ln net.Listener, cd *codec.Codec, origins, hosts []string, token []byte) error {
+	h := cd.Handler(origins, hosts)
+	if token != nil {
+		h = codec.RequireToken(token, h)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"go.temporal.io/sdk/client"
 
+	"kedge.dev/kedge/chatops"
 	"kedge.dev/kedge/internal/codec"
 	"kedge.dev/kedge/internal/devserver"
 	"kedge.dev/kedge/worker"
@@ -36,6 +37,9 @@ type DevOptions struct {
 	// SlackSigningSecretFile the Slack signing secret (else
 	// $KEDGE_SLACK_SIGNING_SECRET, else one generated in DataDir).
 	WebhookAddress, WebhookConfig, SlackSigningSecretFile string
+	// Clusters are the inventories (files or directories) the worker
+	// serves ("" = DataDir/clusters).
+	Clusters []string
 	// Ready, when set, is called once the server, UI and worker are up.
 	Ready func(s *devserver.Server)
 }
@@ -51,6 +55,7 @@ func devCommand() *cli.Command {
 			&cli.StringFlag{Name: "namespace", Value: "default"},
 			&cli.StringFlag{Name: "task-queue", Value: worker.DefaultTaskQueue, EnvVars: []string{"KEDGE_TASK_QUEUE"}},
 			codecKeyFlag,
+			clustersFlag(),
 			&cli.StringFlag{Name: "webhook-address", Value: "127.0.0.1:8235", Usage: "`HOST:PORT` of the ChatOps webhook server (empty: none)"},
 			&cli.StringFlag{Name: "webhook-config", Usage: "the webhook's authorization config `FILE` (kind: ChatOps)", EnvVars: []string{envWebhookConfig}},
 			&cli.StringFlag{Name: "slack-signing-secret-file", Usage: "`FILE` with the Slack signing secret (default $" + envSigningSecret + ", else one generated in --data-dir)", EnvVars: []string{envSigningSecretFile}},
@@ -62,7 +67,7 @@ func devCommand() *cli.Command {
 				DataDir: c.String("data-dir"), Address: c.String("address"), UIAddress: c.String("ui-address"),
 				Namespace: c.String("namespace"), TaskQueue: c.String("task-queue"), CodecKey: c.String("codec-key"),
 				WebhookAddress: c.String("webhook-address"), WebhookConfig: c.String("webhook-config"),
-				SlackSigningSecretFile: c.String("slack-signing-secret-file"),
+				SlackSigningSecretFile: c.String("slack-signing-secret-file"), Clusters: c.StringSlice("clusters"),
 			}, c.App.ErrWriter)
 		},
 	}
@@ -111,6 +116,22 @@ func RunDev(ctx context.Context, o DevOptions, out io.Writer) error {
 			return failed("dev: %v", err)
 		}
 	}
+	if len(o.Clusters) == 0 {
+		// Inventories dropped here are served; none at first.
+		d := filepath.Join(o.DataDir, "clusters")
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return failed("dev: %v", err)
+		}
+		o.Clusters = []string{d}
+	}
+	clusters, err := loadClusters("kedge dev", o.Clusters, out)
+	if err != nil {
+		return err
+	}
+	webhookCfg, err := devWebhookConfig(o)
+	if err != nil {
+		return err
+	}
 	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cd, err := devCodec(o.CodecKey, out)
 	if err != nil {
@@ -125,7 +146,7 @@ func RunDev(ctx context.Context, o DevOptions, out io.Writer) error {
 		}
 		codecURL = "http://" + ln.Addr().String()
 		go func() {
-			_ = serveCodec(ctx, ln, cd, []string{"http://" + o.UIAddress}, codec.LoopbackHosts(ln.Addr().String()))
+			_ = serveCodec(ctx, ln, cd, []string{"http://" + o.UIAddress}, codec.LoopbackHosts(ln.Addr().String()), nil)
 		}()
 	}
 	srv, err := devserver.Start(ctx, devserver.Config{
@@ -143,7 +164,8 @@ func RunDev(ctx context.Context, o DevOptions, out io.Writer) error {
 		return cli.Exit(fmt.Sprintf("kedge dev: connect to the embedded server: %v", err), ExitUnreachable)
 	}
 	defer cl.Close()
-	w := worker.New(cl, worker.Options{TaskQueue: o.TaskQueue, Logger: log})
+	w := worker.New(cl, worker.Options{TaskQueue: o.TaskQueue, Logger: log, Clusters: clusters,
+		ResponseURLAllowed: func(u string) bool { return chatops.ResponseURLAllowed(webhookCfg.ResponseURLs, u) }})
 	if err := w.Start(); err != nil {
 		return failed("dev: start worker: %v", err)
 	}
@@ -152,7 +174,7 @@ func RunDev(ctx context.Context, o DevOptions, out io.Writer) error {
 	if u := srv.UIURL(); u != "" {
 		fmt.Fprintf(out, "kedge dev: Web UI %s\n", u)
 	}
-	if err := startDevWebhook(ctx, o, cl, cd.DataConverter(), srv.UIURL(), out); err != nil {
+	if err := startDevWebhook(ctx, o, webhookCfg, cl, cd.DataConverter(), srv.UIURL(), out); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "kedge dev: worker polling task queue %s; Ctrl-C stops everything\n", o.TaskQueue)

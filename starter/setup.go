@@ -19,8 +19,9 @@ import (
 // attributes, which `kedge dev` registers on its own server.
 func setupCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "setup",
-		Usage: "register Kedge's search attributes (KedgeCluster, KedgeRunbook, KedgeNode, KedgeStatus) on a Temporal namespace; once per namespace",
+		Name:        "setup",
+		Usage:       "register Kedge's search attributes (KedgeCluster, KedgeRunbook, KedgeNode, KedgeStatus) on a Temporal namespace; once per namespace",
+		Subcommands: []*cli.Command{setupTLSCommand()},
 		Flags: append([]cli.Flag{outputFlag,
 			&cli.BoolFlag{Name: "check", Usage: "only check: exit 1 when an attribute is missing"},
 		}, temporalFlags()...),

@@ -127,16 +127,9 @@ func devSigningSecret(file, dir string, out io.Writer) (string, error) {
 
 // startDevWebhook starts `kedge dev`'s webhook server beside its worker;
 // it stops when ctx ends.
-func startDevWebhook(ctx context.Context, o DevOptions, cl client.Client, dc converter.DataConverter, uiURL string, out io.Writer) error {
+func startDevWebhook(ctx context.Context, o DevOptions, cfg *chatops.Config, cl client.Client, dc converter.DataConverter, uiURL string, out io.Writer) error {
 	if o.WebhookAddress == "" {
 		return nil
-	}
-	cfg := chatops.EmptyConfig()
-	if o.WebhookConfig != "" {
-		var err error
-		if cfg, err = chatops.LoadConfig(o.WebhookConfig); err != nil {
-			return failed("dev: invalid webhook config:\n%v", err)
-		}
 	}
 	dir := o.DataDir
 	if dir == "" {
@@ -161,4 +154,17 @@ func startDevWebhook(ctx context.Context, o DevOptions, cl client.Client, dc con
 		fmt.Fprintf(out, "kedge dev: no --webhook-config: the webhook refuses every request (see the README's ChatOps section)\n")
 	}
 	return nil
+}
+
+// devWebhookConfig loads the dev webhook's config (empty without one):
+// the worker beside it posts to the response URLs it allows.
+func devWebhookConfig(o DevOptions) (*chatops.Config, error) {
+	if o.WebhookAddress == "" || o.WebhookConfig == "" {
+		return chatops.EmptyConfig(), nil
+	}
+	cfg, err := chatops.LoadConfig(o.WebhookConfig)
+	if err != nil {
+		return nil, failed("dev: invalid webhook config:\n%v", err)
+	}
+	return cfg, nil
 }

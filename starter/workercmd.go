@@ -3,17 +3,22 @@ package starter
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 	"go.temporal.io/sdk/client"
 
+	"kedge.dev/kedge/chatops"
 	"kedge.dev/kedge/internal/metrics"
+	"kedge.dev/kedge/internal/trust"
 	"kedge.dev/kedge/worker"
 )
 
@@ -25,14 +30,23 @@ func workerCommand() *cli.Command {
 			"only one site's hosts polls that site's queue (--task-queue, the inventory's taskQueue).",
 		Flags: append(temporalFlags(),
 			&cli.StringFlag{Name: "identity", Usage: "name of this worker in workflow histories (default pid@host)", EnvVars: []string{"KEDGE_WORKER_IDENTITY"}},
+			clustersFlag(),
+			&cli.StringSliceFlag{Name: "chat-response-url", Usage: "`URL` prefix a chat-started run's progress may be posted to, repeatable (default: Slack's, https://hooks.slack.com/)", EnvVars: []string{"KEDGE_CHAT_RESPONSE_URLS"}},
 			&cli.StringFlag{Name: "metrics-listen", Usage: "`HOST:PORT` serving Prometheus /metrics and /healthz (default: none)", EnvVars: []string{"KEDGE_METRICS_LISTEN"}},
 		),
 		Action: func(c *cli.Context) error {
 			log := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			clusters, err := loadClusters("kedge worker", c.StringSlice("clusters"), c.App.ErrWriter)
+			if err != nil {
+				return err
+			}
+			responseURLs, err := chatops.ResponseURLCheck(c.StringSlice("chat-response-url"))
+			if err != nil {
+				return usageError("--chat-response-url: %v", err)
+			}
 			var reg *metrics.Registry
 			var ln net.Listener
 			if addr := c.String("metrics-listen"); addr != "" {
-				var err error
 				if ln, err = net.Listen("tcp", addr); err != nil {
 					return failed("--metrics-listen %s: %v", addr, err)
 				}
@@ -49,7 +63,7 @@ func workerCommand() *cli.Command {
 				return err
 			}
 			defer cl.Close()
-			w := worker.New(cl, worker.Options{TaskQueue: c.String("task-queue"), Identity: c.String("identity"), Logger: log})
+			w := worker.New(cl, worker.Options{TaskQueue: c.String("task-queue"), Identity: c.String("identity"), Logger: log, Clusters: clusters, ResponseURLAllowed: responseURLs})
 			if err := w.Start(); err != nil {
 				return failed("start worker: %v", err)
 			}
@@ -69,6 +83,35 @@ func workerCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// clustersFlag names the inventories a worker serves.
+func clustersFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: "clusters", Usage: "inventory `FILE|DIR` of a cluster this worker serves (a directory: its *.yaml files), repeatable: " +
+		"hosts, SSH keys, known_hosts, Vault and kubeconfigs come from these files only; a run naming anything else is refused", EnvVars: []string{"KEDGE_CLUSTERS"}}
+}
+
+// loadClusters reads the inventories a worker serves and says which
+// clusters they are.
+func loadClusters(who string, paths []string, out io.Writer) (*trust.Files, error) {
+	if len(paths) == 0 {
+		return nil, usageError("--clusters is required: the inventories of the clusters this worker serves (files, or directories of *.yaml)")
+	}
+	f, err := trust.Load(paths)
+	if err != nil {
+		return nil, failed("--clusters: %v", err)
+	}
+	cs, _ := f.Clusters()
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.Name)
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		names = []string{"none yet"}
+	}
+	fmt.Fprintf(out, "%s: the worker serves clusters %s (inventories in %s)\n", who, strings.Join(names, ", "), strings.Join(paths, ", "))
+	return f, nil
 }
 
 // workerHealth is healthy while the Temporal frontend the worker polls

@@ -19,6 +19,7 @@ import (
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/activities/vault"
 	"kedge.dev/kedge/chatops"
+	"kedge.dev/kedge/internal/trust"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -39,6 +40,14 @@ type Options struct {
 	SSH sshpool.Options
 	// HeartbeatInterval is how often long host actions heartbeat.
 	HeartbeatInterval time.Duration
+	// Clusters are the inventories of the clusters this worker serves:
+	// where it may connect and with what. An action naming a host, a
+	// Vault or a kubeconfig they do not give is refused (nil: every such
+	// action is).
+	Clusters trust.Registry
+	// ResponseURLAllowed says where chat.follow may post a chat-started
+	// run's progress (nil: Slack's response URLs only).
+	ResponseURLAllowed func(string) bool
 }
 
 // Worker is a Temporal worker with Kedge's workflows and activities.
@@ -57,10 +66,12 @@ func New(c client.Client, opts Options) *Worker {
 	}
 	w := sdkworker.New(c, opts.TaskQueue, sdkworker.Options{
 		Identity:     opts.Identity,
-		Interceptors: []interceptor.WorkerInterceptor{&kedgeMetrics{}},
+		Interceptors: []interceptor.WorkerInterceptor{&kedgeMetrics{}, &trust.Guard{Registry: opts.Clusters, Logger: opts.Logger}},
 	})
 	workflows.Register(w)
-	chatops.NewNotifier(c, opts.Logger).Register(w) // posts chat-started runs' progress to Slack
+	notifier := chatops.NewNotifier(c, opts.Logger) // posts chat-started runs' progress to Slack
+	notifier.ResponseURLAllowed = opts.ResponseURLAllowed
+	notifier.Register(w)
 	pool := registerActions(w, opts)
 	return &Worker{Worker: w, pool: pool}
 }

@@ -61,6 +61,9 @@ type ItemResult struct {
 	Child        string     `json:"child"`
 	Error        string     `json:"error,omitempty"`
 	Compensation []UndoCall `json:"compensation,omitempty"`
+	// Undone is set on a completed item once its undo succeeded; an undo
+	// that failed leaves Error ("undo: ...").
+	Undone bool `json:"undone,omitempty"`
 }
 
 // RolloutResult is what a finished rollout returns (and its step's outputs).
@@ -68,6 +71,11 @@ type RolloutResult struct {
 	Done    []string `json:"done"`
 	Failed  []string `json:"failed"`
 	Aborted bool     `json:"aborted"`
+	// After an abort: the completed items whose undo succeeded, and those
+	// whose undo failed (each "ITEM: why"). A completed item with nothing
+	// to undo is in neither.
+	Undone     []string `json:"undone,omitempty"`
+	UndoFailed []string `json:"undoFailed,omitempty"`
 }
 
 // NodeWorkflowID is the ID of the child runbook working on one node. It
@@ -149,16 +157,46 @@ func Rollout(ctx workflow.Context, in RolloutInput) (RolloutResult, error) {
 	if ro.aborting {
 		ro.compensate(ctx)
 		ro.ui.setStatus(ctx, searchattr.StatusFailed)
-		by := ""
-		if n := len(ro.st.Decisions); n > 0 {
-			by = " by " + ro.st.Decisions[n-1].By
-		}
-		return res, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("rollout %s aborted%s after %d failed (%s); %d completed items undone",
-				in.Step, by, len(ro.st.Failed), strings.Join(res.Failed, ", "), len(ro.st.Done)), "RolloutAborted", nil, res)
+		return res, ro.aborted(&res)
 	}
 	ro.ui.setStatus(ctx, searchattr.StatusSucceeded)
 	return res, nil
+}
+
+// aborted is the error an aborted rollout ends with: what failed, who
+// aborted, and exactly which undos succeeded and which did not (then the
+// error type is RolloutUndoFailed: nodes are left as the failed undo
+// left them).
+func (ro *rollout) aborted(res *RolloutResult) error {
+	var nothing []string
+	for _, d := range ro.st.Done {
+		switch {
+		case d.Undone:
+			res.Undone = append(res.Undone, d.Item)
+		case d.Error != "":
+			res.UndoFailed = append(res.UndoFailed, d.Item+": "+d.Error)
+		default:
+			nothing = append(nothing, d.Item)
+		}
+	}
+	by := ""
+	if n := len(ro.st.Decisions); n > 0 {
+		by = " by " + ro.st.Decisions[n-1].By
+	}
+	var b strings.Builder
+	printf(&b, "rollout %s aborted%s after %d failed (%s)", ro.in.Step, by, len(ro.st.Failed), strings.Join(res.Failed, ", "))
+	if len(res.Undone) > 0 {
+		printf(&b, "; undone: %s", strings.Join(res.Undone, ", "))
+	}
+	if len(nothing) > 0 {
+		printf(&b, "; nothing to undo: %s", strings.Join(nothing, ", "))
+	}
+	typ := "RolloutAborted"
+	if len(res.UndoFailed) > 0 {
+		printf(&b, "; UNDO FAILED on %d: %s", len(res.UndoFailed), strings.Join(res.UndoFailed, "; "))
+		typ = "RolloutUndoFailed"
+	}
+	return temporal.NewNonRetryableApplicationError(b.String(), typ, nil, *res)
 }
 
 func items(rs []ItemResult) []string {
@@ -280,6 +318,8 @@ func (ro *rollout) compensate(ctx workflow.Context) {
 		})
 		if err := workflow.ExecuteChildWorkflow(opts, CompensateWorkflow, d.Compensation).Get(cctx, nil); err != nil {
 			d.Error = "undo: " + errorMessage(err)
+		} else {
+			d.Undone = true
 		}
 	}
 }
@@ -319,7 +359,14 @@ func (ro *rollout) progress() Progress {
 		p.Steps = append(p.Steps, StepProgress{ID: item, Kind: "runbook", State: state, Child: child, LastError: errText, Attempts: 1})
 	}
 	for _, d := range ro.st.Done {
-		add(d.Item, StateSucceeded, d.Child, d.Error)
+		state := StateSucceeded
+		switch {
+		case d.Undone:
+			state = StateUndone
+		case d.Error != "":
+			state = StateFailed // its undo failed
+		}
+		add(d.Item, state, d.Child, d.Error)
 	}
 	for _, f := range ro.st.Failed {
 		add(f.Item, StateFailed, f.Child, f.Error)

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -152,6 +153,45 @@ func TestRolloutPausesAtBudgetThenAbortUndoesCompleted(t *testing.T) {
 	iRestart := slices.Index(calls, "run restart-after-undo@controller-1")
 	if iRestore < 0 || iRestart < iRestore {
 		t.Errorf("completed node not undone in order: %v", calls)
+	}
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != "RolloutAborted" || !strings.Contains(err.Error(), "undone: controller-1") || strings.Contains(err.Error(), "UNDO FAILED") {
+		t.Errorf("the abort does not say what was undone: %v", err)
+	}
+}
+
+// An undo that fails is reported as such, never as undone: the error
+// names the item and why, and its type says the rollout left work behind.
+func TestRolloutAbortReportsAFailedUndo(t *testing.T) {
+	env, f := newEnv(t)
+	f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
+		switch in.Command {
+		case "work worker-1":
+			return host.RunResult{}, temporal.NewNonRetryableApplicationError("broken worker-1", "CommandFailed", nil)
+		case "restart-after-undo":
+			return host.RunResult{}, temporal.NewNonRetryableApplicationError("unit would not start", "UnitFailed", nil)
+		}
+		return host.RunResult{}, nil
+	}
+	in := input(t, perNode, map[string]any{"node": "x"})
+	ri := RolloutInput{Step: "swap", Runbook: in.Runbook, Cluster: in.Cluster, Items: []string{"controller-1", "worker-1", "worker-2"},
+		With: map[string]any{"node": "${ item }"}, Vars: map[string]any{"params": map[string]any{}}, MaxUnavailable: 1, FailureBudget: 0}
+	var abort updateResult
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(DecideUpdate, "1", &abort, Decision{Decision: DecisionAbort, By: "alice"})
+	}, time.Hour)
+	env.ExecuteWorkflow(Rollout, ri)
+	err := env.GetWorkflowError()
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != "RolloutUndoFailed" {
+		t.Fatalf("want RolloutUndoFailed, got %v", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "UNDO FAILED on 1: controller-1: undo:") || !strings.Contains(msg, "unit would not start") || strings.Contains(msg, "undone:") {
+		t.Errorf("the abort hides the failed undo: %s", msg)
+	}
+	var res RolloutResult
+	if !app.HasDetails() || app.Details(&res) != nil || len(res.UndoFailed) != 1 || len(res.Undone) != 0 {
+		t.Errorf("result: %+v", res)
 	}
 }
 

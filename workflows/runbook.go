@@ -451,7 +451,7 @@ func (r *run) input(action catalog.Action, host string, with, vars map[string]an
 		if v.Address == "" {
 			return nil, fmt.Errorf("action %s needs the inventory's vault.address", action.Name)
 		}
-		input["vault"] = map[string]any{"address": v.Address, "tokenFile": v.TokenFile, "caFile": v.CAFile, "pki": v.PKI, "role": v.Role, "kv": v.KV}
+		input["vault"] = map[string]any{"cluster": r.in.Cluster.Name, "address": v.Address, "tokenFile": v.TokenFile, "caFile": v.CAFile, "pki": v.PKI, "role": v.Role, "kv": v.KV}
 	}
 	if action.Target == catalog.TargetNode || action.Target == catalog.TargetCluster {
 		k := r.in.Cluster.Kubernetes

@@ -347,13 +347,16 @@ func (a *Activities) WaitNode(ctx context.Context, in WaitNodeInput) (WaitNodeRe
 		switch {
 		case err == nil:
 			last = WaitNodeResult{Ready: nodeReady(node), KubeletVersion: node.Status.NodeInfo.KubeletVersion}
-			fresh := after.IsZero() || readyHeartbeat(node).After(after)
+			// Heartbeats have whole seconds: one in the restart's own
+			// second is the new kubelet's (it posts at start), as the
+			// restart's time is taken before the old one stops.
+			fresh := after.IsZero() || !readyHeartbeat(node).Before(after)
 			if last.Ready && fresh && (in.KubeletVersion == "" || last.KubeletVersion == in.KubeletVersion) {
 				return last, nil
 			}
 			lastErr = fmt.Sprintf("ready=%t kubelet %s", last.Ready, last.KubeletVersion)
 			if !fresh {
-				lastErr += fmt.Sprintf(", last heartbeat %s is not after %s", readyHeartbeat(node).UTC().Format(time.RFC3339), in.ReadyAfter)
+				lastErr += fmt.Sprintf(", last heartbeat %s is before %s", readyHeartbeat(node).UTC().Format(time.RFC3339), in.ReadyAfter)
 			}
 		case apierrors.IsNotFound(err):
 			lastErr = "not registered"

@@ -64,9 +64,10 @@ type WaitNodeInput struct {
 	KubeletVersion string  `json:"kubeletVersion,omitempty" doc:"also wait until the kubelet reports this version (e.g. v1.35.4)"`
 	// ReadyAfter, an RFC 3339 time from the node's own clock (e.g.
 	// host.systemd's startedAt), makes a Ready condition count only when
-	// its last heartbeat is later: a status the old kubelet posted
-	// before a restart is not the new kubelet's.
-	ReadyAfter string `json:"readyAfter,omitempty" doc:"count Ready only when its last heartbeat is later than this RFC 3339 time (e.g. the restart's startedAt)"`
+	// its last heartbeat is not earlier (heartbeats have whole seconds):
+	// a status the old kubelet posted before a restart is not the new
+	// kubelet's.
+	ReadyAfter string `json:"readyAfter,omitempty" doc:"count Ready only when its last heartbeat is not earlier than this RFC 3339 time (e.g. the restart's startedAt)"`
 	Timeout    string `json:"timeout,omitempty" kedge:"duration" doc:"give up after this long (default 5m)"`
 }
 

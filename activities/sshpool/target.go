@@ -4,6 +4,9 @@ package sshpool
 // inventory snapshot and hands it to every host action, so activities never
 // read the inventory themselves.
 type Target struct {
+	// Cluster is the inventory's cluster name: the worker checks the rest
+	// against its own inventory of that cluster before connecting.
+	Cluster string `json:"cluster,omitempty"`
 	// Node is the inventory name of the host; it names the host in errors.
 	Node string `json:"node"`
 	// Address is the IP address or DNS name sshd listens on.

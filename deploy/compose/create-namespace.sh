@@ -3,6 +3,9 @@
 # Kedge's search attributes to it.
 set -eu
 : "${TEMPORAL_ADDRESS:=temporal:7233}" "${TEMPORAL_NAMESPACE:=default}"
+# Temporal wants mutual TLS; the temporal CLI reads these itself.
+: "${TEMPORAL_TLS_CLIENT_CERT_PATH:?}" "${TEMPORAL_TLS_CLIENT_KEY_PATH:?}" "${TEMPORAL_TLS_SERVER_CA_CERT_PATH:?}" "${TEMPORAL_TLS_SERVER_NAME:?}"
+export TEMPORAL_TLS_CLIENT_CERT_PATH TEMPORAL_TLS_CLIENT_KEY_PATH TEMPORAL_TLS_SERVER_CA_CERT_PATH TEMPORAL_TLS_SERVER_NAME
 tries=0
 until temporal operator cluster health --address "$TEMPORAL_ADDRESS"; do
 	tries=$((tries + 1))

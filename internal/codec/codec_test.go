@@ -217,3 +217,32 @@ func TestNoDefaultPathWithoutAConfigDir(t *testing.T) {
 		t.Errorf("Generate: %v", err)
 	}
 }
+
+// With a token, only requests carrying it are decoded; preflights pass
+// (browsers send them without credentials).
+func TestRequireToken(t *testing.T) {
+	reached := 0
+	h := RequireToken([]byte("0123456789abcdef"), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached++ }))
+	for _, c := range []struct {
+		method, auth string
+		want         int
+	}{
+		{http.MethodPost, "", http.StatusUnauthorized},
+		{http.MethodPost, "Bearer wrong", http.StatusUnauthorized},
+		{http.MethodPost, "Bearer 0123456789abcdef0", http.StatusUnauthorized},
+		{http.MethodPost, "0123456789abcdef", http.StatusUnauthorized},
+		{http.MethodPost, "Bearer 0123456789abcdef", http.StatusOK},
+		{http.MethodOptions, "", http.StatusOK},
+	} {
+		before := reached
+		req := httptest.NewRequest(c.method, "/decode", nil)
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != c.want || (c.want == http.StatusOK) != (reached > before) {
+			t.Errorf("%s %q: %d (handler reached: %v), want %d", c.method, c.auth, rec.Code, reached > before, c.want)
+		}
+	}
+}

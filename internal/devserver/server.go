@@ -2,10 +2,13 @@ package devserver
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +39,47 @@ type Config struct {
 	Namespace     string       // created at start when missing (default "default"), retention 3 days, with Kedge's search attributes
 	Logger        *slog.Logger // the server's warnings and errors; nil discards them
 	CodecEndpoint string       // codec server URL for the Web UI, optional
+	// TLS, when set, has every connection to the server use mutual TLS:
+	// clients need a certificate from TLS.CAFile.
+	TLS *TLS
+}
+
+// TLS is the server's side of mutual TLS, as `kedge setup tls` writes it.
+type TLS struct {
+	CertFile, KeyFile string // the server's certificate: the frontend's, its services' to one another, its own clients'
+	CAFile            string // the CA clients' certificates must chain to (and the server's does)
+	ServerName        string // a name the server certificate holds, checked by the server's own clients
+}
+
+// rootTLS configures the frontend, internode traffic and the system
+// worker for mutual TLS.
+func (t *TLS) rootTLS() config.RootTLS {
+	server := config.ServerTLS{CertFile: t.CertFile, KeyFile: t.KeyFile, ClientCAFiles: []string{t.CAFile}, RequireClientAuth: true}
+	client := config.ClientTLS{ServerName: t.ServerName, RootCAFiles: []string{t.CAFile}}
+	return config.RootTLS{
+		Internode:    config.GroupTLS{Server: server, Client: client},
+		Frontend:     config.GroupTLS{Server: server, Client: client},
+		SystemWorker: config.WorkerTLS{CertFile: t.CertFile, KeyFile: t.KeyFile, Client: client},
+	}
+}
+
+// clientConfig is what the server's own clients (readiness probes,
+// search attributes) and its Web UI dial with: the server certificate,
+// which is also good for client authentication.
+func (t *TLS) clientConfig() (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	if err != nil {
+		return nil, err
+	}
+	ca, err := os.ReadFile(t.CAFile)
+	if err != nil {
+		return nil, err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(ca) {
+		return nil, fmt.Errorf("%s holds no certificate", t.CAFile)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: roots, ServerName: t.ServerName, MinVersion: tls.VersionTLS12}, nil
 }
 
 // Server is a running embedded Temporal server, and its Web UI if asked for.
@@ -165,6 +209,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}},
 		PublicClient: config.PublicClient{HostPort: frontend},
 	}
+	if cfg.TLS != nil {
+		conf.Global.TLS = cfg.TLS.rootTLS()
+	}
 
 	s := &Server{cfg: cfg, frontend: frontend, log: newServerLog(cfg.Logger)}
 	s.temporal, err = temporal.NewServer(
@@ -251,11 +298,19 @@ func (s *Server) probe(ctx context.Context) error {
 }
 
 func (s *Server) dial(ctx context.Context) (client.Client, error) {
-	return client.DialContext(ctx, client.Options{
+	opts := client.Options{
 		HostPort:  s.frontend,
 		Namespace: s.cfg.Namespace,
 		Logger:    sdkLog{},
-	})
+	}
+	if s.cfg.TLS != nil {
+		tc, err := s.cfg.TLS.clientConfig()
+		if err != nil {
+			return nil, err
+		}
+		opts.ConnectionOptions.TLS = tc
+	}
+	return client.DialContext(ctx, opts)
 }
 
 // FrontendAddress is the gRPC host:port clients dial.

@@ -14,7 +14,8 @@ import (
 )
 
 // startUI serves the Temporal Web UI on s.cfg.UIAddr, talking to the
-// frontend without TLS or auth, and returns once it answers.
+// frontend (with mutual TLS when the server has it), and returns once it
+// answers.
 func (s *Server) startUI(ctx context.Context) error {
 	host, port, err := splitAddr(s.cfg.UIAddr)
 	if err != nil {
@@ -35,6 +36,7 @@ func (s *Server) startUI(ctx context.Context) error {
 		HideLogs:            true,
 		CORS:                uiconfig.CORS{CookieInsecure: true}, // plain http
 		Codec:               uiconfig.Codec{Endpoint: s.cfg.CodecEndpoint},
+		TLS:                 s.uiTLS(),
 	}))
 	go func() { _ = ui.Start() }()
 	s.ui = ui
@@ -56,4 +58,13 @@ func (s *Server) startUI(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// uiTLS is how the Web UI dials a frontend that wants mutual TLS.
+func (s *Server) uiTLS() uiconfig.TLS {
+	t := s.cfg.TLS
+	if t == nil {
+		return uiconfig.TLS{}
+	}
+	return uiconfig.TLS{CaFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName, EnableHostVerification: true}
 }

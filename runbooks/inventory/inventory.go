@@ -96,6 +96,10 @@ type Kubernetes struct {
 // TokenFile (or $VAULT_TOKEN) by the worker when an action runs, so it
 // never travels through Temporal.
 type Vault struct {
+	// Cluster is set on an action's input (never in an inventory file):
+	// the cluster whose Vault this is, so the worker can check the rest
+	// against its own inventory of it.
+	Cluster   string `json:"cluster,omitempty"`
 	Address   string `json:"address,omitempty"`
 	TokenFile string `json:"tokenFile,omitempty"`
 	CAFile    string `json:"caFile,omitempty"`
@@ -223,6 +227,7 @@ func (c *Cluster) Target(name string) (sshpool.Target, error) {
 		return sshpool.Target{}, fmt.Errorf("no node %q in cluster %s", name, c.Name)
 	}
 	t := sshpool.Target{
+		Cluster:        c.Name,
 		Node:           n.Name,
 		Address:        n.Address,
 		Port:           cmpOr(n.Port, c.SSH.Port, 22),

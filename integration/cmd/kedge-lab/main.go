@@ -149,8 +149,13 @@ func run(o options) error {
 		defer bl.Close()
 		bareInv = path
 	}
+	served := []string{inv} // the lab's worker serves its own clusters only
+	if bareInv != "" {
+		served = append(served, bareInv)
+	}
 	return starter.RunDev(ctx, starter.DevOptions{
 		DataDir: filepath.Join(dir, "temporal"), Address: addr, UIAddress: ui, Namespace: "default", TaskQueue: worker.DefaultTaskQueue,
+		Clusters: served,
 		Ready: func(s *devserver.Server) {
 			fmt.Printf("\nkedge lab is up: %d SSH hosts, inventory %s\n", n, inv)
 			fmt.Printf("try:  bin/kedge run examples/hello.yaml --inventory %s --wait\n", inv)

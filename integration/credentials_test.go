@@ -1,0 +1,175 @@
+package integration
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+
+	"kedge.dev/kedge/integration/lab"
+	"kedge.dev/kedge/starter"
+	"kedge.dev/kedge/workflows"
+)
+
+// The worker owns its credentials: a codec key holder who starts runs
+// naming a Vault address, a Vault token file, an SSH key, a host address or
+// a cluster the worker's own inventories do not give is refused at the
+// first action, without retry, with an audit line in the worker's log, and
+// nothing is sent anywhere: the listeners standing in for the Vault and the
+// host named see no connection. The same runbook on the worker's own
+// inventory does reach its Vault.
+func TestAKeyHolderGetsOnlyTheWorkersCredentials(t *testing.T) {
+	dir := t.TempDir()
+	secret := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	workerToken := secret("vault-token", "s.the-workers-token\n")
+	otherSecret := secret("other-secret", "s.another-secret-of-the-worker\n")
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherKey := secret("id_other", string(pem.EncodeToMemory(block)))
+
+	var vaultHits, strangerHits, hostDials atomic.Int32
+	vaultSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		vaultHits.Add(1)
+		http.Error(w, `{"errors":["permission denied"]}`, http.StatusForbidden)
+	}))
+	defer vaultSrv.Close()
+	stranger := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		strangerHits.Add(1)
+		http.Error(w, "no", http.StatusForbidden)
+	}))
+	defer stranger.Close()
+	fakeHost, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fakeHost.Close()
+	go func() {
+		for {
+			c, err := fakeHost.Accept()
+			if err != nil {
+				return
+			}
+			hostDials.Add(1)
+			c.Close()
+		}
+	}()
+
+	labText := lab.Inventory("lab", world.lab, world.lab.KnownHostsFile)
+	files := 0
+	inventoryFile := func(text string) string {
+		files++
+		p := filepath.Join(dir, fmt.Sprintf("inventory-%d.yaml", files))
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	withVault := func(addr, token string) string {
+		return inventoryFile(strings.Replace(lab.Inventory("vaulted", world.lab, world.lab.KnownHostsFile), "controllers:\n",
+			fmt.Sprintf("vault:\n  address: %s\n  tokenFile: %s\ncontrollers:\n", addr, token), 1))
+	}
+	// What the worker serves: the world's lab, and a cluster with a Vault.
+	workerServes(world.inventory)
+	vaulted := withVault(vaultSrv.URL, workerToken)
+	workerServes(vaulted)
+
+	readSecret := writeRunbook(t, `apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: read-a-secret}
+steps:
+  - id: read
+    action: vault.read-secret
+    with: {path: kubernetes/x}
+    retry: {maxAttempts: 1}
+`)
+	touch := writeRunbook(t, `apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: touch-a-host}
+steps:
+  - id: touch
+    action: host.run
+    on: worker-1
+    with: {command: "touch /tmp/kedge-key-holder"}
+`)
+	fakeAddr := fakeHost.Addr().(*net.TCPAddr)
+	for _, c := range []struct {
+		name, runbook, inventory, want string
+	}{
+		{"another Vault address", readSecret, withVault(stranger.URL, workerToken), "vault.address"},
+		{"another token file", readSecret, withVault(vaultSrv.URL, otherSecret), "vault.tokenFile"},
+		{"another SSH key", touch, inventoryFile(strings.Replace(labText,
+			"identityFile: "+world.lab.IdentityFile, "identityFile: "+otherKey, 1)), "ssh.identityFile"},
+		{"another host address", touch, inventoryFile(strings.Replace(labText,
+			fmt.Sprintf("address: %s\n    port: %d\n", host(t, "worker-1").Address, host(t, "worker-1").Port),
+			fmt.Sprintf("address: %s\n    port: %d\n", fakeAddr.IP, fakeAddr.Port), 1)), "address"},
+		{"a cluster the worker does not serve", touch, inventoryFile(strings.Replace(labText, "name: lab\n", "name: elsewhere\n", 1)), `does not serve cluster "elsewhere"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, id := runAsKeyHolder(t, c.runbook, c.inventory)
+			if p.State != workflows.StateFailed || len(p.Steps) != 1 {
+				t.Fatalf("the run was not refused: %+v", p)
+			}
+			s := p.Steps[0]
+			if s.Attempts != 1 || !strings.Contains(s.LastError, c.want) {
+				t.Errorf("step %s: %d attempts, %q; want one attempt refused over %s", s.ID, s.Attempts, s.LastError, c.want)
+			}
+			if log := world.workerLog.String(); !strings.Contains(log, "action refused") || !strings.Contains(log, id) {
+				t.Errorf("no audit line for %s in the worker's log:\n%s", id, log)
+			}
+		})
+	}
+	if n := vaultHits.Load() + strangerHits.Load() + hostDials.Load(); n != 0 {
+		t.Fatalf("refused runs still reached out: Vault %d, the stranger %d, the fake host %d", vaultHits.Load(), strangerHits.Load(), hostDials.Load())
+	}
+	if out, err := host(t, "worker-1").Exec(t.Context(), "test", "-e", "/tmp/kedge-key-holder"); err == nil {
+		t.Fatalf("worker-1 was touched: %s", out)
+	}
+
+	// The worker's own inventory: the same runbooks reach its Vault and
+	// its host.
+	if p, _ := runAsKeyHolder(t, readSecret, vaulted); vaultHits.Load() == 0 || strings.Contains(p.Steps[0].LastError, "not the worker's") {
+		t.Errorf("the worker's own Vault was not asked: %+v", p)
+	}
+	if p, _ := runAsKeyHolder(t, touch, world.inventory); p.State != workflows.StateSucceeded {
+		t.Errorf("the worker's own inventory: %+v", p)
+	}
+	_, _ = host(t, "worker-1").Exec(t.Context(), "rm", "-f", "/tmp/kedge-key-holder")
+}
+
+// runAsKeyHolder runs `kedge run --wait` as someone holding the codec key
+// on their own machine: the inventory is theirs, the world's worker is not
+// told about it.
+func runAsKeyHolder(t *testing.T, runbook, inv string) (workflows.Progress, string) {
+	t.Helper()
+	var out, errOut strings.Builder
+	code := starter.Main([]string{"kedge", "run", runbook, "--inventory", inv, "--address", world.srv.FrontendAddress(),
+		"--wait", "--output", "json"}, starter.IO{In: strings.NewReader(""), Out: &out, Err: &errOut})
+	var p workflows.Progress
+	if err := json.Unmarshal([]byte(out.String()), &p); err != nil {
+		t.Fatalf("kedge run: exit %d, no progress JSON (%v)\nstdout: %s\nstderr: %s", code, err, out.String(), errOut.String())
+	}
+	return p, p.WorkflowID
+}
