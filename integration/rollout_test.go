@@ -171,7 +171,9 @@ func TestRolloutPausedByABlockedDrainIsAbortedAndUndone(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "aborted by sre-on-call") {
 		t.Fatalf("the run ended with %v, want an abort by sre-on-call", err)
 	}
-	// `kedge watch` shows the rollout node by node, in JSON and in text.
+	// `kedge watch` shows the rollout node by node, in JSON and in text:
+	// the completed nodes undone.
+	want[workers[0]], want[workers[1]] = workflows.StateUndone, workflows.StateUndone
 	p, _ := watch(t, id)
 	items := map[string]string{}
 	for _, it := range step(t, p, "workers").Items {
@@ -181,7 +183,7 @@ func TestRolloutPausedByABlockedDrainIsAbortedAndUndone(t *testing.T) {
 		t.Errorf("kedge watch --output json shows the rollout's items as %v, want %v", items, want)
 	}
 	text, _, _ := kedge(t, "watch", id)
-	for _, line := range []string{"[5 items: 2 succeeded, 1 failed, 2 pending]", "workers/" + blocked + " failed"} {
+	for _, line := range []string{"[5 items: 2 undone, 1 failed, 2 pending]", "workers/" + blocked + " failed", "undone: " + workers[0]} {
 		if !strings.Contains(strings.Join(strings.Fields(text), " "), line) {
 			t.Errorf("kedge watch lacks %q:\n%s", line, text)
 		}

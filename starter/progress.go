@@ -86,7 +86,7 @@ func stepLine(s workflows.StepProgress, id string) string {
 			counts[it.State]++
 		}
 		var parts []string
-		for _, st := range []string{workflows.StateSucceeded, workflows.StateRunning, workflows.StateFailed, workflows.StatePending} {
+		for _, st := range []string{workflows.StateSucceeded, workflows.StateUndone, workflows.StateRunning, workflows.StateFailed, workflows.StatePending} {
 			if counts[st] > 0 {
 				parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
 			}
