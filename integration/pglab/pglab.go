@@ -209,11 +209,8 @@ func (s *Server) signal(sig syscall.Signal) error {
 		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 		<-s.done
 	}
-	if sig == syscall.SIGKILL {
-		// A killed postmaster leaves its pid file; the next start checks
-		// the pid is gone, so nothing else to clean.
-		return nil
-	}
+	// A killed postmaster leaves its pid file; the next start sees that
+	// pid gone, so there is nothing else to clean.
 	return nil
 }
 
