@@ -93,7 +93,9 @@ type Node struct {
 	opts       Options
 	holder     *exec.Cmd // the process that keeps the namespaces
 	holderDone chan struct{}
-	mntNS      string // /proc/PID/ns/mnt of the holder, to find the node's processes
+	mntNS      string   // /proc/PID/ns/mnt of the holder, to find the node's processes
+	mntPin     *os.File // the namespace itself, open: its number is not reused while we look
+	left       []int    // processes still in the namespace once the holder was gone
 
 	mu         sync.Mutex
 	procs      []*Process // containerd, kubelets
@@ -250,7 +252,14 @@ func (n *Node) startHolder(ctx context.Context) error {
 	case <-time.After(30 * time.Second):
 		return errors.New("the node's namespaces were not ready in 30s")
 	}
-	n.mntNS, err = os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", cmd.Process.Pid))
+	// A namespace's number is reused as soon as the namespace is freed
+	// (another test's host may get it): the open file keeps it this
+	// node's until Close has looked for what is left in it.
+	nsPath := fmt.Sprintf("/proc/%d/ns/mnt", cmd.Process.Pid)
+	if n.mntPin, err = os.Open(nsPath); err != nil {
+		return err
+	}
+	n.mntNS, err = os.Readlink(nsPath)
 	return err
 }
 
@@ -415,7 +424,8 @@ func killPids(pids []int) {
 
 // nodeProcesses are the processes in the node's mount namespace but the
 // holder: containerd, the kubelet, the shims (the pods' own processes are
-// in mount namespaces of their own, and in the node's cgroups).
+// in mount namespaces of their own, and in the node's cgroups). After
+// Close there are none to find: the namespace is gone (see Left).
 func (n *Node) nodeProcesses() []int {
 	if n.mntNS == "" {
 		return nil
@@ -444,6 +454,10 @@ func (n *Node) Close() error {
 	n.closeOnce.Do(func() { n.closeErr = n.close() })
 	return n.closeErr
 }
+
+// Left are the processes Close found in the node's namespace after
+// everything was stopped: none, unless teardown leaked one.
+func (n *Node) Left() []int { return n.left }
 
 func (n *Node) close() error {
 	var errs []error
@@ -487,6 +501,15 @@ func (n *Node) close() error {
 				errs = append(errs, errors.New("the namespaces' holder did not exit"))
 			}
 		}
+	}
+	if n.mntPin != nil {
+		// The namespace is still pinned: whatever is in it now is ours
+		// and outlived the holder.
+		if n.left = n.nodeProcesses(); len(n.left) > 0 {
+			errs = append(errs, fmt.Errorf("processes left in the node's namespace: %v", n.left))
+		}
+		_ = n.mntPin.Close()
+		n.mntPin, n.mntNS = nil, ""
 	}
 	if n.forwarding {
 		for _, dir := range []string{"-i", "-o"} {

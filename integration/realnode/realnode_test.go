@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -105,10 +104,12 @@ func checkRestored(t *testing.T, before machineState, nodes ...*Node) {
 				t.Errorf("cgroup %s left", c)
 			}
 		}
-		if ps := n.nodeProcesses(); len(ps) > 0 {
+		if ps := n.Left(); len(ps) > 0 {
 			t.Errorf("processes of %s left: %v", n.Name, ps)
 		}
-		if err := exec.Command("kill", "-0", fmt.Sprint(n.holder.Process.Pid)).Run(); err == nil {
+		select {
+		case <-n.holderDone:
+		default:
 			t.Errorf("%s's namespaces still held", n.Name)
 		}
 	}
