@@ -17,48 +17,18 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"go.temporal.io/server/common/dynamicconfig"
-	"gopkg.in/yaml.v3"
 
+	"kedge.dev/kedge/internal/composefile"
 	"kedge.dev/kedge/starter"
 )
 
 const root = ".." // the repository
 
-// compose is the part of the Compose specification the file uses; decoding
-// is strict, so a misspelt key fails the test.
-type compose struct {
-	Name       string              `yaml:"name"`
-	KedgeBuild build               `yaml:"x-kedge-build"`
-	Services   map[string]*service `yaml:"services"`
-	Volumes    map[string]any      `yaml:"volumes"`
-}
-
-type build struct {
-	Context    string `yaml:"context"`
-	Dockerfile string `yaml:"dockerfile"`
-}
-
-type service struct {
-	Image       string            `yaml:"image"`
-	Build       *build            `yaml:"build"`
-	User        string            `yaml:"user"`
-	Restart     string            `yaml:"restart"`
-	Entrypoint  []string          `yaml:"entrypoint"`
-	Command     []string          `yaml:"command"`
-	Environment map[string]string `yaml:"environment"`
-	Volumes     []string          `yaml:"volumes"`
-	Ports       []string          `yaml:"ports"`
-	Expose      []string          `yaml:"expose"`
-	DependsOn   map[string]struct {
-		Condition string `yaml:"condition"`
-	} `yaml:"depends_on"`
-	Healthcheck *struct {
-		Test     []string `yaml:"test"`
-		Interval string   `yaml:"interval"`
-		Timeout  string   `yaml:"timeout"`
-		Retries  int      `yaml:"retries"`
-	} `yaml:"healthcheck"`
-}
+type (
+	compose = composefile.File
+	service = composefile.Service
+	mount   = composefile.Mount
+)
 
 // The variables each official image reads, taken from the sources in the
 // module cache where they exist (a misspelt variable is silently ignored
@@ -81,8 +51,8 @@ func imageEnv(t *testing.T, s *service, ms []mount) []string {
 	case "temporalio/admin-tools":
 		var names []string
 		for _, a := range append(slices.Clone(s.Entrypoint), s.Command...) {
-			if m, rel, ok := under(ms, a); ok && m.repo {
-				names = append(names, envNames(t, filepath.Join(root, m.source, rel), `\$\{([A-Z_0-9]+)`)...)
+			if m, rel, ok := under(ms, a); ok && m.Repo {
+				names = append(names, envNames(t, filepath.Join(root, m.Source, rel), `\$\{([A-Z_0-9]+)`)...)
 			}
 		}
 		return names
@@ -132,42 +102,30 @@ var imagePort = map[string]string{"postgres": "5432", "temporalio/server": "7233
 
 func load(t *testing.T) (*compose, string) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(root, "docker-compose.yml"))
+	file := filepath.Join(root, "docker-compose.yml")
+	c, err := composefile.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.KnownFields(true)
-	var c compose
-	if err := dec.Decode(&c); err != nil {
-		t.Fatalf("docker-compose.yml: %v", err)
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(c.Services) == 0 {
-		t.Fatal("docker-compose.yml has no services")
-	}
-	return &c, string(raw)
+	return c, string(raw)
 }
-
-var varRef = regexp.MustCompile(`\$\{([A-Z_][A-Z0-9_]*)(?::-([^}]*))?\}`)
 
 // expand interpolates like Compose with no variable set: ${VAR:-default}
 // gives the default, ${VAR} gives "".
 func expand(t *testing.T, s string) string {
 	t.Helper()
-	out := varRef.ReplaceAllString(s, "$2")
-	if strings.Contains(strings.ReplaceAll(out, "$$", ""), "$") {
-		t.Errorf("unsupported interpolation in %q", s)
+	out, err := composefile.Interpolate(s, nil)
+	if err != nil {
+		t.Error(err)
 	}
-	return strings.ReplaceAll(out, "$$", "$")
+	return out
 }
 
-func imageName(image string) (name, tag string) {
-	i := strings.LastIndex(image, ":")
-	if i < 0 || strings.Contains(image[i:], "/") {
-		return image, ""
-	}
-	return image[:i], image[i+1:]
-}
+func imageName(image string) (name, tag string) { return composefile.ImageName(image) }
 
 func kedgeServices(c *compose) []string {
 	var names []string
@@ -354,59 +312,16 @@ func goStringLiterals(t *testing.T) map[string]bool {
 	return lits
 }
 
-// mountOf maps an absolute path in a container to what provides it: a
-// repository path (bind mount of ./...), an operator's directory (bind
-// mount of ${VAR...}) or a named volume.
-type mount struct {
-	source, target string
-	repo           bool // source is a path in this repository
-	named          bool
-}
-
 func mounts(t *testing.T, name string, s *service) []mount {
 	t.Helper()
-	var ms []mount
-	for _, v := range s.Volumes {
-		var parts []string
-		if strings.HasPrefix(v, "${") && strings.Contains(v, "}") {
-			// ${VAR...} or ${VAR...}/FILE, then :TARGET[:MODE].
-			end := strings.Index(v, "}") + 1
-			if i := strings.Index(v[end:], ":"); i >= 0 {
-				end += i
-			}
-			parts = append([]string{v[:end]}, strings.Split(strings.TrimPrefix(v[end:], ":"), ":")...)
-		} else {
-			parts = strings.Split(v, ":")
-		}
-		if len(parts) < 2 || len(parts) > 3 || (len(parts) == 3 && parts[2] != "ro" && parts[2] != "rw") {
-			t.Errorf("%s: volume %q is not SOURCE:TARGET[:ro|rw]", name, v)
-			continue
-		}
-		m := mount{source: parts[0], target: parts[1]}
-		switch {
-		case strings.HasPrefix(m.source, "./"):
-			m.repo = true
-		case strings.HasPrefix(m.source, "${"):
-		default:
-			m.named = true
-		}
-		if !path.IsAbs(m.target) {
-			t.Errorf("%s: volume target %q is not absolute", name, m.target)
-		}
-		ms = append(ms, m)
+	ms, err := composefile.Mounts(s)
+	if err != nil {
+		t.Errorf("%s: %v", name, err)
 	}
 	return ms
 }
 
-// under finds the mount a container path lies under.
-func under(ms []mount, p string) (mount, string, bool) {
-	for _, m := range ms {
-		if p == m.target || strings.HasPrefix(p, m.target+"/") {
-			return m, strings.TrimPrefix(strings.TrimPrefix(p, m.target), "/"), true
-		}
-	}
-	return mount{}, "", false
-}
+func under(ms []mount, p string) (mount, string, bool) { return composefile.Under(ms, p) }
 
 // Every kedge service runs a command the CLI has, with flags it has;
 // every variable it sets is read by the flag it is meant for (or by the
@@ -455,7 +370,7 @@ func TestComposeKedgeCommandsExistInTheCLI(t *testing.T) {
 			// it needs the key, from the operator's directory.
 			if _, dials := p.envs["TEMPORAL_ADDRESS"]; dials {
 				key := env["KEDGE_CODEC_KEY"]
-				if m, _, ok := under(ms, key); key == "" || !ok || m.repo {
+				if m, _, ok := under(ms, key); key == "" || !ok || m.Repo {
 					t.Errorf("no codec key from the operator's directory: KEDGE_CODEC_KEY=%q", key)
 				}
 				if env["TEMPORAL_ADDRESS"] != "temporal:7233" {
@@ -557,14 +472,14 @@ func TestComposeVolumesFilesAndEnvironment(t *testing.T) {
 		ms := mounts(t, name, s)
 		for _, m := range ms {
 			switch {
-			case m.named:
-				if _, ok := c.Volumes[m.source]; !ok {
-					t.Errorf("%s: volume %s is not declared under volumes:", name, m.source)
+			case m.Named:
+				if _, ok := c.Volumes[m.Source]; !ok {
+					t.Errorf("%s: volume %s is not declared under volumes:", name, m.Source)
 				}
-				used[m.source] = true
-			case m.repo:
-				if _, err := os.Stat(filepath.Join(root, m.source)); err != nil {
-					t.Errorf("%s: bind mount %s: %v", name, m.source, err)
+				used[m.Source] = true
+			case m.Repo:
+				if _, err := os.Stat(filepath.Join(root, m.Source)); err != nil {
+					t.Errorf("%s: bind mount %s: %v", name, m.Source, err)
 				}
 			}
 		}
@@ -581,10 +496,10 @@ func TestComposeVolumesFilesAndEnvironment(t *testing.T) {
 				continue
 			}
 			m, rel, ok := under(ms, p)
-			if !ok || !m.repo {
+			if !ok || !m.Repo {
 				continue
 			}
-			fi, err := os.Stat(filepath.Join(root, m.source, rel))
+			fi, err := os.Stat(filepath.Join(root, m.Source, rel))
 			if err != nil {
 				t.Errorf("%s names %s: %v", name, p, err)
 				continue
@@ -612,10 +527,10 @@ func TestComposeVolumesFilesAndEnvironment(t *testing.T) {
 	srv := c.Services["temporal"]
 	p := srv.Environment["DYNAMIC_CONFIG_FILE_PATH"]
 	m, rel, ok := under(mounts(t, "temporal", srv), p)
-	if !ok || !m.repo {
+	if !ok || !m.Repo {
 		t.Fatalf("DYNAMIC_CONFIG_FILE_PATH %s is not a file of this repository", p)
 	}
-	data, err := os.ReadFile(filepath.Join(root, m.source, rel))
+	data, err := os.ReadFile(filepath.Join(root, m.Source, rel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -642,21 +557,20 @@ func TestComposeSecretsReachOnlyTheirService(t *testing.T) {
 		return []string{"/tls/ca.pem", "/tls/" + client + ".key", "/tls/" + client + ".pem"}
 	}
 	want := map[string][]string{
-		"kedge-worker":       {""},
-		"kedge-webhook":      append([]string{"/clusters", "/codec.key"}, append(tls("kedge-webhook"), "/webhook")...),
-		"kedge-setup":        append([]string{"/codec.key"}, tls("kedge-setup")...),
-		"kedge-codec":        {"/codec.key"},
-		"temporal":           tls("server"),
-		"temporal-ui":        tls("temporal-ui"),
-		"temporal-namespace": tls("temporal-admin"),
+		"kedge-worker":  {""},
+		"kedge-webhook": append([]string{"/clusters", "/codec.key"}, append(tls("kedge-webhook"), "/webhook")...),
+		"kedge-setup":   append([]string{"/codec.key"}, tls("kedge-setup")...),
+		"kedge-codec":   {"/codec.key"},
+		"temporal":      tls("server"),
+		"temporal-ui":   tls("temporal-ui"),
 	}
 	for name, s := range c.Services {
 		var got []string
 		for _, m := range mounts(t, name, s) {
-			if rest, ok := strings.CutPrefix(m.source, "${KEDGE_DIR:-./kedge}"); ok {
+			if rest, ok := strings.CutPrefix(m.Source, "${KEDGE_DIR:-./kedge}"); ok {
 				got = append(got, rest)
-			} else if strings.Contains(m.source, "KEDGE_DIR") {
-				t.Errorf("%s mounts the operator's directory as %q", name, m.source)
+			} else if strings.Contains(m.Source, "KEDGE_DIR") {
+				t.Errorf("%s mounts the operator's directory as %q", name, m.Source)
 			}
 		}
 		slices.Sort(got)
@@ -721,11 +635,11 @@ func TestComposeVariablesAreDocumented(t *testing.T) {
 		section = section[:end+3]
 	}
 	defaults := map[string]string{}
-	for _, m := range varRef.FindAllStringSubmatch(raw, -1) {
-		if prev, ok := defaults[m[1]]; ok && prev != m[2] {
-			t.Errorf("${%s} has two defaults: %q and %q", m[1], prev, m[2])
+	for _, r := range composefile.Refs(raw) {
+		if prev, ok := defaults[r.Name]; ok && prev != r.Default {
+			t.Errorf("${%s} has two defaults: %q and %q", r.Name, prev, r.Default)
 		}
-		defaults[m[1]] = m[2]
+		defaults[r.Name] = r.Default
 	}
 	for v, def := range defaults {
 		row := regexp.MustCompile("(?m)^\\| `" + v + "` \\|([^\n]*)$").FindStringSubmatch(section)

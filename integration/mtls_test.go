@@ -63,7 +63,7 @@ steps:
 	run := func(extra ...string) (string, string, int) {
 		var out, errOut strings.Builder
 		args := append([]string{"kedge", "run", rb, "--inventory", world.inventory, "--address", srv.FrontendAddress(),
-			"--task-queue", queue, "--wait", "--output", "json"}, extra...)
+			"--task-queue", queue, "--wait", "--output", "json", "--connect-timeout", "2s"}, extra...)
 		code := starter.Main(args, starter.IO{In: strings.NewReader(""), Out: &out, Err: &errOut})
 		return out.String(), errOut.String(), code
 	}

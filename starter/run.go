@@ -102,7 +102,7 @@ func follow(c *cli.Context, cl client.Client, id, runID string) error {
 	done := make(chan error, 1)
 	go func() {
 		var res workflows.RunbookResult
-		done <- cl.GetWorkflow(c.Context, id, runID).Get(c.Context, &res)
+		done <- waitResult(c.Context, cl, id, runID, c.App.ErrWriter, &res)
 	}()
 	pr := newProgressView(c.App.Writer, !jsonOutput(c), id, func(child string) (workflows.Progress, error) {
 		return queryProgress(c.Context, cl, child, "")

@@ -8,8 +8,11 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"kedge.dev/kedge/internal/searchattr"
 	"kedge.dev/kedge/workflows"
@@ -24,6 +27,8 @@ func setupCommand() *cli.Command {
 		Subcommands: []*cli.Command{setupTLSCommand()},
 		Flags: append([]cli.Flag{outputFlag,
 			&cli.BoolFlag{Name: "check", Usage: "only check: exit 1 when an attribute is missing"},
+			&cli.BoolFlag{Name: "create-namespace", Usage: "create the namespace first when the server has none of that name"},
+			&cli.DurationFlag{Name: "retention", Value: 30 * 24 * time.Hour, Usage: "how long a created namespace keeps closed runs"},
 		}, temporalFlags()...),
 		Action: func(c *cli.Context) error {
 			cl, err := dial(c)
@@ -32,19 +37,28 @@ func setupCommand() *cli.Command {
 			}
 			defer cl.Close()
 			ns := c.String("namespace")
-			ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
+			ctx, cancel := context.WithTimeout(c.Context, time.Minute)
 			defer cancel()
+			created := false
+			if c.Bool("create-namespace") && !c.Bool("check") {
+				if created, err = ensureNamespace(ctx, cl.WorkflowService(), ns, c.Duration("retention")); err != nil {
+					return failed("namespace %s: %v", ns, err)
+				}
+				if created {
+					fmt.Fprintf(c.App.ErrWriter, "namespace %s: created, keeping closed runs %s\n", ns, c.Duration("retention"))
+				}
+			}
 			var added, missing []string
 			if c.Bool("check") {
 				missing, err = searchattr.Missing(ctx, cl.OperatorService(), ns, searchattr.Definitions())
 			} else {
-				added, err = searchattr.Ensure(ctx, cl.OperatorService(), ns, searchattr.Definitions())
+				added, err = ensureAttributes(ctx, cl.OperatorService(), ns)
 			}
 			if err != nil {
 				return setupError(ns, err)
 			}
 			if jsonOutput(c) {
-				if err := writeJSON(c.App.Writer, map[string]any{"namespace": ns, "attributes": searchattr.Names(), "added": nonNilSlice(added), "missing": nonNilSlice(missing)}); err != nil {
+				if err := writeJSON(c.App.Writer, map[string]any{"namespace": ns, "created": created, "attributes": searchattr.Names(), "added": nonNilSlice(added), "missing": nonNilSlice(missing)}); err != nil {
 					return err
 				}
 			} else {
@@ -62,6 +76,46 @@ func setupCommand() *cli.Command {
 			}
 			return nil
 		},
+	}
+}
+
+// ensureNamespace registers ns unless the server has it.
+func ensureNamespace(ctx context.Context, ws workflowservice.WorkflowServiceClient, ns string, retention time.Duration) (bool, error) {
+	if retention < 24*time.Hour {
+		return false, fmt.Errorf("--retention %s: Temporal keeps closed runs at least a day", retention)
+	}
+	_, err := ws.DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: ns})
+	var notFound *serviceerror.NamespaceNotFound
+	if err == nil || !errors.As(err, &notFound) {
+		return false, err
+	}
+	_, err = ws.RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
+		Namespace:                        ns,
+		Description:                      "Kedge runbooks",
+		WorkflowExecutionRetentionPeriod: durationpb.New(retention),
+	})
+	var exists *serviceerror.NamespaceAlreadyExists
+	if errors.As(err, &exists) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// ensureAttributes adds Kedge's search attributes; a namespace just
+// created is unknown to the server's caches for a few seconds, so
+// NamespaceNotFound is retried until ctx ends.
+func ensureAttributes(ctx context.Context, op operatorservice.OperatorServiceClient, ns string) ([]string, error) {
+	for {
+		added, err := searchattr.Ensure(ctx, op, ns, searchattr.Definitions())
+		var notFound *serviceerror.NamespaceNotFound
+		if err == nil || !errors.As(err, &notFound) {
+			return added, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(time.Second):
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"kedge.dev/kedge/internal/codec"
 	"kedge.dev/kedge/workflows"
@@ -115,9 +116,15 @@ func TestUsageAndUnreachableExitCodes(t *testing.T) {
 	if _, _, code := runCLI(t, "run", "x.yaml", "--set", "novalue", "--inventory", inv); code != ExitUsage {
 		t.Errorf("bad --set: exit %d", code)
 	}
-	_, errOut, code := runCLI(t, "list", "--address", "127.0.0.1:1")
-	if code != ExitUnreachable || !strings.Contains(errOut, "cannot reach Temporal at 127.0.0.1:1") {
+	// Nothing listens: the CLI says it waits, retries, then gives up.
+	start := time.Now()
+	_, errOut, code := runCLI(t, "list", "--address", "127.0.0.1:1", "--connect-timeout", "3s")
+	if code != ExitUnreachable || !strings.Contains(errOut, "cannot reach Temporal at 127.0.0.1:1") ||
+		!strings.Contains(errOut, "retrying for up to 3s") {
 		t.Errorf("unreachable: exit %d %s", code, errOut)
+	}
+	if waited := time.Since(start); waited < 2*time.Second {
+		t.Errorf("gave up after %s, before --connect-timeout", waited)
 	}
 }
 

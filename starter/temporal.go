@@ -1,7 +1,6 @@
 package starter
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -29,6 +28,7 @@ func temporalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "tls-server-name", Usage: "server name to verify", EnvVars: []string{"TEMPORAL_TLS_SERVER_NAME"}},
 		&cli.BoolFlag{Name: "tls", Usage: "use TLS even without client certificates", EnvVars: []string{"TEMPORAL_TLS"}},
 		&cli.StringFlag{Name: "api-key", Usage: "API key (Temporal Cloud)", EnvVars: []string{"TEMPORAL_API_KEY"}},
+		&cli.DurationFlag{Name: "connect-timeout", Usage: "how long to wait for an unreachable Temporal (restarting, briefly away) before exit 3", Value: 30 * time.Second, EnvVars: []string{"KEDGE_CONNECT_TIMEOUT"}},
 		&cli.StringFlag{Name: "ui-url", Usage: "base `URL` of the Temporal Web UI, for links", Value: "http://127.0.0.1:8233", EnvVars: []string{"KEDGE_UI_URL"}},
 		codecKeyFlag,
 	}
@@ -87,9 +87,7 @@ func dial(c *cli.Context, tune ...func(*client.Options)) (client.Client, error) 
 	for _, t := range tune {
 		t(&opts)
 	}
-	ctx, cancel := context.WithTimeout(c.Context, 10*time.Second)
-	defer cancel()
-	cl, err := client.DialContext(ctx, opts)
+	cl, err := dialRetrying(c.Context, opts, c.Duration("connect-timeout"), c.App.ErrWriter)
 	if err != nil {
 		return nil, cli.Exit(fmt.Sprintf("kedge: cannot reach Temporal at %s (namespace %s): %v\n(start one with `kedge dev`, or set TEMPORAL_ADDRESS)", opts.HostPort, opts.Namespace, err), ExitUnreachable)
 	}

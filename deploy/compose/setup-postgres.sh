@@ -4,7 +4,9 @@
 set -eu
 : "${POSTGRES_SEEDS:=postgresql}" "${DB_PORT:=5432}" "${POSTGRES_USER:=temporal}"
 export SQL_PASSWORD="${POSTGRES_PWD}"
-schema=/etc/temporal/schema/postgresql/v12
+# admin-tools keeps the schemas in /etc/temporal/schema; the team harness
+# points at the server module's copy.
+schema="${TEMPORAL_SCHEMA_DIR:-/etc/temporal/schema}/postgresql/v12"
 tool() { temporal-sql-tool --plugin postgres12 --ep "$POSTGRES_SEEDS" -p "$DB_PORT" -u "$POSTGRES_USER" "$@"; }
 for db in temporal temporal_visibility; do
 	dir=temporal

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -197,6 +198,10 @@ func TestHandlerDecodesForTheWebUI(t *testing.T) {
 	}
 	if LoopbackHosts("0.0.0.0:8234") != nil || len(LoopbackHosts("127.0.0.1:8234")) != 3 {
 		t.Error("LoopbackHosts")
+	}
+	// Listening on another loopback address, it answers to that one too.
+	if hosts := LoopbackHosts("127.0.50.7:8234"); !slices.Contains(hosts, "127.0.50.7:8234") || slices.Contains(hosts, "127.0.50.8:8234") {
+		t.Errorf("LoopbackHosts(127.0.50.7:8234) = %v", hosts)
 	}
 }
 

@@ -60,7 +60,11 @@ func LoopbackHosts(addr string) []string {
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return nil
 	}
-	return []string{net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("localhost", port), net.JoinHostPort("::1", port)}
+	hosts := []string{net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("localhost", port), net.JoinHostPort("::1", port)}
+	if own := net.JoinHostPort(host, port); !slices.Contains(hosts, own) {
+		hosts = append(hosts, own) // another loopback address, such as 127.0.5.1
+	}
+	return hosts
 }
 
 // viewer is the codec as the Web UI uses it: a payload that is not sealed

@@ -35,8 +35,9 @@ func main() {
 	withVault := flag.Bool("vault", true, "start a Vault (PKI, SSH CA, KV) and name it in the inventories (needs `make vault-tools`)")
 	bare := flag.Int("bare", 3, "bare hosts for `kedge run bootstrap` (one controller, the rest workers; on BARE-IP); 0 for none")
 	bareIP := flag.String("bare-ip", "127.0.11.", "bare hosts listen on BARE-IP.1, .2, ...")
+	team := flag.Bool("team", false, "run docker-compose.yml's team install (Temporal on PostgreSQL, two workers, webhook, codec server, Web UI) as local processes instead of `kedge dev`")
 	flag.Parse()
-	o := options{dir: *dir, n: *n, baseIP: *baseIP, addr: *addr, ui: *ui, kube: *kube, vault: *withVault, bare: *bare, bareIP: *bareIP}
+	o := options{dir: *dir, n: *n, baseIP: *baseIP, addr: *addr, ui: *ui, kube: *kube, vault: *withVault, bare: *bare, bareIP: *bareIP, team: *team}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "kedge-lab:", err)
 		os.Exit(1)
@@ -95,7 +96,7 @@ func joinControlPlane(ctx context.Context, dir string, hosts *testhosts.Lab) (*c
 type options struct {
 	dir, baseIP, addr, ui, bareIP string
 	n, bare                       int
-	kube, vault                   bool
+	kube, vault, team             bool
 }
 
 func run(o options) error {
@@ -152,6 +153,9 @@ func run(o options) error {
 	served := []string{inv} // the lab's worker serves its own clusters only
 	if bareInv != "" {
 		served = append(served, bareInv)
+	}
+	if o.team {
+		return runTeam(ctx, dir, served)
 	}
 	return starter.RunDev(ctx, starter.DevOptions{
 		DataDir: filepath.Join(dir, "temporal"), Address: addr, UIAddress: ui, Namespace: "default", TaskQueue: worker.DefaultTaskQueue,

@@ -1,0 +1,209 @@
+package team
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"kedge.dev/kedge/starter"
+	"kedge.dev/kedge/workflows"
+)
+
+// kedge runs the CLI against the team's Temporal as the operator.
+func kedge(args ...string) (string, string, int) {
+	var out, errb strings.Builder
+	full := append([]string{"kedge", args[0], "--address", world.team.Address(), "--codec-key", world.codecKey}, world.tlsFlags...)
+	code := starter.Main(append(full, args[1:]...), starter.IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+	return out.String(), errb.String(), code
+}
+
+// startRollout starts a rolling kubelet swap over the cluster's workers.
+func startRollout(t *testing.T, image string, maxUnavailable int) string {
+	t.Helper()
+	out, errOut, code := kedge("run", "kubelet-image-swap", "--inventory", world.inv, "--set", "image="+image, "--set", "nodes=workers",
+		"--set", fmt.Sprintf("maxUnavailable=%d", maxUnavailable), "--set", "approveControllers=false", "--output", "json")
+	if code != 0 {
+		t.Fatalf("kedge run: exit %d: %s", code, errOut)
+	}
+	var started struct {
+		WorkflowID string `json:"workflowId"`
+	}
+	if err := json.Unmarshal([]byte(out), &started); err != nil || started.WorkflowID == "" {
+		t.Fatalf("kedge run printed %q (%v)", out, err)
+	}
+	return started.WorkflowID
+}
+
+func progress(id string) (workflows.Progress, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	v, err := world.client.QueryWorkflow(ctx, id, "", workflows.ProgressQuery)
+	var p workflows.Progress
+	if err != nil || v.Get(&p) != nil {
+		return p, false
+	}
+	return p, true
+}
+
+// waitClosed waits for a workflow to close and returns its error.
+func waitClosed(t *testing.T, id string, within time.Duration) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), within)
+	defer cancel()
+	err := world.client.GetWorkflow(ctx, id, "").Get(ctx, nil)
+	if ctx.Err() != nil {
+		p, _ := progress(id)
+		return fmt.Errorf("still running after %s: %+v", within, p)
+	}
+	return err
+}
+
+// runsSince lists the runs of a workflow ID started since t0, from the
+// visibility store (PostgreSQL).
+func runsSince(t *testing.T, id string, since time.Time) ([]string, error) {
+	t.Helper()
+	resp, err := world.client.ListWorkflow(t.Context(), &workflowservice.ListWorkflowExecutionsRequest{
+		Query: fmt.Sprintf("WorkflowId = '%s' AND StartTime > '%s'", id, since.Format(time.RFC3339Nano)),
+	})
+	if err != nil {
+		return nil, err
+	}
+	var runs []string
+	for _, e := range resp.Executions {
+		runs = append(runs, e.Execution.RunId)
+	}
+	return runs, nil
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s", timeout, what)
+}
+
+const kubeletLog = "/var/log/units/kubelet.service.log"
+
+// kubeletMarks are the lengths of the nodes' kubelet logs: what a run
+// adds is read after them.
+func kubeletMarks() []int {
+	marks := make([]int, len(world.workers))
+	for i := range world.workers {
+		data, _ := world.lab.Hosts[i+1].ReadFile(kubeletLog)
+		marks[i] = len(data)
+	}
+	return marks
+}
+
+// startsSince counts the kubelet starts at version on node i since mark.
+func startsSince(i int, marks []int, version string) int {
+	log, _ := world.lab.Hosts[i+1].ReadFile(kubeletLog)
+	if marks[i] > len(log) {
+		return 0
+	}
+	return strings.Count(string(log[marks[i]:]), "kubelet simulator "+version+" starting")
+}
+
+// swapped counts the nodes whose kubelet started at version since marks.
+func swapped(marks []int, version string) int {
+	n := 0
+	for i := range world.workers {
+		if startsSince(i, marks, version) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func versionOf(image string) string { return image[strings.LastIndex(image, ":")+1:] }
+
+// swapViolations checks a swap to image from the hosts and the API
+// server, not from Kedge's report: every node on the new kubelet and
+// schedulable, its drop-in naming the image, one node runbook per node
+// since the run started, the kubelet started on the new image (since
+// marks) at least once and at most as often as the restart step ran, and
+// no workflow of the run left open.
+func swapViolations(t *testing.T, image string, since time.Time, marks []int) []string {
+	t.Helper()
+	var out []string
+	version := versionOf(image)
+	for i, w := range world.workers {
+		h := world.lab.Hosts[i+1]
+		n, err := world.cp.Client.CoreV1().Nodes().Get(t.Context(), w, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			out = append(out, fmt.Sprintf("%s: %v", w, err))
+		case n.Status.NodeInfo.KubeletVersion != version || n.Spec.Unschedulable:
+			out = append(out, fmt.Sprintf("%s: kubelet %s, unschedulable %v; want %s, schedulable", w, n.Status.NodeInfo.KubeletVersion, n.Spec.Unschedulable, version))
+		}
+		if dropin, _ := h.ReadFile("/etc/systemd/system/kubelet.service.d/10-image.conf"); !strings.Contains(string(dropin), image) {
+			out = append(out, fmt.Sprintf("%s: drop-in %q", w, dropin))
+		}
+		id := workflows.NodeWorkflowID("twenty", w)
+		runs, err := runsSince(t, id, since)
+		if err != nil || len(runs) != 1 {
+			out = append(out, fmt.Sprintf("%s: swapped by %d node runbooks (%v)", w, len(runs), err))
+			continue
+		}
+		p, ok := progress(id)
+		if !ok {
+			out = append(out, fmt.Sprintf("%s: its node runbook does not answer", w))
+			continue
+		}
+		attempts := -1
+		for _, s := range p.Steps {
+			if s.ID == "restart" {
+				attempts = s.Attempts
+			}
+		}
+		// At least once, and never more often than the restart step
+		// ran: an attempt cut short by a fault may or may not have got
+		// as far as the restart.
+		if starts := startsSince(i, marks, version); starts < 1 || starts > attempts {
+			out = append(out, fmt.Sprintf("%s: kubelet started %d times on the new image, the restart step ran %d times", w, starts, attempts))
+		}
+	}
+	resp, err := world.client.ListWorkflow(t.Context(), &workflowservice.ListWorkflowExecutionsRequest{
+		Query: fmt.Sprintf("ExecutionStatus = 'Running' AND StartTime > '%s'", since.Format(time.RFC3339Nano)),
+	})
+	if err != nil {
+		out = append(out, fmt.Sprintf("list open workflows: %v", err))
+	} else if len(resp.Executions) > 0 {
+		var ids []string
+		for _, e := range resp.Executions {
+			ids = append(ids, e.Execution.WorkflowId)
+		}
+		out = append(out, fmt.Sprintf("workflows left open: %s", strings.Join(ids, ", ")))
+	}
+	return out
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// logsOnFailure prints the services' logs when the test failed.
+func logsOnFailure(t *testing.T) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, s := range []string{"temporal", "kedge-worker", "kedge-setup"} {
+				t.Logf("%s", lastLines(world.team.Logs(s), 60))
+			}
+		}
+	})
+}
