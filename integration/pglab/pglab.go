@@ -138,7 +138,7 @@ func (s *Server) Port() int { return s.opts.Port }
 func (s *Server) command(ctx context.Context, prog string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, filepath.Join(s.bin, prog), args...)
 	cmd.Dir = s.opts.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}
 	return cmd
 }

@@ -461,7 +461,8 @@ func (p *Proc) start() error {
 	cmd := exec.Command(p.argv[0], p.argv[1:]...)
 	cmd.Env, cmd.Dir = p.env, p.dir
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Gone with the test process, even when it dies without cleaning up.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
