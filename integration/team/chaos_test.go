@@ -43,7 +43,7 @@ func chaosConfig(t *testing.T) (seed uint64, full bool) {
 type fault struct {
 	name    string
 	runs    int
-	break_  func(t *testing.T, rng *rand.Rand) string // returns what it broke
+	inject  func(t *testing.T, rng *rand.Rand) string // returns what it broke
 	mend    func(t *testing.T) error
 	downFor bool // leave it broken for a drawn 1 to 5 seconds before mending
 }
@@ -61,17 +61,17 @@ func TestChaos(t *testing.T) {
 	var victim int
 	faults := []fault{
 		{name: "none (the baseline)", runs: 1,
-			break_: func(t *testing.T, rng *rand.Rand) string { return "nothing" },
+			inject: func(t *testing.T, rng *rand.Rand) string { return "nothing" },
 			mend:   func(t *testing.T) error { return nil }},
 		{name: "kill -9 a worker (2 on the queue)", runs: runs(2, 20),
-			break_: func(t *testing.T, rng *rand.Rand) string {
+			inject: func(t *testing.T, rng *rand.Rand) string {
 				victim = rng.IntN(len(world.team.Procs("kedge-worker")))
 				world.team.Procs("kedge-worker")[victim].Kill()
 				return fmt.Sprintf("worker %d", victim+1)
 			},
 			mend: func(t *testing.T) error { return world.team.Procs("kedge-worker")[victim].Restart() }},
 		{name: "kill -9 Temporal (PostgreSQL), restart", runs: runs(1, 5), downFor: true,
-			break_: func(t *testing.T, rng *rand.Rand) string { world.team.Procs("temporal")[0].Kill(); return "temporal" },
+			inject: func(t *testing.T, rng *rand.Rand) string { world.team.Procs("temporal")[0].Kill(); return "temporal" },
 			mend: func(t *testing.T) error {
 				srv := world.team.Procs("temporal")[0]
 				if err := srv.Restart(); err != nil {
@@ -85,7 +85,7 @@ func TestChaos(t *testing.T) {
 		// invariant counts (seed 1: 2 of 5 runs). Next: a restart that is
 		// a no-op when the kubelet already runs the new drop-in.
 		{name: "kill -9 PostgreSQL, restart", runs: runs(0, 5), downFor: true,
-			break_: func(t *testing.T, rng *rand.Rand) string { _ = world.team.Postgres().Kill(); return "postgresql" },
+			inject: func(t *testing.T, rng *rand.Rand) string { _ = world.team.Postgres().Kill(); return "postgresql" },
 			mend:   func(t *testing.T) error { return world.team.Postgres().Start(t.Context()) }},
 	}
 	var rows []chaosRow
@@ -108,7 +108,7 @@ func TestChaos(t *testing.T) {
 				down = time.Second + time.Duration(rng.Int64N(int64(4*time.Second)))
 			}
 			time.Sleep(delay)
-			what := f.break_(t, rng)
+			what := f.inject(t, rng)
 			broke := time.Now()
 			time.Sleep(down)
 			if err := f.mend(t); err != nil {

@@ -588,9 +588,7 @@ func (t *Team) Logs(service string) string {
 
 // Close stops every service, the last started first, and PostgreSQL.
 func (t *Team) Close() error {
-	t.mu.Lock()
 	order, _ := t.file.Order()
-	t.mu.Unlock()
 	for i := len(order) - 1; i >= 0; i-- {
 		for _, p := range t.Procs(order[i]) {
 			p.Stop()
