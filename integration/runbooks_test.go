@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -303,7 +304,9 @@ steps:
 // runWaitNoT is runWait for a goroutine (no t.Fatal off the test goroutine).
 func runWaitNoT(file string) (workflows.Progress, int, string) {
 	var out, errb strings.Builder
-	code := mainWithServer([]string{"run", file, "--inventory", world.inventory, "--wait", "--output", "json"}, &out, &errb)
+	ctx, cancel := context.WithTimeout(context.Background(), cliDeadline)
+	defer cancel()
+	code := mainWithServer(ctx, []string{"run", file, "--inventory", world.inventory, "--wait", "--output", "json"}, &out, &errb)
 	return workflows.Progress{}, code, errb.String()
 }
 

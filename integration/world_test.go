@@ -21,6 +21,7 @@ import (
 	"kedge.dev/kedge/chatops"
 	"kedge.dev/kedge/integration/lab"
 	"kedge.dev/kedge/integration/testhosts"
+	"kedge.dev/kedge/integration/watchdog"
 	"kedge.dev/kedge/internal/codec"
 	"kedge.dev/kedge/internal/devserver"
 	"kedge.dev/kedge/internal/trust"
@@ -63,12 +64,36 @@ func TestMain(m *testing.M) {
 		fmt.Println("integration: skipped in -short mode")
 		os.Exit(0)
 	}
+	// A hung test is named at the tail of the log, and the world torn
+	// down, before -timeout's goroutine dump.
+	disarm := watchdog.Start("kedge.dev/kedge/integration", os.Stderr, watchdogTeardown)
 	code, err := runWorld(m)
+	disarm()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "integration world:", err)
 		os.Exit(1)
 	}
 	os.Exit(code)
+}
+
+// watchdogTeardown stops what runWorld started when the watchdog ends a
+// hung run (runWorld's defers never run then).
+func watchdogTeardown() {
+	if fanOut.lab != nil {
+		_ = fanOut.lab.Close()
+	}
+	for _, f := range world.cleanups {
+		f()
+	}
+	if world.lab != nil {
+		_ = world.lab.Close()
+	}
+	if world.srv != nil {
+		world.srv.Stop()
+	}
+	if world.dir != "" {
+		_ = os.RemoveAll(world.dir)
+	}
 }
 
 func runWorld(m *testing.M) (int, error) {
@@ -166,9 +191,18 @@ func host(t testing.TB, name string) *testhosts.Host {
 func kedge(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb strings.Builder
-	code = mainWithServer(args, &out, &errb)
+	ctx, cancel := context.WithTimeout(context.Background(), cliDeadline)
+	defer cancel()
+	code = mainWithServer(ctx, args, &out, &errb)
+	if ctx.Err() != nil {
+		t.Errorf("kedge %s: still running after %s, cancelled\nstderr: %s", strings.Join(args, " "), cliDeadline, errb.String())
+	}
 	return out.String(), errb.String(), code
 }
+
+// cliDeadline bounds one CLI call of a test, so a run that never ends
+// fails the test that made it, by name, instead of the whole package.
+const cliDeadline = 10 * time.Minute
 
 // writeRunbook writes a runbook into the test's temp dir.
 func writeRunbook(t *testing.T, body string) string {
@@ -239,7 +273,7 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 
 // mainWithServer runs the CLI against the world's server; safe from any
 // goroutine.
-func mainWithServer(args []string, out, errw *strings.Builder) int {
+func mainWithServer(ctx context.Context, args []string, out, errw *strings.Builder) int {
 	for i, a := range args[:len(args)-1] {
 		if a == "--inventory" && (args[0] == "run" || args[0] == "schedule") {
 			workerServes(args[i+1])
@@ -251,7 +285,7 @@ func mainWithServer(args []string, out, errw *strings.Builder) int {
 		full = append(full, "--address", world.srv.FrontendAddress())
 	}
 	full = append(full, args[1:]...)
-	return starter.Main(full, starter.IO{In: strings.NewReader(""), Out: out, Err: errw})
+	return starter.MainContext(ctx, full, starter.IO{In: strings.NewReader(""), Out: out, Err: errw})
 }
 
 func worldResponseURL(u string) bool {

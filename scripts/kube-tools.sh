@@ -32,14 +32,32 @@ fi
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$kube_version -X k8s.io/client-go/pkg/version.gitVersion=$kube_version"
 step() { printf '%s kube-tools: %s\n' "$(date +%T)" "$*" >&2; }
 
+# One build directory per run; each binary is renamed into place whole.
+tmp="$out/.build.$$"
+mkdir -p "$tmp"
+trap 'rm -rf "$tmp"' EXIT
+# etcd (its own module) builds beside the Kubernetes commands, and those
+# build in one `go build`: one command's link overlaps another's compile,
+# and 2 cores stay busy.
+etcd_pid=
 if [ ! -x "$out/etcd" ]; then
   step "building etcd $etcd_version"
-  (cd integration/tools/etcd && go build -o "$out/etcd.tmp.$$" go.etcd.io/etcd/server/v3 && mv "$out/etcd.tmp.$$" "$out/etcd")
+  (cd integration/tools/etcd && go build -o "$tmp/etcd" go.etcd.io/etcd/server/v3) &
+  etcd_pid=$!
 fi
+missing=()
 for cmd in "${cmds[@]}"; do
-  [ -x "$out/$cmd" ] && continue
-  step "building $cmd $kube_version (kube-apiserver and the kubelet take minutes on a cold cache)"
-  (cd integration/tools/kube && go build -ldflags "$ldflags" -o "$out/$cmd.tmp.$$" "k8s.io/kubernetes/cmd/$cmd" && mv "$out/$cmd.tmp.$$" "$out/$cmd")
+  [ -x "$out/$cmd" ] || missing+=("$cmd")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  step "building ${missing[*]} $kube_version (many minutes on a cold cache)"
+  (cd integration/tools/kube && go build -ldflags "$ldflags" -o "$tmp/" "${missing[@]/#/k8s.io/kubernetes/cmd/}")
+fi
+if [ -n "$etcd_pid" ]; then
+  wait "$etcd_pid"
+fi
+for bin in "$tmp"/*; do
+  if [ -e "$bin" ]; then mv "$bin" "$out/"; fi
 done
 step "done"
 echo "$out"

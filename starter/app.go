@@ -1,6 +1,7 @@
 package starter
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,8 +66,14 @@ func NewApp(stdio IO) *cli.App {
 
 // Main runs the app and returns the process exit code.
 func Main(args []string, stdio IO) int {
+	return MainContext(context.Background(), args, stdio)
+}
+
+// MainContext is Main with a context: a command that waits (run --wait,
+// watch, approve) ends when ctx does.
+func MainContext(ctx context.Context, args []string, stdio IO) int {
 	app := NewApp(stdio)
-	err := app.Run(interspersed(app, args))
+	err := app.RunContext(ctx, interspersed(app, args))
 	if err == nil {
 		return 0
 	}

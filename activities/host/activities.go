@@ -17,6 +17,10 @@ type Activities struct {
 	// BackupDir is where host.write-file keeps previous contents on the
 	// host (default /var/lib/kedge/backup).
 	BackupDir string
+	// RunDir is where host actions keep what lives until the host's
+	// next boot, such as the record of a restart done (default
+	// /run/kedge).
+	RunDir string
 }
 
 // Registry is what Register needs of a Temporal worker.
@@ -40,6 +44,16 @@ func (a *Activities) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.RestoreBundle, activity.RegisterOptions{Name: RestoreBundleAction})
 	r.RegisterActivityWithOptions(a.RestartStaticPod, activity.RegisterOptions{Name: RestartStaticPodAction})
 	r.RegisterActivityWithOptions(a.KubeletFiles, activity.RegisterOptions{Name: KubeletFilesAction})
+}
+
+// DefaultRunDir is RunDir's default: on tmpfs, cleared at boot.
+const DefaultRunDir = "/run/kedge"
+
+func (a *Activities) runDir() string {
+	if a.RunDir != "" {
+		return a.RunDir
+	}
+	return DefaultRunDir
 }
 
 func (a *Activities) backupDir() string {

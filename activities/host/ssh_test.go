@@ -598,12 +598,13 @@ start|restart|reload)
   oneshot-*) echo inactive > $state/$2; exit 0 ;;
   missing-*) echo "Unit $2 not found." >&2; exit 5 ;;
   esac
-  echo active > $state/$2; echo 4242 > $state/$2.pid; exit 0 ;;
-stop) echo inactive > $state/$2; echo 0 > $state/$2.pid; exit 0 ;;
+  echo active > $state/$2; echo 4242 > $state/$2.pid; date +%s%N > $state/$2.invocation; exit 0 ;;
+stop) echo inactive > $state/$2; echo 0 > $state/$2.pid; rm -f $state/$2.invocation; exit 0 ;;
 is-active) s=$(cat $state/$2 2>/dev/null || echo inactive); echo $s; [ "$s" = active ] ;;
 show)
   case "$3" in
   MainPID) cat $state/$5.pid 2>/dev/null || echo 0 ;;
+  InvocationID) cat $state/$5.invocation 2>/dev/null || echo ;;
   Type) case "$5" in oneshot-*) echo oneshot ;; *) echo simple ;; esac ;;
   esac ;;
 esac
@@ -660,7 +661,7 @@ func TestSystemd(t *testing.T) {
 		t.Fatalf("action none reports: %+v %v", res, err)
 	}
 	os.WriteFile(filepath.Join(state, "stuck2.service"), []byte("activating\n"), 0o644)
-	script := systemdScript(SystemdInput{Unit: "stuck2.service"}, "active", time.Second)
+	script := systemdScript(SystemdInput{Unit: "stuck2.service"}, "active", time.Second, "")
 	r, err := w.acts.exec(t.Context(), w.tg, execSpec{script: script, limit: 1024})
 	if err != nil || r.Outputs["state"] != "activating" || time.Since(start) > 5*time.Second {
 		t.Fatalf("%+v %v", r, err)
@@ -675,6 +676,69 @@ func TestSystemd(t *testing.T) {
 	} {
 		_, err := w.acts.Systemd(t.Context(), in)
 		appErr(t, err, ErrTypeInvalidInput, true)
+	}
+}
+
+// TestARestartIsDoneOncePerActivity: Temporal delivers an activity task
+// at least once; a second delivery of the same restart finds the host's
+// record and leaves the invocation it started alone, while another
+// activity, or the same one after the unit was restarted by anyone else,
+// restarts it.
+func TestARestartIsDoneOncePerActivity(t *testing.T) {
+	state := fakeSystemctl(t)
+	w := newWorld(t)
+	w.acts.RunDir = t.TempDir()
+	restarts := func() int {
+		calls, _ := os.ReadFile(filepath.Join(state, "calls"))
+		return strings.Count(string(calls), "restart kubelet.service\n")
+	}
+	in := SystemdInput{Target: w.tg, Unit: "kubelet.service", Action: "restart"}
+	// A test activity environment numbers its activities from the same
+	// start: the first activity of each is one activity delivered again.
+	deliver := func() (*testsuite.TestActivityEnvironment, SystemdResult) {
+		t.Helper()
+		var s testsuite.WorkflowTestSuite
+		env := s.NewTestActivityEnvironment()
+		env.RegisterActivityWithOptions(w.acts.Systemd, activity.RegisterOptions{Name: SystemdAction})
+		val, err := env.ExecuteActivity(SystemdAction, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res SystemdResult
+		if err := val.Get(&res); err != nil {
+			t.Fatal(err)
+		}
+		return env, res
+	}
+	env, first := deliver()
+	if restarts() != 1 || first.ActiveState != "active" || first.StartedAt == "" {
+		t.Fatalf("first delivery: %d restarts, %+v", restarts(), first)
+	}
+	_, again := deliver()
+	if restarts() != 1 {
+		t.Errorf("a second delivery of the same activity restarted the unit again (%d restarts)", restarts())
+	}
+	if again != first {
+		t.Errorf("the second delivery reports %+v, the first %+v", again, first)
+	}
+	// Another activity of the same workflow restarts.
+	if _, err := env.ExecuteActivity(SystemdAction, in); err != nil || restarts() != 2 {
+		t.Errorf("another activity: %d restarts, %v", restarts(), err)
+	}
+	// The unit restarted since (a new invocation): the first activity,
+	// delivered again, restarts it.
+	if _, err := w.acts.Systemd(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+	n := restarts()
+	deliver()
+	if restarts() != n+1 {
+		t.Errorf("the unit ran another invocation, yet the repeated delivery did not restart it")
+	}
+	// Outside an activity nothing is recorded.
+	records, _ := filepath.Glob(filepath.Join(w.acts.RunDir, "restarts", "*"))
+	if len(records) != 2 {
+		t.Errorf("records: %v, want the two activities'", records)
 	}
 }
 

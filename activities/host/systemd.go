@@ -2,12 +2,17 @@ package host
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"go.temporal.io/sdk/activity"
 
 	"kedge.dev/kedge/activities/layout"
 )
@@ -60,7 +65,7 @@ func (a *Activities) systemd(ctx context.Context, in SystemdInput) (SystemdResul
 		}
 		in.DaemonReload = false // done
 	}
-	script := systemdScript(in, want, wait)
+	script := systemdScript(in, want, wait, a.restartRecord(ctx, in))
 	res, err := a.exec(ctx, in.Target, execSpec{
 		script: script, timeout: wait + systemdSlack, limit: 16 << 10,
 		details: func(stdout, _ *tailBuffer) any {
@@ -76,6 +81,10 @@ func (a *Activities) systemd(ctx context.Context, in SystemdInput) (SystemdResul
 	if res.ExitCode != 0 {
 		return SystemdResult{}, &typedError{typ: ErrTypeCommandFailed, details: []any{res.ExitCode},
 			msg: fmt.Sprintf("systemctl on %s failed with exit status %d%s", nodeName(in.Target), res.ExitCode, tailLine(res.Stderr))}
+	}
+	if res.Outputs["repeat"] != "" && activity.IsActivity(ctx) {
+		activity.GetLogger(ctx).Warn("restart already done by an earlier delivery of this activity; not restarting again",
+			"unit", in.Unit, "node", nodeName(in.Target), "startedAt", res.Outputs["started_at"])
 	}
 	out := SystemdResult{ActiveState: strings.TrimSpace(res.Outputs["state"]), StartedAt: strings.TrimSpace(res.Outputs["started_at"])}
 	out.MainPID, _ = strconv.Atoi(strings.TrimSpace(res.Outputs["pid"]))
@@ -108,12 +117,31 @@ func settled(want, state, unitType string) bool {
 	return true
 }
 
+// restartRecord is the file on the host where a restart by this activity
+// is recorded: Temporal delivers an activity task at least once, and a
+// second delivery of a restart that did happen (its completion lost, say,
+// while Temporal's database was away) must not restart the unit again
+// while the invocation it started still runs. The name is a digest of
+// the activity's identity; "" outside an activity or for any other action.
+func (a *Activities) restartRecord(ctx context.Context, in SystemdInput) string {
+	if in.Action != "restart" || !activity.IsActivity(ctx) {
+		return ""
+	}
+	info := activity.GetInfo(ctx)
+	sum := sha256.Sum256([]byte(strings.Join([]string{info.Namespace, info.WorkflowExecution.ID,
+		info.WorkflowExecution.RunID, info.ActivityID, in.Unit}, "\x00")))
+	return path.Join(a.runDir(), "restarts", hex.EncodeToString(sum[:16]))
+}
+
 // systemdScript does everything in one session: daemon-reload,
 // enable/disable, the action, then polls is-active until the unit
 // settles or the wait runs out, printing each new state on stdout (for
 // heartbeats) and reporting state, MainPID and the action's exit status
-// through $KEDGE_OUTPUT.
-func systemdScript(in SystemdInput, want string, wait time.Duration) string {
+// through $KEDGE_OUTPUT. With a record file, a restart is done once: when
+// the record names the unit's current invocation (systemd's InvocationID,
+// new at every start), the restart already happened and only its report
+// is repeated; after a restart that settles, the record is written.
+func systemdScript(in SystemdInput, want string, wait time.Duration, record string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "unit=%s\n", quote(in.Unit))
 	fmt.Fprintf(&b, "deadline=$(( $(date +%%s) + %d ))\n", int((wait+time.Second-1)/time.Second))
@@ -126,10 +154,21 @@ func systemdScript(in SystemdInput, want string, wait time.Duration) string {
 	if in.Disable {
 		b.WriteString(`systemctl disable "$unit" || exit $?` + "\n")
 	}
-	b.WriteString("rc=0\n")
-	b.WriteString(`echo "started_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$KEDGE_OUTPUT"` + "\n")
+	b.WriteString("rc=0\nrepeat=\n")
+	if record != "" {
+		fmt.Fprintf(&b, `record=%s
+inv=$(systemctl show -p InvocationID --value "$unit" 2>/dev/null)
+if [ -n "$inv" ] && [ -f "$record" ] && grep -qx "invocation=$inv" "$record"; then
+  repeat=1
+  started_at=$(sed -n 's/^started_at=//p' "$record")
+  echo "repeat=1" >> "$KEDGE_OUTPUT"
+fi
+`, quote(record))
+	}
+	b.WriteString(`[ -n "$repeat" ] || started_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)` + "\n")
+	b.WriteString(`echo "started_at=$started_at" >> "$KEDGE_OUTPUT"` + "\n")
 	if in.Action != "" && in.Action != "none" {
-		fmt.Fprintf(&b, "systemctl %s \"$unit\"; rc=$?\n", in.Action)
+		fmt.Fprintf(&b, "[ -n \"$repeat\" ] || { systemctl %s \"$unit\"; rc=$?; }\n", in.Action)
 	}
 	fmt.Fprintf(&b, `echo "action_rc=$rc" >> "$KEDGE_OUTPUT"
 type=$(systemctl show -p Type --value "$unit" 2>/dev/null)
@@ -149,6 +188,15 @@ done
 echo "state=$state" >> "$KEDGE_OUTPUT"
 echo "pid=$(systemctl show -p MainPID --value "$unit" 2>/dev/null)" >> "$KEDGE_OUTPUT"
 `, want)
+	if record != "" {
+		// Records older than a day are of activities long closed.
+		b.WriteString(`if [ -z "$repeat" ] && [ "$rc" -eq 0 ] && [ "$state" = active ]; then
+  dir=$(dirname "$record")
+  mkdir -p "$dir" && find "$dir" -type f -mmin +1440 -delete 2>/dev/null
+  { echo "started_at=$started_at"; echo "invocation=$(systemctl show -p InvocationID --value "$unit" 2>/dev/null)"; } > "$record.tmp" && mv -f "$record.tmp" "$record"
+fi
+`)
+	}
 	return b.String()
 }
 

@@ -3,12 +3,16 @@ package team
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"kedge.dev/kedge/starter"
@@ -56,12 +60,52 @@ func waitClosed(t *testing.T, id string, within time.Duration) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), within)
 	defer cancel()
-	err := world.client.GetWorkflow(ctx, id, "").Get(ctx, nil)
-	if ctx.Err() != nil {
-		p, _ := progress(id)
-		return fmt.Errorf("still running after %s: %+v", within, p)
+	for {
+		err := world.client.GetWorkflow(ctx, id, "").Get(ctx, nil)
+		if ctx.Err() != nil {
+			p, _ := progress(id)
+			return fmt.Errorf("still running after %s: %+v", within, p)
+		}
+		// A Temporal that is restarting ("Frontend is not healthy
+		// yet") or away says nothing of the workflow: ask again.
+		if !away(err) {
+			return err
+		}
+		time.Sleep(time.Second)
 	}
-	return err
+}
+
+// away says whether err means Temporal did not answer (yet), rather than
+// answering about the workflow.
+func away(err error) bool {
+	var unavailable *serviceerror.Unavailable
+	var deadline *serviceerror.DeadlineExceeded
+	switch {
+	case err == nil:
+		return false
+	case errors.As(err, &unavailable), errors.As(err, &deadline), errors.Is(err, context.DeadlineExceeded):
+		return true
+	}
+	c := status.Code(err)
+	return c == codes.Unavailable || c == codes.DeadlineExceeded
+}
+
+// closeLeftOpen terminates the workflows a failed chaos run left open
+// since t0, so the next run starts on idle nodes.
+func closeLeftOpen(t *testing.T, since time.Time) {
+	t.Helper()
+	resp, err := world.client.ListWorkflow(t.Context(), &workflowservice.ListWorkflowExecutionsRequest{
+		Query: fmt.Sprintf("ExecutionStatus = 'Running' AND StartTime > '%s'", since.Format(time.RFC3339Nano)),
+	})
+	if err != nil {
+		t.Logf("list open workflows: %v", err)
+		return
+	}
+	for _, e := range resp.Executions {
+		if err := world.client.TerminateWorkflow(t.Context(), e.Execution.WorkflowId, e.Execution.RunId, "chaos: left open by a failed run"); err != nil {
+			t.Logf("terminate %s: %v", e.Execution.WorkflowId, err)
+		}
+	}
 }
 
 // runsSince lists the runs of a workflow ID started since t0, from the

@@ -22,6 +22,7 @@ import (
 	"kedge.dev/kedge/integration/lab"
 	"kedge.dev/kedge/integration/teamlab"
 	"kedge.dev/kedge/integration/testhosts"
+	"kedge.dev/kedge/integration/watchdog"
 	"kedge.dev/kedge/internal/codec"
 )
 
@@ -49,7 +50,11 @@ func TestMain(m *testing.M) {
 		fmt.Println("team: skipped in -short mode")
 		os.Exit(0)
 	}
+	// The team's processes die with this one (Pdeathsig): nothing more
+	// to tear down when the watchdog ends a hung run.
+	disarm := watchdog.Start("kedge.dev/kedge/integration/team", os.Stderr, nil)
 	code, err := runWorld(m)
+	disarm()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "team world:", err)
 		os.Exit(1)

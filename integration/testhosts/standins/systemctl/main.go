@@ -6,6 +6,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -189,7 +191,26 @@ func lockUnit(name string) func() {
 	return func() { f.Close() }
 }
 
-func pidFile(u string) string  { return filepath.Join(stateDir, u+".pid") }
+func pidFile(u string) string        { return filepath.Join(stateDir, u+".pid") }
+func invocationFile(u string) string { return filepath.Join(stateDir, u+".invocation") }
+
+// newInvocationID is a random 128-bit ID in systemd's notation (32 hex
+// digits).
+func newInvocationID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// invocationID is the unit's current invocation, empty when it does not
+// run.
+func invocationID(u string) string {
+	if activeState(u) != "active" {
+		return ""
+	}
+	data, _ := os.ReadFile(invocationFile(u))
+	return strings.TrimSpace(string(data))
+}
 func exitFile(u string) string { return filepath.Join(stateDir, u+".exit") }
 func logFile(u string) string  { return filepath.Join(logDir, u+".log") }
 func onFile(u string) string   { return filepath.Join(stateDir, u+".active") }
@@ -250,6 +271,8 @@ func start(name string) int {
 		return fail("%v", err)
 	}
 	defer logf.Close()
+	// Every start is a new invocation, as systemd names it.
+	_ = os.WriteFile(invocationFile(name), []byte(newInvocationID()), 0o644)
 	for _, line := range u.ExecStartPre {
 		argv, ignore := command(line, env)
 		if err := runSync(argv, env, logf); err != nil && !ignore {
@@ -436,7 +459,7 @@ func show(name string, opts []string) int {
 	state := activeState(name)
 	sub := map[string]string{"active": "running", "inactive": "dead", "failed": "failed"}[state]
 	all := map[string]string{"ActiveState": state, "SubState": sub, "MainPID": strconv.Itoa(mainPID(name)), "Id": name,
-		"LoadState": "not-found", "NeedDaemonReload": "no", "UnitFileState": ""}
+		"LoadState": "not-found", "NeedDaemonReload": "no", "UnitFileState": "", "InvocationID": invocationID(name)}
 	if u, err := loadUnit(name); err == nil {
 		all["LoadState"] = "loaded"
 		all["Type"] = u.Type
