@@ -9,6 +9,8 @@ import (
 	"testing"
 	"text/tabwriter"
 	"time"
+
+	"kedge.dev/kedge/workflows"
 )
 
 // Chaos: seeded, repeatable fault runs against the team install, each
@@ -44,7 +46,7 @@ func chaosConfig(t *testing.T) (seed uint64, full bool) {
 type fault struct {
 	name    string
 	runs    int
-	inject  func(t *testing.T, rng *rand.Rand) string // returns what it broke
+	inject  func(t *testing.T, rng *rand.Rand, rollout string) string // returns what it broke
 	mend    func(t *testing.T) error
 	downFor bool // leave it broken for a drawn 1 to 5 seconds before mending
 }
@@ -62,17 +64,20 @@ func TestChaos(t *testing.T) {
 	var victim int
 	faults := []fault{
 		{name: "none (the baseline)", runs: 1,
-			inject: func(t *testing.T, rng *rand.Rand) string { return "nothing" },
+			inject: func(t *testing.T, rng *rand.Rand, _ string) string { return "nothing" },
 			mend:   func(t *testing.T) error { return nil }},
 		{name: "kill -9 a worker (2 on the queue)", runs: runs(2, 20),
-			inject: func(t *testing.T, rng *rand.Rand) string {
+			inject: func(t *testing.T, rng *rand.Rand, _ string) string {
 				victim = rng.IntN(len(world.team.Procs("kedge-worker")))
 				world.team.Procs("kedge-worker")[victim].Kill()
 				return fmt.Sprintf("worker %d", victim+1)
 			},
 			mend: func(t *testing.T) error { return world.team.Procs("kedge-worker")[victim].Restart() }},
 		{name: "kill -9 Temporal (PostgreSQL), restart", runs: runs(1, 5), downFor: true,
-			inject: func(t *testing.T, rng *rand.Rand) string { world.team.Procs("temporal")[0].Kill(); return "temporal" },
+			inject: func(t *testing.T, rng *rand.Rand, _ string) string {
+				world.team.Procs("temporal")[0].Kill()
+				return "temporal"
+			},
 			mend: func(t *testing.T) error {
 				srv := world.team.Procs("temporal")[0]
 				if err := srv.Restart(); err != nil {
@@ -84,9 +89,30 @@ func TestChaos(t *testing.T) {
 		// twice (at-least-once); host.systemd's restart record keeps the
 		// kubelet from being restarted twice by one step.
 		{name: "kill -9 PostgreSQL, restart", runs: runs(1, 5), downFor: true,
-			inject: func(t *testing.T, rng *rand.Rand) string { _ = world.team.Postgres().Kill(); return "postgresql" },
-			mend:   func(t *testing.T) error { return world.team.Postgres().Start(t.Context()) }},
+			inject: func(t *testing.T, rng *rand.Rand, _ string) string {
+				_ = world.team.Postgres().Kill()
+				return "postgresql"
+			},
+			mend: func(t *testing.T) error { return world.team.Postgres().Start(t.Context()) }},
 	}
+	var mendHost func() error
+	hostFaults := []fault{
+		{name: "a node hangs (all its processes stopped), continued", runs: runs(1, 5), downFor: true,
+			inject: func(t *testing.T, rng *rand.Rand, rollout string) string {
+				i := swapping(rng, rollout)
+				mendHost = freeze(t, world.lab.Hosts[i+1])
+				return world.workers[i]
+			},
+			mend: func(t *testing.T) error { return mendHost() }},
+		{name: "a node off the network (packets to its sshd dropped), back", runs: runs(1, 5), downFor: true,
+			inject: func(t *testing.T, rng *rand.Rand, rollout string) string {
+				i := swapping(rng, rollout)
+				mendHost = cutOff(t, world.lab.Hosts[i+1])
+				return world.workers[i]
+			},
+			mend: func(t *testing.T) error { return mendHost() }},
+	}
+	faults = append(faults, hostFaults...)
 	var rows []chaosRow
 	version := 30
 	only := os.Getenv("KEDGE_CHAOS_ONLY")
@@ -108,7 +134,7 @@ func TestChaos(t *testing.T) {
 				down = time.Second + time.Duration(rng.Int64N(int64(4*time.Second)))
 			}
 			time.Sleep(delay)
-			what := f.inject(t, rng)
+			what := f.inject(t, rng, id)
 			broke := time.Now()
 			time.Sleep(down)
 			if err := f.mend(t); err != nil {
@@ -159,4 +185,28 @@ func TestChaos(t *testing.T) {
 	if violations > 0 {
 		t.Errorf("%d invariant violations (KEDGE_CHAOS_SEED=%d draws the same fault points)", violations, seed)
 	}
+}
+
+// swapping draws a worker the rollout is working on (one of them, at
+// random), or any worker when none is.
+func swapping(rng *rand.Rand, rollout string) int {
+	var running []int
+	// The runbook's "workers" step is a rollout, a child workflow whose
+	// steps are the nodes.
+	if p, ok := progress(rollout + "/workers"); ok {
+		for _, s := range p.Steps {
+			if s.State != workflows.StateRunning {
+				continue
+			}
+			for i, w := range world.workers {
+				if w == s.ID {
+					running = append(running, i)
+				}
+			}
+		}
+	}
+	if len(running) == 0 {
+		return rng.IntN(len(world.workers))
+	}
+	return running[rng.IntN(len(running))]
 }

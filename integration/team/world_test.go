@@ -50,9 +50,13 @@ func TestMain(m *testing.M) {
 		fmt.Println("team: skipped in -short mode")
 		os.Exit(0)
 	}
-	// The team's processes die with this one (Pdeathsig): nothing more
-	// to tear down when the watchdog ends a hung run.
-	disarm := watchdog.Start("kedge.dev/kedge/integration/team", os.Stderr, nil)
+	// The team's processes die with this one (Pdeathsig); a network
+	// fault's iptables chain would not.
+	disarm := watchdog.Start("kedge.dev/kedge/integration/team", os.Stderr, func() {
+		if iptables("-n", "-L", chaosChain) == nil {
+			_ = dropChaosChain()
+		}
+	})
 	code, err := runWorld(m)
 	disarm()
 	if err != nil {
