@@ -740,6 +740,12 @@ func TestARestartIsDoneOncePerActivity(t *testing.T) {
 	if len(records) != 2 {
 		t.Errorf("records: %v, want the two activities'", records)
 	}
+	// A record that cannot be written does not fail the restart.
+	w.acts.RunDir = "/proc/kedge-nowhere"
+	n = restarts()
+	if _, res := deliver(); res.ActiveState != "active" || restarts() != n+1 {
+		t.Errorf("with an unwritable record: %+v, %d restarts", res, restarts()-n)
+	}
 }
 
 func TestInsideAnActivityItHeartbeats(t *testing.T) {

@@ -189,11 +189,13 @@ echo "state=$state" >> "$KEDGE_OUTPUT"
 echo "pid=$(systemctl show -p MainPID --value "$unit" 2>/dev/null)" >> "$KEDGE_OUTPUT"
 `, want)
 	if record != "" {
+		// Best effort: a record that cannot be written costs a second
+		// restart on a second delivery, never the restart that worked.
 		// Records older than a day are of activities long closed.
 		b.WriteString(`if [ -z "$repeat" ] && [ "$rc" -eq 0 ] && [ "$state" = active ]; then
   dir=$(dirname "$record")
-  mkdir -p "$dir" && find "$dir" -type f -mmin +1440 -delete 2>/dev/null
-  { echo "started_at=$started_at"; echo "invocation=$(systemctl show -p InvocationID --value "$unit" 2>/dev/null)"; } > "$record.tmp" && mv -f "$record.tmp" "$record"
+  { mkdir -p "$dir" && { echo "started_at=$started_at"; echo "invocation=$(systemctl show -p InvocationID --value "$unit")"; } > "$record.tmp" && mv -f "$record.tmp" "$record"; } 2>/dev/null || :
+  find "$dir" -type f -mmin +1440 -delete 2>/dev/null || :
 fi
 `)
 	}

@@ -40,7 +40,10 @@ type Activities struct {
 	Clients func(Cluster) (kubernetes.Interface, error)
 	// PollInterval paces waits (default 1s).
 	PollInterval time.Duration
-	Logger       *slog.Logger
+	// APIOutage is how long node actions wait out an API server that
+	// does not answer (default DefaultAPIOutage).
+	APIOutage time.Duration
+	Logger    *slog.Logger
 
 	mu    sync.Mutex
 	cache map[Cluster]kubernetes.Interface
@@ -154,18 +157,20 @@ func (a *Activities) setUnschedulable(ctx context.Context, in NodeInput, on bool
 	if err != nil {
 		return NodeResult{}, err
 	}
-	node, err := cs.CoreV1().Nodes().Get(ctx, in.Node, metav1.GetOptions{})
-	if err != nil {
-		return NodeResult{}, apiError(in.Node, err)
-	}
-	if node.Spec.Unschedulable == on {
-		return NodeResult{}, nil
-	}
-	patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, on)
-	if _, err := cs.CoreV1().Nodes().Patch(ctx, in.Node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		return NodeResult{}, apiError(in.Node, err)
-	}
-	return NodeResult{Changed: true}, nil
+	var res NodeResult
+	err = a.whileAway(ctx, "set unschedulable", func() error {
+		node, err := cs.CoreV1().Nodes().Get(ctx, in.Node, metav1.GetOptions{})
+		if err != nil || node.Spec.Unschedulable == on {
+			return err
+		}
+		patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, on)
+		if _, err := cs.CoreV1().Nodes().Patch(ctx, in.Node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			return err
+		}
+		res.Changed = true
+		return nil
+	})
+	return res, apiError(in.Node, err)
 }
 
 // Drain cordons a node and evicts its pods, respecting
@@ -204,13 +209,35 @@ func (a *Activities) Drain(ctx context.Context, in DrainInput) (DrainResult, err
 			heartbeat(ctx, map[string]any{"evicted": n, "last": pod.Namespace + "/" + pod.Name})
 		},
 	}
-	node, err := cs.CoreV1().Nodes().Get(ctx, in.Node, metav1.GetOptions{})
-	if err != nil {
+	// An API server that stops answering (restarted, say) is waited
+	// out: the drain starts again where the node is.
+	evicting := false // the error, if any, is the eviction's
+	err = a.whileAway(ctx, "drain", func() error {
+		evicting = false
+		node, err := cs.CoreV1().Nodes().Get(ctx, in.Node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if err := drain.RunCordonOrUncordon(h, node, true); err != nil {
+			return err
+		}
+		evicting = true
+		return a.runDrain(ctx, h, in.Node, &mu, &res)
+	})
+	switch {
+	case err == nil:
+		slices.Sort(res.Evicted)
+		return res, nil
+	case !evicting:
 		return res, apiError(in.Node, err)
+	case ctx.Err() != nil:
+		return res, temporal.NewCanceledError(ctx.Err().Error())
 	}
-	if err := drain.RunCordonOrUncordon(h, node, true); err != nil {
-		return res, apiError(in.Node, err)
-	}
+	return res, a.blocked(context.WithoutCancel(ctx), cs, in.Node, err)
+}
+
+// runDrain evicts the node's pods, heartbeating while evictions wait.
+func (a *Activities) runDrain(ctx context.Context, h *drain.Helper, node string, mu *sync.Mutex, res *DrainResult) error {
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() { // heartbeat while waiting on evictions that do not finish
@@ -228,14 +255,7 @@ func (a *Activities) Drain(ctx context.Context, in DrainInput) (DrainResult, err
 			}
 		}
 	}()
-	if err := drain.RunNodeDrain(h, in.Node); err != nil {
-		if ctx.Err() != nil {
-			return res, temporal.NewCanceledError(ctx.Err().Error())
-		}
-		return res, a.blocked(context.WithoutCancel(ctx), cs, in.Node, err)
-	}
-	slices.Sort(res.Evicted)
-	return res, nil
+	return drain.RunNodeDrain(h, node)
 }
 
 // blocked explains a failed drain: which pods are left and which
@@ -295,7 +315,9 @@ func (a *Activities) DeleteNode(ctx context.Context, in NodeInput) (NodeResult, 
 	if err != nil {
 		return NodeResult{}, err
 	}
-	err = cs.CoreV1().Nodes().Delete(ctx, in.Node, metav1.DeleteOptions{})
+	err = a.whileAway(ctx, "delete node", func() error {
+		return cs.CoreV1().Nodes().Delete(ctx, in.Node, metav1.DeleteOptions{})
+	})
 	if apierrors.IsNotFound(err) {
 		return NodeResult{}, nil
 	}
@@ -423,32 +445,34 @@ func (a *Activities) LabelTaint(ctx context.Context, in LabelTaintInput) (NodeRe
 		wantTaints = append(wantTaints, corev1.Taint{Key: k, Value: v, Effect: corev1.TaintEffect(effect)})
 	}
 	changed := false
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		node, err := cs.CoreV1().Nodes().Get(ctx, in.Node, metav1.GetOptions{})
-		if err != nil {
+	err = a.whileAway(ctx, "label and taint", func() error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			node, err := cs.CoreV1().Nodes().Get(ctx, in.Node, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			changed = false
+			if node.Labels == nil {
+				node.Labels = map[string]string{}
+			}
+			for k, v := range wantLabels {
+				if have, ok := node.Labels[k]; !ok || have != v { // an empty value is a value
+					node.Labels[k], changed = v, true
+				}
+			}
+			for _, t := range wantTaints {
+				if !slices.ContainsFunc(node.Spec.Taints, func(x corev1.Taint) bool { return x.MatchTaint(&t) && x.Value == t.Value }) {
+					node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(x corev1.Taint) bool { return x.MatchTaint(&t) })
+					node.Spec.Taints = append(node.Spec.Taints, t)
+					changed = true
+				}
+			}
+			if !changed {
+				return nil
+			}
+			_, err = cs.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
 			return err
-		}
-		changed = false
-		if node.Labels == nil {
-			node.Labels = map[string]string{}
-		}
-		for k, v := range wantLabels {
-			if have, ok := node.Labels[k]; !ok || have != v { // an empty value is a value
-				node.Labels[k], changed = v, true
-			}
-		}
-		for _, t := range wantTaints {
-			if !slices.ContainsFunc(node.Spec.Taints, func(x corev1.Taint) bool { return x.MatchTaint(&t) && x.Value == t.Value }) {
-				node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(x corev1.Taint) bool { return x.MatchTaint(&t) })
-				node.Spec.Taints = append(node.Spec.Taints, t)
-				changed = true
-			}
-		}
-		if !changed {
-			return nil
-		}
-		_, err = cs.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
-		return err
+		})
 	})
 	if err != nil {
 		return NodeResult{}, apiError(in.Node, err)

@@ -3,15 +3,23 @@ package kube
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"net/url"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func fakeActs(objs ...*corev1.Node) (*Activities, *fake.Clientset) {
@@ -141,5 +149,89 @@ func TestGetNodeReportsAMissingNode(t *testing.T) {
 	res, err = a.GetNode(context.Background(), NodeInput{Node: "gone"})
 	if err != nil || res.Exists {
 		t.Errorf("a missing node: %+v %v", res, err)
+	}
+}
+
+// refuse makes the fake API server refuse connections for verb on
+// resource n times, as a restarting kube-apiserver does.
+func refuse(cs *fake.Clientset, verb, resource string, n int) *int {
+	calls := 0
+	cs.PrependReactor(verb, resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+		calls++
+		if calls <= n {
+			return true, nil, &url.Error{Op: "Get", URL: "https://10.0.0.1:6443/api/v1/nodes/w1",
+				Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
+		}
+		return false, nil, nil
+	})
+	return &calls
+}
+
+func TestNodeActionsWaitOutAnAPIServerThatIsAway(t *testing.T) {
+	ctx := context.Background()
+	a, cs := fakeActs(node("w1", true, "v1.35.4"))
+	calls := refuse(cs, "patch", "nodes", 3)
+	if res, err := a.Cordon(ctx, NodeInput{Node: "w1"}); err != nil || !res.Changed {
+		t.Fatalf("cordon across 3 refused connections: %+v %v", res, err)
+	}
+	if *calls != 4 {
+		t.Errorf("patched %d times, want 4 (3 refused, then one answered)", *calls)
+	}
+
+	refuse(cs, "get", "nodes", 2)
+	if res, err := a.Drain(ctx, DrainInput{Node: "w1"}); err != nil {
+		t.Fatalf("drain across 2 refused connections: %+v %v", res, err)
+	}
+	refuse(cs, "delete", "nodes", 2)
+	if res, err := a.DeleteNode(ctx, NodeInput{Node: "w1"}); err != nil || !res.Changed {
+		t.Fatalf("delete across 2 refused connections: %+v %v", res, err)
+	}
+
+	// Away for longer than APIOutage: the refusal is the answer, and
+	// retryable (the step's own retries may outlast the outage).
+	a, cs = fakeActs(node("w2", true, "v1.35.4"))
+	a.APIOutage = 50 * time.Millisecond
+	refuse(cs, "get", "nodes", 1000)
+	start := time.Now()
+	_, err := a.Uncordon(ctx, NodeInput{Node: "w2"})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.NonRetryable() || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("got %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("gave up after %s, APIOutage is 50ms", d)
+	}
+
+	// An answer that is no (Forbidden) is not asked again.
+	a, cs = fakeActs(node("w3", true, "v1.35.4"))
+	forbidden := 0
+	cs.PrependReactor("get", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		forbidden++
+		return true, nil, apierrors.NewForbidden(corev1.Resource("nodes"), "w3", errors.New("RBAC"))
+	})
+	if _, err := a.Cordon(ctx, NodeInput{Node: "w3"}); err == nil || forbidden != 1 {
+		t.Errorf("forbidden: asked %d times, %v", forbidden, err)
+	}
+}
+
+func TestAway(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		away bool
+	}{
+		{&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, true},
+		{errors.New(`error when evicting pods/"x" -n "default": Post "https://h:6443/...": dial tcp h:6443: connect: connection refused`), true},
+		{io.ErrUnexpectedEOF, true},
+		{apierrors.NewServiceUnavailable("starting"), true},
+		{apierrors.NewTooManyRequests("slow down", 1), true},
+		{apierrors.NewNotFound(corev1.Resource("nodes"), "x"), false},
+		{apierrors.NewForbidden(corev1.Resource("nodes"), "x", errors.New("no")), false},
+		{context.Canceled, false},
+		{errors.New("drain did not complete within 5m0s"), false},
+		{nil, false},
+	} {
+		if got := away(c.err); got != c.away {
+			t.Errorf("away(%v) = %v, want %v", c.err, got, c.away)
+		}
 	}
 }

@@ -39,6 +39,10 @@ type ControlPlane struct {
 	Client          kubernetes.Interface
 	dir             string
 	procs           []*exec.Cmd
+	tools, logs     string
+	pki             *pki
+	api             int      // the kube-apiserver's index in procs
+	apiArgs         []string // its flags, for a restart
 }
 
 var tools = toolsdir.Dir{Env: "KEDGE_KUBE_TOOLS", Script: "kube-tools.sh", What: "the control plane"}
@@ -104,7 +108,7 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 	}
 	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
 	cp := &ControlPlane{Server: fmt.Sprintf("https://%s", net.JoinHostPort(o.Host, strconv.Itoa(apiPort))), dir: dir,
-		CAFile: p.path("ca.crt"), CAKeyFile: p.path("ca.key")}
+		CAFile: p.path("ca.crt"), CAKeyFile: p.path("ca.key"), tools: tools, pki: p}
 	for _, k := range []string{"admin", "controller-manager", "scheduler"} {
 		if err := cp.writeKubeconfig(k, p); err != nil {
 			return nil, err
@@ -123,16 +127,19 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 		"--initial-cluster=default="+peerURL, "--log-level=warn", "--unsafe-no-fsync"); err != nil {
 		return nil, cp.fail(err)
 	}
-	if err := cp.run(tools, logs, "kube-apiserver",
-		"--etcd-servers="+etcdURL,
-		"--bind-address="+o.Host, "--advertise-address="+o.Host, "--secure-port="+strconv.Itoa(apiPort),
-		"--tls-cert-file="+p.path("apiserver.crt"), "--tls-private-key-file="+p.path("apiserver.key"),
-		"--client-ca-file="+p.path("ca.crt"),
-		"--kubelet-client-certificate="+p.path("apiserver-kubelet-client.crt"), "--kubelet-client-key="+p.path("apiserver-kubelet-client.key"),
-		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file="+p.path("sa.pub"),
-		"--service-account-signing-key-file="+p.path("sa.key"), "--service-cluster-ip-range=10.96.0.0/16",
+	cp.logs = logs
+	cp.apiArgs = []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=" + o.Host, "--advertise-address=" + o.Host, "--secure-port=" + strconv.Itoa(apiPort),
+		"--tls-cert-file=" + p.path("apiserver.crt"), "--tls-private-key-file=" + p.path("apiserver.key"),
+		"--client-ca-file=" + p.path("ca.crt"),
+		"--kubelet-client-certificate=" + p.path("apiserver-kubelet-client.crt"), "--kubelet-client-key=" + p.path("apiserver-kubelet-client.key"),
+		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file=" + p.path("sa.pub"),
+		"--service-account-signing-key-file=" + p.path("sa.key"), "--service-cluster-ip-range=10.96.0.0/16",
 		"--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction", "--enable-bootstrap-token-auth=true",
-		"--allow-privileged=true", "--v=0"); err != nil {
+		"--allow-privileged=true", "--v=0"}
+	cp.api = len(cp.procs)
+	if err := cp.run(tools, logs, "kube-apiserver", cp.apiArgs...); err != nil {
 		return nil, cp.fail(err)
 	}
 	if err := cp.waitReady(ctx, p); err != nil {
@@ -189,8 +196,33 @@ func (cp *ControlPlane) writeKubeconfig(name string, p *pki) error {
 	return clientcmd.WriteToFile(*cfg, filepath.Join(cp.dir, name+".kubeconfig"))
 }
 
+// KillAPIServer kills kube-apiserver (SIGKILL), as a crash would; the
+// rest of the control plane goes on.
+func (cp *ControlPlane) KillAPIServer() error {
+	c := cp.procs[cp.api]
+	if err := c.Process.Kill(); err != nil {
+		return err
+	}
+	for c.Process.Signal(syscall.Signal(0)) == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+// StartAPIServer starts kube-apiserver again, with the flags it had, and
+// waits until it is ready.
+func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
+	n := len(cp.procs)
+	if err := cp.run(cp.tools, cp.logs, "kube-apiserver", cp.apiArgs...); err != nil {
+		return err
+	}
+	// The new process takes the old one's place (Stop's order).
+	cp.procs[cp.api], cp.procs = cp.procs[n], cp.procs[:n]
+	return cp.waitReady(ctx, cp.pki)
+}
+
 func (cp *ControlPlane) run(tools, logs, name string, args ...string) error {
-	logf, err := os.Create(filepath.Join(logs, name+".log"))
+	logf, err := os.OpenFile(filepath.Join(logs, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}

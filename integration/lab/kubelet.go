@@ -62,7 +62,9 @@ func InstallKubelet(ctx context.Context, h *testhosts.Host, kubeconfig []byte, n
 			return fmt.Errorf("kubelet on %s: %w", h.Name, err)
 		}
 	}
-	if out, err := h.Exec(ctx, "systemctl", "start", "kubelet"); err != nil {
+	// Enabled, as on a real node: it starts again at a (test host's)
+	// reboot.
+	if out, err := h.Exec(ctx, "systemctl", "enable", "--now", "kubelet"); err != nil {
 		return fmt.Errorf("start kubelet on %s: %w: %s", h.Name, err, out)
 	}
 	return nil

@@ -96,6 +96,7 @@ func TestChaos(t *testing.T) {
 			mend: func(t *testing.T) error { return world.team.Postgres().Start(t.Context()) }},
 	}
 	var mendHost func() error
+	rebooted := map[int]int{} // this run's
 	hostFaults := []fault{
 		{name: "a node hangs (all its processes stopped), continued", runs: runs(1, 5), downFor: true,
 			inject: func(t *testing.T, rng *rand.Rand, rollout string) string {
@@ -111,6 +112,24 @@ func TestChaos(t *testing.T) {
 				return world.workers[i]
 			},
 			mend: func(t *testing.T) error { return mendHost() }},
+		{name: "kill -9 kube-apiserver, down 1–5 s, restarted", runs: runs(1, 5), downFor: true,
+			inject: func(t *testing.T, rng *rand.Rand, _ string) string {
+				if err := world.cp.KillAPIServer(); err != nil {
+					t.Fatalf("kill kube-apiserver: %v", err)
+				}
+				return "kube-apiserver"
+			},
+			mend: func(t *testing.T) error { return world.cp.StartAPIServer(t.Context()) }},
+		{name: "a node being swapped reboots (every process killed, units started as at boot)", runs: runs(1, 5),
+			inject: func(t *testing.T, rng *rand.Rand, rollout string) string {
+				i := swapping(rng, rollout)
+				rebooted[i]++
+				if err := reboot(t, world.lab.Hosts[i+1]); err != nil {
+					t.Errorf("%v", err)
+				}
+				return world.workers[i]
+			},
+			mend: func(t *testing.T) error { return nil }},
 	}
 	faults = append(faults, hostFaults...)
 	var rows []chaosRow
@@ -125,6 +144,7 @@ func TestChaos(t *testing.T) {
 			image := fmt.Sprintf("quay.io/poseidon/kubelet:v1.35.%d", version)
 			version = 30 + (version-29)%10 // v1.35.30 .. v1.35.39, each run another
 			marks := kubeletMarks()
+			clear(rebooted)
 			since := time.Now().UTC()
 			started := time.Now()
 			id := startRollout(t, image, 5)
@@ -152,7 +172,7 @@ func TestChaos(t *testing.T) {
 			} else {
 				row.Violations = append(row.Violations, fmt.Sprintf("%s: the rollout failed: %v", at, err))
 			}
-			vs := swapViolations(t, image, since, marks)
+			vs := swapViolations(t, image, since, marks, rebooted)
 			for _, v := range vs {
 				row.Violations = append(row.Violations, at+": "+v)
 			}

@@ -176,9 +176,10 @@ func versionOf(image string) string { return image[strings.LastIndex(image, ":")
 // server, not from Kedge's report: every node on the new kubelet and
 // schedulable, its drop-in naming the image, one node runbook per node
 // since the run started, the kubelet started on the new image (since
-// marks) at least once and at most as often as the restart step ran, and
-// no workflow of the run left open.
-func swapViolations(t *testing.T, image string, since time.Time, marks []int) []string {
+// marks) at least once and at most as often as the restart step ran (and
+// once more for each time the node's units were started as at a boot,
+// rebooted[i]), and no workflow of the run left open.
+func swapViolations(t *testing.T, image string, since time.Time, marks []int, rebooted map[int]int) []string {
 	t.Helper()
 	var out []string
 	version := versionOf(image)
@@ -214,8 +215,8 @@ func swapViolations(t *testing.T, image string, since time.Time, marks []int) []
 		// At least once, and never more often than the restart step
 		// ran: an attempt cut short by a fault may or may not have got
 		// as far as the restart.
-		if starts := startsSince(i, marks, version); starts < 1 || starts > attempts {
-			out = append(out, fmt.Sprintf("%s: kubelet started %d times on the new image, the restart step ran %d times", w, starts, attempts))
+		if starts := startsSince(i, marks, version); starts < 1 || starts > attempts+rebooted[i] {
+			out = append(out, fmt.Sprintf("%s: kubelet started %d times on the new image, the restart step ran %d times, the node booted %d times", w, starts, attempts, rebooted[i]))
 		}
 	}
 	resp, err := world.client.ListWorkflow(t.Context(), &workflowservice.ListWorkflowExecutionsRequest{

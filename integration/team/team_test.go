@@ -75,7 +75,7 @@ func TestTeamWorkerKilledMidRollout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the rollout did not complete on the remaining worker: %v", err)
 	}
-	for _, v := range swapViolations(t, image, since, marks) {
+	for _, v := range swapViolations(t, image, since, marks, nil) {
 		t.Error(v)
 	}
 }
@@ -124,7 +124,7 @@ func TestTeamRidesOutATemporalRestart(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Error("kedge watch did not end a minute after the rollout")
 	}
-	for _, v := range swapViolations(t, image, since, marks) {
+	for _, v := range swapViolations(t, image, since, marks, nil) {
 		t.Error(v)
 	}
 }
