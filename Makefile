@@ -36,11 +36,10 @@ team: deps build kube-tools vault-tools temporal-tools
 # time per machine (the lock waits for the other).
 IT_LOCK ?= /tmp/kedge-it.lock
 
-## test: lint, unit tests, integration tests against real servers. On a
-## fresh machine the servers' builds run beside the lint: one's downloads
-## and links fill the other's idle cores.
-test: deps
-	@$(MAKE) --no-print-directory -j4 lint kube-tools vault-tools temporal-tools
+## test: lint, unit tests, integration tests against real servers. (On a
+## fresh machine the builds are CPU-bound: run beside the lint they took
+## 5 minutes longer than one after the other.)
+test: deps lint kube-tools vault-tools temporal-tools
 	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) flock -o $(IT_LOCK) $(GO) test -count=1 -timeout 45m ./...
 
 ## chaos: the full set of seeded fault runs against the team install; prints

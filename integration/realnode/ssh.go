@@ -110,6 +110,14 @@ func (n *Node) route() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, dir := range []string{"-i", "-o"} {
+		// Rules for this link name left by a run killed before its
+		// Close (the name is this node's now) go first: Close then
+		// leaves none.
+		for range 100 {
+			if exec.Command("iptables", "-w", "-D", "FORWARD", dir, n.Link, "-j", "ACCEPT").Run() != nil {
+				break
+			}
+		}
 		if out, err := exec.Command("iptables", "-w", "-I", "FORWARD", dir, n.Link, "-j", "ACCEPT").CombinedOutput(); err != nil {
 			return fmt.Errorf("iptables -I FORWARD %s %s: %w: %s", dir, n.Link, err, out)
 		}
