@@ -102,6 +102,9 @@ func fiftyNodes(b *testing.B) (string, []string) {
 		if swapLab.err = os.WriteFile(swapLab.inventory, []byte(text), 0o644); swapLab.err != nil {
 			return
 		}
+		// The world's worker owns its credentials: it must serve the
+		// cluster before it runs any of its actions.
+		workerServes(swapLab.inventory)
 		for _, h := range l.Hosts[1:] {
 			swapLab.workers = append(swapLab.workers, "fifty-"+h.Name)
 			installKubelet(b, cp, h, "fifty-"+h.Name, "quay.io/poseidon/kubelet:v1.35.3")
