@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -197,13 +199,26 @@ func swapViolations(t *testing.T, image string, since time.Time, marks []int, re
 		}
 		id := workflows.NodeWorkflowID("twenty", w)
 		runs, err := runsSince(t, id, since)
+		// Visibility (PostgreSQL) is written after the run itself and
+		// lags behind after a restart: a run not listed yet is waited
+		// for; one listed twice is a second run.
+		for wait := time.Now().Add(visibilityLag); (err != nil || len(runs) == 0) && time.Now().Before(wait); {
+			time.Sleep(500 * time.Millisecond)
+			runs, err = runsSince(t, id, since)
+		}
 		if err != nil || len(runs) != 1 {
 			out = append(out, fmt.Sprintf("%s: swapped by %d node runbooks (%v)", w, len(runs), err))
 			continue
 		}
+		// A closed run answers through a worker replaying it: after a
+		// Temporal restart the workers' pollers come back with a backoff.
 		p, ok := progress(id)
+		for wait := time.Now().Add(visibilityLag); !ok && time.Now().Before(wait); {
+			time.Sleep(500 * time.Millisecond)
+			p, ok = progress(id)
+		}
 		if !ok {
-			out = append(out, fmt.Sprintf("%s: its node runbook does not answer", w))
+			out = append(out, fmt.Sprintf("%s: its node runbook does not answer in %s", w, visibilityLag))
 			continue
 		}
 		attempts := -1
@@ -224,14 +239,42 @@ func swapViolations(t *testing.T, image string, since time.Time, marks []int, re
 	})
 	if err != nil {
 		out = append(out, fmt.Sprintf("list open workflows: %v", err))
-	} else if len(resp.Executions) > 0 {
-		var ids []string
-		for _, e := range resp.Executions {
-			ids = append(ids, e.Execution.WorkflowId)
-		}
+	} else if ids := stillOpen(t, resp.Executions); len(ids) > 0 {
 		out = append(out, fmt.Sprintf("workflows left open: %s", strings.Join(ids, ", ")))
 	}
 	return out
+}
+
+// visibilityLag bounds how long, after a PostgreSQL or Temporal restart,
+// the visibility store may trail the runs themselves and a closed run
+// may take to answer a query.
+const visibilityLag = 30 * time.Second
+
+// stillOpen keeps, of executions the visibility store lists as running,
+// those the run itself says are: visibility may still show a run that
+// has closed. Each is asked again until visibilityLag has passed.
+func stillOpen(t *testing.T, listed []*workflowpb.WorkflowExecutionInfo) []string {
+	t.Helper()
+	var open []string
+	for _, e := range listed {
+		id, run := e.Execution.WorkflowId, e.Execution.RunId
+		running := true
+		for wait := time.Now().Add(visibilityLag); ; {
+			d, err := world.client.DescribeWorkflowExecution(t.Context(), id, run)
+			if err == nil && d.WorkflowExecutionInfo.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+				running = false
+				break
+			}
+			if time.Now().After(wait) {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		if running {
+			open = append(open, id)
+		}
+	}
+	return open
 }
 
 func lastLines(s string, n int) string {
