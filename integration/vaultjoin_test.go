@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -167,17 +166,7 @@ workers:
 
 	const queue = "vault-join"
 	first := startWorker(t, queue, inv)
-	out, errOut, code := kedge(t, "run", "node-join", "--inventory", inv, "--set", "node="+h.Name, "--task-queue", queue, "--output", "json")
-	if code != 0 {
-		t.Fatalf("kedge run: exit %d: %s", code, errOut)
-	}
-	var started struct {
-		WorkflowID string `json:"workflowId"`
-	}
-	if err := json.Unmarshal([]byte(out), &started); err != nil || started.WorkflowID == "" {
-		t.Fatalf("kedge run printed %q (%v)", out, err)
-	}
-	id := started.WorkflowID
+	id := startRunInv(t, "node-join", inv, "--set", "node="+h.Name, "--task-queue", queue)
 
 	// Mid-join: the first worker has logged in (its certificate is
 	// cached) and the join goes on to the host steps that follow.
