@@ -198,26 +198,19 @@ func swapViolations(t *testing.T, image string, since time.Time, marks []int, re
 			out = append(out, fmt.Sprintf("%s: drop-in %q", w, dropin))
 		}
 		id := workflows.NodeWorkflowID("twenty", w)
-		runs, err := runsSince(t, id, since)
 		// Visibility (PostgreSQL) is written after the run itself and
 		// lags behind after a restart: a run not listed yet is waited
 		// for; one listed twice is a second run.
-		for wait := time.Now().Add(visibilityLag); (err != nil || len(runs) == 0) && time.Now().Before(wait); {
-			time.Sleep(500 * time.Millisecond)
-			runs, err = runsSince(t, id, since)
-		}
+		var runs []string
+		untilLag(func() bool { runs, err = runsSince(t, id, since); return err == nil && len(runs) > 0 })
 		if err != nil || len(runs) != 1 {
 			out = append(out, fmt.Sprintf("%s: swapped by %d node runbooks (%v)", w, len(runs), err))
 			continue
 		}
 		// A closed run answers through a worker replaying it: after a
 		// Temporal restart the workers' pollers come back with a backoff.
-		p, ok := progress(id)
-		for wait := time.Now().Add(visibilityLag); !ok && time.Now().Before(wait); {
-			time.Sleep(500 * time.Millisecond)
-			p, ok = progress(id)
-		}
-		if !ok {
+		var p workflows.Progress
+		if !untilLag(func() bool { var ok bool; p, ok = progress(id); return ok }) {
 			out = append(out, fmt.Sprintf("%s: its node runbook does not answer in %s", w, visibilityLag))
 			continue
 		}
@@ -258,23 +251,28 @@ func stillOpen(t *testing.T, listed []*workflowpb.WorkflowExecutionInfo) []strin
 	var open []string
 	for _, e := range listed {
 		id, run := e.Execution.WorkflowId, e.Execution.RunId
-		running := true
-		for wait := time.Now().Add(visibilityLag); ; {
+		closed := untilLag(func() bool {
 			d, err := world.client.DescribeWorkflowExecution(t.Context(), id, run)
-			if err == nil && d.WorkflowExecutionInfo.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-				running = false
-				break
-			}
-			if time.Now().After(wait) {
-				break
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
-		if running {
+			return err == nil && d.WorkflowExecutionInfo.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+		})
+		if !closed {
 			open = append(open, id)
 		}
 	}
 	return open
+}
+
+// untilLag asks f every half second until it says yes or visibilityLag
+// has passed, and returns its last answer.
+func untilLag(f func() bool) bool {
+	for wait := time.Now().Add(visibilityLag); ; time.Sleep(500 * time.Millisecond) {
+		if f() {
+			return true
+		}
+		if time.Now().After(wait) {
+			return false
+		}
+	}
 }
 
 func lastLines(s string, n int) string {
