@@ -345,18 +345,26 @@ func (v *validator) action(who, name, on string, with map[string]any, actPos, on
 	}
 }
 
-// shellText refuses an expression interpolated into shell text: a value
-// that holds a quote, a semicolon or $( ) would run as shell code (as
-// root). The value goes in env and the text reads "$NAME"; an expression
-// that is the whole of the text (run-command's command) is the command
-// itself, which only whoever may start that runbook gives.
+// RunCommand is the runbook whose command param is a root shell by design:
+// it alone may pass a value into shell text, and chat grants it by name
+// only (chatops.ByNameOnly).
+const RunCommand = "run-command"
+
+// shellText refuses an expression in shell text (host.run's command and
+// script): a value that holds a quote, a semicolon or $( ) would run as
+// shell code, as root. That holds for an expression that is the whole of
+// the text too (`${ 'echo ' + params.message }`), and for one reading a
+// step's output, the host or the cluster, whose values the hosts and their
+// users shape. The value goes in env and the text reads "$NAME". The one
+// exception is run-command, whose command is the shell command itself:
+// there the whole text may be one expression (its param).
 func (v *validator) shellText(who, action, input string, val any, n *yaml.Node) {
 	s, ok := val.(string)
 	if !ok {
 		return
 	}
 	t, err := expr.ParseTemplate(s)
-	if err != nil || t.Single() {
+	if err != nil || (t.Single() && v.rb.Name == RunCommand) {
 		return
 	}
 	for _, part := range t {
@@ -365,6 +373,48 @@ func (v *validator) shellText(who, action, input string, val any, n *yaml.Node) 
 			return
 		}
 	}
+}
+
+// shellParams are the params of rb that become shell text whole (only
+// run-command has one: its command). A caller must pass them literal text.
+func shellParams(rb *Runbook) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range rb.Steps {
+		withs := []struct {
+			action string
+			with   map[string]any
+		}{{s.Action, s.With}}
+		for _, u := range s.Undo {
+			withs = append(withs, struct {
+				action string
+				with   map[string]any
+			}{u.Action, u.With})
+		}
+		for _, w := range withs {
+			a, ok := catalog.Lookup(w.action)
+			if !ok {
+				continue
+			}
+			for _, in := range a.Inputs {
+				src, ok := w.with[in.Name].(string)
+				if !in.Shell || !ok {
+					continue
+				}
+				t, err := expr.ParseTemplate(src)
+				if err != nil || !t.HasExpr() {
+					continue
+				}
+				for _, seg := range t {
+					if refs, err := expr.Check(seg.Expr); seg.IsExpr && err == nil {
+						for _, p := range refs.Params {
+							out[p] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // value checks one input value: expressions compile and read only what is in
@@ -577,6 +627,7 @@ func (v *validator) childRunbook(s Step, ss *stepSource, scope exprScope) {
 		v.errs.Addf(ss.pos(v.f, "runbook"), "step %s: unknown runbook %q", s.ID, s.Runbook)
 		return
 	}
+	shell := shellParams(child)
 	for _, k := range sortedKeys(s.With) {
 		i := slices.IndexFunc(child.Params, func(p Param) bool { return p.Name == k })
 		if i < 0 {
@@ -585,6 +636,10 @@ func (v *validator) childRunbook(s Step, ss *stepSource, scope exprScope) {
 				names = append(names, p.Name)
 			}
 			v.errs.Addf(v.at(ss.withKeys[k]), "step %s: runbook %s has no param %q%s", s.ID, s.Runbook, k, suggest(k, names))
+			continue
+		}
+		if shell[k] && v.templates(s.With[k], ss.withVals[k], scope) {
+			v.errs.Addf(v.at(ss.withVals[k]), "step %s: runbook %s runs its param %s as a root shell: pass it literal text, not %s", s.ID, s.Runbook, k, describe(s.With[k]))
 			continue
 		}
 		if !v.templates(s.With[k], ss.withVals[k], scope) {

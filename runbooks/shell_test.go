@@ -1,0 +1,70 @@
+package runbooks
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The attacker is a runbook author whose runbook a chat user or webhook
+// may start: every way of building host.run's shell text from a value is
+// refused at validation, and run-command (granted by name only) may not be
+// handed a command built from one either.
+func TestShellTextIsLiteral(t *testing.T) {
+	cluster := testCluster(t)
+	dir := t.TempDir()
+	write := func(name, steps string) string {
+		p := filepath.Join(dir, name+".yaml")
+		doc := "apiVersion: kedge/v1\nkind: Runbook\nmetadata: {name: " + name + "}\nparams:\n  message: {type: string, required: true}\nsteps:\n" + steps
+		if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	lib := &Library{Builtin: Builtin}
+	for _, c := range []struct {
+		name, steps, want string
+	}{
+		{"one-expression", `  - {id: say, action: host.run, on: worker-1, with: {command: "${ 'echo ' + params.message }"}}
+`, `one-expression.yaml:7:63: step say: host.run command interpolates ${ 'echo ' + params.message } into shell text`},
+		{"via-run-command", `  - {id: say, runbook: run-command, with: {nodes: worker-1, command: "${ 'echo ' + params.message }"}}
+`, `via-run-command.yaml:7:70: step say: runbook run-command runs its param command as a root shell: pass it literal text, not "${ 'echo ' + params.message }"`},
+		{"rollout-run-command", `  - {id: say, runbook: run-command, rollout: {over: "${ ['worker-1'] }"}, with: {nodes: "${ item }", command: "echo ${ item }"}}
+`, `rollout-run-command.yaml:7:111: step say: runbook run-command runs its param command as a root shell: pass it literal text, not "echo ${ item }"`},
+	} {
+		_, err := lib.LoadFile(write(c.name, c.steps), cluster)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v\nwant %s", c.name, err, c.want)
+		}
+	}
+	// Literal text in run-command's command, values in env elsewhere: fine.
+	for name, steps := range map[string]string{
+		"literal-run-command": `  - {id: say, runbook: run-command, with: {nodes: worker-1, command: "uptime"}}
+`,
+		"env": `  - {id: say, action: host.run, on: worker-1, with: {command: 'echo "$MESSAGE"', env: {MESSAGE: "${ params.message }"}}}
+`,
+	} {
+		if _, err := lib.LoadFile(write(name, steps), cluster); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// run-command itself passes its param through whole: it is the one
+	// root shell by design.
+	if _, err := lib.Load("run-command", cluster); err != nil {
+		t.Errorf("run-command: %v", err)
+	}
+}
+
+// The examples shipped with Kedge validate.
+func TestExamplesAreValid(t *testing.T) {
+	files, _ := filepath.Glob("../examples/*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no examples")
+	}
+	for _, f := range files {
+		if _, err := (&Library{Builtin: Builtin}).LoadFile(f, nil); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
