@@ -74,7 +74,7 @@ func (a *Activities) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.CheckServiceAccountKey, activity.RegisterOptions{Name: CheckServiceAccountKeyAction})
 }
 
-func (a *Activities) client(c Cluster) (kubernetes.Interface, error) {
+func (a *Activities) client(ctx context.Context, c Cluster) (kubernetes.Interface, error) {
 	if a.Clients != nil {
 		return a.Clients(c)
 	}
@@ -83,7 +83,7 @@ func (a *Activities) client(c Cluster) (kubernetes.Interface, error) {
 	if cs, ok := a.cache[c]; ok {
 		return cs, nil
 	}
-	cfg, err := restConfig(c)
+	cfg, err := a.restConfig(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func (a *Activities) Uncordon(ctx context.Context, in NodeInput) (NodeResult, er
 }
 
 func (a *Activities) setUnschedulable(ctx context.Context, in NodeInput, on bool) (NodeResult, error) {
-	cs, err := a.client(in.Cluster)
+	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
 		return NodeResult{}, err
 	}
@@ -178,7 +178,7 @@ func (a *Activities) setUnschedulable(ctx context.Context, in NodeInput, on bool
 // timeout fails the drain with a DrainBlocked error naming the pods and
 // budgets.
 func (a *Activities) Drain(ctx context.Context, in DrainInput) (DrainResult, error) {
-	cs, err := a.client(in.Cluster)
+	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
 		return DrainResult{}, err
 	}
@@ -311,7 +311,7 @@ func covers(pdb *policyv1.PodDisruptionBudget, p *corev1.Pod) bool {
 // DeleteNode deletes the Node object (kube.delete-node); a node already
 // gone is not an error.
 func (a *Activities) DeleteNode(ctx context.Context, in NodeInput) (NodeResult, error) {
-	cs, err := a.client(in.Cluster)
+	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
 		return NodeResult{}, err
 	}
@@ -330,7 +330,7 @@ func (a *Activities) DeleteNode(ctx context.Context, in NodeInput) (NodeResult, 
 // GetNode reports whether the Node exists and its state (kube.get-node):
 // a missing Node is an answer, not an error.
 func (a *Activities) GetNode(ctx context.Context, in NodeInput) (GetNodeResult, error) {
-	cs, err := a.client(in.Cluster)
+	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
 		return GetNodeResult{}, err
 	}
@@ -347,7 +347,7 @@ func (a *Activities) GetNode(ctx context.Context, in NodeInput) (GetNodeResult, 
 // WaitNode waits until the node is Ready and, when asked, reports the
 // expected kubelet version (kube.wait-node).
 func (a *Activities) WaitNode(ctx context.Context, in WaitNodeInput) (WaitNodeResult, error) {
-	cs, err := a.client(in.Cluster)
+	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
 		return WaitNodeResult{}, err
 	}
@@ -423,7 +423,7 @@ func nodeReady(n *corev1.Node) bool {
 // LabelTaint sets labels and adds taints (kube.label-taint); it changes
 // nothing when they are already there.
 func (a *Activities) LabelTaint(ctx context.Context, in LabelTaintInput) (NodeResult, error) {
-	cs, err := a.client(in.Cluster)
+	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
 		return NodeResult{}, err
 	}

@@ -35,7 +35,7 @@ func (a *Activities) InstallKubeProxy(ctx context.Context, in InstallKubeProxyIn
 	if err != nil {
 		return ChangedResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, nil)
 	}
-	cs, err := a.client(in.Cluster)
+	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
 		return ChangedResult{}, err
 	}

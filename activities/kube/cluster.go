@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -11,13 +12,13 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
 	"kedge.dev/kedge/activities/render"
@@ -99,7 +100,7 @@ type ClusterInfoResult struct {
 // kubernetes.kubeconfig names it.
 type SaveKubeconfigInput struct {
 	Cluster Cluster `json:"cluster"`
-	Content string  `json:"content" kedge:"required" doc:"the kubeconfig (e.g. the admin kubeconfig a bootstrap rendered)"`
+	Content string  `json:"content" kedge:"required" doc:"the kubeconfig: https servers with certificate-authority-data, users with client-certificate-data and client-key-data only (what render.kubeconfig makes of the admin certificate a bootstrap issued); its servers must be the inventory's"`
 }
 
 // SaveKubeconfig writes a kubeconfig to the inventory's
@@ -107,13 +108,19 @@ type SaveKubeconfigInput struct {
 // 0600, atomically: after a bootstrap, the kube actions that follow reach
 // the new cluster through it. With several workers, that path must be on
 // storage they share (or the runbook run by one worker).
-func (a *Activities) SaveKubeconfig(_ context.Context, in SaveKubeconfigInput) (ChangedResult, error) {
+//
+// The content comes from a run, and every later kube action of every run
+// on the cluster loads it, so it may carry only embedded certificates and
+// keys (Saveable): no exec plugin, token file or file reference. That its
+// servers are the inventory's is the worker's credential guard's check
+// (internal/trust), which holds the inventory.
+func (a *Activities) SaveKubeconfig(ctx context.Context, in SaveKubeconfigInput) (ChangedResult, error) {
 	if in.Cluster.Kubeconfig == "" {
 		return ChangedResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("cluster %s: the inventory names no kubernetes.kubeconfig to save to", in.Cluster.Name), ErrTypeInvalidInput, nil)
 	}
-	if _, err := clientcmd.Load([]byte(in.Content)); err != nil {
-		return ChangedResult{}, temporal.NewNonRetryableApplicationError("content is not a kubeconfig: "+err.Error(), ErrTypeInvalidInput, nil)
+	if _, err := Saveable(in.Content); err != nil {
+		return ChangedResult{}, a.refuse(ctx, in.Cluster, fmt.Errorf("the kubeconfig to save: %w", err))
 	}
 	if old, err := os.ReadFile(in.Cluster.Kubeconfig); err == nil && string(old) == in.Content {
 		return ChangedResult{}, nil
@@ -122,7 +129,7 @@ func (a *Activities) SaveKubeconfig(_ context.Context, in SaveKubeconfigInput) (
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return ChangedResult{}, fmt.Errorf("save kubeconfig: %w", err)
 	}
-	f, err := os.CreateTemp(dir, ".kubeconfig-*")
+	f, err := os.CreateTemp(dir, ".kubeconfig-*") // 0600, the worker's own
 	if err != nil {
 		return ChangedResult{}, fmt.Errorf("save kubeconfig: %w", err)
 	}
@@ -153,7 +160,7 @@ func (a *Activities) SaveKubeconfig(_ context.Context, in SaveKubeconfigInput) (
 // authenticates with it as system:bootstrap:<id> in the groups
 // system:bootstrappers and render.BootstrapTokenGroup.
 func (a *Activities) CreateBootstrapToken(ctx context.Context, in CreateBootstrapTokenInput) (BootstrapTokenResult, error) {
-	cs, err := a.client(in.Cluster)
+	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
 		return BootstrapTokenResult{}, err
 	}
@@ -180,7 +187,7 @@ func (a *Activities) CreateBootstrapToken(ctx context.Context, in CreateBootstra
 // DeleteBootstrapToken deletes a bootstrap token's Secret; a token already
 // gone is not an error (kube.delete-bootstrap-token).
 func (a *Activities) DeleteBootstrapToken(ctx context.Context, in DeleteBootstrapTokenInput) (ChangedResult, error) {
-	cs, err := a.client(in.Cluster)
+	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
 		return ChangedResult{}, err
 	}
@@ -220,7 +227,7 @@ func bootstrapBindings() []*rbacv1.ClusterRoleBinding {
 // BootstrapRBAC creates or updates the TLS bootstrap ClusterRoleBindings
 // (kube.bootstrap-rbac).
 func (a *Activities) BootstrapRBAC(ctx context.Context, in BootstrapRBACInput) (ChangedResult, error) {
-	cs, err := a.client(in.Cluster)
+	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
 		return ChangedResult{}, err
 	}
@@ -277,7 +284,7 @@ func (a *Activities) WaitAPIServer(ctx context.Context, in WaitAPIServerInput) (
 	if err != nil {
 		return WaitAPIServerResult{}, err
 	}
-	cfg, err := restConfig(in.Cluster)
+	cfg, err := a.restConfig(ctx, in.Cluster)
 	if err != nil {
 		return WaitAPIServerResult{}, err
 	}
@@ -329,37 +336,61 @@ func (a *Activities) WaitAPIServer(ctx context.Context, in WaitAPIServerInput) (
 
 // ClusterInfo reports the API server URL and CA bundle of the inventory's
 // kubeconfig (kube.cluster-info), for the files a joining node is given.
-func (a *Activities) ClusterInfo(_ context.Context, in ClusterInfoInput) (ClusterInfoResult, error) {
-	cfg, err := restConfig(in.Cluster)
+// The bundle is certificates only (LoadConfig refuses anything else).
+func (a *Activities) ClusterInfo(ctx context.Context, in ClusterInfoInput) (ClusterInfoResult, error) {
+	cfg, err := a.restConfig(ctx, in.Cluster)
 	if err != nil {
 		return ClusterInfoResult{}, err
 	}
-	ca := cfg.CAData
-	if len(ca) == 0 && cfg.CAFile != "" {
-		if ca, err = os.ReadFile(cfg.CAFile); err != nil {
-			return ClusterInfoResult{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("cluster %s: read the CA bundle: %v", in.Cluster.Name, err), ErrTypeInvalidInput, err)
-		}
-	}
-	if len(ca) == 0 {
+	if len(cfg.CAData) == 0 {
 		return ClusterInfoResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("cluster %s: kubeconfig %s names no certificate authority", in.Cluster.Name, in.Cluster.Kubeconfig), ErrTypeInvalidInput, nil)
 	}
-	return ClusterInfoResult{Server: cfg.Host, CACert: string(ca)}, nil
+	return ClusterInfoResult{Server: cfg.Host, CACert: string(cfg.CAData)}, nil
 }
 
-func restConfig(c Cluster) (*rest.Config, error) {
+// restConfig loads the cluster's kubeconfig (LoadConfig). One refused
+// for what it holds fails the action once, as CredentialRefused, with an
+// audit line in the worker's log.
+func (a *Activities) restConfig(ctx context.Context, c Cluster) (*rest.Config, error) {
 	if c.Kubeconfig == "" {
 		return nil, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("cluster %s: the inventory names no kubernetes.kubeconfig", c.Name), ErrTypeInvalidInput, nil)
 	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		&clientcmd.ClientConfigLoadingRules{ExplicitPath: c.Kubeconfig},
-		&clientcmd.ConfigOverrides{CurrentContext: c.Context}).ClientConfig()
-	if err != nil {
+	cfg, err := LoadConfig(c.Kubeconfig, c.Context)
+	var refused *RefusedError
+	switch {
+	case errors.As(err, &refused):
+		return nil, a.refuse(ctx, c, err)
+	case err != nil:
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("cluster %s: kubeconfig %s: %v", c.Name, c.Kubeconfig, err), ErrTypeInvalidInput, nil)
 	}
 	return cfg, nil
+}
+
+// refuse logs an audit line for a kubeconfig the worker will not load or
+// save (naming the run, the action and why: never a credential) and
+// fails the action once.
+func (a *Activities) refuse(ctx context.Context, c Cluster, err error) error {
+	msg := fmt.Sprintf("cluster %s: %v", c.Name, err)
+	attrs := []any{"audit", true, "cluster", c.Name, "kubeconfig", c.Kubeconfig}
+	if activity.IsActivity(ctx) {
+		info := activity.GetInfo(ctx)
+		attrs = append(attrs, "workflowId", info.WorkflowExecution.ID, "runId", info.WorkflowExecution.RunID,
+			"workflowType", info.WorkflowType.Name, "activity", info.ActivityType.Name, "attempt", info.Attempt)
+	}
+	attrs = append(attrs, "reason", msg)
+	a.audit().Warn("kedge worker: kubeconfig refused", attrs...)
+	return temporal.NewNonRetryableApplicationError(msg, ErrTypeCredentialRefused, nil)
+}
+
+// audit is where refusals are logged: the worker's log (not the
+// activity's SDK logger), beside the credential guard's audit lines.
+func (a *Activities) audit() *slog.Logger {
+	if a.Logger != nil {
+		return a.Logger
+	}
+	return slog.Default()
 }
 
 // clusterError classifies an API error of a cluster-wide action once.

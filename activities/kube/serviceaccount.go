@@ -55,7 +55,7 @@ func (a *Activities) CheckServiceAccountKey(ctx context.Context, in CheckService
 	if err != nil {
 		return CheckServiceAccountKeyResult{}, temporal.NewNonRetryableApplicationError("publicKey: "+err.Error(), ErrTypeInvalidInput, nil)
 	}
-	cs, err := a.client(in.Cluster)
+	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
 		return CheckServiceAccountKeyResult{}, err
 	}

@@ -41,7 +41,7 @@ type WaitStaticPodResult struct {
 // reports; with restartedAt, only the pod of that restart counts: until
 // the kubelet has read the changed manifest, the old pod may still answer.
 func (a *Activities) WaitStaticPod(ctx context.Context, in WaitStaticPodInput) (WaitStaticPodResult, error) {
-	cs, err := a.client(in.Cluster)
+	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
 		return WaitStaticPodResult{}, err
 	}

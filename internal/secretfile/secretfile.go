@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
+	"strconv"
 )
 
 // MaxBytes bounds what Read reads: secrets are small.
@@ -19,9 +21,34 @@ func (e *ModeError) Error() string {
 	return fmt.Sprintf("%s is open to other users (mode %04o): a secret must be readable by its owner only: chmod 600 %s", e.Path, e.Mode.Perm(), e.Path)
 }
 
+// OwnerError is a secret file owned by an account that is neither the
+// one reading it nor root: that account could replace the secret (a
+// key of its own in place of the worker's) without anyone noticing.
+type OwnerError struct {
+	Path string
+	UID  int // the file's owner
+	Want int // the running user
+}
+
+func (e *OwnerError) Error() string {
+	return fmt.Sprintf("%s is owned by %s: a secret must be owned by the user reading it (%s) or root, or its owner could replace it: chown %d %s",
+		e.Path, describeUID(e.UID), describeUID(e.Want), e.Want, e.Path)
+}
+
+// describeUID names an account: "nobody, uid 65534", or the number
+// alone when the system does not know it.
+func describeUID(uid int) string {
+	s := "uid " + strconv.Itoa(uid)
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil && u.Username != "" {
+		s = u.Username + ", " + s
+	}
+	return s
+}
+
 // Read returns the content of the secret file at path, refusing a file
-// group or other may access (*ModeError), one that is not a regular file,
-// and one over MaxBytes.
+// group or other may access (*ModeError), one owned by someone other
+// than the running user or root (*OwnerError), one that is not a regular
+// file, and one over MaxBytes.
 func Read(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -32,11 +59,8 @@ func Read(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, &ModeError{Path: path, Mode: fi.Mode()}
+	if err := Check(path, fi); err != nil {
+		return nil, err
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
 	if err != nil {
@@ -46,4 +70,21 @@ func Read(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s is over %d bytes: not a secret file", path, MaxBytes)
 	}
 	return data, nil
+}
+
+// Check says whether fi, the open file at path, may hold a secret: a
+// regular file, its owner's alone (no group or other bits), owned by the
+// running user or root. Read calls it on the file it opened (not on the
+// name, which could be swapped in between).
+func Check(path string, fi os.FileInfo) error {
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", path)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return &ModeError{Path: path, Mode: fi.Mode()}
+	}
+	if uid, ok := owner(fi); ok && uid != 0 && uid != os.Geteuid() {
+		return &OwnerError{Path: path, UID: uid, Want: os.Geteuid()}
+	}
+	return nil
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -13,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"kedge.dev/kedge/activities/kube"
+	"kedge.dev/kedge/activities/render"
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/runbooks/inventory"
 )
@@ -67,12 +71,24 @@ var (
 )
 
 // Check looks at an action's input: every SSH target, Vault and
-// kubeconfig it names must be the worker's own for that cluster.
+// kubeconfig it names must be the worker's own for that cluster, and a
+// kubeconfig a run asks the worker to save must reach only that
+// cluster's API server.
 func (g *Guard) Check(arg any) error {
 	v := reflect.Indirect(reflect.ValueOf(arg))
 	if v.Kind() != reflect.Struct {
 		return nil
 	}
+	if err := g.checkFields(v); err != nil {
+		return err
+	}
+	if s, ok := v.Interface().(kube.SaveKubeconfigInput); ok {
+		return g.checkSave(s)
+	}
+	return nil
+}
+
+func (g *Guard) checkFields(v reflect.Value) error {
 	for i := range v.NumField() {
 		f := v.Field(i)
 		var err error
@@ -166,6 +182,45 @@ func (g *Guard) checkKube(k kube.Cluster) error {
 		return fmt.Errorf("cluster %s: %s", c.Name, d)
 	}
 	return nil
+}
+
+// checkSave looks at a kubeconfig kube.save-kubeconfig would write where
+// every later kube action of the cluster loads it: embedded certificates
+// and keys only (kube.Saveable), and every server one of the cluster's
+// own API servers (apiServers).
+func (g *Guard) checkSave(s kube.SaveKubeconfigInput) error {
+	c, err := g.cluster(s.Cluster.Name)
+	if err != nil {
+		return err
+	}
+	servers, err := kube.Saveable(s.Content)
+	if err != nil {
+		return fmt.Errorf("cluster %s: the kubeconfig to save: %w", c.Name, err)
+	}
+	allowed := apiServers(c)
+	for _, server := range servers {
+		u, _ := url.Parse(server) // Saveable parsed it
+		if !slices.Contains(allowed, u.Host) {
+			return fmt.Errorf("cluster %s: the kubeconfig to save: its server %q is not this cluster's API server (the inventory's kubernetes.server, or a controller's address on port %d): %s",
+				c.Name, server, render.DefaultAPIServerPort, strings.Join(allowed, ", "))
+		}
+	}
+	return nil
+}
+
+// apiServers are the host:port of the cluster's API servers as its
+// inventory gives them: kubernetes.server, and each controller's address
+// on the API server's port (where bootstrap points the admin
+// kubeconfig).
+func apiServers(c *inventory.Cluster) []string {
+	var hosts []string
+	if u, err := url.Parse(c.Kubernetes.Server); err == nil && u.Host != "" {
+		hosts = append(hosts, u.Host)
+	}
+	for _, n := range c.Controllers {
+		hosts = append(hosts, net.JoinHostPort(n.Address, strconv.Itoa(render.DefaultAPIServerPort)))
+	}
+	return hosts
 }
 
 // diffs lists the fields where a run's input differs from the worker's

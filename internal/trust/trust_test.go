@@ -3,8 +3,15 @@ package trust
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"log/slog"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +25,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"kedge.dev/kedge/activities/kube"
+	"kedge.dev/kedge/activities/render"
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/runbooks/inventory"
 )
@@ -239,5 +247,74 @@ func TestGuardRefusesBeforeTheActivityRuns(t *testing.T) {
 	if l := logs.String(); !strings.Contains(l, "action refused") || !strings.Contains(l, "audit=true") ||
 		!strings.Contains(l, "activity=host.run") || !strings.Contains(l, "ssh.identityFile") {
 		t.Errorf("audit line: %s", l)
+	}
+}
+
+// adminKubeconfig is what bootstrap saves: render.kubeconfig of an admin
+// certificate, for server.
+func adminKubeconfig(t *testing.T, server string) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kedge-admin"}, IsCA: true, BasicConstraintsValid: true,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kd, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	out, err := render.Kubeconfig(render.KubeconfigInput{ClusterName: "mercury", Server: server, CACert: cert, User: "kedge-admin",
+		ClientCert: cert, ClientKey: string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kd}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// A key holder saves a kubeconfig at the worker's own path (the path is
+// the worker's, so the path check passes) whose server is theirs: every
+// later kube action of every run on the cluster (other operators'
+// drains) would go to them. The guard refuses any server but the
+// inventory's, and anything but embedded certificates.
+func TestGuardSavesOnlyTheInventorysAPIServer(t *testing.T) {
+	f, dir := registry(t)
+	g := &Guard{Registry: f}
+	c, _ := f.Cluster("mercury")
+	kc := kube.Cluster{Name: "mercury", Kubeconfig: c.Kubernetes.Kubeconfig}
+	save := func(server string) kube.SaveKubeconfigInput {
+		return kube.SaveKubeconfigInput{Cluster: kc, Content: adminKubeconfig(t, server)}
+	}
+	if err := g.Check(save("https://10.0.0.1:6443")); err != nil {
+		t.Errorf("a controller's API server: %v", err)
+	}
+	for _, server := range []string{"https://203.0.113.9:6443", "https://10.0.0.1:6444", "https://10.0.0.2:6443"} {
+		err := g.Check(save(server))
+		if err == nil || !strings.Contains(err.Error(), "is not this cluster's API server") || !strings.Contains(err.Error(), server) {
+			t.Errorf("the caller's server %s: %v", server, err)
+		}
+	}
+	withExec := strings.Replace(adminKubeconfig(t, "https://10.0.0.1:6443"), "    client-certificate-data:",
+		"    exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/sh}\n    client-certificate-data:", 1)
+	if err := g.Check(kube.SaveKubeconfigInput{Cluster: kc, Content: withExec}); err == nil || !strings.Contains(err.Error(), "users[kedge-admin].exec") {
+		t.Errorf("an exec plugin at the inventory's server: %v", err)
+	}
+	// An inventory that names its server (a load balancer, say).
+	writeFile(t, dir, "mercury.yaml", strings.Replace(mercury, "kubernetes: {kubeconfig: admin.conf}",
+		`kubernetes: {kubeconfig: admin.conf, server: "https://api.mercury:443"}`, 1))
+	later := time.Now().Add(time.Second)
+	if err := os.Chtimes(filepath.Join(dir, "mercury.yaml"), later, later); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Check(save("https://api.mercury:443")); err != nil {
+		t.Errorf("the inventory's kubernetes.server: %v", err)
+	}
+	if err := g.Check(save("https://api.mercury:6443")); err == nil {
+		t.Error("another port of the inventory's server was allowed")
 	}
 }
