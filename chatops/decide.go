@@ -127,8 +127,18 @@ func decide(ctx context.Context, cl client.Client, p Pause, proceed bool, by, co
 			d.Decision = workflows.DecisionContinue
 		}
 	}
+	// Bound to the pause as it is now: the caller has checked it is the
+	// pause the person saw.
+	cur, err := queryProgress(ctx, cl, p.Target, "")
+	if err != nil {
+		return d, err
+	}
+	if d, err = workflows.BindDecision(d, cur); err != nil {
+		return d, err
+	}
 	h, err := cl.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		UpdateID:     updateID,
+		RunID:        d.RunID,
 		WorkflowID:   p.Target,
 		UpdateName:   name,
 		WaitForStage: client.WorkflowUpdateStageCompleted,

@@ -208,11 +208,11 @@ func approveCommand() *cli.Command {
 				return decideRollout(c, cl, id, d)
 			}
 			step := c.String("step")
+			p, err := queryProgress(c.Context, cl, id, "")
+			if err != nil {
+				return failed("query %s: %v", id, err)
+			}
 			if step == "" {
-				p, err := queryProgress(c.Context, cl, id, "")
-				if err != nil {
-					return failed("query %s: %v", id, err)
-				}
 				var waiting []string
 				for _, s := range p.Steps {
 					if s.State == workflows.StateWaiting {
@@ -228,16 +228,20 @@ func approveCommand() *cli.Command {
 			if by == "" {
 				by = currentUser()
 			}
+			d, err := workflows.BindDecision(workflows.Decision{Step: step, Decision: c.String("decision"), By: by, Comment: c.String("comment")}, p)
+			if err != nil {
+				return failed("approve %s: %v", id, err)
+			}
 			h, err := cl.UpdateWorkflow(c.Context, client.UpdateWorkflowOptions{
 				WorkflowID:   id,
+				RunID:        d.RunID,
 				UpdateName:   workflows.ApproveUpdate,
 				WaitForStage: client.WorkflowUpdateStageCompleted,
-				Args:         []any{workflows.Decision{Step: step, Decision: c.String("decision"), By: by, Comment: c.String("comment")}},
+				Args:         []any{d},
 			})
 			if err != nil {
 				return failed("approve %s: %v", id, err)
 			}
-			var d workflows.Decision
 			if err := h.Get(c.Context, &d); err != nil {
 				return failed("approve %s: %v", id, err)
 			}
@@ -273,16 +277,24 @@ func decideRollout(c *cli.Context, cl client.Client, id, decision string) error 
 	if by == "" {
 		by = currentUser()
 	}
+	p, err := queryProgress(c.Context, cl, target, "")
+	if err != nil {
+		return failed("query %s: %v", target, err)
+	}
+	d, err := workflows.BindDecision(workflows.Decision{Decision: decision, By: by, Comment: c.String("comment")}, p)
+	if err != nil {
+		return failed("%s %s: %v", decision, target, err)
+	}
 	h, err := cl.UpdateWorkflow(c.Context, client.UpdateWorkflowOptions{
 		WorkflowID:   target,
+		RunID:        d.RunID,
 		UpdateName:   workflows.DecideUpdate,
 		WaitForStage: client.WorkflowUpdateStageCompleted,
-		Args:         []any{workflows.Decision{Decision: decision, By: by, Comment: c.String("comment")}},
+		Args:         []any{d},
 	})
 	if err != nil {
 		return failed("%s %s: %v", decision, target, err)
 	}
-	var d workflows.Decision
 	if err := h.Get(c.Context, &d); err != nil {
 		return failed("%s %s: %v", decision, target, err)
 	}

@@ -43,9 +43,10 @@ func scheduleCommand() *cli.Command {
 				id = comp.loaded.Runbook.Name + "/" + comp.cluster.Name
 			}
 			spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}}
-			md := workflows.Describe(comp.input())
+			in := workflows.AdmitScheduled(comp.input(), time.Now())
+			md := workflows.Describe(in)
 			action := &client.ScheduleWorkflowAction{
-				ID: id, Workflow: md.WorkflowType, Args: []any{comp.input()},
+				ID: id, Workflow: md.WorkflowType, Args: []any{in},
 				TaskQueue:             c.String("task-queue"),
 				StaticSummary:         fmt.Sprintf("%s, every %s", md.StaticSummary, every),
 				StaticDetails:         md.StaticDetails,

@@ -143,6 +143,7 @@ func setupError(ns string, err error) error {
 // name, labelled with Kedge's search attributes, with a summary and
 // details (workflows.Describe).
 func startRunbook(c *cli.Context, cl client.Client, opts client.StartWorkflowOptions, in workflows.RunbookInput) (client.WorkflowRun, error) {
+	in = workflows.Admit(in, time.Now())
 	md := workflows.Describe(in)
 	opts.TypedSearchAttributes = md.SearchAttributes
 	opts.StaticSummary, opts.StaticDetails = md.StaticSummary, md.StaticDetails

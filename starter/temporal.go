@@ -73,6 +73,9 @@ func clientOptions(c *cli.Context) (client.Options, error) {
 	if err != nil {
 		return opts, err
 	}
+	if c.Bool(acceptUnboundFlag.Name) {
+		cd = cd.AcceptUnbound()
+	}
 	cd.Apply(&opts)
 	return opts, nil
 }

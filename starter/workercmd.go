@@ -32,6 +32,7 @@ func workerCommand() *cli.Command {
 			&cli.StringFlag{Name: "identity", Usage: "name of this worker in workflow histories (default pid@host)", EnvVars: []string{"KEDGE_WORKER_IDENTITY"}},
 			clustersFlag(),
 			&cli.StringSliceFlag{Name: "chat-response-url", Usage: "`URL` prefix a chat-started run's progress may be posted to, repeatable (default: Slack's, https://hooks.slack.com/)", EnvVars: []string{"KEDGE_CHAT_RESPONSE_URLS"}},
+			acceptUnboundFlag,
 			&cli.StringFlag{Name: "metrics-listen", Usage: "`HOST:PORT` serving Prometheus /metrics and /healthz (default: none)", EnvVars: []string{"KEDGE_METRICS_LISTEN"}},
 		),
 		Action: func(c *cli.Context) error {
@@ -125,4 +126,13 @@ func workerHealth(cl client.Client) func(context.Context) error {
 		}
 		return nil
 	}
+}
+
+// acceptUnboundFlag lets a worker open payloads sealed by a Kedge that did
+// not bind them to their run: for the runs in flight across an upgrade
+// only, since such payloads can be copied into other runs.
+var acceptUnboundFlag = &cli.BoolFlag{
+	Name:    "accept-unbound-payloads",
+	Usage:   "also open payloads sealed before payloads were bound to their run (only while runs started before an upgrade finish: such payloads can be replayed into other runs)",
+	EnvVars: []string{"KEDGE_ACCEPT_UNBOUND_PAYLOADS"},
 }

@@ -69,6 +69,7 @@ func New(c client.Client, opts Options) *Worker {
 		Interceptors: []interceptor.WorkerInterceptor{&kedgeMetrics{}, &trust.Guard{Registry: opts.Clusters, Logger: opts.Logger}},
 	})
 	workflows.Register(w)
+	w.RegisterActivityWithOptions((&admitter{client: c}).AdmitRun, activity.RegisterOptions{Name: workflows.AdmitRunActivity})
 	notifier := chatops.NewNotifier(c, opts.Logger) // posts chat-started runs' progress to Slack
 	notifier.ResponseURLAllowed = opts.ResponseURLAllowed
 	notifier.Register(w)

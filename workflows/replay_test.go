@@ -33,8 +33,11 @@ func TestReplayRecordedHistories(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Histories recorded before payloads were bound to their run are
+		// sealed unbound: they replay as on a worker upgraded across that
+		// change (--accept-unbound-payloads).
 		var co client.Options
-		cd.Apply(&co)
+		cd.AcceptUnbound().Apply(&co)
 		opts.DataConverter, opts.FailureConverter = co.DataConverter, co.FailureConverter
 	}
 	for _, f := range files {

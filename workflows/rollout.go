@@ -93,6 +93,7 @@ type rollout struct {
 	paused   bool
 	aborting bool
 	ui       ui
+	exec     Execution // this run: decisions must name it
 }
 
 // Rollout runs a child runbook per item with at most MaxUnavailable at a
@@ -101,6 +102,9 @@ type rollout struct {
 // an operator decides (update "decide"): continue, or abort, which undoes
 // the items that completed.
 func Rollout(ctx workflow.Context, in RolloutInput) (RolloutResult, error) {
+	if err := admitChild(ctx, "rollout", in.Runbook.Name == ""); err != nil {
+		return RolloutResult{}, err
+	}
 	if in.MaxUnavailable < 1 {
 		in.MaxUnavailable = 1
 	}
@@ -112,7 +116,8 @@ func Rollout(ctx workflow.Context, in RolloutInput) (RolloutResult, error) {
 	}
 	in.State.Runs++
 	firstOfRun := in.State.Next
-	ro := &rollout{in: in, running: map[string]string{}, ui: newUI(ctx)}
+	e := workflow.GetInfo(ctx).WorkflowExecution
+	ro := &rollout{in: in, running: map[string]string{}, ui: newUI(ctx), exec: Execution{WorkflowID: e.ID, RunID: e.RunID}}
 	ro.st = &ro.in.State
 	decisions := workflow.NewBufferedChannel(ctx, 16)
 	if err := workflow.SetQueryHandlerWithOptions(ctx, ProgressQuery, func() (Progress, error) { return ro.progress(), nil }, workflow.QueryHandlerOptions{
@@ -261,6 +266,7 @@ func (ro *rollout) start(ctx workflow.Context, sel workflow.Selector, item strin
 	})
 	f := workflow.ExecuteChildWorkflow(cctx, ro.ui.childType(ro.in.Runbook.Name), RunbookInput{
 		Runbook: ro.in.Runbook, Children: ro.in.Children, Params: params, Cluster: ro.in.Cluster.Focus(item),
+		Admission: childAdmission(ctx),
 	})
 	sel.AddFuture(f, func(f workflow.Future) {
 		var res RunbookResult
@@ -283,7 +289,13 @@ func (ro *rollout) validate(d Decision) error {
 	if strings.TrimSpace(d.By) == "" {
 		return fmt.Errorf("a decision must say who made it")
 	}
-	return nil
+	return checkBound(d, ro.exec, ro.pauseNonce())
+}
+
+// pauseNonce is this pause's: each pause of a rollout ends with one
+// decision, so their count numbers the pauses.
+func (ro *rollout) pauseNonce() string {
+	return pauseNonce(ro.exec.RunID, fmt.Sprintf("pause/%d", len(ro.st.Decisions)))
 }
 
 // decide applies an operator's decision: continue tolerates as many new
@@ -350,9 +362,10 @@ func (ro *rollout) updateDetails(ctx workflow.Context) {
 
 // progress shows every item as a step: done, running, failed or pending.
 func (ro *rollout) progress() Progress {
-	p := Progress{WorkflowID: "", Runbook: ro.in.Runbook.Name, Cluster: ro.in.Cluster.Name, State: StateRunning}
+	p := Progress{WorkflowID: ro.exec.WorkflowID, RunID: ro.exec.RunID, Runbook: ro.in.Runbook.Name, Cluster: ro.in.Cluster.Name, State: StateRunning}
 	if ro.paused {
 		p.State = StateWaiting
+		p.Nonce = ro.pauseNonce()
 		p.Error = fmt.Sprintf("paused: %d failed, budget %d", len(ro.st.Failed), ro.st.Budget)
 	}
 	add := func(item, state, child, errText string) {
@@ -383,6 +396,9 @@ func (ro *rollout) progress() Progress {
 // Compensate runs rendered undo actions in order (the compensation of a
 // completed runbook).
 func Compensate(ctx workflow.Context, calls []UndoCall) error {
+	if err := admitChild(ctx, "compensation", len(calls) == 0); err != nil {
+		return err
+	}
 	var failed []string
 	for _, call := range calls {
 		if err := runUndoCall(ctx, call); err != nil {

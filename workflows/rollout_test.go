@@ -130,9 +130,10 @@ func TestRolloutPausesAtBudgetThenAbortUndoesCompleted(t *testing.T) {
 		With: map[string]any{"node": "${ item }"}, Vars: map[string]any{"params": map[string]any{}}, MaxUnavailable: 1, FailureBudget: 0}
 	var early, abort updateResult
 	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(DecideUpdate, "1", &early, Decision{Decision: "maybe", By: "alice"})
-		env.UpdateWorkflow(DecideUpdate, "2", &abort, Decision{Decision: DecisionAbort, By: "alice"})
+		env.UpdateWorkflow(DecideUpdate, "1", &early, bind(t, env, Decision{Decision: "maybe", By: "alice"}))
+		env.UpdateWorkflow(DecideUpdate, "2", &abort, bind(t, env, Decision{Decision: DecisionAbort, By: "alice"}))
 	}, time.Hour)
+	asChild(env)
 	env.ExecuteWorkflow(Rollout, ri)
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("rollout did not complete")
@@ -178,8 +179,9 @@ func TestRolloutAbortReportsAFailedUndo(t *testing.T) {
 		With: map[string]any{"node": "${ item }"}, Vars: map[string]any{"params": map[string]any{}}, MaxUnavailable: 1, FailureBudget: 0}
 	var abort updateResult
 	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(DecideUpdate, "1", &abort, Decision{Decision: DecisionAbort, By: "alice"})
+		env.UpdateWorkflow(DecideUpdate, "1", &abort, bind(t, env, Decision{Decision: DecisionAbort, By: "alice"}))
 	}, time.Hour)
+	asChild(env)
 	env.ExecuteWorkflow(Rollout, ri)
 	err := env.GetWorkflowError()
 	var app *temporal.ApplicationError
@@ -208,8 +210,9 @@ func TestRolloutContinueAfterPause(t *testing.T) {
 		With: map[string]any{"node": "${ item }"}, Vars: map[string]any{}, MaxUnavailable: 1}
 	var u updateResult
 	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(DecideUpdate, "1", &u, Decision{Decision: DecisionContinue, By: "bob"})
+		env.UpdateWorkflow(DecideUpdate, "1", &u, bind(t, env, Decision{Decision: DecisionContinue, By: "bob"}))
 	}, time.Hour)
+	asChild(env)
 	env.ExecuteWorkflow(Rollout, ri)
 	if err := env.GetWorkflowError(); err != nil || u.err != nil {
 		t.Fatalf("rollout: %v (decision %v)", err, u.err)
@@ -244,6 +247,7 @@ steps:
 	for i := range items {
 		items[i] = fmt.Sprintf("n%d", i)
 	}
+	asChild(env)
 	env.ExecuteWorkflow(Rollout, RolloutInput{Step: "big", Runbook: in.Runbook, Cluster: in.Cluster, Items: items,
 		With: map[string]any{"node": "${ item }"}, Vars: map[string]any{}, MaxUnavailable: 4, ItemsPerRun: 10})
 	err := env.GetWorkflowError()

@@ -21,6 +21,9 @@ import (
 func Runbook(ctx workflow.Context, in RunbookInput) (RunbookResult, error) {
 	r := newRun(ctx, in)
 	r.ui = newUI(ctx)
+	e := workflow.GetInfo(ctx).WorkflowExecution
+	r.exec = Execution{WorkflowID: e.ID, RunID: e.RunID}
+	r.progress.RunID = e.RunID
 	if err := workflow.SetQueryHandlerWithOptions(ctx, ProgressQuery, r.progressQuery, workflow.QueryHandlerOptions{
 		Description: "every step's state, attempts, start/end times and last error",
 	}); err != nil {
@@ -30,6 +33,9 @@ func Runbook(ctx workflow.Context, in RunbookInput) (RunbookResult, error) {
 		Validator:   r.validateDecision,
 		Description: "approve or reject a step waiting for approval",
 	}); err != nil {
+		return RunbookResult{}, err
+	}
+	if err := admitRunbook(ctx, &in); err != nil {
 		return RunbookResult{}, err
 	}
 	err := r.execute(ctx)
@@ -52,6 +58,7 @@ type run struct {
 	done      workflow.Channel
 	waves     []int
 	ui        ui
+	exec      Execution // this run: decisions must name it
 }
 
 type stepRun struct {
@@ -511,6 +518,7 @@ func (r *run) runChild(ctx workflow.Context, i int, vars map[string]any) error {
 	var res RunbookResult
 	err = workflow.ExecuteChildWorkflow(cctx, r.ui.childType(child.Name), RunbookInput{
 		Runbook: child, Children: r.in.Children, Params: params, Cluster: r.in.Cluster,
+		Admission: childAdmission(ctx),
 	}).Get(ctx, &res)
 	if err != nil {
 		return err
@@ -681,7 +689,7 @@ func (r *run) validateDecision(d Decision) error {
 	if strings.TrimSpace(d.By) == "" {
 		return errors.New("a decision must say who made it")
 	}
-	return nil
+	return checkBound(d, r.exec, s.p.Nonce)
 }
 
 func (r *run) approve(ctx workflow.Context, d Decision) (Decision, error) {
@@ -696,6 +704,7 @@ func (r *run) waitApproval(ctx workflow.Context, i int) error {
 	s := r.steps[i]
 	s.p.State = StateWaiting
 	s.p.Attempts = 1
+	s.p.Nonce = pauseNonce(r.exec.RunID, "approval/"+s.spec.ID)
 	r.updateDetails(ctx)
 	cond := func() bool { return s.decision != nil }
 	if s.spec.Timeout > 0 {

@@ -113,7 +113,7 @@ func input(t *testing.T, yaml string, params map[string]any, children ...string)
 	for name, c := range l.Children {
 		in.Children[name] = *c
 	}
-	return in
+	return Admit(in, time.Now())
 }
 
 var childName = regexp.MustCompile(`name: ([a-z-]+)`)
@@ -122,6 +122,7 @@ func newEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeHosts) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	Register(env)
+	registerAdmit(env)
 	f := &fakeHosts{}
 	f.register(env)
 	return env, f
@@ -458,9 +459,9 @@ func TestApprovalApprove(t *testing.T) {
 	env, f := newEnv(t)
 	var early, bad, good updateResult
 	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(ApproveUpdate, "1", &bad, Decision{Step: "after", Decision: DecisionApprove, By: "alice"})
-		env.UpdateWorkflow(ApproveUpdate, "2", &early, Decision{Step: "gate", Decision: "maybe", By: "alice"})
-		env.UpdateWorkflow(ApproveUpdate, "3", &good, Decision{Step: "gate", Decision: DecisionApprove, By: "alice", Comment: "ship it"})
+		env.UpdateWorkflow(ApproveUpdate, "1", &bad, bind(t, env, Decision{Step: "after", Decision: DecisionApprove, By: "alice"}))
+		env.UpdateWorkflow(ApproveUpdate, "2", &early, bind(t, env, Decision{Step: "gate", Decision: "maybe", By: "alice"}))
+		env.UpdateWorkflow(ApproveUpdate, "3", &good, bind(t, env, Decision{Step: "gate", Decision: DecisionApprove, By: "alice", Comment: "ship it"}))
 	}, time.Minute)
 	env.ExecuteWorkflow(Runbook, input(t, approvalRunbook, nil))
 	res, err := result(t, env)
@@ -488,7 +489,7 @@ func TestApprovalReject(t *testing.T) {
 	env, f := newEnv(t)
 	var u updateResult
 	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(ApproveUpdate, "1", &u, Decision{Step: "gate", Decision: DecisionReject, By: "bob", Comment: "not today"})
+		env.UpdateWorkflow(ApproveUpdate, "1", &u, bind(t, env, Decision{Step: "gate", Decision: DecisionReject, By: "bob", Comment: "not today"}))
 	}, time.Minute)
 	env.ExecuteWorkflow(Runbook, input(t, approvalRunbook, nil))
 	_, err := result(t, env)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -56,6 +57,7 @@ func TestActionsRunOnTheirSiteQueue(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	Register(env)
+	registerAdmit(env)
 	var mu sync.Mutex
 	var calls []string
 	env.RegisterActivityWithOptions(func(ctx context.Context, in host.RunInput) (host.RunResult, error) {
@@ -109,5 +111,5 @@ func compileFor(t *testing.T, inv, rb string) RunbookInput {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return RunbookInput{Runbook: *l.Runbook, Params: params, Cluster: *cluster}
+	return Admit(RunbookInput{Runbook: *l.Runbook, Params: params, Cluster: *cluster}, time.Now())
 }

@@ -25,6 +25,8 @@ type RunbookInput struct {
 	Children map[string]runbooks.Runbook `json:"children,omitempty"`
 	Params   map[string]any              `json:"params"`
 	Cluster  inventory.Cluster           `json:"cluster"`
+	// Admission says who started the run: checked before the first step.
+	Admission Admission `json:"admission"`
 }
 
 // RunbookResult is what a finished runbook returns.
@@ -65,14 +67,17 @@ const (
 
 // Progress is the answer to the progress query.
 type Progress struct {
-	WorkflowID string         `json:"workflowId"`
-	Runbook    string         `json:"runbook"`
-	Cluster    string         `json:"cluster"`
-	State      string         `json:"state"`
-	StartedAt  time.Time      `json:"startedAt"`
-	EndedAt    *time.Time     `json:"endedAt,omitempty"`
-	Error      string         `json:"error,omitempty"`
-	Steps      []StepProgress `json:"steps"`
+	WorkflowID string `json:"workflowId"`
+	RunID      string `json:"runId,omitempty"`
+	// Nonce is a paused rollout's: a decision must carry it.
+	Nonce     string         `json:"nonce,omitempty"`
+	Runbook   string         `json:"runbook"`
+	Cluster   string         `json:"cluster"`
+	State     string         `json:"state"`
+	StartedAt time.Time      `json:"startedAt"`
+	EndedAt   *time.Time     `json:"endedAt,omitempty"`
+	Error     string         `json:"error,omitempty"`
+	Steps     []StepProgress `json:"steps"`
 }
 
 // StepProgress is one step's state.
@@ -89,7 +94,9 @@ type StepProgress struct {
 	Child     string         `json:"child,omitempty"` // workflow ID of a child runbook
 	Prompt    string         `json:"prompt,omitempty"`
 	Decision  *Decision      `json:"decision,omitempty"`
-	Undo      string         `json:"undo,omitempty"` // state of the undo, when it ran
+	// Nonce is a waiting approval's: a decision must carry it.
+	Nonce string `json:"nonce,omitempty"`
+	Undo  string `json:"undo,omitempty"` // state of the undo, when it ran
 	// Items is a rollout step's progress per item and Paused whether it
 	// waits for an operator at its failure budget. The workflow leaves
 	// them empty; clients fill them in from the rollout's own query.
@@ -106,10 +113,18 @@ type HostProgress struct {
 }
 
 // Decision is an operator's answer at an approval step.
+//
+// A decision is bound to the pause it answers: the run (workflow and run
+// ID) and the nonce that pause shows in the progress query, whose answers
+// only key holders can read. A sealed decision copied from another run or
+// an earlier pause is refused by the update's validator.
 type Decision struct {
-	Step     string    `json:"step"`
-	Decision string    `json:"decision"`
-	By       string    `json:"by"`
-	Comment  string    `json:"comment,omitempty"`
-	At       time.Time `json:"at"`
+	Step       string    `json:"step"`
+	Decision   string    `json:"decision"`
+	By         string    `json:"by"`
+	Comment    string    `json:"comment,omitempty"`
+	At         time.Time `json:"at"`
+	WorkflowID string    `json:"workflowId,omitempty"`
+	RunID      string    `json:"runId,omitempty"`
+	Nonce      string    `json:"nonce,omitempty"`
 }

@@ -59,7 +59,7 @@ func TestKedgeStatusFollowsTheRun(t *testing.T) {
 	startIndexed(t, env, in)
 	var u updateResult
 	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(ApproveUpdate, "1", &u, Decision{Step: "gate", Decision: DecisionApprove, By: "alice"})
+		env.UpdateWorkflow(ApproveUpdate, "1", &u, bind(t, env, Decision{Step: "gate", Decision: DecisionApprove, By: "alice"}))
 	}, time.Minute)
 	env.ExecuteWorkflow(Runbook, in)
 	if _, err := result(t, env); err != nil {
@@ -341,7 +341,7 @@ func TestCurrentDetails(t *testing.T) {
 			t.Errorf("the UI's Queries tab does not list %s: %v", ProgressQuery, queries)
 		}
 		var u updateResult
-		env.UpdateWorkflow(ApproveUpdate, "1", &u, Decision{Step: "gate", Decision: DecisionApprove, By: "alice"})
+		env.UpdateWorkflow(ApproveUpdate, "1", &u, bind(t, env, Decision{Step: "gate", Decision: DecisionApprove, By: "alice"}))
 	}, time.Minute)
 	env.ExecuteWorkflow(Runbook, input(t, approvalRunbook, nil))
 	if _, err := result(t, env); err != nil {

@@ -25,6 +25,7 @@ import (
 const (
 	Encoding        = "binary/encrypted"
 	MetadataKeyID   = "encryption-key-id"
+	MetadataBinding = "kedge-bound-to"
 	metadataEncoder = "encoding"
 	keySize         = 32
 )
@@ -33,12 +34,29 @@ const (
 const EnvKeyFile = "KEDGE_CODEC_KEY"
 
 // Codec seals and opens payloads with the keys of one key file.
+//
+// A payload sealed where the SDK says what it is for (a serialization
+// context: the namespace and workflow of a workflow's input, update or
+// query; that and the activity type of an activity's input, result or
+// heartbeat) is bound to it: the binding is authenticated data of the
+// seal and is checked when a worker opens the payload in a context, so a
+// sealed payload copied into another run, another workflow ID or another
+// activity fails to open. Without a context (the Web UI's codec server, a
+// client reading a memo) any binding opens.
 type Codec struct {
 	active string
 	keys   map[string]cipher.AEAD
+	// bind is this view's binding ("" without a context).
+	bind *binding
+	// acceptUnbound lets payloads sealed before bindings existed open in
+	// a context: for the runs in flight when workers are upgraded.
+	acceptUnbound bool
 }
 
-var _ converter.PayloadCodec = (*Codec)(nil)
+var (
+	_ converter.PayloadCodec                         = (*Codec)(nil)
+	_ converter.PayloadCodecWithSerializationContext = (*Codec)(nil)
+)
 
 // Load reads a key file. Its errors name the file and the line.
 func Load(path string) (*Codec, error) {
@@ -139,9 +157,34 @@ var ErrNoPath = errors.New("no codec key file: give --codec-key or $KEDGE_CODEC_
 // ActiveKey is the id of the key that seals.
 func (c *Codec) ActiveKey() string { return c.active }
 
-// Encode seals each payload whole (metadata and data).
+// AcceptUnbound returns a codec that also opens, in a context, payloads
+// sealed by a Kedge without bindings: only while the runs started before
+// an upgrade finish (`kedge worker --accept-unbound-payloads`).
+func (c *Codec) AcceptUnbound() *Codec {
+	cp := *c
+	cp.acceptUnbound = true
+	return &cp
+}
+
+// WithSerializationContext is the codec bound to where the SDK uses it.
+func (c *Codec) WithSerializationContext(sc converter.SerializationContext) converter.PayloadCodec {
+	b := bindingOf(sc)
+	if b == nil {
+		return c
+	}
+	cp := *c
+	cp.bind = b
+	return &cp
+}
+
+// Encode seals each payload whole (metadata and data), bound to this
+// view's context when it has one.
 func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
 	aead := c.keys[c.active]
+	var bound []byte
+	if c.bind != nil {
+		bound = c.bind.encode()
+	}
 	out := make([]*commonpb.Payload, len(payloads))
 	for i, p := range payloads {
 		plain, err := proto.Marshal(p)
@@ -152,11 +195,12 @@ func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 		if _, err := rand.Read(sealed); err != nil {
 			return nil, err
 		}
-		sealed = aead.Seal(sealed, sealed, plain, []byte(c.active))
-		out[i] = &commonpb.Payload{
-			Metadata: map[string][]byte{metadataEncoder: []byte(Encoding), MetadataKeyID: []byte(c.active)},
-			Data:     sealed,
+		sealed = aead.Seal(sealed, sealed, plain, additionalData(c.active, bound))
+		md := map[string][]byte{metadataEncoder: []byte(Encoding), MetadataKeyID: []byte(c.active)}
+		if bound != nil {
+			md[MetadataBinding] = bound
 		}
+		out[i] = &commonpb.Payload{Metadata: md, Data: sealed}
 	}
 	return out, nil
 }
@@ -200,8 +244,17 @@ func (c *Codec) decode(payloads []*commonpb.Payload, strict bool) ([]*commonpb.P
 		if len(p.Data) < aead.NonceSize() {
 			return nil, fmt.Errorf("sealed payload too short")
 		}
+		bound, hasBinding := p.GetMetadata()[MetadataBinding]
+		if strict && c.bind != nil {
+			if err := c.bind.admits(bound, hasBinding, c.acceptUnbound); err != nil {
+				return nil, err
+			}
+		}
+		if !hasBinding {
+			bound = nil
+		}
 		n := aead.NonceSize()
-		plain, err := aead.Open(nil, p.Data[:n], p.Data[n:], []byte(id))
+		plain, err := aead.Open(nil, p.Data[:n], p.Data[n:], additionalData(id, bound))
 		if err != nil {
 			return nil, fmt.Errorf("open payload sealed with key %s: %w", id, err)
 		}

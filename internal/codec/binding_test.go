@@ -1,0 +1,105 @@
+package codec
+
+import (
+	"errors"
+	"testing"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/converter"
+)
+
+func wfCtx(id string) converter.SerializationContext {
+	return converter.WorkflowSerializationContext{Namespace: "default", WorkflowID: id}
+}
+
+func actCtx(id, activity string) converter.SerializationContext {
+	return converter.ActivitySerializationContext{Namespace: "default", WorkflowID: id, WorkflowType: "runbook", ActivityType: activity, TaskQueue: "kedge"}
+}
+
+// seal is what a key holder's client or worker puts into Temporal in ctx.
+func seal(t *testing.T, c *Codec, ctx converter.SerializationContext, v any) *commonpb.Payload {
+	t.Helper()
+	p, err := converter.WithDataConverterSerializationContext(c.DataConverter(), ctx).ToPayload(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func open(c *Codec, ctx converter.SerializationContext, p *commonpb.Payload) (string, error) {
+	var v string
+	err := converter.WithDataConverterSerializationContext(c.DataConverter(), ctx).FromPayload(p, &v)
+	return v, err
+}
+
+// An attacker without the key copies sealed payloads from a run's history
+// into other places: every move is refused; only where it was sealed for
+// does it open.
+func TestASealedPayloadOpensOnlyWhereItWasSealedFor(t *testing.T) {
+	_, c := newKeyFile(t)
+	input := seal(t, c, wfCtx("hello/lab/20261126-1"), "run me")
+	if v, err := open(c, wfCtx("hello/lab/20261126-1"), input); err != nil || v != "run me" {
+		t.Fatalf("in its own workflow: %q %v", v, err)
+	}
+	for name, ctx := range map[string]converter.SerializationContext{
+		"another workflow ID":          wfCtx("hello/lab/20261126-2"),
+		"another namespace":            converter.WorkflowSerializationContext{Namespace: "prod", WorkflowID: "hello/lab/20261126-1"},
+		"an activity of that workflow": actCtx("hello/lab/20261126-1", "host.run"),
+		"a scheduled-looking ID":       wfCtx("hello/lab/20261126-1-x"),
+	} {
+		if _, err := open(c, ctx, input); !errors.Is(err, ErrMisbound) {
+			t.Errorf("workflow input opened in %s: %v", name, err)
+		}
+	}
+	result := seal(t, c, actCtx("hello/lab/20261126-1", "host.preflight"), "ok")
+	if _, err := open(c, actCtx("hello/lab/20261126-1", "host.run"), result); !errors.Is(err, ErrMisbound) {
+		t.Errorf("an activity result opened as another activity's: %v", err)
+	}
+	if _, err := open(c, actCtx("hello/lab/20261126-2", "host.preflight"), result); !errors.Is(err, ErrMisbound) {
+		t.Errorf("an activity result opened in another workflow: %v", err)
+	}
+	// The binding is authenticated: rewriting it in the metadata breaks the seal.
+	forged := seal(t, c, wfCtx("a"), "x")
+	forged.Metadata[MetadataBinding] = []byte(`["workflow","default","b"]`)
+	if _, err := open(c, wfCtx("b"), forged); err == nil {
+		t.Error("a payload whose binding was rewritten opened")
+	}
+}
+
+// A payload sealed with no context (before bindings, or by a client that
+// gave none) does not open in a context unless the worker accepts unbound
+// payloads for an upgrade; the Web UI's viewer opens everything.
+func TestUnboundPayloadsOpenInAContextOnlyWhenAccepted(t *testing.T) {
+	_, c := newKeyFile(t)
+	unbound, err := c.DataConverter().ToPayload("old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open(c, wfCtx("w"), unbound); !errors.Is(err, ErrUnbound) {
+		t.Errorf("an unbound payload in a workflow: %v", err)
+	}
+	if v, err := open(c.AcceptUnbound(), wfCtx("w"), unbound); err != nil || v != "old" {
+		t.Errorf("accepted for an upgrade: %q %v", v, err)
+	}
+	bound := seal(t, c, wfCtx("w"), "new")
+	var v string
+	if err := c.DataConverter().FromPayload(bound, &v); err != nil || v != "new" {
+		t.Errorf("a bound payload read without a context (memo, CLI): %q %v", v, err)
+	}
+	if out, err := (viewer{c}).Decode([]*commonpb.Payload{bound}); err != nil || len(out) != 1 {
+		t.Errorf("the Web UI's codec server: %v", err)
+	}
+}
+
+// A schedule seals its action once for the action's ID; each run it starts
+// is that ID, "-" and the nominal time.
+func TestAScheduledRunOpensItsSchedulesAction(t *testing.T) {
+	_, c := newKeyFile(t)
+	action := seal(t, c, wfCtx("cert-renewal/lab/schedule"), "renew")
+	if _, err := open(c, wfCtx("cert-renewal/lab/schedule-2026-11-26T03:00:00Z"), action); err != nil {
+		t.Errorf("a scheduled run: %v", err)
+	}
+	if _, err := open(c, wfCtx("cert-renewal/lab/schedule-now"), action); !errors.Is(err, ErrMisbound) {
+		t.Errorf("a suffix that is no time: %v", err)
+	}
+}

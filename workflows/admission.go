@@ -1,0 +1,174 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// Admission says how a run came to be. It travels in the run's sealed
+// input (the payload codec binds that input to the run's namespace and
+// workflow ID), so a client without the codec key can neither forge it
+// nor move it: a start it copies from another run's history under another
+// workflow ID does not open, and one under the same ID is refused here.
+type Admission struct {
+	// IssuedAt is when a front door (CLI, chat, webhook) prepared the run:
+	// a top-level run must start within AdmissionWindow of it.
+	IssuedAt time.Time `json:"issuedAt,omitzero"`
+	// Scheduled marks a schedule's action, sealed once when the schedule
+	// was made and started by Temporal each time it fires.
+	Scheduled bool `json:"scheduled,omitempty"`
+	// Parent is the run that starts this one as its child.
+	Parent *Execution `json:"parent,omitempty"`
+}
+
+// Execution names one run of a workflow.
+type Execution struct {
+	WorkflowID string `json:"workflowId"`
+	RunID      string `json:"runId"`
+}
+
+// AdmissionWindow is how far a top-level run's start may be from the time
+// its input was sealed (clocks of operators' machines included).
+const AdmissionWindow = 15 * time.Minute
+
+// AdmitRunActivity is the activity a top-level run asks first: is it the
+// only run ever started under its workflow ID (the worker looks in
+// Temporal)? A sealed input replayed under the ID of a run that ended is
+// refused there.
+const AdmitRunActivity = "kedge.admit-run"
+
+// AdmitRunInput and AdmitRunResult are the admit activity's.
+type AdmitRunInput struct {
+	WorkflowID string `json:"workflowId"`
+	RunID      string `json:"runId"`
+}
+
+// AdmitRunResult echoes the run it admitted: a sealed answer, bound to
+// this run's activity, that no one without the key can make up.
+type AdmitRunResult struct {
+	WorkflowID string `json:"workflowId"`
+	RunID      string `json:"runId"`
+	Admitted   bool   `json:"admitted"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// Admit stamps a run a front door is about to start.
+func Admit(in RunbookInput, now time.Time) RunbookInput {
+	in.Admission = Admission{IssuedAt: now.UTC()}
+	return in
+}
+
+// AdmitScheduled stamps the input of a schedule's action.
+func AdmitScheduled(in RunbookInput, now time.Time) RunbookInput {
+	in.Admission = Admission{IssuedAt: now.UTC(), Scheduled: true}
+	return in
+}
+
+// admissionChange versions the admission checks: runs started before them
+// carry no Admission and replay without the checks.
+const admissionChange = "kedge-admission"
+
+// ErrNotAdmitted is the error type of a run refused at its start.
+const ErrNotAdmitted = "RunNotAdmitted"
+
+func notAdmitted(format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError("run refused: "+fmt.Sprintf(format, args...), ErrNotAdmitted, nil)
+}
+
+// refuseReset stops a run that Temporal made by resetting another: its
+// history replays the old run's, and what comes after would run again on
+// the hosts. Nothing in a reset run's history proves a key holder asked
+// for it, so Kedge re-runs through `kedge rerun` (a new run, sealed anew)
+// and never through a reset. The panic fails the workflow task every time
+// it is tried, before any command: the run stays open, doing nothing,
+// until it is terminated.
+func refuseReset(ctx workflow.Context) {
+	info := workflow.GetInfo(ctx)
+	if info.OriginalRunID != "" && info.OriginalRunID != info.WorkflowExecution.RunID {
+		panic(fmt.Sprintf("kedge: run %s of %s was made by a Temporal reset of run %s: refused, nothing will run (terminate it; re-run with `kedge rerun %s`)",
+			info.WorkflowExecution.RunID, info.WorkflowExecution.ID, info.OriginalRunID, info.WorkflowExecution.ID))
+	}
+}
+
+// admitRunbook checks a runbook run before its first step: not reset, a
+// runbook in the input, started by its sealed parent, or (at top level)
+// started near the time its input was sealed and the only run of its ID.
+func admitRunbook(ctx workflow.Context, in *RunbookInput) error {
+	refuseReset(ctx)
+	if workflow.GetVersion(ctx, admissionChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	if in.Runbook.Name == "" || len(in.Runbook.Steps) == 0 {
+		return notAdmitted("its input holds no runbook")
+	}
+	info := workflow.GetInfo(ctx)
+	adm := in.Admission
+	if p := info.ParentWorkflowExecution; p != nil {
+		if adm.Parent == nil || adm.Parent.WorkflowID != p.ID || adm.Parent.RunID != p.RunID {
+			return notAdmitted("it was started by %s, not by the run its input was sealed for", p.ID)
+		}
+		return nil
+	}
+	if adm.Parent != nil {
+		return notAdmitted("its input was sealed for a child of %s, and it was started on its own", adm.Parent.WorkflowID)
+	}
+	if !adm.Scheduled {
+		if adm.IssuedAt.IsZero() {
+			return notAdmitted("its input carries no admission")
+		}
+		if d := info.WorkflowStartTime.Sub(adm.IssuedAt); d > AdmissionWindow || d < -AdmissionWindow {
+			return notAdmitted("its input was sealed at %s, %s from its start: an old input replayed, or a clock far off",
+				adm.IssuedAt.Format(time.RFC3339), d.Round(time.Second))
+		}
+	}
+	return admitOnce(ctx)
+}
+
+// admitOnce asks the worker whether another run under this workflow ID
+// exists.
+func admitOnce(ctx workflow.Context) error {
+	info := workflow.GetInfo(ctx)
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5},
+		Summary:             "admit this run (the only one under its ID)",
+	})
+	want := AdmitRunInput{WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}
+	var res AdmitRunResult
+	if err := workflow.ExecuteActivity(actx, AdmitRunActivity, want).Get(ctx, &res); err != nil {
+		return notAdmitted("could not check it is the only run of %s: %v", want.WorkflowID, err)
+	}
+	if res.WorkflowID != want.WorkflowID || res.RunID != want.RunID || !res.Admitted {
+		reason := res.Reason
+		if reason == "" {
+			reason = "the admission answer was for another run"
+		}
+		return notAdmitted("%s", reason)
+	}
+	return nil
+}
+
+// admitChild checks a rollout or compensation run: these are only ever
+// started by a runbook (or a rollout), never on their own, and never empty.
+func admitChild(ctx workflow.Context, kind string, empty bool) error {
+	refuseReset(ctx)
+	if workflow.GetVersion(ctx, admissionChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	if empty {
+		return notAdmitted("its %s input is empty", kind)
+	}
+	if workflow.GetInfo(ctx).ParentWorkflowExecution == nil {
+		return notAdmitted("a %s runs only as the child of a runbook", kind)
+	}
+	return nil
+}
+
+// childAdmission is the admission a run gives the children it starts.
+func childAdmission(ctx workflow.Context) Admission {
+	e := workflow.GetInfo(ctx).WorkflowExecution
+	return Admission{Parent: &Execution{WorkflowID: e.ID, RunID: e.RunID}}
+}
