@@ -212,9 +212,15 @@ func (a *Activities) restoreBundle(ctx context.Context, in RestoreBundleInput) (
 		return res, nil
 	}
 	for _, p := range append(slices.Clone(in.Files), in.Created...) {
-		if err := checkPath(p); err != nil || strings.ContainsAny(p, bundleUnsafe) {
+		if err := checkPath(p); err != nil {
+			return res, err
+		}
+		if strings.ContainsAny(p, bundleUnsafe) {
 			return res, invalid(fmt.Sprintf("path %q cannot be restored", p))
 		}
+	}
+	if climbs(in.Backup) {
+		return res, climbsError("backup", in.Backup)
 	}
 	if in.Backup != "" && (!strings.HasPrefix(in.Backup, a.backupDir()+"/bundle-") || strings.ContainsAny(in.Backup, " '\"$`\\")) {
 		return res, invalid(fmt.Sprintf("backup %q is not a bundle backup", in.Backup))

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -117,8 +118,8 @@ func (a *Activities) restoreFile(ctx context.Context, in RestoreFileInput) (Rest
 	}
 	t := in.Target
 	if in.Backup != "" {
-		if !path.IsAbs(in.Backup) {
-			return RestoreFileResult{}, invalid(fmt.Sprintf("backup %q must be absolute", in.Backup))
+		if err := a.checkBackup(in.Backup); err != nil {
+			return RestoreFileResult{}, err
 		}
 		var backup *remoteFile
 		err := a.Pool.WithSFTP(ctx, t, func(c *sftp.Client) (err error) {
@@ -165,6 +166,9 @@ func (a *Activities) ReadFile(ctx context.Context, in ReadFileInput) (ReadFileRe
 }
 
 func (a *Activities) readFile(ctx context.Context, in ReadFileInput) (ReadFileResult, error) {
+	if climbs(in.Path) {
+		return ReadFileResult{}, climbsError("path", in.Path)
+	}
 	if !path.IsAbs(in.Path) {
 		return ReadFileResult{}, invalid(fmt.Sprintf("path %q must be absolute", in.Path))
 	}
@@ -203,9 +207,43 @@ func (a *Activities) readFile(ctx context.Context, in ReadFileInput) (ReadFileRe
 	return res, nil
 }
 
+// checkPath refuses a path to write, restore or inspect that is not
+// absolute and clean, or that climbs with "..".
 func checkPath(p string) error {
+	if climbs(p) {
+		return climbsError("path", p)
+	}
 	if !path.IsAbs(p) || path.Clean(p) != p || p == "/" {
 		return invalid(fmt.Sprintf("path %q must be absolute and clean", p))
+	}
+	return nil
+}
+
+// climbs says whether a path has a ".." component, as given or once
+// cleaned: a path a run gives names the file itself, never a way up
+// from another directory (a check on the prefix of such a path means
+// nothing).
+func climbs(p string) bool {
+	for _, q := range []string{p, path.Clean(p)} {
+		if slices.Contains(strings.Split(q, "/"), "..") {
+			return true
+		}
+	}
+	return false
+}
+
+func climbsError(field, p string) error {
+	return invalid(fmt.Sprintf("%s %q climbs with \"..\": name the file itself", field, p))
+}
+
+// checkBackup refuses a backup to restore from that is not one
+// host.write-file keeps: a file directly in the backup directory.
+func (a *Activities) checkBackup(b string) error {
+	if climbs(b) {
+		return climbsError("backup", b)
+	}
+	if !path.IsAbs(b) || path.Clean(b) != b || path.Dir(b) != a.backupDir() {
+		return invalid(fmt.Sprintf("backup %q is not a backup host.write-file keeps (a file in %s)", b, a.backupDir()))
 	}
 	return nil
 }
