@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"kedge.dev/kedge/internal/secretfile"
 	"kedge.dev/kedge/worker"
 )
 
@@ -47,7 +48,7 @@ func clientOptions(c *cli.Context) (client.Options, error) {
 			return opts, usageError("--tls-cert-path and --tls-key-path go together")
 		}
 		if cert != "" {
-			pair, err := tls.LoadX509KeyPair(cert, key)
+			pair, err := loadClientPair(cert, key)
 			if err != nil {
 				return opts, failed("load client certificate: %v", err)
 			}
@@ -78,6 +79,24 @@ func clientOptions(c *cli.Context) (client.Options, error) {
 	}
 	cd.Apply(&opts)
 	return opts, nil
+}
+
+// loadClientPair reads the mutual-TLS client certificate and its key; the
+// key is a secret (secretfile: the reader's own, mode 0600 or 0400).
+func loadClientPair(certFile, keyFile string) (tls.Certificate, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	keyPEM, err := secretfile.Read(keyFile)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("%s and %s: %w", certFile, keyFile, err)
+	}
+	return pair, nil
 }
 
 // dial connects to Temporal, failing fast with exit code 3 when it cannot.
