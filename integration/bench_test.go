@@ -168,7 +168,7 @@ func compileFor(b *testing.B, body, inv string) workflows.RunbookInput {
 // the CLI's progress polling.
 func runDirect(b *testing.B, in workflows.RunbookInput) {
 	ctx := context.Background()
-	run, err := world.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "kedge"}, workflows.RunbookWorkflow, in)
+	run, err := world.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "kedge"}, workflows.RunbookWorkflow, workflows.Admit(in, time.Now()))
 	if err != nil {
 		b.Fatal(err)
 	}

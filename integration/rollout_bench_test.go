@@ -57,7 +57,7 @@ func runTimed(tb testing.TB, in workflows.RunbookInput) (time.Duration, string) 
 	tb.Helper()
 	ctx := context.Background()
 	start := time.Now()
-	run, err := world.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "kedge"}, workflows.RunbookWorkflow, in)
+	run, err := world.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "kedge"}, workflows.RunbookWorkflow, workflows.Admit(in, time.Now()))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -281,7 +281,7 @@ func mainWithServer(ctx context.Context, args []string, out, errw *strings.Build
 	}
 	full := []string{"kedge", args[0]}
 	switch args[0] {
-	case "run", "watch", "list", "cancel", "approve", "schedule":
+	case "run", "rerun", "watch", "list", "cancel", "approve", "schedule":
 		full = append(full, "--address", world.srv.FrontendAddress())
 	}
 	full = append(full, args[1:]...)

@@ -42,6 +42,7 @@ func NewApp(stdio IO) *cli.App {
 			inspectCommand(),
 			planCommand(),
 			runCommand(),
+			rerunCommand(),
 			watchCommand(),
 			listCommand(),
 			cancelCommand(),

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/interceptor"
@@ -91,7 +92,10 @@ func TestKedgeCountersAfterARollout(t *testing.T) {
 		}
 		return host.RunResult{}, nil
 	}, activity.RegisterOptions{Name: host.RunAction})
-	env.ExecuteWorkflow(workflows.Runbook, compile(t))
+	env.RegisterActivityWithOptions(func(_ context.Context, in workflows.AdmitRunInput) (workflows.AdmitRunResult, error) {
+		return workflows.AdmitRunResult{WorkflowID: in.WorkflowID, RunID: in.RunID, Admitted: true}, nil
+	}, activity.RegisterOptions{Name: workflows.AdmitRunActivity})
+	env.ExecuteWorkflow(workflows.Runbook, workflows.Admit(compile(t), time.Now()))
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatalf("runbook failed: %v", err)
 	}
