@@ -14,9 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"kedge.dev/kedge/activities/host"
+	"kedge.dev/kedge/activities/kube"
 	"kedge.dev/kedge/activities/layout"
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/activities/vault"
@@ -79,7 +79,7 @@ func inspectCommand() *cli.Command {
 			defer cancel()
 			reports := inspectHosts(ctx, cluster, names)
 			if cluster.Kubernetes.Kubeconfig != "" {
-				if err := addAPINodes(ctx, cluster.Kubernetes.Kubeconfig, reports); err != nil {
+				if err := addAPINodes(ctx, cluster.Kubernetes, reports); err != nil {
 					fmt.Fprintf(c.App.ErrWriter, "kedge: the API server: %v\n", err)
 				}
 			}
@@ -145,9 +145,11 @@ func errorMessage(err error) string {
 }
 
 // addAPINodes looks each host's Node up by the name its kubelet
-// registers with.
-func addAPINodes(ctx context.Context, kubeconfig string, reports []HostReport) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+// registers with. The kubeconfig is loaded as the worker loads it
+// (kube.LoadConfig: no exec plugin, token file or file outside its
+// directory), as the same file serves both.
+func addAPINodes(ctx context.Context, k inventory.Kubernetes, reports []HostReport) error {
+	cfg, err := kube.LoadConfig(k.Kubeconfig, k.Context)
 	if err != nil {
 		return err
 	}
