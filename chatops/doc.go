@@ -9,14 +9,17 @@
 // names the clusters chat may reach and who may start or approve which
 // runbooks; every decision is logged as an audit line.
 //
-// The server holds no state. Exactly-once comes from Temporal: a runbook
-// started from chat gets the workflow ID RUNBOOK/CLUSTER, so a second run of
-// the same runbook on the same cluster cannot start while one runs, and the
-// request that started it is kept in the run's memo, so a retried request
-// (same Slack trigger_id or X-Kedge-Request-Id) answers with the run it
-// already started. Approvals go through the same workflow updates as
-// `kedge approve`, with an update ID derived from the click, so a replayed
-// click is applied once.
+// The server holds no state that matters. Exactly-once comes from
+// Temporal: a runbook started from chat or a webhook gets a workflow ID
+// derived from its request (RUNBOOK/CLUSTER/id-HASH of its Slack trigger_id
+// or X-Kedge-Request-Id, else RUNBOOK/CLUSTER/SIGNEDTIME-HASH of its
+// signature; HASH keyed with the secret that verified it), started with a
+// reuse policy that never starts an ID twice, so the same request answers
+// with the run it started: replayed, retried, after a restart or after
+// other runs. One run of a runbook per cluster at a time is checked beside
+// every open run under RUNBOOK/CLUSTER/ (`kedge run`'s too). Approvals go
+// through the same workflow updates as `kedge approve`, with an update ID
+// derived from the click, so a replayed click is applied once.
 //
 // Progress, approval buttons and the final result are posted later by the
 // chat-follow workflow's chat.follow activity on a worker (follow.go), never

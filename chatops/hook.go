@@ -17,9 +17,10 @@ type HookRequest struct {
 	// Inventory names a cluster of the config's clusters (never a path).
 	Inventory string         `json:"inventory"`
 	Params    map[string]any `json:"params,omitempty"`
-	// RequestID makes retries of one request start one run (the
-	// X-Kedge-Request-Id header says the same). Without it, a request
-	// equal to one whose run is still open answers with that run.
+	// RequestID makes every request that carries it start one run, ever
+	// (the X-Kedge-Request-Id header says the same). Without it, the same
+	// signed bytes start one run, and a request equal to one whose run is
+	// still open answers with that run.
 	RequestID string `json:"requestId,omitempty"`
 }
 
@@ -51,35 +52,15 @@ func (s *Server) hookRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sub := Subject{Source: SourceWebhook, Key: v.Key}
-	// The same signed bytes again (a replay, or a client's retry) get the
-	// first answer and start nothing, whatever became of the first run.
-	prev, first := s.replays.claim(v.MAC, v.Expires, s.now())
-	if !first {
-		if prev == nil {
-			err := refuse(http.StatusConflict, "this signed request is being handled; send it again to get its answer")
-			s.audit(sub, "start", "refused", "replayed request: "+err.Msg)
-			fail(err)
-			return
-		}
-		resp := *prev
-		resp.Status = "existing"
-		s.audit(sub, "start", "allowed", "replayed request: answered with the run it started", "workflowId", resp.WorkflowID, "runId", resp.RunID)
-		writeJSON(w, http.StatusOK, resp)
-		return
-	}
-	started := false
-	defer func() {
-		if !started {
-			s.replays.release(v.MAC) // nothing started: the same request may be tried again
-		}
-	}()
 	hr, err := decodeHook(r, body)
 	if err != nil {
 		s.audit(sub, "start", "invalid", err.Error())
 		fail(err)
 		return
 	}
-	req := &startRequest{Subject: sub, Runbook: hr.Runbook, Cluster: hr.Inventory, Params: hr.Params, RequestID: hr.RequestID}
+	key, _ := s.Config.key(v.Key)
+	req := &startRequest{Subject: sub, Runbook: hr.Runbook, Cluster: hr.Inventory, Params: hr.Params, RequestID: hr.RequestID,
+		Signed: signed{Secret: key, MAC: v.MAC, At: v.At}}
 	if req.Params == nil {
 		req.Params = map[string]any{}
 	}
@@ -93,10 +74,6 @@ func (s *Server) hookRun(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), hookTimeout)
 	defer cancel()
 	st, err := s.start(ctx, req, in)
-	if st != nil {
-		started = true
-		s.replays.finish(v.MAC, HookResponse{Status: "started", WorkflowID: st.WorkflowID, RunID: st.RunID, URL: st.URL})
-	}
 	if err != nil {
 		s.audit(sub, "start", outcomeOf(err), err.Error(), attrs...)
 		fail(err)

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -25,8 +26,11 @@ const defaultTaskQueue = "kedge"
 // gives up after 3 s, so Temporal calls get a little less.
 const ReplyWithin = 2500 * time.Millisecond
 
-// Server answers Slack and webhook requests. It keeps nothing between
-// requests: everything it needs to know again is in Temporal.
+// Server answers Slack and webhook requests. Everything it needs to know
+// again is in Temporal: a request's run is found by its workflow ID,
+// derived from the request. What it keeps in memory (the run it started
+// last per runbook and cluster) only narrows the moment visibility lags a
+// start; a restart loses nothing that matters.
 type Server struct {
 	Config *Config
 	Client client.Client
@@ -44,7 +48,14 @@ type Server struct {
 	// Now is the clock (tests move it); nil is time.Now.
 	Now func() time.Time
 
-	replays replays
+	runsMu sync.Mutex
+	runs   map[string]*runbookRuns // by RUNBOOK/CLUSTER
+}
+
+// runbookRuns is what one server knows of a runbook's runs on a cluster.
+type runbookRuns struct {
+	hold chan struct{} // one start at a time
+	last string        // the workflow ID it started last
 }
 
 // Handler routes:

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -261,7 +262,7 @@ func TestSignHookRoundTrip(t *testing.T) {
 	h.Set(HeaderReq, "build-7")
 	h.Set(HeaderSig, SignHook(key, at, "build-7", []byte("{}")))
 	v, err := verifyHook(c, h, []byte("{}"), at.Add(4*time.Minute))
-	if err != nil || v.Key != "alerts" || !v.Expires.Equal(at.Add(MaxSkew)) || len(v.MAC) != 64 {
+	if err != nil || v.Key != "alerts" || !v.At.Equal(at) || len(v.MAC) != sha256.Size {
 		t.Fatalf("verifyHook = %+v, %v", v, err)
 	}
 	if _, err := verifyHook(c, h, []byte("{}"), at.Add(-5*time.Minute-time.Second)); err == nil {
@@ -283,32 +284,56 @@ func TestSignHookRoundTrip(t *testing.T) {
 	}
 }
 
-// The same signature again gets the first request's answer, or a wait
-// while it is handled; one that started nothing may be sent again; an
-// entry goes when its timestamp would be stale anyway.
-func TestReplaysAnswerTheFirstRequest(t *testing.T) {
-	var r replays
-	now := time.Unix(1700000000, 0)
-	if _, first := r.claim("sig", now.Add(MaxSkew), now); !first {
-		t.Fatal("a new signature is not first")
+// A request names its run: the same request always the same workflow ID
+// (so Temporal, which starts an ID once, remembers it), another request
+// another ID. With a request ID, the ID depends on nothing else of the
+// request (a retry is signed anew: another timestamp, another MAC);
+// without, on the signature. Every ID is keyed with the secret that
+// verified the request and starts with RUNBOOK/CLUSTER/.
+func TestRunIDsNameTheRequest(t *testing.T) {
+	at := time.Unix(1700000000, 0)
+	ci := Subject{Source: SourceWebhook, Key: "ci"}
+	base := startRequest{Subject: ci, Runbook: "hello", Cluster: "mercury", Signed: signed{Secret: []byte("ci-key-0123456789abcdef"), MAC: []byte("mac-1"), At: at}}
+	with := func(f func(r *startRequest)) string {
+		r := base
+		f(&r)
+		return r.runID()
 	}
-	if resp, first := r.claim("sig", now.Add(MaxSkew), now); first || resp != nil {
-		t.Fatalf("while handled: first %v, answer %v", first, resp)
+	bySig := base.runID()
+	if !regexp.MustCompile(`^hello/mercury/20231114-221320-[0-9a-f]{12}$`).MatchString(bySig) {
+		t.Errorf("without a request ID: %s", bySig)
 	}
-	r.finish("sig", HookResponse{Status: "started", WorkflowID: "w", RunID: "r"})
-	r.release("sig") // a finished request is kept
-	if resp, first := r.claim("sig", now.Add(MaxSkew), now.Add(time.Minute)); first || resp == nil || resp.RunID != "r" {
-		t.Fatalf("after the first: first %v, answer %+v", first, resp)
+	if bySig != with(func(*startRequest) {}) {
+		t.Error("the same signed request names two IDs")
 	}
-	if _, first := r.claim("refused", now.Add(MaxSkew), now); !first {
-		t.Fatal("a new signature is not first")
+	byID := with(func(r *startRequest) { r.RequestID = "build-42" })
+	if !regexp.MustCompile(`^hello/mercury/id-[0-9a-f]{16}$`).MatchString(byID) {
+		t.Errorf("with a request ID: %s", byID)
 	}
-	r.release("refused")
-	if _, first := r.claim("refused", now.Add(MaxSkew), now); !first {
-		t.Error("a request that started nothing cannot be sent again")
+	if retried := with(func(r *startRequest) {
+		r.RequestID = "build-42"
+		r.Signed.MAC, r.Signed.At = []byte("mac-2"), at.Add(time.Minute)
+		r.Params = map[string]any{"other": true}
+	}); retried != byID {
+		t.Errorf("a request ID signed anew names %s, want %s", retried, byID)
 	}
-	if _, first := r.claim("other", now.Add(2*MaxSkew), now.Add(MaxSkew+time.Second)); !first || len(r.seen) != 1 {
-		t.Errorf("expired entries kept: %d", len(r.seen))
+	seen := map[string]string{"signature": bySig, "request id": byID}
+	for name, id := range map[string]string{
+		"another signature":             with(func(r *startRequest) { r.Signed.MAC = []byte("mac-2") }),
+		"another request ID":            with(func(r *startRequest) { r.RequestID = "build-43" }),
+		"the request ID of another key": with(func(r *startRequest) { r.RequestID = "build-42"; r.Subject.Key = "alerts" }),
+		"another secret":                with(func(r *startRequest) { r.RequestID = "build-42"; r.Signed.Secret = []byte("guess") }),
+		"another cluster":               with(func(r *startRequest) { r.RequestID = "build-42"; r.Cluster = "venus" }),
+	} {
+		for other, prev := range seen {
+			if id == prev {
+				t.Errorf("%s names the same ID as %s: %s", name, other, id)
+			}
+		}
+		seen[name] = id
+	}
+	if !namesOneOf(byID, []string{"mercury"}) || !namesOneOf(bySig, []string{"mercury"}) {
+		t.Error("status and approvals do not find the cluster in a chat run's ID")
 	}
 }
 

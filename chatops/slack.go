@@ -28,11 +28,12 @@ import (
 const HeaderOutcome = "X-Kedge-Outcome"
 
 // authenticated reads, size-checks and verifies a Slack request and
-// returns its form. On failure it has answered.
-func (s *Server) authenticated(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
+// returns its form and what signed it. On failure it has answered.
+func (s *Server) authenticated(w http.ResponseWriter, r *http.Request) (url.Values, signed, bool) {
 	body, err := readBody(w, r)
+	var sig signed
 	if err == nil {
-		err = verifySlack(r.Header, body, s.SigningSecret)
+		sig, err = verifySlack(r.Header, body, s.SigningSecret)
 	}
 	if err == nil {
 		if mt, _, perr := mime.ParseMediaType(r.Header.Get("Content-Type")); perr != nil || mt != "application/x-www-form-urlencoded" {
@@ -53,9 +54,9 @@ func (s *Server) authenticated(w http.ResponseWriter, r *http.Request) (url.Valu
 		s.auditUnauthenticated(r, err)
 		w.Header().Set(HeaderOutcome, "refused")
 		http.Error(w, err.Error(), statusOf(err))
-		return nil, false
+		return nil, signed{}, false
 	}
-	return form, true
+	return form, sig, true
 }
 
 // reply answers Slack (always 200, or Slack shows no message).
@@ -78,7 +79,8 @@ func outcomeOf(err error) string {
 }
 
 func (s *Server) slashCommand(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.authenticated(w, r); !ok {
+	_, sig, ok := s.authenticated(w, r)
+	if !ok {
 		return
 	}
 	sc, err := slack.SlashCommandParse(r)
@@ -103,7 +105,7 @@ func (s *Server) slashCommand(w http.ResponseWriter, r *http.Request) {
 	case CmdHelp:
 		m = textMessage(ephemeral, "```"+Usage+"```")
 	case CmdSwapKubelet, CmdRun:
-		m, outcome, err = s.slackStart(ctx, sub, cmd, sc)
+		m, outcome, err = s.slackStart(ctx, sub, cmd, sc, sig)
 	case CmdStatus:
 		m, err = s.slackStatus(ctx, sub, cmd.ID)
 	case CmdApprove, CmdAbort:
@@ -128,13 +130,15 @@ func hashOf(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
-func (s *Server) slackStart(ctx context.Context, sub Subject, cmd Command, sc slack.SlashCommand) (*slack.WebhookMessage, string, error) {
+func (s *Server) slackStart(ctx context.Context, sub Subject, cmd Command, sc slack.SlashCommand, sig signed) (*slack.WebhookMessage, string, error) {
 	params := map[string]any{}
 	for k, v := range cmd.Params {
 		params[k] = v
 	}
 	req := &startRequest{Subject: sub, Runbook: cmd.Runbook, Cluster: cmd.Cluster, Params: params,
-		ResponseURL: sc.ResponseURL, ChannelID: sc.ChannelID}
+		ResponseURL: sc.ResponseURL, ChannelID: sc.ChannelID, Signed: sig}
+	// Slack sends each command with its own trigger_id (and the same one
+	// again when it retries): the command's request ID.
 	if sc.TriggerID != "" {
 		req.RequestID = sc.TeamID + "/" + sc.TriggerID
 	}
@@ -349,7 +353,7 @@ func (s *Server) slackList(ctx context.Context, sub Subject, cluster string) (*s
 
 // interactive answers a click on a Continue or Abort button.
 func (s *Server) interactive(w http.ResponseWriter, r *http.Request) {
-	form, ok := s.authenticated(w, r)
+	form, _, ok := s.authenticated(w, r)
 	if !ok {
 		return
 	}

@@ -2,6 +2,7 @@ package chatops
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,9 +11,11 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
@@ -40,6 +43,22 @@ type startRequest struct {
 	RequestID   string
 	ResponseURL string // where chat.follow posts progress ("" = nowhere)
 	ChannelID   string
+	// Signed is how the request was authenticated: its run's workflow ID
+	// is derived from it.
+	Signed signed
+}
+
+// signed is what authenticated a request.
+type signed struct {
+	// Secret is the key that verified it (a webhook key, Slack's signing
+	// secret): workflow IDs are keyed with it, so nobody without it can
+	// compute one and take it first.
+	Secret []byte
+	// MAC is what the signature covers, as the server computed it (the
+	// hook's HMAC; for Slack, the timestamp and body), and At the signed
+	// timestamp.
+	MAC []byte
+	At  time.Time
 }
 
 // started is the answer to a start.
@@ -52,10 +71,35 @@ type started struct {
 	Existing bool `json:"existing"`
 }
 
-// RunbookID is the workflow ID of a runbook started from chat on a
-// cluster. It names only the runbook and the cluster, so Temporal refuses a
-// second one while the first runs.
-func RunbookID(runbook, cluster string) string { return runbook + "/" + cluster }
+// legacyID is the workflow ID runbooks started from chat had before
+// their IDs were derived from the request: a run still open under it
+// holds its runbook and cluster too.
+func legacyID(runbook, cluster string) string { return runbook + "/" + cluster }
+
+// runID is the workflow ID of the run a request starts, derived from the
+// request alone, so that the same request always names the same run and
+// Temporal (which never starts a workflow ID twice: see start) remembers
+// it across restarts and replicas:
+//
+//   - with a request ID: RUNBOOK/CLUSTER/id-HASH of the sender and the
+//     request ID, whatever its timestamp or what ran in between;
+//   - without: RUNBOOK/CLUSTER/SIGNEDTIME-HASH of the signature, so the
+//     same signed bytes sent again name the same run.
+//
+// HASH is an HMAC with the secret that verified the request: nobody
+// without it can compute the ID of a request and start a workflow under
+// it first. Like `kedge run`'s IDs, it starts with RUNBOOK/CLUSTER/, where
+// status, approvals and the busy check find the cluster.
+func (r *startRequest) runID() string {
+	m := hmac.New(sha256.New, r.Signed.Secret)
+	if r.RequestID != "" {
+		fmt.Fprintf(m, "kedge request id\x00%s\x00%s\x00%s\x00%s\x00%s", r.Subject.Source, r.Subject.Key, r.Runbook, r.Cluster, r.RequestID)
+		return fmt.Sprintf("%s/%s/id-%s", r.Runbook, r.Cluster, hex.EncodeToString(m.Sum(nil))[:16])
+	}
+	fmt.Fprintf(m, "kedge signature\x00%s\x00%s\x00%s\x00%s\x00", r.Subject.Source, r.Subject.Key, r.Runbook, r.Cluster)
+	m.Write(r.Signed.MAC)
+	return fmt.Sprintf("%s/%s/%s-%s", r.Runbook, r.Cluster, r.Signed.At.UTC().Format("20060102-150405"), hex.EncodeToString(m.Sum(nil))[:12])
+}
 
 // FollowID is the workflow ID of the chat-follow workflow of one run.
 func FollowID(runbookID, runID string) string { return "chat/" + runbookID + "/" + runID }
@@ -140,27 +184,31 @@ func (s *Server) busyError(runbook, cluster, id, runID, by string) error {
 
 // start starts a prepared runbook exactly once per request, and its
 // chat-follow workflow when the request has somewhere to post.
+//
+// Once: the run's workflow ID is derived from the request (runID) and
+// started with a reuse policy that refuses an ID Temporal has seen, open
+// or closed, for as long as it keeps the closed run (the namespace's
+// retention, beyond a signature's five minutes). So the same request,
+// replayed or retried, after a restart of this server, on another
+// replica, or after other runs, finds its run and starts nothing.
+//
+// One run of a runbook per cluster at a time: see busy.
 func (s *Server) start(ctx context.Context, req *startRequest, in workflows.RunbookInput) (*started, error) {
-	id := RunbookID(req.Runbook, req.Cluster)
+	id := req.runID()
 	key := requestKey(req, in)
-	// The latest run under this ID: the same request answers with it; a
-	// different one is refused while it runs.
+	unlock, err := s.holdRunbook(ctx, req.Runbook, req.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	// This request started its run already: answer with it.
 	if prev, err := s.describe(ctx, id, ""); err == nil {
-		running := prev.status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
-		if prev.request == key && (running || req.RequestID != "") {
-			return s.existing(ctx, req, id, prev.runID)
-		}
-		if running {
-			return nil, s.busyError(req.Runbook, req.Cluster, id, prev.runID, prev.by)
-		}
+		return s.sameRequest(ctx, req, id, prev, key)
 	} else if !isNotFound(err) {
 		return nil, err
 	}
-	// Runs started by `kedge run` are RUNBOOK/CLUSTER/...: refuse beside them too.
-	if other, runID, err := s.runningBeside(ctx, id); err != nil {
-		return nil, err
-	} else if other != "" {
-		return nil, s.busyError(req.Runbook, req.Cluster, other, runID, "")
+	if st, err := s.busy(ctx, req, key); st != nil || err != nil {
+		return st, err
 	}
 	// Started as `kedge run` starts runbooks, so the Web UI lists and
 	// filters it the same way.
@@ -169,7 +217,7 @@ func (s *Server) start(ctx context.Context, req *startRequest, in workflows.Runb
 		ID:                                       id,
 		TaskQueue:                                s.taskQueue(),
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		Memo:                                     map[string]any{memoRequest: key, memoBy: req.Subject.String()},
 		TypedSearchAttributes:                    md.SearchAttributes,
@@ -178,15 +226,13 @@ func (s *Server) start(ctx context.Context, req *startRequest, in workflows.Runb
 	}, md.WorkflowType, in)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &already) {
-		// Another request won the race between the look-up and the start.
+		// The same request, on another replica, won the race between
+		// the look-up and the start.
 		prev, derr := s.describe(ctx, id, "")
 		if derr != nil {
 			return nil, derr
 		}
-		if prev.request == key {
-			return s.existing(ctx, req, id, prev.runID)
-		}
-		return nil, s.busyError(req.Runbook, req.Cluster, id, prev.runID, prev.by)
+		return s.sameRequest(ctx, req, id, prev, key)
 	}
 	if searchattr.IsMissing(err) {
 		return nil, fmt.Errorf("start %s: the namespace lacks Kedge's search attributes: run `kedge setup` once for it: %w", id, err)
@@ -194,8 +240,102 @@ func (s *Server) start(ctx context.Context, req *startRequest, in workflows.Runb
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", id, err)
 	}
+	s.startedRun(req.Runbook, req.Cluster, id)
 	st := &started{WorkflowID: id, RunID: run.GetRunID(), URL: s.link(id, run.GetRunID())}
 	return st, s.follow(ctx, req, in, st)
+}
+
+// sameRequest answers a request whose workflow ID holds a run: the one
+// it started, when the run's memo names this request. Anything else under
+// that ID was not started by this server for it (the memo is sealed, so a
+// client without the codec key cannot fake one): refused, never taken
+// for the request's run.
+func (s *Server) sameRequest(ctx context.Context, req *startRequest, id string, prev runInfo, key string) (*started, error) {
+	if prev.request != key {
+		s.log().Warn("kedge webhook: a request's workflow ID holds a run it did not start", "audit", true,
+			"workflowId", id, "runId", prev.runID, "subject", req.Subject.String())
+		return nil, refuse(http.StatusConflict, "the workflow ID of this request, %s, holds a run it did not start: nothing started", id)
+	}
+	return s.existing(ctx, req, id, prev.runID)
+}
+
+// busy refuses a start while another run of the runbook is open on the
+// cluster (runs `kedge run` started included), or answers with that run
+// when it was started by an equal request (the same params, without a
+// request ID). Three looks, in order: the run this server started last for
+// the runbook and cluster (by ID: Temporal answers for it at once), a
+// run under the ID chat used before IDs named requests, and visibility's
+// list of open runs under RUNBOOK/CLUSTER/. Visibility can lag a start by
+// a moment: within one server holdRunbook and the first look cover that;
+// two replicas starting the same runbook on the same cluster within that
+// moment could both start.
+func (s *Server) busy(ctx context.Context, req *startRequest, key string) (*started, error) {
+	var open []runInfo
+	for _, id := range []string{s.lastStarted(req.Runbook, req.Cluster), legacyID(req.Runbook, req.Cluster)} {
+		if id == "" {
+			continue
+		}
+		ri, err := s.describe(ctx, id, "")
+		if err != nil && !isNotFound(err) {
+			return nil, err
+		}
+		if err == nil && ri.status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING && ri.parent == "" {
+			open = append(open, ri)
+		}
+	}
+	beside, err := s.runningBeside(ctx, req.Runbook+"/"+req.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	open = append(open, beside...)
+	for _, ri := range open {
+		if ri.request == key {
+			st, err := s.existing(ctx, req, ri.id, ri.runID)
+			return st, err
+		}
+	}
+	if len(open) > 0 {
+		return nil, s.busyError(req.Runbook, req.Cluster, open[0].id, open[0].runID, open[0].by)
+	}
+	return nil, nil
+}
+
+// holdRunbook serializes this server's starts of one runbook on one
+// cluster, so that two requests arriving together see each other's run.
+func (s *Server) holdRunbook(ctx context.Context, runbook, cluster string) (func(), error) {
+	s.runsMu.Lock()
+	if s.runs == nil {
+		s.runs = map[string]*runbookRuns{}
+	}
+	r, ok := s.runs[runbook+"/"+cluster]
+	if !ok {
+		r = &runbookRuns{hold: make(chan struct{}, 1)}
+		s.runs[runbook+"/"+cluster] = r
+	}
+	s.runsMu.Unlock()
+	select {
+	case r.hold <- struct{}{}:
+		return func() { <-r.hold }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (s *Server) startedRun(runbook, cluster, id string) {
+	s.runsMu.Lock()
+	defer s.runsMu.Unlock()
+	if r := s.runs[runbook+"/"+cluster]; r != nil {
+		r.last = id
+	}
+}
+
+func (s *Server) lastStarted(runbook, cluster string) string {
+	s.runsMu.Lock()
+	defer s.runsMu.Unlock()
+	if r := s.runs[runbook+"/"+cluster]; r != nil {
+		return r.last
+	}
+	return ""
 }
 
 // existing answers a repeated request with the run it started, making sure
@@ -238,6 +378,7 @@ func (s *Server) follow(ctx context.Context, req *startRequest, in workflows.Run
 
 // runInfo is what a run's description tells.
 type runInfo struct {
+	id       string
 	runID    string
 	status   enumspb.WorkflowExecutionStatus
 	request  string
@@ -251,18 +392,25 @@ func (s *Server) describe(ctx context.Context, id, runID string) (runInfo, error
 	if err != nil {
 		return runInfo{}, err
 	}
-	info := d.GetWorkflowExecutionInfo()
-	ri := runInfo{runID: info.GetExecution().GetRunId(), status: info.GetStatus(), typeName: info.GetType().GetName()}
+	return s.runInfoOf(d.GetWorkflowExecutionInfo()), nil
+}
+
+// runInfoOf reads a run's description or list entry; its memo is opened
+// with the codec (a memo that does not open reads as none).
+func (s *Server) runInfoOf(info *workflowpb.WorkflowExecutionInfo) runInfo {
+	ri := runInfo{id: info.GetExecution().GetWorkflowId(), runID: info.GetExecution().GetRunId(), status: info.GetStatus(), typeName: info.GetType().GetName()}
 	if p := info.GetParentExecution(); p != nil {
 		ri.parent = p.GetWorkflowId()
 	}
 	dc := s.dataConverter()
 	for k, dst := range map[string]*string{memoRequest: &ri.request, memoBy: &ri.by} {
 		if p, ok := info.GetMemo().GetFields()[k]; ok {
-			_ = dc.FromPayload(p, dst)
+			if dc.FromPayload(p, dst) != nil {
+				*dst = ""
+			}
 		}
 	}
-	return ri, nil
+	return ri
 }
 
 func isNotFound(err error) bool {
@@ -270,22 +418,23 @@ func isNotFound(err error) bool {
 	return errors.As(err, &nf)
 }
 
-// runningBeside finds a running top-level runbook whose ID is under
-// prefix+"/" (as `kedge run` names them). Whatever the workflow type a
-// runbook runs as, a top-level run that is not a rollout, a compensation
-// or a chat follower is a runbook run.
-func (s *Server) runningBeside(ctx context.Context, prefix string) (string, string, error) {
+// runningBeside lists the running top-level runbooks whose IDs are under
+// prefix+"/" (as `kedge run` and chat name them). Whatever the workflow
+// type a runbook runs as, a top-level run that is not a rollout, a
+// compensation or a chat follower is a runbook run.
+func (s *Server) runningBeside(ctx context.Context, prefix string) ([]runInfo, error) {
 	q := fmt.Sprintf("ExecutionStatus = 'Running' AND WorkflowId STARTS_WITH '%s/'", strings.ReplaceAll(prefix, "'", ""))
 	resp, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: s.namespace(), Query: q, PageSize: 100})
 	if err != nil {
-		return "", "", fmt.Errorf("list runs of %s: %w", prefix, err)
+		return nil, fmt.Errorf("list runs of %s: %w", prefix, err)
 	}
+	var out []runInfo
 	for _, e := range resp.GetExecutions() {
 		if e.GetParentExecution() == nil && isRunbookType(e.GetType().GetName()) {
-			return e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId(), nil
+			out = append(out, s.runInfoOf(e))
 		}
 	}
-	return "", "", nil
+	return out, nil
 }
 
 // isRunbookType says whether a top-level workflow of this type runs a

@@ -56,8 +56,20 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 
 // verifySlack checks a request's Slack signature (v0, HMAC-SHA256 of
 // "v0:TIMESTAMP:BODY" with the signing secret) and that its timestamp is
-// within five minutes.
-func verifySlack(h http.Header, body []byte, secret string) error {
+// within five minutes, and returns what signed it.
+func verifySlack(h http.Header, body []byte, secret string) (signed, error) {
+	if err := checkSlack(h, body, secret); err != nil {
+		return signed{}, err
+	}
+	ts := h.Get(slackStamp)
+	sec, _ := strconv.ParseInt(ts, 10, 64) // checked by checkSlack
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("v0:" + ts + ":"))
+	m.Write(body)
+	return signed{Secret: []byte(secret), MAC: m.Sum(nil), At: time.Unix(sec, 0)}, nil
+}
+
+func checkSlack(h http.Header, body []byte, secret string) error {
 	if secret == "" {
 		return refuse(http.StatusServiceUnavailable, "Slack is not configured on this server (no signing secret)")
 	}
@@ -105,10 +117,11 @@ func hookMAC(key []byte, ts, requestID string, body []byte) []byte {
 // verifiedHook is a /hooks/run request whose signature matched.
 type verifiedHook struct {
 	Key string // the key's name
-	// MAC is the signature that matched (hex) and Expires when its
-	// timestamp stops being fresh: the replay cache's entry.
-	MAC     string
-	Expires time.Time
+	// MAC is the signature that matched, as this server computed it (a
+	// second v1 value or another spelling of the header changes nothing),
+	// and At its signed timestamp: what the request's run is named by.
+	MAC []byte
+	At  time.Time
 }
 
 // verifyHook checks a /hooks/run request's key and signature (over its
@@ -147,7 +160,7 @@ func verifyHook(cfg *Config, h http.Header, body []byte, now time.Time) (verifie
 	want := hookMAC(key, ts, h.Get(HeaderReq), body)
 	for _, m := range macs {
 		if hmac.Equal(m, want) {
-			return verifiedHook{Key: name, MAC: hex.EncodeToString(want), Expires: at.Add(MaxSkew)}, nil
+			return verifiedHook{Key: name, MAC: want, At: at}, nil
 		}
 	}
 	return verifiedHook{}, refuse(http.StatusUnauthorized, "bad signature")
