@@ -8,4 +8,13 @@
 // item (the current rollout item). CEL has no clock, no I/O and no
 // randomness, so evaluation is deterministic and safe inside workflow code.
 // This package must never add a function that breaks that.
+//
+// Evaluation is bounded (limits.go): a render spends at most CostLimit
+// units of work, metered as it runs (meter.go) and charged before any call
+// whose work is a product of its inputs' sizes, and hands back at most
+// MaxResultBytes and MaxResultItems; past either it stops with
+// ErrCostLimit, deterministically, so a replay stops where the run did.
+// Check refuses, before a runbook runs, an expression whose estimated cost
+// is over CostLimit whatever its inputs (estimate.go). No wall clock is
+// used: a deadline would stop a run and not its replay.
 package expr

@@ -11,10 +11,12 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/functions"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/ext"
+	"github.com/google/cel-go/interpreter"
 )
 
 // Variables an expression may use.
@@ -23,9 +25,10 @@ var Variables = []string{"params", "steps", "cluster", "host", "item"}
 var (
 	envOnce sync.Once
 	env     *cel.Env
+	impls   map[string]*functions.Overload // of the guarded functions, see meter.go
 	envErr  error
 
-	cache sync.Map // source -> cel.Program
+	cache sync.Map // source -> *compiled
 )
 
 func environment() (*cel.Env, error) {
@@ -36,6 +39,23 @@ func environment() (*cel.Env, error) {
 			opts = append(opts, cel.Variable(v, cel.DynType))
 		}
 		env, envErr = cel.NewEnv(opts...)
+		if envErr != nil {
+			return
+		}
+		impls = map[string]*functions.Overload{}
+		for name, fn := range env.Functions() {
+			if _, ok := guarded[name]; !ok {
+				continue
+			}
+			bindings, err := fn.Bindings()
+			if err != nil {
+				envErr = fmt.Errorf("bindings of %s: %w", name, err)
+				return
+			}
+			for _, b := range bindings {
+				impls[b.Operator] = b
+			}
+		}
 	})
 	return env, envErr
 }
@@ -56,7 +76,8 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Msg }
 
-// Check compiles src and reports the names it reads.
+// Check compiles src and reports the names it reads. It refuses an
+// expression whose estimated cost is over CostLimit (see sizes).
 func Check(src string) (Refs, error) {
 	e, err := environment()
 	if err != nil {
@@ -80,6 +101,9 @@ func Check(src string) (Refs, error) {
 			}
 		}
 		return Refs{}, &Error{Offset: off, Msg: msg}
+	}
+	if err := tooCostly(a); err != nil {
+		return Refs{}, err
 	}
 	var refs Refs
 	ast.PreOrderVisit(a.NativeRep().Expr(), ast.NewExprVisitor(func(x ast.Expr) {
@@ -122,9 +146,15 @@ func appendUnique(s []string, v string) []string {
 	return append(s, v)
 }
 
-func program(src string) (cel.Program, error) {
+// compiled is a program and the number of values its meter keeps.
+type compiled struct {
+	prog  cel.Program
+	slots int
+}
+
+func program(src string) (*compiled, error) {
 	if p, ok := cache.Load(src); ok {
-		return p.(cel.Program), nil
+		return p.(*compiled), nil
 	}
 	e, err := environment()
 	if err != nil {
@@ -134,30 +164,60 @@ func program(src string) (cel.Program, error) {
 	if iss != nil && iss.Err() != nil {
 		return nil, fmt.Errorf("compile %q: %w", src, iss.Err())
 	}
-	p, err := e.Program(a, cel.EvalOptions(cel.OptOptimize))
+	// No cel.OptOptimize: it would swap calls with constant regexes for
+	// precompiled ones, around the meter. InterruptCheckFrequency has every
+	// comprehension step ask the meter (see interruptName).
+	d := &decorator{impls: impls}
+	p, err := e.Program(a, cel.CustomDecorator(d.decorate), cel.InterruptCheckFrequency(1))
 	if err != nil {
 		return nil, fmt.Errorf("program %q: %w", src, err)
 	}
-	cache.Store(src, p)
-	return p, nil
+	c := &compiled{prog: p, slots: d.slots}
+	cache.Store(src, c)
+	return c, nil
 }
 
 // Eval evaluates one expression against vars (plain Go values: maps, lists,
-// strings, numbers, bools) and returns a plain Go value.
+// strings, numbers, bools) and returns a plain Go value. It may spend
+// CostLimit and hand back MaxResultBytes and MaxResultItems; past either it
+// fails with ErrCostLimit.
 func Eval(src string, vars map[string]any) (any, error) {
-	p, err := program(src)
+	act, err := activation(vars)
 	if err != nil {
 		return nil, err
 	}
+	return evalIn(src, act, newBudget())
+}
+
+// activation holds vars made fit for CEL, once for every expression of a
+// render.
+func activation(vars map[string]any) (interpreter.Activation, error) {
 	act := map[string]any{}
 	for _, v := range Variables {
 		act[v] = Normalize(vars[v])
 	}
-	out, _, err := p.Eval(act)
+	return interpreter.NewActivation(act)
+}
+
+// evalIn evaluates src in act, drawing on b.
+func evalIn(src string, act interpreter.Activation, b *budget) (any, error) {
+	c, err := program(src)
+	if err != nil {
+		return nil, err
+	}
+	m := &meter{vars: act, b: b, vals: make([]ref.Val, c.slots)}
+	out, _, err := c.prog.Eval(m)
+	if m.err != nil {
+		return nil, fmt.Errorf("evaluate %q: %w", src, m.err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("evaluate %q: %w", src, err)
 	}
-	return native(out)
+	v, err := native(out, b)
+	if err != nil {
+		return nil, fmt.Errorf("evaluate %q: %w", src, err)
+	}
+	return v, nil
 }
 
 // EvalBool evaluates a condition.
@@ -212,10 +272,26 @@ func Normalize(v any) any {
 	return v
 }
 
-func native(v ref.Val) (any, error) {
+// native converts a result to plain Go values, counting what it hands
+// back against b: string bytes and list items or map entries, as often as
+// each appears.
+func native(v ref.Val, b *budget) (any, error) {
+	take := func(bytes, items uint64) error {
+		if bytes > b.bytes {
+			b.bytes = 0
+			return &limitError{why: fmt.Sprintf("the result holds more than %d bytes of strings", MaxResultBytes)}
+		}
+		if items > b.items {
+			b.items = 0
+			return &limitError{why: fmt.Sprintf("the result holds more than %d list items and map entries", MaxResultItems)}
+		}
+		b.bytes -= bytes
+		b.items -= items
+		return nil
+	}
 	switch x := v.(type) {
 	case types.String:
-		return string(x), nil
+		return string(x), take(uint64(len(x)), 0)
 	case types.Int:
 		return int64(x), nil
 	case types.Uint:
@@ -231,6 +307,9 @@ func native(v ref.Val) (any, error) {
 	case types.Timestamp:
 		return x.Time.UTC().Format("2006-01-02T15:04:05Z07:00"), nil
 	case traits.Mapper:
+		if err := take(0, size(x)); err != nil {
+			return nil, err
+		}
 		out := map[string]any{}
 		it := x.Iterator()
 		for it.HasNext() == types.True {
@@ -239,7 +318,10 @@ func native(v ref.Val) (any, error) {
 			if !ok {
 				return nil, fmt.Errorf("map key %v is not a string", k)
 			}
-			e, err := native(x.Get(k))
+			if err := take(uint64(len(ks)), 0); err != nil {
+				return nil, err
+			}
+			e, err := native(x.Get(k), b)
 			if err != nil {
 				return nil, err
 			}
@@ -247,10 +329,13 @@ func native(v ref.Val) (any, error) {
 		}
 		return out, nil
 	case traits.Lister:
+		if err := take(0, size(x)); err != nil {
+			return nil, err
+		}
 		var out []any
 		it := x.Iterator()
 		for it.HasNext() == types.True {
-			e, err := native(it.Next())
+			e, err := native(it.Next(), b)
 			if err != nil {
 				return nil, err
 			}
@@ -360,24 +445,32 @@ func (t Template) HasExpr() bool {
 	return slices.ContainsFunc(t, func(s Segment) bool { return s.IsExpr })
 }
 
-// Render evaluates the template.
+// Render evaluates the template; its expressions share one budget.
 func (t Template) Render(vars map[string]any) (any, error) {
-	if t.Single() {
-		return Eval(t[0].Expr, vars)
+	act, err := activation(vars)
+	if err != nil {
+		return nil, err
 	}
-	var b strings.Builder
+	return t.render(act, newBudget())
+}
+
+func (t Template) render(act interpreter.Activation, b *budget) (any, error) {
+	if t.Single() {
+		return evalIn(t[0].Expr, act, b)
+	}
+	var sb strings.Builder
 	for _, seg := range t {
 		if !seg.IsExpr {
-			b.WriteString(seg.Text)
+			sb.WriteString(seg.Text)
 			continue
 		}
-		v, err := Eval(seg.Expr, vars)
+		v, err := evalIn(seg.Expr, act, b)
 		if err != nil {
 			return nil, err
 		}
-		b.WriteString(Stringify(v))
+		sb.WriteString(Stringify(v))
 	}
-	return b.String(), nil
+	return sb.String(), nil
 }
 
 // Stringify formats a value for interpolation into a string.
@@ -409,8 +502,17 @@ func Stringify(v any) string {
 }
 
 // RenderValue renders every string inside v (maps and lists are walked) as a
-// template.
+// template. Every expression in v draws on one budget (CostLimit,
+// MaxResultBytes, MaxResultItems): a step's with is bounded as a whole.
 func RenderValue(v any, vars map[string]any) (any, error) {
+	act, err := activation(vars)
+	if err != nil {
+		return nil, err
+	}
+	return renderValue(v, act, newBudget())
+}
+
+func renderValue(v any, act interpreter.Activation, b *budget) (any, error) {
 	switch x := v.(type) {
 	case string:
 		t, err := ParseTemplate(x)
@@ -423,11 +525,11 @@ func RenderValue(v any, vars map[string]any) (any, error) {
 			}
 			return "", nil
 		}
-		return t.Render(vars)
+		return t.render(act, b)
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			r, err := RenderValue(e, vars)
+			r, err := renderValue(e, act, b)
 			if err != nil {
 				return nil, err
 			}
@@ -442,7 +544,7 @@ func RenderValue(v any, vars map[string]any) (any, error) {
 		sort.Strings(keys)
 		out := make(map[string]any, len(x))
 		for _, k := range keys {
-			r, err := RenderValue(x[k], vars)
+			r, err := renderValue(x[k], act, b)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", k, err)
 			}
