@@ -26,6 +26,10 @@ const (
 	MaxFileBytes = 1 << 20
 	// MaxNodes bounds a document's nodes with every alias expanded.
 	MaxNodes = 100_000
+	// MaxExpandedBytes bounds a document's scalar text with every alias
+	// expanded: 45,000 aliases to one 820 KB scalar are 45,000 nodes in a
+	// 1 MiB file, and 37 GB once a loader or a plan copies them out.
+	MaxExpandedBytes = 4 << 20
 )
 
 // ReadFile parses every YAML document in a file of at most MaxFileBytes.
@@ -46,8 +50,9 @@ func ReadFile(path string) ([]Document, error) {
 }
 
 // Parse parses every YAML document in data. A syntax error is reported at
-// its line; a document whose aliases expand to more than MaxNodes nodes
-// is refused at the first alias.
+// its line; a document whose aliases expand it past MaxNodes nodes or
+// MaxExpandedBytes bytes of scalar text is refused at the alias that takes
+// it there.
 func Parse(file string, data []byte) ([]Document, error) {
 	if len(data) > MaxFileBytes {
 		return nil, Errors{{Pos: Pos{File: file, Line: 1, Col: 1}, Msg: fmt.Sprintf("file is over %d bytes: too large for a runbook, inventory or config", MaxFileBytes)}}
@@ -66,8 +71,8 @@ func Parse(file string, data []byte) ([]Document, error) {
 		if len(n.Content) == 0 {
 			continue
 		}
-		if alias, ok := withinBounds(&n); !ok {
-			return nil, Errors{{Pos: At(file, alias), Msg: fmt.Sprintf("aliases expand the document to more than %d nodes", MaxNodes)}}
+		if alias, why := withinBounds(&n); alias != nil {
+			return nil, Errors{{Pos: At(file, alias), Msg: why}}
 		}
 		docs = append(docs, Document{File: file, Root: n.Content[0]})
 	}
@@ -77,58 +82,82 @@ func Parse(file string, data []byte) ([]Document, error) {
 	return docs, nil
 }
 
-// withinBounds reports whether n, every alias expanded, has at most
-// MaxNodes nodes; if not, it returns an alias that takes it over. Each
-// node's expanded size is computed once, so the walk is linear in the
+// expansion is what a node stands for with every alias in it expanded.
+type expansion struct {
+	nodes int // itself and every node under it
+	bytes int // scalar text
+}
+
+func (e expansion) over() bool { return e.nodes > MaxNodes || e.bytes > MaxExpandedBytes }
+
+func (e expansion) add(o expansion) expansion {
+	return expansion{nodes: min(e.nodes+o.nodes, MaxNodes+1), bytes: min(e.bytes+o.bytes, MaxExpandedBytes+1)}
+}
+
+// withinBounds returns nil if n, every alias expanded, has at most
+// MaxNodes nodes and MaxExpandedBytes bytes of scalar text; otherwise the
+// alias at which the document, read in order, goes over, and why. Each
+// node's expanded size is computed once, so the check is linear in the
 // document's own size whatever the aliases multiply.
-func withinBounds(n *yaml.Node) (*yaml.Node, bool) {
-	sizes := map[*yaml.Node]int{}
-	var first *yaml.Node
-	var size func(n *yaml.Node) int
-	size = func(n *yaml.Node) int {
+func withinBounds(n *yaml.Node) (*yaml.Node, string) {
+	sizes := map[*yaml.Node]expansion{}
+	var size func(n *yaml.Node) expansion
+	size = func(n *yaml.Node) expansion {
 		if s, ok := sizes[n]; ok {
 			return s
 		}
-		sizes[n] = MaxNodes + 1 // a node met again while being sized is a cycle
-		s := 1
+		// a node met again while being sized is a cycle
+		sizes[n] = expansion{nodes: MaxNodes + 1, bytes: MaxExpandedBytes + 1}
+		s := expansion{nodes: 1}
+		if n.Kind == yaml.ScalarNode {
+			s.bytes = min(len(n.Value), MaxExpandedBytes+1)
+		}
 		if n.Kind == yaml.AliasNode && n.Alias != nil {
-			s += size(n.Alias)
-			if s > MaxNodes && first == nil {
-				first = n
-			}
+			s = s.add(size(n.Alias))
 		}
 		for _, c := range n.Content {
-			s += size(c)
-			if s > MaxNodes {
-				s = MaxNodes + 1
+			if s.over() {
 				break
 			}
+			s = s.add(size(c))
 		}
-		s = min(s, MaxNodes+1)
 		sizes[n] = s
 		return s
 	}
-	if size(n) <= MaxNodes {
-		return nil, true
+	// Read in document order, adding each alias's expansion as it comes.
+	var total expansion
+	var walk func(n *yaml.Node) *yaml.Node
+	walk = func(n *yaml.Node) *yaml.Node {
+		if n.Kind == yaml.AliasNode {
+			total = total.add(size(n))
+			if total.over() {
+				return n
+			}
+			return nil
+		}
+		total = total.add(expansion{nodes: 1, bytes: len(n.Value) * boolInt(n.Kind == yaml.ScalarNode)})
+		for _, c := range n.Content {
+			if a := walk(c); a != nil {
+				return a
+			}
+		}
+		return nil
 	}
-	if first == nil {
-		first = firstAlias(n)
+	alias := walk(n)
+	switch {
+	case alias == nil:
+		return nil, ""
+	case total.nodes > MaxNodes:
+		return alias, fmt.Sprintf("aliases expand the document to more than %d nodes", MaxNodes)
 	}
-	return first, false
+	return alias, fmt.Sprintf("aliases expand the document to more than %d bytes of text", MaxExpandedBytes)
 }
 
-// firstAlias is the first alias in n in document order (n itself when it
-// has none).
-func firstAlias(n *yaml.Node) *yaml.Node {
-	if n.Kind == yaml.AliasNode {
-		return n
+func boolInt(b bool) int {
+	if b {
+		return 1
 	}
-	for _, c := range n.Content {
-		if a := firstAlias(c); a.Kind == yaml.AliasNode {
-			return a
-		}
-	}
-	return n
+	return 0
 }
 
 // syntaxError turns a yaml.v3 error ("yaml: line 3: ...") into a positioned one.
