@@ -462,6 +462,37 @@ func TestComposePortsAreServed(t *testing.T) {
 	}
 }
 
+// Whoever reaches the codec server reads every payload the Web UI's API
+// hands out: it takes a token, from the operator's directory, and the
+// Web UI sends its pages' calls to it with the browser's cookies (the
+// session a login with the token set), linking to that login when a
+// decode fails.
+func TestComposeCodecServerNeedsItsToken(t *testing.T) {
+	c, _ := load(t)
+	ui, codec := c.Services["temporal-ui"], c.Services["kedge-codec"]
+	if ui == nil || codec == nil {
+		t.Fatal("no temporal-ui or kedge-codec service")
+	}
+	i := slices.Index(codec.Command, "--token-file")
+	if i < 0 || i+1 >= len(codec.Command) {
+		t.Fatalf("kedge-codec runs without --token-file: %v", codec.Command)
+	}
+	m, _, ok := under(mounts(t, "kedge-codec", codec), codec.Command[i+1])
+	if !ok || m.Repo || !strings.HasPrefix(m.Source, "${KEDGE_DIR:-./kedge}/") || !m.ReadOnly {
+		t.Errorf("kedge-codec's token %s is not mounted read-only from the operator's directory: %+v", codec.Command[i+1], m)
+	}
+	codecURL := expand(t, ui.Environment["TEMPORAL_CODEC_ENDPOINT"])
+	if v := ui.Environment["TEMPORAL_CODEC_INCLUDE_CREDENTIALS"]; v != "true" {
+		t.Errorf("TEMPORAL_CODEC_INCLUDE_CREDENTIALS=%q: the Web UI's pages would call the codec server without the session cookie", v)
+	}
+	if v := expand(t, ui.Environment["TEMPORAL_CODEC_DEFAULT_ERROR_LINK"]); v != codecURL+"/login" {
+		t.Errorf("TEMPORAL_CODEC_DEFAULT_ERROR_LINK=%q, want the codec server's login %s/login", v, codecURL)
+	}
+	if msg := ui.Environment["TEMPORAL_CODEC_DEFAULT_ERROR_MESSAGE"]; strings.Contains(msg, ": ") || strings.Contains(msg, "#") {
+		t.Errorf("TEMPORAL_CODEC_DEFAULT_ERROR_MESSAGE %q breaks the UI server's YAML config, where it goes unquoted", msg)
+	}
+}
+
 // Named volumes are declared and used; bind mounts of the repository name
 // paths that exist; scripts and config files a service names inside its
 // mounts exist; the official images get only variables they read.
@@ -560,7 +591,7 @@ func TestComposeSecretsReachOnlyTheirService(t *testing.T) {
 		"kedge-worker":  {""},
 		"kedge-webhook": append([]string{"/clusters", "/codec.key"}, append(tls("kedge-webhook"), "/webhook")...),
 		"kedge-setup":   append([]string{"/codec.key"}, tls("kedge-setup")...),
-		"kedge-codec":   {"/codec.key"},
+		"kedge-codec":   {"/codec-token", "/codec.key"},
 		"temporal":      tls("server"),
 		"temporal-ui":   tls("temporal-ui"),
 	}

@@ -1,14 +1,14 @@
 package integration
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
-	"net"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -140,7 +140,9 @@ func walkPayloads(m protoreflect.Message, where string, f func(string, *commonpb
 
 // The Web UI shows operators what the history holds by sending its sealed
 // payloads to `kedge codec-server`, as here: the real binary, the real
-// stored payloads.
+// stored payloads. It will not start without a token; without the token
+// (or from another origin) it decodes nothing; a browser logged in with
+// the token decodes from the UI's pages, the CLI with it as a Bearer.
 func TestCodecServerDecodesStoredPayloadsForTheWebUI(t *testing.T) {
 	const marker = "kedge-ui-can-read-this-0b5e"
 	rb := writeRunbook(t, `
@@ -161,7 +163,7 @@ steps:
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var sealed []*commonpb.Payload
+	var sealed []map[string]any
 	it := world.client.GetWorkflowHistory(t.Context(), p.WorkflowID, "", false, 0)
 	for it.HasNext() {
 		e, err := it.Next()
@@ -169,65 +171,86 @@ steps:
 			t.Fatal(err)
 		}
 		if a := e.GetActivityTaskCompletedEventAttributes(); a != nil {
-			sealed = append(sealed, a.GetResult().GetPayloads()...)
+			for _, pl := range a.GetResult().GetPayloads() {
+				// The body the UI posts: payloads as protobuf JSON.
+				b, err := protojson.Marshal(pl)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var m map[string]any
+				if err := json.Unmarshal(b, &m); err != nil {
+					t.Fatal(err)
+				}
+				sealed = append(sealed, m)
+			}
 		}
 	}
 	if len(sealed) == 0 {
 		t.Fatal("no activity result in the history")
 	}
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := freeLoopbackAddr(t)
+	const ui = "http://127.0.0.1:8233"
+	codecServer := func(args ...string) *exec.Cmd {
+		cmd := exec.Command(world.kedgeBin, append([]string{"codec-server", "--listen", addr, "--ui-origin", ui}, args...)...)
+		cmd.Env = append(os.Environ(), "KEDGE_CODEC_KEY="+world.codecKey)
+		return cmd
+	}
+	// Without a token it refuses to start.
+	if out, err := codecServer().CombinedOutput(); err == nil || !strings.Contains(string(out), "--token-file is required") {
+		t.Fatalf("codec-server without a token: %v: %s", err, out)
+	}
+	tokenFile := filepath.Join(t.TempDir(), "codec-token")
+	if _, errOut, code := kedge(t, "codec", "token", "--out", tokenFile); code != 0 {
+		t.Fatalf("kedge codec token: exit %d: %s", code, errOut)
+	}
+	tokenBytes, err := os.ReadFile(tokenFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
-	const ui = "http://127.0.0.1:8233"
-	srv := exec.Command(world.kedgeBin, "codec-server", "--listen", addr, "--ui-origin", ui)
-	srv.Env = append(os.Environ(), "KEDGE_CODEC_KEY="+world.codecKey)
+	token := strings.TrimSpace(string(tokenBytes))
+	srv := codecServer("--token-file", tokenFile)
 	srv.Stderr = os.Stderr
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
-
-	// The body the UI posts: payloads as protobuf JSON.
-	var items []json.RawMessage
-	for _, pl := range sealed {
-		b, err := protojson.Marshal(pl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		items = append(items, b)
-	}
-	body, _ := json.Marshal(map[string]any{"payloads": items})
-	var resp *http.Response
+	endpoint := "http://" + addr
 	eventually(t, 10*time.Second, "codec-server to answer", func() bool {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/decode", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Origin", ui)
-		req.Header.Set("X-Namespace", "default")
-		resp, err = http.DefaultClient.Do(req)
+		resp, err := http.Get(endpoint + "/login")
+		if err == nil {
+			resp.Body.Close()
+		}
 		return err == nil
 	})
-	defer resp.Body.Close()
-	var got struct {
-		Payloads []struct {
-			Data string `json:"data"`
-		} `json:"payloads"`
+
+	for _, c := range []struct{ name, origin, auth string }{
+		{"no token, the UI's origin", ui, ""},
+		{"no token, no origin", "", ""},
+		{"a wrong token", "", "Bearer " + strings.Repeat("f", len(token))},
+		{"the token, from another origin's page", "http://evil.example", "Bearer " + token},
+	} {
+		if status, plain := decodeCall(t, http.DefaultClient, endpoint, c.origin, c.auth, sealed); status == http.StatusOK || strings.Contains(plain, marker) {
+			t.Errorf("%s: decoded (%d) %q", c.name, status, plain)
+		}
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("decode: status %d: %v", resp.StatusCode, err)
+	if status, plain := decodeCall(t, http.DefaultClient, endpoint, "", "Bearer "+token, sealed); status != http.StatusOK || !strings.Contains(plain, marker) {
+		t.Errorf("the token as a Bearer: %d %q", status, plain)
 	}
-	found := false
-	for _, pl := range got.Payloads {
-		data, _ := base64.StdEncoding.DecodeString(pl.Data)
-		found = found || strings.Contains(string(data), "said="+marker) || strings.Contains(string(data), marker)
+	// An operator's browser logs in once with the token; the UI's pages
+	// then decode with the session cookie.
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := browser.PostForm(endpoint+"/login", url.Values{"token": {token}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !found {
-		t.Errorf("the decoded payloads lack the step's output %q", marker)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != ui+"/" {
+		t.Fatalf("login: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	if resp.Header.Get("Access-Control-Allow-Origin") != ui {
-		t.Errorf("the UI's origin is not allowed: %q", resp.Header.Get("Access-Control-Allow-Origin"))
+	status, plain := decodeCall(t, browser, endpoint, ui, "", sealed)
+	if status != http.StatusOK || !strings.Contains(plain, marker) {
+		t.Errorf("the logged-in browser on the UI's page: %d %q", status, plain)
 	}
 }

@@ -3,6 +3,8 @@ package starter
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -61,8 +63,54 @@ func codecCommand() *cli.Command {
 				fmt.Fprintf(c.App.Writer, "key %s written to %s\n", id, c.String("out"))
 				return nil
 			},
+		}, {
+			Name:  "token",
+			Usage: "write a new token for `kedge codec-server --token-file` (mode 0600); refuses to overwrite one",
+			Flags: []cli.Flag{&cli.StringFlag{Name: "out", Usage: "token `FILE`", Required: true}, outputFlag},
+			Action: func(c *cli.Context) error {
+				if err := writeToken(c.String("out")); err != nil {
+					return failed("codec token: %v", err)
+				}
+				if jsonOutput(c) {
+					return writeJSON(c.App.Writer, map[string]string{"file": c.String("out")})
+				}
+				fmt.Fprintf(c.App.Writer, "codec server token written to %s\n", c.String("out"))
+				return nil
+			},
 		}},
 	}
+}
+
+// writeToken writes a new random codec server token to path, owner-only;
+// it never overwrites a file.
+func writeToken(path string) error {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(hex.EncodeToString(b) + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// readToken reads a codec server token file (owner-only, at least
+// codec.MinTokenBytes).
+func readToken(path string) ([]byte, error) {
+	data, err := secretfile.Read(path)
+	if err != nil {
+		return nil, err
+	}
+	token := bytes.TrimSpace(data)
+	if len(token) < codec.MinTokenBytes {
+		return nil, fmt.Errorf("%s: the token must be at least %d characters (make one with `kedge codec token --out %s`)", path, codec.MinTokenBytes, path)
+	}
+	return token, nil
 }
 
 func codecServerCommand() *cli.Command {
@@ -72,24 +120,22 @@ func codecServerCommand() *cli.Command {
 		Flags: []cli.Flag{
 			codecKeyFlag,
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8234", Usage: "`HOST:PORT` to listen on"},
-			&cli.StringSliceFlag{Name: "ui-origin", Value: cli.NewStringSlice("http://127.0.0.1:8233"), Usage: "Web UI `ORIGIN` allowed to call it (repeatable)"},
+			&cli.StringSliceFlag{Name: "ui-origin", Value: cli.NewStringSlice("http://127.0.0.1:8233"), Usage: "Web UI `ORIGIN` allowed to call it (repeatable; the first is where a login returns to)"},
 			&cli.StringSliceFlag{Name: "host", Usage: "`HOST:PORT` browsers reach it as (repeatable; default: the listen address when it is loopback, else any)"},
-			&cli.StringFlag{Name: "token-file", Usage: "`FILE` (owner-only) with a token every request must carry as `Authorization: Bearer TOKEN`, e.g. added by an authenticating proxy in front", EnvVars: []string{"KEDGE_CODEC_TOKEN_FILE"}},
+			&cli.StringFlag{Name: "token-file", Usage: "`FILE` (owner-only; `kedge codec token` makes one) with the token a request needs: as `Authorization: Bearer TOKEN` (the CLI, an authenticating proxy), or pasted once at /login by a browser, which then holds a session cookie", EnvVars: []string{"KEDGE_CODEC_TOKEN_FILE"}},
 		},
 		Action: func(c *cli.Context) error {
+			f := c.String("token-file")
+			if f == "" {
+				return usageError("codec-server: --token-file is required: whoever reaches a codec server without a token reads every payload (make one with `kedge codec token --out FILE`)")
+			}
+			token, err := readToken(f)
+			if err != nil {
+				return usageError("codec-server: --token-file: %v", err)
+			}
 			cd, err := loadCodec(codecKeyPath(c))
 			if err != nil {
 				return err
-			}
-			var token []byte
-			if f := c.String("token-file"); f != "" {
-				data, err := secretfile.Read(f)
-				if err != nil {
-					return usageError("codec-server: --token-file: %v", err)
-				}
-				if token = bytes.TrimSpace(data); len(token) < 16 {
-					return usageError("codec-server: --token-file %s: the token must be at least 16 characters", f)
-				}
 			}
 			ln, err := net.Listen("tcp", c.String("listen"))
 			if err != nil {
@@ -97,23 +143,22 @@ func codecServerCommand() *cli.Command {
 			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			fmt.Fprintf(c.App.ErrWriter, "kedge codec-server on http://%s (key %s); set it as the Web UI's codec endpoint\n", ln.Addr(), cd.ActiveKey())
 			hosts := c.StringSlice("host")
 			if len(hosts) == 0 {
 				hosts = codec.LoopbackHosts(ln.Addr().String())
 			}
-			return serveCodec(ctx, ln, cd, c.StringSlice("ui-origin"), hosts, token)
+			h, err := cd.Endpoint(codec.EndpointOptions{Token: token, Origins: c.StringSlice("ui-origin"), Hosts: hosts})
+			if err != nil {
+				return usageError("codec-server: %v", err)
+			}
+			fmt.Fprintf(c.App.ErrWriter, "kedge codec-server on http://%s (key %s); set it as the Web UI's codec endpoint, with includeCredentials; browsers log in at /login with the token in %s\n", ln.Addr(), cd.ActiveKey(), f)
+			return serveCodec(ctx, ln, h)
 		},
 	}
 }
 
-// serveCodec serves the codec endpoint on ln until ctx ends; with a
-// token, only to requests that carry it.
-func serveCodec(ctx context.Context, ln net.Listener, cd *codec.Codec, origins, hosts []string, token []byte) error {
-	h := cd.Handler(origins, hosts)
-	if token != nil {
-		h = codec.RequireToken(token, h)
-	}
+// serveCodec serves the codec endpoint h on ln until ctx ends.
+func serveCodec(ctx context.Context, ln net.Listener, h http.Handler) error {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()

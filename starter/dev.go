@@ -2,6 +2,8 @@ package starter
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -94,6 +96,52 @@ func devCodec(path string, out io.Writer) (*codec.Codec, error) {
 	return loadCodec(path)
 }
 
+// devTokenPath is where kedge dev keeps its codec endpoint's token.
+func devTokenPath(o DevOptions) string {
+	dir := o.DataDir
+	if dir == "" {
+		dir = "."
+	}
+	return filepath.Join(dir, "codec-token")
+}
+
+// startDevCodec serves kedge dev's codec endpoint on a free loopback port,
+// for its Web UI's origin only and with a token: the one in the data
+// directory (made on first use; its path is printed, never it), or a
+// browser session from /login. It returns the endpoint and a one-time
+// login link for the operator, who started kedge dev: another local user
+// reaches the endpoint, the Web UI and its settings, but holds neither.
+func startDevCodec(ctx context.Context, o DevOptions, cd *codec.Codec, out io.Writer) (string, string, error) {
+	path := devTokenPath(o)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		if err := writeToken(path); err != nil {
+			return "", "", failed("dev: codec token: %v", err)
+		}
+		fmt.Fprintf(out, "kedge dev: new codec endpoint token in %s\n", path)
+	}
+	token, err := readToken(path)
+	if err != nil {
+		return "", "", failed("dev: codec token: %v", err)
+	}
+	code := make([]byte, 16)
+	if _, err := rand.Read(code); err != nil {
+		return "", "", failed("dev: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", "", failed("dev: codec endpoint: %v", err)
+	}
+	h, err := cd.Endpoint(codec.EndpointOptions{Token: token, Origins: []string{"http://" + o.UIAddress},
+		Hosts: codec.LoopbackHosts(ln.Addr().String()), LoginCode: hex.EncodeToString(code)})
+	if err != nil {
+		ln.Close()
+		return "", "", failed("dev: %v", err)
+	}
+	go func() { _ = serveCodec(ctx, ln, h) }()
+	url := "http://" + ln.Addr().String()
+	return url, url + "/login?code=" + hex.EncodeToString(code), nil
+}
+
 func defaultDataDir() string {
 	if d, err := os.UserCacheDir(); err == nil {
 		return filepath.Join(d, "kedge", "dev")
@@ -138,16 +186,14 @@ func RunDev(ctx context.Context, o DevOptions, out io.Writer) error {
 		return err
 	}
 	// The Web UI decodes payloads through a codec endpoint beside it.
-	var codecURL string
+	var codecURL, loginURL string
 	if o.UIAddress != "" {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return failed("dev: codec endpoint: %v", err)
+		if o.UIAddress, err = devserver.ResolveUIAddr(o.UIAddress); err != nil {
+			return failed("dev: %v", err)
 		}
-		codecURL = "http://" + ln.Addr().String()
-		go func() {
-			_ = serveCodec(ctx, ln, cd, []string{"http://" + o.UIAddress}, codec.LoopbackHosts(ln.Addr().String()), nil)
-		}()
+		if codecURL, loginURL, err = startDevCodec(ctx, o, cd, out); err != nil {
+			return err
+		}
 	}
 	srv, err := devserver.Start(ctx, devserver.Config{
 		DataDir: o.DataDir, FrontendAddr: o.Address, UIAddr: o.UIAddress, Namespace: o.Namespace, Logger: log,
@@ -173,6 +219,10 @@ func RunDev(ctx context.Context, o DevOptions, out io.Writer) error {
 	fmt.Fprintf(out, "kedge dev: Temporal %s (namespace %s), state in %s\n", srv.FrontendAddress(), srv.Namespace(), o.DataDir)
 	if u := srv.UIURL(); u != "" {
 		fmt.Fprintf(out, "kedge dev: Web UI %s\n", u)
+	}
+	if loginURL != "" {
+		fmt.Fprintf(out, "kedge dev: to see decoded payloads in the Web UI, open %s once in your browser (a one-time link: afterwards, log in at %s/login with the token in %s)\n",
+			loginURL, codecURL, devTokenPath(o))
 	}
 	if err := startDevWebhook(ctx, o, webhookCfg, cl, cd.DataConverter(), srv.UIURL(), out); err != nil {
 		return err

@@ -188,6 +188,7 @@ func (t *Team) prepare(ctx context.Context) error {
 	}
 	for _, args := range [][]string{
 		{"codec", "keygen", "--out", filepath.Join(dir, "codec.key")},
+		{"codec", "token", "--out", filepath.Join(dir, "codec-token")},
 		{"setup", "tls", "--out", filepath.Join(dir, "tls")},
 	} {
 		if _, err := os.Stat(args[len(args)-1]); err == nil {

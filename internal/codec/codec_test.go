@@ -3,13 +3,9 @@ package codec
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -130,81 +126,6 @@ func TestKeyFileErrorsNameFileAndLine(t *testing.T) {
 	}
 }
 
-func TestHandlerDecodesForTheWebUI(t *testing.T) {
-	_, c := newKeyFile(t)
-	sealed, _ := c.Encode([]*commonpb.Payload{{Metadata: map[string][]byte{"encoding": []byte("json/plain")}, Data: []byte(`"open"`)}})
-	body, err := json.Marshal(map[string]any{"payloads": []any{map[string]any{
-		"metadata": map[string]string{"encoding": "YmluYXJ5L2VuY3J5cHRlZA==", MetadataKeyID: b64(sealed[0].Metadata[MetadataKeyID])},
-		"data":     b64(sealed[0].Data),
-	}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(nil)
-	srv.Config.Handler = c.Handler([]string{"http://127.0.0.1:8233"}, LoopbackHosts(srv.Listener.Addr().String()))
-	srv.Start()
-	defer srv.Close()
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/decode", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Origin", "http://127.0.0.1:8233")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var got struct {
-		Payloads []struct{ Data string } `json:"payloads"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || len(got.Payloads) != 1 || got.Payloads[0].Data != b64([]byte(`"open"`)) {
-		t.Fatalf("decode: status %d, %+v %v", resp.StatusCode, got, err)
-	}
-	if resp.Header.Get("Access-Control-Allow-Origin") != "http://127.0.0.1:8233" {
-		t.Errorf("CORS header = %q", resp.Header.Get("Access-Control-Allow-Origin"))
-	}
-	req, _ = http.NewRequest(http.MethodPost, srv.URL+"/decode", bytes.NewReader(body))
-	req.Header.Set("Origin", "http://evil.example")
-	resp2, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp2.Body.Close()
-	if resp2.Header.Get("Access-Control-Allow-Origin") != "" {
-		t.Error("a foreign origin was allowed")
-	}
-
-	// Another Host (a rebinding name for this address), /encode, and a
-	// body over the cap are refused.
-	post := func(path, host string, body []byte) int {
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+path, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		if host != "" {
-			req.Host = host
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	if code := post("/decode", "rebound.evil.example", body); code != http.StatusMisdirectedRequest {
-		t.Errorf("another Host: %d", code)
-	}
-	if code := post("/encode", "", body); code != http.StatusForbidden {
-		t.Errorf("/encode: %d", code)
-	}
-	if code := post("/decode", "", bytes.Repeat([]byte(" "), MaxRequestBytes+1)); code == http.StatusOK {
-		t.Errorf("a body over the cap: %d", code)
-	}
-	if LoopbackHosts("0.0.0.0:8234") != nil || len(LoopbackHosts("127.0.0.1:8234")) != 3 {
-		t.Error("LoopbackHosts")
-	}
-	// Listening on another loopback address, it answers to that one too.
-	if hosts := LoopbackHosts("127.0.50.7:8234"); !slices.Contains(hosts, "127.0.50.7:8234") || slices.Contains(hosts, "127.0.50.8:8234") {
-		t.Errorf("LoopbackHosts(127.0.50.7:8234) = %v", hosts)
-	}
-}
-
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
 // Without a user config directory there is no default key path (never a
@@ -220,34 +141,5 @@ func TestNoDefaultPathWithoutAConfigDir(t *testing.T) {
 	}
 	if _, err := Generate(""); !errors.Is(err, ErrNoPath) {
 		t.Errorf("Generate: %v", err)
-	}
-}
-
-// With a token, only requests carrying it are decoded; preflights pass
-// (browsers send them without credentials).
-func TestRequireToken(t *testing.T) {
-	reached := 0
-	h := RequireToken([]byte("0123456789abcdef"), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached++ }))
-	for _, c := range []struct {
-		method, auth string
-		want         int
-	}{
-		{http.MethodPost, "", http.StatusUnauthorized},
-		{http.MethodPost, "Bearer wrong", http.StatusUnauthorized},
-		{http.MethodPost, "Bearer 0123456789abcdef0", http.StatusUnauthorized},
-		{http.MethodPost, "0123456789abcdef", http.StatusUnauthorized},
-		{http.MethodPost, "Bearer 0123456789abcdef", http.StatusOK},
-		{http.MethodOptions, "", http.StatusOK},
-	} {
-		before := reached
-		req := httptest.NewRequest(c.method, "/decode", nil)
-		if c.auth != "" {
-			req.Header.Set("Authorization", c.auth)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != c.want || (c.want == http.StatusOK) != (reached > before) {
-			t.Errorf("%s %q: %d (handler reached: %v), want %d", c.method, c.auth, rec.Code, reached > before, c.want)
-		}
 	}
 }

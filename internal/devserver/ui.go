@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	uiserver "github.com/temporalio/ui-server/v2/server"
@@ -35,7 +36,7 @@ func (s *Server) startUI(ctx context.Context) error {
 		DisableNewsFetch:    true,
 		HideLogs:            true,
 		CORS:                uiconfig.CORS{CookieInsecure: true}, // plain http
-		Codec:               uiconfig.Codec{Endpoint: s.cfg.CodecEndpoint},
+		Codec:               uiCodec(s.cfg.CodecEndpoint),
 		TLS:                 s.uiTLS(),
 	}))
 	go func() { _ = ui.Start() }()
@@ -58,6 +59,39 @@ func (s *Server) startUI(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// uiCodec points the Web UI at Kedge's codec endpoint. The page calls it
+// with the browser's cookies (includeCredentials): the endpoint decodes
+// only for a browser that logged in at its /login, which a failed decode
+// links to.
+func uiCodec(endpoint string) uiconfig.Codec {
+	if endpoint == "" {
+		return uiconfig.Codec{}
+	}
+	return uiconfig.Codec{
+		Endpoint:            endpoint,
+		IncludeCredentials:  true,
+		DefaultErrorMessage: "Kedge's payloads are decoded for browsers logged in to its codec endpoint: open the link kedge dev printed, or log in here with its codec token.",
+		DefaultErrorLink:    strings.TrimRight(endpoint, "/") + "/login",
+	}
+}
+
+// ResolveUIAddr is the address the Web UI will listen on for addr: its
+// host as the UI binds it (127.0.0.1 for "" or localhost) and, for port
+// 0, a free port, so that what must know the UI's origin before it starts
+// (its codec endpoint) knows it.
+func ResolveUIAddr(addr string) (string, error) {
+	host, port, err := splitAddr(addr)
+	if err != nil {
+		return "", fmt.Errorf("web UI: %w", err)
+	}
+	if port == 0 {
+		if port, err = resolvePort(host, 0); err != nil {
+			return "", fmt.Errorf("web UI: %w", err)
+		}
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port)), nil
 }
 
 // uiTLS is how the Web UI dials a frontend that wants mutual TLS.
