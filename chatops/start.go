@@ -213,6 +213,7 @@ func (s *Server) start(ctx context.Context, req *startRequest, in workflows.Runb
 	// Started as `kedge run` starts runbooks, so the Web UI lists and
 	// filters it the same way.
 	md := workflows.Describe(in)
+	in = workflows.Admit(in, s.now())
 	run, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                                       id,
 		TaskQueue:                                s.taskQueue(),

@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -125,7 +126,7 @@ type chat struct {
 
 // startChat writes a ChatOps config for cluster lab (inventory inv) and
 // serves it over real HTTP. U0SRE may start and approve anything;
-// U0DEV may only start; the CI key may start hello-hook.
+// U0DEV may only start; the CI key may start hello-hook and hello-once.
 func startChat(t *testing.T, inv, runbookDir string) *chat {
 	t.Helper()
 	workerServes(inv)
@@ -155,7 +156,7 @@ allow:
   - name: ci
     webhookKeys: [ci]
     clusters: [lab]
-    start: [hello-hook]
+    start: [hello-hook, hello-once]
 `, inv, runbookDir, recv.URL)
 	cfgPath := filepath.Join(dir, "chatops.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o644); err != nil {
@@ -302,6 +303,38 @@ func chatRuns(t *testing.T, id string, want int) {
 	}
 }
 
+// typeCount counts every run of a workflow type (a runbook runs under
+// its name), whatever its workflow ID.
+func typeCount(t *testing.T, workflowType string) int {
+	t.Helper()
+	resp, err := world.client.CountWorkflow(t.Context(), &workflowservice.CountWorkflowExecutionsRequest{Namespace: world.srv.Namespace(), Query: fmt.Sprintf("WorkflowType = '%s'", workflowType)})
+	if err != nil {
+		t.Fatalf("count runs of %s: %v", workflowType, err)
+	}
+	return int(resp.GetCount())
+}
+
+// typeRuns waits for want runs of a workflow type, as chatRuns does.
+func typeRuns(t *testing.T, workflowType string, want int) {
+	t.Helper()
+	eventually(t, 10*time.Second, fmt.Sprintf("%d runs of %s", want, workflowType), func() bool { return typeCount(t, workflowType) == want })
+	time.Sleep(500 * time.Millisecond)
+	if n := typeCount(t, workflowType); n != want {
+		t.Errorf("%s ran %d times, want %d", workflowType, n, want)
+	}
+}
+
+// startedID is the workflow ID a Slack reply names: RUNBOOK/CLUSTER/...,
+// derived from the request.
+func startedID(t *testing.T, r reply, runbook string) string {
+	t.Helper()
+	m := regexp.MustCompile("`(" + regexp.QuoteMeta(runbook+"/lab/") + "[^`]+)`").FindStringSubmatch(r.Text)
+	if m == nil {
+		t.Fatalf("the reply names no run of %s: %d %s %s", runbook, r.status, r.outcome, r.raw)
+	}
+	return m[1]
+}
+
 // decisions lists the decisions a workflow accepted through updates, from
 // its history (sealed payloads opened with the world's key).
 func decisions(t *testing.T, id string) []workflows.Decision {
@@ -332,7 +365,6 @@ func TestWebhookSlackSwapKubeletOnALabCluster(t *testing.T) {
 	cp, inv := kubeLab(t)
 	freshNodes(t, cp, "worker-1", "worker-2")
 	c := startChat(t, inv, t.TempDir())
-	const id = "kubelet-image-swap/lab"
 	text := "swap-kubelet lab image=quay.io/poseidon/kubelet:v1.35.5 max-unavailable=2 nodes=workers"
 
 	first := c.slashRequest("U0SRE", text, "trigger-swap-1", time.Now(), itSigningSecret)
@@ -340,6 +372,7 @@ func TestWebhookSlackSwapKubeletOnALabCluster(t *testing.T) {
 	if r.status != 200 || r.outcome != "started" || r.ResponseType != "in_channel" {
 		t.Fatalf("swap-kubelet: %d %s %s", r.status, r.outcome, r.raw)
 	}
+	id := startedID(t, r, "kubelet-image-swap")
 	if r.took > 3*time.Second {
 		t.Errorf("the reply took %s; Slack gives up after 3s", r.took)
 	}
@@ -414,10 +447,13 @@ func TestWebhookSlackSwapKubeletOnALabCluster(t *testing.T) {
 		return strings.Contains(l.Text, "`"+id+"` completed")
 	})
 	// Once it has ended, a new swap may start.
-	if n := c.slash(t, "U0SRE", "swap-kubelet lab image=quay.io/poseidon/kubelet:v1.35.4 nodes=workers max-unavailable=2", "trigger-swap-5"); n.outcome != "started" {
-		t.Errorf("a swap after the first ended: %s %s", n.outcome, n.raw)
+	n := c.slash(t, "U0SRE", "swap-kubelet lab image=quay.io/poseidon/kubelet:v1.35.4 nodes=workers max-unavailable=2", "trigger-swap-5")
+	if n.outcome != "started" {
+		t.Fatalf("a swap after the first ended: %s %s", n.outcome, n.raw)
 	}
-	if err := waitClosed(t, id, 3*time.Minute); err != nil {
+	if back := startedID(t, n, "kubelet-image-swap"); back == id {
+		t.Errorf("the second swap runs under the first one's ID %s", id)
+	} else if err := waitClosed(t, back, 3*time.Minute); err != nil {
 		t.Fatalf("the swap back failed: %v", err)
 	}
 	c.recv.wait(t, time.Minute, "the second swap's result", func(p posted) bool {
@@ -464,11 +500,11 @@ func TestWebhookContinueButtonResumesAPausedRollout(t *testing.T) {
 		}
 	}
 	c := startChat(t, world.inventory, dir)
-	const id = "flaky-rollout/lab"
 	r := c.slash(t, "U0DEV", "run flaky-rollout lab nodes=worker-1,worker-2", "trigger-flaky")
 	if r.outcome != "started" || r.took > 3*time.Second {
 		t.Fatalf("run flaky-rollout: %s in %s: %s", r.outcome, r.took, r.raw)
 	}
+	id := startedID(t, r, "flaky-rollout")
 	ro := rolloutOf(t, id, "nodes")
 
 	// The pause is posted with buttons that carry it.
@@ -581,7 +617,6 @@ func TestWebhookHooksRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := startChat(t, world.inventory, dir)
-	const id = "hello-hook/lab"
 	// A request signed for signedID and sent under sentID (the same, but
 	// for the replay checks).
 	resend := func(body, key, signedID, sentID string, at time.Time) reply {
@@ -613,24 +648,22 @@ func TestWebhookHooksRun(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d with %q", bad.name, r.status, r.raw, bad.status, bad.says)
 		}
 	}
-	if latestRun(t, id) != "" {
-		t.Fatal("a refused request started a run")
-	}
+	typeRuns(t, "hello-hook", 0) // a refused request started nothing (only this test runs hello-hook on the world)
 	body := `{"runbook":"hello-hook","inventory":"lab","params":{"message":"from-ci","count":3}}`
 	r := hook(body, itHookKey, "ci-build-42", time.Now())
-	if r.status != 201 || json.Unmarshal([]byte(r.raw), &resp) != nil || resp.Status != "started" || resp.WorkflowID != id || !strings.HasPrefix(resp.URL, itUIURL+"/") {
+	if r.status != 201 || json.Unmarshal([]byte(r.raw), &resp) != nil || resp.Status != "started" || !strings.HasPrefix(resp.WorkflowID, "hello-hook/lab/id-") || !strings.HasPrefix(resp.URL, itUIURL+"/") {
 		t.Fatalf("hook: %d %s", r.status, r.raw)
 	}
-	first := resp.RunID
+	id, first := resp.WorkflowID, resp.RunID
 	if err := waitClosed(t, id, time.Minute); err != nil {
 		t.Fatalf("hello-hook failed: %v", err)
 	}
 	// A retry of the same request, even after its run ended, starts nothing.
 	r = hook(body, itHookKey, "ci-build-42", time.Now())
-	if r.status != 200 || json.Unmarshal([]byte(r.raw), &resp) != nil || resp.Status != "existing" || resp.RunID != first {
+	if r.status != 200 || json.Unmarshal([]byte(r.raw), &resp) != nil || resp.Status != "existing" || resp.WorkflowID != id || resp.RunID != first {
 		t.Errorf("the retried hook: %d %s", r.status, r.raw)
 	}
-	chatRuns(t, id, 1)
+	typeRuns(t, "hello-hook", 1)
 	p, _ := progressOf(t, id)
 	if s := step(t, p, "hello"); s.State != workflows.StateSucceeded {
 		t.Errorf("hello: %+v", s)
@@ -639,13 +672,14 @@ func TestWebhookHooksRun(t *testing.T) {
 	if r := resend(body, itHookKey, "ci-build-42", "ci-build-44", time.Now()); r.status != 401 || !strings.Contains(r.raw, "bad signature") {
 		t.Errorf("another request ID under ci-build-42's signature: %d %s", r.status, r.raw)
 	}
-	chatRuns(t, id, 1)
+	typeRuns(t, "hello-hook", 1)
 	// A new request ID is a new run.
-	if r := hook(body, itHookKey, "ci-build-43", time.Now()); r.status != 201 {
-		t.Errorf("a new request: %d %s", r.status, r.raw)
+	r = hook(body, itHookKey, "ci-build-43", time.Now())
+	if r.status != 201 || json.Unmarshal([]byte(r.raw), &resp) != nil || resp.WorkflowID == id {
+		t.Fatalf("a new request: %d %s", r.status, r.raw)
 	}
-	chatRuns(t, id, 2)
-	_ = waitClosed(t, id, time.Minute)
+	typeRuns(t, "hello-hook", 2)
+	_ = waitClosed(t, resp.WorkflowID, time.Minute)
 	// Without a request ID, the same signed bytes replayed after the run
 	// ended (within the signature's five minutes) start nothing: they get
 	// the first answer.
@@ -655,14 +689,14 @@ func TestWebhookHooksRun(t *testing.T) {
 	if r.status != 201 || json.Unmarshal([]byte(r.raw), &resp) != nil {
 		t.Fatalf("hook without a request ID: %d %s", r.status, r.raw)
 	}
-	third := resp.RunID
-	chatRuns(t, id, 3)
-	_ = waitClosed(t, id, time.Minute)
+	third := resp
+	typeRuns(t, "hello-hook", 3)
+	_ = waitClosed(t, third.WorkflowID, time.Minute)
 	r = resend(noID, itHookKey, "", "", at)
-	if r.status != 200 || json.Unmarshal([]byte(r.raw), &resp) != nil || resp.Status != "existing" || resp.RunID != third {
+	if r.status != 200 || json.Unmarshal([]byte(r.raw), &resp) != nil || resp.Status != "existing" || resp.WorkflowID != third.WorkflowID || resp.RunID != third.RunID {
 		t.Errorf("the replayed signed request: %d %s", r.status, r.raw)
 	}
-	chatRuns(t, id, 3)
+	typeRuns(t, "hello-hook", 3)
 }
 
 // `kedge dev` starts the webhook beside its worker: with no signing secret
@@ -734,7 +768,7 @@ allow:
 	}
 	c := &chat{url: "http://" + addr, recv: recv}
 	r := c.send(t, c.slashRequest("U0SRE", "run hello-hook lab message=from-dev", "trigger-dev", time.Now(), strings.TrimSpace(string(secret))))
-	if r.outcome != "started" || r.took > 3*time.Second || !strings.Contains(r.Text, "`hello-hook/lab`") {
+	if r.outcome != "started" || r.took > 3*time.Second || !strings.Contains(r.Text, "`hello-hook/lab/") {
 		t.Fatalf("a command to kedge dev: %d %s in %s: %s", r.status, r.outcome, r.took, r.raw)
 	}
 	recv.wait(t, time.Minute, "dev's worker to post the result", func(p posted) bool {
@@ -767,10 +801,11 @@ func TestWebhookApprovalGates(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := startChat(t, world.inventory, dir)
-	const id = "gated/lab"
-	if r := c.slash(t, "U0SRE", "run gated lab", "trigger-gated"); r.outcome != "started" {
+	r := c.slash(t, "U0SRE", "run gated lab", "trigger-gated")
+	if r.outcome != "started" {
 		t.Fatalf("run gated: %s", r.raw)
 	}
+	id := startedID(t, r, "gated")
 	first := c.recv.wait(t, 30*time.Second, "the first gate posted", func(p posted) bool {
 		return len(p.Blocks) == 2 && strings.Contains(p.Text, "`first-gate`: Go on to the second gate?")
 	})
@@ -792,7 +827,7 @@ func TestWebhookApprovalGates(t *testing.T) {
 	if err := json.Unmarshal(second.Blocks[1], &actions); err != nil || len(actions.Elements) != 2 {
 		t.Fatalf("buttons: %v", err)
 	}
-	r := c.send(t, c.clickRequest(t, "U0SRE", chatops.ActionAbort, actions.Elements[1].Value, "1700000100.1", time.Now(), itSigningSecret))
+	r = c.send(t, c.clickRequest(t, "U0SRE", chatops.ActionAbort, actions.Elements[1].Value, "1700000100.1", time.Now(), itSigningSecret))
 	if r.outcome != "decided" || !strings.Contains(r.Text, "rejected `second-gate`") {
 		t.Fatalf("Abort on a gate: %s %s", r.outcome, r.raw)
 	}
@@ -820,11 +855,9 @@ func TestWebhookApprovalGates(t *testing.T) {
 			Namespace: world.srv.Namespace(), Query: "WorkflowId = '" + cliID + "' AND ExecutionStatus = 'Running'"})
 		return err == nil && len(resp.GetExecutions()) == 1
 	})
-	runs := latestRun(t, id)
+	beside := typeCount(t, "gated")
 	if r := c.slash(t, "U0SRE", "run gated lab", "trigger-gated-beside"); r.outcome != "conflict" || !strings.Contains(r.Text, "gated is already running on lab") || !strings.Contains(r.Text, url.PathEscape(cliID)) {
 		t.Errorf("a chat run beside a CLI run: %s %s", r.outcome, r.raw)
 	}
-	if latestRun(t, id) != runs {
-		t.Error("a run started beside the CLI's")
-	}
+	typeRuns(t, "gated", beside) // none started beside the CLI's
 }
