@@ -90,8 +90,8 @@ bench: deps kube-tools
 # Every fuzz target (package:Func). `make test` runs each on its seed
 # corpus; `make fuzz` mutates each for FUZZTIME.
 FUZZTIME ?= 1m
-FUZZ_TARGETS := ./runbooks/source:FuzzParse ./runbooks:FuzzLoadRunbook ./runbooks:FuzzDecodeInventory \
-	./chatops:FuzzConfig ./chatops:FuzzHook ./chatops:FuzzParseCommand
+FUZZ_TARGETS := ./runbooks/source:FuzzParse ./runbooks/source:FuzzExpandedSize ./runbooks:FuzzLoadRunbook ./runbooks:FuzzDecodeInventory \
+	./runbooks/expr:FuzzEval ./chatops:FuzzConfig ./chatops:FuzzHook ./chatops:FuzzParseCommand
 
 ## fuzz: run each fuzz target for FUZZTIME (default 1m); a crash stops it and is kept under testdata/fuzz
 fuzz:

@@ -1,11 +1,14 @@
 package source
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 )
 
 // aliasFlood is a runbook-shaped document just under MaxFileBytes: one
@@ -53,4 +56,62 @@ func TestParseRefusesAliasesExpandingPastTheByteBound(t *testing.T) {
 	if _, err := Parse("small.yaml", []byte("a: &a \""+strings.Repeat("y", 1000)+"\"\nb: [*a, *a, *a]\n")); err != nil {
 		t.Errorf("small aliases: %v", err)
 	}
+}
+
+// naiveExpansion walks n expanding every alias, as a loader copying the
+// document out would, and stops once past either bound.
+func naiveExpansion(n *yaml.Node) (nodes, text int) {
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if nodes > MaxNodes || text > MaxExpandedBytes {
+			return
+		}
+		nodes++
+		if n.Kind == yaml.ScalarNode {
+			text += len(n.Value)
+		}
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			walk(n.Alias)
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(n)
+	return nodes, text
+}
+
+// FuzzExpandedSize: a document Parse accepts expands, aliases and all,
+// within MaxNodes and MaxExpandedBytes; one it refuses for its aliases
+// really expands past one of them (measured by expanding it, bounded).
+func FuzzExpandedSize(f *testing.F) {
+	for _, seed := range []string{"a: 1\n", "a: &x [1, 2]\nb: *x\n", bomb(3), bomb(6), "a: &a \"" + strings.Repeat("y", 5000) + "\"\nb: [" + strings.Repeat("*a, ", 900) + "*a]\n",
+		"a: &a\n  b: *a\n", "--- \n---\na: &s ssss\nb: [*s, *s]\n", "? &k [a, b]\n: *k\n"} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		docs, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			if !strings.Contains(err.Error(), "aliases expand the document") {
+				return
+			}
+			// Every document parsed again, the one refused must be over.
+			dec := yaml.NewDecoder(bytes.NewReader(data))
+			for {
+				var n yaml.Node
+				if dec.Decode(&n) != nil {
+					break
+				}
+				if nodes, size := naiveExpansion(&n); nodes > MaxNodes || size > MaxExpandedBytes {
+					return
+				}
+			}
+			t.Fatalf("refused a document within the bounds: %v", err)
+		}
+		for _, d := range docs {
+			if nodes, size := naiveExpansion(d.Root); nodes > MaxNodes || size > MaxExpandedBytes {
+				t.Fatalf("accepted a document that expands to %d nodes, %d bytes", nodes, size)
+			}
+		}
+	})
 }
