@@ -11,7 +11,7 @@ LAB_HOSTS ?= 3
 STATICCHECK_VERSION   := v0.8.2
 WORKFLOWCHECK_VERSION := v0.6.0
 
-.PHONY: all build dev team chaos test unit integration lint bench fuzz deps tools clean record-histories kube-tools vault-tools temporal-tools
+.PHONY: all build dev team chaos test unit integration lint bench fuzz deps tools clean record-histories kube-tools vault-tools temporal-tools kedge-temporal
 
 all: build
 
@@ -29,8 +29,8 @@ dev: deps build kube-tools vault-tools
 ## as local processes (Temporal on PostgreSQL with mutual TLS, Web UI, codec
 ## server, two workers, webhook); then, in another shell:
 ##   set -a; . .lab/team.env; set +a; bin/kedge list
-team: deps build kube-tools vault-tools temporal-tools
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) $(BIN)/kedge-lab --team --dir $(LAB_DIR) --hosts $(LAB_HOSTS)
+team: deps build kube-tools vault-tools temporal-tools kedge-temporal
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) KEDGE_SERVER_TOOLS=$$(bash scripts/kedge-temporal.sh) $(BIN)/kedge-lab --team --dir $(LAB_DIR) --hosts $(LAB_HOSTS)
 
 # The test world's hosts listen on fixed loopback addresses: one run at a
 # time per machine (the lock waits for the other).
@@ -39,20 +39,20 @@ IT_LOCK ?= /tmp/kedge-it.lock
 ## test: lint, unit tests, integration tests against real servers. (On a
 ## fresh machine the builds are CPU-bound: run beside the lint they took
 ## 5 minutes longer than one after the other.)
-test: deps lint kube-tools vault-tools temporal-tools
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) flock -o $(IT_LOCK) $(GO) test -count=1 -timeout 45m ./...
+test: deps lint kube-tools vault-tools temporal-tools kedge-temporal
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) KEDGE_SERVER_TOOLS=$$(bash scripts/kedge-temporal.sh) flock -o $(IT_LOCK) $(GO) test -count=1 -timeout 45m ./...
 
 ## chaos: the full set of seeded fault runs against the team install; prints
 ## a table (fault, runs, completed, paused, violations), fails on a violation.
 ## KEDGE_CHAOS_SEED=N picks the fault points (default 1).
-chaos: deps kube-tools vault-tools temporal-tools
-	KEDGE_CHAOS=full KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) flock -o $(IT_LOCK) $(GO) test -count=1 -v -run '^TestChaos$$' -timeout 90m ./integration/team/
+chaos: deps kube-tools vault-tools temporal-tools kedge-temporal
+	KEDGE_CHAOS=full KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) KEDGE_SERVER_TOOLS=$$(bash scripts/kedge-temporal.sh) flock -o $(IT_LOCK) $(GO) test -count=1 -v -run '^TestChaos$$' -timeout 90m ./integration/team/
 
 unit:
 	$(GO) test -count=1 -short ./...
 
-integration: deps kube-tools vault-tools temporal-tools
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) flock -o $(IT_LOCK) $(GO) test -count=1 -timeout 45m ./integration/...
+integration: deps kube-tools vault-tools temporal-tools kedge-temporal
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) KEDGE_SERVER_TOOLS=$$(bash scripts/kedge-temporal.sh) flock -o $(IT_LOCK) $(GO) test -count=1 -timeout 45m ./integration/...
 
 ## kube-tools: build etcd and the Kubernetes control plane for the test world
 ## (cached per pinned version; minutes the first time on a machine)
@@ -68,6 +68,12 @@ vault-tools:
 ## server at go.mod's versions for the team topology (cached)
 temporal-tools:
 	@bash scripts/temporal-tools.sh >/dev/null
+
+## kedge-temporal: build Kedge's Temporal server (cmd/kedge-temporal, which
+## authorizes calls by certificate role) for the team topology (cached per
+## server version and source hash)
+kedge-temporal:
+	@bash scripts/kedge-temporal.sh >/dev/null
 
 ## lint: gofmt, go vet, staticcheck, workflowcheck (determinism of workflows/)
 lint: tools

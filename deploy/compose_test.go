@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io/fs"
 	"net"
@@ -19,7 +20,9 @@ import (
 	"go.temporal.io/server/common/dynamicconfig"
 
 	"kedge.dev/kedge/internal/composefile"
+	"kedge.dev/kedge/internal/mtls"
 	"kedge.dev/kedge/starter"
+	"kedge.dev/kedge/worker"
 )
 
 const root = ".." // the repository
@@ -36,9 +39,9 @@ type (
 // template and entrypoint, the UI server's config; admin-tools runs this
 // repository's scripts, which name what they read; postgres as its image
 // documents.
-func imageEnv(t *testing.T, s *service, ms []mount) []string {
+func imageEnv(t *testing.T, c *compose, s *service, ms []mount) []string {
 	t.Helper()
-	img, _ := imageName(s.Image)
+	img, _ := program(t, c, s)
 	switch img {
 	case "postgres":
 		return []string{"POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_DB", "PGDATA"}
@@ -130,12 +133,46 @@ func imageName(image string) (name, tag string) { return composefile.ImageName(i
 func kedgeServices(c *compose) []string {
 	var names []string
 	for name, s := range c.Services {
-		if s.Build != nil {
+		if isKedge(c, s) {
 			names = append(names, name)
 		}
 	}
 	slices.Sort(names)
 	return names
+}
+
+// isKedge says whether a service runs the kedge binary (the image of
+// x-kedge-build).
+func isKedge(c *compose, s *service) bool { return s.Build != nil && *s.Build == c.KedgeBuild }
+
+// serverDockerfile is the Dockerfile of Kedge's Temporal server: the
+// official server image with cmd/kedge-temporal as its temporal-server.
+const serverDockerfile = "deploy/temporal/Dockerfile"
+
+// program is the image whose program a service runs and its tag: the
+// service's image, or for Kedge's server build the official image it
+// starts from (whose entrypoint, config template and healthcheck tools it
+// keeps). A kedge service's is its own image.
+func program(t *testing.T, c *compose, s *service) (string, string) {
+	t.Helper()
+	if s.Build == nil || isKedge(c, s) {
+		return imageName(s.Image)
+	}
+	froms := dockerfileFroms(t, path.Join(s.Build.Context, s.Build.Dockerfile))
+	if len(froms) == 0 {
+		return "", ""
+	}
+	return imageName(froms[len(froms)-1])
+}
+
+// dockerfileFroms are the images a Dockerfile's stages start from.
+func dockerfileFroms(t *testing.T, rel string) []string {
+	t.Helper()
+	var out []string
+	for _, m := range regexp.MustCompile(`(?m)^FROM\s+(\S+)`).FindAllStringSubmatch(readFile(t, rel), -1) {
+		out = append(out, m[1])
+	}
+	return out
 }
 
 // Every image is pinned to a version; Temporal's schema tool is the
@@ -146,13 +183,15 @@ func TestComposeImagesArePinned(t *testing.T) {
 	pinned := regexp.MustCompile(`^\d+(\.\d+)*$`)
 	versions := map[string]string{}
 	for name, s := range c.Services {
-		img, tag := imageName(s.Image)
-		if s.Build != nil {
+		img, tag := program(t, c, s)
+		if s.Build != nil && !isKedge(c, s) {
+			if s.Image != "kedge-temporal:local" || s.Build.Context != c.KedgeBuild.Context || s.Build.Dockerfile != serverDockerfile {
+				t.Errorf("%s: builds %+v as %q: only the server is built other than x-kedge-build, as kedge-temporal:local from %s", name, *s.Build, s.Image, serverDockerfile)
+			}
+		}
+		if isKedge(c, s) {
 			if s.Image != "kedge:local" {
 				t.Errorf("%s: a kedge service is tagged kedge:local, got %q", name, s.Image)
-			}
-			if *s.Build != c.KedgeBuild {
-				t.Errorf("%s: builds %+v, not x-kedge-build %+v", name, *s.Build, c.KedgeBuild)
 			}
 			continue
 		}
@@ -229,6 +268,96 @@ func TestDockerfileBuildsTheKedgeBinary(t *testing.T) {
 		if !strings.Contains(ignore, secret) {
 			t.Errorf(".dockerignore does not keep %s out of the build context", secret)
 		}
+	}
+}
+
+// Kedge's Temporal server: the official server image (the version the
+// other checks read) with its temporal-server replaced by a static build
+// of cmd/kedge-temporal, at the path the image's entrypoint runs it from;
+// the compose file's server builds it.
+func TestServerDockerfileBuildsKedgeTemporal(t *testing.T) {
+	c, _ := load(t)
+	srv := c.Services["temporal"]
+	if srv == nil || srv.Build == nil || srv.Build.Dockerfile != serverDockerfile {
+		t.Fatalf("the temporal service is not built from %s: %+v", serverDockerfile, srv)
+	}
+	text := readFile(t, serverDockerfile)
+	froms := dockerfileFroms(t, serverDockerfile)
+	if len(froms) != 2 {
+		t.Fatalf("want a build stage and the server image, got FROM %v", froms)
+	}
+	goVersion := regexp.MustCompile(`(?m)^go (\S+)$`).FindStringSubmatch(readFile(t, "go.mod"))
+	if img, tag := imageName(froms[0]); img != "golang" || goVersion == nil || !strings.HasPrefix(tag, goVersion[1]) {
+		t.Errorf("build image %s does not match go.mod's go %v", froms[0], goVersion)
+	}
+	if img, _ := imageName(froms[1]); img != "temporalio/server" {
+		t.Errorf("final image %s is not the official server image", froms[1])
+	}
+	if !strings.Contains(text, "CGO_ENABLED=0") {
+		t.Error("the server is not built with CGO_ENABLED=0 (static, as the official one)")
+	}
+	m := regexp.MustCompile(`go build [^\n]*-o (\S+) (\./\S+)`).FindStringSubmatch(text)
+	if m == nil || m[2] != "./cmd/kedge-temporal" {
+		t.Fatalf("no `go build ... -o OUT ./cmd/kedge-temporal` in %s: %v", serverDockerfile, m)
+	}
+	if main := readFile(t, "cmd/kedge-temporal/main.go"); !strings.Contains(main, "package main") || !strings.Contains(main, "temporal.WithAuthorizer(") ||
+		!strings.Contains(main, "temporal.WithClaimMapper(") {
+		t.Error("cmd/kedge-temporal is not a main package that passes an authorizer and a claim mapper")
+	}
+	// Where the official image keeps temporal-server, which its entrypoint
+	// runs by name: from the server module's own Dockerfile and script.
+	dir := moduleDir(t, "go.temporal.io/server")
+	official, err := os.ReadFile(filepath.Join(dir, "docker/targets/server.Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dest := regexp.MustCompile(`(?m)^COPY [^\n]*/temporal-server (\S+)$`).FindSubmatch(official)
+	entry, err := os.ReadFile(filepath.Join(dir, "docker/scripts/sh/entrypoint.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dest == nil || !regexp.MustCompile(`(?m)^exec temporal-server start`).Match(entry) {
+		t.Fatalf("the official image no longer copies temporal-server to a directory and runs it by name: %q", dest)
+	}
+	want := path.Join(string(dest[1]), "temporal-server")
+	cp := regexp.MustCompile(`(?m)^COPY --from=build (\S+) (\S+)$`).FindStringSubmatch(text)
+	if cp == nil || cp[1] != m[1] || cp[2] != want {
+		t.Errorf("the server image does not copy the built %s over %s: %v", m[1], want, cp)
+	}
+	if regexp.MustCompile(`(?m)^(ENTRYPOINT|CMD|USER)`).MatchString(text) {
+		t.Error("the server image changes the official image's entrypoint, command or user")
+	}
+}
+
+// Each client of Temporal in the compose file dials with a certificate
+// `kedge setup tls` makes by default, whose role is the one its program
+// needs: the worker a worker of the task queue it polls, the webhook an
+// operator (it starts and approves runs), `kedge setup` an admin (the
+// namespace, search attributes), the Web UI a viewer (it asks no login).
+func TestComposeClientsHaveTheirRoles(t *testing.T) {
+	c, _ := load(t)
+	want := map[string]mtls.Role{"kedge-worker": mtls.RoleWorker, "kedge-webhook": mtls.RoleOperator,
+		"kedge-setup": mtls.RoleAdmin, "temporal-ui": mtls.RoleViewer}
+	for name, s := range c.Services {
+		cert := cmp.Or(s.Environment["TEMPORAL_TLS_CLIENT_CERT_PATH"], s.Environment["TEMPORAL_TLS_CERT"])
+		role, dials := want[name]
+		if cert == "" {
+			if dials {
+				t.Errorf("%s dials Temporal without a client certificate", name)
+			}
+			continue
+		}
+		client := strings.TrimSuffix(path.Base(cert), ".pem")
+		if !slices.Contains(mtls.DefaultClients, client) {
+			t.Errorf("%s dials with %s, which `kedge setup tls` does not make by default", name, cert)
+		}
+		if got := mtls.DefaultRole(client); got != role {
+			t.Errorf("%s dials with %s, a %s's certificate; it needs a %q's", name, cert, got, role)
+		}
+	}
+	// The worker's certificate may poll the queue the worker polls.
+	if q := expand(t, c.Services["kedge-worker"].Environment["KEDGE_TASK_QUEUE"]); q != worker.DefaultTaskQueue {
+		t.Errorf("kedge-worker polls %q by default, but its certificate is made for %q (`kedge setup tls --task-queue`)", q, worker.DefaultTaskQueue)
 	}
 }
 
@@ -389,10 +518,10 @@ func TestComposeKedgeCommandsExistInTheCLI(t *testing.T) {
 }
 
 // listenPort is the port a service serves inside its container.
-func listenPort(t *testing.T, s *service, metrics bool) string {
+func listenPort(t *testing.T, c *compose, s *service, metrics bool) string {
 	t.Helper()
-	img, _ := imageName(s.Image)
-	if s.Build == nil {
+	if !isKedge(c, s) {
+		img, _ := program(t, c, s)
 		return imagePort[img]
 	}
 	var addr string
@@ -421,7 +550,7 @@ func TestComposePortsAreServed(t *testing.T) {
 			if !strings.HasPrefix(p, "${KEDGE_BIND:-127.0.0.1}:") {
 				t.Errorf("%s: port %q does not bind to ${KEDGE_BIND:-127.0.0.1}", name, p)
 			}
-			if want := listenPort(t, s, false); parts[2] != want {
+			if want := listenPort(t, c, s, false); parts[2] != want {
 				t.Errorf("%s: publishes container port %s, but it listens on %q", name, parts[2], want)
 			}
 			if other, dup := hostPorts[parts[1]]; dup {
@@ -430,7 +559,7 @@ func TestComposePortsAreServed(t *testing.T) {
 			hostPorts[parts[1]] = name
 		}
 		for _, e := range s.Expose {
-			if want := listenPort(t, s, true); e != want {
+			if want := listenPort(t, c, s, true); e != want {
 				t.Errorf("%s: exposes %s, but its metrics listen on %q", name, e, want)
 			}
 		}
@@ -539,8 +668,8 @@ func TestComposeVolumesFilesAndEnvironment(t *testing.T) {
 				t.Errorf("%s: script %s is not executable", name, p)
 			}
 		}
-		if s.Build == nil {
-			known := imageEnv(t, s, ms)
+		if !isKedge(c, s) {
+			known := imageEnv(t, c, s, ms)
 			for k := range s.Environment {
 				if !slices.Contains(known, k) {
 					t.Errorf("%s: %s does not read $%s", name, s.Image, k)

@@ -8,6 +8,11 @@
 // image's entrypoint script and temporal-server, temporalio/ui to the UI
 // server, and the kedge image to the kedge binary; the Temporal programs
 // are built from the versions go.mod pins (scripts/temporal-tools.sh).
+// The temporal service builds Kedge's server on the official image
+// (deploy/temporal/Dockerfile): the image's entrypoint then finds Kedge's
+// build (cmd/kedge-temporal, scripts/kedge-temporal.sh) as temporal-server,
+// so the team's server authorizes calls by certificate role as the
+// compose install's does.
 // Every service (and every replica) gets its own loopback address, as a
 // container gets its own address on the compose network: addresses
 // naming a service are rewritten to its address, 0.0.0.0 to the

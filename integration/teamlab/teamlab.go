@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,12 +49,17 @@ type Options struct {
 
 var temporalTools = toolsdir.Dir{Env: "KEDGE_TEMPORAL_TOOLS", Script: "temporal-tools.sh", What: "Temporal's server, schema tool and Web UI"}
 
+// kedgeServer is Kedge's build of the server (cmd/kedge-temporal, as
+// temporal-server), which the compose file's temporal service builds.
+var kedgeServer = toolsdir.Dir{Env: "KEDGE_SERVER_TOOLS", Script: "kedge-temporal.sh", What: "Kedge's Temporal server"}
+
 // Team is the running install.
 type Team struct {
 	opts      Options
 	file      *composefile.File
 	vars      map[string]string
 	tools     string
+	server    string // the directory of Kedge's temporal-server
 	serverMod string
 	uiMod     string
 	addr      map[string]string // service name -> its first replica's address
@@ -94,6 +100,9 @@ func Start(ctx context.Context, o Options) (_ *Team, err error) {
 		}
 	}()
 	if t.tools, err = temporalTools.Get(); err != nil {
+		return nil, err
+	}
+	if t.server, err = kedgeServer.Get(); err != nil {
 		return nil, err
 	}
 	if t.serverMod, err = moduleDir(o.Repo, "go.temporal.io/server"); err != nil {
@@ -368,8 +377,21 @@ func (t *Team) proc(name string, replica int) (*Proc, error) {
 		args = append(args, x)
 	}
 	img, _ := composefile.ImageName(s.Image)
+	binPath := t.tools + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+	if s.Build != nil && *s.Build != t.file.KedgeBuild {
+		// An image built on an official one, with a program of this
+		// repository in place of the image's: Kedge's Temporal server
+		// (deploy/temporal/Dockerfile) is the one the harness knows.
+		if img, err = t.buildBase(*s.Build); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if img != "temporalio/server" {
+			return nil, fmt.Errorf("%s: built on %s: the harness knows only a build on temporalio/server (Kedge's server)", name, img)
+		}
+		binPath = t.server + ":" + binPath
+	}
 	switch {
-	case s.Build != nil:
+	case s.Build != nil && *s.Build == t.file.KedgeBuild:
 		p.argv = append([]string{t.opts.Kedge}, args...)
 	case img == "temporalio/admin-tools":
 		// The compose job runs this repository's script, which calls
@@ -377,7 +399,8 @@ func (t *Team) proc(name string, replica int) (*Proc, error) {
 		env["TEMPORAL_SCHEMA_DIR"] = filepath.Join(t.serverMod, "schema")
 		p.argv = args
 	case img == "temporalio/server":
-		// The image's entrypoint: it runs `temporal-server start`, which
+		// The image's entrypoint: it runs `temporal-server start` (Kedge's
+		// build first on the PATH when the service builds it), which
 		// renders the server's embedded config template from the
 		// environment. Alpine's sh has pipefail; Debian's dash does not.
 		p.argv = append([]string{"bash", filepath.Join(t.serverMod, "docker/scripts/sh/entrypoint.sh")}, args...)
@@ -390,12 +413,27 @@ func (t *Team) proc(name string, replica int) (*Proc, error) {
 	if len(p.argv) == 0 {
 		return nil, errors.New("no command")
 	}
-	env["PATH"] = t.tools + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+	env["PATH"] = binPath
 	env["HOME"] = p.dir
 	for k, v := range env {
 		p.env = append(p.env, k+"="+v)
 	}
 	return p, nil
+}
+
+// buildBase is the image a service's Dockerfile's last stage starts from.
+func (t *Team) buildBase(b composefile.Build) (string, error) {
+	file := filepath.Join(t.opts.Repo, b.Context, b.Dockerfile)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	froms := regexp.MustCompile(`(?m)^FROM\s+(\S+)`).FindAllStringSubmatch(string(data), -1)
+	if len(froms) == 0 {
+		return "", fmt.Errorf("%s: no FROM", file)
+	}
+	img, _ := composefile.ImageName(froms[len(froms)-1][1])
+	return img, nil
 }
 
 // value maps one environment value or argument from the container onto

@@ -21,9 +21,6 @@ import (
 	"kedge.dev/kedge/internal/secretfile"
 )
 
-// DefaultClients are the programs of the team install that dial Temporal.
-var DefaultClients = []string{"kedge-worker", "kedge-webhook", "kedge-setup", "temporal-ui", "temporal-admin", "operator"}
-
 // Options say what to make.
 type Options struct {
 	Dir string
@@ -32,8 +29,13 @@ type Options struct {
 	ServerName string
 	// Hosts are more names or IP addresses of the server.
 	Hosts []string
-	// Clients name the client certificates (CN), one file pair each.
+	// Clients name the client certificates, one file pair each: NAME
+	// (its CN) for a default client, which has its role (DefaultRole),
+	// or NAME:ROLE.
 	Clients []string
+	// TaskQueues are the queues the worker certificates made by this run
+	// may poll.
+	TaskQueues []string
 	// Valid is the life of the server and client certificates (the CA's
 	// is ten years).
 	Valid time.Duration
@@ -44,6 +46,10 @@ type Options struct {
 type File struct {
 	Path    string `json:"path"`
 	Written bool   `json:"written"`
+	// Role is a certificate's (the server's is system); TaskQueues a
+	// worker certificate's.
+	Role       Role     `json:"role,omitempty"`
+	TaskQueues []string `json:"taskQueues,omitempty"`
 }
 
 // Result lists the files of the set.
@@ -71,10 +77,21 @@ func Generate(o Options) (Result, error) {
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
+	type client struct {
+		name string
+		role Role
+	}
+	var clients []client
 	for _, c := range o.Clients {
-		if !nameRe.MatchString(c) || c == "ca" || c == "server" {
-			return Result{}, fmt.Errorf("client name %q: lower-case letters, digits and dashes, not ca or server", c)
+		name, role, err := parseClient(c)
+		if err != nil {
+			return Result{}, err
 		}
+		clients = append(clients, client{name, role})
+	}
+	queues, err := taskQueueURIs(o.TaskQueues)
+	if err != nil {
+		return Result{}, err
 	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return Result{}, err
@@ -95,29 +112,39 @@ func Generate(o Options) (Result, error) {
 			dns = append(dns, h)
 		}
 	}
-	leaves := []struct {
+	type leaf struct {
 		name string
+		role Role
 		tmpl x509.Certificate
-	}{{"server", x509.Certificate{
-		Subject:  pkix.Name{CommonName: o.ServerName, Organization: []string{"kedge"}},
+	}
+	leaves := []leaf{{"server", RoleSystem, x509.Certificate{
+		Subject:  pkix.Name{CommonName: o.ServerName, Organization: []string{"kedge"}, OrganizationalUnit: []string{string(RoleSystem)}},
 		DNSNames: dns, IPAddresses: ips,
 		// The frontend's certificate also authenticates its services to
 		// one another (internode), as a client.
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}}}
-	for _, c := range o.Clients {
-		leaves = append(leaves, struct {
-			name string
-			tmpl x509.Certificate
-		}{c, x509.Certificate{
-			Subject:     pkix.Name{CommonName: c, Organization: []string{"kedge"}},
+	for _, c := range clients {
+		l := leaf{c.name, c.role, x509.Certificate{
+			Subject:     pkix.Name{CommonName: c.name, Organization: []string{"kedge"}, OrganizationalUnit: []string{string(c.role)}},
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		}})
+		}}
+		if c.role == RoleWorker {
+			if len(queues) == 0 {
+				return Result{}, fmt.Errorf("client %s: a worker's certificate needs the task queues it polls", c.name)
+			}
+			l.tmpl.URIs = queues
+		}
+		leaves = append(leaves, l)
 	}
 	for _, l := range leaves {
 		cert, key := filepath.Join(o.Dir, l.name+".pem"), filepath.Join(o.Dir, l.name+".key")
 		if exists(cert) && exists(key) {
-			res.Files = append(res.Files, File{Path: cert}, File{Path: key})
+			id, err := existingIdentity(cert, key, l.role)
+			if err != nil {
+				return Result{}, err
+			}
+			res.Files = append(res.Files, File{Path: cert, Role: id.Role, TaskQueues: id.TaskQueues}, File{Path: key})
 			continue
 		}
 		if exists(cert) || exists(key) {
@@ -129,9 +156,47 @@ func Generate(o Options) (Result, error) {
 		if err := issue(&tmpl, ca, caKey, cert, key); err != nil {
 			return Result{}, err
 		}
-		res.Files = append(res.Files, File{Path: cert, Written: true}, File{Path: key, Written: true})
+		var q []string
+		if l.role == RoleWorker {
+			q = o.TaskQueues
+		}
+		res.Files = append(res.Files, File{Path: cert, Written: true, Role: l.role, TaskQueues: q}, File{Path: key, Written: true})
 	}
 	return res, nil
+}
+
+// existingIdentity checks a pair kept from an earlier run: it must carry
+// the role this run would give it. A pair made before certificates had
+// roles may do nothing on Kedge's Temporal: it is named, to be remade.
+func existingIdentity(certPath, keyPath string, want Role) (Identity, error) {
+	cert, err := readCert(certPath)
+	if err != nil {
+		return Identity{}, err
+	}
+	id, err := IdentityOf(cert)
+	if err != nil {
+		return Identity{}, fmt.Errorf("%s: %w: remove it and %s, then run this again to make it with role %s", certPath, err, keyPath, want)
+	}
+	if id.Role != want {
+		return Identity{}, fmt.Errorf("%s has role %s, not %s: remove it and %s to make it again", certPath, id.Role, want, keyPath)
+	}
+	return id, nil
+}
+
+func readCert(path string) (*x509.Certificate, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	block, _ := pem.Decode(data)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, fmt.Errorf("%s holds no PEM certificate", path)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cert, nil
 }
 
 func loadOrMakeCA(o Options) (*x509.Certificate, crypto.Signer, bool, error) {
