@@ -54,6 +54,18 @@ func TestShellTextIsLiteral(t *testing.T) {
 	if _, err := lib.Load("run-command", cluster); err != nil {
 		t.Errorf("run-command: %v", err)
 	}
+	// A runbook that takes run-command's name (chat grants it by name
+	// only) may pass a param through whole, and build nothing from one.
+	shadow := t.TempDir()
+	doc := "apiVersion: kedge/v1\nkind: Runbook\nmetadata: {name: run-command}\nparams:\n  message: {type: string, required: true}\nsteps:\n" +
+		`  - {id: say, action: host.run, on: worker-1, with: {command: "${ 'echo ' + params.message }"}}` + "\n"
+	if err := os.WriteFile(filepath.Join(shadow, "run-command.yaml"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := (&Library{Dirs: []string{shadow}}).Load("run-command", cluster)
+	if err == nil || !strings.Contains(err.Error(), "interpolates ${ 'echo ' + params.message } into shell text") {
+		t.Errorf("a run-command building its command: %v", err)
+	}
 }
 
 // The examples shipped with Kedge validate.

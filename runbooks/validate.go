@@ -20,6 +20,8 @@ var (
 	paramNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 	stepIDRE    = regexp.MustCompile(`^[a-z][a-zA-Z0-9_-]*$`)
 	modeRE      = regexp.MustCompile(`^0?[0-7]{3,4}$`)
+	// wholeParamRE is an expression that is one param, read whole.
+	wholeParamRE = regexp.MustCompile(`^params\.[a-zA-Z_][a-zA-Z0-9_]*$`)
 )
 
 // childLookup finds a child runbook by name; it returns nil when there is
@@ -357,14 +359,15 @@ const RunCommand = "run-command"
 // step's output, the host or the cluster, whose values the hosts and their
 // users shape. The value goes in env and the text reads "$NAME". The one
 // exception is run-command, whose command is the shell command itself:
-// there the whole text may be one expression (its param).
+// there the whole text may be one of its params, passed through as is
+// (`${ params.command }`), and nothing else.
 func (v *validator) shellText(who, action, input string, val any, n *yaml.Node) {
 	s, ok := val.(string)
 	if !ok {
 		return
 	}
 	t, err := expr.ParseTemplate(s)
-	if err != nil || (t.Single() && v.rb.Name == RunCommand) {
+	if err != nil || (v.rb.Name == RunCommand && t.Single() && wholeParamRE.MatchString(t[0].Expr)) {
 		return
 	}
 	for _, part := range t {
