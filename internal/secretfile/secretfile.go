@@ -59,7 +59,7 @@ func Read(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := Check(path, fi); err != nil {
+	if err := check(path, fi); err != nil {
 		return nil, err
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
@@ -72,11 +72,11 @@ func Read(path string) ([]byte, error) {
 	return data, nil
 }
 
-// Check says whether fi, the open file at path, may hold a secret: a
+// check says whether fi, the open file at path, may hold a secret: a
 // regular file, its owner's alone (no group or other bits), owned by the
 // running user or root. Read calls it on the file it opened (not on the
 // name, which could be swapped in between).
-func Check(path string, fi os.FileInfo) error {
+func check(path string, fi os.FileInfo) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file", path)
 	}
