@@ -148,7 +148,8 @@ func decodeConfig(doc source.Document, dir string, env func(string) (string, boo
 				case file != "":
 					data, err := secretfile.Read(resolvePath(dir, file))
 					var me *secretfile.ModeError
-					if errors.As(err, &me) {
+					var oe *secretfile.OwnerError
+					if errors.As(err, &me) || errors.As(err, &oe) {
 						errs.Addf(source.At(f, fileNode), "%s.secretFile: %v", what, err)
 						continue
 					}

@@ -29,6 +29,7 @@ import (
 	uiserver "github.com/temporalio/ui-server/v2/server"
 
 	"kedge.dev/kedge/internal/searchattr"
+	"kedge.dev/kedge/internal/secretfile"
 )
 
 // Config configures an embedded server.
@@ -67,9 +68,17 @@ func (t *TLS) rootTLS() config.RootTLS {
 // search attributes) and its Web UI dial with: the server certificate,
 // which is also good for client authentication.
 func (t *TLS) clientConfig() (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	certPEM, err := os.ReadFile(t.CertFile)
 	if err != nil {
 		return nil, err
+	}
+	keyPEM, err := secretfile.Read(t.KeyFile) // the server's key: its owner's alone
+	if err != nil {
+		return nil, err
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("%s and %s: %w", t.CertFile, t.KeyFile, err)
 	}
 	ca, err := os.ReadFile(t.CAFile)
 	if err != nil {
