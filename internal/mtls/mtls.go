@@ -63,7 +63,10 @@ var nameRe = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 // Generate writes what is missing under o.Dir: ca.pem and ca.key,
 // server.pem and server.key, NAME.pem and NAME.key for each client. Keys
-// are ECDSA P-256, written 0600.
+// are ECDSA P-256, written 0600. Each certificate carries its role (the
+// subject's OU; the server's is system), a worker's also the task queues
+// it may poll (URI SANs); a pair kept from an earlier run must have the
+// role asked for.
 func Generate(o Options) (Result, error) {
 	if o.Dir == "" {
 		return Result{}, errors.New("no directory")
