@@ -76,42 +76,31 @@ steps:
       command: echo "$COUNT"
       env: {COUNT: "${ string(lists.range(params.n).map(i, i * 2).size()) }"}
 `)
-	baseline := statusKB(pid, "VmRSS")
+	// A control run first: the same expression over three items, so the
+	// worker has done what any run makes it do (connections, caches).
+	control := startRun(t, rb, "--task-queue", queue, "--set", "n=3")
+	runClosed(t, control, func() int64 { mu.Lock(); defer mu.Unlock(); return killedAt })
+	if p, _ := watch(t, control); p.State != workflows.StateSucceeded {
+		t.Fatalf("control run: %s %+v", p.State, p.Steps)
+	}
+	afterControl := statusKB(pid, "VmHWM")
+
 	id := startRun(t, rb, "--task-queue", queue, "--set", "n=30000000")
 	t.Cleanup(func() {
 		_ = world.client.TerminateWorkflow(context.Background(), id, "", "exprcost test over")
 	})
-
-	// Wait for the run to close, failing at once should the worker be
-	// killed for its memory or a workflow task fail.
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		mu.Lock()
-		killed := killedAt
-		mu.Unlock()
-		if killed != 0 {
-			t.Fatalf("the worker reached %d MB and was killed", killed>>10)
-		}
-		if n := workflowTaskFailures(t, id); n > 0 {
-			t.Fatalf("%d workflow task failures (the expression must fail its step, not the workflow task)", n)
-		}
-		d, err := world.client.DescribeWorkflowExecution(t.Context(), id, "")
-		if err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the run is still open after 3 minutes (last describe error: %v)", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	runClosed(t, id, func() int64 { mu.Lock(); defer mu.Unlock(); return killedAt })
 
 	hwm := statusKB(pid, "VmHWM")
 	mu.Lock()
 	seen := peakSeen
 	mu.Unlock()
-	t.Logf("worker pid %d: resident set %d MB before the run; peak (VmHWM) %d MB; highest VmRSS sampled every 20 ms %d MB", pid, baseline>>10, hwm>>10, seen>>10)
+	t.Logf("worker pid %d: peak resident set (VmHWM) %d MB after the control run (n=3), %d MB after the attack (n=30000000); highest VmRSS sampled every 20 ms: %d MB", pid, afterControl>>10, hwm>>10, seen>>10)
 	if hwm <= 0 || hwm > 300<<10 {
 		t.Errorf("worker peak resident set %d kB, want under 300 MB", hwm)
+	}
+	if grew := hwm - afterControl; grew > 64<<10 {
+		t.Errorf("the attack grew the worker's peak by %d MB", grew>>10)
 	}
 
 	p, code := watch(t, id)
@@ -127,6 +116,30 @@ steps:
 	}
 	if n := workflowTaskFailures(t, id); n > 0 {
 		t.Errorf("%d workflow task failures", n)
+	}
+}
+
+// runClosed waits for a run to close, failing at once should the worker
+// be killed for its memory (killed gives its size then) or a workflow task
+// fail.
+func runClosed(t *testing.T, id string, killed func() int64) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if kb := killed(); kb != 0 {
+			t.Fatalf("the worker reached %d MB and was killed", kb>>10)
+		}
+		if n := workflowTaskFailures(t, id); n > 0 {
+			t.Fatalf("%s: %d workflow task failures (the expression must fail its step, not the workflow task)", id, n)
+		}
+		d, err := world.client.DescribeWorkflowExecution(t.Context(), id, "")
+		if err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is still open after 3 minutes (last describe error: %v)", id, err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
