@@ -56,8 +56,9 @@ type Input struct {
 	Type     string   `json:"type"`
 	Required bool     `json:"required,omitempty"`
 	Enum     []string `json:"enum,omitempty"`
-	// Shell is set for shell text (host.run's command and script): an
-	// expression may be the whole value, never interpolated into it.
+	// Shell is set for shell text (host.run's command and script): it is
+	// literal text, no expression in it, not even the whole value (the
+	// run-command runbook's one param passed through whole aside).
 	Shell bool   `json:"shell,omitempty"`
 	Elem  string `json:"elem,omitempty"` // item type of a list
 	Doc   string `json:"doc,omitempty"`
