@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+	"go.temporal.io/api/serviceerror"
 )
 
 // Exit codes.
@@ -118,5 +119,22 @@ func usageError(format string, args ...any) error {
 }
 
 func failed(format string, args ...any) error {
-	return cli.Exit("kedge: "+fmt.Sprintf(format, args...), ExitFailed)
+	return cli.Exit("kedge: "+fmt.Sprintf(format, args...)+deniedBecause(args), ExitFailed)
+}
+
+// deniedBecause is why Temporal refused a call, when one of args is its
+// refusal: the server's authorizer puts the reason (the certificate's
+// role and the call) beside the bare "Request unauthorized.".
+func deniedBecause(args []any) string {
+	for _, a := range args {
+		err, ok := a.(error)
+		if !ok {
+			continue
+		}
+		var pd *serviceerror.PermissionDenied
+		if errors.As(err, &pd) && pd.Reason != "" && !strings.Contains(err.Error(), pd.Reason) {
+			return " (" + pd.Reason + ")"
+		}
+	}
+	return ""
 }
