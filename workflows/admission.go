@@ -131,10 +131,13 @@ func admitRunbook(ctx workflow.Context, in *RunbookInput) error {
 // exists.
 func admitOnce(ctx workflow.Context) error {
 	info := workflow.GetInfo(ctx)
+	// Retried while Temporal's visibility store does not answer (a
+	// restarting database): only a definite answer refuses a run.
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5},
-		Summary:             "admit this run (the only one under its ID)",
+		StartToCloseTimeout:    time.Minute,
+		ScheduleToCloseTimeout: 10 * time.Minute,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumInterval: 10 * time.Second},
+		Summary:                "admit this run (the only one under its ID)",
 	})
 	want := AdmitRunInput{WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}
 	var res AdmitRunResult
