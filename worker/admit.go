@@ -35,7 +35,7 @@ func (a *admitter) AdmitRun(ctx context.Context, in workflows.AdmitRunInput) (wo
 		return res, nil
 	}
 	req := &workflowservice.ListWorkflowExecutionsRequest{
-		Namespace: info.WorkflowNamespace,
+		Namespace: info.Namespace,
 		Query:     fmt.Sprintf("WorkflowId = '%s'", in.WorkflowID),
 		PageSize:  20,
 	}
