@@ -19,6 +19,7 @@ import (
 	taskqueuepb "go.temporal.io/api/taskqueue/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/server/common/cluster"
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/dynamicconfig"
@@ -333,7 +334,7 @@ func (s *Server) Namespace() string { return s.cfg.Namespace }
 
 // EnsureSearchAttributes adds those of attrs that the namespace lacks,
 // through the operator service (searchattr.Ensure, as `kedge setup` does),
-// and waits until the server accepts them. A name that exists with another
+// and waits until the server accepts a start that sets them. A name that exists with another
 // type is an error.
 func (s *Server) EnsureSearchAttributes(ctx context.Context, attrs map[string]enumspb.IndexedValueType) error {
 	c, err := s.dial(ctx)
@@ -341,40 +342,50 @@ func (s *Server) EnsureSearchAttributes(ctx context.Context, attrs map[string]en
 		return err
 	}
 	defer c.Close()
-	added, err := searchattr.Ensure(ctx, c.OperatorService(), s.cfg.Namespace, attrs)
-	if err != nil || len(added) == 0 {
+	if _, err := searchattr.Ensure(ctx, c.OperatorService(), s.cfg.Namespace, attrs); err != nil {
 		return err
 	}
-	return s.waitSearchAttributes(ctx, c, added)
+	// Ready when a start with them is accepted, whether they were added
+	// now or by an earlier run of this server.
+	return s.waitSearchAttributes(ctx, c, attrs)
 }
 
-// waitSearchAttributes returns once the frontend filters by names, then
-// gives the other services' namespace caches one refresh to learn them.
-func (s *Server) waitSearchAttributes(ctx context.Context, c client.Client, names []string) error {
-	var conds []string
-	for _, n := range names {
-		conds = append(conds, n+" IS NULL")
+// waitSearchAttributes returns once a start that sets attrs is accepted:
+// what `kedge run` does next. Each of Temporal's services learns new
+// search attributes when its namespace cache refreshes, so the frontend
+// may filter by them before the history service accepts a start with
+// them. The probe run it starts is terminated and deleted at once.
+func (s *Server) waitSearchAttributes(ctx context.Context, c client.Client, attrs map[string]enumspb.IndexedValueType) error {
+	var updates []sdktemporal.SearchAttributeUpdate
+	var names []string
+	for name, typ := range attrs {
+		names = append(names, name)
+		if typ == enumspb.INDEXED_VALUE_TYPE_KEYWORD {
+			updates = append(updates, sdktemporal.NewSearchAttributeKeyKeyword(name).ValueSet("kedge-ready-probe"))
+		}
 	}
-	q := strings.Join(conds, " AND ")
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for {
-		_, err := c.WorkflowService().ListWorkflowExecutions(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: s.cfg.Namespace, Query: q})
+		id := "kedge-devserver-ready-probe-" + newUUID()
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			ID:                    id,
+			TaskQueue:             "kedge-devserver-probe",
+			TypedSearchAttributes: sdktemporal.NewSearchAttributes(updates...),
+		}, "kedge-devserver-ready-probe")
 		if err == nil {
-			break
+			_ = c.TerminateWorkflow(ctx, id, run.GetRunID(), "readiness probe")
+			_, _ = c.WorkflowService().DeleteWorkflowExecution(ctx, &workflowservice.DeleteWorkflowExecutionRequest{
+				Namespace: s.cfg.Namespace, WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: id, RunId: run.GetRunID()},
+			})
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("search attributes %s added but not usable: %w", strings.Join(names, ", "), err)
-		case <-time.After(150 * time.Millisecond): // visibility allows about 10 requests a second
+			return fmt.Errorf("search attributes %s added, but a start with them is still refused: %w", strings.Join(names, ", "), err)
+		case <-time.After(150 * time.Millisecond):
 		}
 	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(2 * namespaceRefresh):
-	}
-	return nil
 }
 
 // Stop stops the Web UI and the server. The server's logs end here: what
