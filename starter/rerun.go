@@ -1,7 +1,6 @@
 package starter
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -74,17 +73,7 @@ func rerunCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			link := workflowURL(c, run.GetID(), run.GetRunID())
-			if jsonOutput(c) && !c.Bool("wait") {
-				return writeJSON(c.App.Writer, map[string]string{"workflowId": run.GetID(), "runId": run.GetRunID(), "url": link, "rerunOf": id})
-			}
-			if !jsonOutput(c) {
-				fmt.Fprintf(c.App.Writer, "started %s (a rerun of %s)\n%s\n", run.GetID(), id, link)
-			}
-			if c.Bool("wait") {
-				return follow(c, cl, run.GetID(), run.GetRunID())
-			}
-			return nil
+			return started(c, cl, run, id)
 		},
 	}
 }

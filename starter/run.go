@@ -51,20 +51,33 @@ func runCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			link := workflowURL(c, run.GetID(), run.GetRunID())
-			if !c.Bool("wait") {
-				if jsonOutput(c) {
-					return writeJSON(c.App.Writer, map[string]string{"workflowId": run.GetID(), "runId": run.GetRunID(), "url": link})
-				}
-				fmt.Fprintf(c.App.Writer, "started %s\n%s\n", run.GetID(), link)
-				return nil
-			}
-			if !jsonOutput(c) {
-				fmt.Fprintf(c.App.Writer, "started %s\n%s\n", run.GetID(), link)
-			}
-			return follow(c, cl, run.GetID(), run.GetRunID())
+			return started(c, cl, run, "")
 		},
 	}
+}
+
+// started tells what was started (a rerun says of what) and, with
+// --wait, follows it to its end.
+func started(c *cli.Context, cl client.Client, run client.WorkflowRun, rerunOf string) error {
+	link := workflowURL(c, run.GetID(), run.GetRunID())
+	if jsonOutput(c) && !c.Bool("wait") {
+		out := map[string]string{"workflowId": run.GetID(), "runId": run.GetRunID(), "url": link}
+		if rerunOf != "" {
+			out["rerunOf"] = rerunOf
+		}
+		return writeJSON(c.App.Writer, out)
+	}
+	if !jsonOutput(c) {
+		if rerunOf != "" {
+			fmt.Fprintf(c.App.Writer, "started %s (a rerun of %s)\n%s\n", run.GetID(), rerunOf, link)
+		} else {
+			fmt.Fprintf(c.App.Writer, "started %s\n%s\n", run.GetID(), link)
+		}
+	}
+	if c.Bool("wait") {
+		return follow(c, cl, run.GetID(), run.GetRunID())
+	}
+	return nil
 }
 
 // workflowID is RUNBOOK/CLUSTER/20060102-150405-abcd: readable in the UI's

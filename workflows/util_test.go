@@ -25,14 +25,7 @@ func decodeInput(can *workflow.ContinueAsNewError, v any) error {
 // paused rollout's).
 func bind(t *testing.T, env *testsuite.TestWorkflowEnvironment, d Decision) Decision {
 	t.Helper()
-	v, err := env.QueryWorkflow(ProgressQuery)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p Progress
-	if err := v.Get(&p); err != nil {
-		t.Fatal(err)
-	}
+	p := progress(t, env)
 	d.WorkflowID, d.RunID, d.Nonce = p.WorkflowID, p.RunID, p.Nonce
 	for _, s := range p.Steps {
 		if s.ID == d.Step && s.Nonce != "" {
