@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"kedge.dev/kedge/activities/layout"
 	"kedge.dev/kedge/integration/controlplane"
 	"kedge.dev/kedge/integration/lab"
 	"kedge.dev/kedge/integration/testhosts"
@@ -76,6 +77,16 @@ func TestKubeletImageSwapOnTyphoonNodes(t *testing.T) {
 	startTyphoonKubelet(t, cp, workers[1], typhoon.FCOS, "quay.io/poseidon/kubelet:v1.35.3")
 	inv := writeInventory(t, strings.Replace(lab.Inventory("typhoon", l, l.KnownHostsFile), "controllers:\n", "kubernetes:\n  kubeconfig: "+cp.AdminKubeconfig+"\ncontrollers:\n", 1))
 
+	// The Flatcar worker's image is set as Typhoon's docs say, in
+	// 10-image-override.conf (which sorts before Kedge's 10-image.conf).
+	const override = "/etc/systemd/system/kubelet.service.d/10-image-override.conf"
+	if err := workers[0].WriteFile(override, []byte("[Service]\nEnvironment=KUBELET_IMAGE=quay.io/poseidon/kubelet:v1.35.3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := workers[0].Exec(t.Context(), "systemctl", "daemon-reload"); err != nil {
+		t.Fatalf("daemon-reload: %v %s", err, out)
+	}
+
 	const image = "quay.io/poseidon/kubelet:v1.35.5-amd64"
 	for i, h := range workers {
 		runtime := []string{"docker", "podman"}[i]
@@ -106,6 +117,14 @@ func TestKubeletImageSwapOnTyphoonNodes(t *testing.T) {
 		if err != nil || !strings.Contains(string(ps), image) {
 			t.Errorf("%s: %s ps does not show the kubelet on %s:\n%s (%v)", h.Name, runtime, image, ps, err)
 		}
+	}
+	// No dead override: the operator's file holds the new image, and
+	// Kedge wrote no drop-in of its own beside it.
+	if b, err := workers[0].ReadFile(override); err != nil || !strings.Contains(string(b), "KUBELET_IMAGE="+image) {
+		t.Errorf("%s after the swap: %s (%v), want KUBELET_IMAGE=%s", workers[0].Name, b, err, image)
+	}
+	if _, err := workers[0].ReadFile(layout.ImageDropIn); err == nil {
+		t.Errorf("%s: the swap wrote %s beside the operator's %s", workers[0].Name, layout.ImageDropIn, override)
 	}
 }
 

@@ -122,6 +122,16 @@ type Kubelet struct {
 	// a kubelet image swap writes (ImageDropIn), so that a swap would not
 	// take effect; "" when none does.
 	ImageOverriddenBy string `json:"imageOverriddenBy"`
+	// ImageDropIn is the drop-in a kubelet image swap writes: where the
+	// operator sets KUBELET_IMAGE (Typhoon documents
+	// 10-image-override.conf) when that is a drop-in of kubelet.service
+	// setting nothing else, else Kedge's own (10-image.conf).
+	// ImageDropInName is its file name. ImageDropInRefused says why a
+	// swap would not know where to write (a drop-in that sets the image
+	// among other settings, or one outside kubelet.service.d).
+	ImageDropIn        string `json:"imageDropIn"`
+	ImageDropInName    string `json:"imageDropInName"`
+	ImageDropInRefused string `json:"imageDropInRefused"`
 	// Args are the kubelet's arguments (after the image).
 	Args []string `json:"args"`
 	// Volumes maps a path in the kubelet's container to the host's.
@@ -274,6 +284,10 @@ func readKubelet(ks, ps UnitState, r Reader) (*Kubelet, []byte, error) {
 	}
 	k := &Kubelet{Unit: u, Active: ks.ActiveState == "active", Enabled: ks.UnitFileState,
 		Image: u.Environment[ImageVariable], ImageFrom: u.EnvironmentFrom[ImageVariable], ImageOverriddenBy: overrides(u)}
+	k.ImageDropIn, k.ImageDropInRefused = imageTarget(u)
+	if k.ImageDropIn != "" {
+		k.ImageDropInName = path.Base(k.ImageDropIn)
+	}
 	for _, e := range ks.Environment {
 		if v, ok := strings.CutPrefix(e, ImageVariable+"="); ok {
 			k.ImageInEffect = v
@@ -309,6 +323,27 @@ const ImageVariable = "KUBELET_IMAGE"
 
 // ImageDropIn is the drop-in a kubelet image swap writes.
 const ImageDropIn = "/etc/systemd/system/kubelet.service.d/10-image.conf"
+
+// imageTarget is the drop-in a swap writes KUBELET_IMAGE into: the one
+// that sets it last when that is an operator's drop-in setting nothing
+// else (a swap rewrites it whole), else Kedge's own. A drop-in that sets
+// the image among other settings is refused: writing beside it would
+// leave a dead setting (it sorts before ImageDropIn) or none at all (it
+// sorts after).
+func imageTarget(u Unit) (target, refused string) {
+	from := u.EnvironmentFrom[ImageVariable]
+	switch {
+	case from == "" || from == ImageDropIn || len(u.Files) > 0 && from == u.Files[0]:
+		return ImageDropIn, ""
+	case path.Dir(from) != path.Dir(ImageDropIn):
+		return "", fmt.Sprintf("%s sets %s outside %s: a swap writes the image where operators set it, there; move the setting into a drop-in of its own in %s",
+			from, ImageVariable, path.Dir(ImageDropIn), path.Dir(ImageDropIn))
+	case !u.imageOnly[from]:
+		return "", fmt.Sprintf("%s sets %s among other settings: a swap writes the image where it is set and will not rewrite the rest; move %s into a drop-in of its own",
+			from, ImageVariable, ImageVariable)
+	}
+	return from, ""
+}
 
 // overrides reports the file that sets KUBELET_IMAGE last when it is a
 // drop-in systemd reads after ImageDropIn (drop-ins apply in file name

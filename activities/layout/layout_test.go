@@ -331,3 +331,49 @@ func TestSplitWordsAndExpand(t *testing.T) {
 		t.Errorf("Expand $ARGS: %q", got)
 	}
 }
+
+// Typhoon documents 10-image-override.conf for the kubelet image: it sorts
+// before Kedge's 10-image.conf, so a swap writing 10-image.conf would
+// leave the operator's file dead. A swap writes where the image is set,
+// when that drop-in sets nothing else, and refuses a drop-in it cannot
+// rewrite whole.
+func TestASwapWritesWhereTheOperatorSetsTheImage(t *testing.T) {
+	const override = "/etc/systemd/system/kubelet.service.d/10-image-override.conf"
+	cases := []struct {
+		name, body, target, refused string
+	}{
+		{"no drop-in", "", ImageDropIn, ""},
+		{"typhoon's override", "[Service]\nEnvironment=KUBELET_IMAGE=quay.io/poseidon/kubelet:v1.36.0\n", override, ""},
+		{"override with a comment and quotes", "# pinned\n[Service]\nEnvironment=\"KUBELET_IMAGE=quay.io/poseidon/kubelet:v1.36.0\"\n", override, ""},
+		{"override setting more", "[Service]\nEnvironment=KUBELET_IMAGE=quay.io/poseidon/kubelet:v1.36.0\nEnvironment=HTTP_PROXY=http://proxy:3128\n", "", "among other settings"},
+		{"override with another variable on the line", "[Service]\nEnvironment=KUBELET_IMAGE=x:1 OTHER=1\n", "", "among other settings"},
+		{"a drop-in that does not set the image", "[Service]\nEnvironment=HTTP_PROXY=http://proxy:3128\n", ImageDropIn, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := memHost{}
+			m.add(typhoon.Files(typhoon.Node{Flavor: typhoon.Flatcar, DomainName: "node2.mercury.example", KubeletImage: "quay.io/poseidon/kubelet:v1.35.3"}))
+			var dropIns []string
+			if c.body != "" {
+				m[override] = []byte(c.body)
+				dropIns = append(dropIns, override)
+			}
+			f := Facts{Hostname: "node2", Units: map[string]UnitState{KubeletService: loaded(m, typhoon.KubeletUnit, dropIns...),
+				KubeletPath: loaded(m, typhoon.KubeletPathUnit), EtcdMember: {LoadState: "not-found", ActiveState: "inactive"}}}
+			l, err := Discover(f, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := l.Kubelet
+			if k.ImageDropIn != c.target || (c.target != "" && k.ImageDropInName != path.Base(c.target)) {
+				t.Errorf("a swap writes %q (%q), want %q", k.ImageDropIn, k.ImageDropInName, c.target)
+			}
+			if c.refused == "" && k.ImageDropInRefused != "" || !strings.Contains(k.ImageDropInRefused, c.refused) {
+				t.Errorf("refused %q, want %q", k.ImageDropInRefused, c.refused)
+			}
+			if c.refused != "" && !strings.Contains(k.ImageDropInRefused, override) {
+				t.Errorf("the refusal does not name the file: %q", k.ImageDropInRefused)
+			}
+		})
+	}
+}

@@ -24,17 +24,21 @@ type Unit struct {
 	ExecStart    []string `json:"execStart,omitempty"`
 	// Path holds a path unit's conditions (PathExists=...).
 	Path map[string]string `json:"path,omitempty"`
+	// imageOnly marks the files whose one setting is KUBELET_IMAGE: a
+	// swap may rewrite them whole.
+	imageOnly map[string]bool
 }
 
 // ParseUnit merges a unit's files (fragment first, then drop-ins) the way
 // systemd does for the settings Kedge reads.
 func ParseUnit(files []string, contents [][]byte) (Unit, error) {
-	u := Unit{Files: files, Environment: map[string]string{}, EnvironmentFrom: map[string]string{}}
+	u := Unit{Files: files, Environment: map[string]string{}, EnvironmentFrom: map[string]string{}, imageOnly: map[string]bool{}}
 	for i, data := range contents {
 		opts, err := unit.DeserializeOptions(bytes.NewReader(data))
 		if err != nil {
 			return u, fmt.Errorf("%s: %w", files[i], err)
 		}
+		u.imageOnly[files[i]] = setsOnlyImage(opts)
 		for _, o := range opts {
 			v := strings.TrimSpace(strings.ReplaceAll(o.Value, "\\\n", " "))
 			switch o.Section + "." + o.Name {
@@ -65,6 +69,29 @@ func ParseUnit(files []string, contents [][]byte) (Unit, error) {
 		}
 	}
 	return u, nil
+}
+
+// setsOnlyImage reports whether a unit file's one setting is
+// KUBELET_IMAGE (Environment= lines naming only it).
+func setsOnlyImage(opts []*unit.UnitOption) bool {
+	if len(opts) == 0 {
+		return false
+	}
+	for _, o := range opts {
+		if o.Section != "Service" || o.Name != "Environment" {
+			return false
+		}
+		words, err := SplitWords(strings.TrimSpace(o.Value))
+		if err != nil || len(words) == 0 {
+			return false
+		}
+		for _, w := range words {
+			if k, _, _ := strings.Cut(w, "="); k != ImageVariable {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func resetOrAppend(list []string, v string) []string {
