@@ -47,6 +47,10 @@ type process struct {
 	// mapped is false when the image is not in the map and the container
 	// sleeps instead.
 	mapped bool
+	// user is who the process runs as (nil: root); refused is why it must
+	// not start at all (the kubelet's CreateContainerConfigError).
+	user    *runAs
+	refused error
 }
 
 // containerProcess maps a container of a static pod to its process: the
@@ -83,6 +87,7 @@ func containerProcess(c corev1.Container, pod *corev1.Pod, n *node, imagesFile s
 		args[i] = expandVars(a, vars)
 	}
 	p := process{env: env, dir: c.WorkingDir}
+	p.user, p.refused = containerRunAs(c, pod)
 	if prog := imageProgram(imagesFile, c.Image); prog != nil {
 		p.argv = append(append([]string{}, prog...), args...)
 		p.mapped = true

@@ -21,7 +21,8 @@ import (
 // (--pid host), so the host's mount namespace is PID 1's.
 
 // enterHostArg0 is argv[0] of the helper: the simulator's own binary,
-// re-executed as `enterHostArg0 NS-PATH DIR PROGRAM [ARGS...]`.
+// re-executed as `enterHostArg0 NS-PATH DIR USER PROGRAM [ARGS...]`, USER
+// being the identity to run as (runAs's form, "" for root).
 const enterHostArg0 = "kubelet-sim-enter-host-mount-ns"
 
 // defaultHostMountNS is the host's mount namespace as a container with
@@ -71,28 +72,42 @@ func sameMountNS(path string) (bool, error) {
 }
 
 // enterHostCommand wraps argv so that it runs in the mount namespace at
-// nsPath, in dir (or / when dir is not there).
-func enterHostCommand(nsPath, dir string, argv []string) (path string, args []string, err error) {
+// nsPath, in dir (or / when dir is not there), as user.
+func enterHostCommand(nsPath, dir string, user *runAs, argv []string) (path string, args []string, err error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", nil, err
 	}
-	return self, append([]string{enterHostArg0, nsPath, dir}, argv...), nil
+	return self, append([]string{enterHostArg0, nsPath, dir, user.String()}, argv...), nil
 }
 
 // enterHostMain is the helper: it joins the mount namespace os.Args[1],
-// changes to os.Args[2] and execs os.Args[3:], looked up in that
-// namespace's PATH directories. It returns only on failure, with the exit
-// code a runtime gives a container it could not start.
+// changes to os.Args[2], becomes the user os.Args[3] (its group looked up
+// in that namespace's /etc/passwd when not given) and execs os.Args[4:],
+// looked up in that namespace's PATH directories. It returns only on
+// failure, with the exit code a runtime gives a container it could not
+// start.
 func enterHostMain() int {
-	if len(os.Args) < 4 {
-		fmt.Fprintf(os.Stderr, "%s: want NS-PATH DIR PROGRAM [ARGS...]\n", enterHostArg0)
+	if len(os.Args) < 5 {
+		fmt.Fprintf(os.Stderr, "%s: want NS-PATH DIR USER PROGRAM [ARGS...]\n", enterHostArg0)
 		return 125
 	}
-	nsPath, dir, argv := os.Args[1], os.Args[2], os.Args[3:]
+	nsPath, dir, argv := os.Args[1], os.Args[2], os.Args[4:]
+	user, err := parseRunAs(os.Args[3])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", enterHostArg0, err)
+		return 125
+	}
 	if err := joinMountNS(nsPath); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", enterHostArg0, err)
 		return 125
+	}
+	if user != nil {
+		user.resolve("/etc/passwd")
+		if err := becomeUser(user); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", enterHostArg0, err)
+			return 125
+		}
 	}
 	if dir == "" || os.Chdir(dir) != nil {
 		_ = os.Chdir("/")
@@ -105,6 +120,25 @@ func enterHostMain() int {
 	err = syscall.Exec(path, argv, os.Environ())
 	fmt.Fprintf(os.Stderr, "%s: exec %s: %v\n", enterHostArg0, path, err)
 	return 126
+}
+
+// becomeUser drops root for user, groups first (after setuid the process
+// could no longer change them). Go applies each call to every thread.
+func becomeUser(user *runAs) error {
+	groups := make([]int, len(user.groups))
+	for i, g := range user.groups {
+		groups[i] = int(g)
+	}
+	if err := syscall.Setgroups(groups); err != nil {
+		return fmt.Errorf("setgroups %v: %w", groups, err)
+	}
+	if err := syscall.Setgid(int(user.gid)); err != nil {
+		return fmt.Errorf("setgid %d: %w", user.gid, err)
+	}
+	if err := syscall.Setuid(int(user.uid)); err != nil {
+		return fmt.Errorf("setuid %d: %w", user.uid, err)
+	}
+	return nil
 }
 
 // joinMountNS moves the calling thread into the mount namespace at path.

@@ -32,13 +32,16 @@ func startDetached(p process, hostNS, logPath string) (*proc, error) {
 	if len(p.argv) == 0 {
 		return nil, errors.New("no command")
 	}
+	if p.refused != nil {
+		return nil, p.refused
+	}
 	var path string
 	args, dir := p.argv, p.dir
 	var err error
 	if hostNS != "" {
 		// The helper looks the program and the directory up in the host's
 		// view, and keeps the pid: it execs the program.
-		path, args, err = enterHostCommand(hostNS, dir, p.argv)
+		path, args, err = enterHostCommand(hostNS, dir, p.user, p.argv)
 		dir = ""
 	} else {
 		path, err = exec.LookPath(p.argv[0])
@@ -61,6 +64,13 @@ func startDetached(p process, hostNS, logPath string) (*proc, error) {
 	defer logf.Close()
 	cmd := &exec.Cmd{Path: path, Args: args, Env: p.env, Dir: dir, Stdout: logf, Stderr: logf,
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
+	if hostNS == "" && p.user != nil {
+		// In the host's namespace the helper changes identity after it
+		// joins (a process that is not root could not join).
+		u := *p.user
+		u.resolve("/etc/passwd")
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.uid, Gid: u.gid, Groups: u.groups}
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
