@@ -152,4 +152,3 @@ current-context: c
 		})
 	}
 }
-
