@@ -14,28 +14,37 @@ import (
 	"kedge.dev/kedge/workflows"
 )
 
-// writeTyphoonHost lays a Typhoon node's files out on a test host, as
-// Typhoon's provisioning would have, and lets systemd load them.
-func writeTyphoonHost(t *testing.T, h *testhosts.Host, n typhoon.Node, cp *typhoon.ControlPlane) {
+// writeTyphoonHost lays a Typhoon node's files out on a test host as
+// Typhoon's provisioning would have, from Typhoon's own template for its
+// flavour and role (see ignite), and lets systemd load them; with
+// staticPods, also the control plane's static pods of
+// terraform-render-bootstrap, as the layout script puts them.
+func writeTyphoonHost(t *testing.T, h *testhosts.Host, th typhoon.Host, controllers []typhoon.Host, staticPods bool) {
 	t.Helper()
-	files, err := typhoon.Files(n)
+	if err := ignite(t.Context(), h, th, controllers); err != nil {
+		t.Fatal(err)
+	}
+	if !staticPods {
+		return
+	}
+	var domains []string
+	for _, c := range controllers {
+		domains = append(domains, c.Domain)
+	}
+	p, err := typhoon.NewPKI(typhoon.Cluster{Name: "layouts", APIServer: "api.mercury.example", EtcdServers: domains})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cp != nil {
-		pods, err := typhoon.StaticPods(*cp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, pods...)
+	assets, err := p.Assets()
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, f := range files {
-		if err := h.WriteFile(f.Path, f.Data, 0o644); err != nil {
-			t.Fatal(err)
+	for name, data := range assets {
+		if strings.HasPrefix(name, "static-manifests/") {
+			if err := h.WriteFile(typhoon.ManifestsDir+"/"+strings.TrimPrefix(name, "static-manifests/"), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	if out, err := h.Exec(t.Context(), "systemctl", "daemon-reload"); err != nil {
-		t.Fatalf("daemon-reload on %s: %v: %s", h.Name, err, out)
 	}
 }
 
@@ -45,11 +54,9 @@ func writeTyphoonHost(t *testing.T, h *testhosts.Host, n typhoon.Node, cp *typho
 // host at its layout step, before the cordon, once, naming what it found.
 func TestInspectLayoutsAndRefuseUnknown(t *testing.T) {
 	l := startLabOf(t, "127.0.29.", testhosts.Options{Names: []string{"ty-ctl", "ty-worker", "bare", "kubeadm"}})
-	writeTyphoonHost(t, l.Hosts[0], typhoon.Node{Flavor: typhoon.Flatcar, Controller: true, DomainName: "node1.mercury.example",
-		KubeletImage: "quay.io/poseidon/kubelet:v1.35.3", EtcdName: "etcd0", EtcdImage: "quay.io/coreos/etcd:v3.6.16",
-		EtcdInitialCluster: "etcd0=https://node1.mercury.example:2380"},
-		&typhoon.ControlPlane{EtcdServers: "https://node1.mercury.example:2379", ServiceAccountIssuer: "https://mercury.example:6443"})
-	writeTyphoonHost(t, l.Hosts[1], typhoon.Node{Flavor: typhoon.FCOS, DomainName: "node4.mercury.example", KubeletImage: "quay.io/poseidon/kubelet:v1.35.3"}, nil)
+	ctl := typhoon.Host{Name: "node1", Domain: "node1.mercury.example", Flavor: typhoon.Flatcar, Controller: true}
+	writeTyphoonHost(t, l.Hosts[0], ctl, []typhoon.Host{ctl}, true)
+	writeTyphoonHost(t, l.Hosts[1], typhoon.Host{Name: "node4", Domain: "node4.mercury.example", Flavor: typhoon.FCOS}, []typhoon.Host{ctl}, false)
 	if err := l.Hosts[3].WriteFile("/etc/systemd/system/kubelet.service", []byte("[Service]\nExecStart=/usr/bin/kubelet --kubeconfig=/etc/kubernetes/kubelet.conf\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -73,10 +80,9 @@ func TestInspectLayoutsAndRefuseUnknown(t *testing.T) {
 	if len(got) != 4 || got["ty-ctl"] == nil || got["ty-worker"] == nil || got["bare"] == nil || got["kubeadm"] == nil {
 		t.Fatalf("reports %+v", reports)
 	}
-	ctl := got["ty-ctl"]
-	if ctl.Kind != layout.KindTyphoonFlatcar || ctl.Role != "controller" || ctl.NodeName != "node1.mercury.example" ||
-		!reflect.DeepEqual(ctl.ClusterDNS, []string{typhoon.ClusterDNS}) || ctl.Etcd.Mode != layout.EtcdHostUnit || ctl.Etcd.Name != "etcd0" ||
-		ctl.Kubelet.Runtime != "docker" || ctl.Kubelet.Image != "quay.io/poseidon/kubelet:v1.35.3" || ctl.Kubelet.PathExists != typhoon.BootstrapKubeconfig ||
+	if ctl := got["ty-ctl"]; ctl.Kind != layout.KindTyphoonFlatcar || ctl.Role != "controller" || ctl.NodeName != "node1.mercury.example" ||
+		!reflect.DeepEqual(ctl.ClusterDNS, []string{typhoon.ClusterDNS}) || ctl.Etcd.Mode != layout.EtcdHostUnit || ctl.Etcd.Name != "node1" ||
+		ctl.Kubelet.Runtime != "docker" || ctl.Kubelet.Image != "quay.io/poseidon/kubelet:v1.35.4" || ctl.Kubelet.PathExists != typhoon.BootstrapKubeconfig ||
 		ctl.Files[layout.FileClusterCAKey] != "/etc/kubernetes/pki/ca.key" || ctl.Files[layout.FileEtcdPeerCert] != "/etc/ssl/etcd/etcd/peer.crt" {
 		t.Errorf("Typhoon Flatcar controller read as %+v (kubelet %+v)", ctl, ctl.Kubelet)
 	}

@@ -110,7 +110,7 @@ func TestAdoptTyphoonAndRenewInPlace(t *testing.T) {
 		t.Errorf("controller-manager.conf: serial %x (was %x), CN %q, issuer %q", cmAfter.SerialNumber, cmBefore.SerialNumber, cmAfter.Subject.CommonName, cmAfter.Issuer)
 	}
 	if out, err := typhoonHost(t, "tyc2").Exec(t.Context(), "stat", "-c", "%u:%g %a", typhoon.EtcdServerKey, typhoon.EtcdPeerKey); err != nil ||
-		strings.Count(string(out), "232:232 600") != 2 {
+		strings.Count(string(out), "232:232 500") != 2 {
 		t.Errorf("etcd's keys after the renewal: %s (%v)", out, err)
 	}
 
@@ -122,7 +122,7 @@ func TestAdoptTyphoonAndRenewInPlace(t *testing.T) {
 	if b, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz/etcd").DoRaw(t.Context()); err != nil {
 		t.Errorf("etcd after the renewal: %s (%v)", b, err)
 	}
-	if err := waitTyphoonReady(t.Context(), cs, []string{"tyc1", "tyc2", "tyc3", "tyw1", "tyw2"}); err != nil {
+	if err := waitTyphoonReady(t.Context(), cs, typhoonNodes()); err != nil {
 		t.Error(err)
 	}
 

@@ -15,19 +15,20 @@ import (
 	"kedge.dev/kedge/integration/typhoon"
 )
 
-// startTyphoonKubelet lays a Typhoon worker out on a lab host (flavor's
-// kubelet.service and kubelet.path, kubelet.yaml, the kubeconfig the
-// kubelet.path waits for) and starts it the way the host would at boot:
+// startTyphoonKubelet lays a Typhoon worker out on a lab host (its
+// flavour's worker template rendered for it: kubelet.service with
+// Typhoon's v1.35.4 image, kubelet.path, kubelet.yaml; then the
+// kubeconfig the kubelet.path waits for) and starts it the way the host would at boot:
 // kubelet.path enabled and started, which starts kubelet.service once
 // /etc/kubernetes/kubeconfig is there. The node's own credentials stand
 // for what its TLS bootstrap would have left in /var/lib/kubelet.
-func startTyphoonKubelet(t *testing.T, cp *controlplane.ControlPlane, h *testhosts.Host, flavor, image string) {
+func startTyphoonKubelet(t *testing.T, cp *controlplane.ControlPlane, h *testhosts.Host, flavor string) {
 	t.Helper()
 	kc, err := cp.NodeKubeconfig(h.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeTyphoonHost(t, h, typhoon.Node{Flavor: flavor, DomainName: h.Name, KubeletImage: image}, nil)
+	writeTyphoonHost(t, h, typhoon.Host{Name: h.Name, Domain: h.Name, Flavor: flavor}, nil, false)
 	for path, data := range map[string][]byte{typhoon.BootstrapKubeconfig: kc, typhoon.KubeletKubeconfig: kc} {
 		if err := h.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
@@ -41,7 +42,7 @@ func startTyphoonKubelet(t *testing.T, cp *controlplane.ControlPlane, h *testhos
 	if out, err := h.Exec(t.Context(), "mkdir", "-p", "/var/lib/containerd", "/run/lock"); err != nil {
 		t.Fatalf("%s: %v: %s", h.Name, err, out)
 	}
-	for _, args := range [][]string{{"daemon-reload"}, {"enable", "kubelet.path"}, {"start", "kubelet.path"}} {
+	for _, args := range [][]string{{"start", "kubelet.path"}} {
 		if out, err := h.Exec(t.Context(), "systemctl", args...); err != nil {
 			t.Fatalf("systemctl %v on %s: %v: %s", args, h.Name, err, out)
 		}
@@ -73,8 +74,8 @@ func TestKubeletImageSwapOnTyphoonNodes(t *testing.T) {
 	// Typhoon workers are the two others.
 	l := startLabOf(t, "127.0.42.", testhosts.Options{Names: []string{"ty-ctl", "ty-flatcar", "ty-fcos"}})
 	workers := l.Hosts[1:]
-	startTyphoonKubelet(t, cp, workers[0], typhoon.Flatcar, "quay.io/poseidon/kubelet:v1.35.3")
-	startTyphoonKubelet(t, cp, workers[1], typhoon.FCOS, "quay.io/poseidon/kubelet:v1.35.3")
+	startTyphoonKubelet(t, cp, workers[0], typhoon.Flatcar)
+	startTyphoonKubelet(t, cp, workers[1], typhoon.FCOS)
 	inv := writeInventory(t, strings.Replace(lab.Inventory("typhoon", l, l.KnownHostsFile), "controllers:\n", "kubernetes:\n  kubeconfig: "+cp.AdminKubeconfig+"\ncontrollers:\n", 1))
 
 	// The Flatcar worker's image is set as Typhoon's docs say, in
@@ -136,8 +137,8 @@ func TestNodeRemoveOnTyphoonNodes(t *testing.T) {
 	cp, _ := kubeLab(t)
 	l := startLabOf(t, "127.0.43.", testhosts.Options{Names: []string{"tyr-ctl", "tyr-flatcar", "tyr-fcos"}})
 	workers := l.Hosts[1:]
-	startTyphoonKubelet(t, cp, workers[0], typhoon.Flatcar, "quay.io/poseidon/kubelet:v1.35.3")
-	startTyphoonKubelet(t, cp, workers[1], typhoon.FCOS, "quay.io/poseidon/kubelet:v1.35.3")
+	startTyphoonKubelet(t, cp, workers[0], typhoon.Flatcar)
+	startTyphoonKubelet(t, cp, workers[1], typhoon.FCOS)
 	inv := writeInventory(t, strings.Replace(lab.Inventory("typhoon-rm", l, l.KnownHostsFile), "controllers:\n", "kubernetes:\n  kubeconfig: "+cp.AdminKubeconfig+"\ncontrollers:\n", 1))
 
 	for i, h := range workers {
@@ -146,14 +147,14 @@ func TestNodeRemoveOnTyphoonNodes(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("node-remove %s: exit %d: %s\n%+v", h.Name, code, errOut, p)
 		}
-		checkTyphoonRemoved(t, cp.Client, h, runtime)
+		checkTyphoonRemoved(t, cp.Client, h, h.Name, runtime)
 		if err := h.Reboot(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		// A Typhoon node that kept its bootstrap kubeconfig would be
 		// back within a heartbeat or two (the simulator posts every 2s).
 		time.Sleep(6 * time.Second)
-		checkTyphoonRemoved(t, cp.Client, h, runtime)
+		checkTyphoonRemoved(t, cp.Client, h, h.Name, runtime)
 
 		// Removing it again succeeds and changes nothing: no Node to
 		// cordon or drain, units already stopped, files already gone.
@@ -165,10 +166,10 @@ func TestNodeRemoveOnTyphoonNodes(t *testing.T) {
 
 // checkTyphoonRemoved checks, from the host and the API, that a removed
 // Typhoon node stays removed.
-func checkTyphoonRemoved(t *testing.T, cs kubernetes.Interface, h *testhosts.Host, runtime string) {
+func checkTyphoonRemoved(t *testing.T, cs kubernetes.Interface, h *testhosts.Host, node, runtime string) {
 	t.Helper()
-	if _, err := cs.CoreV1().Nodes().Get(t.Context(), h.Name, metav1.GetOptions{}); err == nil {
-		t.Errorf("%s: the Node is there", h.Name)
+	if _, err := cs.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{}); err == nil {
+		t.Errorf("%s: the Node %s is there", h.Name, node)
 	}
 	for _, unit := range []string{"kubelet.service", "kubelet.path"} {
 		if out, _ := h.Exec(t.Context(), "systemctl", "is-active", unit); strings.TrimSpace(string(out)) == "active" {

@@ -18,13 +18,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"kedge.dev/kedge/activities/layout"
-	"kedge.dev/kedge/integration/controlplane"
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/integration/typhoon"
-	"kedge.dev/kedge/integration/vaultlab"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -59,29 +56,6 @@ func closeTyphoon() {
 	})
 }
 
-const (
-	typhoonCluster   = "typhoon-world"
-	typhoonAPIServer = "api.typhoon.test"
-	typhoonKubelet   = "quay.io/poseidon/kubelet:v1.35.3"
-	typhoonEtcdImage = "quay.io/coreos/etcd:v3.6.16"
-)
-
-// typhoonHosts are the world's hosts. A spare host is a bare Flatcar
-// machine on the cluster's network, in no inventory until node-join adds
-// it: the provisioner has given it its OS and nothing else.
-var typhoonHosts = []struct {
-	name, flavor string
-	controller   bool
-	spare        bool
-}{
-	{"tyc1", typhoon.Flatcar, true, false},
-	{"tyc2", typhoon.FCOS, true, false},
-	{"tyc3", typhoon.Flatcar, true, false},
-	{"tyw1", typhoon.Flatcar, false, false},
-	{"tyw2", typhoon.FCOS, false, false},
-	{"tyw3", typhoon.Flatcar, false, true},
-}
-
 // typhoonWorld builds the Typhoon cluster once for the tests that use it.
 func typhoonWorld(t *testing.T) {
 	t.Helper()
@@ -97,234 +71,6 @@ func typhoonWorld(t *testing.T) {
 	if typhoonBuilt.err != nil {
 		t.Fatal(typhoonBuilt.err)
 	}
-}
-
-func buildTyphoon(t *testing.T) error {
-	ctx := context.Background()
-	tools, err := controlplane.Tools()
-	if err != nil {
-		return err
-	}
-	v, tokenFile := labVault(t)
-	dir := filepath.Join(world.dir, "typhoon")
-	var all, names, controllers []string
-	for _, h := range typhoonHosts {
-		all = append(all, h.name)
-		if !h.spare {
-			names = append(names, h.name)
-		}
-		if h.controller {
-			controllers = append(controllers, h.name)
-		}
-	}
-	l, err := testhosts.Start(ctx, testhosts.Options{Count: len(all), Names: all, BaseIP: "127.0.41.", Dir: filepath.Join(dir, "hosts")})
-	if err != nil {
-		return err
-	}
-	typhoonBuilt.lab = l
-	world.cleanups = append(world.cleanups, closeTyphoon)
-	p, err := typhoon.NewPKI(typhoon.Cluster{APIServer: typhoonAPIServer, EtcdServers: controllers})
-	if err != nil {
-		return err
-	}
-	typhoonBuilt.pki = p
-
-	// Name resolution as the cluster's DNS records would give it: each
-	// host by its name, the API name to every controller.
-	base, err := os.ReadFile("/etc/hosts")
-	if err != nil {
-		return err
-	}
-	hosts := string(base)
-	var etcdServers, initial []string
-	for i, h := range l.Hosts {
-		hosts += fmt.Sprintf("%s %s\n", h.Address, h.Name)
-		if typhoonHosts[i].controller {
-			hosts += fmt.Sprintf("%s %s\n", h.Address, typhoonAPIServer)
-			etcdServers = append(etcdServers, fmt.Sprintf("https://%s:2379", h.Name))
-			initial = append(initial, fmt.Sprintf("etcd%d=https://%s:2380", i, h.Name))
-		}
-	}
-
-	images := "quay.io/poseidon/kubelet " + testhosts.KubeletSim + "\n"
-	for i, h := range l.Hosts {
-		spec := typhoonHosts[i]
-		if spec.spare {
-			if err := provisionSpare(ctx, h, hosts, images); err != nil {
-				return err
-			}
-			continue
-		}
-		files, err := typhoon.Files(typhoon.Node{Flavor: spec.flavor, Controller: spec.controller, DomainName: h.Name,
-			KubeletImage: typhoonKubelet, EtcdName: fmt.Sprintf("etcd%d", i), EtcdImage: typhoonEtcdImage,
-			EtcdInitialCluster: strings.Join(initial, ","), ListenIP: h.Address})
-		if err != nil {
-			return err
-		}
-		node, err := p.NodeFiles(h.Name)
-		if err != nil {
-			return err
-		}
-		files = append(files, node...)
-		files = append(files, typhoon.File{Path: typhoon.BootstrapKubeconfig, Mode: 0o600, Data: p.BootstrapKubeconfig()},
-			typhoon.File{Path: "/etc/hosts", Mode: 0o644, Data: []byte(hosts)})
-		hostImages := images
-		if spec.controller {
-			pods, err := typhoon.StaticPods(typhoon.ControlPlane{
-				APIServerImage: "registry.k8s.io/kube-apiserver:v1.35.4", ControllerManagerImage: "registry.k8s.io/kube-controller-manager:v1.35.4",
-				SchedulerImage: "registry.k8s.io/kube-scheduler:v1.35.4", EtcdServers: strings.Join(etcdServers, ","),
-				ServiceAccountIssuer: "https://" + typhoonAPIServer + ":6443", SharedNetwork: true})
-			if err != nil {
-				return err
-			}
-			secrets, err := p.ControllerFiles()
-			if err != nil {
-				return err
-			}
-			files = append(append(files, pods...), secrets...)
-			for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
-				prog, err := h.InstallProgram(c, filepath.Join(tools, c))
-				if err != nil {
-					return err
-				}
-				if c != "etcd" {
-					hostImages += "registry.k8s.io/" + c + " " + prog + "\n"
-				}
-			}
-			if err := h.AddImage(testhosts.Image{Ref: typhoonEtcdImage, Entrypoint: []string{testhosts.StandInDir + "/etcd"}}); err != nil {
-				return err
-			}
-		}
-		// The host's address, which a real kubelet would find from its
-		// name or default route (test hosts share the machine's network).
-		files = append(files, typhoon.File{Path: "/etc/kedge-lab/images", Mode: 0o644, Data: []byte(hostImages)},
-			typhoon.File{Path: "/etc/kedge-lab/node-ip", Mode: 0o644, Data: []byte(h.Address + "\n")})
-		for _, f := range files {
-			if err := h.WriteFile(f.Path, f.Data, os.FileMode(f.Mode)); err != nil {
-				return fmt.Errorf("%s: %w", h.Name, err)
-			}
-		}
-		if err := testhosts.WriteCNIConfig(h); err != nil {
-			return err
-		}
-		// What Typhoon's provisioning leaves: containerd's state
-		// directory, etcd's data directory and certificates owned by
-		// the etcd user.
-		script := "mkdir -p /var/lib/containerd /run/lock"
-		if spec.controller {
-			script += fmt.Sprintf(" && mkdir -p -m 0700 /var/lib/etcd && chown -R %d:%d /var/lib/etcd /etc/ssl/etcd", typhoon.EtcdUID, typhoon.EtcdUID)
-		}
-		if out, err := h.Exec(ctx, "sh", "-c", script); err != nil {
-			return fmt.Errorf("%s: %w: %s", h.Name, err, out)
-		}
-		if out, err := h.Exec(ctx, "systemctl", "daemon-reload"); err != nil {
-			return fmt.Errorf("%s: daemon-reload: %w: %s", h.Name, err, out)
-		}
-	}
-
-	// Boot: etcd on every controller at once (a new three-member
-	// cluster waits for its peers), then kubelet.path everywhere.
-	var wg sync.WaitGroup
-	errs := make([]error, len(l.Hosts))
-	for i, h := range l.Hosts {
-		if !typhoonHosts[i].controller {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for _, args := range [][]string{{"enable", "etcd-member.service"}, {"start", "etcd-member.service"}} {
-				if out, err := h.Exec(ctx, "systemctl", args...); err != nil {
-					errs[i] = fmt.Errorf("%s: systemctl %v: %w: %s", h.Name, args, err, out)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	for i, h := range l.Hosts {
-		if typhoonHosts[i].spare {
-			continue
-		}
-		for _, args := range [][]string{{"enable", "kubelet.path"}, {"start", "kubelet.path"}} {
-			if out, err := h.Exec(ctx, "systemctl", args...); err != nil {
-				return fmt.Errorf("%s: systemctl %v: %w: %s", h.Name, args, err, out)
-			}
-		}
-	}
-
-	admin, err := p.ClientKubeconfig("kubernetes-admin", []string{"system:masters"}, l.Hosts[0].Address)
-	if err != nil {
-		return err
-	}
-	typhoonBuilt.kubeconfig = filepath.Join(dir, "admin.conf")
-	if err := os.WriteFile(typhoonBuilt.kubeconfig, admin, 0o600); err != nil {
-		return err
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", typhoonBuilt.kubeconfig)
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	typhoonBuilt.client = cs
-	if err := waitTyphoonReady(ctx, cs, names); err != nil {
-		for _, h := range l.Hosts {
-			for _, unit := range []string{"kubelet.service", "etcd-member.service"} {
-				if b, err := h.ReadFile("/var/log/units/" + unit + ".log"); err == nil {
-					t.Logf("%s %s log tail:\n%s", h.Name, unit, tail(string(b), 3000))
-				}
-			}
-		}
-		return err
-	}
-
-	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: kedge/v1\nkind: Cluster\nmetadata:\n  name: %s\n", typhoonCluster)
-	fmt.Fprintf(&b, "ssh:\n  user: core\n  become: sudo\n  identityFile: %s\n  knownHostsFile: %s\n", l.IdentityFile, l.KnownHostsFile)
-	fmt.Fprintf(&b, "kubernetes:\n  kubeconfig: %s\n  server: https://%s:6443\n  kubeletImage: %s\n  clusterDNS: [%s]\n",
-		typhoonBuilt.kubeconfig, typhoonAPIServer, typhoonKubelet, typhoon.ClusterDNS)
-	fmt.Fprintf(&b, "vault:\n  address: %s\n  tokenFile: %s\n  pki: %s\n  role: %s\n  kv: %s\n", v.Address, tokenFile, vaultlab.PKIPath, vaultlab.PKIRole, vaultlab.KVPath)
-	for i, h := range l.Hosts {
-		switch {
-		case typhoonHosts[i].spare:
-			continue
-		case i == 0:
-			b.WriteString("controllers:\n")
-		case !typhoonHosts[i].controller && typhoonHosts[i-1].controller:
-			b.WriteString("workers:\n")
-		}
-		fmt.Fprintf(&b, "  - name: %s\n    address: %s\n    port: %d\n", h.Name, h.Address, h.Port)
-	}
-	typhoonBuilt.inventory = filepath.Join(dir, "inventory.yaml")
-	return os.WriteFile(typhoonBuilt.inventory, []byte(b.String()), 0o644)
-}
-
-// provisionSpare gives a spare host what the machine's provisioning
-// gives a Typhoon node before Kubernetes: names, containerd's directory,
-// and, standing in for the cluster's CNI DaemonSet, its pod network.
-func provisionSpare(ctx context.Context, h *testhosts.Host, hosts, images string) error {
-	for _, f := range []typhoon.File{{Path: "/etc/hosts", Mode: 0o644, Data: []byte(hosts)},
-		{Path: "/etc/kedge-lab/images", Mode: 0o644, Data: []byte(images)},
-		{Path: "/etc/kedge-lab/node-ip", Mode: 0o644, Data: []byte(h.Address + "\n")}} {
-		if err := h.WriteFile(f.Path, f.Data, os.FileMode(f.Mode)); err != nil {
-			return fmt.Errorf("%s: %w", h.Name, err)
-		}
-	}
-	if err := testhosts.WriteCNIConfig(h); err != nil {
-		return err
-	}
-	if out, err := h.Exec(ctx, "mkdir", "-p", "/var/lib/containerd", "/run/lock"); err != nil {
-		return fmt.Errorf("%s: %w: %s", h.Name, err, out)
-	}
-	return nil
 }
 
 // waitTyphoonReady waits until every node is Ready, saying which are not
@@ -393,7 +139,7 @@ func TestKubeletImageSwapOnTyphoonCluster(t *testing.T) {
 		if err != nil || !slices.Equal(kubelets, []string{"kubelet " + image}) {
 			t.Errorf("%s: %s ps: %q (%v)", h.Name, runtime, ps, err)
 		}
-		n, err := cs.CoreV1().Nodes().Get(t.Context(), h.Name, metav1.GetOptions{})
+		n, err := cs.CoreV1().Nodes().Get(t.Context(), typhoonFQDN(h.Name), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -427,7 +173,7 @@ func TestNodeJoinOnTyphoonCluster(t *testing.T) {
 	cs := typhoonBuilt.client
 	ctx := t.Context()
 	ref, h := typhoonHost(t, "tyw1"), typhoonHost(t, "tyw3")
-	refNode, err := cs.CoreV1().Nodes().Get(ctx, "tyw1", metav1.GetOptions{})
+	refNode, err := cs.CoreV1().Nodes().Get(ctx, typhoonFQDN("tyw1"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +187,7 @@ func TestNodeJoinOnTyphoonCluster(t *testing.T) {
 			inv.WriteString(line)
 		}
 	}
-	fmt.Fprintf(&inv, "  - name: tyw3\n    address: %s\n    port: %d\n    labels: [node.kubernetes.io/pool=spare]\n", h.Address, h.Port)
+	fmt.Fprintf(&inv, "  - name: tyw3\n    nodeName: %s\n    address: %s\n    port: %d\n    labels: [node.kubernetes.io/pool=spare]\n", typhoonFQDN("tyw3"), h.Address, h.Port)
 	invPath := filepath.Join(t.TempDir(), "inventory.yaml")
 	if err := os.WriteFile(invPath, []byte(inv.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -476,7 +222,7 @@ func TestNodeJoinOnTyphoonCluster(t *testing.T) {
 	if s := step(t, p, "kubelet-unit"); s.State != "skipped" {
 		t.Errorf("Kedge's own kubelet unit was rendered: %+v", s)
 	}
-	n, err := cs.CoreV1().Nodes().Get(ctx, "tyw3", metav1.GetOptions{})
+	n, err := cs.CoreV1().Nodes().Get(ctx, typhoonFQDN("tyw3"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,7 +244,7 @@ func TestNodeJoinOnTyphoonCluster(t *testing.T) {
 			}
 			continue
 		}
-		want = []byte(strings.ReplaceAll(string(want), "--hostname-override=tyw1 ", "--hostname-override=tyw3 "))
+		want = []byte(strings.ReplaceAll(string(want), "--hostname-override="+typhoonFQDN("tyw1")+" ", "--hostname-override="+typhoonFQDN("tyw3")+" "))
 		if string(got) != string(want) {
 			t.Errorf("tyw3's %s:\n%s\nwant\n%s", f, got, want)
 		}
@@ -512,7 +258,7 @@ func TestNodeJoinOnTyphoonCluster(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &reports) != nil || len(reports) != 1 {
 		t.Fatalf("kedge inspect tyw3: exit %d: %s %s", code, out, errOut)
 	}
-	if l := reports[0].Layout; l.Kind != "typhoon-flatcar" || !slices.Equal(l.ClusterDNS, []string{typhoon.ClusterDNS}) || l.NodeName != "tyw3" {
+	if l := reports[0].Layout; l.Kind != "typhoon-flatcar" || !slices.Equal(l.ClusterDNS, []string{typhoon.ClusterDNS}) || l.NodeName != typhoonFQDN("tyw3") {
 		t.Errorf("tyw3's layout: %s, cluster DNS %v, node %s", l.Kind, l.ClusterDNS, l.NodeName)
 	}
 	// The join's token is gone; the bootstrap kubeconfig is root's.
@@ -530,7 +276,7 @@ func TestNodeJoinOnTyphoonCluster(t *testing.T) {
 	}
 	rebooted := time.Now()
 	eventually(t, 2*time.Minute, "tyw3 Ready after its reboot", func() bool {
-		n, err := cs.CoreV1().Nodes().Get(ctx, "tyw3", metav1.GetOptions{})
+		n, err := cs.CoreV1().Nodes().Get(ctx, typhoonFQDN("tyw3"), metav1.GetOptions{})
 		if err != nil {
 			return false
 		}
@@ -580,7 +326,7 @@ func TestNodeRemoveOnTyphoonCluster(t *testing.T) {
 		if p, code, errOut := runWaitInv(t, "node-remove", inv, "--set", "node="+w.name); code != 0 {
 			t.Fatalf("node-remove %s: exit %d: %s\n%+v", w.name, code, errOut, p)
 		}
-		checkTyphoonRemoved(t, cs, typhoonHost(t, w.name), w.runtime)
+		checkTyphoonRemoved(t, cs, typhoonHost(t, w.name), typhoonFQDN(w.name), w.runtime)
 	}
 
 	ctl, other := typhoonHost(t, "tyc3"), typhoonHost(t, "tyc2")
@@ -591,13 +337,13 @@ func TestNodeRemoveOnTyphoonCluster(t *testing.T) {
 	if code == 0 || !strings.Contains(step(t, p, "etcd-check").LastError, "quorum") {
 		t.Errorf("node-remove tyc3 with tyc2's etcd down: exit %d: %s\n%+v", code, errOut, p)
 	}
-	if n, err := cs.CoreV1().Nodes().Get(t.Context(), "tyc3", metav1.GetOptions{}); err != nil || n.Spec.Unschedulable {
+	if n, err := cs.CoreV1().Nodes().Get(t.Context(), typhoonFQDN("tyc3"), metav1.GetOptions{}); err != nil || n.Spec.Unschedulable {
 		t.Errorf("tyc3 after the refused removal: %v (%v)", n.Spec.Unschedulable, err)
 	}
 	if out, err := other.Exec(t.Context(), "systemctl", "start", "etcd-member.service"); err != nil {
 		t.Fatalf("start etcd on tyc2: %v: %s", err, out)
 	}
-	if got := etcdMembers(t); !slices.Equal(got, []string{"etcd0", "etcd1", "etcd2"}) {
+	if got := etcdMembers(t); !slices.Equal(got, []string{"tyc1", "tyc2", "tyc3"}) {
 		t.Fatalf("etcd members before the removal: %v", got)
 	}
 	eventually(t, time.Minute, "etcd healthy again", func() bool {
@@ -609,13 +355,13 @@ func TestNodeRemoveOnTyphoonCluster(t *testing.T) {
 		if p, code, errOut := runWaitInv(t, "node-remove", inv, "--set", "node=tyc3"); code != 0 {
 			t.Fatalf("node-remove tyc3 (run %d): exit %d: %s\n%+v", i+1, code, errOut, p)
 		}
-		checkTyphoonRemoved(t, cs, ctl, "docker")
+		checkTyphoonRemoved(t, cs, ctl, typhoonFQDN("tyc3"), "docker")
 		for _, args := range [][]string{{"is-active", "etcd-member.service"}, {"is-enabled", "etcd-member.service"}} {
 			if out, _ := ctl.Exec(t.Context(), "systemctl", args...); strings.TrimSpace(string(out)) == "active" || strings.TrimSpace(string(out)) == "enabled" {
 				t.Errorf("tyc3: etcd-member.service %s: %s", args[0], out)
 			}
 		}
-		if got := etcdMembers(t); !slices.Equal(got, []string{"etcd0", "etcd1"}) {
+		if got := etcdMembers(t); !slices.Equal(got, []string{"tyc1", "tyc2"}) {
 			t.Errorf("etcd members after removing tyc3: %v", got)
 		}
 		if i == 0 {
@@ -623,7 +369,7 @@ func TestNodeRemoveOnTyphoonCluster(t *testing.T) {
 				t.Fatal(err)
 			}
 			time.Sleep(6 * time.Second)
-			checkTyphoonRemoved(t, cs, ctl, "docker")
+			checkTyphoonRemoved(t, cs, ctl, typhoonFQDN("tyc3"), "docker")
 		}
 	}
 	if b, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(t.Context()); err != nil {

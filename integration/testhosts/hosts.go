@@ -205,7 +205,7 @@ func writeKey(path string) (string, error) {
 
 func (h *Host) prepare(clientPub string, o Options, bins map[string]string) error {
 	caKey, hostCA := o.TrustedUserCAKey, o.HostCA
-	for _, d := range []string{"etc-upper/ssh", "etc-upper/sudoers.d", "etc-work", "varlib-upper", "varlib-work", "varlog-upper", "varlog-work", "root/.ssh", "home/" + User + "/.ssh", "bin"} {
+	for _, d := range []string{"etc-upper/ssh", "etc-upper/sudoers.d", "etc-work", "varlib-upper", "varlib-work", "varlog-upper", "varlog-work", "opt-upper", "opt-work", "root/.ssh", "home/" + User + "/.ssh", "bin"} {
 		if err := os.MkdirAll(filepath.Join(h.dir, d), 0o755); err != nil {
 			return err
 		}
@@ -298,6 +298,9 @@ H="$1"
 mount -t overlay overlay -o "lowerdir=/etc,upperdir=$H/etc-upper,workdir=$H/etc-work" /etc
 mount -t overlay overlay -o "lowerdir=/var/lib,upperdir=$H/varlib-upper,workdir=$H/varlib-work" /var/lib
 mount -t overlay overlay -o "lowerdir=/var/log,upperdir=$H/varlog-upper,workdir=$H/varlog-work" /var/log
+# /opt too: Typhoon's units and scripts write there (/opt/cni/bin,
+# /opt/bootstrap), which must not reach the machine.
+mount -t overlay overlay -o "lowerdir=/opt,upperdir=$H/opt-upper,workdir=$H/opt-work" /opt
 mount --bind "$H/root" /root
 mount --bind "$H/home" /home
 mount --bind "$H/bin" /usr/local/sbin

@@ -1,14 +1,14 @@
-// Package typhoon writes the host files of a Typhoon-built cluster for
-// Kedge's test world: what Typhoon's butane templates for Flatcar Linux
-// (a kubelet started by `docker run -d` in ExecStartPre) and Fedora
-// CoreOS (`podman run` in ExecStart) and terraform-render-bootstrap put on
-// controllers and workers — kubelet.service and kubelet.path,
-// etcd-member.service with /etc/etcd/etcd.env and its own CA under
-// /etc/ssl/etcd, /etc/kubernetes/{kubeconfig,kubelet.yaml,pki/...}, the
-// static pods under Typhoon's file names and Typhoon's cluster DNS
-// (10.3.0.10). The files are Kedge's own rendering of the facts in those
-// templates, not copies: they let tests check that Kedge reads and
-// operates a cluster it did not build.
+// Package typhoon builds the files of a Typhoon-built cluster for Kedge's
+// test world from Typhoon's own templates (package upstream: poseidon/
+// typhoon v1.35.4's Butane configs for Flatcar Linux and Fedora CoreOS,
+// and the terraform-render-bootstrap commit it pins), rendered with
+// Terraform's templatefile semantics (package tftemplate) and laid out as
+// Ignition would (package butane). PKI makes what terraform-render-
+// bootstrap's tls-*.tf and auth.tf make (three CAs, every certificate
+// valid 8760 hours) and renders its kubeconfigs and manifests; the
+// world's tests run Typhoon's own layout script on the result. Where the
+// world must differ from a real machine (one network namespace for every
+// host, no SELinux), the difference is the one patch in patch.go.
 //
 // It is test infrastructure only.
 package typhoon

@@ -6,230 +6,306 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"io/fs"
 	"math/big"
 	"net"
+	"regexp"
 	"strings"
 	"time"
+
+	"kedge.dev/kedge/integration/typhoon/tftemplate"
+	"kedge.dev/kedge/integration/typhoon/upstream"
 )
 
-// Where terraform-render-bootstrap's assets land on a controller.
-const (
-	CACert             = PKIDir + "/ca.crt"
-	CAKey              = PKIDir + "/ca.key"
-	APIServerCert      = PKIDir + "/apiserver.crt"
-	APIServerKey       = PKIDir + "/apiserver.key"
-	ServiceAccountPub  = PKIDir + "/service-account.pub"
-	ServiceAccountKey  = PKIDir + "/service-account.key"
-	EtcdClientCA       = PKIDir + "/etcd-client-ca.crt"
-	EtcdClientCert     = PKIDir + "/etcd-client.crt"
-	EtcdClientKey      = PKIDir + "/etcd-client.key"
-	ControllerManagerK = PKIDir + "/controller-manager.conf"
-	SchedulerK         = PKIDir + "/scheduler.conf"
-	EtcdServerCA       = EtcdPKIDir + "/server-ca.crt"
-	EtcdServerCert     = EtcdPKIDir + "/server.crt"
-	EtcdServerKey      = EtcdPKIDir + "/server.key"
-	EtcdPeerCA         = EtcdPKIDir + "/peer-ca.crt"
-	EtcdPeerCert       = EtcdPKIDir + "/peer.crt"
-	EtcdPeerKey        = EtcdPKIDir + "/peer.key"
-	// KubeletClientCert is where a TLS-bootstrapped kubelet keeps its
-	// client certificate and key (one PEM file) and its kubeconfig points.
-	KubeletClientCert = "/var/lib/kubelet/pki/kubelet-client-current.pem"
-)
+// Validity is every certificate's life in terraform-render-bootstrap, the
+// CAs' included: validity_period_hours = 8760.
+const Validity = 8760 * time.Hour
 
-// EtcdUID is the etcd user Typhoon's hosts run etcd as (--user 232:232);
-// /var/lib/etcd and /etc/ssl/etcd belong to it.
-const EtcdUID = 232
-
-// Cluster names a Typhoon cluster's API server and etcd members, as its
-// Terraform variables do.
+// Cluster is what Typhoon's Terraform variables say of a cluster.
 type Cluster struct {
+	// Name is cluster_name.
+	Name string
 	// APIServer is the API server's DNS name (k8s_domain_name).
 	APIServer string
 	// EtcdServers are the controllers' DNS names, in order.
 	EtcdServers []string
 }
 
-// PKI is a cluster's certificate authorities and the credentials
-// terraform-render-bootstrap would make from them. Every key is RSA 2048,
-// as Typhoon's. Nothing of it comes from Kedge.
+// PKI is what terraform-render-bootstrap's tls-*.tf, auth.tf and
+// manifests.tf make for a cluster, made the way the Terraform resources
+// make it: RSA 2048 keys, the subjects, names and uses those files give,
+// every certificate valid for Validity from now. Nothing of it comes from
+// Kedge.
 type PKI struct {
-	c       Cluster
-	ca      *x509.Certificate
-	caKey   *rsa.PrivateKey
-	etcdCA  *x509.Certificate
-	etcdKey *rsa.PrivateKey
-	saKey   *rsa.PrivateKey
-	// BootstrapToken is the kubelets' bootstrap token, ID.SECRET.
-	BootstrapToken string
+	c        Cluster
+	now      time.Time
+	ca       authority
+	etcd     authority
+	agg      authority
+	saKey    *rsa.PrivateKey
+	tokenID  string
+	tokenSec string
 }
 
-// NewPKI makes a cluster CA, an etcd CA, a service-account key and a
-// bootstrap token.
+type authority struct {
+	cert *x509.Certificate
+	key  *rsa.PrivateKey
+}
+
+// NewPKI makes the cluster, etcd and aggregation (front-proxy) CAs, the
+// service-account key and the bootstrap token.
 func NewPKI(c Cluster) (*PKI, error) {
-	p := &PKI{c: c}
+	p := &PKI{c: c, now: time.Now()}
 	var err error
-	if p.ca, p.caKey, err = selfSigned("kubernetes-ca"); err != nil {
-		return nil, err
-	}
-	if p.etcdCA, p.etcdKey, err = selfSigned("etcd-ca"); err != nil {
-		return nil, err
+	for _, a := range []struct {
+		to   *authority
+		cn   string
+		orgs []string
+	}{{&p.ca, "kubernetes-ca", []string{"typhoon"}}, {&p.etcd, "etcd-ca", []string{"etcd"}}, {&p.agg, "kubernetes-front-proxy-ca", nil}} {
+		if *a.to, err = p.selfSigned(a.cn, a.orgs); err != nil {
+			return nil, err
+		}
 	}
 	if p.saKey, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
 		return nil, err
 	}
-	id, secret := make([]byte, 3), make([]byte, 8)
-	if _, err := rand.Read(id); err != nil {
+	// random_password: length 6 and 16, no upper case, no specials.
+	if p.tokenID, err = password(6); err != nil {
 		return nil, err
 	}
-	if _, err := rand.Read(secret); err != nil {
+	if p.tokenSec, err = password(16); err != nil {
 		return nil, err
 	}
-	p.BootstrapToken = hex.EncodeToString(id) + "." + hex.EncodeToString(secret)
 	return p, nil
 }
 
 // CA is the cluster CA certificate, PEM.
-func (p *PKI) CA() []byte { return certPEM(p.ca) }
+func (p *PKI) CA() []byte { return certPEM(p.ca.cert) }
 
 // EtcdCA is etcd's CA certificate, PEM.
-func (p *PKI) EtcdCA() []byte { return certPEM(p.etcdCA) }
+func (p *PKI) EtcdCA() []byte { return certPEM(p.etcd.cert) }
 
-// EtcdCAKey is etcd's CA key, PEM: Typhoon keeps it with the cluster's
-// Terraform assets, never on a host.
-func (p *PKI) EtcdCAKey() []byte { return keyPEM(p.etcdKey) }
+// AggregationCA is the front-proxy CA certificate, PEM.
+func (p *PKI) AggregationCA() []byte { return certPEM(p.agg.cert) }
 
-// ServiceAccountPublicKey is the service-account public key, PEM.
-func (p *PKI) ServiceAccountPublicKey() []byte {
-	der, _ := x509.MarshalPKIXPublicKey(&p.saKey.PublicKey)
-	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+// EtcdCAKey is etcd's CA key, PEM. Typhoon puts it on no host and in no
+// output: it lives only in the Terraform state
+// (module.bootstrap.tls_private_key.etcd-ca), whence an operator takes it.
+func (p *PKI) EtcdCAKey() []byte { return keyPEM(p.etcd.key) }
+
+// AggregationCAKey is the front-proxy CA's key, PEM: like etcd's, only in
+// the Terraform state.
+func (p *PKI) AggregationCAKey() []byte { return keyPEM(p.agg.key) }
+
+// Token is the kubelets' bootstrap token, ID.SECRET.
+func (p *PKI) Token() string { return p.tokenID + "." + p.tokenSec }
+
+func (p *PKI) server() string { return fmt.Sprintf("https://%s:6443", p.c.APIServer) }
+
+// BootstrapKubeconfig is module.bootstrap.kubeconfig-kubelet, what
+// ssh.tf copies to /etc/kubernetes/kubeconfig on every node.
+func (p *PKI) BootstrapKubeconfig() ([]byte, error) {
+	s, err := tftemplate.RenderFS(upstream.FS(), upstream.KubeconfigBootstrap, map[string]any{
+		"ca_cert": base64.StdEncoding.EncodeToString(p.CA()), "server": p.server(),
+		"token_id": p.tokenID, "token_secret": p.tokenSec,
+	})
+	return []byte(s), err
 }
 
-// APIServerNames are the API server certificate's DNS names: the
-// cluster's API name and the kubernetes Service's.
-func (p *PKI) APIServerNames() []string {
-	return []string{p.c.APIServer, "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
-}
-
-// ControllerFiles are the secrets terraform-render-bootstrap puts on every
-// controller: the cluster CA and its key, the API server's certificate
-// (also its kubelet client certificate), the service-account key pair,
-// etcd's CA, server, peer and client certificates, and the
-// controller-manager's and scheduler's kubeconfigs. Keys are 0600.
-func (p *PKI) ControllerFiles() ([]File, error) {
-	var files []File
-	add := func(path string, mode uint32, data []byte) {
-		files = append(files, File{Path: path, Mode: mode, Data: data})
-	}
-	add(CACert, 0o644, p.CA())
-	add(CAKey, 0o600, keyPEM(p.caKey))
-	apiserver, err := p.leaf(p.ca, p.caKey, "kube-apiserver", []string{"system:masters"}, p.APIServerNames(), []net.IP{net.ParseIP("10.3.0.1")}, true, true)
+// Images are the control plane's images: container_images' defaults in
+// terraform-render-bootstrap's variables.tf.
+func Images() (map[string]string, error) {
+	b, err := upstream.ReadFile(upstream.Bootstrap + "/variables.tf")
 	if err != nil {
 		return nil, err
 	}
-	add(APIServerCert, 0o644, apiserver.cert)
-	add(APIServerKey, 0o600, apiserver.key)
-	add(ServiceAccountPub, 0o644, p.ServiceAccountPublicKey())
-	add(ServiceAccountKey, 0o600, keyPEM(p.saKey))
-
-	client, err := p.leaf(p.etcdCA, p.etcdKey, "etcd-client", nil, nil, nil, false, true)
-	if err != nil {
-		return nil, err
-	}
-	add(EtcdClientCA, 0o644, p.EtcdCA())
-	add(EtcdClientCert, 0o644, client.cert)
-	add(EtcdClientKey, 0o600, client.key)
-	// Every member's certificates name every member (Typhoon issues one
-	// server and one peer certificate for the whole cluster). The peer
-	// certificate also holds 127.0.0.1: the test world's hosts share one
-	// network namespace, so members reach each other from the loopback
-	// address, which etcd checks against the peer certificate.
-	loopback := []net.IP{net.ParseIP("127.0.0.1")}
-	server, err := p.leaf(p.etcdCA, p.etcdKey, "etcd-server", nil, append([]string{"localhost"}, p.c.EtcdServers...), loopback, true, true)
-	if err != nil {
-		return nil, err
-	}
-	peer, err := p.leaf(p.etcdCA, p.etcdKey, "etcd-peer", nil, p.c.EtcdServers, loopback, true, true)
-	if err != nil {
-		return nil, err
-	}
-	add(EtcdServerCA, 0o644, p.EtcdCA())
-	add(EtcdServerCert, 0o644, server.cert)
-	add(EtcdServerKey, 0o600, server.key)
-	add(EtcdPeerCA, 0o644, p.EtcdCA())
-	add(EtcdPeerCert, 0o644, peer.cert)
-	add(EtcdPeerKey, 0o600, peer.key)
-
-	for _, k := range []struct{ path, cn string }{
-		{ControllerManagerK, "system:kube-controller-manager"},
-		{SchedulerK, "system:kube-scheduler"},
-	} {
-		kc, err := p.ClientKubeconfig(k.cn, nil)
-		if err != nil {
-			return nil, err
+	images := map[string]string{}
+	for _, k := range []string{"kube_apiserver", "kube_controller_manager", "kube_scheduler"} {
+		m := regexp.MustCompile(`(?m)^\s*` + k + `\s*=\s*"([^"]+)"`).FindSubmatch(b)
+		if m == nil {
+			return nil, fmt.Errorf("typhoon: %s/variables.tf: no default image for %s", upstream.Bootstrap, k)
 		}
-		add(k.path, 0o600, kc)
+		images[k] = string(m[1])
 	}
-	return files, nil
+	return images, nil
 }
 
-// BootstrapKubeconfig is /etc/kubernetes/kubeconfig: the cluster CA and
-// the bootstrap token, what kubelet.path waits for.
-func (p *PKI) BootstrapKubeconfig() []byte {
-	return []byte(kubeconfig(p.c.APIServer, p.CA(), "kubelet-bootstrap", "    token: "+p.BootstrapToken+"\n", ""))
-}
+// Assets is module.bootstrap.assets_dist: the kubeconfigs of auth.tf, the
+// TLS files of tls-k8s.tf, tls-etcd.tf and tls-aggregation.tf, the static
+// manifests and the manifests, each rendered from the vendored templates
+// with the variables manifests.tf gives them (Typhoon's bare-metal
+// defaults: aggregation enabled, the CIDRs and issuer of its
+// variables.tf).
+func (p *PKI) Assets() (map[string][]byte, error) {
+	a := map[string][]byte{}
+	kube := func(cn string, orgs []string) (string, error) {
+		c, err := p.leaf(p.ca, cn, orgs, nil, nil, x509.ExtKeyUsageClientAuth)
+		if err != nil {
+			return "", err
+		}
+		return tftemplate.RenderFS(upstream.FS(), upstream.KubeconfigAdmin, map[string]any{
+			"name": p.c.Name, "ca_cert": base64.StdEncoding.EncodeToString(p.CA()),
+			"kubelet_cert": base64.StdEncoding.EncodeToString(c.cert), "kubelet_key": base64.StdEncoding.EncodeToString(c.key),
+			"server": p.server(),
+		})
+	}
+	for _, k := range []struct {
+		name, cn string
+		orgs     []string
+	}{{"auth/admin.conf", "kubernetes-admin", []string{"system:masters"}},
+		{"auth/controller-manager.conf", "system:kube-controller-manager", nil},
+		{"auth/scheduler.conf", "system:kube-scheduler", nil}} {
+		s, err := kube(k.cn, k.orgs)
+		if err != nil {
+			return nil, fmt.Errorf("typhoon: %s: %w", k.name, err)
+		}
+		a[k.name] = []byte(s)
+	}
 
-// NodeFiles are what a node's TLS bootstrap would have left: the
-// kubelet's client certificate and key in one file, and its kubeconfig
-// pointing at that file (as the kubelet writes it).
-func (p *PKI) NodeFiles(node string) ([]File, error) {
-	c, err := p.leaf(p.ca, p.caKey, "system:node:"+node, []string{"system:nodes"}, nil, nil, false, true)
+	apiserver, err := p.leaf(p.ca, "kube-apiserver", []string{"system:masters"},
+		[]string{p.c.APIServer, "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+		[]net.IP{net.ParseIP("10.3.0.1")}, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
 	if err != nil {
 		return nil, err
 	}
-	user := fmt.Sprintf("    client-certificate: %s\n    client-key: %s\n", KubeletClientCert, KubeletClientCert)
-	return []File{
-		{Path: KubeletClientCert, Mode: 0o600, Data: append(c.cert, c.key...)},
-		{Path: KubeletKubeconfig, Mode: 0o600, Data: []byte(kubeconfig(p.c.APIServer, p.CA(), "default-auth", user, ""))},
-	}, nil
-}
-
-// ClientKubeconfig is a kubeconfig with an embedded client certificate
-// for cn (organizations orgs) of the cluster CA. With server set it talks
-// to that address and checks the API server's certificate for the
-// cluster's API name (tls-server-name): how a test outside the hosts'
-// /etc/hosts reaches it.
-func (p *PKI) ClientKubeconfig(cn string, orgs []string, server ...string) ([]byte, error) {
-	c, err := p.leaf(p.ca, p.caKey, cn, orgs, nil, nil, false, true)
+	saPub, err := x509.MarshalPKIXPublicKey(&p.saKey.PublicKey)
 	if err != nil {
 		return nil, err
 	}
-	user := fmt.Sprintf("    client-certificate-data: %s\n    client-key-data: %s\n",
-		base64.StdEncoding.EncodeToString(c.cert), base64.StdEncoding.EncodeToString(c.key))
-	addr, tlsName := p.c.APIServer, ""
-	if len(server) > 0 {
-		addr, tlsName = server[0], p.c.APIServer
+	a["tls/k8s/ca.crt"], a["tls/k8s/ca.key"] = p.CA(), keyPEM(p.ca.key)
+	a["tls/k8s/apiserver.crt"], a["tls/k8s/apiserver.key"] = apiserver.cert, apiserver.key
+	a["tls/k8s/service-account.pub"] = pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPub})
+	a["tls/k8s/service-account.key"] = keyPEM(p.saKey)
+
+	agg, err := p.leaf(p.agg, "kube-apiserver", nil, nil, nil, x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		return nil, err
 	}
-	return []byte(kubeconfig(addr, p.CA(), strings.TrimPrefix(cn, "system:"), user, tlsName)), nil
+	a["tls/k8s/aggregation-ca.crt"], a["tls/k8s/aggregation-client.crt"], a["tls/k8s/aggregation-client.key"] = p.AggregationCA(), agg.cert, agg.key
+
+	loopback := []net.IP{net.ParseIP("127.0.0.1")}
+	names := append(append([]string{}, p.c.EtcdServers...), "localhost")
+	client, err := p.leaf(p.etcd, "etcd-client", []string{"etcd"}, names, loopback, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		return nil, err
+	}
+	server, err := p.leaf(p.etcd, "etcd-server", []string{"etcd"}, names, loopback, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		return nil, err
+	}
+	// The one deviation in the PKI (see Patch): the peer certificate also
+	// holds 127.0.0.1. The world's hosts share one network namespace, so
+	// a member's connections to its peers come from the loopback address,
+	// which etcd checks against the peer certificate.
+	peer, err := p.leaf(p.etcd, "etcd-peer", []string{"etcd"}, p.c.EtcdServers, loopback, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range []string{"etcd-client-ca.crt", "server-ca.crt", "peer-ca.crt"} {
+		a["tls/etcd/"+f] = p.EtcdCA()
+	}
+	a["tls/etcd/etcd-client.crt"], a["tls/etcd/etcd-client.key"] = client.cert, client.key
+	a["tls/etcd/server.crt"], a["tls/etcd/server.key"] = server.cert, server.key
+	a["tls/etcd/peer.crt"], a["tls/etcd/peer.key"] = peer.cert, peer.key
+
+	if err := p.manifests(a); err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
-func kubeconfig(server string, ca []byte, user, auth, tlsServerName string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: https://%s:6443\n", server)
-	fmt.Fprintf(&b, "    certificate-authority-data: %s\n", base64.StdEncoding.EncodeToString(ca))
-	if tlsServerName != "" {
-		fmt.Fprintf(&b, "    tls-server-name: %s\n", tlsServerName)
+// aggregationFlags is manifests.tf's local.aggregation_flags after
+// indent(4, …): the heredoc's lines, all but the first indented.
+func aggregationFlags() string {
+	lines := []string{"", "- --proxy-client-cert-file=/etc/kubernetes/pki/aggregation-client.crt",
+		"- --proxy-client-key-file=/etc/kubernetes/pki/aggregation-client.key",
+		"- --requestheader-client-ca-file=/etc/kubernetes/pki/aggregation-ca.crt",
+		"- --requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"- --requestheader-group-headers=X-Remote-Group",
+		"- --requestheader-username-headers=X-Remote-User", ""}
+	return strings.Join(lines, "\n    ")
+}
+
+// manifests renders static-manifests/* and manifests/* as manifests.tf
+// does.
+func (p *PKI) manifests(a map[string][]byte) error {
+	images, err := Images()
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(&b, "users:\n- name: %s\n  user:\n%s", user, auth)
-	fmt.Fprintf(&b, "contexts:\n- name: default\n  context:\n    cluster: local\n    user: %s\ncurrent-context: default\n", user)
-	return b.String()
+	var etcd []string
+	for _, s := range p.c.EtcdServers {
+		etcd = append(etcd, fmt.Sprintf("https://%s:2379", s))
+	}
+	static := map[string]any{
+		"kube_apiserver_image": images["kube_apiserver"], "kube_controller_manager_image": images["kube_controller_manager"],
+		"kube_scheduler_image": images["kube_scheduler"], "etcd_servers": strings.Join(etcd, ","),
+		"pod_cidr": PodCIDR, "service_cidr": ServiceCIDR, "service_account_issuer": ServiceAccountIssuer,
+		"aggregation_flags": aggregationFlags(),
+	}
+	manifests := map[string]any{
+		"server": p.server(), "apiserver_host": p.c.APIServer, "apiserver_port": 6443,
+		"token_id": p.tokenID, "token_secret": p.tokenSec,
+	}
+	for _, dir := range []struct {
+		from, to string
+		vars     map[string]any
+	}{{upstream.StaticManifests, "static-manifests/", static}, {upstream.Manifests, "manifests/", manifests}} {
+		entries, err := fs.ReadDir(upstream.FS(), dir.from)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			name := e.Name()
+			s, err := tftemplate.RenderFS(upstream.FS(), dir.from+"/"+name, dir.vars)
+			if err != nil {
+				return err
+			}
+			a[dir.to+name] = []byte(s)
+		}
+	}
+	return nil
+}
+
+// ClientKubeconfig is a kubeconfig for the test itself, with a client
+// certificate for cn (organizations orgs) from the cluster CA, that talks
+// to address and checks the API server's certificate for the cluster's
+// API name.
+func (p *PKI) ClientKubeconfig(cn string, orgs []string, address string) ([]byte, error) {
+	c, err := p.leaf(p.ca, cn, orgs, nil, nil, x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		return nil, err
+	}
+	return fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters:
+- name: %[1]s
+  cluster:
+    server: https://%[2]s:6443
+    tls-server-name: %[3]s
+    certificate-authority-data: %[4]s
+users:
+- name: %[1]s
+  user:
+    client-certificate-data: %[5]s
+    client-key-data: %[6]s
+contexts:
+- name: %[1]s
+  context:
+    cluster: %[1]s
+    user: %[1]s
+current-context: %[1]s
+`, p.c.Name, address, p.c.APIServer, base64.StdEncoding.EncodeToString(p.CA()),
+		base64.StdEncoding.EncodeToString(c.cert), base64.StdEncoding.EncodeToString(c.key)), nil
 }
 
 type pair struct{ cert, key []byte }
 
-func (p *PKI) leaf(ca *x509.Certificate, caKey *rsa.PrivateKey, cn string, orgs, dns []string, ips []net.IP, server, client bool) (pair, error) {
+// leaf is tls_locally_signed_cert of a tls_cert_request: key_encipherment
+// and digital_signature, and the extended uses given.
+func (p *PKI) leaf(ca authority, cn string, orgs, dns []string, ips []net.IP, uses ...x509.ExtKeyUsage) (pair, error) {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return pair{}, err
@@ -239,43 +315,54 @@ func (p *PKI) leaf(ca *x509.Certificate, caKey *rsa.PrivateKey, cn string, orgs,
 		Subject:      pkix.Name{CommonName: cn, Organization: orgs},
 		DNSNames:     dns,
 		IPAddresses:  ips,
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(365 * 24 * time.Hour),
+		NotBefore:    p.now,
+		NotAfter:     p.now.Add(Validity),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  uses,
 	}
-	if server {
-		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
-	}
-	if client {
-		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		return pair{}, err
 	}
 	return pair{cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), key: keyPEM(key)}, nil
 }
 
-func selfSigned(cn string) (*x509.Certificate, *rsa.PrivateKey, error) {
+// selfSigned is tls_self_signed_cert with is_ca_certificate: cert_signing,
+// key_encipherment and digital_signature.
+func (p *PKI) selfSigned(cn string, orgs []string) (authority, error) {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
-		return nil, nil, err
+		return authority{}, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
+		Subject:               pkix.Name{CommonName: cn, Organization: orgs},
+		NotBefore:             p.now,
+		NotAfter:              p.now.Add(Validity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		return nil, nil, err
+		return authority{}, err
 	}
 	cert, err := x509.ParseCertificate(der)
-	return cert, key, err
+	return authority{cert: cert, key: key}, err
+}
+
+// password is random_password with upper = false, special = false.
+func password(n int) (string, error) {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, n)
+	for i := range b {
+		k, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
+		if err != nil {
+			return "", err
+		}
+		b[i] = alphabet[k.Int64()]
+	}
+	return string(b), nil
 }
 
 func serial() *big.Int {

@@ -1,0 +1,498 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"kedge.dev/kedge/integration/controlplane"
+	"kedge.dev/kedge/integration/testhosts"
+	"kedge.dev/kedge/integration/typhoon"
+	"kedge.dev/kedge/integration/typhoon/butane"
+	"kedge.dev/kedge/integration/vaultlab"
+)
+
+const (
+	typhoonCluster   = "typhoon-world"
+	typhoonDomain    = "typhoon.test"
+	typhoonAPIServer = "api." + typhoonDomain
+	// typhoonKubelet is the kubelet image Typhoon v1.35.4's templates
+	// name; the swap tests move to a later one.
+	typhoonKubelet = "quay.io/poseidon/kubelet:v1.35.4"
+	// typhoonEtcdImage is the etcd image the templates name. The world
+	// runs the etcd it built (scripts/kube-tools.sh) under that name.
+	typhoonEtcdImage = "quay.io/coreos/etcd:v3.5.13"
+)
+
+// typhoonHosts are the world's hosts: Typhoon's controllers and workers
+// (name, the etcd member name, and domain, the host's and Node's name).
+// A spare host is a bare machine of its flavour on the cluster's
+// network, in no inventory until node-join adds it: the provisioner has
+// given it its OS and nothing else.
+var typhoonHosts = []struct {
+	name, flavor string
+	controller   bool
+	spare        bool
+}{
+	{"tyc1", typhoon.Flatcar, true, false},
+	{"tyc2", typhoon.FCOS, true, false},
+	{"tyc3", typhoon.Flatcar, true, false},
+	{"tyw1", typhoon.Flatcar, false, false},
+	{"tyw2", typhoon.FCOS, false, false},
+	{"tyw3", typhoon.Flatcar, false, true},
+	{"tyw4", typhoon.FCOS, false, true},
+}
+
+// typhoonFQDN is the world's host called name's DNS name: its Node name.
+func typhoonFQDN(name string) string { return name + "." + typhoonDomain }
+
+// typhoonNodes are the Node names of the world's cluster as built.
+func typhoonNodes() []string {
+	var nodes []string
+	for _, h := range typhoonHosts {
+		if !h.spare {
+			nodes = append(nodes, typhoonFQDN(h.name))
+		}
+	}
+	return nodes
+}
+
+// buildTyphoon builds the cluster as Typhoon's Terraform would: each
+// host's Butane config rendered from Typhoon's own templates and laid
+// down as Ignition would (patched by typhoon.HostPatch only), then what
+// ssh.tf does — the bootstrap kubeconfig moved into /etc/kubernetes and,
+// on controllers, assets_dist copied as one bundle and unpacked by
+// Typhoon's own /opt/bootstrap/layout — and what bootstrap.service's
+// kubectl apply does, done with client-go.
+func buildTyphoon(t *testing.T) error {
+	ctx := context.Background()
+	tools, err := controlplane.Tools()
+	if err != nil {
+		return err
+	}
+	v, tokenFile := labVault(t)
+	dir := filepath.Join(world.dir, "typhoon")
+	var all, nodes []string
+	var controllers []typhoon.Host
+	for _, h := range typhoonHosts {
+		all = append(all, h.name)
+		if !h.spare {
+			nodes = append(nodes, typhoonFQDN(h.name))
+		}
+		if h.controller {
+			controllers = append(controllers, typhoon.Host{Name: h.name, Domain: typhoonFQDN(h.name), Flavor: h.flavor, Controller: true})
+		}
+	}
+	l, err := testhosts.Start(ctx, testhosts.Options{Count: len(all), Names: all, BaseIP: "127.0.41.", Dir: filepath.Join(dir, "hosts")})
+	if err != nil {
+		return err
+	}
+	typhoonBuilt.lab = l
+	world.cleanups = append(world.cleanups, closeTyphoon)
+	var etcdServers []string
+	for _, c := range controllers {
+		etcdServers = append(etcdServers, c.Domain)
+	}
+	p, err := typhoon.NewPKI(typhoon.Cluster{Name: typhoonCluster, APIServer: typhoonAPIServer, EtcdServers: etcdServers})
+	if err != nil {
+		return err
+	}
+	typhoonBuilt.pki = p
+	assets, err := p.Assets()
+	if err != nil {
+		return err
+	}
+	if err := typhoon.Apply(assets, typhoon.AssetsPatch()); err != nil {
+		return err
+	}
+	bundle := butane.Assets(assets)
+	bootKubeconfig, err := p.BootstrapKubeconfig()
+	if err != nil {
+		return err
+	}
+
+	// Name resolution as the cluster's DNS records would give it: each
+	// host by its domain, the API name to every controller.
+	base, err := os.ReadFile("/etc/hosts")
+	if err != nil {
+		return err
+	}
+	hosts := string(base)
+	for i, h := range l.Hosts {
+		hosts += fmt.Sprintf("%s %s\n", h.Address, typhoonFQDN(h.Name))
+		if typhoonHosts[i].controller {
+			hosts += fmt.Sprintf("%s %s\n", h.Address, typhoonAPIServer)
+		}
+	}
+	images := "quay.io/poseidon/kubelet " + testhosts.KubeletSim + "\n"
+	cpImages, err := typhoon.Images()
+	if err != nil {
+		return err
+	}
+
+	for i, h := range l.Hosts {
+		spec := typhoonHosts[i]
+		if err := provisionTyphoonHost(ctx, h, hosts, images); err != nil {
+			return err
+		}
+		if spec.spare {
+			continue
+		}
+		th := typhoon.Host{Name: h.Name, Domain: typhoonFQDN(h.Name), Flavor: spec.flavor, Controller: spec.controller}
+		hostImages := images
+		if spec.controller {
+			// Flatcar's etcd user (the etcd unit's --user 232:232), which
+			// the layout script gives /etc/ssl/etcd.
+			if err := addTyphoonEtcdUser(ctx, h); err != nil {
+				return err
+			}
+			for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+				prog, err := h.InstallProgram(c, filepath.Join(tools, c))
+				if err != nil {
+					return err
+				}
+				if c != "etcd" {
+					ref := cpImages[strings.ReplaceAll(c, "-", "_")]
+					hostImages += strings.SplitN(ref, ":", 2)[0] + " " + prog + "\n"
+				}
+			}
+			if err := h.AddImage(testhosts.Image{Ref: typhoonEtcdImage, Entrypoint: []string{testhosts.StandInDir + "/etcd"}}); err != nil {
+				return err
+			}
+		}
+		if err := h.WriteFile("/etc/kedge-lab/images", []byte(hostImages), 0o644); err != nil {
+			return err
+		}
+		if err := ignite(ctx, h, th, controllers); err != nil {
+			return err
+		}
+		if err := copyTyphoonSecrets(ctx, h, bootKubeconfig, bundle, spec.controller, spec.flavor); err != nil {
+			return err
+		}
+	}
+
+	// Boot: every host's enabled units start (etcd on the three
+	// controllers at once: a new cluster waits for its peers).
+	var wg sync.WaitGroup
+	errs := make([]error, len(l.Hosts))
+	for i, h := range l.Hosts {
+		if typhoonHosts[i].spare {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = h.Reboot(ctx)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+
+	admin, err := p.ClientKubeconfig("kubernetes-admin", []string{"system:masters"}, l.Hosts[0].Address)
+	if err != nil {
+		return err
+	}
+	typhoonBuilt.kubeconfig = filepath.Join(dir, "admin.conf")
+	if err := os.WriteFile(typhoonBuilt.kubeconfig, admin, 0o600); err != nil {
+		return err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", typhoonBuilt.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	typhoonBuilt.client = cs
+	if err := applyTyphoonManifests(ctx, cs, assets); err != nil {
+		return err
+	}
+	if err := waitTyphoonReady(ctx, cs, nodes); err != nil {
+		for _, h := range l.Hosts {
+			for _, unit := range []string{"kubelet.service", "etcd-member.service"} {
+				if b, err := h.ReadFile("/var/log/units/" + unit + ".log"); err == nil {
+					t.Logf("%s %s log tail:\n%s", h.Name, unit, tail(string(b), 3000))
+				}
+			}
+		}
+		return err
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: kedge/v1\nkind: Cluster\nmetadata:\n  name: %s\n", typhoonCluster)
+	fmt.Fprintf(&b, "ssh:\n  user: core\n  become: sudo\n  identityFile: %s\n  knownHostsFile: %s\n", l.IdentityFile, l.KnownHostsFile)
+	fmt.Fprintf(&b, "kubernetes:\n  kubeconfig: %s\n  server: https://%s:6443\n  kubeletImage: %s\n  clusterDNS: [%s]\n",
+		typhoonBuilt.kubeconfig, typhoonAPIServer, typhoonKubelet, typhoon.ClusterDNS)
+	fmt.Fprintf(&b, "vault:\n  address: %s\n  tokenFile: %s\n  pki: %s\n  role: %s\n  kv: %s\n", v.Address, tokenFile, vaultlab.PKIPath, vaultlab.PKIRole, vaultlab.KVPath)
+	for i, h := range l.Hosts {
+		switch {
+		case typhoonHosts[i].spare:
+			continue
+		case i == 0:
+			b.WriteString("controllers:\n")
+		case !typhoonHosts[i].controller && typhoonHosts[i-1].controller:
+			b.WriteString("workers:\n")
+		}
+		fmt.Fprintf(&b, "  - name: %s\n    nodeName: %s\n    address: %s\n    port: %d\n", h.Name, typhoonFQDN(h.Name), h.Address, h.Port)
+	}
+	typhoonBuilt.inventory = filepath.Join(dir, "inventory.yaml")
+	return os.WriteFile(typhoonBuilt.inventory, []byte(b.String()), 0o644)
+}
+
+// provisionTyphoonHost gives a host what the world, not Typhoon, must:
+// names, the images its runtimes can run, its address for its kubelet,
+// containerd's directory, and (standing in for the cluster's CNI
+// DaemonSet) its pod network.
+func provisionTyphoonHost(ctx context.Context, h *testhosts.Host, hosts, images string) error {
+	for _, f := range []struct {
+		path, data string
+	}{{"/etc/hosts", hosts}, {"/etc/kedge-lab/images", images}, {"/etc/kedge-lab/node-ip", h.Address + "\n"}} {
+		if err := h.WriteFile(f.path, []byte(f.data), 0o644); err != nil {
+			return fmt.Errorf("%s: %w", h.Name, err)
+		}
+	}
+	if err := testhosts.WriteCNIConfig(h); err != nil {
+		return err
+	}
+	if out, err := h.Exec(ctx, "mkdir", "-p", "/var/lib/containerd", "/run/lock"); err != nil {
+		return fmt.Errorf("%s: %w: %s", h.Name, err, out)
+	}
+	return nil
+}
+
+// addTyphoonEtcdUser adds the etcd user and group (232) to the host's
+// own /etc, as Flatcar ships them; on Flatcar, tmpfiles gives it
+// /var/lib/etcd.
+func addTyphoonEtcdUser(ctx context.Context, h *testhosts.Host) error {
+	script := fmt.Sprintf(`grep -q '^etcd:' /etc/group || echo 'etcd:x:%[1]d:' >> /etc/group
+grep -q '^etcd:' /etc/passwd || echo 'etcd:x:%[1]d:%[1]d:etcd user:/dev/null:/sbin/nologin' >> /etc/passwd`, typhoon.EtcdUID)
+	if out, err := h.Exec(ctx, "sh", "-c", script); err != nil {
+		return fmt.Errorf("%s: etcd user: %w: %s", h.Name, err, out)
+	}
+	return nil
+}
+
+// ignite lays down what Ignition would from th's rendered Butane config,
+// patched for the world, and reloads systemd.
+func ignite(ctx context.Context, h *testhosts.Host, th typhoon.Host, controllers []typhoon.Host) error {
+	cfg, err := typhoonMachine(th, controllers, h.Address)
+	if err != nil {
+		return err
+	}
+	var script strings.Builder
+	script.WriteString("set -e\n")
+	for _, f := range cfg.Files {
+		switch {
+		case f.Dir:
+			fmt.Fprintf(&script, "mkdir -p '%s' && chmod %o '%s'\n", f.Path, f.Mode, f.Path)
+		case f.Link != "":
+			fmt.Fprintf(&script, "mkdir -p \"$(dirname '%s')\" && ln -sfn '%s' '%s'\n", f.Path, f.Link, f.Path)
+		default:
+			if err := h.WriteFile(f.Path, f.Data, os.FileMode(f.Mode)); err != nil {
+				return fmt.Errorf("%s: %w", h.Name, err)
+			}
+			fmt.Fprintf(&script, "chmod %o '%s'\n", f.Mode, f.Path)
+		}
+		if f.Owner != "" || f.Group != "" {
+			fmt.Fprintf(&script, "chown -h '%s:%s' '%s'\n", f.Owner, f.Group, f.Path)
+		}
+	}
+	if th.Controller && th.Flavor == typhoon.Flatcar {
+		// Flatcar's tmpfiles.d gives etcd its data directory.
+		fmt.Fprintf(&script, "chown %d:%d /var/lib/etcd\n", typhoon.EtcdUID, typhoon.EtcdUID)
+	}
+	script.WriteString("systemctl daemon-reload\n")
+	if out, err := h.Exec(ctx, "sh", "-c", script.String()); err != nil {
+		return fmt.Errorf("%s: ignite: %w: %s", h.Name, err, out)
+	}
+	return nil
+}
+
+// typhoonMachine is th's Butane config rendered from Typhoon's template,
+// with the world's patch applied to its files.
+func typhoonMachine(th typhoon.Host, controllers []typhoon.Host, ip string) (*butane.Config, error) {
+	text, err := typhoon.Butane(th, controllers, "ssh-ed25519 AAAA-the-lab-installs-its-own-key")
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := butane.Parse(th.Name+".bu", []byte(text))
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{}
+	for _, f := range cfg.Files {
+		if !f.Dir && f.Link == "" {
+			files[f.Path] = f.Data
+		}
+	}
+	if err := typhoon.Apply(files, typhoon.HostPatch(th, ip)); err != nil {
+		return nil, err
+	}
+	for i, f := range cfg.Files {
+		if d, ok := files[f.Path]; ok && !f.Dir && f.Link == "" {
+			cfg.Files[i].Data = d
+		}
+	}
+	return cfg, nil
+}
+
+// copyTyphoonSecrets is ssh.tf's provisioners: the bootstrap kubeconfig
+// copied as core and moved into place; on a controller the assets bundle
+// copied too and Typhoon's layout script run on it, from core's home.
+func copyTyphoonSecrets(ctx context.Context, h *testhosts.Host, kubeconfig, bundle []byte, controller bool, flavor string) error {
+	home := "/home/" + testhosts.User
+	if err := h.WriteFile(home+"/kubeconfig", kubeconfig, 0o644); err != nil {
+		return err
+	}
+	script := fmt.Sprintf("set -e\nchown %[1]s:%[1]s %[2]s/kubeconfig\nmv %[2]s/kubeconfig /etc/kubernetes/kubeconfig\n", testhosts.User, home)
+	if controller {
+		if err := h.WriteFile(home+"/assets", bundle, 0o644); err != nil {
+			return err
+		}
+		script += fmt.Sprintf("chown %[1]s:%[1]s %[2]s/assets\n", testhosts.User, home)
+		if flavor == typhoon.FCOS {
+			script += "touch /etc/kubernetes\n" // Fedora CoreOS's ssh.tf does
+		}
+		script += fmt.Sprintf("cd %s\n/opt/bootstrap/layout\n", home)
+	}
+	if out, err := h.Exec(ctx, "sh", "-c", script); err != nil {
+		return fmt.Errorf("%s: ssh.tf's provisioners: %w: %s", h.Name, err, out)
+	}
+	return nil
+}
+
+// applyTyphoonManifests does what bootstrap.service's `kubectl apply -f
+// /assets/manifests -R` does for the manifests the world needs (the
+// bootstrap token, the kubelets' RBAC, the in-cluster ConfigMaps; not
+// the DaemonSets of CNI, kube-proxy and CoreDNS, which no kubelet here
+// runs), once the API answers.
+func applyTyphoonManifests(ctx context.Context, cs kubernetes.Interface, assets map[string][]byte) error {
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		_, err := cs.Discovery().ServerVersion()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("typhoon world: the API server did not answer in 3m: %w", err)
+		}
+		time.Sleep(time.Second)
+	}
+	var names []string
+	for k := range assets {
+		if strings.HasPrefix(k, "manifests/") && strings.Count(k, "/") == 1 {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(assets[name]), 4096)
+		for {
+			var raw runtimeRaw
+			if err := dec.Decode(&raw); err == io.EOF {
+				break
+			} else if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			if len(raw) == 0 || string(raw) == "null" {
+				continue
+			}
+			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(raw, nil, nil)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			switch o := obj.(type) {
+			case *corev1.Secret:
+				_, err = cs.CoreV1().Secrets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+			case *corev1.ConfigMap:
+				_, err = cs.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+			case *rbacv1.ClusterRole:
+				_, err = cs.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+			case *rbacv1.ClusterRoleBinding:
+				_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+			default:
+				return fmt.Errorf("%s: the world does not apply %T", name, obj)
+			}
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// runtimeRaw is one YAML document as JSON.
+type runtimeRaw []byte
+
+func (r *runtimeRaw) UnmarshalJSON(b []byte) error {
+	*r = append((*r)[:0], b...)
+	return nil
+}
+
+// The world is Typhoon's: every controller holds its PKI as Typhoon's
+// layout script leaves it (keys included, 0644 root in
+// /etc/kubernetes/pki; /etc/ssl/etcd etcd's, 0500), the control plane
+// runs as 65534 as its static pods say, the bootstrap kubeconfig is
+// core's 0644 as ssh.tf leaves it, each kubelet's client pair is a link
+// to the dated file its TLS bootstrap wrote, and Nodes are named by the
+// hosts' domains.
+func TestTyphoonWorldAsTyphoonBuildsIt(t *testing.T) {
+	typhoonWorld(t)
+	ctx := t.Context()
+	for i, h := range typhoonBuilt.lab.Hosts {
+		spec := typhoonHosts[i]
+		if spec.spare {
+			continue
+		}
+		if out, err := h.Exec(ctx, "stat", "-c", "%U:%G %a", typhoon.BootstrapKubeconfig); err != nil || strings.TrimSpace(string(out)) != "core:core 644" {
+			t.Errorf("%s: %s: %s (%v)", h.Name, typhoon.BootstrapKubeconfig, out, err)
+		}
+		if out, err := h.Exec(ctx, "readlink", typhoon.KubeletClientCert); err != nil || !strings.HasPrefix(strings.TrimSpace(string(out)), "/var/lib/kubelet/pki/kubelet-client-20") {
+			t.Errorf("%s: %s links to %q (%v)", h.Name, typhoon.KubeletClientCert, out, err)
+		}
+		if _, err := typhoonBuilt.client.CoreV1().Nodes().Get(ctx, typhoonFQDN(h.Name), metav1.GetOptions{}); err != nil {
+			t.Errorf("%s: Node %s: %v", h.Name, typhoonFQDN(h.Name), err)
+		}
+		if !spec.controller {
+			continue
+		}
+		for _, f := range []string{typhoon.CAKey, typhoon.APIServerKey, typhoon.ServiceAccountKey, typhoon.EtcdClientKey, typhoon.AggregationKey, typhoon.AdminK} {
+			if out, err := h.Exec(ctx, "stat", "-c", "%U:%G %a", f); err != nil || strings.TrimSpace(string(out)) != "root:root 644" {
+				t.Errorf("%s: %s: %s (%v)", h.Name, f, out, err)
+			}
+		}
+		for _, f := range []string{"/etc/ssl/etcd", typhoon.EtcdServerKey, typhoon.EtcdPeerKey} {
+			if out, err := h.Exec(ctx, "stat", "-c", "%U:%G %a", f); err != nil || strings.TrimSpace(string(out)) != "etcd:etcd 500" {
+				t.Errorf("%s: %s: %s (%v)", h.Name, f, out, err)
+			}
+		}
+		for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+			out, err := h.Exec(ctx, "ps", "-o", "uid=,args=", "-C", c)
+			if err != nil || !strings.HasPrefix(strings.TrimSpace(string(out)), fmt.Sprint(typhoon.ControlPlaneUID)+" ") {
+				t.Errorf("%s: %s runs as %q (%v), want %d", h.Name, c, out, err, typhoon.ControlPlaneUID)
+			}
+		}
+	}
+}
