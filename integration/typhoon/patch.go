@@ -71,12 +71,16 @@ func AssetsPatch() []Edit {
 	}
 }
 
-// Apply applies edits to files (path to content) in order.
+// Apply applies edits to files (path to content) in order; a file that
+// holds an edit's result already is refused (patched twice).
 func Apply(files map[string][]byte, edits []Edit) error {
 	for _, e := range edits {
 		data, ok := files[e.Path]
 		if !ok {
 			return fmt.Errorf("typhoon: patch: no %s", e.Path)
+		}
+		if e.New != "" && bytes.Contains(data, []byte(e.New)) {
+			return fmt.Errorf("typhoon: patch: %s holds %q already", e.Path, e.New)
 		}
 		if n := bytes.Count(data, []byte(e.Old)); n != 1 {
 			return fmt.Errorf("typhoon: patch: %s holds %q %d times, want once", e.Path, e.Old, n)
