@@ -389,17 +389,22 @@ func copyTyphoonSecrets(ctx context.Context, h *testhosts.Host, kubeconfig, bund
 // the DaemonSets of CNI, kube-proxy and CoreDNS, which no kubelet here
 // runs), once the API answers.
 func applyTyphoonManifests(ctx context.Context, cs kubernetes.Interface, assets map[string][]byte) error {
+	// As the apply script: until it succeeds (the API may answer before
+	// kube-system exists).
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		_, err := cs.Discovery().ServerVersion()
+		err := applyTyphoonManifestsOnce(ctx, cs, assets)
 		if err == nil {
-			break
+			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("typhoon world: the API server did not answer in 3m: %w", err)
+			return fmt.Errorf("typhoon world: bootstrap.service's apply, for 3m: %w", err)
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+func applyTyphoonManifestsOnce(ctx context.Context, cs kubernetes.Interface, assets map[string][]byte) error {
 	var names []string
 	for k := range assets {
 		if strings.HasPrefix(k, "manifests/") && strings.Count(k, "/") == 1 {
