@@ -328,9 +328,11 @@ func runIDs(p workflows.Progress, cluster string, nodes ...string) []string {
 	return ids
 }
 
-// With a threshold longer than any certificate's life, every certificate is
-// due: each endpoint then serves a newer one from the cluster CA, and the
-// cluster still works.
+// With a threshold longer than the cluster CA's life, cert-renewal is
+// refused before any host changes, naming the CA, its end and the CA
+// rotation runbook. With one longer than every certificate's life but not
+// the CA's, every certificate is due: each endpoint then serves a newer
+// one from the cluster CA, and the cluster still works.
 func TestCertRenewalRenewsEveryServedCertificate(t *testing.T) {
 	bootCluster(t)
 	t.Cleanup(closeBootstrapped) // the last test of this cluster
@@ -347,7 +349,26 @@ func TestCertRenewalRenewsEveryServedCertificate(t *testing.T) {
 	filesBefore := firstCert(t, readHostFileIn(t, l, "boot-1", "/etc/kubernetes/pki/etcd/peer.crt"))
 	etcdCABefore := readHostFileIn(t, l, "boot-1", "/etc/kubernetes/pki/etcd/ca.crt")
 
+	// The 10-year CAs end within a 10-year window: refused at once.
 	p, code, errOut := runWaitInv(t, "cert-renewal", bootstrapped.inventory, "--set", "threshold=87600h")
+	refusal := step(t, p, "ca-life").LastError
+	if code == 0 || !strings.Contains(refusal, `the cluster CA (kedge/clusters/`) || !strings.Contains(refusal, "within the renewal window (threshold 87600h)") ||
+		!strings.Contains(refusal, "run the CA rotation runbook (ca-rotation)") {
+		t.Fatalf("cert-renewal with the CA within the window: exit %d: %s\n%+v", code, errOut, p)
+	}
+	for _, id := range []string{"controllers", "kubelets"} {
+		if st := step(t, p, id).State; st == workflows.StateSucceeded || st == workflows.StateRunning {
+			t.Errorf("step %s %s after the refusal", id, st)
+		}
+	}
+	for _, ep := range endpoints {
+		if now := servedCert(t, ep); now.SerialNumber.Cmp(before[ep].SerialNumber) != 0 {
+			t.Errorf("%s serves a new certificate after the refusal", ep)
+		}
+	}
+
+	// Every certificate due (5 years), not the 10-year CA.
+	p, code, errOut = runWaitInv(t, "cert-renewal", bootstrapped.inventory, "--set", "threshold=43800h")
 	if code != 0 {
 		t.Fatalf("cert-renewal: exit %d: %s\n%+v", code, errOut, p)
 	}

@@ -146,7 +146,8 @@ func TestRealKubeletBootstrapAndCertRenewal(t *testing.T) {
 		etcdCABefore := []byte(ctl.file(t, "/etc/kubernetes/pki/etcd/ca.crt"))
 
 		start := time.Now()
-		p, code, errOut := runWaitInv(t, "cert-renewal", inv, "--set", "threshold=87600h")
+		// Every certificate due (5 years), not the 10-year CA.
+		p, code, errOut := runWaitInv(t, "cert-renewal", inv, "--set", "threshold=43800h")
 		if code != 0 || p.State != workflows.StateSucceeded {
 			t.Fatalf("cert-renewal: exit %d: %s\n%+v%s", code, errOut, p, ctl.node.UnitLog(ctl.host, "kubelet"))
 		}

@@ -397,6 +397,8 @@ func activitySummary(step, action, host string, input map[string]any) string {
 		what = fmt.Sprintf("restore %s%s", count(input["files"], "file"), on)
 	case "host.cert-info":
 		what = fmt.Sprintf("read %s%s", count(input["paths"], "certificate"), on)
+	case "host.check-readable":
+		what = fmt.Sprintf("check %s can be read by their processes%s", count(input["files"], "file"), on)
 	case "kube.cordon", "kube.uncordon", "kube.drain":
 		what = strings.TrimPrefix(action, "kube.") + " " + host
 	case "kube.delete-node":
@@ -444,6 +446,8 @@ func activitySummary(step, action, host string, input map[string]any) string {
 		what = "take the cluster's CAs and service-account key into Vault from" + on
 	case "pki.renew-in-place":
 		what = "renew certificates in place" + on
+	case "pki.check-ca-life":
+		what = fmt.Sprintf("check %s end after the renewal window", count(input["cas"], "CA"))
 	case "vault.issue-cert":
 		what = "issue a certificate for " + str("commonName")
 	case "vault.read-secret":

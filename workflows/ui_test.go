@@ -292,6 +292,8 @@ func TestActivitySummaries(t *testing.T) {
 		{"kube.install-kube-proxy", "", map[string]any{"image": "registry.k8s.io/kube-proxy:v1.35.4", "server": "https://10.0.0.1:6443"}, "install kube-proxy (step drain)"},
 		{"etcd.remove-member", "", map[string]any{"member": "etcd2", "dryRun": true, "caCert": "SECRET"}, "check etcd keeps a quorum without etcd2 (step drain)"},
 		{"pki.renew-in-place", "controller-1", map[string]any{"files": map[string]any{"apiserver-key": "/k"}}, "renew certificates in place on controller-1 (step drain)"},
+		{"host.check-readable", "controller-1", map[string]any{"files": []any{map[string]any{"path": "/k"}, map[string]any{"path": "/c"}}}, "check 2 files can be read by their processes on controller-1 (step drain)"},
+		{"pki.check-ca-life", "", map[string]any{"cas": []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}}}, "check 2 CAs end after the renewal window (step drain)"},
 		{"kube.wait-static-pod", "controller-1", map[string]any{"pod": "kube-apiserver", "gone": true}, "wait until static pod kube-apiserver is gone from controller-1 (step drain)"},
 	} {
 		if got := activitySummary("drain", c.action, c.host, c.input); got != c.want {

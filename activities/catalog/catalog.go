@@ -108,6 +108,7 @@ var actions = []Action{
 	describe(host.RestartStaticPodAction, "make the kubelet restart a static pod: set the kedge.dev/restarted-at annotation in its manifest (nothing else changes; undo with host.restore-file)", host.RestartStaticPodInput{}, host.RestartStaticPodResult{}, 5*time.Minute, 15*time.Second, nil),
 	describe(host.KubeletFilesAction, "read how a worker runs its kubelet (unit, drop-ins, kubelet.path, KubeletConfiguration; never a credential) and give the files back made for another node: its --hostname-override and --node-ip, anything else naming the worker refused with file and line", host.KubeletFilesInput{}, host.KubeletFilesResult{}, 2*time.Minute, 15*time.Second, nil),
 	describe(host.ReadFileAction, "read a file from the host", host.ReadFileInput{}, host.ReadFileResult{}, 5*time.Minute, 15*time.Second, nil),
+	describe(host.CheckReadableAction, "check each process can read its files as the user it runs as (opened under its uid, gid and groups with setpriv): before a restart, so a process that could not read its new files is never restarted onto them; fails naming the file, its owner and mode, the process and its uid", host.CheckReadableInput{}, host.CheckReadableResult{}, 2*time.Minute, 15*time.Second, nil),
 	describe(check.Action, "stop the runbook when a condition is false (a guard)", check.Input{}, check.Result{}, time.Minute, 0, nil),
 	describe(kube.CordonAction, "mark the node unschedulable", kube.NodeInput{}, kube.NodeResult{}, 30*time.Second, 0, nil),
 	describe(kube.UncordonAction, "mark the node schedulable again", kube.NodeInput{}, kube.NodeResult{}, 30*time.Second, 0, nil),
@@ -136,6 +137,7 @@ var actions = []Action{
 	describe(vault.ReadSecretAction, "read a KV v2 secret from the cluster's Vault", vault.ReadSecretInput{}, vault.ReadSecretResult{}, time.Minute, 0, nil),
 	describe(pki.AdoptAction, "take a running cluster's trust into Vault from a controller: its CA and key (a PKI issuer, where vault.cluster-ca looks), etcd's CA (its key given, kept in Vault only) and the service-account key pair (where vault.key-pair looks); never replaces what Vault already keeps", pki.AdoptInput{}, pki.AdoptResult{}, 2*time.Minute, 15*time.Second, nil),
 	describe(pki.RenewAction, "renew a controller's certificates where its layout keeps them, each from the CA that issued it, same subject and SANs, new keys, installed all or none (undo with host.restore-bundle); keys pass only from the worker to the host", pki.RenewInput{}, pki.RenewResult{}, 5*time.Minute, 15*time.Second, nil),
+	describe(pki.CheckCALifeAction, "refuse a renewal whose CA ends within its window (threshold): what is renewed from that CA cannot outlive it; fails before anything changes, naming the CA, when it ends and the CA rotation runbook (ca-rotation) to run first", pki.CheckCALifeInput{}, pki.CheckCALifeResult{}, 30*time.Second, 0, nil),
 	describe(etcd.RemoveMemberAction, "remove a member from etcd through its API (a 10-minute client certificate from etcd's CA in Vault), refusing when the members left would be none or their healthy ones short of a quorum; a member already gone is success", etcd.RemoveMemberInput{}, etcd.RemoveMemberResult{}, 2*time.Minute, 0, nil),
 	describe(host.SystemdAction, "daemon-reload, enable/disable, start/stop/restart a systemd unit and wait until it settles", host.SystemdInput{}, host.SystemdResult{}, 10*time.Minute, 15*time.Second, nil),
 }
@@ -239,7 +241,11 @@ func goType(t reflect.Type) string {
 	case reflect.Slice:
 		return TypeList
 	case reflect.Map:
-		return TypeMap
+		// A map of strings; a map of anything else is an object (the
+		// values keep their shape).
+		if t.Elem().Kind() == reflect.String {
+			return TypeMap
+		}
 	}
 	return TypeObject
 }

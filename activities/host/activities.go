@@ -44,6 +44,7 @@ func (a *Activities) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.RestoreBundle, activity.RegisterOptions{Name: RestoreBundleAction})
 	r.RegisterActivityWithOptions(a.RestartStaticPod, activity.RegisterOptions{Name: RestartStaticPodAction})
 	r.RegisterActivityWithOptions(a.KubeletFiles, activity.RegisterOptions{Name: KubeletFilesAction})
+	r.RegisterActivityWithOptions(a.CheckReadable, activity.RegisterOptions{Name: CheckReadableAction})
 }
 
 // DefaultRunDir is RunDir's default: on tmpfs, cleared at boot.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -20,6 +21,9 @@ type BundleFile struct {
 	Path    string `json:"path"`
 	Content string `json:"content"`
 	Mode    string `json:"mode,omitempty"` // octal, default 0644
+	// Owner is the owner (user[:group], names or numbers) of a file the
+	// bundle creates; a file it replaces keeps its own owner and group.
+	Owner string `json:"owner,omitempty"`
 }
 
 // InstallBundleInput ships files to a host as one bundle and installs them
@@ -94,7 +98,7 @@ func (a *Activities) installBundle(ctx context.Context, in InstallBundleInput) (
 	if err != nil {
 		return res, a.fileErr(t, "upload the bundle to", bundle, err)
 	}
-	out, err := a.exec(ctx, t, execSpec{script: installScript(bundle, dir, files), timeout: timeout, limit: 1 << 16,
+	out, err := a.exec(ctx, t, execSpec{script: installScript(bundle, dir, files, owners(in.Files)), timeout: timeout, limit: 1 << 16,
 		details: func(_, _ *tailBuffer) any { return map[string]any{"bundle": sum[:16], "files": len(files)} }})
 	if err != nil {
 		return res, err
@@ -133,6 +137,9 @@ func buildBundle(files []BundleFile) ([]byte, []string, error) {
 		if err != nil {
 			return nil, nil, invalid(fmt.Sprintf("files[%d].mode: %v", i, err))
 		}
+		if f.Owner != "" && !ownerSpec.MatchString(f.Owner) {
+			return nil, nil, invalid(fmt.Sprintf("files[%d].owner %q is not user[:group] (names or numbers)", i, f.Owner))
+		}
 		paths = append(paths, f.Path)
 		hdr := &tar.Header{Name: strings.TrimPrefix(f.Path, "/"), Mode: int64(mode), Size: int64(len(f.Content)),
 			Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0), Format: tar.FormatPAX}
@@ -154,13 +161,38 @@ func buildBundle(files []BundleFile) ([]byte, []string, error) {
 // glob character may be in one.
 const bundleUnsafe = " \t\n'\"$`\\*?[]"
 
+// ownerSpec is a file owner a bundle may set: user[:group], each a name
+// or a number.
+var ownerSpec = regexp.MustCompile(`^[A-Za-z0-9_][-A-Za-z0-9_.]*(:[A-Za-z0-9_][-A-Za-z0-9_.]*)?$`)
+
+// owners maps each file that names one to its owner.
+func owners(files []BundleFile) map[string]string {
+	m := map[string]string{}
+	for _, f := range files {
+		if f.Owner != "" {
+			m[f.Path] = f.Owner
+		}
+	}
+	return m
+}
+
 // installScript unpacks bundle into dir/new, stages each changed file as
 // DIR/.NAME.kedge-new, then renames them all into place, keeping the previous
-// files under dir/old. It reports changed= and created= on $KEDGE_OUTPUT.
-func installScript(bundle, dir string, files []string) string {
+// files under dir/old. A replaced file keeps its owner and group; a created
+// one gets its owner from owners, when named there. It reports changed=
+// and created= on $KEDGE_OUTPUT.
+func installScript(bundle, dir string, files []string, owners map[string]string) string {
 	var b strings.Builder
 	// -f: the path lists are split on spaces, never globbed.
 	fmt.Fprintf(&b, "set -euf\numask 077\nB=%s\nD=%s\nFILES='%s'\n", bundle, dir, strings.Join(files, " "))
+	// Paths and owners hold no quote nor shell character (buildBundle).
+	b.WriteString("owner() {\n  case $1 in\n")
+	for _, p := range files {
+		if o := owners[p]; o != "" {
+			fmt.Fprintf(&b, "  '%s') echo '%s' ;;\n", p, o)
+		}
+	}
+	b.WriteString("  esac\n}\n")
 	b.WriteString(`rm -rf "$D/new"
 mkdir -p "$D/new" "$D/old"
 tar -xpf "$B" -C "$D/new" --no-same-owner
@@ -176,8 +208,10 @@ for p in $FILES; do
   if same "$D/new$p" "$p"; then continue; fi
   mkdir -p "$(dirname "$p")"
   cp -p "$D/new$p" "$(stage "$p")"
-  # A replaced file keeps its owner (etcd's certificates belong to etcd).
-  if [ -e "$p" ]; then chown --reference="$p" "$(stage "$p")"; fi
+  # A replaced file keeps its owner and group (etcd's certificates belong
+  # to etcd); a created one gets the owner the bundle names.
+  if [ -e "$p" ]; then chown --reference="$p" "$(stage "$p")"
+  elif o=$(owner "$p") && [ -n "$o" ]; then chown "$o" "$(stage "$p")"; fi
   staged="$staged $p"
   changed="$changed $p"
 done

@@ -116,7 +116,7 @@ func (a *Activities) kubeletFiles(ctx context.Context, in KubeletFilesInput) (Ku
 		BootstrapKubeconfig: k.BootstrapKubeconfig, ClientCAFile: k.ClientCAFile, PathExists: k.PathExists,
 		ServiceEnabled: k.Enabled == "enabled", PathEnabled: k.PathEnabled == "enabled"}
 	for _, f := range out {
-		res.Files = append(res.Files, BundleFile(f))
+		res.Files = append(res.Files, BundleFile{Path: f.Path, Content: f.Content, Mode: f.Mode})
 	}
 	if res.BootstrapKubeconfig == "" {
 		return KubeletFilesResult{}, invalid(fmt.Sprintf("%s: the kubelet has no --bootstrap-kubeconfig: a new node could not join through TLS bootstrap", nodeName(t)))

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -25,6 +26,10 @@ type WaitStaticPodInput struct {
 	Namespace   string  `json:"namespace,omitempty" doc:"its namespace (default kube-system)"`
 	RestartedAt string  `json:"restartedAt,omitempty" doc:"wait for the pod of this host.restart-static-pod (its restartedAt output)"`
 	Timeout     string  `json:"timeout,omitempty" kedge:"duration" doc:"give up after this long (default 5m)"`
+	// MaxRestarts bounds the wait for a pod that crash-loops: once a
+	// container has exited this many times and is not running, waiting
+	// longer brings nothing.
+	MaxRestarts int `json:"maxRestarts,omitempty" doc:"fail at once, not retried (CrashLooping), when a container of the pod has restarted this many times and is not running (default 3; -1: wait out the timeout)"`
 	// Gone waits instead until the kubelet no longer runs the pod (its
 	// manifest was taken away).
 	Gone bool `json:"gone,omitempty" doc:"wait until the kubelet no longer runs the pod (its mirror pod is gone)"`
@@ -53,6 +58,10 @@ func (a *Activities) WaitStaticPod(ctx context.Context, in WaitStaticPodInput) (
 	if ns == "" {
 		ns = metav1.NamespaceSystem
 	}
+	maxRestarts := in.MaxRestarts
+	if maxRestarts == 0 {
+		maxRestarts = DefaultMaxRestarts
+	}
 	name := in.Pod + "-" + in.Node
 	deadline := time.Now().Add(timeout)
 	last := "not seen yet"
@@ -70,6 +79,10 @@ func (a *Activities) WaitStaticPod(ctx context.Context, in WaitStaticPodInput) (
 				last = fmt.Sprintf("the kubelet runs the pod from before the restart (%s %q)", layout.RestartedAtAnnotation, p.Annotations[layout.RestartedAtAnnotation])
 			case !ready:
 				last = why
+				if msg, looping := crashLooping(p, maxRestarts); looping {
+					return WaitStaticPodResult{Restarts: restarts}, temporal.NewNonRetryableApplicationError(
+						fmt.Sprintf("static pod %s/%s is crash-looping: %s; waiting longer brings nothing", ns, name, msg), ErrTypeCrashLooping, nil)
+				}
 			default:
 				return WaitStaticPodResult{Ready: true, Restarts: restarts}, nil
 			}
@@ -92,6 +105,46 @@ func (a *Activities) WaitStaticPod(ctx context.Context, in WaitStaticPodInput) (
 		case <-time.After(a.poll()):
 		}
 	}
+}
+
+// ErrTypeCrashLooping is a static pod whose container keeps exiting. Not
+// retried.
+const ErrTypeCrashLooping = "CrashLooping"
+
+// DefaultMaxRestarts is how many times a container may exit before
+// kube.wait-static-pod calls it crash-looping.
+const DefaultMaxRestarts = 3
+
+// crashLooping says whether a container of the pod has restarted max
+// times (max > 0) and is not running, and how it last ended.
+func crashLooping(p *corev1.Pod, max int) (string, bool) {
+	if max <= 0 {
+		return "", false
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if c.Ready || c.State.Running != nil || int(c.RestartCount) < max {
+			continue
+		}
+		msg := fmt.Sprintf("container %s restarted %d times", c.Name, c.RestartCount)
+		last := c.LastTerminationState.Terminated
+		if c.State.Terminated != nil {
+			last = c.State.Terminated
+		}
+		if last != nil {
+			msg += fmt.Sprintf(", last exited %d (%s)", last.ExitCode, last.Reason)
+			if m := strings.TrimSpace(last.Message); m != "" {
+				if len(m) > 600 {
+					m = "…" + m[len(m)-600:]
+				}
+				msg += ": " + m
+			}
+		}
+		if w := c.State.Waiting; w != nil && w.Reason != "" {
+			msg += " [" + w.Reason + "]"
+		}
+		return msg, true
+	}
+	return "", false
 }
 
 func podReady(p *corev1.Pod) (bool, int32, string) {

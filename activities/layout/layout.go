@@ -96,6 +96,10 @@ type Layout struct {
 	StaticPods map[string]string `json:"staticPods,omitempty"`
 	// Files maps what a file is (the File* names) to its path on the host.
 	Files map[string]string `json:"files,omitempty"`
+	// RunAs says who each component runs as (kube-apiserver,
+	// kube-controller-manager, kube-scheduler, etcd, kubelet), so who
+	// must be able to read its files.
+	RunAs map[string]RunAs `json:"runAs,omitempty"`
 }
 
 // Kubelet is how the host runs its kubelet.
@@ -259,6 +263,9 @@ func Discover(f Facts, r Reader) (Layout, error) {
 		if err := readEtcdUnit(&l, es, r); err != nil {
 			return l, err
 		}
+	}
+	if err := readRunAs(&l, es, r); err != nil {
+		return l, err
 	}
 	l.Role = "worker"
 	if l.StaticPods["kube-apiserver"] != "" || l.Etcd.Mode != EtcdNone {

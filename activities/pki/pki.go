@@ -48,6 +48,7 @@ type Registry interface {
 func (a *Activities) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.Adopt, activity.RegisterOptions{Name: AdoptAction})
 	r.RegisterActivityWithOptions(a.RenewInPlace, activity.RegisterOptions{Name: RenewAction})
+	r.RegisterActivityWithOptions(CheckCALife, activity.RegisterOptions{Name: CheckCALifeAction})
 }
 
 // Where a cluster's CAs and keys are kept in Vault's KV: the paths

@@ -29,7 +29,14 @@ type RenewInput struct {
 	EtcdIssuer string            `json:"etcdIssuer" kedge:"required" doc:"etcd's CA's Vault issuer"`
 	APIServer  string            `json:"apiServer,omitempty" doc:"a DNS name the API server's serving certificate must hold (added when missing)"`
 	Threshold  string            `json:"threshold,omitempty" kedge:"duration" doc:"renew what ends within this (default 720h)"`
-	TTL        string            `json:"ttl,omitempty" kedge:"duration" doc:"lifetime of the new certificates (default 8760h)"`
+	TTL        string            `json:"ttl,omitempty" kedge:"duration" doc:"lifetime of the new certificates (default 8760h), never past their CA's end"`
+	// Kind is the host's layout: the mode and owner a missing key file
+	// is created with (layout.Documented).
+	Kind string `json:"kind,omitempty" doc:"the host's layout (host.layout's kind): a key file that was missing is created with the layout's documented mode and owner"`
+	// RunAs is who each component runs as (host.layout's runAs): the
+	// result lists each installed file with who reads it, for
+	// host.check-readable.
+	RunAs map[string]layout.RunAs `json:"runAs,omitempty" doc:"who each component runs as (host.layout's runAs); each installed file is listed in readers with who reads it (root when not given)"`
 }
 
 // RenewResult says what was renewed. Files, Backup, Created and Changed
@@ -46,6 +53,10 @@ type RenewResult struct {
 	Files        []string `json:"files"`
 	Backup       string   `json:"backup"`
 	Created      []string `json:"created"`
+	// Readers are the installed files, each with a process that reads
+	// it and who that runs as: host.check-readable checks them before
+	// anything restarts.
+	Readers []host.FileReader `json:"readers"`
 }
 
 // credential is one certificate on the host and where its key lives:
@@ -56,6 +67,7 @@ type credential struct {
 	kubeconfig string // set when embedded in this kubeconfig
 	etcd       bool   // used by etcd itself
 	addDNS     string
+	reader     string // the component that reads it (layout.RunAs's key)
 }
 
 // RenewInPlace renews a controller's certificates where its layout keeps
@@ -66,9 +78,14 @@ type credential struct {
 // certificate is re-issued by the CA that issued it — the cluster's or
 // etcd's, whichever its signature verifies with; any other issuer is
 // refused (ForeignIssuer) — with the same subject and SANs (plus APIServer
-// on the API server's serving certificate), a new key, the file's mode
-// and owner. All files are installed as one bundle, all or none; keys
-// never leave the worker but to the host.
+// on the API server's serving certificate) and a new key, never ending
+// after that CA; a CA that ends within the threshold itself is refused
+// (CAWithinRenewalWindow) before anything is installed: it must be rotated
+// first. Every file keeps the mode, owner and group it had (a key file
+// that was missing gets the layout's documented ones). All files are
+// installed as one bundle, all or none; keys never leave the worker but
+// to the host. Readers lists each installed file with the component that
+// reads it and who that runs as, for host.check-readable.
 func (a *Activities) RenewInPlace(ctx context.Context, in RenewInput) (RenewResult, error) {
 	threshold, err := duration(in.Threshold, 720*time.Hour)
 	if err != nil {
@@ -76,6 +93,10 @@ func (a *Activities) RenewInPlace(ctx context.Context, in RenewInput) (RenewResu
 	}
 	if _, err := duration(in.TTL, 8760*time.Hour); err != nil {
 		return RenewResult{}, err
+	}
+	ttl := in.TTL
+	if ttl == "" {
+		ttl = "8760h"
 	}
 	ca, err := firstCert([]byte(in.CACert))
 	if err != nil {
@@ -95,16 +116,18 @@ func (a *Activities) RenewInPlace(ctx context.Context, in RenewInput) (RenewResu
 
 	var res RenewResult
 	var bundle []host.BundleFile
+	readers := map[string]string{} // installed file: its reader
+	now := time.Now()
 	for _, c := range creds {
 		cur, file, err := a.current(ctx, in.Target, c)
 		if err != nil {
 			return res, err
 		}
-		issuer, caCert := in.Issuer, ca
+		issuer, caCert, caName := in.Issuer, ca, "the cluster CA"
 		switch {
 		case cur.CheckSignatureFrom(ca) == nil:
 		case cur.CheckSignatureFrom(etcdCA) == nil:
-			issuer, caCert = in.EtcdIssuer, etcdCA
+			issuer, caCert, caName = in.EtcdIssuer, etcdCA, "etcd's CA"
 		default:
 			return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s on %s (%q) is issued by %q, neither the cluster's CA nor etcd's that Vault keeps",
 				c.cert, in.Target.Node, cur.Subject.CommonName, cur.Issuer.CommonName), ErrTypeForeignIssuer, nil)
@@ -118,12 +141,16 @@ func (a *Activities) RenewInPlace(ctx context.Context, in RenewInput) (RenewResu
 			continue
 		}
 		res.Due = true
+		if err := CAWithinWindow(caName, caCert, now, threshold, in.Target.Node); err != nil {
+			return res, err
+		}
 		var ips []string
 		for _, ip := range cur.IPAddresses {
 			ips = append(ips, ip.String())
 		}
 		issued, err := a.Vault.IssueCert(ctx, vault.IssueCertInput{Vault: in.Vault, CommonName: cur.Subject.CommonName,
-			Organization: cur.Subject.Organization, AltNames: dns, IPSANs: ips, Issuer: issuer, TTL: in.TTL, Verbatim: true})
+			Organization: cur.Subject.Organization, AltNames: dns, IPSANs: ips, Issuer: issuer, Verbatim: true,
+			TTL: ttl, NotAfter: caCert.NotAfter.UTC().Format(time.RFC3339)})
 		if err != nil {
 			return res, err
 		}
@@ -131,11 +158,20 @@ func (a *Activities) RenewInPlace(ctx context.Context, in RenewInput) (RenewResu
 		if err != nil || leaf.CheckSignatureFrom(caCert) != nil {
 			return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("Vault issuer %s did not sign %s with %q", issuer, c.cert, caCert.Subject.CommonName), ErrTypeForeignIssuer, nil)
 		}
-		files, err := c.replace(file, issued.Certificate, issued.PrivateKey)
+		var key host.FileStat
+		if c.kubeconfig == "" && c.key != c.cert {
+			if key, err = a.Hosts.Stat(ctx, in.Target, c.key); err != nil {
+				return res, err
+			}
+		}
+		files, err := c.replace(file, key, in.Kind, issued.Certificate, issued.PrivateKey)
 		if err != nil {
 			return res, invalid(fmt.Sprintf("%s on %s: %v", c.kubeconfig, in.Target.Node, err))
 		}
 		bundle = append(bundle, files...)
+		for _, f := range files {
+			readers[f.Path] = c.reader
+		}
 		res.Renewed = append(res.Renewed, c.cert)
 		if c.etcd {
 			res.Etcd = true
@@ -148,7 +184,20 @@ func (a *Activities) RenewInPlace(ctx context.Context, in RenewInput) (RenewResu
 	}
 	installed, err := a.Hosts.InstallBundle(ctx, host.InstallBundleInput{Target: in.Target, Files: bundle})
 	res.Changed, res.Files, res.Backup, res.Created = installed.Changed, installed.Files, installed.Backup, installed.Created
+	for _, f := range bundle {
+		res.Readers = append(res.Readers, fileReader(f.Path, readers[f.Path], in.RunAs))
+	}
 	return res, err
+}
+
+// fileReader is p read by component, as the layout says it runs (root
+// when it does not say).
+func fileReader(p, component string, runAs map[string]layout.RunAs) host.FileReader {
+	r, ok := runAs[component]
+	if !ok {
+		r = layout.Root("not given: root")
+	}
+	return host.FileReader{Path: p, Reader: component, User: r.User, Group: r.Group, Groups: r.Groups, From: r.From}
 }
 
 // credentials lists the certificates the layout names, each once.
@@ -163,12 +212,16 @@ func (a *Activities) credentials(ctx context.Context, in RenewInput) ([]credenti
 		seen[c.cert] = true
 		out = append(out, c)
 	}
-	add(credential{cert: f[layout.FileAPIServerCert], key: f[layout.FileAPIServerKey], addDNS: in.APIServer})
-	add(credential{cert: f[layout.FileAPIServerKubeletCert], key: f[layout.FileAPIServerKubeletKey]})
-	add(credential{cert: f[layout.FileEtcdClientCert], key: f[layout.FileEtcdClientKey]})
-	add(credential{cert: f[layout.FileEtcdServerCert], key: f[layout.FileEtcdServerKey], etcd: true})
-	add(credential{cert: f[layout.FileEtcdPeerCert], key: f[layout.FileEtcdPeerKey], etcd: true})
-	for _, k := range []string{f[layout.FileControllerManagerKC], f[layout.FileSchedulerKC]} {
+	const apiserver = "kube-apiserver"
+	add(credential{cert: f[layout.FileAPIServerCert], key: f[layout.FileAPIServerKey], addDNS: in.APIServer, reader: apiserver})
+	add(credential{cert: f[layout.FileAPIServerKubeletCert], key: f[layout.FileAPIServerKubeletKey], reader: apiserver})
+	add(credential{cert: f[layout.FileEtcdClientCert], key: f[layout.FileEtcdClientKey], reader: apiserver})
+	add(credential{cert: f[layout.FileEtcdServerCert], key: f[layout.FileEtcdServerKey], etcd: true, reader: "etcd"})
+	add(credential{cert: f[layout.FileEtcdPeerCert], key: f[layout.FileEtcdPeerKey], etcd: true, reader: "etcd"})
+	for _, kc := range []struct{ path, reader string }{
+		{f[layout.FileControllerManagerKC], "kube-controller-manager"}, {f[layout.FileSchedulerKC], "kube-scheduler"},
+	} {
+		k := kc.path
 		if k == "" || seen[k] {
 			continue
 		}
@@ -182,10 +235,10 @@ func (a *Activities) credentials(ctx context.Context, in RenewInput) ([]credenti
 		}
 		if cert == "" { // embedded
 			seen[k] = true
-			out = append(out, credential{cert: k, kubeconfig: k})
+			out = append(out, credential{cert: k, kubeconfig: k, reader: kc.reader})
 			continue
 		}
-		add(credential{cert: cert, key: key})
+		add(credential{cert: cert, key: key, reader: kc.reader})
 	}
 	for _, c := range out {
 		if c.kubeconfig == "" && c.key == "" {
@@ -214,8 +267,11 @@ func (a *Activities) current(ctx context.Context, t sshpool.Target, c credential
 	return cert, r, nil
 }
 
-// replace is what to install for the new certificate and key.
-func (c credential) replace(cur host.ReadFileResult, certPEM, keyPEM string) ([]host.BundleFile, error) {
+// replace is what to install for the new certificate and key: each file
+// with the mode it has (its owner and group stay: host.install-bundle
+// keeps them), a key file that was missing with the layout's documented
+// mode and owner.
+func (c credential) replace(cur host.ReadFileResult, key host.FileStat, kind, certPEM, keyPEM string) ([]host.BundleFile, error) {
 	if c.kubeconfig != "" {
 		doc, err := setEmbedded([]byte(cur.Content), certPEM, keyPEM)
 		if err != nil {
@@ -224,9 +280,13 @@ func (c credential) replace(cur host.ReadFileResult, certPEM, keyPEM string) ([]
 		return []host.BundleFile{{Path: c.kubeconfig, Content: string(doc), Mode: cur.Mode}}, nil
 	}
 	if c.key == c.cert {
-		return []host.BundleFile{{Path: c.cert, Content: certPEM + keyPEM, Mode: "0600"}}, nil
+		return []host.BundleFile{{Path: c.cert, Content: certPEM + keyPEM, Mode: cur.Mode}}, nil
 	}
-	return []host.BundleFile{{Path: c.cert, Content: certPEM, Mode: cur.Mode}, {Path: c.key, Content: keyPEM, Mode: "0600"}}, nil
+	kf := host.BundleFile{Path: c.key, Content: keyPEM, Mode: key.Mode}
+	if !key.Exists {
+		kf.Mode, kf.Owner = layout.Documented(kind, c.key, true)
+	}
+	return []host.BundleFile{{Path: c.cert, Content: certPEM, Mode: cur.Mode}, kf}, nil
 }
 
 // kubeconfigUser is the first user's credential fields.

@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"strings"
@@ -155,9 +156,11 @@ func (a *Activities) IssueCert(ctx context.Context, in IssueCertInput) (IssueCer
 	if len(in.IPSANs) > 0 {
 		req["ip_sans"] = strings.Join(in.IPSANs, ",")
 	}
-	if in.TTL != "" {
-		req["ttl"] = in.TTL
+	life, capped, err := leafLifetime(ctx, cl, mount, in)
+	if err != nil {
+		return IssueCertResult{}, err
 	}
+	maps.Copy(req, life)
 	base := mount
 	if in.Issuer != "" {
 		base = mount + "/issuer/" + in.Issuer
@@ -166,7 +169,7 @@ func (a *Activities) IssueCert(ctx context.Context, in IssueCertInput) (IssueCer
 	var key string
 	if len(in.Organization) > 0 || in.Verbatim {
 		path := base + "/sign-verbatim/" + role
-		sec, key, err = signVerbatim(ctx, cl, path, in)
+		sec, key, err = signVerbatim(ctx, cl, path, in, life)
 		if err != nil {
 			return IssueCertResult{}, classify(fmt.Sprintf("sign %s (O=%s) at %s", in.CommonName, strings.Join(in.Organization, ","), path), err)
 		}
@@ -203,6 +206,7 @@ func (a *Activities) IssueCert(ctx context.Context, in IssueCertInput) (IssueCer
 		return IssueCertResult{}, temporal.NewApplicationError(op+": "+err.Error(), ErrTypeVault)
 	}
 	res.NotAfter = cert.NotAfter.UTC().Format(time.RFC3339)
+	res.Capped = capped
 	return res, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"strings"
 
@@ -250,7 +251,7 @@ func dataStr(s *vaultapi.Secret, key string) string {
 // (Kubernetes groups such as system:masters), which Vault's issue endpoint
 // cannot set per request: the key is made here, and Vault signs a CSR
 // naming the subject verbatim. The key leaves the worker only sealed.
-func signVerbatim(ctx context.Context, cl *vaultapi.Client, path string, in IssueCertInput) (*vaultapi.Secret, string, error) {
+func signVerbatim(ctx context.Context, cl *vaultapi.Client, path string, in IssueCertInput, life map[string]any) (*vaultapi.Secret, string, error) {
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, "", err
@@ -271,9 +272,7 @@ func signVerbatim(ctx context.Context, cl *vaultapi.Client, path string, in Issu
 		return nil, "", err
 	}
 	req := map[string]any{"csr": string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})), "format": "pem"}
-	if in.TTL != "" {
-		req["ttl"] = in.TTL
-	}
+	maps.Copy(req, life)
 	sec, err := cl.Logical().WriteWithContext(ctx, path, req)
 	if err != nil {
 		return nil, "", err

@@ -27,6 +27,10 @@ type IssueCertInput struct {
 	// Verbatim signs a CSR naming exactly this subject and these SANs
 	// (sign-verbatim), as a renewal in place needs.
 	Verbatim bool `json:"verbatim,omitempty" doc:"sign exactly this subject and these SANs (sign-verbatim), e.g. to renew a certificate Kedge did not issue"`
+	// NotAfter caps the certificate's end. Whatever is asked, a
+	// certificate never ends after its issuer: a ttl that would outlive
+	// it is asked as not_after at the issuer's end.
+	NotAfter string `json:"notAfter,omitempty" doc:"the latest the certificate may end, RFC 3339 (a ttl reaching past it is cut to it); it never ends after its issuer in any case"`
 }
 
 // IssueCertResult is the issued certificate. PrivateKey is sealed by the
@@ -37,6 +41,9 @@ type IssueCertResult struct {
 	CA          string `json:"ca"`
 	Serial      string `json:"serial"`
 	NotAfter    string `json:"notAfter"`
+	// Capped says the certificate ends at its issuer's end (or the
+	// notAfter asked), not after the ttl.
+	Capped bool `json:"capped"`
 }
 
 // ReadSecretInput reads one KV v2 secret.

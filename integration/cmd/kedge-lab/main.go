@@ -169,7 +169,7 @@ func run(o options) error {
 			}
 			if bareInv != "" {
 				fmt.Printf("      bin/kedge run bootstrap --inventory %s --wait      (a cluster from %d bare hosts)\n", bareInv, o.bare)
-				fmt.Printf("      bin/kedge run cert-renewal --inventory %s --set threshold=87600h --wait\n", bareInv)
+				fmt.Printf("      bin/kedge run cert-renewal --inventory %s --set threshold=43800h --wait      (every certificate due, not the CA)\n", bareInv)
 			}
 			fmt.Printf("then open %s to see it in the Temporal Web UI\n\n", s.UIURL())
 		},

@@ -1,0 +1,96 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"kedge.dev/kedge/activities/layout"
+)
+
+// mirrorPod is a static pod's mirror pod as the kubelet reports it, one
+// container in the given state.
+func mirrorPod(restartedAt string, restarts int32, running bool) *corev1.Pod {
+	cs := corev1.ContainerStatus{Name: "kube-apiserver", RestartCount: restarts, Ready: running}
+	if running {
+		cs.State.Running = &corev1.ContainerStateRunning{}
+	} else {
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s restarting failed container"}
+		cs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
+			Message: "E1127 run.go:72] \"command failed\" err=\"open /etc/kubernetes/pki/apiserver.key: permission denied\""}
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-apiserver-tyc1", Namespace: "kube-system", Annotations: map[string]string{layout.RestartedAtAnnotation: restartedAt}},
+		Status:     corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{cs}},
+	}
+}
+
+// A restarted API server that keeps exiting fails the wait at its third
+// exit, not retried, with how it last ended, not after the timeout.
+func TestWaitStaticPodGivesUpOnACrashLoop(t *testing.T) {
+	a, cs := fakeActs()
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Pods("kube-system").Create(ctx, mirrorPod("t1", 1, false), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_, _ = cs.CoreV1().Pods("kube-system").UpdateStatus(ctx, mirrorPod("t1", 3, false), metav1.UpdateOptions{})
+	}()
+	began := time.Now()
+	_, err := a.WaitStaticPod(ctx, WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", RestartedAt: "t1", Timeout: "1m"})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != ErrTypeCrashLooping || !app.NonRetryable() {
+		t.Fatalf("want a non-retryable %s, got %v", ErrTypeCrashLooping, err)
+	}
+	if took := time.Since(began); took > 10*time.Second {
+		t.Errorf("gave up after %s", took)
+	}
+	for _, want := range []string{"kube-system/kube-apiserver-tyc1 is crash-looping", "container kube-apiserver restarted 3 times", "last exited 1 (Error)",
+		"apiserver.key: permission denied", "[CrashLoopBackOff]"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+}
+
+// A container that exited once or twice and then runs is waited for; the
+// pod from before the restart does not count, however it fares.
+func TestWaitStaticPodWaitsOutAFewRestarts(t *testing.T) {
+	a, cs := fakeActs()
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Pods("kube-system").Create(ctx, mirrorPod("t1", 2, false), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_, _ = cs.CoreV1().Pods("kube-system").UpdateStatus(ctx, mirrorPod("t1", 2, true), metav1.UpdateOptions{})
+	}()
+	res, err := a.WaitStaticPod(ctx, WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", RestartedAt: "t1", Timeout: "10s"})
+	if err != nil || !res.Ready || res.Restarts != 2 {
+		t.Fatalf("%+v %v", res, err)
+	}
+
+	if _, err := cs.CoreV1().Pods("kube-system").UpdateStatus(ctx, mirrorPod("t0", 9, false), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.WaitStaticPod(ctx, WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", RestartedAt: "t1", Timeout: "200ms"})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != ErrTypeNotReady || app.NonRetryable() {
+		t.Errorf("the pod before the restart: want a retryable %s, got %v", ErrTypeNotReady, err)
+	}
+	// maxRestarts -1 waits out the timeout.
+	if _, err := cs.CoreV1().Pods("kube-system").UpdateStatus(ctx, mirrorPod("t1", 9, false), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.WaitStaticPod(ctx, WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", RestartedAt: "t1", Timeout: "200ms", MaxRestarts: -1})
+	if !errors.As(err, &app) || app.Type() != ErrTypeNotReady {
+		t.Errorf("maxRestarts -1: %v", err)
+	}
+}

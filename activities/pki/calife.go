@@ -1,0 +1,118 @@
+package pki
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+)
+
+// CheckCALifeAction is the action name of CheckCALife.
+const CheckCALifeAction = "pki.check-ca-life"
+
+// ErrTypeCAWithinWindow is a CA that ends within the renewal window: what
+// is renewed from it cannot outlive it, so it must be rotated first. Not
+// retried.
+const ErrTypeCAWithinWindow = "CAWithinRenewalWindow"
+
+// CARotationRunbook rotates a cluster's CA (a later issue): what
+// cert-renewal's refusal names.
+const CARotationRunbook = "ca-rotation"
+
+// NamedCA is a CA and what to call it in a message.
+type NamedCA struct {
+	Name        string `json:"name"`
+	Certificate string `json:"certificate"`
+}
+
+// CheckCALifeInput names the CAs a renewal signs with and its window.
+type CheckCALifeInput struct {
+	CAs       []NamedCA `json:"cas" kedge:"required" doc:"[{name, certificate}]: the CAs the renewal signs with (PEM), named for the message, e.g. the cluster CA"`
+	Threshold string    `json:"threshold,omitempty" kedge:"duration" doc:"the renewal window: what ends within it is renewed (default 720h)"`
+}
+
+// CALife is when one CA ends.
+type CALife struct {
+	Name     string `json:"name"`
+	Subject  string `json:"subject"`
+	NotAfter string `json:"notAfter"`
+}
+
+// CheckCALifeResult lists the CAs and when they end.
+type CheckCALifeResult struct {
+	CAs []CALife `json:"cas"`
+}
+
+// CheckCALife refuses a renewal whose CA ends within its window
+// (pki.check-ca-life): a certificate renewed from such a CA cannot
+// outlive it (Vault refuses a notAfter past its CA's), so it would end
+// within the window, due again at once, and the cluster would still stop
+// when the CA ends. Run before anything changes, it fails, not retried
+// (CAWithinRenewalWindow), naming each such CA, when it ends, and the CA
+// rotation runbook to run first.
+func CheckCALife(_ context.Context, in CheckCALifeInput) (CheckCALifeResult, error) {
+	threshold, err := duration(in.Threshold, 720*time.Hour)
+	if err != nil {
+		return CheckCALifeResult{}, err
+	}
+	if len(in.CAs) == 0 {
+		return CheckCALifeResult{}, invalid("cas: name at least one CA")
+	}
+	now := time.Now()
+	var res CheckCALifeResult
+	var refusals []string
+	for i, named := range in.CAs {
+		c, err := firstCert([]byte(named.Certificate))
+		if err != nil {
+			return res, invalid(fmt.Sprintf("cas[%d] (%s): %v", i, named.Name, err))
+		}
+		res.CAs = append(res.CAs, CALife{Name: named.Name, Subject: c.Subject.CommonName, NotAfter: c.NotAfter.UTC().Format(time.RFC3339)})
+		if c.NotAfter.Before(now.Add(threshold)) {
+			refusals = append(refusals, caEnds(named.Name, c, now))
+		}
+	}
+	if len(refusals) > 0 {
+		return res, windowError(refusals, threshold, "Nothing was renewed and no host was changed")
+	}
+	return res, nil
+}
+
+// CAWithinWindow is the refusal of a renewal on node from ca when ca ends
+// within the window, else nil.
+func CAWithinWindow(name string, ca *x509.Certificate, now time.Time, threshold time.Duration, node string) error {
+	if !ca.NotAfter.Before(now.Add(threshold)) {
+		return nil
+	}
+	return windowError([]string{caEnds(name, ca, now)}, threshold, "Nothing was renewed on "+node)
+}
+
+func caEnds(name string, ca *x509.Certificate, now time.Time) string {
+	verb := "ends"
+	if !ca.NotAfter.After(now) {
+		verb = "ended"
+	}
+	return fmt.Sprintf("%s %q %s %s", name, ca.Subject.CommonName, verb, ca.NotAfter.UTC().Format(time.RFC3339))
+}
+
+func windowError(refusals []string, threshold time.Duration, done string) error {
+	msg := fmt.Sprintf("%s, within the renewal window (threshold %s): no certificate can outlive the CA that issues it, "+
+		"so what is renewed would be due again at once and the cluster still stops when the CA ends. %s. "+
+		"The CA must be rotated first: run the CA rotation runbook (%s), then cert-renewal",
+		strings.Join(refusals, "; "), short(threshold), done, CARotationRunbook)
+	return temporal.NewNonRetryableApplicationError(msg, ErrTypeCAWithinWindow, nil)
+}
+
+// short is d as one writes it: 720h, not 720h0m0s.
+func short(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
