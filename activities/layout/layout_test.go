@@ -12,6 +12,7 @@ import (
 
 	"kedge.dev/kedge/activities/render"
 	"kedge.dev/kedge/integration/typhoon"
+	"kedge.dev/kedge/integration/typhoon/butane"
 )
 
 // memHost is a host's files in memory, for unit tests.
@@ -37,15 +38,63 @@ func (m memHost) ReadDir(dir string) ([]string, error) {
 	return names, nil
 }
 
-// add writes files rendered by the typhoon package (which only fails on
-// a flavor it does not know).
-func (m memHost) add(files []typhoon.File, err error) {
+// add writes files rendered by typhoonFiles or staticPods (which only
+// fail on a flavor they do not know).
+func (m memHost) add(files map[string][]byte, err error) {
 	if err != nil {
 		panic(err)
 	}
-	for _, f := range files {
-		m[f.Path] = f.Data
+	for p, d := range files {
+		m[p] = d
 	}
+}
+
+// mercury is a Typhoon cluster's three controllers.
+var mercury = []typhoon.Host{
+	{Name: "node1", Domain: "node1.mercury.example", Flavor: typhoon.Flatcar, Controller: true},
+	{Name: "node2", Domain: "node2.mercury.example", Flavor: typhoon.Flatcar, Controller: true},
+	{Name: "node3", Domain: "node3.mercury.example", Flavor: typhoon.Flatcar, Controller: true},
+}
+
+// typhoonFiles are the files Typhoon v1.35.4's own template for h's
+// flavour and role puts on it (Ignition's regular files), in the cluster
+// of mercury's controllers.
+func typhoonFiles(h typhoon.Host) (map[string][]byte, error) {
+	text, err := typhoon.Butane(h, mercury, "ssh-ed25519 AAAA")
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := butane.Parse(h.Name, []byte(text))
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{}
+	for _, f := range cfg.Files {
+		if !f.Dir && f.Link == "" {
+			files[f.Path] = f.Data
+		}
+	}
+	return files, nil
+}
+
+// staticPods are terraform-render-bootstrap's static pods for mercury, as
+// the layout script puts them in /etc/kubernetes/manifests.
+func staticPods() (map[string][]byte, error) {
+	p, err := typhoon.NewPKI(typhoon.Cluster{Name: "mercury", APIServer: "mercury.example", EtcdServers: []string{mercury[0].Domain}})
+	if err != nil {
+		return nil, err
+	}
+	assets, err := p.Assets()
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{}
+	for name, data := range assets {
+		if rest, ok := strings.CutPrefix(name, "static-manifests/"); ok {
+			files[typhoon.ManifestsDir+"/"+rest] = data
+		}
+	}
+	return files, nil
 }
 
 // loaded is what systemctl show reports for a unit file on the host,
@@ -85,12 +134,10 @@ current-context: default-context
 
 func typhoonController(t *testing.T, flavor string) (memHost, Facts) {
 	m := memHost{}
-	m.add(typhoon.Files(typhoon.Node{Flavor: flavor, Controller: true, DomainName: "node1.mercury.example",
-		KubeletImage: "quay.io/poseidon/kubelet:v1.36.1", EtcdName: "etcd0", EtcdImage: "quay.io/coreos/etcd:v3.5.13",
-		EtcdInitialCluster: "etcd0=https://node1.mercury.example:2380,etcd1=https://node2.mercury.example:2380,etcd2=https://node3.mercury.example:2380"}))
-	m.add(typhoon.StaticPods(typhoon.ControlPlane{APIServerImage: "registry.k8s.io/kube-apiserver:v1.36.1",
-		ControllerManagerImage: "registry.k8s.io/kube-controller-manager:v1.36.1", SchedulerImage: "registry.k8s.io/kube-scheduler:v1.36.1",
-		EtcdServers: "https://node1.mercury.example:2379", ServiceAccountIssuer: "https://mercury.example:6443"}))
+	h := mercury[0]
+	h.Flavor = flavor
+	m.add(typhoonFiles(h))
+	m.add(staticPods())
 	m[typhoon.KubeletKubeconfig] = []byte(tlsKubeconfig)
 	f := Facts{Hostname: "node1.mercury.example", Units: map[string]UnitState{
 		KubeletService: loaded(m, typhoon.KubeletUnit),
@@ -110,7 +157,7 @@ func TestDiscoverTyphoonFlatcarController(t *testing.T) {
 		t.Fatalf("kind %q role %q node %q (%s)", l.Kind, l.Role, l.NodeName, l.Why)
 	}
 	k := l.Kubelet
-	if k.Runtime != "docker" || k.Image != "quay.io/poseidon/kubelet:v1.36.1" || k.ImageFrom != typhoon.KubeletUnit || k.ImageInEffect != k.Image {
+	if k.Runtime != "docker" || k.Image != "quay.io/poseidon/kubelet:v1.35.4" || k.ImageFrom != typhoon.KubeletUnit || k.ImageInEffect != k.Image {
 		t.Errorf("kubelet runtime %q image %q from %q in effect %q", k.Runtime, k.Image, k.ImageFrom, k.ImageInEffect)
 	}
 	if k.PathExists != "/etc/kubernetes/kubeconfig" || k.PathEnabled != "enabled" {
@@ -128,8 +175,8 @@ func TestDiscoverTyphoonFlatcarController(t *testing.T) {
 		t.Errorf("kubelet args %q", k.Args)
 	}
 	e := l.Etcd
-	if e.Mode != EtcdHostUnit || e.Unit != EtcdMember || e.Name != "etcd0" || e.EnvFile != "/etc/etcd/etcd.env" || len(e.InitialCluster) != 3 ||
-		e.InitialCluster[2] != (Member{Name: "etcd2", PeerURL: "https://node3.mercury.example:2380"}) ||
+	if e.Mode != EtcdHostUnit || e.Unit != EtcdMember || e.Name != "node1" || e.EnvFile != "/etc/etcd/etcd.env" || len(e.InitialCluster) != 3 ||
+		e.InitialCluster[2] != (Member{Name: "node3", PeerURL: "https://node3.mercury.example:2380"}) ||
 		!reflect.DeepEqual(e.ClientURLs, []string{"https://node1.mercury.example:2379"}) {
 		t.Errorf("etcd %+v", e)
 	}
@@ -160,13 +207,13 @@ func TestDiscoverTyphoonFlatcarController(t *testing.T) {
 
 func TestDiscoverTyphoonFCOSWorkerWithADropIn(t *testing.T) {
 	m := memHost{}
-	m.add(typhoon.Files(typhoon.Node{Flavor: typhoon.FCOS, DomainName: "Node4.mercury.example", KubeletImage: "quay.io/poseidon/kubelet:v1.36.1"}))
+	m.add(typhoonFiles(typhoon.Host{Name: "node4", Domain: "Node4.mercury.example", Flavor: typhoon.FCOS}))
 	dropIn := "/etc/systemd/system/kubelet.service.d/10-image.conf"
 	m[dropIn] = []byte("[Service]\nEnvironment=KUBELET_IMAGE=quay.io/poseidon/kubelet:v1.36.2-amd64\n")
 	ks := loaded(m, typhoon.KubeletUnit, dropIn)
 	// The drop-in was written but systemd was not reloaded: the loaded
 	// unit still has the old image.
-	ks.Environment = []string{"KUBELET_IMAGE=quay.io/poseidon/kubelet:v1.36.1"}
+	ks.Environment = []string{"KUBELET_IMAGE=quay.io/poseidon/kubelet:v1.35.4"}
 	f := Facts{Hostname: "node4", Units: map[string]UnitState{KubeletService: ks, KubeletPath: loaded(m, typhoon.KubeletPathUnit),
 		EtcdMember: {LoadState: "not-found", ActiveState: "inactive"}}}
 	l, err := Discover(f, m)
@@ -178,7 +225,7 @@ func TestDiscoverTyphoonFCOSWorkerWithADropIn(t *testing.T) {
 	}
 	k := l.Kubelet
 	if k.Runtime != "podman" || k.Image != "quay.io/poseidon/kubelet:v1.36.2-amd64" || k.ImageFrom != dropIn ||
-		k.ImageInEffect != "quay.io/poseidon/kubelet:v1.36.1" {
+		k.ImageInEffect != "quay.io/poseidon/kubelet:v1.35.4" {
 		t.Errorf("kubelet runtime %q image %q from %q in effect %q", k.Runtime, k.Image, k.ImageFrom, k.ImageInEffect)
 	}
 	if !reflect.DeepEqual(k.Unit.Files, []string{typhoon.KubeletUnit, dropIn}) {
@@ -271,7 +318,7 @@ func TestDiscoverNoneAndUnknown(t *testing.T) {
 		"typhoon unit without kubelet.path": {
 			files: func() memHost {
 				m := memHost{}
-				m.add(typhoon.Files(typhoon.Node{Flavor: typhoon.Flatcar, DomainName: "n", KubeletImage: "k:v1"}))
+				m.add(typhoonFiles(typhoon.Host{Name: "n", Domain: "n", Flavor: typhoon.Flatcar}))
 				return m
 			}(),
 			units: func(m memHost) map[string]UnitState {
@@ -352,7 +399,7 @@ func TestASwapWritesWhereTheOperatorSetsTheImage(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			m := memHost{}
-			m.add(typhoon.Files(typhoon.Node{Flavor: typhoon.Flatcar, DomainName: "node2.mercury.example", KubeletImage: "quay.io/poseidon/kubelet:v1.35.3"}))
+			m.add(typhoonFiles(typhoon.Host{Name: "node2", Domain: "node2.mercury.example", Flavor: typhoon.Flatcar}))
 			var dropIns []string
 			if c.body != "" {
 				m[override] = []byte(c.body)

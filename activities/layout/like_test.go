@@ -14,8 +14,8 @@ import (
 func typhoonWorker(t *testing.T, flavor, name string) (memHost, Layout) {
 	t.Helper()
 	m := memHost{}
-	m.add(typhoon.Files(typhoon.Node{Flavor: flavor, DomainName: name, KubeletImage: "quay.io/poseidon/kubelet:v1.36.1",
-		NodeLabels: []string{"node.kubernetes.io/pool=blue"}, NodeTaints: []string{"dedicated=blue:NoSchedule"}}))
+	m.add(typhoonFiles(typhoon.Host{Name: name, Domain: name, Flavor: flavor,
+		Labels: []string{"node.kubernetes.io/pool=blue"}, Taints: []string{"dedicated=blue:NoSchedule"}}))
 	f := Facts{Hostname: name, Units: map[string]UnitState{KubeletService: loaded(m, typhoon.KubeletUnit),
 		KubeletPath: loaded(m, typhoon.KubeletPathUnit), EtcdMember: {LoadState: "not-found", ActiveState: "inactive"}}}
 	l, err := Discover(f, m)
