@@ -435,6 +435,11 @@ func activitySummary(step, action, host string, input map[string]any) string {
 		what = "check the service-account signing key"
 	case "host.kubelet-files":
 		what = "read the kubelet files of" + on + " for a new node"
+	case "host.prepare-node":
+		what = "prepare " + host + " for its kubelet"
+		if _, undo := input["stop"]; undo {
+			what = "take back the units enabled or started" + on
+		}
 	case "host.restart-static-pod":
 		what = "restart static pod " + str("manifest") + on
 	case "etcd.remove-member":

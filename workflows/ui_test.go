@@ -295,6 +295,8 @@ func TestActivitySummaries(t *testing.T) {
 		{"host.check-readable", "controller-1", map[string]any{"files": []any{map[string]any{"path": "/k"}, map[string]any{"path": "/c"}}}, "check 2 files can be read by their processes on controller-1 (step drain)"},
 		{"pki.check-ca-life", "", map[string]any{"cas": []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}}}, "check 2 CAs end after the renewal window (step drain)"},
 		{"kube.wait-static-pod", "controller-1", map[string]any{"pod": "kube-apiserver", "gone": true}, "wait until static pod kube-apiserver is gone from controller-1 (step drain)"},
+		{"host.prepare-node", "worker-9", map[string]any{"modules": []any{"br_netfilter"}, "start": []any{"containerd.service"}}, "prepare worker-9 for its kubelet (step drain)"},
+		{"host.prepare-node", "worker-9", map[string]any{"stop": []any{"containerd.service"}, "disable": []any{}}, "take back the units enabled or started on worker-9 (step drain)"},
 	} {
 		if got := activitySummary("drain", c.action, c.host, c.input); got != c.want {
 			t.Errorf("%s: %q, want %q", c.action, got, c.want)

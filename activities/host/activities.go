@@ -45,6 +45,7 @@ func (a *Activities) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.RestartStaticPod, activity.RegisterOptions{Name: RestartStaticPodAction})
 	r.RegisterActivityWithOptions(a.KubeletFiles, activity.RegisterOptions{Name: KubeletFilesAction})
 	r.RegisterActivityWithOptions(a.CheckReadable, activity.RegisterOptions{Name: CheckReadableAction})
+	r.RegisterActivityWithOptions(a.PrepareNode, activity.RegisterOptions{Name: PrepareNodeAction})
 }
 
 // DefaultRunDir is RunDir's default: on tmpfs, cleared at boot.

@@ -2,10 +2,17 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/pkg/sftp"
 
 	"kedge.dev/kedge/activities/layout"
+	"kedge.dev/kedge/activities/render"
 	"kedge.dev/kedge/activities/sshpool"
 )
 
@@ -24,6 +31,10 @@ type KubeletFilesInput struct {
 	Image string `json:"image,omitempty" doc:"the kubelet image for the new node (default: the reference's)"`
 	// Require is the layouts the reference may have.
 	Require []string `json:"require,omitempty" doc:"the layouts the reference may have (default typhoon-flatcar, typhoon-fcos)"`
+	// Labels and Taints are the new node's (the inventory's): its
+	// kubelet registers with them instead of the reference's.
+	Labels []string `json:"labels,omitempty" doc:"the new node's labels (key=value): the kubelet registers with those it may set (--node-labels), never the reference's"`
+	Taints []string `json:"taints,omitempty" doc:"the new node's taints (key[=value]:Effect): the kubelet registers with them (--register-with-taints), never the reference's"`
 }
 
 // KubeletFilesResult is the reference's kubelet made for the new node.
@@ -40,13 +51,23 @@ type KubeletFilesResult struct {
 	PathExists     string `json:"pathExists"`
 	ServiceEnabled bool   `json:"serviceEnabled"`
 	PathEnabled    bool   `json:"pathEnabled"`
-	// Files are host.install-bundle's files.
+	// Files are host.install-bundle's files: the kubelet's, then the
+	// host's (layout.ReadHostSetup).
 	Files []BundleFile `json:"files"`
+	// Modules, SysctlFiles, Enable and Start are what host.prepare-node
+	// does on the new node once the files are there.
+	Modules     []string `json:"modules"`
+	SysctlFiles []string `json:"sysctlFiles"`
+	Enable      []string `json:"enable"`
+	Start       []string `json:"start"`
 }
 
 // KubeletFiles reads how a worker runs its kubelet (its unit, drop-ins,
-// kubelet.path and KubeletConfiguration; never a credential) and returns
-// those files as they must be on another node (layout.Retarget): what a
+// kubelet.path and KubeletConfiguration; never a credential) and what its
+// host has for it (layout.ReadHostSetup: containerd's configuration, the
+// kernel modules and sysctls, the units the kubelet requires), and
+// returns those files as they must be on another node, registering with
+// that node's labels and taints (layout.Relabel, layout.Retarget): what a
 // node-join into a cluster Kedge did not build writes.
 func (a *Activities) KubeletFiles(ctx context.Context, in KubeletFilesInput) (KubeletFilesResult, error) {
 	res, err := a.kubeletFiles(ctx, in)
@@ -107,14 +128,30 @@ func (a *Activities) kubeletFiles(ctx context.Context, in KubeletFilesInput) (Ku
 		}
 		files[i].Content = content
 	}
+	// The kubelet may not register with every label (node-role.…): the
+	// runbook sets those once the Node is there.
+	var labels []string
+	for _, lb := range in.Labels {
+		if key, _, _ := strings.Cut(lb, "="); render.KubeletMaySetLabel(key) {
+			labels = append(labels, lb)
+		}
+	}
+	if files, err = layout.Relabel(files, labels, in.Taints); err != nil {
+		return KubeletFilesResult{}, invalid(fmt.Sprintf("%s: %v", nodeName(t), err))
+	}
+	setup, err := a.hostSetup(ctx, t, l)
+	if err != nil {
+		return KubeletFilesResult{}, err
+	}
 	from := layout.Identity{NodeName: l.NodeName, Hostname: l.Hostname, Address: t.Address}
-	out, err := layout.Retarget(files, from, in.For)
+	out, err := layout.Retarget(append(files, setup.Files...), from, in.For)
 	if err != nil {
 		return KubeletFilesResult{}, invalid(fmt.Sprintf("%s: %v", nodeName(t), err))
 	}
 	res := KubeletFilesResult{Kind: l.Kind, Runtime: k.Runtime, Image: image, Reference: l.NodeName,
 		BootstrapKubeconfig: k.BootstrapKubeconfig, ClientCAFile: k.ClientCAFile, PathExists: k.PathExists,
-		ServiceEnabled: k.Enabled == "enabled", PathEnabled: k.PathEnabled == "enabled"}
+		ServiceEnabled: k.Enabled == "enabled", PathEnabled: k.PathEnabled == "enabled",
+		Modules: setup.Modules, SysctlFiles: setup.SysctlFiles, Enable: setup.Enable, Start: setup.Start}
 	for _, f := range out {
 		res.Files = append(res.Files, BundleFile{Path: f.Path, Content: f.Content, Mode: f.Mode})
 	}
@@ -122,4 +159,55 @@ func (a *Activities) kubeletFiles(ctx context.Context, in KubeletFilesInput) (Ku
 		return KubeletFilesResult{}, invalid(fmt.Sprintf("%s: the kubelet has no --bootstrap-kubeconfig: a new node could not join through TLS bootstrap", nodeName(t)))
 	}
 	return res, nil
+}
+
+// hostSetup reads the reference's host files (layout.ReadHostSetup), each
+// with its mode. A reference without a file Kedge must copy is refused.
+func (a *Activities) hostSetup(ctx context.Context, t sshpool.Target, l layout.Layout) (layout.HostSetup, error) {
+	var setup layout.HostSetup
+	var setupErr error
+	r := &modeReader{modes: map[string]string{}}
+	err := a.Pool.WithSFTP(ctx, t, func(c *sftp.Client) error {
+		r.sftpReader = sftpReader{c}
+		setup, setupErr = layout.ReadHostSetup(l, r)
+		var fe *fileReadError
+		if errors.As(setupErr, &fe) {
+			return fe.err
+		}
+		return nil
+	})
+	if err != nil {
+		return setup, a.fileErr(t, "read", "the host files under /etc", err)
+	}
+	if setupErr != nil {
+		return setup, invalid(fmt.Sprintf("%s: %v", nodeName(t), setupErr))
+	}
+	for i, f := range setup.Files {
+		setup.Files[i].Mode = r.modes[f.Path]
+	}
+	return setup, nil
+}
+
+// modeReader reads the host's files and keeps each one's mode.
+type modeReader struct {
+	sftpReader
+	modes map[string]string
+}
+
+func (r *modeReader) ReadFile(p string) ([]byte, error) {
+	f, err := readIfExists(r.c, p, maxLayoutFile)
+	var big *tooBigError
+	switch {
+	case errors.As(err, &big):
+		return nil, fmt.Errorf("%s: %w", p, err)
+	case err != nil:
+		return nil, &fileReadError{fmt.Errorf("%s: %w", p, err)}
+	case f == nil:
+		return nil, fmt.Errorf("%s: %w", p, fs.ErrNotExist)
+	}
+	if !utf8.Valid(f.data) {
+		return nil, fmt.Errorf("%s is not text", p)
+	}
+	r.modes[p] = fmt.Sprintf("%04o", f.mode)
+	return f.data, nil
 }

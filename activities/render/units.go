@@ -103,15 +103,23 @@ func checkLabelKey(p *problems, field, key string) {
 		p.add(field, "%q is not a label key: %s", key, strings.Join(msgs, "; "))
 		return
 	}
-	prefix, _, ok := strings.Cut(key, "/")
-	if !ok {
-		return
-	}
-	inNamespace := func(domain, ns string) bool { return domain == ns || strings.HasSuffix(domain, "."+ns) }
-	if (inNamespace(prefix, "kubernetes.io") || inNamespace(prefix, "k8s.io")) &&
-		!inNamespace(prefix, "node.kubernetes.io") && !inNamespace(prefix, "kubelet.kubernetes.io") {
+	if !KubeletMaySetLabel(key) {
 		p.add(field, "the kubelet may not set %q: under kubernetes.io and k8s.io it may only set node.kubernetes.io/ and kubelet.kubernetes.io/ labels", key)
 	}
+}
+
+// KubeletMaySetLabel reports whether a kubelet may register its Node with
+// a label of this key (--node-labels): under the kubernetes.io and k8s.io
+// namespaces only node.kubernetes.io/ and kubelet.kubernetes.io/ keys
+// (node-role.kubernetes.io/ is for the cluster admin to set).
+func KubeletMaySetLabel(key string) bool {
+	prefix, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return true
+	}
+	inNamespace := func(domain, ns string) bool { return domain == ns || strings.HasSuffix(domain, "."+ns) }
+	return !(inNamespace(prefix, "kubernetes.io") || inNamespace(prefix, "k8s.io")) ||
+		inNamespace(prefix, "node.kubernetes.io") || inNamespace(prefix, "kubelet.kubernetes.io")
 }
 
 // checkTaint reports a value that is not key[=value]:Effect.

@@ -1,0 +1,169 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"kedge.dev/kedge/activities/layout"
+	"kedge.dev/kedge/activities/sshpool"
+)
+
+// PrepareNodeAction readies a host's kernel and units for its kubelet
+// (host.prepare-node).
+const PrepareNodeAction = "host.prepare-node"
+
+// PrepareNodeInput is what to do on the host, in this order: stop and
+// disable units (an undo), load kernel modules, apply sysctl files,
+// daemon-reload, enable units, start units.
+type PrepareNodeInput struct {
+	Target      sshpool.Target `json:"target"`
+	Modules     []string       `json:"modules,omitempty" doc:"kernel modules to load now (modprobe), as the host's modules-load.d files load them at boot"`
+	SysctlFiles []string       `json:"sysctlFiles,omitempty" doc:"files under /etc/sysctl.d to apply now (sysctl -p FILE), as they are at boot"`
+	Enable      []string       `json:"enable,omitempty" doc:"units to enable (after a daemon-reload)"`
+	Start       []string       `json:"start,omitempty" doc:"units to start, in order, once enabled; each must be active after"`
+	Restart     bool           `json:"restart,omitempty" doc:"restart the units of start that already run (their configuration changed)"`
+	Stop        []string       `json:"stop,omitempty" doc:"units to stop first (the undo of a start)"`
+	Disable     []string       `json:"disable,omitempty" doc:"units to disable first (the undo of an enable)"`
+	Timeout     string         `json:"timeout,omitempty" kedge:"duration" doc:"give up after this long (default 5m)"`
+}
+
+// PrepareNodeResult says what host.prepare-node changed that its undo
+// (the same action with stop and disable) takes back: kernel modules
+// loaded and sysctls applied stay. A run that fails takes its own units
+// back.
+type PrepareNodeResult struct {
+	// Enabled are the units of enable that were not enabled before.
+	Enabled []string `json:"enabled"`
+	// Started are the units of start that did not run before.
+	Started []string `json:"started"`
+}
+
+const prepareTimeout = 5 * time.Minute
+
+// PrepareNode makes a host ready for the kubelet node-join installs
+// (host.prepare-node): the kernel modules and sysctls its files persist
+// are loaded and applied now, systemd reloads the units just written, and
+// the units the kubelet needs are enabled and started before it.
+func (a *Activities) PrepareNode(ctx context.Context, in PrepareNodeInput) (PrepareNodeResult, error) {
+	res, err := a.prepareNode(ctx, in)
+	return res, toTemporal(err)
+}
+
+func (a *Activities) prepareNode(ctx context.Context, in PrepareNodeInput) (PrepareNodeResult, error) {
+	if err := in.validate(); err != nil {
+		return PrepareNodeResult{}, err
+	}
+	timeout := prepareTimeout
+	if in.Timeout != "" {
+		d, err := time.ParseDuration(in.Timeout)
+		if err != nil || d <= 0 {
+			return PrepareNodeResult{}, invalid(fmt.Sprintf("timeout %q is not a positive duration", in.Timeout))
+		}
+		timeout = d
+	}
+	t := in.Target
+	out, err := a.exec(ctx, t, execSpec{script: prepareScript(in), timeout: timeout, limit: 16 << 10,
+		details: func(stdout, _ *tailBuffer) any { return map[string]string{"step": stdout.lastLine()} }})
+	if err != nil {
+		if te, ok := err.(*typedError); ok && te.typ == ErrTypeCommandTimeout {
+			te.msg = fmt.Sprintf("preparing %s did not finish in %s", nodeName(t), timeout)
+		}
+		return PrepareNodeResult{}, err
+	}
+	if out.ExitCode != 0 {
+		return PrepareNodeResult{}, &typedError{typ: ErrTypeCommandFailed, details: []any{out.ExitCode},
+			msg: fmt.Sprintf("preparing %s: %s failed with exit status %d (units enabled or started by it taken back)%s", nodeName(t), dash(out.Outputs["failed"]), out.ExitCode, tailLine(out.Stderr))}
+	}
+	// Reported newest first: the undo stops and disables in that order.
+	res := PrepareNodeResult{Enabled: []string{}, Started: []string{}}
+	res.Enabled = append(res.Enabled, strings.Fields(out.Outputs["enabled"])...)
+	res.Started = append(res.Started, strings.Fields(out.Outputs["started"])...)
+	return res, nil
+}
+
+func (in PrepareNodeInput) validate() error {
+	for _, m := range in.Modules {
+		if !layout.ModuleRE.MatchString(m) {
+			return invalid(fmt.Sprintf("modules: %q is not a kernel module's name", m))
+		}
+	}
+	for _, f := range in.SysctlFiles {
+		if err := checkPath(f); err != nil {
+			return invalid(fmt.Sprintf("sysctlFiles: %v", err))
+		}
+		if path.Dir(f) != "/etc/sysctl.d" || !strings.HasSuffix(f, ".conf") || strings.ContainsAny(f, bundleUnsafe) {
+			return invalid(fmt.Sprintf("sysctlFiles: %q is not a .conf file in /etc/sysctl.d", f))
+		}
+	}
+	for field, units := range map[string][]string{"enable": in.Enable, "start": in.Start, "stop": in.Stop, "disable": in.Disable} {
+		for _, u := range units {
+			if !unitRE.MatchString(u) || strings.HasPrefix(u, "-") {
+				return invalid(fmt.Sprintf("%s: %q is not a unit name", field, u))
+			}
+		}
+	}
+	if slices.ContainsFunc(in.Start, func(u string) bool { return slices.Contains(in.Stop, u) }) {
+		return invalid("a unit cannot be in both start and stop")
+	}
+	return nil
+}
+
+// prepareScript does it all in one session. Each step names itself on
+// stdout (heartbeats) and, when it fails, in $KEDGE_OUTPUT (failed=). A
+// failure after a unit was enabled or started takes that back (stopped,
+// disabled) before it exits: the units are left as they were.
+func prepareScript(in PrepareNodeInput) string {
+	var b strings.Builder
+	b.WriteString(`set -u
+enabled=
+started=
+fail() {
+  echo "failed=$1" >> "$KEDGE_OUTPUT"
+  for u in $started; do systemctl stop "$u" || :; done
+  for u in $enabled; do systemctl disable "$u" || :; done
+  exit 1
+}
+`)
+	for _, u := range in.Stop {
+		fmt.Fprintf(&b, "echo stop %[1]s; systemctl stop %[1]s || fail %[2]s\n", quote(u), quote("systemctl stop "+u))
+	}
+	for _, u := range in.Disable {
+		fmt.Fprintf(&b, "echo disable %[1]s; systemctl disable %[1]s || fail %[2]s\n", quote(u), quote("systemctl disable "+u))
+	}
+	for _, m := range in.Modules {
+		fmt.Fprintf(&b, "echo modprobe %[1]s; modprobe -- %[1]s || fail %[2]s\n", quote(m), quote("modprobe "+m))
+	}
+	for _, f := range in.SysctlFiles {
+		fmt.Fprintf(&b, "echo sysctl -p %[1]s; sysctl -q -p %[1]s || fail %[2]s\n", quote(f), quote("sysctl -p "+f))
+	}
+	b.WriteString("echo daemon-reload; systemctl daemon-reload || fail 'systemctl daemon-reload'\n")
+	for _, u := range in.Enable {
+		fmt.Fprintf(&b, `u=%s
+if [ "$(systemctl is-enabled "$u" 2>/dev/null)" != enabled ]; then
+  echo "enable $u"; systemctl enable "$u" || fail "systemctl enable $u"
+  enabled="$u $enabled"
+fi
+`, quote(u))
+	}
+	again := "start"
+	if in.Restart {
+		again = "restart"
+	}
+	for _, u := range in.Start {
+		fmt.Fprintf(&b, `u=%[1]s
+if [ "$(systemctl is-active "$u" 2>/dev/null)" = active ]; then
+  echo "%[2]s $u"; systemctl %[2]s "$u" || fail "systemctl %[2]s $u"
+else
+  echo "start $u"; started="$u $started"
+  systemctl start "$u" || fail "systemctl start $u"
+fi
+[ "$(systemctl is-active "$u" 2>/dev/null)" = active ] || fail "$u is not active after its start (see journalctl -u $u)"
+`, quote(u), again)
+	}
+	b.WriteString(`{ echo "enabled=$enabled"; echo "started=$started"; } >> "$KEDGE_OUTPUT"` + "\n")
+	return b.String()
+}
