@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,15 +19,20 @@ import (
 	"kedge.dev/kedge/integration/typhoon"
 )
 
-// On the Typhoon-built cluster: cert-renewal before adopt is refused
-// without making a CA; adopt takes the cluster's own CAs and
-// service-account key into Vault (twice: the second run changes nothing);
-// then cert-renewal with everything due renews every controller's
-// certificates in place: each served certificate is new, chains to the
-// ORIGINAL CA, keeps its SANs; the controller-manager's kubeconfig holds a
-// new credential of the same CA; etcd's files still belong to etcd; a
-// service-account token issued before is still accepted; etcd and every
-// node stay healthy.
+// On the Typhoon-built cluster (Typhoon's own files: every CA lives as
+// long as its leaves, 8760 h): cert-renewal before adopt is refused
+// without making a CA; adopt takes the cluster's three CAs (cluster,
+// etcd, front-proxy) and service-account key into Vault (twice: the
+// second run changes nothing). With a CA ending within the window,
+// cert-renewal refuses before any host changes, naming ca-rotation. Forced
+// within the CAs' life, it renews every controller's certificates in
+// place — what the API server and etcd serve, etcd's peer and client
+// pairs, the front-proxy client, the controller-manager's, scheduler's
+// and admin's kubeconfigs — each chaining to its ORIGINAL CA and ending
+// no later than it, every file keeping Typhoon's mode and owner (0644
+// root in /etc/kubernetes/pki, etcd's 0500), the control plane back and
+// running as 65534; a service-account token issued before is still
+// accepted; etcd and every node stay healthy.
 func TestAdoptTyphoonAndRenewInPlace(t *testing.T) {
 	typhoonWorld(t)
 	t.Cleanup(func() {
@@ -67,12 +73,20 @@ func TestAdoptTyphoonAndRenewInPlace(t *testing.T) {
 		t.Fatalf("cert-renewal before adopt: exit %d: %s\n%+v", code, errOut, p0)
 	}
 
-	assets := filepath.Join(t.TempDir(), "etcd-ca.key")
-	if err := os.WriteFile(assets, p.EtcdCAKey(), 0o600); err != nil {
-		t.Fatal(err)
+	keys := t.TempDir()
+	etcdKey, aggKey := filepath.Join(keys, "etcd-ca.key"), filepath.Join(keys, "aggregation-ca.key")
+	for f, k := range map[string][]byte{etcdKey: p.EtcdCAKey(), aggKey: p.AggregationCAKey()} {
+		if err := os.WriteFile(f, k, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The front-proxy CA's key is required: the API servers name that CA.
+	pa, code, errOut := runWaitInv(t, "adopt", inv, "--set-file", "etcdCAKey="+etcdKey)
+	if code == 0 || !strings.Contains(errOut+step(t, pa, "adopt").LastError, "aggregationCAKey") {
+		t.Fatalf("adopt without the front-proxy CA's key: exit %d: %s\n%+v", code, errOut, pa)
 	}
 	for i := range 2 {
-		pa, code, errOut := runWaitInv(t, "adopt", inv, "--set-file", "etcdCAKey="+assets)
+		pa, code, errOut := runWaitInv(t, "adopt", inv, "--set-file", "etcdCAKey="+etcdKey, "--set-file", "aggregationCAKey="+aggKey)
 		if code != 0 {
 			t.Fatalf("adopt (run %d): exit %d: %s\n%+v", i+1, code, errOut, pa)
 		}
@@ -83,15 +97,44 @@ func TestAdoptTyphoonAndRenewInPlace(t *testing.T) {
 		}
 	}
 
+	// Every CA ends within a window of 10 years: refused before any host
+	// changes.
+	files := []string{typhoon.APIServerCert, typhoon.APIServerKey, typhoon.EtcdClientCert, typhoon.AggregationCert, typhoon.AdminK,
+		typhoon.ControllerManagerK, typhoon.SchedulerK, typhoon.EtcdServerCert, typhoon.EtcdPeerCert}
+	snapshot := func() map[string]string {
+		out := map[string]string{}
+		for _, h := range []string{"tyc1", "tyc2", "tyc3"} {
+			for _, f := range files {
+				out[h+":"+f] = string(readTyphoonFile(t, h, f))
+			}
+		}
+		return out
+	}
+	unchanged := snapshot()
+	pw, code, errOut := runWaitInv(t, "cert-renewal", inv, "--set", "threshold=87600h")
+	if code == 0 || !strings.Contains(step(t, pw, "ca-life").LastError, "ca-rotation") {
+		t.Fatalf("cert-renewal with the CAs inside the window: exit %d: %s\n%+v", code, errOut, pw)
+	}
+	if !maps.Equal(snapshot(), unchanged) {
+		t.Error("the refused renewal changed a controller's files")
+	}
+
 	began := time.Now()
-	pr, code, errOut := runWaitInv(t, "cert-renewal", inv, "--set", "threshold=87600h")
+	pr, code, errOut := runWaitInv(t, "cert-renewal", inv, "--set", "force=true")
 	t.Logf("cert-renewal in place on 3 controllers: %s", time.Since(began).Round(time.Second))
 	if code != 0 {
 		t.Fatalf("cert-renewal: exit %d: %s\n%+v", code, errOut, pr)
 	}
-	checkRenewed(t, endpoints, before, ca, etcdCA)
+	aggCA := parsePEMCert(t, p.AggregationCA())
 	for _, ep := range endpoints {
 		after := servedCert(t, ep)
+		want := ca
+		if strings.HasSuffix(ep, ":2379") {
+			want = etcdCA
+		}
+		if after.SerialNumber.Cmp(before[ep].SerialNumber) == 0 || after.CheckSignatureFrom(want) != nil || after.NotAfter.After(want.NotAfter) {
+			t.Errorf("%s serves serial %x from %q ending %s (CA ends %s)", ep, after.SerialNumber, after.Issuer, after.NotAfter, want.NotAfter)
+		}
 		for _, name := range before[ep].DNSNames {
 			if !slices.Contains(after.DNSNames, name) {
 				t.Errorf("%s: SAN %s lost: %v", ep, name, after.DNSNames)
@@ -100,18 +143,48 @@ func TestAdoptTyphoonAndRenewInPlace(t *testing.T) {
 		if len(after.IPAddresses) != len(before[ep].IPAddresses) {
 			t.Errorf("%s: IP SANs %v, were %v", ep, after.IPAddresses, before[ep].IPAddresses)
 		}
-		if strings.HasSuffix(ep, ":6443") && !slices.Contains(after.DNSNames, typhoonAPIServer) {
-			t.Errorf("%s: no %s in %v", ep, typhoonAPIServer, after.DNSNames)
+	}
+	for _, h := range []string{"tyc1", "tyc2", "tyc3"} {
+		for f, issuer := range map[string]*x509.Certificate{typhoon.EtcdClientCert: etcdCA, typhoon.EtcdPeerCert: etcdCA, typhoon.AggregationCert: aggCA} {
+			c := parsePEMCert(t, readTyphoonFile(t, h, f))
+			if string(readTyphoonFile(t, h, f)) == unchanged[h+":"+f] || c.CheckSignatureFrom(issuer) != nil {
+				t.Errorf("%s:%s not renewed from %s (issuer %s)", h, f, issuer.Subject.CommonName, c.Issuer)
+			}
 		}
+		for _, f := range []string{typhoon.ControllerManagerK, typhoon.SchedulerK, typhoon.AdminK} {
+			c := embeddedClientCert(t, readTyphoonFile(t, h, f))
+			if string(readTyphoonFile(t, h, f)) == unchanged[h+":"+f] || c.CheckSignatureFrom(ca) != nil {
+				t.Errorf("%s:%s not renewed from the cluster CA (issuer %s)", h, f, c.Issuer)
+			}
+		}
+		host := typhoonHost(t, h)
+		out, err := host.Exec(t.Context(), "sh", "-c", "stat -c '%n %U:%G %a' /etc/kubernetes/pki/* /etc/ssl/etcd/etcd/*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			want := " root:root 644"
+			if strings.HasPrefix(line, "/etc/ssl/etcd/") {
+				want = " etcd:etcd 500"
+			}
+			if !strings.HasSuffix(line, want) {
+				t.Errorf("%s: %s, want%s", h, line, want)
+			}
+		}
+		for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+			if out, err := host.Exec(t.Context(), "ps", "-o", "uid=", "-C", c); err != nil || strings.TrimSpace(string(out)) != "65534" {
+				t.Errorf("%s: %s after the renewal: %q (%v)", h, c, out, err)
+			}
+		}
+	}
+	if out, err := typhoonHost(t, "tyc2").Exec(t.Context(), "stat", "-c", "%u:%g %a", typhoon.EtcdServerKey, typhoon.EtcdPeerKey); err != nil ||
+		strings.Count(string(out), "232:232 500") != 2 {
+		t.Errorf("etcd's keys after the renewal: %s (%v)", out, err)
 	}
 	cmAfter := embeddedClientCert(t, readTyphoonFile(t, "tyc1", typhoon.ControllerManagerK))
 	if cmAfter.SerialNumber.Cmp(cmBefore.SerialNumber) == 0 || cmAfter.CheckSignatureFrom(ca) != nil ||
 		cmAfter.Subject.CommonName != "system:kube-controller-manager" {
 		t.Errorf("controller-manager.conf: serial %x (was %x), CN %q, issuer %q", cmAfter.SerialNumber, cmBefore.SerialNumber, cmAfter.Subject.CommonName, cmAfter.Issuer)
-	}
-	if out, err := typhoonHost(t, "tyc2").Exec(t.Context(), "stat", "-c", "%u:%g %a", typhoon.EtcdServerKey, typhoon.EtcdPeerKey); err != nil ||
-		strings.Count(string(out), "232:232 500") != 2 {
-		t.Errorf("etcd's keys after the renewal: %s (%v)", out, err)
 	}
 
 	review, err := cs.AuthenticationV1().TokenReviews().Create(t.Context(),
@@ -126,15 +199,14 @@ func TestAdoptTyphoonAndRenewInPlace(t *testing.T) {
 		t.Error(err)
 	}
 
-	// Everything renewed: a second run renews nothing.
+	// Nothing is due now: a run without force renews nothing.
+	renewed := snapshot()
 	pr2, code, errOut := runWaitInv(t, "cert-renewal", inv)
 	if code != 0 {
 		t.Fatalf("cert-renewal again: exit %d: %s\n%+v", code, errOut, pr2)
 	}
-	for _, ep := range endpoints {
-		if now := servedCert(t, ep); now.NotAfter.Before(time.Now().Add(8000 * time.Hour)) {
-			t.Errorf("%s serves a certificate ending %s", ep, now.NotAfter)
-		}
+	if !maps.Equal(snapshot(), renewed) {
+		t.Error("a renewal with nothing due changed a controller's files")
 	}
 }
 

@@ -54,7 +54,7 @@ func (h *renewalHost) register(env *testsuite.TestWorkflowEnvironment) {
 				"runAs":      map[string]any{"kube-apiserver": map[string]any{"user": "65534", "from": "kube-apiserver.yaml"}}}
 		},
 		"tls.check": func(in map[string]any) (string, map[string]any) {
-			return str(in, "address"), map[string]any{"address": str(in, "address"), "notAfter": "2027-01-01T00:00:00Z", "due": in["newerThan"] == nil}
+			return str(in, "address"), map[string]any{"address": str(in, "address"), "notAfter": "2027-01-01T00:00:00Z", "serial": "0a", "due": in["newerThan"] == nil && in["notSerial"] == nil}
 		},
 		"pki.renew-in-place": func(in map[string]any) (string, map[string]any) {
 			runAs, _ := in["runAs"].(map[string]any)

@@ -60,7 +60,11 @@ type CheckInput struct {
 	// ending after this time: after a renewal, until the restarted
 	// server serves the new certificate.
 	NewerThan string `json:"newerThan,omitempty" doc:"wait until the served certificate ends after this RFC 3339 time (e.g. the notAfter seen before a renewal)"`
-	Wait      string `json:"wait,omitempty" kedge:"duration" doc:"how long to wait for newerThan (default 5m)"`
+	// NotSerial makes Check wait until the endpoint serves a certificate
+	// other than this one (hex serial): after a renewal whose new
+	// certificate ends no later than the old (capped at its CA's end).
+	NotSerial string `json:"notSerial,omitempty" doc:"wait until the served certificate's serial (hex) is not this one (e.g. the serial seen before a renewal)"`
+	Wait      string `json:"wait,omitempty" kedge:"duration" doc:"how long to wait for newerThan or notSerial (default 5m)"`
 	// CA, when set, is the CA (PEM) the served certificate must chain
 	// to: the check fails, not retried, when it does not.
 	CA string `json:"ca,omitempty" doc:"PEM CA certificate(s) the served certificate must chain to (fails with CertificateUntrusted otherwise)"`
@@ -111,16 +115,22 @@ func Check(ctx context.Context, in CheckInput) (CheckResult, error) {
 			roots.AddCert(c)
 		}
 	}
-	if in.NewerThan == "" {
+	if in.NewerThan == "" && in.NotSerial == "" {
 		res, err := probe(ctx, in.Address, threshold, timeout)
 		if err == nil {
 			err = verify(&res, roots)
 		}
 		return res, err
 	}
-	newer, err := time.Parse(time.RFC3339, in.NewerThan)
-	if err != nil {
-		return CheckResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("newerThan %q is not an RFC 3339 time", in.NewerThan), ErrTypeInvalidInput, nil)
+	var newer time.Time
+	if in.NewerThan != "" {
+		if newer, err = time.Parse(time.RFC3339, in.NewerThan); err != nil {
+			return CheckResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("newerThan %q is not an RFC 3339 time", in.NewerThan), ErrTypeInvalidInput, nil)
+		}
+	}
+	want := "ending after " + in.NewerThan
+	if in.NewerThan == "" {
+		want = "other than serial " + in.NotSerial
 	}
 	wait, err := duration(in.Wait, 5*time.Minute)
 	if err != nil {
@@ -132,11 +142,11 @@ func Check(ctx context.Context, in CheckInput) (CheckResult, error) {
 		last := ""
 		if err == nil {
 			na, _ := time.Parse(time.RFC3339, res.NotAfter)
-			if na.After(newer) {
+			if (in.NewerThan == "" || na.After(newer)) && (in.NotSerial == "" || !strings.EqualFold(res.Serial, in.NotSerial)) {
 				err := verify(&res, roots)
 				return res, err
 			}
-			last = "still serves the certificate ending " + res.NotAfter
+			last = "still serves the certificate " + res.Serial + " ending " + res.NotAfter
 		} else {
 			last = err.Error()
 		}
@@ -144,7 +154,7 @@ func Check(ctx context.Context, in CheckInput) (CheckResult, error) {
 			activity.RecordHeartbeat(ctx, last)
 		}
 		if time.Now().After(deadline) {
-			return res, temporal.NewApplicationError(fmt.Sprintf("%s: no certificate ending after %s within %s: %s", in.Address, in.NewerThan, wait, last), ErrTypeNotRenewed)
+			return res, temporal.NewApplicationError(fmt.Sprintf("%s: no certificate %s within %s: %s", in.Address, want, wait, last), ErrTypeNotRenewed)
 		}
 		select {
 		case <-ctx.Done():

@@ -135,3 +135,23 @@ func TestCheckWaitsForANewerCertificate(t *testing.T) {
 		t.Errorf("%+v %v", res, err)
 	}
 }
+
+// A renewal capped at its CA's end serves a certificate that ends no
+// later than the old one: notSerial waits for a different certificate.
+func TestCheckWaitsForAnotherCertificate(t *testing.T) {
+	cert, _ := selfSigned(t, "kube-apiserver", 10*24*time.Hour)
+	addr := serve(t, cert, false)
+	first, err := Check(t.Context(), CheckInput{Address: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Check(t.Context(), CheckInput{Address: addr, NotSerial: first.Serial, Wait: "1500ms"})
+	var app *temporal.ApplicationError
+	if !asApp(err, &app) || app.Type() != ErrTypeNotRenewed || !strings.Contains(err.Error(), "other than serial "+first.Serial) {
+		t.Fatalf("the same certificate counted as renewed: %v", err)
+	}
+	res, err := Check(t.Context(), CheckInput{Address: addr, NotSerial: "01", Wait: "5s"})
+	if err != nil || res.Serial != first.Serial {
+		t.Errorf("%+v %v", res, err)
+	}
+}

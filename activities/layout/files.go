@@ -195,6 +195,8 @@ var componentFiles = map[string]map[string]string{
 		"service-account-key-file": FileServiceAccountP, "service-account-signing-key-file": FileServiceAccountK,
 		"etcd-cafile": FileEtcdClientCA, "etcd-certfile": FileEtcdClientCert, "etcd-keyfile": FileEtcdClientKey,
 		"kubelet-client-certificate": FileAPIServerKubeletCert, "kubelet-client-key": FileAPIServerKubeletKey,
+		"requestheader-client-ca-file": FileAggregationCA, "proxy-client-cert-file": FileAggregationCert,
+		"proxy-client-key-file": FileAggregationKey,
 	},
 	"kube-controller-manager": {
 		"cluster-signing-key-file": FileClusterCAKey, "service-account-private-key-file": FileServiceAccountK,

@@ -255,6 +255,9 @@ func Discover(f Facts, r Reader) (Layout, error) {
 	if err := readStaticPods(&l, r); err != nil {
 		return l, err
 	}
+	if err := readAdminKubeconfig(&l, r); err != nil {
+		return l, err
+	}
 	if es.Loaded() {
 		if l.Etcd.Mode == EtcdStaticPod {
 			l.Kind, l.Why = KindUnknown, "etcd runs both as a static pod and as etcd-member.service"

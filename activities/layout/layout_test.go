@@ -78,7 +78,8 @@ func typhoonFiles(h typhoon.Host) (map[string][]byte, error) {
 }
 
 // staticPods are terraform-render-bootstrap's static pods for mercury, as
-// the layout script puts them in /etc/kubernetes/manifests.
+// the layout script puts them in /etc/kubernetes/manifests, and the
+// admin kubeconfig it puts beside the PKI.
 func staticPods() (map[string][]byte, error) {
 	p, err := typhoon.NewPKI(typhoon.Cluster{Name: "mercury", APIServer: "mercury.example", EtcdServers: []string{mercury[0].Domain}})
 	if err != nil {
@@ -92,6 +93,9 @@ func staticPods() (map[string][]byte, error) {
 	for name, data := range assets {
 		if rest, ok := strings.CutPrefix(name, "static-manifests/"); ok {
 			files[typhoon.ManifestsDir+"/"+rest] = data
+		}
+		if name == "auth/admin.conf" {
+			files[typhoon.AdminK] = data
 		}
 	}
 	return files, nil
@@ -193,6 +197,9 @@ func TestDiscoverTyphoonFlatcarController(t *testing.T) {
 		// The API server's kubelet client certificate is its serving one.
 		FileAPIServerKubeletCert: "/etc/kubernetes/pki/apiserver.crt", FileAPIServerKubeletKey: "/etc/kubernetes/pki/apiserver.key",
 		FileControllerManagerKC: "/etc/kubernetes/pki/controller-manager.conf", FileSchedulerKC: "/etc/kubernetes/pki/scheduler.conf",
+		// The front-proxy CA and client, and admin.conf (issue 19).
+		FileAggregationCA: "/etc/kubernetes/pki/aggregation-ca.crt", FileAggregationCert: "/etc/kubernetes/pki/aggregation-client.crt",
+		FileAggregationKey: "/etc/kubernetes/pki/aggregation-client.key", FileAdminKC: "/etc/kubernetes/pki/admin.conf",
 	}
 	if !reflect.DeepEqual(l.Files, want) {
 		t.Errorf("files\n got %v\nwant %v", l.Files, want)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -70,6 +71,9 @@ type AdoptInput struct {
 	Files       map[string]string `json:"files" kedge:"required" doc:"the controller's files as host.layout reports them (cluster-ca, cluster-ca-key, service-account-key, service-account-pub, etcd's CA)"`
 	EtcdCAKey   string            `json:"etcdCAKey" kedge:"required" doc:"etcd's CA key, PEM (Typhoon keeps it with the cluster's assets, not on hosts)"`
 	APIServer   string            `json:"apiServer,omitempty" doc:"the API server's DNS name, recorded with the adoption"`
+	// AggregationCAKey is the front-proxy CA's key, required when the
+	// layout names that CA (Typhoon keeps it only in its Terraform state).
+	AggregationCAKey string `json:"aggregationCAKey,omitempty" doc:"the front-proxy (aggregation) CA's key, PEM: required when the API server names that CA (--requestheader-client-ca-file)"`
 }
 
 // AdoptResult is what Vault now keeps. No private key is in it.
@@ -78,6 +82,8 @@ type AdoptResult struct {
 	Certificate             string `json:"certificate"`
 	EtcdIssuer              string `json:"etcdIssuer"`
 	EtcdCertificate         string `json:"etcdCertificate"`
+	AggregationIssuer       string `json:"aggregationIssuer,omitempty"`
+	AggregationCertificate  string `json:"aggregationCertificate,omitempty"`
 	ServiceAccountPublicKey string `json:"serviceAccountPublicKey"`
 	Created                 bool   `json:"created"`
 }
@@ -107,6 +113,10 @@ func (a *Activities) Adopt(ctx context.Context, in AdoptInput) (AdoptResult, err
 	}
 	if etcdCAPath == "" {
 		return AdoptResult{}, invalid(fmt.Sprintf("files: the layout names no etcd CA on %s", in.Target.Node))
+	}
+	aggPath := in.Files[layout.FileAggregationCA]
+	if aggPath != "" && strings.TrimSpace(in.AggregationCAKey) == "" {
+		return AdoptResult{}, invalid(fmt.Sprintf("aggregationCAKey: the API server on %s trusts a front-proxy (aggregation) CA, %s (--requestheader-client-ca-file), and its client certificate comes from it: give that CA's key (Typhoon keeps it only in the Terraform state: module.bootstrap's tls_private_key aggregation-ca)", in.Target.Node, aggPath))
 	}
 	read := func(p string) (string, error) {
 		r, err := a.Hosts.ReadFile(ctx, host.ReadFileInput{Target: in.Target, Path: p})
@@ -150,6 +160,17 @@ func (a *Activities) Adopt(ctx context.Context, in AdoptInput) (AdoptResult, err
 	if err != nil {
 		return AdoptResult{}, err
 	}
+	var agg vault.ImportCAResult
+	if aggPath != "" {
+		c, err := read(aggPath)
+		if err != nil {
+			return AdoptResult{}, err
+		}
+		if agg, err = a.Vault.ImportCA(ctx, vault.ImportCAInput{Vault: in.Vault, Path: kvPath(in.ClusterName, "aggregation-ca"),
+			Certificate: c, PrivateKey: in.AggregationCAKey, KeyInVault: true, From: from(layout.FileAggregationCA)}); err != nil {
+			return AdoptResult{}, err
+		}
+	}
 	sa, err := a.Vault.ImportKeyPair(ctx, vault.ImportKeyPairInput{Vault: in.Vault, Path: kvPath(in.ClusterName, "service-account"),
 		PrivateKey: contents[layout.FileServiceAccountK], PublicKey: contents[layout.FileServiceAccountP], From: from(layout.FileServiceAccountK)})
 	if err != nil {
@@ -161,7 +182,8 @@ func (a *Activities) Adopt(ctx context.Context, in AdoptInput) (AdoptResult, err
 		return AdoptResult{}, err
 	}
 	return AdoptResult{Issuer: ca.Issuer, Certificate: ca.Certificate, EtcdIssuer: etcd.Issuer, EtcdCertificate: etcd.Certificate,
-		ServiceAccountPublicKey: contents[layout.FileServiceAccountP], Created: ca.Created || etcd.Created || sa}, nil
+		AggregationIssuer: agg.Issuer, AggregationCertificate: agg.Certificate,
+		ServiceAccountPublicKey: contents[layout.FileServiceAccountP], Created: ca.Created || etcd.Created || agg.Created || sa}, nil
 }
 
 func sameCert(a, b string) bool {

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -27,9 +28,17 @@ type RenewInput struct {
 	Issuer     string            `json:"issuer" kedge:"required" doc:"the cluster CA's Vault issuer"`
 	EtcdCACert string            `json:"etcdCACert" kedge:"required" doc:"etcd's CA (PEM)"`
 	EtcdIssuer string            `json:"etcdIssuer" kedge:"required" doc:"etcd's CA's Vault issuer"`
-	APIServer  string            `json:"apiServer,omitempty" doc:"a DNS name the API server's serving certificate must hold (added when missing)"`
-	Threshold  string            `json:"threshold,omitempty" kedge:"duration" doc:"renew what ends within this (default 720h)"`
-	TTL        string            `json:"ttl,omitempty" kedge:"duration" doc:"lifetime of the new certificates (default 8760h), never past their CA's end"`
+	// AggregationCACert and AggregationIssuer are the front-proxy CA the
+	// API server's proxy client certificate comes from, when the layout
+	// names one.
+	AggregationCACert string `json:"aggregationCACert,omitempty" doc:"the front-proxy (aggregation) CA (PEM), when the layout names one"`
+	AggregationIssuer string `json:"aggregationIssuer,omitempty" doc:"the front-proxy CA's Vault issuer"`
+	APIServer         string `json:"apiServer,omitempty" doc:"a DNS name the API server's serving certificate must hold (added when missing)"`
+	// Force renews every certificate, due or not (still never past its
+	// CA's end).
+	Force     bool   `json:"force,omitempty" doc:"renew every certificate now, whatever its end (never past its CA's)"`
+	Threshold string `json:"threshold,omitempty" kedge:"duration" doc:"renew what ends within this (default 720h)"`
+	TTL       string `json:"ttl,omitempty" kedge:"duration" doc:"lifetime of the new certificates (default 8760h), never past their CA's end"`
 	// Kind is the host's layout: the mode and owner a missing key file
 	// is created with (layout.Documented).
 	Kind string `json:"kind,omitempty" doc:"the host's layout (host.layout's kind): a key file that was missing is created with the layout's documented mode and owner"`
@@ -66,15 +75,20 @@ type credential struct {
 	cert, key  string
 	kubeconfig string // set when embedded in this kubeconfig
 	etcd       bool   // used by etcd itself
-	addDNS     string
-	reader     string // the component that reads it (layout.RunAs's key)
+	// aggregation is the API server's front-proxy client certificate.
+	aggregation bool
+	// noRestart: no process holds it (admin.conf): nothing restarts.
+	noRestart bool
+	addDNS    string
+	reader    string // the component that reads it (layout.RunAs's key)
 }
 
 // RenewInPlace renews a controller's certificates where its layout keeps
 // them (pki.renew-in-place): the API server's serving and kubelet client
 // certificates, its etcd client certificate, etcd's server and peer
-// certificates, and the controller-manager's and scheduler's kubeconfig
-// credentials (embedded, or the files they reference). Each due
+// certificates, its front-proxy client certificate, and the
+// controller-manager's, scheduler's and admin's kubeconfig credentials
+// (embedded, or the files they reference). Each due
 // certificate is re-issued by the CA that issued it — the cluster's or
 // etcd's, whichever its signature verifies with; any other issuer is
 // refused (ForeignIssuer) — with the same subject and SANs (plus APIServer
@@ -106,6 +120,12 @@ func (a *Activities) RenewInPlace(ctx context.Context, in RenewInput) (RenewResu
 	if err != nil {
 		return RenewResult{}, invalid("etcdCACert: " + err.Error())
 	}
+	var aggCA *x509.Certificate
+	if strings.TrimSpace(in.AggregationCACert) != "" {
+		if aggCA, err = firstCert([]byte(in.AggregationCACert)); err != nil {
+			return RenewResult{}, invalid("aggregationCACert: " + err.Error())
+		}
+	}
 	creds, err := a.credentials(ctx, in)
 	if err != nil {
 		return RenewResult{}, err
@@ -128,6 +148,13 @@ func (a *Activities) RenewInPlace(ctx context.Context, in RenewInput) (RenewResu
 		case cur.CheckSignatureFrom(ca) == nil:
 		case cur.CheckSignatureFrom(etcdCA) == nil:
 			issuer, caCert, caName = in.EtcdIssuer, etcdCA, "etcd's CA"
+		case aggCA != nil && cur.CheckSignatureFrom(aggCA) == nil:
+			issuer, caCert, caName = in.AggregationIssuer, aggCA, "the front-proxy (aggregation) CA"
+		case c.aggregation && !in.Force && !cur.NotAfter.Before(time.Now().Add(threshold)):
+			continue // not due: which CA would renew it does not matter yet
+		case c.aggregation:
+			return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s on %s (%q) is issued by %q, the front-proxy (aggregation) CA, which Vault does not keep: adopt it first (adopt --set-file aggregationCAKey=FILE)",
+				c.cert, in.Target.Node, cur.Subject.CommonName, cur.Issuer.CommonName), ErrTypeForeignIssuer, nil)
 		default:
 			return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s on %s (%q) is issued by %q, neither the cluster's CA nor etcd's that Vault keeps",
 				c.cert, in.Target.Node, cur.Subject.CommonName, cur.Issuer.CommonName), ErrTypeForeignIssuer, nil)
@@ -137,7 +164,7 @@ func (a *Activities) RenewInPlace(ctx context.Context, in RenewInput) (RenewResu
 		if missing {
 			dns = append(dns, c.addDNS)
 		}
-		if !missing && !cur.NotAfter.Before(time.Now().Add(threshold)) {
+		if !in.Force && !missing && !cur.NotAfter.Before(time.Now().Add(threshold)) {
 			continue
 		}
 		res.Due = true
@@ -173,9 +200,10 @@ func (a *Activities) RenewInPlace(ctx context.Context, in RenewInput) (RenewResu
 			readers[f.Path] = c.reader
 		}
 		res.Renewed = append(res.Renewed, c.cert)
-		if c.etcd {
+		switch {
+		case c.etcd:
 			res.Etcd = true
-		} else {
+		case !c.noRestart:
 			res.ControlPlane = true
 		}
 	}
@@ -218,8 +246,12 @@ func (a *Activities) credentials(ctx context.Context, in RenewInput) ([]credenti
 	add(credential{cert: f[layout.FileEtcdClientCert], key: f[layout.FileEtcdClientKey], reader: apiserver})
 	add(credential{cert: f[layout.FileEtcdServerCert], key: f[layout.FileEtcdServerKey], etcd: true, reader: "etcd"})
 	add(credential{cert: f[layout.FileEtcdPeerCert], key: f[layout.FileEtcdPeerKey], etcd: true, reader: "etcd"})
+	add(credential{cert: f[layout.FileAggregationCert], key: f[layout.FileAggregationKey], aggregation: true, reader: apiserver})
 	for _, kc := range []struct{ path, reader string }{
 		{f[layout.FileControllerManagerKC], "kube-controller-manager"}, {f[layout.FileSchedulerKC], "kube-scheduler"},
+		// Read by an operator's kubectl (Typhoon's bootstrap.service) as
+		// root; nothing restarts for it.
+		{f[layout.FileAdminKC], "kubectl"},
 	} {
 		k := kc.path
 		if k == "" || seen[k] {
@@ -233,12 +265,13 @@ func (a *Activities) credentials(ctx context.Context, in RenewInput) ([]credenti
 		if err != nil {
 			return nil, invalid(fmt.Sprintf("%s on %s: %v", k, in.Target.Node, err))
 		}
+		noRestart := kc.reader == "kubectl"
 		if cert == "" { // embedded
 			seen[k] = true
-			out = append(out, credential{cert: k, kubeconfig: k, reader: kc.reader})
+			out = append(out, credential{cert: k, kubeconfig: k, reader: kc.reader, noRestart: noRestart})
 			continue
 		}
-		add(credential{cert: cert, key: key, reader: kc.reader})
+		add(credential{cert: cert, key: key, reader: kc.reader, noRestart: noRestart})
 	}
 	for _, c := range out {
 		if c.kubeconfig == "" && c.key == "" {

@@ -1,0 +1,42 @@
+package layout
+
+import (
+	"path"
+)
+
+// The front-proxy (aggregation) CA, the API server's client certificate
+// for extension API servers, and the controllers' admin kubeconfig.
+const (
+	// FileAggregationCA is the API server's --requestheader-client-ca-file.
+	FileAggregationCA = "aggregation-ca"
+	// FileAggregationCert and FileAggregationKey are its
+	// --proxy-client-cert-file and --proxy-client-key-file.
+	FileAggregationCert = "aggregation-client-cert"
+	FileAggregationKey  = "aggregation-client-key"
+	// FileAdminKC is the cluster-admin kubeconfig a controller keeps
+	// (Typhoon: admin.conf beside the PKI, which bootstrap.service's
+	// kubectl uses; no process flag names it).
+	FileAdminKC = "admin-kubeconfig"
+)
+
+// readAdminKubeconfig finds Typhoon's admin.conf: in the directory of the
+// cluster CA the API server names, where Typhoon's layout script moves
+// auth/admin.conf.
+func readAdminKubeconfig(l *Layout, r Reader) error {
+	if l.Kind != KindTyphoonFlatcar && l.Kind != KindTyphoonFCOS {
+		return nil
+	}
+	ca := l.Files[FileClusterCA]
+	if ca == "" {
+		return nil
+	}
+	p := path.Join(path.Dir(ca), "admin.conf")
+	if _, err := r.ReadFile(p); err != nil {
+		if isNotExist(err) {
+			return nil
+		}
+		return err
+	}
+	l.Files[FileAdminKC] = p
+	return nil
+}
