@@ -233,9 +233,26 @@ func TestNodeJoinOnTyphoonCluster(t *testing.T) {
 		t.Errorf("tyw3 labels %v: want Typhoon's node.kubernetes.io/node and the inventory's pool", n.Labels)
 	}
 
-	// Typhoon's files, made for tyw3: the same KubeletConfiguration, the
-	// same unit but for the Node name.
-	for _, f := range []string{typhoon.KubeletConfig, typhoon.KubeletUnit, typhoon.KubeletPathUnit, layout.ImageDropIn} {
+	// Typhoon's files, made for tyw3: kubelet.service exactly as Typhoon's
+	// worker template renders it for tyw3 with the inventory's labels
+	// (none of tyw1's own); the same KubeletConfiguration and kubelet.path
+	// as tyw1's.
+	var controllers []typhoon.Host
+	for _, c := range typhoonHosts {
+		if c.controller {
+			controllers = append(controllers, typhoon.Host{Name: c.name, Domain: typhoonFQDN(c.name), Flavor: c.flavor, Controller: true})
+		}
+	}
+	typhoons, err := typhoonMachine(typhoon.Host{Name: "tyw3", Domain: typhoonFQDN("tyw3"), Flavor: typhoon.Flatcar,
+		Labels: []string{"node.kubernetes.io/pool=spare"}}, controllers, h.Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit, ok := typhoons.File(typhoon.KubeletUnit)
+	if got, err := h.ReadFile(typhoon.KubeletUnit); err != nil || !ok || string(got) != string(unit.Data) {
+		t.Errorf("tyw3's kubelet.service (%v):\n%s\nwant, as Typhoon renders it for tyw3:\n%s", err, got, unit.Data)
+	}
+	for _, f := range []string{typhoon.KubeletConfig, typhoon.KubeletPathUnit, layout.ImageDropIn} {
 		want, werr := ref.ReadFile(f)
 		got, gerr := h.ReadFile(f)
 		if werr != nil || gerr != nil {
