@@ -29,8 +29,12 @@ type HostReport struct {
 	Layout *layout.Layout `json:"layout,omitempty"`
 	// API is the Node the kubelet registers as, as the API server knows
 	// it (when the inventory has a kubeconfig).
-	API   *APINode `json:"api,omitempty"`
-	Error string   `json:"error,omitempty"`
+	API *APINode `json:"api,omitempty"`
+	// NodeNameMismatch says why runbooks would refuse the host: its
+	// kubelet registers another Node name than the inventory gives it
+	// (layout.CheckNodeName).
+	NodeNameMismatch string `json:"nodeNameMismatch,omitempty"`
+	Error            string `json:"error,omitempty"`
 }
 
 // APINode is a Node as the API server reports it.
@@ -130,6 +134,9 @@ func inspectHosts(ctx context.Context, cluster *inventory.Cluster, names []strin
 				return
 			}
 			reports[i].Layout = &l
+			if err := l.CheckNodeName(name, cluster.KubeName(name)); err != nil {
+				reports[i].NodeNameMismatch = err.Error()
+			}
 		}()
 	}
 	wg.Wait()
@@ -230,6 +237,9 @@ func printReports(c *cli.Context, reports []HostReport) {
 		case r.Layout.Kubelet != nil && r.Layout.Kubelet.ImageInEffect != r.Layout.Kubelet.Image:
 			fmt.Fprintf(c.App.Writer, "%s: %s sets KUBELET_IMAGE=%s but systemd still uses %s (no daemon-reload since)\n",
 				r.Node, r.Layout.Kubelet.ImageFrom, r.Layout.Kubelet.Image, r.Layout.Kubelet.ImageInEffect)
+		}
+		if r.NodeNameMismatch != "" {
+			fmt.Fprintln(c.App.Writer, r.NodeNameMismatch)
 		}
 	}
 }

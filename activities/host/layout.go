@@ -21,6 +21,11 @@ const LayoutAction = "host.layout"
 // on. Not retried.
 const ErrTypeUnknownLayout = "UnknownLayout"
 
+// ErrTypeNodeNameMismatch is a host whose kubelet registers its Node
+// under another name than the inventory gives it (layout.CheckNodeName).
+// Not retried.
+const ErrTypeNodeNameMismatch = "NodeNameMismatch"
+
 // LayoutInput names the host and, optionally, the layouts the runbook
 // works on.
 type LayoutInput struct {
@@ -29,6 +34,11 @@ type LayoutInput struct {
 	// host's layout is one of these (kedge, typhoon-flatcar,
 	// typhoon-fcos, none).
 	Require []string `json:"require,omitempty" doc:"the layouts the runbook works on (kedge, typhoon-flatcar, typhoon-fcos, none); any other fails before anything changes"`
+	// NodeName, when set, is the Node name the inventory gives the host
+	// (its nodeName, else its name): a kubelet that registers under
+	// another fails the action non-retryably (NodeNameMismatch). A host
+	// with no kubelet yet passes.
+	NodeName string `json:"nodeName,omitempty" doc:"the Node name the inventory gives the host (host.nodeName); a kubelet registering under another name (its --hostname-override, else the host name) fails before anything changes, naming both and where the kubelet's was read"`
 }
 
 // LayoutResult is the host's layout.
@@ -96,6 +106,9 @@ func (a *Activities) layout(ctx context.Context, in LayoutInput) (LayoutResult, 
 	res := l
 	if len(in.Require) > 0 && !slices.Contains(in.Require, l.Kind) {
 		return res, &typedError{typ: ErrTypeUnknownLayout, nonRetryable: true, msg: l.Require(nodeName(t), in.Require...).Error()}
+	}
+	if err := l.CheckNodeName(nodeName(t), in.NodeName); err != nil {
+		return res, &typedError{typ: ErrTypeNodeNameMismatch, nonRetryable: true, msg: err.Error()}
 	}
 	return res, nil
 }

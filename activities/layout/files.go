@@ -282,6 +282,9 @@ func readStaticPods(l *Layout, r Reader) error {
 				l.Etcd = Etcd{Mode: EtcdStaticPod, Manifest: p, Name: flagValue(args, "name"),
 					InitialCluster: parseMembers(flagValue(args, "initial-cluster")),
 					ClientURLs:     splitList(flagValue(args, "advertise-client-urls"))}
+				if d := flagValue(args, "data-dir"); d != "" {
+					l.Etcd.DataDir, _ = hostPath(mounts, d)
+				}
 			}
 		}
 	}
@@ -333,6 +336,9 @@ func readEtcdUnit(l *Layout, es UnitState, r Reader) error {
 	env := parseEnvFile(b)
 	l.Etcd = Etcd{Mode: EtcdHostUnit, Unit: EtcdMember, EnvFile: envFile, Name: env["ETCD_NAME"],
 		InitialCluster: parseMembers(env["ETCD_INITIAL_CLUSTER"]), ClientURLs: splitList(env["ETCD_ADVERTISE_CLIENT_URLS"])}
+	if d := env["ETCD_DATA_DIR"]; d != "" {
+		l.Etcd.DataDir, _ = hostPath(run.volumes, d)
+	}
 	for v, file := range map[string]string{
 		"ETCD_TRUSTED_CA_FILE": FileEtcdServerCA, "ETCD_CERT_FILE": FileEtcdServerCert, "ETCD_KEY_FILE": FileEtcdServerKey,
 		"ETCD_PEER_TRUSTED_CA_FILE": FileEtcdPeerCA, "ETCD_PEER_CERT_FILE": FileEtcdPeerCert, "ETCD_PEER_KEY_FILE": FileEtcdPeerKey,

@@ -83,8 +83,11 @@ type Layout struct {
 	// worker, or "" with no kubelet.
 	Role string `json:"role,omitempty"`
 	// NodeName is the Node's name as the kubelet registers it
-	// (--hostname-override, else the host name).
-	NodeName string `json:"nodeName,omitempty"`
+	// (--hostname-override, else the host name, lower-cased as the
+	// kubelet does); NodeNameFrom says where it was read, e.g.
+	// "--hostname-override in /etc/systemd/system/kubelet.service".
+	NodeName     string `json:"nodeName,omitempty"`
+	NodeNameFrom string `json:"nodeNameFrom,omitempty"`
 	// Hostname is the host's own name.
 	Hostname      string   `json:"hostname,omitempty"`
 	ClusterDNS    []string `json:"clusterDNS,omitempty"`
@@ -104,10 +107,19 @@ type Layout struct {
 
 // Kubelet is how the host runs its kubelet.
 type Kubelet struct {
-	Unit        Unit   `json:"unit"`
+	Unit Unit `json:"unit"`
+	// RunFrom is the unit file whose command line runs the kubelet's
+	// container.
+	RunFrom     string `json:"runFrom,omitempty"`
 	Active      bool   `json:"active"`
+	ActiveState string `json:"activeState"` // kubelet.service's ActiveState
 	Enabled     string `json:"enabled"`
 	PathEnabled string `json:"pathEnabled,omitempty"` // kubelet.path's UnitFileState
+	// Live is a kubelet that runs, is starting, or starts again by
+	// itself: kubelet.service active (or activating, reloading) or
+	// enabled, or kubelet.path active or enabled. node-remove stops no
+	// live kubelet whose Node it did not find (and drain).
+	Live bool `json:"live"`
 	// PathExists is the file whose appearance starts the kubelet
 	// (kubelet.path), "" without one.
 	PathExists string `json:"pathExists"`
@@ -166,6 +178,10 @@ type Etcd struct {
 	// the live member list is etcd's to tell.
 	InitialCluster []Member `json:"initialCluster,omitempty"`
 	ClientURLs     []string `json:"clientURLs,omitempty"`
+	// DataDir is etcd's data directory on the host (--data-dir or
+	// ETCD_DATA_DIR through the container's volumes); "" when it is not
+	// on one.
+	DataDir string `json:"dataDir,omitempty"`
 }
 
 // Member is one etcd member.
@@ -233,7 +249,7 @@ func Discover(f Facts, r Reader) (Layout, error) {
 			return l, nil
 		}
 		l.Kind, l.Why = KindNone, "no kubelet.service"
-		l.NodeName = strings.ToLower(f.Hostname)
+		l.NodeName, l.NodeNameFrom = strings.ToLower(f.Hostname), "the host name (no kubelet yet)"
 		return l, nil
 	}
 	k, fragment, err := readKubelet(ks, f.Units[KubeletPath], r)
@@ -245,9 +261,9 @@ func Discover(f Facts, r Reader) (Layout, error) {
 	if l.Kind == KindUnknown {
 		return l, nil
 	}
-	l.NodeName = strings.ToLower(f.Hostname)
+	l.NodeName, l.NodeNameFrom = strings.ToLower(f.Hostname), "the host name (`hostname`; the kubelet has no --hostname-override in "+k.RunFrom+")"
 	if name := flagValue(k.Args, "hostname-override"); name != "" {
-		l.NodeName = strings.ToLower(name)
+		l.NodeName, l.NodeNameFrom = strings.ToLower(name), "--hostname-override in "+k.RunFrom
 	}
 	if err := readKubeletFiles(&l, r); err != nil {
 		return l, err
@@ -292,7 +308,7 @@ func readKubelet(ks, ps UnitState, r Reader) (*Kubelet, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("kubelet.service: %w", err)
 	}
-	k := &Kubelet{Unit: u, Active: ks.ActiveState == "active", Enabled: ks.UnitFileState,
+	k := &Kubelet{Unit: u, Active: ks.ActiveState == "active", ActiveState: ks.ActiveState, Enabled: ks.UnitFileState,
 		Image: u.Environment[ImageVariable], ImageFrom: u.EnvironmentFrom[ImageVariable], ImageOverriddenBy: overrides(u)}
 	k.ImageDropIn, k.ImageDropInRefused = imageTarget(u)
 	if k.ImageDropIn != "" {
@@ -318,7 +334,21 @@ func readKubelet(ks, ps UnitState, r Reader) (*Kubelet, []byte, error) {
 			k.PathUnit = ps.FragmentPath
 		}
 	}
+	k.Live = live(ks, ps)
 	return k, contents[0], nil
+}
+
+// live reports whether a kubelet runs, is starting or starts again by
+// itself: kubelet.service active (or activating, reloading, deactivating)
+// or enabled, or kubelet.path (which starts it when its file appears)
+// active or enabled.
+func live(ks, ps UnitState) bool {
+	switch ks.ActiveState {
+	case "active", "activating", "reloading", "deactivating":
+		return true
+	}
+	return strings.HasPrefix(ks.UnitFileState, "enabled") ||
+		ps.Loaded() && (ps.ActiveState == "active" || strings.HasPrefix(ps.UnitFileState, "enabled"))
 }
 
 // RestartedAtAnnotation is the annotation host.restart-static-pod sets on
@@ -371,11 +401,11 @@ func overrides(u Unit) string {
 
 // classify names the layout from the kubelet unit and its run command.
 func classify(k *Kubelet, fragment []byte) (kind, why string) {
-	run, where, err := findRun(k)
+	run, where, file, err := findRun(k)
 	if err != nil {
 		return KindUnknown, err.Error()
 	}
-	k.Runtime, k.Args, k.Volumes = run.runtime, run.args, run.volumes
+	k.Runtime, k.Args, k.Volumes, k.RunFrom = run.runtime, run.args, run.volumes, file
 	kedge := strings.HasPrefix(string(fragment), KedgeMarker)
 	switch {
 	case kedge:
@@ -391,16 +421,18 @@ func classify(k *Kubelet, fragment []byte) (kind, why string) {
 }
 
 // findRun finds the container run that starts the kubelet from
-// ${KUBELET_IMAGE}.
-func findRun(k *Kubelet) (runCommand, string, error) {
+// ${KUBELET_IMAGE}: the command, where it is (ExecStartPre or ExecStart)
+// and the unit file it was read from.
+func findRun(k *Kubelet) (runCommand, string, string, error) {
 	for _, c := range []struct {
 		where string
 		lines []string
-	}{{"ExecStartPre", k.Unit.ExecStartPre}, {"ExecStart", k.Unit.ExecStart}} {
-		for _, line := range c.lines {
+		from  []string
+	}{{"ExecStartPre", k.Unit.ExecStartPre, k.Unit.execStartPreFrom}, {"ExecStart", k.Unit.ExecStart, k.Unit.execStartFrom}} {
+		for i, line := range c.lines {
 			words, err := Command(line)
 			if err != nil {
-				return runCommand{}, "", fmt.Errorf("kubelet.service %s: %w", c.where, err)
+				return runCommand{}, "", "", fmt.Errorf("kubelet.service %s: %w", c.where, err)
 			}
 			if len(words) < 2 || words[1] != "run" || !slices.Contains(words, "${"+ImageVariable+"}") {
 				continue
@@ -411,12 +443,16 @@ func findRun(k *Kubelet) (runCommand, string, error) {
 			}
 			run, err := parseRun(rt, words[2:])
 			if err != nil {
-				return runCommand{}, "", fmt.Errorf("kubelet.service %s: %s run: %w", c.where, rt, err)
+				return runCommand{}, "", "", fmt.Errorf("kubelet.service %s: %s run: %w", c.where, rt, err)
 			}
-			return run, c.where, nil
+			file := ""
+			if i < len(c.from) {
+				file = c.from[i]
+			}
+			return run, c.where, file, nil
 		}
 	}
-	return runCommand{}, "", fmt.Errorf("kubelet.service runs no docker or podman container from ${%s}", ImageVariable)
+	return runCommand{}, "", "", fmt.Errorf("kubelet.service runs no docker or podman container from ${%s}", ImageVariable)
 }
 
 type runCommand struct {

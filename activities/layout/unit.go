@@ -27,6 +27,9 @@ type Unit struct {
 	// imageOnly marks the files whose one setting is KUBELET_IMAGE: a
 	// swap may rewrite them whole.
 	imageOnly map[string]bool
+	// execStartPreFrom and execStartFrom name the file each command line
+	// of ExecStartPre and ExecStart was read from.
+	execStartPreFrom, execStartFrom []string
 }
 
 // ParseUnit merges a unit's files (fragment first, then drop-ins) the way
@@ -58,8 +61,10 @@ func ParseUnit(files []string, contents [][]byte) (Unit, error) {
 				}
 			case "Service.ExecStartPre":
 				u.ExecStartPre = resetOrAppend(u.ExecStartPre, v)
+				u.execStartPreFrom = resetOrAppend(u.execStartPreFrom, from(v, files[i]))
 			case "Service.ExecStart":
 				u.ExecStart = resetOrAppend(u.ExecStart, v)
+				u.execStartFrom = resetOrAppend(u.execStartFrom, from(v, files[i]))
 			case "Path.PathExists", "Path.PathExistsGlob", "Path.PathChanged", "Path.PathModified", "Path.DirectoryNotEmpty":
 				if u.Path == nil {
 					u.Path = map[string]string{}
@@ -92,6 +97,15 @@ func setsOnlyImage(opts []*unit.UnitOption) bool {
 		}
 	}
 	return true
+}
+
+// from is file, or "" when v is an empty assignment (which resets the
+// list), for resetOrAppend.
+func from(v, file string) string {
+	if v == "" {
+		return ""
+	}
+	return file
 }
 
 func resetOrAppend(list []string, v string) []string {
