@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -306,31 +308,39 @@ func TestNodeJoinOnTyphoonCluster(t *testing.T) {
 	})
 }
 
-// node-remove on the Typhoon-built cluster: a worker, then a controller.
-// While another controller's etcd is down, removing a controller would
-// leave no quorum: refused before the cordon, its member kept. With etcd
-// whole again the controller goes: its member is removed through etcd's
-// API, its etcd unit and static pods stop, and after a reboot of its units
-// neither the Node nor the member comes back; etcd and the API stay
-// healthy. Removing it again succeeds and changes nothing.
+// node-remove on the Typhoon-built cluster, whose Nodes are named by the
+// hosts' domains. An inventory of short host names without nodeName is
+// refused at the layout, before the cordon, the Node and its kubelet
+// untouched. With the right names a worker is drained (its pod evicted)
+// before its kubelet stops; a worker under docker (Flatcar) and one under
+// podman (Fedora CoreOS) go. While another controller's etcd is down,
+// removing a controller would leave no quorum: refused before the cordon,
+// its member kept. With etcd whole again the controller goes: its member
+// is removed through etcd's API, its etcd unit and static pods stop, every
+// cluster secret leaves its disk (CA, service-account and etcd keys,
+// credential kubeconfigs, etcd's data) while certificates stay, and after
+// a reboot of its units neither the Node nor the member comes back; etcd
+// and the API stay healthy. Removing it again succeeds and changes
+// nothing.
 func TestNodeRemoveOnTyphoonCluster(t *testing.T) {
 	typhoonWorld(t)
 	// The last test of the Typhoon world (it removes nodes): its 3
 	// control planes stop with it rather than run beside later tests.
 	t.Cleanup(closeTyphoon)
 	cs, inv := typhoonBuilt.client, typhoonBuilt.inventory
+	ctx := t.Context()
 	// Kedge removes etcd members with a certificate from etcd's CA, which
 	// adopt took into Vault (a second adopt changes nothing).
-	assets := filepath.Join(t.TempDir(), "etcd-ca.key")
-	if err := os.WriteFile(assets, typhoonBuilt.pki.EtcdCAKey(), 0o600); err != nil {
-		t.Fatal(err)
+	keys := t.TempDir()
+	etcdKey, aggKey := filepath.Join(keys, "etcd-ca.key"), filepath.Join(keys, "aggregation-ca.key")
+	for f, k := range map[string][]byte{etcdKey: typhoonBuilt.pki.EtcdCAKey(), aggKey: typhoonBuilt.pki.AggregationCAKey()} {
+		if err := os.WriteFile(f, k, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if p, code, errOut := runWaitInv(t, "adopt", inv, "--set-file", "etcdCAKey="+assets); code != 0 {
+	if p, code, errOut := runWaitInv(t, "adopt", inv, "--set-file", "etcdCAKey="+etcdKey, "--set-file", "aggregationCAKey="+aggKey); code != 0 {
 		t.Fatalf("adopt: exit %d: %s\n%+v", code, errOut, p)
 	}
-
-	// Both workers: Flatcar's kubelet under docker, Fedora CoreOS's under
-	// podman, each after the swap above restarted it.
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, h := range []string{"tyw1", "tyw2", "tyc3"} {
@@ -339,42 +349,112 @@ func TestNodeRemoveOnTyphoonCluster(t *testing.T) {
 			}
 		}
 	})
+
+	// Short names, no nodeName: refused before anything changes.
+	base, err := os.ReadFile(inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var short strings.Builder
+	for _, line := range strings.SplitAfter(string(base), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "nodeName:") {
+			short.WriteString(line)
+		}
+	}
+	shortInv := filepath.Join(t.TempDir(), "short.yaml")
+	if err := os.WriteFile(shortInv, []byte(short.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, code, errOut := runWaitInv(t, "node-remove", shortInv, "--set", "node=tyw1")
+	if st := step(t, p, "layout"); code == 0 || st.State != workflows.StateFailed || st.Attempts != 1 ||
+		!strings.Contains(st.LastError, `registers the Node as "tyw1.typhoon.test" (--hostname-override in /etc/systemd/system/kubelet.service)`) ||
+		!strings.Contains(st.LastError, "nodeName: tyw1.typhoon.test") {
+		t.Errorf("node-remove tyw1 by its short name: exit %d, layout %s after %d attempts: %s\n%s", code, st.State, st.Attempts, st.LastError, errOut)
+	}
+	if st := step(t, p, "cordon"); st.Attempts != 0 {
+		t.Errorf("the refused removal cordoned: %+v", st)
+	}
+	if n, err := cs.CoreV1().Nodes().Get(ctx, typhoonFQDN("tyw1"), metav1.GetOptions{}); err != nil || n.Spec.Unschedulable || !nodeIsReady(n) {
+		t.Errorf("tyw1 after the refused removal: %v", err)
+	}
+	if out, err := typhoonHost(t, "tyw1").Exec(ctx, "systemctl", "is-active", "kubelet.service"); err != nil {
+		t.Errorf("tyw1's kubelet after the refused removal: %s (%v)", out, err)
+	}
+
+	// With the right names: tyw1's pod is evicted before its kubelet stops.
+	if _, err := cs.AppsV1().Deployments("default").Create(ctx,
+		deployment("typhoon-drain", 1, map[string]string{"kubernetes.io/hostname": typhoonFQDN("tyw1")}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var pod string
+	eventually(t, 90*time.Second, "a pod running on tyw1", func() bool {
+		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=typhoon-drain"})
+		if err != nil {
+			return false
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == typhoonFQDN("tyw1") && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				pod = p.Name
+				return true
+			}
+		}
+		return false
+	})
 	for _, w := range []struct{ name, runtime string }{{"tyw1", "docker"}, {"tyw2", "podman"}} {
-		if p, code, errOut := runWaitInv(t, "node-remove", inv, "--set", "node="+w.name); code != 0 {
+		p, code, errOut := runWaitInv(t, "node-remove", inv, "--set", "node="+w.name, "--set", "drainTimeout=60s")
+		if code != 0 {
 			t.Fatalf("node-remove %s: exit %d: %s\n%+v", w.name, code, errOut, p)
 		}
 		checkTyphoonRemoved(t, cs, typhoonHost(t, w.name), typhoonFQDN(w.name), w.runtime)
+		if w.name != "tyw1" {
+			continue
+		}
+		drain, stop := step(t, p, "drain"), step(t, p, "stop-kubelet")
+		if drain.State != workflows.StateSucceeded || drain.EndedAt == nil || stop.StartedAt == nil || stop.StartedAt.Before(*drain.EndedAt) {
+			t.Errorf("drain %+v, stop-kubelet %+v: want the drain done before the kubelet stops", drain, stop)
+		}
+		if _, err := cs.CoreV1().Pods("default").Get(ctx, pod, metav1.GetOptions{}); err == nil {
+			t.Errorf("pod %s is still there: not evicted", pod)
+		}
 	}
 
 	ctl, other := typhoonHost(t, "tyc3"), typhoonHost(t, "tyc2")
-	if out, err := other.Exec(t.Context(), "systemctl", "stop", "etcd-member.service"); err != nil {
+	if out, err := other.Exec(ctx, "systemctl", "stop", "etcd-member.service"); err != nil {
 		t.Fatalf("stop etcd on tyc2: %v: %s", err, out)
 	}
-	p, code, errOut := runWaitInv(t, "node-remove", inv, "--set", "node=tyc3")
+	p, code, errOut = runWaitInv(t, "node-remove", inv, "--set", "node=tyc3")
 	if code == 0 || !strings.Contains(step(t, p, "etcd-check").LastError, "quorum") {
 		t.Errorf("node-remove tyc3 with tyc2's etcd down: exit %d: %s\n%+v", code, errOut, p)
 	}
-	if n, err := cs.CoreV1().Nodes().Get(t.Context(), typhoonFQDN("tyc3"), metav1.GetOptions{}); err != nil || n.Spec.Unschedulable {
+	if n, err := cs.CoreV1().Nodes().Get(ctx, typhoonFQDN("tyc3"), metav1.GetOptions{}); err != nil || n.Spec.Unschedulable {
 		t.Errorf("tyc3 after the refused removal: %v (%v)", n.Spec.Unschedulable, err)
 	}
-	if out, err := other.Exec(t.Context(), "systemctl", "start", "etcd-member.service"); err != nil {
+	if out, err := other.Exec(ctx, "systemctl", "start", "etcd-member.service"); err != nil {
 		t.Fatalf("start etcd on tyc2: %v: %s", err, out)
 	}
 	if got := etcdMembers(t); !slices.Equal(got, []string{"tyc1", "tyc2", "tyc3"}) {
 		t.Fatalf("etcd members before the removal: %v", got)
 	}
 	eventually(t, time.Minute, "etcd healthy again", func() bool {
-		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz/etcd").DoRaw(t.Context())
+		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz/etcd").DoRaw(ctx)
 		return err == nil
 	})
 
 	for i := range 2 {
-		if p, code, errOut := runWaitInv(t, "node-remove", inv, "--set", "node=tyc3"); code != 0 {
+		p, code, errOut := runWaitInv(t, "node-remove", inv, "--set", "node=tyc3")
+		if code != 0 {
 			t.Fatalf("node-remove tyc3 (run %d): exit %d: %s\n%+v", i+1, code, errOut, p)
+		}
+		if i == 1 {
+			for _, id := range []string{"cordon", "drain"} {
+				if st := step(t, p, id); st.State != workflows.StateSkipped {
+					t.Errorf("node-remove tyc3 again: %s %s", id, st.State)
+				}
+			}
 		}
 		checkTyphoonRemoved(t, cs, ctl, typhoonFQDN("tyc3"), "docker")
 		for _, args := range [][]string{{"is-active", "etcd-member.service"}, {"is-enabled", "etcd-member.service"}} {
-			if out, _ := ctl.Exec(t.Context(), "systemctl", args...); strings.TrimSpace(string(out)) == "active" || strings.TrimSpace(string(out)) == "enabled" {
+			if out, _ := ctl.Exec(ctx, "systemctl", args...); strings.TrimSpace(string(out)) == "active" || strings.TrimSpace(string(out)) == "enabled" {
 				t.Errorf("tyc3: etcd-member.service %s: %s", args[0], out)
 			}
 		}
@@ -382,14 +462,29 @@ func TestNodeRemoveOnTyphoonCluster(t *testing.T) {
 			t.Errorf("etcd members after removing tyc3: %v", got)
 		}
 		if i == 0 {
-			if err := ctl.Reboot(t.Context()); err != nil {
+			if err := ctl.Reboot(ctx); err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(6 * time.Second)
 			checkTyphoonRemoved(t, cs, ctl, typhoonFQDN("tyc3"), "docker")
 		}
 	}
-	if b, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(t.Context()); err != nil {
+	// No cluster secret stays on the removed controller; certificates do.
+	for _, f := range []string{typhoon.CAKey, typhoon.ServiceAccountKey, typhoon.APIServerKey, typhoon.EtcdClientKey, typhoon.AggregationKey,
+		typhoon.AdminK, typhoon.ControllerManagerK, typhoon.SchedulerK, typhoon.EtcdServerKey, typhoon.EtcdPeerKey, "/var/lib/etcd"} {
+		if _, err := ctl.ReadFile(f); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("tyc3: %s is still there (%v)", f, err)
+		}
+	}
+	for _, f := range []string{typhoon.CACert, typhoon.APIServerCert, typhoon.ServiceAccountPub, typhoon.AggregationCert, typhoon.EtcdServerCert} {
+		if _, err := ctl.ReadFile(f); err != nil {
+			t.Errorf("tyc3: the certificate %s went: %v", f, err)
+		}
+	}
+	if b, err := ctl.ReadFile("/var/lib/kedge/removed-secrets"); err != nil || !strings.Contains(string(b), typhoon.CAKey) {
+		t.Errorf("tyc3's removed-secrets list: %s (%v)", b, err)
+	}
+	if b, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
 		t.Errorf("the API server after removing tyc3: %s (%v)", b, err)
 	}
 	if b, err := ctl.ReadFile("/var/lib/kedge/removed-manifests/kube-apiserver.yaml"); err != nil || len(b) == 0 {
