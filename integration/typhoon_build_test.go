@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"kedge.dev/kedge/activities/layout"
 	"kedge.dev/kedge/integration/controlplane"
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/integration/typhoon"
@@ -149,7 +151,7 @@ func buildTyphoon(t *testing.T) error {
 
 	for i, h := range l.Hosts {
 		spec := typhoonHosts[i]
-		if err := provisionTyphoonHost(ctx, h, hosts, images); err != nil {
+		if err := provisionTyphoonHost(ctx, h, spec.flavor, hosts, images); err != nil {
 			return err
 		}
 		if spec.spare {
@@ -262,10 +264,13 @@ func buildTyphoon(t *testing.T) error {
 }
 
 // provisionTyphoonHost gives a host what the world, not Typhoon, must:
-// names, the images its runtimes can run, its address for its kubelet,
-// containerd's directory, and (standing in for the cluster's CNI
-// DaemonSet) its pod network.
-func provisionTyphoonHost(ctx context.Context, h *testhosts.Host, hosts, images string) error {
+// the units of its OS (typhoonOS), names, the images its runtimes can
+// run, its address for its kubelet, containerd's directory, and
+// (standing in for the cluster's CNI DaemonSet) its pod network.
+func provisionTyphoonHost(ctx context.Context, h *testhosts.Host, flavor, hosts, images string) error {
+	if err := typhoonOS(ctx, h, flavor); err != nil {
+		return err
+	}
 	for _, f := range []struct {
 		path, data string
 	}{{"/etc/hosts", hosts}, {"/etc/kedge-lab/images", images}, {"/etc/kedge-lab/node-ip", h.Address + "\n"}} {
@@ -294,11 +299,64 @@ grep -q '^etcd:' /etc/passwd || echo 'etcd:x:%[1]d:%[1]d:etcd user:/dev/null:/sb
 	return nil
 }
 
+// typhoonOSUnits are the world's units for those the hosts' OS ships that
+// Typhoon's configs enable or mask (Butane units with no contents):
+// Fedora CoreOS's containerd.service, Flatcar's docker.service. A real
+// host has them in /usr/lib/systemd/system, disabled until Ignition
+// enables them; the world's hosts share the machine's /usr, so they are
+// written to /etc/systemd/system, disabled. Their process only runs (it
+// stops and starts as the runtime's would): the kubelet simulator runs
+// its containers itself, through the container stand-in, and needs no
+// runtime.
+var typhoonOSUnits = map[string]map[string]string{
+	typhoon.FCOS:    {layout.ContainerdService: typhoonOSUnit("containerd container runtime")},
+	typhoon.Flatcar: {"docker.service": typhoonOSUnit("Docker Application Container Engine")},
+}
+
+func typhoonOSUnit(description string) string {
+	return "# The Kedge test world's stand-in for the unit the OS ships: a process\n" +
+		"# that only runs (the hosts share the machine's /usr and kernel).\n" +
+		"[Unit]\nDescription=" + description + "\nAfter=network.target\n" +
+		"[Service]\nExecStart=/bin/sleep infinity\n" +
+		"[Install]\nWantedBy=multi-user.target\n"
+}
+
+// typhoonOS gives a host its OS's units (typhoonOSUnits), disabled unless
+// already enabled on the host: the links the machine's own packages made
+// for units of those names (the machine's containerd.service, which the
+// host's /etc shows) are removed, on the host only.
+func typhoonOS(ctx context.Context, h *testhosts.Host, flavor string) error {
+	var names []string
+	for name, unit := range typhoonOSUnits[flavor] {
+		if err := h.WriteFile(butane.UnitDir+"/"+name, []byte(unit), 0o644); err != nil {
+			return fmt.Errorf("%s: %w", h.Name, err)
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	script := fmt.Sprintf(`set -e
+for u in %s; do
+  for l in %[2]s/*.wants/$u %[2]s/*.requires/$u; do
+    [ -L "$l" ] || continue
+    case "$(readlink "$l")" in %[2]s/*) ;; *) rm "$l" ;; esac
+  done
+done
+`, strings.Join(names, " "), butane.UnitDir)
+	if out, err := h.Exec(ctx, "sh", "-c", script); err != nil {
+		return fmt.Errorf("%s: its OS's units: %w: %s", h.Name, err, out)
+	}
+	return nil
+}
+
 // ignite lays down what Ignition would from th's rendered Butane config,
-// patched for the world, and reloads systemd.
+// patched for the world, on the host's OS (typhoonOS), reloads systemd
+// and enables and disables the OS's units as the config says.
 func ignite(ctx context.Context, h *testhosts.Host, th typhoon.Host, controllers []typhoon.Host) error {
 	cfg, err := typhoonMachine(th, controllers, h.Address)
 	if err != nil {
+		return err
+	}
+	if err := typhoonOS(ctx, h, th.Flavor); err != nil {
 		return err
 	}
 	var script strings.Builder
@@ -324,6 +382,14 @@ func ignite(ctx context.Context, h *testhosts.Host, th typhoon.Host, controllers
 		fmt.Fprintf(&script, "chown %d:%d /var/lib/etcd\n", typhoon.EtcdUID, typhoon.EtcdUID)
 	}
 	script.WriteString("systemctl daemon-reload\n")
+	for verb, units := range map[string][]string{"enable": cfg.Enable, "disable": cfg.Disable} {
+		for _, u := range units {
+			if _, ok := typhoonOSUnits[th.Flavor][u]; !ok {
+				return fmt.Errorf("%s: ignite: the config's %s of %s, a unit of the OS the world has no stand-in for (typhoonOSUnits)", h.Name, verb, u)
+			}
+			fmt.Fprintf(&script, "systemctl %s '%s'\n", verb, u)
+		}
+	}
 	if out, err := h.Exec(ctx, "sh", "-c", script.String()); err != nil {
 		return fmt.Errorf("%s: ignite: %w: %s", h.Name, err, out)
 	}
@@ -461,8 +527,9 @@ func (r *runtimeRaw) UnmarshalJSON(b []byte) error {
 // /etc/kubernetes/pki; /etc/ssl/etcd etcd's, 0500), the control plane
 // runs as 65534 as its static pods say, the bootstrap kubeconfig is
 // core's 0644 as ssh.tf leaves it, each kubelet's client pair is a link
-// to the dated file its TLS bootstrap wrote, and Nodes are named by the
-// hosts' domains.
+// to the dated file its TLS bootstrap wrote, Nodes are named by the
+// hosts' domains, and the OS's units Typhoon's config enables run
+// (containerd on Fedora CoreOS, docker on Flatcar).
 func TestTyphoonWorldAsTyphoonBuildsIt(t *testing.T) {
 	typhoonWorld(t)
 	ctx := t.Context()
@@ -479,6 +546,19 @@ func TestTyphoonWorldAsTyphoonBuildsIt(t *testing.T) {
 		}
 		if _, err := typhoonBuilt.client.CoreV1().Nodes().Get(ctx, typhoonFQDN(h.Name), metav1.GetOptions{}); err != nil {
 			t.Errorf("%s: Node %s: %v", h.Name, typhoonFQDN(h.Name), err)
+		}
+		// The OS's units Typhoon's config enables (containerd on Fedora
+		// CoreOS, docker on Flatcar) run, by the host's own enable link.
+		for u := range typhoonOSUnits[spec.flavor] {
+			for _, q := range [][]string{{"is-enabled", u}, {"is-active", u}} {
+				if out, err := h.Exec(ctx, "systemctl", q...); err != nil || !slices.Contains([]string{"enabled", "active"}, strings.TrimSpace(string(out))) {
+					t.Errorf("%s: systemctl %v: %q (%v)", h.Name, q, out, err)
+				}
+			}
+			link := butane.UnitDir + "/multi-user.target.wants/" + u
+			if out, err := h.Exec(ctx, "readlink", link); err != nil || strings.TrimSpace(string(out)) != butane.UnitDir+"/"+u {
+				t.Errorf("%s: %s links to %q (%v)", h.Name, link, out, err)
+			}
 		}
 		if !spec.controller {
 			continue

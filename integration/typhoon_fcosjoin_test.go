@@ -44,27 +44,29 @@ var fcosHostFiles = []string{
 // the inventory's labels and taint only, again after a reboot. A
 // controller as the reference is refused before anything changes.
 func TestNodeJoinFCOSOnTyphoonCluster(t *testing.T) {
-	spare := false
-	for _, x := range typhoonHosts {
-		spare = spare || x.name == fcosSpare && x.spare
-	}
-	if !spare {
-		t.Skipf("the Typhoon world has no spare Fedora CoreOS host %s yet", fcosSpare)
-	}
 	typhoonWorld(t)
 	cs, ctx := typhoonBuilt.client, t.Context()
 	ref, h := typhoonHost(t, fcosReference), typhoonHost(t, fcosSpare)
 	node := typhoonFQDN(fcosSpare)
 
 	// The test hosts share the machine's kernel: kernel modules and
-	// sysctls are the world's stand-ins' to load and apply on the host
+	// sysctls are the world's stand-ins' to check and record on the host
 	// alone, and containerd a stand-in unit of the host's own (not the
-	// machine's packaged one, which a reboot of the host's units would
-	// not start again).
+	// machine's packaged one), disabled and stopped as on a bare Fedora
+	// CoreOS host.
 	for _, f := range []string{testhosts.StandInDir + "/modprobe", testhosts.StandInDir + "/sysctl", layout.UnitDir + "/" + layout.ContainerdService} {
 		if _, err := h.ReadFile(f); err != nil {
-			t.Skipf("the Typhoon world gives %s no %s yet (the machine's modprobe and sysctl would change the machine's kernel): %v", fcosSpare, f, err)
+			t.Fatalf("the Typhoon world gives %s no %s (the machine's modprobe and sysctl would change the machine's kernel): %v", fcosSpare, f, err)
 		}
+	}
+	for q, want := range map[string]string{"is-enabled": "disabled", "is-active": "inactive"} {
+		if out, _ := h.Exec(ctx, "systemctl", q, layout.ContainerdService); strings.TrimSpace(string(out)) != want {
+			t.Fatalf("%s, a bare Fedora CoreOS host: systemctl %s %s: %q, want %s", fcosSpare, q, layout.ContainerdService, out, want)
+		}
+	}
+	machineWatches, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches")
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, f := range fcosHostFiles {
 		if _, err := ref.ReadFile(f); err != nil {
@@ -143,6 +145,30 @@ func TestNodeJoinFCOSOnTyphoonCluster(t *testing.T) {
 		t.Fatalf("node-join %s: exit %d: %s\n%+v", fcosSpare, code, errOut, p)
 	}
 	checkFCOSJoined(t, h, labels, taint)
+
+	// The kernel modules and sysctls of Typhoon's files, loaded and set on
+	// the host (as its stand-ins record them), the machine's kernel left
+	// as it was.
+	loads, err := h.ReadFile("/var/log/kedge-lab/modprobe.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"nf_conntrack", "br_netfilter"} {
+		if !regexp.MustCompile(`(?m)^\S+ ` + m + ` `).Match(loads) {
+			t.Errorf("%s's modprobe log has no %s:\n%s", fcosSpare, m, loads)
+		}
+	}
+	for key, want := range map[string]string{"net.ipv4.conf.default.rp_filter": "0", "net.ipv4.conf.all.rp_filter": "0", "net.ipv4.conf.lo.rp_filter": "0", "fs.inotify.max_user_watches": "16184"} {
+		if out, err := h.Exec(ctx, "sysctl", "-n", key); err != nil || strings.TrimSpace(string(out)) != want {
+			t.Errorf("%s: sysctl -n %s: %q (%v), want %s", fcosSpare, key, out, err, want)
+		}
+	}
+	if b, err := h.ReadFile("/var/lib/kedge-lab/sysctl.conf"); err != nil || !strings.Contains(string(b), "\nnet.ipv4.conf.default.rp_filter = 0\n") || !strings.Contains(string(b), "\nnet.ipv4.conf.all.rp_filter = 0\n") {
+		t.Errorf("%s's recorded sysctls (%v):\n%s", fcosSpare, err, b)
+	}
+	if b, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches"); err != nil || string(b) != string(machineWatches) {
+		t.Errorf("the machine's fs.inotify.max_user_watches is %q (%v), was %q", b, err, machineWatches)
+	}
 
 	// The files: tyw2's kubelet.service for tyw4 with the inventory's
 	// labels (those the kubelet may set) and taint in place of tyw2's;

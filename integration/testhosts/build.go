@@ -20,6 +20,10 @@ var standinPackages = map[string]string{
 	"docker":      "docker",
 	"podman":      "docker",
 	"kubelet-sim": "kubelet",
+	// The hosts share the machine's kernel: these check and record on the
+	// host what the real ones would change in the kernel.
+	"modprobe": "modprobe",
+	"sysctl":   "sysctl",
 }
 
 var (

@@ -2,6 +2,7 @@ package testhosts
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -247,4 +248,52 @@ mkdir -p /srv/other/x && mount -t tmpfs tmpfs /srv/other/x'`)
 	if out, _ := hostSh(t, h, "docker run --rm -v /srv/private:/srv/private:rshared lab.example/sh:1 -c true; echo rc=$?"); !strings.Contains(out, "path /srv/private is mounted on /srv/private but it is not a shared mount") || !strings.HasSuffix(out, "rc=125") {
 		t.Errorf("rshared volume on a private mount: %q", out)
 	}
+}
+
+// The hosts share the machine's kernel: their modprobe and sysctl
+// stand-ins check against it and record on the host alone. The machine's
+// /proc/sys, /var/log and /var/lib are as they were.
+func TestKernelStandInsRecordOnTheHostOnly(t *testing.T) {
+	h := standinHost(t, "127.0.36.")
+	const watches = "/proc/sys/fs/inotify/max_user_watches"
+	before, err := os.ReadFile(watches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := "16184"
+	if strings.TrimSpace(string(before)) == other {
+		other = "16185"
+	}
+	if out := mustSh(t, h, "sysctl -w fs.inotify.max_user_watches="+other+" && sysctl -n fs.inotify.max_user_watches net.ipv4.conf.lo.rp_filter"); out != "fs.inotify.max_user_watches = "+other+"\n"+other+"\n"+strings.TrimSpace(readProc(t, "net/ipv4/conf/lo/rp_filter")) {
+		t.Errorf("sysctl on the host: %q", out)
+	}
+	if out, ok := hostSh(t, h, "sysctl -w kedge.no.such.key=1"); ok || out != "sysctl: cannot stat /proc/sys/kedge/no/such/key: No such file or directory" {
+		t.Errorf("an unknown key: %v %q", ok, out)
+	}
+	if out := mustSh(t, h, "modprobe -- nf_conntrack && cut -d' ' -f2- /var/log/kedge-lab/modprobe.log"); !strings.HasPrefix(out, "nf_conntrack ") {
+		t.Errorf("modprobe on the host: %q", out)
+	}
+	if out, ok := hostSh(t, h, "modprobe kedge_no_such_module"); ok || !strings.HasPrefix(out, "modprobe: FATAL: Module kedge_no_such_module not found in directory /lib/modules/") {
+		t.Errorf("an unknown module: %v %q", ok, out)
+	}
+	if after, err := os.ReadFile(watches); err != nil || string(after) != string(before) {
+		t.Errorf("the machine's %s: %q (%v), was %q", watches, after, err, before)
+	}
+	for _, f := range []string{"/var/lib/kedge-lab/sysctl.conf", "/var/log/kedge-lab/modprobe.log"} {
+		if _, err := os.Stat(f); err == nil {
+			t.Errorf("the machine has %s", f)
+		}
+		if _, err := h.ReadFile(f); err != nil {
+			t.Errorf("the host has no %s: %v", f, err)
+		}
+	}
+}
+
+func readProc(t *testing.T, key string) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/" + key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
