@@ -73,8 +73,10 @@ var privateDirs = []string{
 // overlaid are the directories that hold privateDirs. Each is covered, in
 // the node's mount namespace only, by an overlay whose upper layer is
 // under Dir, so that the mount points are made there and not on the
-// machine.
-var overlaid = []string{"/etc", "/var/lib", "/var/log", "/run", "/usr/libexec"}
+// machine. /opt too, though it holds none of them: containerd's CRI
+// makes its default CNI directory, /opt/cni/bin, which must not reach
+// the machine.
+var overlaid = []string{"/etc", "/var/lib", "/var/log", "/run", "/usr/libexec", "/opt"}
 
 // Node is one real node: a mount and network namespace with a veth to the
 // host, its own containerd and a real kubelet.
