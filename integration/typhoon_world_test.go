@@ -254,7 +254,13 @@ func TestNodeJoinOnTyphoonCluster(t *testing.T) {
 	if got, err := h.ReadFile(typhoon.KubeletUnit); err != nil || !ok || string(got) != string(unit.Data) {
 		t.Errorf("tyw3's kubelet.service (%v):\n%s\nwant, as Typhoon renders it for tyw3:\n%s", err, got, unit.Data)
 	}
-	for _, f := range []string{typhoon.KubeletConfig, typhoon.KubeletPathUnit, layout.ImageDropIn} {
+	// Flatcar's worker template's sysctl is applied on the host (the
+	// sysctl stand-in records it there; the machine's stays).
+	if out, err := h.Exec(ctx, "sysctl", "-n", "fs.inotify.max_user_watches"); err != nil || strings.TrimSpace(string(out)) != "16184" {
+		t.Errorf("tyw3: fs.inotify.max_user_watches %q (%v), want Typhoon's 16184", out, err)
+	}
+	for _, f := range []string{typhoon.KubeletConfig, typhoon.KubeletPathUnit, layout.ImageDropIn,
+		"/etc/sysctl.d/max-user-watches.conf", "/etc/systemd/logind.conf.d/inhibitors.conf", typhoon.WaitForDNSUnit} {
 		want, werr := ref.ReadFile(f)
 		got, gerr := h.ReadFile(f)
 		if werr != nil || gerr != nil {

@@ -27,10 +27,13 @@ const ContainerdService = "containerd.service"
 // The ones under modules-load.d and sysctl.d are applied as soon as they
 // are written; the others take effect at the host's next boot, as on a
 // host Typhoon provisions, where Ignition writes them before its first.
-// A Flatcar worker's (max-user-watches.conf, logind's inhibitors.conf)
-// are not copied yet: a Flatcar join stays as it was but for the units
-// the kubelet requires (docs/status.md, issue 19).
+// Flatcar's worker template writes two of them (max-user-watches.conf,
+// logind's inhibitors.conf).
 var hostFiles = map[string][]string{
+	KindTyphoonFlatcar: {
+		"/etc/sysctl.d/max-user-watches.conf",
+		"/etc/systemd/logind.conf.d/inhibitors.conf",
+	},
 	KindTyphoonFCOS: {
 		ContainerdConfig,
 		"/etc/modules-load.d/typhoon.conf",
