@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"kedge.dev/kedge/integration/typhoon"
+	"kedge.dev/kedge/workflows"
 )
 
 // On the Typhoon-built cluster (Typhoon's own files: every CA lives as
@@ -117,6 +118,43 @@ func TestAdoptTyphoonAndRenewInPlace(t *testing.T) {
 	}
 	if !maps.Equal(snapshot(), unchanged) {
 		t.Error("the refused renewal changed a controller's files")
+	}
+
+	// A key its reader cannot read (tyc1's apiserver.key made 0600 root,
+	// the API server runs as 65534): the renewal keeps that mode, the
+	// check as the reader's uid refuses it before anything restarts, and
+	// the undo puts tyc1's files back; what it serves does not change.
+	tyc1 := typhoonHost(t, "tyc1")
+	if out, err := tyc1.Exec(t.Context(), "chmod", "0600", typhoon.APIServerKey); err != nil {
+		t.Fatalf("chmod: %v %s", err, out)
+	}
+	id := startRunInv(t, "cert-renewal", inv, "--set", "force=true")
+	ro := rolloutOf(t, id, "controllers-in-place")
+	var paused workflows.Progress
+	eventually(t, 5*time.Minute, "the controllers' rollout to pause at tyc1's failure", func() bool {
+		p, ok := progressOf(t, ro)
+		paused = p
+		return ok && p.State == workflows.StateWaiting
+	})
+	if st := step(t, paused, "tyc1"); st.State != workflows.StateFailed || !strings.Contains(st.LastError, "apiserver.key") || !strings.Contains(st.LastError, "65534") {
+		t.Errorf("tyc1 with a key its reader cannot read: %s: %s", st.State, st.LastError)
+	}
+	if out, errOut, code := kedge(t, "approve", id, "--decision", "abort", "--by", "sre-on-call", "--output", "json"); code != 0 {
+		t.Fatalf("kedge approve --decision abort: exit %d: %s %s", code, out, errOut)
+	}
+	if err := waitClosed(t, id, 3*time.Minute); err == nil {
+		t.Error("the aborted renewal succeeded")
+	}
+	if !maps.Equal(snapshot(), unchanged) {
+		t.Error("the refused renewal left a controller's files changed")
+	}
+	for _, ep := range endpoints {
+		if now := servedCert(t, ep); now.SerialNumber.Cmp(before[ep].SerialNumber) != 0 {
+			t.Errorf("the refused renewal changed what %s serves", ep)
+		}
+	}
+	if out, err := tyc1.Exec(t.Context(), "chmod", "0644", typhoon.APIServerKey); err != nil {
+		t.Fatalf("chmod: %v %s", err, out)
 	}
 
 	began := time.Now()
