@@ -216,22 +216,16 @@ func (p *PKI) Assets() (map[string][]byte, error) {
 	return a, nil
 }
 
-// aggregationFlags is manifests.tf's local.aggregation_flags after
-// indent(4, …): the heredoc's lines, all but the first indented.
-func aggregationFlags() string {
-	lines := []string{"", "- --proxy-client-cert-file=/etc/kubernetes/pki/aggregation-client.crt",
-		"- --proxy-client-key-file=/etc/kubernetes/pki/aggregation-client.key",
-		"- --requestheader-client-ca-file=/etc/kubernetes/pki/aggregation-ca.crt",
-		"- --requestheader-extra-headers-prefix=X-Remote-Extra-",
-		"- --requestheader-group-headers=X-Remote-Group",
-		"- --requestheader-username-headers=X-Remote-User", ""}
-	return strings.Join(lines, "\n    ")
-}
-
 // manifests renders static-manifests/* and manifests/* as manifests.tf
 // does.
 func (p *PKI) manifests(a map[string][]byte) error {
 	images, err := Images()
+	if err != nil {
+		return err
+	}
+	// var.enable_aggregation (Typhoon's default, true) ?
+	// indent(4, local.aggregation_flags) : ""
+	flags, err := upstream.Heredoc(upstream.Bootstrap+"/manifests.tf", "aggregation_flags")
 	if err != nil {
 		return err
 	}
@@ -243,7 +237,7 @@ func (p *PKI) manifests(a map[string][]byte) error {
 		"kube_apiserver_image": images["kube_apiserver"], "kube_controller_manager_image": images["kube_controller_manager"],
 		"kube_scheduler_image": images["kube_scheduler"], "etcd_servers": strings.Join(etcd, ","),
 		"pod_cidr": PodCIDR, "service_cidr": ServiceCIDR, "service_account_issuer": ServiceAccountIssuer,
-		"aggregation_flags": aggregationFlags(),
+		"aggregation_flags": tftemplate.Indent(4, flags),
 	}
 	manifests := map[string]any{
 		"server": p.server(), "apiserver_host": p.c.APIServer, "apiserver_port": 6443,

@@ -39,19 +39,11 @@ func renderExpr(t *testing.T, expr string, vars map[string]any) string {
 // heredoc returns the body of `name = <<EOF ... EOF` in a vendored .tf file.
 func heredoc(t *testing.T, file, name string) string {
 	t.Helper()
-	data, err := upstream.ReadFile(file)
+	body, err := upstream.Heredoc(file, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(data), name+" = <<EOF\n")
-	if !ok {
-		t.Fatalf("%s: no heredoc %s", file, name)
-	}
-	body, _, ok := strings.Cut(rest, "\nEOF\n")
-	if !ok {
-		t.Fatalf("%s: heredoc %s not closed", file, name)
-	}
-	return body + "\n"
+	return body
 }
 
 // upstreamCases are every vendored template with the variables Terraform

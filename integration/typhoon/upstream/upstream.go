@@ -2,7 +2,9 @@ package upstream
 
 import (
 	"embed"
+	"fmt"
 	"io/fs"
+	"strings"
 )
 
 //go:embed typhoon terraform-render-bootstrap SHA256SUMS
@@ -36,3 +38,21 @@ func FS() fs.FS { return files }
 
 // ReadFile returns one vendored file, name relative to FS.
 func ReadFile(name string) ([]byte, error) { return files.ReadFile(name) }
+
+// Heredoc is the body of `NAME = <<EOF … EOF` in the vendored file,
+// with its final newline, as Terraform reads it.
+func Heredoc(file, name string) (string, error) {
+	data, err := files.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	_, rest, ok := strings.Cut(string(data), name+" = <<EOF\n")
+	if !ok {
+		return "", fmt.Errorf("%s: no heredoc %s", file, name)
+	}
+	body, _, ok := strings.Cut(rest, "\nEOF\n")
+	if !ok {
+		return "", fmt.Errorf("%s: heredoc %s is not closed", file, name)
+	}
+	return body + "\n", nil
+}
