@@ -214,8 +214,18 @@ func (s *Server) signal(sig syscall.Signal) error {
 		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 		<-s.done
 	}
-	// A killed postmaster leaves its pid file; the next start sees that
-	// pid gone, so there is nothing else to clean.
+	// The backends outlive the postmaster for a moment, attached to its
+	// shared memory; a start before they are gone is refused ("pre-existing
+	// shared memory block is still in use"). Wait until the process group
+	// is empty. A killed postmaster leaves its pid file; the next start
+	// sees that pid gone, so there is nothing else to clean.
+	deadline := time.Now().Add(30 * time.Second)
+	for syscall.Kill(-s.cmd.Process.Pid, 0) == nil {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("postgres's processes (group %d) still run 30s after %s", s.cmd.Process.Pid, sig)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	return nil
 }
 
