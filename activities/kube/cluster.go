@@ -160,6 +160,12 @@ func (a *Activities) SaveKubeconfig(ctx context.Context, in SaveKubeconfigInput)
 // authenticates with it as system:bootstrap:<id> in the groups
 // system:bootstrappers and render.BootstrapTokenGroup.
 func (a *Activities) CreateBootstrapToken(ctx context.Context, in CreateBootstrapTokenInput) (BootstrapTokenResult, error) {
+	return a.createBootstrapToken(ctx, in, mintKey(ctx))
+}
+
+// createBootstrapToken mints the token of the activity key names (a
+// random one when key is "").
+func (a *Activities) createBootstrapToken(ctx context.Context, in CreateBootstrapTokenInput, key string) (BootstrapTokenResult, error) {
 	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
 		return BootstrapTokenResult{}, err
@@ -176,8 +182,20 @@ func (a *Activities) CreateBootstrapToken(ctx context.Context, in CreateBootstra
 	if err != nil {
 		return BootstrapTokenResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, err)
 	}
+	if key != "" {
+		if tok, err = tok.WithID(tokenIDFor(key)); err != nil {
+			return BootstrapTokenResult{}, err
+		}
+	}
 	sec := tok.Secret()
-	if _, err := cs.CoreV1().Secrets(sec.Namespace).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+	if key != "" {
+		sec.Labels = map[string]string{MintedByLabel: key[:63]}
+	}
+	_, err = cs.CoreV1().Secrets(sec.Namespace).Create(ctx, sec, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) && key != "" {
+		err = replaceOwnToken(ctx, cs, sec, key)
+	}
+	if err != nil {
 		return BootstrapTokenResult{}, clusterError("create the bootstrap token Secret", err)
 	}
 	return BootstrapTokenResult{TokenID: tok.ID, Token: tok.Token, Expires: tok.Expires.UTC().Format(time.RFC3339),

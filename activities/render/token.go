@@ -106,3 +106,9 @@ func (t BootstrapToken) Secret() *corev1.Secret {
 		Data: data,
 	}
 }
+
+// WithID is t with another public half (its secret, expiry and
+// description kept): a token whose ID is derived from what mints it.
+func (t BootstrapToken) WithID(id string) (BootstrapToken, error) {
+	return newBootstrapToken(id, t.TokenSecret, t.Expires, t.Description)
+}
