@@ -32,6 +32,29 @@ spec:
 `
 }
 
+// unreachableKubelet writes a KubeletConfiguration and a kubeconfig for
+// a simulator whose API server is not there (it runs static pods only),
+// and returns their paths.
+func unreachableKubelet(t *testing.T, dir string) (config, kubeconfig string) {
+	t.Helper()
+	caFile := filepath.Join(dir, "etc/kubernetes/ca.crt")
+	ca, _, err := certutil.GenerateSelfSignedCertKey("sim-ca", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, caFile, string(ca), 0o644)
+	config = kubeletConfig(t, dir, caFile, "", "")
+	kubeconfig = filepath.Join(dir, "etc/kubernetes/kubelet.conf")
+	writeFile(t, kubeconfig, `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.41.9:6443", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: none}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`, 0o600)
+	return config, kubeconfig
+}
+
 // TestStaticPodsRunInTheHostMountNamespace runs the simulator as the
 // container stand-in does, in a mount namespace of its own where a host
 // directory that is not one of its volumes is an empty tmpfs. A static pod
@@ -57,21 +80,7 @@ func TestStaticPodsRunInTheHostMountNamespace(t *testing.T) {
 	}
 	manifest := filepath.Join(dir, "etc/kubernetes/manifests/writer.yaml")
 	writeFile(t, manifest, writerManifest(data, "first"), 0o644)
-	caFile := filepath.Join(dir, "etc/kubernetes/ca.crt")
-	ca, _, err := certutil.GenerateSelfSignedCertKey("sim-ca", nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, caFile, string(ca), 0o644)
-	config := kubeletConfig(t, dir, caFile, "", "")
-	kubeconfig := filepath.Join(dir, "etc/kubernetes/kubelet.conf")
-	writeFile(t, kubeconfig, `apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.41.9:6443", insecure-skip-tls-verify: true}}]
-users: [{name: u, user: {token: none}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`, 0o600)
+	config, kubeconfig := unreachableKubelet(t, dir)
 	images := writeImages(t, "lab.example/sh /bin/sh")
 	s := newSim(t, dir, []string{
 		"KEDGE_LAB_IMAGES=" + images,

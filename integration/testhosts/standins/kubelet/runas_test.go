@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/yaml"
 )
 
@@ -102,21 +101,7 @@ func TestStaticPodsRunAsTheirSecurityContextUser(t *testing.T) {
 			secret := filepath.Join(dir, "apiserver.key")
 			writeFile(t, secret, "KEY\n", 0o600)
 			writeFile(t, filepath.Join(dir, "etc/kubernetes/manifests/reader.yaml"), readerManifest(data, secret), 0o644)
-			caFile := filepath.Join(dir, "etc/kubernetes/ca.crt")
-			ca, _, err := certutil.GenerateSelfSignedCertKey("sim-ca", nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			writeFile(t, caFile, string(ca), 0o644)
-			config := kubeletConfig(t, dir, caFile, "", "")
-			kubeconfig := filepath.Join(dir, "etc/kubernetes/kubelet.conf")
-			writeFile(t, kubeconfig, `apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.41.9:6443", insecure-skip-tls-verify: true}}]
-users: [{name: u, user: {token: none}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`, 0o600)
+			config, kubeconfig := unreachableKubelet(t, dir)
 			ns := fmt.Sprintf("/proc/%d/ns/mnt", os.Getpid())
 			if mode == "own-namespace" {
 				ns = "none"
