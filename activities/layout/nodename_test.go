@@ -2,9 +2,6 @@ package layout
 
 import (
 	"errors"
-	"fmt"
-	"io/fs"
-	"path"
 	"strings"
 	"testing"
 
@@ -13,27 +10,7 @@ import (
 )
 
 // nnHost is a host's files for the Node name tests.
-type nnHost map[string][]byte
-
-func (m nnHost) ReadFile(p string) ([]byte, error) {
-	if b, ok := m[p]; ok {
-		return b, nil
-	}
-	return nil, fmt.Errorf("open %s: %w", p, fs.ErrNotExist)
-}
-
-func (m nnHost) ReadDir(dir string) ([]string, error) {
-	var names []string
-	for p := range m {
-		if path.Dir(p) == dir {
-			names = append(names, path.Base(p))
-		}
-	}
-	if names == nil {
-		return nil, fmt.Errorf("open %s: %w", dir, fs.ErrNotExist)
-	}
-	return names, nil
-}
+type nnHost = memHost
 
 // running is what systemctl show reports for a unit of the host, with its
 // drop-ins, enabled and running.
