@@ -143,6 +143,12 @@ func (a *Activities) RenewInPlace(ctx context.Context, in RenewInput) (RenewResu
 		if err != nil {
 			return res, err
 		}
+		dns := slices.Clone(cur.DNSNames)
+		missing := c.addDNS != "" && !slices.Contains(dns, c.addDNS)
+		if missing {
+			dns = append(dns, c.addDNS)
+		}
+		due := in.Force || missing || cur.NotAfter.Before(now.Add(threshold))
 		issuer, caCert, caName := in.Issuer, ca, "the cluster CA"
 		switch {
 		case cur.CheckSignatureFrom(ca) == nil:
@@ -150,7 +156,7 @@ func (a *Activities) RenewInPlace(ctx context.Context, in RenewInput) (RenewResu
 			issuer, caCert, caName = in.EtcdIssuer, etcdCA, "etcd's CA"
 		case aggCA != nil && cur.CheckSignatureFrom(aggCA) == nil:
 			issuer, caCert, caName = in.AggregationIssuer, aggCA, "the front-proxy (aggregation) CA"
-		case c.aggregation && !in.Force && !cur.NotAfter.Before(time.Now().Add(threshold)):
+		case c.aggregation && !due:
 			continue // not due: which CA would renew it does not matter yet
 		case c.aggregation:
 			return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s on %s (%q) is issued by %q, the front-proxy (aggregation) CA, which Vault does not keep: adopt it first (adopt --set-file aggregationCAKey=FILE)",
@@ -159,12 +165,7 @@ func (a *Activities) RenewInPlace(ctx context.Context, in RenewInput) (RenewResu
 			return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s on %s (%q) is issued by %q, neither the cluster's CA nor etcd's that Vault keeps",
 				c.cert, in.Target.Node, cur.Subject.CommonName, cur.Issuer.CommonName), ErrTypeForeignIssuer, nil)
 		}
-		dns := slices.Clone(cur.DNSNames)
-		missing := c.addDNS != "" && !slices.Contains(dns, c.addDNS)
-		if missing {
-			dns = append(dns, c.addDNS)
-		}
-		if !in.Force && !missing && !cur.NotAfter.Before(time.Now().Add(threshold)) {
+		if !due {
 			continue
 		}
 		res.Due = true
