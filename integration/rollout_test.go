@@ -263,8 +263,9 @@ func TestRolloutSurvivesItsWorkerKilled(t *testing.T) {
 			t.Errorf("%s drop-in: %q", w, dropin)
 		}
 		// One node runbook per node, and the kubelet restarted on the new
-		// image only by its restart step (twice if the kill cut that
-		// step's first attempt short).
+		// image only by its restart step: at least once, and at most once
+		// per attempt (a kill can cut an attempt short before or after its
+		// systemctl restart reached the host).
 		runs := nodeRuns(t, workflows.NodeWorkflowID("five", w), since)
 		if len(runs) != 1 {
 			t.Errorf("%s was swapped by %d node runbooks", w, len(runs))
@@ -274,8 +275,8 @@ func TestRolloutSurvivesItsWorkerKilled(t *testing.T) {
 		if !ok {
 			t.Fatalf("no progress from %s's runbook", w)
 		}
-		if got, want := kubeletStarts(t, h, "v1.35.5"), step(t, p, "restart").Attempts; got != want {
-			t.Errorf("%s: kubelet started %d times on the new image, restart step ran %d times", w, got, want)
+		if got, attempts := kubeletStarts(t, h, "v1.35.5"), step(t, p, "restart").Attempts; got < 1 || got > attempts {
+			t.Errorf("%s: kubelet started %d times on the new image, restart step ran %d times", w, got, attempts)
 		}
 	}
 }
