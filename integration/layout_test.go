@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"kedge.dev/kedge/activities/layout"
 	"kedge.dev/kedge/integration/lab"
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/integration/typhoon"
+	"kedge.dev/kedge/internal/layout"
 	"kedge.dev/kedge/starter"
 	"kedge.dev/kedge/workflows"
 )

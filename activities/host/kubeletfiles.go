@@ -11,9 +11,9 @@ import (
 
 	"github.com/pkg/sftp"
 
-	"kedge.dev/kedge/activities/layout"
 	"kedge.dev/kedge/activities/render"
 	"kedge.dev/kedge/activities/sshpool"
+	"kedge.dev/kedge/internal/layout"
 )
 
 // KubeletFilesAction reads a worker's kubelet files, made for another

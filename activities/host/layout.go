@@ -10,8 +10,8 @@ import (
 
 	"github.com/pkg/sftp"
 
-	"kedge.dev/kedge/activities/layout"
 	"kedge.dev/kedge/activities/sshpool"
+	"kedge.dev/kedge/internal/layout"
 )
 
 // LayoutAction reads how the host runs Kubernetes (layout.Discover).

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"kedge.dev/kedge/activities/layout"
 	"kedge.dev/kedge/activities/sshpool"
+	"kedge.dev/kedge/internal/layout"
 )
 
 // PrepareNodeAction readies a host's kernel and units for its kubelet

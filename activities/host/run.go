@@ -310,7 +310,7 @@ func wrapperCommand(t sshpool.Target) string {
 	if t.Become == "" {
 		return "exec sh -s"
 	}
-	return "exec " + t.Privileged("sh -c "+quote("command -v setsid >/dev/null 2>&1 && exec setsid sh -s; exec sh -s"))
+	return "exec " + sshpool.Privileged(t, "sh -c "+quote("command -v setsid >/dev/null 2>&1 && exec setsid sh -s; exec sh -s"))
 }
 
 // outputPath is the shell word for the $KEDGE_OUTPUT of one exec; the
@@ -333,7 +333,7 @@ func (a *Activities) stopRemote(t sshpool.Target, sess *ssh.Session, outFile str
 	for i := 0; i < 3; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if s, release, err := a.Pool.Session(ctx, t); err == nil {
-			if s.Run(t.Privileged("sh -c "+quote(kill))) == nil {
+			if s.Run(sshpool.Privileged(t, "sh -c "+quote(kill))) == nil {
 				i = 3 // signalled: wait for the wrapper to finish
 			}
 			release()

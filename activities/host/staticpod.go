@@ -9,8 +9,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"kedge.dev/kedge/activities/layout"
 	"kedge.dev/kedge/activities/sshpool"
+	"kedge.dev/kedge/internal/layout"
 )
 
 // RestartStaticPodAction is the action name of RestartStaticPod.

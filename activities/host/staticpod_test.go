@@ -6,7 +6,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"kedge.dev/kedge/activities/layout"
+	"kedge.dev/kedge/internal/layout"
 )
 
 func TestAnnotateKeepsThePodAndSetsTheAnnotation(t *testing.T) {

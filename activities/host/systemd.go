@@ -14,7 +14,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"kedge.dev/kedge/activities/layout"
+	"kedge.dev/kedge/internal/layout"
 )
 
 var unitRE = regexp.MustCompile(`^[A-Za-z0-9:_.@\\-]+$`)

@@ -11,7 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"kedge.dev/kedge/activities/layout"
+	"kedge.dev/kedge/internal/layout"
 )
 
 // WaitStaticPodAction is the action name of WaitStaticPod.

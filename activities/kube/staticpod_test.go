@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"kedge.dev/kedge/activities/layout"
+	"kedge.dev/kedge/internal/layout"
 )
 
 // mirrorPod is a static pod's mirror pod as the kubelet reports it, one

@@ -1,5 +1,7 @@
 package kube
 
+import "kedge.dev/kedge/actions/target"
+
 // Action names, as runbooks spell them.
 const (
 	CordonAction     = "kube.cordon"
@@ -13,11 +15,7 @@ const (
 
 // Cluster says how to reach a cluster's API server. The workflow fills it
 // from the inventory's `kubernetes:` section.
-type Cluster struct {
-	Name       string `json:"name"`
-	Kubeconfig string `json:"kubeconfig"`
-	Context    string `json:"context,omitempty"`
-}
+type Cluster = target.Kube
 
 // Every input names the node it acts on (json "node"); the workflow fills
 // it from the step's `on:` host, with Cluster.

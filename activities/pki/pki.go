@@ -14,9 +14,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"kedge.dev/kedge/activities/host"
-	"kedge.dev/kedge/activities/layout"
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/activities/vault"
+	"kedge.dev/kedge/internal/layout"
 )
 
 // Action names.

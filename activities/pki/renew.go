@@ -14,9 +14,9 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"kedge.dev/kedge/activities/host"
-	"kedge.dev/kedge/activities/layout"
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/activities/vault"
+	"kedge.dev/kedge/internal/layout"
 )
 
 // RenewInput names a controller's files and the CAs that may renew them.

@@ -12,8 +12,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"kedge.dev/kedge/activities/layout"
 	"kedge.dev/kedge/activities/vault"
+	"kedge.dev/kedge/internal/layout"
 )
 
 // withAggregationAndAdmin adds Typhoon's front-proxy client pair (from

@@ -25,10 +25,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"kedge.dev/kedge/activities/host"
-	"kedge.dev/kedge/activities/layout"
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/activities/sshpool/sshtest"
 	"kedge.dev/kedge/activities/vault"
+	"kedge.dev/kedge/internal/layout"
 )
 
 // testCA is a CA the test signs with, as Vault would with the adopted one.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	tgt "kedge.dev/kedge/actions/target"
 	"strings"
 	"sync"
 
@@ -14,7 +15,7 @@ import (
 
 // BecomeSudo is the one privilege escalation Kedge knows: the login user
 // runs privileged commands through `sudo -n` (never a password prompt).
-const BecomeSudo = "sudo"
+const BecomeSudo = tgt.BecomeSudo
 
 // ErrPrivilege is a login user that cannot become root as the target asks
 // (sudo missing, or sudo wanting a password). Retrying cannot fix it.
@@ -38,7 +39,7 @@ func (e *PrivilegeError) Unwrap() error { return ErrPrivilege }
 // Privileged is the command line that runs argv (words, no shell syntax
 // beyond what argv itself holds) as root on t: through `sudo -n --` when t
 // asks to become root, as it is otherwise.
-func (t Target) Privileged(argv string) string {
+func Privileged(t Target, argv string) string {
 	if t.Become == BecomeSudo {
 		return "sudo -n -- " + argv
 	}
@@ -97,7 +98,7 @@ func AsPrivilegeError(t Target, stderr string) error {
 	}
 	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
 		if strings.HasPrefix(line, "sudo: ") {
-			return &PrivilegeError{Node: t.name(), Address: t.hostPort(), User: t.user(), Reason: line}
+			return &PrivilegeError{Node: name(t), Address: hostPort(t), User: user(t), Reason: line}
 		}
 	}
 	return nil
@@ -143,7 +144,7 @@ func (c *Conn) checkBecome(ctx context.Context) error {
 }
 
 func (c *Conn) privilegeError(reason string) error {
-	return &PrivilegeError{Node: c.Target.name(), Address: c.Target.hostPort(), User: c.Target.user(), Reason: reason}
+	return &PrivilegeError{Node: name(c.Target), Address: hostPort(c.Target), User: user(c.Target), Reason: reason}
 }
 
 func lastLine(s string) string {

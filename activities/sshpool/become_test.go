@@ -72,11 +72,11 @@ func TestBecomeSudoRunsSFTPServerThroughSudo(t *testing.T) {
 	if !strings.Contains(string(calls), "-n -- id -u") || !strings.Contains(string(calls), "sftp-server") {
 		t.Errorf("sudo calls:\n%s\nwant the check and sftp-server", calls)
 	}
-	if got := tg.Privileged("sh -s"); got != "sudo -n -- sh -s" {
+	if got := Privileged(tg, "sh -s"); got != "sudo -n -- sh -s" {
 		t.Errorf("Privileged = %q", got)
 	}
 	tg.Become = ""
-	if got := tg.Privileged("sh -s"); got != "sh -s" {
+	if got := Privileged(tg, "sh -s"); got != "sh -s" {
 		t.Errorf("Privileged without become = %q", got)
 	}
 }

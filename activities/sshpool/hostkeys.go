@@ -23,7 +23,7 @@ import (
 func hostKeyCallback(t Target) (ssh.HostKeyCallback, []ssh.PublicKey, error) {
 	cb, err := knownhosts.New(t.KnownHostsFile)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: read known_hosts %s: %v: %w", t.name(), t.KnownHostsFile, err, ErrConfig)
+		return nil, nil, fmt.Errorf("%s: read known_hosts %s: %v: %w", name(t), t.KnownHostsFile, err, ErrConfig)
 	}
 	addr := probeAddr(t)
 	cas, caLines := authorities(cb, t, addr)
@@ -51,7 +51,7 @@ func hostKeyCallback(t Target) (ssh.HostKeyCallback, []ssh.PublicKey, error) {
 		}
 		if cert, ok := key.(*ssh.Certificate); ok {
 			if revoked(cb, hostname, remote, cert.Key) || revoked(cb, hostname, remote, cert.SignatureKey) {
-				return &HostKeyError{Node: t.name(), Address: t.hostPort(), Presented: presented(cert),
+				return &HostKeyError{Node: name(t), Address: hostPort(t), Presented: presented(cert),
 					File: t.KnownHostsFile, Revoked: true}
 			}
 			// The certificate does not check: try its plain key.
@@ -76,27 +76,27 @@ func hostKeyCallback(t Target) (ssh.HostKeyCallback, []ssh.PublicKey, error) {
 			}
 			if len(want) == 0 {
 				scan := "ssh-keyscan " + t.Address
-				if t.port() != 22 {
-					scan = "ssh-keyscan -p " + strconv.Itoa(t.port()) + " " + t.Address
+				if port(t) != 22 {
+					scan = "ssh-keyscan -p " + strconv.Itoa(port(t)) + " " + t.Address
 				}
-				return &UnknownHostError{Node: t.name(), Address: t.hostPort(), Presented: presented(key),
+				return &UnknownHostError{Node: name(t), Address: hostPort(t), Presented: presented(key),
 					File: t.KnownHostsFile, Scan: scan}
 			}
-			return &HostKeyError{Node: t.name(), Address: t.hostPort(), Presented: presented(key),
+			return &HostKeyError{Node: name(t), Address: hostPort(t), Presented: presented(key),
 				Expected: describeKeys(want), File: t.KnownHostsFile}
 		}
 		var re *knownhosts.RevokedError
 		if errors.As(err, &re) {
-			return &HostKeyError{Node: t.name(), Address: t.hostPort(), Presented: presented(key),
+			return &HostKeyError{Node: name(t), Address: hostPort(t), Presented: presented(key),
 				File: t.KnownHostsFile, Revoked: true}
 		}
-		return fmt.Errorf("%s: check host key: %v: %w", t.name(), err, ErrConfig)
+		return fmt.Errorf("%s: check host key: %v: %w", name(t), err, ErrConfig)
 	}
 	return verify, known, nil
 }
 
 func probeAddr(t Target) *net.TCPAddr {
-	addr := &net.TCPAddr{IP: net.ParseIP(t.Address), Port: t.port()}
+	addr := &net.TCPAddr{IP: net.ParseIP(t.Address), Port: port(t)}
 	if addr.IP == nil {
 		addr.IP = net.IPv4zero
 	}
@@ -107,7 +107,7 @@ func probeAddr(t Target) *net.TCPAddr {
 // (knownhosts has no direct query: a probe key that matches nothing makes
 // it list them).
 func knownKeys(cb ssh.HostKeyCallback, t Target, addr net.Addr) []knownhosts.KnownKey {
-	err := cb(t.hostPort(), addr, probeKey{})
+	err := cb(hostPort(t), addr, probeKey{})
 	var ke *knownhosts.KeyError
 	if !errors.As(err, &ke) {
 		return nil
@@ -136,7 +136,7 @@ func authorities(cb ssh.HostKeyCallback, t Target, addr net.Addr) ([]ssh.PublicK
 		all[string(ca.Marshal())] = true
 		probe := &authorityProbe{PublicKey: ca}
 		cert := &ssh.Certificate{Key: ca, CertType: ssh.HostCert, SignatureKey: probe, ValidBefore: ssh.CertTimeInfinity}
-		_ = cb(t.hostPort(), addr, cert)
+		_ = cb(hostPort(t), addr, cert)
 		if probe.asked {
 			cas = append(cas, ca)
 		}

@@ -565,7 +565,7 @@ func TestCancelledWaiterDoesNotFailTheDial(t *testing.T) {
 func (p *Pool) pooled(t Target) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	_, ok := p.conns[t.key()]
+	_, ok := p.conns[key(t)]
 	return ok
 }
 

@@ -1,6 +1,6 @@
 package vault
 
-import "kedge.dev/kedge/runbooks/inventory"
+import "kedge.dev/kedge/actions/target"
 
 // Action names.
 const (
@@ -9,7 +9,7 @@ const (
 )
 
 // Config is the inventory's vault section, injected by the workflow.
-type Config = inventory.Vault
+type Config = target.Vault
 
 // IssueCertInput asks the PKI engine for a certificate.
 type IssueCertInput struct {

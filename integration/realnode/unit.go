@@ -8,8 +8,8 @@ import (
 
 	"github.com/coreos/go-systemd/v22/unit"
 
-	"kedge.dev/kedge/activities/layout"
 	"kedge.dev/kedge/activities/render"
+	"kedge.dev/kedge/internal/layout"
 )
 
 // KubeletUnitArgs reads kubelet.service as Kedge renders it

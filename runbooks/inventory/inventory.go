@@ -11,7 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"kedge.dev/kedge/activities/sshpool"
+	"kedge.dev/kedge/actions/target"
 	"kedge.dev/kedge/runbooks/source"
 )
 
@@ -95,18 +95,7 @@ type Kubernetes struct {
 // its PKI engine, secrets from its KV v2 engine. The token is read from
 // TokenFile (or $VAULT_TOKEN) by the worker when an action runs, so it
 // never travels through Temporal.
-type Vault struct {
-	// Cluster is set on an action's input (never in an inventory file):
-	// the cluster whose Vault this is, so the worker can check the rest
-	// against its own inventory of it.
-	Cluster   string `json:"cluster,omitempty"`
-	Address   string `json:"address,omitempty"`
-	TokenFile string `json:"tokenFile,omitempty"`
-	CAFile    string `json:"caFile,omitempty"`
-	PKI       string `json:"pki,omitempty"`  // PKI mount, default "pki"
-	Role      string `json:"role,omitempty"` // PKI role, default "kubernetes"
-	KV        string `json:"kv,omitempty"`   // KV v2 mount, default "secret"
-}
+type Vault = target.Vault
 
 // Node is one host of the cluster.
 type Node struct {
@@ -221,12 +210,12 @@ func (c *Cluster) names() []string {
 }
 
 // Target says how to reach a node over SSH.
-func (c *Cluster) Target(name string) (sshpool.Target, error) {
+func (c *Cluster) Target(name string) (target.SSH, error) {
 	n, ok := c.Node(name)
 	if !ok {
-		return sshpool.Target{}, fmt.Errorf("no node %q in cluster %s", name, c.Name)
+		return target.SSH{}, fmt.Errorf("no node %q in cluster %s", name, c.Name)
 	}
-	t := sshpool.Target{
+	t := target.SSH{
 		Cluster:        c.Name,
 		Node:           n.Name,
 		Address:        n.Address,
@@ -235,13 +224,13 @@ func (c *Cluster) Target(name string) (sshpool.Target, error) {
 		KnownHostsFile: c.SSH.KnownHostsFile,
 	}
 	if cmpOr(n.Become, c.SSH.Become) == BecomeSudo {
-		t.Become = sshpool.BecomeSudo
+		t.Become = target.BecomeSudo
 	}
 	if !c.SSH.Agent {
 		t.IdentityFile = c.SSH.IdentityFile
 	}
 	if vs := c.SSH.VaultSigner; vs != nil {
-		t.VaultCA = &sshpool.VaultCA{Address: c.Vault.Address, TokenFile: c.Vault.TokenFile, CAFile: c.Vault.CAFile, Mount: vs.Mount, Role: vs.Role}
+		t.VaultCA = &target.VaultCA{Address: c.Vault.Address, TokenFile: c.Vault.TokenFile, CAFile: c.Vault.CAFile, Mount: vs.Mount, Role: vs.Role}
 	}
 	return t, nil
 }
