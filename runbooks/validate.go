@@ -10,7 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"kedge.dev/kedge/activities/catalog"
+	"kedge.dev/kedge/actions"
 	"kedge.dev/kedge/runbooks/expr"
 	"kedge.dev/kedge/runbooks/inventory"
 	"kedge.dev/kedge/runbooks/source"
@@ -301,9 +301,9 @@ type exprScope struct {
 }
 
 func (v *validator) action(who, name, on string, with map[string]any, actPos, onPos source.Pos, keys, vals map[string]*yaml.Node, withPos source.Pos, scope exprScope) {
-	a, ok := catalog.Lookup(name)
+	a, ok := actions.Lookup(name)
 	if !ok {
-		v.errs.Addf(actPos, "step %s: unknown action %q%s (see kedge actions)", who, name, suggest(name, catalog.Names()))
+		v.errs.Addf(actPos, "step %s: unknown action %q%s (see kedge actions)", who, name, suggest(name, actions.Names()))
 		return
 	}
 	switch {
@@ -394,7 +394,7 @@ func shellParams(rb *Runbook) map[string]bool {
 			}{u.Action, u.With})
 		}
 		for _, w := range withs {
-			a, ok := catalog.Lookup(w.action)
+			a, ok := actions.Lookup(w.action)
 			if !ok {
 				continue
 			}
@@ -422,13 +422,13 @@ func shellParams(rb *Runbook) map[string]bool {
 
 // value checks one input value: expressions compile and read only what is in
 // scope; literals have the input's type.
-func (v *validator) value(who string, in catalog.Input, val any, n *yaml.Node, scope exprScope) {
+func (v *validator) value(who string, in actions.Input, val any, n *yaml.Node, scope exprScope) {
 	if v.templates(val, n, scope) {
 		return // typed at run time
 	}
 	var bad string
 	switch in.Type {
-	case catalog.TypeString:
+	case actions.TypeString:
 		if _, ok := val.(string); !ok {
 			if _, isMap := val.(map[string]any); isMap {
 				bad = "a string"
@@ -436,28 +436,28 @@ func (v *validator) value(who string, in catalog.Input, val any, n *yaml.Node, s
 				bad = "a string"
 			}
 		}
-	case catalog.TypeInt:
+	case actions.TypeInt:
 		if _, ok := val.(int64); !ok {
 			bad = "an integer"
 		}
-	case catalog.TypeBool:
+	case actions.TypeBool:
 		if _, ok := val.(bool); !ok {
 			bad = "true or false"
 		}
-	case catalog.TypeList:
+	case actions.TypeList:
 		if _, ok := val.([]any); !ok {
 			bad = "a list"
 		}
-	case catalog.TypeMap:
+	case actions.TypeMap:
 		if _, ok := val.(map[string]any); !ok {
 			bad = "a mapping"
 		}
-	case catalog.TypeDuration:
+	case actions.TypeDuration:
 		s, ok := val.(string)
 		if _, err := time.ParseDuration(s); !ok || err != nil {
 			bad = "a duration such as 30s or 5m"
 		}
-	case catalog.TypeMode:
+	case actions.TypeMode:
 		s, ok := val.(string)
 		if !ok || !modeRE.MatchString(s) {
 			bad = `a quoted octal mode such as "0644"`

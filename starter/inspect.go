@@ -17,7 +17,7 @@ import (
 
 	"kedge.dev/kedge/activities/host"
 	"kedge.dev/kedge/activities/kube"
-	"kedge.dev/kedge/activities/layout"
+	"kedge.dev/kedge/internal/layout"
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/activities/vault"
 	"kedge.dev/kedge/runbooks/inventory"

@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"kedge.dev/kedge/activities/catalog"
+	"kedge.dev/kedge/actions"
 	"kedge.dev/kedge/internal/searchattr"
 	"kedge.dev/kedge/workflows"
 )
@@ -319,18 +319,18 @@ func actionsCommand() *cli.Command {
 		Usage: "list the actions runbook steps can use, with their inputs",
 		Flags: []cli.Flag{outputFlag},
 		Action: func(c *cli.Context) error {
-			all := catalog.All()
+			all := actions.All()
 			if jsonOutput(c) {
 				return writeJSON(c.App.Writer, all)
 			}
 			for _, a := range all {
 				fmt.Fprintf(c.App.Writer, "%s — %s\n", a.Name, a.Doc)
 				switch a.Target {
-				case catalog.TargetHost:
+				case actions.TargetHost:
 					fmt.Fprintln(c.App.Writer, "  runs on: the hosts named by the step's on: (over SSH)")
-				case catalog.TargetNode:
+				case actions.TargetNode:
 					fmt.Fprintln(c.App.Writer, "  acts on: the nodes named by the step's on: (through the Kubernetes API)")
-				case catalog.TargetCluster:
+				case actions.TargetCluster:
 					fmt.Fprintln(c.App.Writer, "  acts on: the cluster's API server (the inventory's kubernetes section)")
 				}
 				for _, in := range a.Inputs {

@@ -6,7 +6,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"kedge.dev/kedge/activities/catalog"
+	"kedge.dev/kedge/actions"
 )
 
 type names []string
@@ -22,7 +22,7 @@ func TestEveryCatalogActionIsRegistered(t *testing.T) {
 	pool := registerActions(&got, Options{})
 	defer pool.Close()
 	slices.Sort(got)
-	want := catalog.Names()
+	want := actions.Names()
 	if !slices.Equal(got, want) {
 		t.Fatalf("registered %v\ncatalog    %v", got, want)
 	}

@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"kedge.dev/kedge/activities/catalog"
+	"kedge.dev/kedge/actions"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/expr"
 )
@@ -269,7 +269,7 @@ func errorMessage(err error) string {
 // targets none), each with its own retries.
 func (r *run) runAction(ctx workflow.Context, i int, vars map[string]any) error {
 	s := r.steps[i]
-	action, ok := catalog.Lookup(s.spec.Action)
+	action, ok := actions.Lookup(s.spec.Action)
 	if !ok {
 		return temporal.NewNonRetryableApplicationError("unknown action "+s.spec.Action, "InvalidInput", nil)
 	}
@@ -358,7 +358,7 @@ func withHost(vars map[string]any, r *run, name string) map[string]any {
 // attempts runs one action on one host (or none) under the step's retry
 // policy. Retries are driven here rather than by the server so the progress
 // query sees every attempt and its error.
-func (r *run) attempts(ctx workflow.Context, s *stepRun, action catalog.Action, host string, with map[string]any, vars map[string]any) (any, int, error) {
+func (r *run) attempts(ctx workflow.Context, s *stepRun, action actions.Action, host string, with map[string]any, vars map[string]any) (any, int, error) {
 	input, err := r.input(action, host, with, vars)
 	if err != nil {
 		return nil, 0, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err)
@@ -378,13 +378,13 @@ func onSite(ctx workflow.Context, queue string) workflow.Context {
 }
 
 // callAction runs one rendered action under the step's retry policy.
-func callAction(ctx workflow.Context, s *stepRun, action catalog.Action, host string, input map[string]any) (any, int, error) {
+func callAction(ctx workflow.Context, s *stepRun, action actions.Action, host string, input map[string]any) (any, int, error) {
 	retry := s.spec.Retry.WithDefaults()
 	timeout := s.spec.Timeout
 	if timeout == 0 {
 		timeout = action.Timeout
 	}
-	summary := activitySummary(s.spec.ID, action.Name, host, input)
+	summary := activitySummary(s.spec.ID, action, host, input)
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: timeout,
 		HeartbeatTimeout:    action.Heartbeat,
@@ -444,12 +444,12 @@ func retryable(err error) bool {
 }
 
 // input renders a step's `with` into the activity's input.
-func (r *run) input(action catalog.Action, host string, with, vars map[string]any) (map[string]any, error) {
+func (r *run) input(action actions.Action, host string, with, vars map[string]any) (map[string]any, error) {
 	rendered, err := expr.RenderValue(nonNil(with), vars)
 	if err != nil {
 		return nil, fmt.Errorf("with: %w", err)
 	}
-	input, err := catalog.Coerce(action, rendered.(map[string]any))
+	input, err := actions.Coerce(action, rendered.(map[string]any))
 	if err != nil {
 		return nil, err
 	}
@@ -460,7 +460,7 @@ func (r *run) input(action catalog.Action, host string, with, vars map[string]an
 		}
 		input["vault"] = map[string]any{"cluster": r.in.Cluster.Name, "address": v.Address, "tokenFile": v.TokenFile, "caFile": v.CAFile, "pki": v.PKI, "role": v.Role, "kv": v.KV}
 	}
-	if action.Target == catalog.TargetNode || action.Target == catalog.TargetCluster {
+	if action.Target == actions.TargetNode || action.Target == actions.TargetCluster {
 		k := r.in.Cluster.Kubernetes
 		if k.Kubeconfig == "" {
 			return nil, fmt.Errorf("action %s needs the inventory's kubernetes.kubeconfig", action.Name)
@@ -469,13 +469,13 @@ func (r *run) input(action catalog.Action, host string, with, vars map[string]an
 	}
 	switch {
 	case host == "":
-	case action.Target == catalog.TargetHost:
+	case action.Target == actions.TargetHost:
 		target, err := r.in.Cluster.Target(host)
 		if err != nil {
 			return nil, err
 		}
 		input["target"] = target
-	case action.Target == catalog.TargetNode:
+	case action.Target == actions.TargetNode:
 		// The Node's name in Kubernetes: the inventory's nodeName when
 		// it differs from the host's name there.
 		input["node"] = r.in.Cluster.KubeName(host)
@@ -537,7 +537,7 @@ func (r *run) compensation() []UndoCall {
 		s := r.steps[c.step]
 		for _, u := range s.spec.Undo {
 			call := UndoCall{Step: s.spec.ID, Action: u.Action, Retry: s.spec.Retry, Timeout: s.spec.Timeout}
-			action, ok := catalog.Lookup(u.Action)
+			action, ok := actions.Lookup(u.Action)
 			if !ok {
 				call.Error = "unknown action " + u.Action
 				calls = append(calls, call)
@@ -664,7 +664,7 @@ func runUndoCall(ctx workflow.Context, call UndoCall) error {
 	if call.Error != "" {
 		return temporal.NewNonRetryableApplicationError(call.Error, "InvalidInput", nil)
 	}
-	action, _ := catalog.Lookup(call.Action)
+	action, _ := actions.Lookup(call.Action)
 	undoStep := &stepRun{spec: runbooks.Step{ID: call.Step + "-undo", Retry: call.Retry, Timeout: call.Timeout}, p: &StepProgress{}}
 	_, _, err := callAction(onSite(ctx, call.TaskQueue), undoStep, action, call.Host, call.Input)
 	return err

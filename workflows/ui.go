@@ -11,6 +11,8 @@ import (
 	"kedge.dev/kedge/internal/searchattr"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/inventory"
+
+	"kedge.dev/kedge/actions"
 )
 
 // What the Temporal Web UI shows of a run, and how it is kept readable:
@@ -356,133 +358,8 @@ func hostCounts(hosts []HostProgress) string {
 }
 
 // activitySummary is what the Web UI's timeline shows for one activity:
-// what it does, where, and the step it belongs to. It reads only names and
-// paths from the input, never content, commands or credentials.
-func activitySummary(step, action, host string, input map[string]any) string {
-	str := func(k string) string {
-		v, _ := input[k].(string)
-		return v
-	}
-	on := ""
-	if host != "" {
-		on = " on " + host
-	}
-	what := action + on
-	switch action {
-	case "host.write-file":
-		what = "write " + str("path") + on
-	case "host.restore-file":
-		what = "restore " + str("path") + on
-	case "host.read-file":
-		what = "read " + str("path") + on
-	case "host.write-dropin":
-		what = fmt.Sprintf("write drop-in /etc/systemd/system/%s.d/%s%s", str("unit"), str("name"), on)
-	case "host.systemd":
-		verb := str("action")
-		if verb == "" || verb == "none" {
-			verb = "configure"
-		}
-		what = verb + " " + str("unit") + on
-	case "host.preflight":
-		what = "check login and sudo" + on
-	case "host.run":
-		what = "run a command" + on
-	case "host.layout":
-		what = "read the layout" + on
-	case "host.pull-image":
-		what = "pull " + str("image") + on
-	case "host.install-bundle":
-		what = fmt.Sprintf("install %s%s", count(input["files"], "file"), on)
-	case "host.restore-bundle":
-		what = fmt.Sprintf("restore %s%s", count(input["files"], "file"), on)
-	case "host.cert-info":
-		what = fmt.Sprintf("read %s%s", count(input["paths"], "certificate"), on)
-	case "host.check-readable":
-		what = fmt.Sprintf("check %s can be read by their processes%s", count(input["files"], "file"), on)
-	case "kube.cordon", "kube.uncordon", "kube.drain":
-		what = strings.TrimPrefix(action, "kube.") + " " + host
-	case "kube.delete-node":
-		what = "delete node " + host
-	case "kube.get-node":
-		what = "read node " + host
-	case "kube.wait-node":
-		what = "wait for " + host + " Ready"
-		if v := str("kubeletVersion"); v != "" {
-			what += " with kubelet " + v
-		}
-	case "kube.label-taint":
-		what = "label and taint " + host
-	case "kube.create-bootstrap-token":
-		what = "create a bootstrap token"
-	case "kube.delete-bootstrap-token":
-		what = "delete the bootstrap token"
-	case "kube.bootstrap-rbac":
-		what = "apply the TLS bootstrap RBAC"
-	case "kube.wait-apiserver":
-		what = "wait for the API server"
-	case "kube.cluster-info":
-		what = "read the cluster info"
-	case "kube.save-kubeconfig":
-		what = "save the admin kubeconfig"
-	case "kube.install-kube-proxy":
-		what = "install kube-proxy"
-	case "kube.wait-static-pod":
-		what = "wait for static pod " + str("pod") + " on " + host
-		if v, _ := input["gone"].(bool); v {
-			what = "wait until static pod " + str("pod") + " is gone from " + host
-		}
-	case "kube.check-service-account-key":
-		what = "check the service-account signing key"
-	case "host.kubelet-files":
-		what = "read the kubelet files of" + on + " for a new node"
-	case "host.prepare-node":
-		what = "prepare " + host + " for its kubelet"
-		if _, undo := input["stop"]; undo {
-			what = "take back the units enabled or started" + on
-		}
-	case "host.restart-static-pod":
-		what = "restart static pod " + str("manifest") + on
-	case "etcd.remove-member":
-		what = "remove etcd member " + str("member")
-		if v, _ := input["dryRun"].(bool); v {
-			what = "check etcd keeps a quorum without " + str("member")
-		}
-	case "pki.adopt":
-		what = "take the cluster's CAs and service-account key into Vault from" + on
-	case "pki.renew-in-place":
-		what = "renew certificates in place" + on
-	case "pki.check-ca-life":
-		what = fmt.Sprintf("check %s end after the renewal window", count(input["cas"], "CA"))
-	case "vault.issue-cert":
-		what = "issue a certificate for " + str("commonName")
-	case "vault.read-secret":
-		what = "read secret " + str("path")
-	case "vault.cluster-ca":
-		what = "ensure the cluster CA at " + str("path")
-	case "vault.key-pair":
-		what = "ensure the key pair at " + str("path")
-	case "tls.check":
-		what = "check the certificate served at " + str("address")
-	case "kedge.check":
-		what = "check a condition"
-	default:
-		if r, ok := strings.CutPrefix(action, "render."); ok {
-			what = "render " + r
-			if n := str("node"); n != "" {
-				what += " for " + n
-			}
-		}
-	}
-	return clip(what, 160) + " (step " + step + ")"
-}
-
-func count(v any, noun string) string {
-	n := 0
-	if l, ok := v.([]any); ok {
-		n = len(l)
-	}
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
+// the action's summary (see actions.Action.Summarize) and the step it
+// belongs to.
+func activitySummary(step string, action actions.Action, host string, input map[string]any) string {
+	return clip(action.Summarize(host, input), 160) + " (step " + step + ")"
 }

@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"kedge.dev/kedge/activities/catalog"
+	"kedge.dev/kedge/actions"
 	"kedge.dev/kedge/activities/host"
 	"kedge.dev/kedge/internal/searchattr"
 )
@@ -298,13 +298,17 @@ func TestActivitySummaries(t *testing.T) {
 		{"host.prepare-node", "worker-9", map[string]any{"modules": []any{"br_netfilter"}, "start": []any{"containerd.service"}}, "prepare worker-9 for its kubelet (step drain)"},
 		{"host.prepare-node", "worker-9", map[string]any{"stop": []any{"containerd.service"}, "disable": []any{}}, "take back the units enabled or started on worker-9 (step drain)"},
 	} {
-		if got := activitySummary("drain", c.action, c.host, c.input); got != c.want {
+		a, ok := actions.Lookup(c.action)
+		if !ok {
+			t.Fatalf("no action %s", c.action)
+		}
+		if got := activitySummary("drain", a, c.host, c.input); got != c.want {
 			t.Errorf("%s: %q, want %q", c.action, got, c.want)
 		}
 	}
 	// Every action reads like an operation, and none echoes an input
 	// value that is not a name or a path.
-	for _, a := range catalog.All() {
+	for _, a := range actions.All() {
 		in := map[string]any{}
 		for _, i := range a.Inputs {
 			in[i.Name] = "SECRET"
@@ -312,7 +316,7 @@ func TestActivitySummaries(t *testing.T) {
 		for _, name := range []string{"path", "unit", "name", "commonName", "address", "node", "kubeletVersion", "action", "image", "member", "pod", "manifest"} {
 			delete(in, name)
 		}
-		got := activitySummary("s", a.Name, "worker-1", in)
+		got := activitySummary("s", a, "worker-1", in)
 		if strings.Contains(got, "SECRET") {
 			t.Errorf("%s summary shows an input: %q", a.Name, got)
 		}
