@@ -9,15 +9,7 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"kedge.dev/kedge/activities/assets"
-	"kedge.dev/kedge/activities/certinfo"
-	"kedge.dev/kedge/activities/check"
-	"kedge.dev/kedge/activities/etcd"
-	"kedge.dev/kedge/activities/host"
-	"kedge.dev/kedge/activities/kube"
-	"kedge.dev/kedge/activities/pki"
 	"kedge.dev/kedge/activities/sshpool"
-	"kedge.dev/kedge/activities/vault"
 	"kedge.dev/kedge/chatops"
 	"kedge.dev/kedge/internal/trust"
 	"kedge.dev/kedge/workflows"
@@ -73,32 +65,11 @@ func New(c client.Client, opts Options) *Worker {
 	notifier := chatops.NewNotifier(c, opts.Logger) // posts chat-started runs' progress to Slack
 	notifier.ResponseURLAllowed = opts.ResponseURLAllowed
 	notifier.Register(w)
-	pool := registerActions(w, opts)
-	return &Worker{Worker: w, pool: pool}
-}
-
-// registerActions registers every action of the catalog on r and returns
-// the SSH pool the host actions share.
-func registerActions(r registry, opts Options) *sshpool.Pool {
-	va := &vault.Activities{}
-	if opts.SSH.Signers == nil {
-		opts.SSH.Signers = va.SSHSigners // login certificates from Vault, for inventories that ask
+	pool, err := registerActions(w, opts)
+	if err != nil {
+		panic(err) // a build whose actions do not match the table; TestActionsMatchTheTable catches it first
 	}
-	pool := sshpool.New(opts.SSH)
-	hosts := &host.Activities{Pool: pool, HeartbeatInterval: opts.HeartbeatInterval}
-	hosts.Register(r)
-	(&kube.Activities{Logger: opts.Logger}).Register(r)
-	va.Register(r)
-	(&pki.Activities{Hosts: hosts, Vault: va}).Register(r)
-	(&etcd.Activities{Vault: va}).Register(r)
-	check.Register(r)
-	assets.Register(r)
-	certinfo.Register(r)
-	return pool
-}
-
-type registry interface {
-	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
+	return &Worker{Worker: w, pool: pool}
 }
 
 // Stop stops polling, waits for running activities and closes SSH

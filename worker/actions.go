@@ -1,0 +1,143 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+
+	"go.temporal.io/sdk/activity"
+
+	"kedge.dev/kedge/actions"
+	"kedge.dev/kedge/activities/assets"
+	"kedge.dev/kedge/activities/certinfo"
+	"kedge.dev/kedge/activities/check"
+	"kedge.dev/kedge/activities/etcd"
+	"kedge.dev/kedge/activities/host"
+	"kedge.dev/kedge/activities/kube"
+	"kedge.dev/kedge/activities/pki"
+	"kedge.dev/kedge/activities/sshpool"
+	"kedge.dev/kedge/activities/vault"
+)
+
+// implementations wires every action of the table to the function that
+// implements it. This is the one place where names meet code.
+func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities, p *pki.Activities, e *etcd.Activities) map[string]any {
+	return map[string]any{
+		host.PreflightAction:        h.Preflight,
+		host.LayoutAction:           h.Layout,
+		host.PullImageAction:        h.PullImage,
+		host.RunAction:              h.Run,
+		host.WriteFileAction:        h.WriteFile,
+		host.RestoreFileAction:      h.RestoreFile,
+		host.ReadFileAction:         h.ReadFile,
+		host.SystemdAction:          h.Systemd,
+		host.WriteDropInAction:      h.WriteDropIn,
+		host.CertInfoAction:         h.CertInfo,
+		host.InstallBundleAction:    h.InstallBundle,
+		host.RestoreBundleAction:    h.RestoreBundle,
+		host.RestartStaticPodAction: h.RestartStaticPod,
+		host.KubeletFilesAction:     h.KubeletFiles,
+		host.CheckReadableAction:    h.CheckReadable,
+		host.PrepareNodeAction:      h.PrepareNode,
+
+		kube.CordonAction:                 k.Cordon,
+		kube.UncordonAction:               k.Uncordon,
+		kube.DrainAction:                  k.Drain,
+		kube.DeleteNodeAction:             k.DeleteNode,
+		kube.GetNodeAction:                k.GetNode,
+		kube.WaitNodeAction:               k.WaitNode,
+		kube.LabelTaintAction:             k.LabelTaint,
+		kube.CreateBootstrapTokenAction:   k.CreateBootstrapToken,
+		kube.DeleteBootstrapTokenAction:   k.DeleteBootstrapToken,
+		kube.BootstrapRBACAction:          k.BootstrapRBAC,
+		kube.WaitAPIServerAction:          k.WaitAPIServer,
+		kube.ClusterInfoAction:            k.ClusterInfo,
+		kube.SaveKubeconfigAction:         k.SaveKubeconfig,
+		kube.InstallKubeProxyAction:       k.InstallKubeProxy,
+		kube.WaitStaticPodAction:          k.WaitStaticPod,
+		kube.CheckServiceAccountKeyAction: k.CheckServiceAccountKey,
+
+		vault.IssueCertAction:  v.IssueCert,
+		vault.ReadSecretAction: v.ReadSecret,
+		vault.ClusterCAAction:  v.ClusterCA,
+		vault.KeyPairAction:    v.KeyPair,
+
+		pki.AdoptAction:       p.Adopt,
+		pki.RenewAction:       p.RenewInPlace,
+		pki.CheckCALifeAction: pki.CheckCALife,
+
+		etcd.RemoveMemberAction: e.RemoveMember,
+		check.Action:            check.Check,
+		certinfo.CheckAction:    certinfo.Check,
+
+		assets.KubeconfigAction:    assets.Kubeconfig,
+		assets.KubeletConfigAction: assets.KubeletConfig,
+		assets.KubeletUnitAction:   assets.KubeletUnit,
+		assets.BridgeCNIAction:     assets.BridgeCNI,
+		assets.StaticPodsAction:    assets.StaticPods,
+	}
+}
+
+// registerActions registers every action of the table on r and returns
+// the SSH pool the host actions share.
+func registerActions(r registry, opts Options) (*sshpool.Pool, error) {
+	va := &vault.Activities{}
+	if opts.SSH.Signers == nil {
+		opts.SSH.Signers = va.SSHSigners // login certificates from Vault, for inventories that ask
+	}
+	pool := sshpool.New(opts.SSH)
+	hosts := &host.Activities{Pool: pool, HeartbeatInterval: opts.HeartbeatInterval}
+	impls := implementations(hosts, &kube.Activities{Logger: opts.Logger}, va,
+		&pki.Activities{Hosts: hosts, Vault: va}, &etcd.Activities{Vault: va})
+	if err := register(r, actions.All(), impls); err != nil {
+		_ = pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
+type registry interface {
+	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
+}
+
+var (
+	contextType = reflect.TypeFor[context.Context]()
+	errorType   = reflect.TypeFor[error]()
+)
+
+// register registers impls under the table's names after checking that
+// they are exactly the table's actions and that each takes the action's
+// input type and returns its result type: a mismatch is a programming
+// error found when the worker starts, not when a run reaches the step.
+func register(r registry, table []actions.Action, impls map[string]any) error {
+	var problems []string
+	for _, a := range table {
+		fn, ok := impls[a.Name]
+		if !ok {
+			problems = append(problems, a.Name+" has no implementation")
+			continue
+		}
+		t := reflect.TypeOf(fn)
+		if t.Kind() != reflect.Func || t.NumIn() != 2 || t.NumOut() != 2 || t.In(0) != contextType || t.Out(1) != errorType {
+			problems = append(problems, fmt.Sprintf("%s: %s is not func(context.Context, input) (result, error)", a.Name, t))
+			continue
+		}
+		if t.In(1) != a.In || t.Out(0) != a.Out {
+			problems = append(problems, fmt.Sprintf("%s: implemented as func(%s) %s, the table says %s -> %s", a.Name, t.In(1), t.Out(0), a.In, a.Out))
+		}
+	}
+	for name := range impls {
+		if _, ok := actions.Lookup(name); !ok {
+			problems = append(problems, name+" is implemented but not in the action table")
+		}
+	}
+	if len(problems) > 0 {
+		slices.Sort(problems)
+		return fmt.Errorf("kedge worker: the actions do not match their table: %v", problems)
+	}
+	for _, a := range table {
+		r.RegisterActivityWithOptions(impls[a.Name], activity.RegisterOptions{Name: a.Name})
+	}
+	return nil
+}
