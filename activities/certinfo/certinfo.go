@@ -15,10 +15,12 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"sigs.k8s.io/yaml"
+
+	api "kedge.dev/kedge/actions/certinfo"
 )
 
 // CheckAction is the action name of Check.
-const CheckAction = "tls.check"
+const CheckAction = api.CheckAction
 
 // Error types.
 const (
@@ -51,39 +53,11 @@ func Describe(c *x509.Certificate, now time.Time, threshold time.Duration) Cert 
 	}
 }
 
-// CheckInput names a TLS endpoint.
-type CheckInput struct {
-	Address   string `json:"address" kedge:"required" doc:"host:port of the TLS endpoint, e.g. 10.0.0.11:6443"`
-	Threshold string `json:"threshold,omitempty" kedge:"duration" doc:"the certificate is due when it ends within this (default 720h)"`
-	Timeout   string `json:"timeout,omitempty" kedge:"duration" doc:"give up connecting after this long (default 10s)"`
-	// NewerThan makes Check wait until the endpoint serves a certificate
-	// ending after this time: after a renewal, until the restarted
-	// server serves the new certificate.
-	NewerThan string `json:"newerThan,omitempty" doc:"wait until the served certificate ends after this RFC 3339 time (e.g. the notAfter seen before a renewal)"`
-	// NotSerial makes Check wait until the endpoint serves a certificate
-	// other than this one (hex serial): after a renewal whose new
-	// certificate ends no later than the old (capped at its CA's end).
-	NotSerial string `json:"notSerial,omitempty" doc:"wait until the served certificate's serial (hex) is not this one (e.g. the serial seen before a renewal)"`
-	Wait      string `json:"wait,omitempty" kedge:"duration" doc:"how long to wait for newerThan or notSerial (default 5m)"`
-	// CA, when set, is the CA (PEM) the served certificate must chain
-	// to: the check fails, not retried, when it does not.
-	CA string `json:"ca,omitempty" doc:"PEM CA certificate(s) the served certificate must chain to (fails with CertificateUntrusted otherwise)"`
-}
-
-// CheckResult is the certificate the endpoint serves.
-type CheckResult struct {
-	Address  string `json:"address"`
-	Subject  string `json:"subject"`
-	Issuer   string `json:"issuer"`
-	Serial   string `json:"serial"`
-	NotAfter string `json:"notAfter"`
-	Due      bool   `json:"due"`
-	// Trusted is set when the step named a CA and the certificate chains
-	// to it.
-	Trusted bool `json:"trusted"`
-
-	leaf *x509.Certificate
-}
+// Check's input and result, declared in actions/certinfo.
+type (
+	CheckInput  = api.CheckInput
+	CheckResult = api.CheckResult
+)
 
 // DefaultThreshold is 30 days.
 const DefaultThreshold = 720 * time.Hour
@@ -116,9 +90,9 @@ func Check(ctx context.Context, in CheckInput) (CheckResult, error) {
 		}
 	}
 	if in.NewerThan == "" && in.NotSerial == "" {
-		res, err := probe(ctx, in.Address, threshold, timeout)
+		res, leaf, err := probe(ctx, in.Address, threshold, timeout)
 		if err == nil {
-			err = verify(&res, roots)
+			err = verify(&res, leaf, roots)
 		}
 		return res, err
 	}
@@ -138,12 +112,12 @@ func Check(ctx context.Context, in CheckInput) (CheckResult, error) {
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		res, err := probe(ctx, in.Address, threshold, timeout)
+		res, leaf, err := probe(ctx, in.Address, threshold, timeout)
 		last := ""
 		if err == nil {
 			na, _ := time.Parse(time.RFC3339, res.NotAfter)
 			if (in.NewerThan == "" || na.After(newer)) && (in.NotSerial == "" || !strings.EqualFold(res.Serial, in.NotSerial)) {
-				err := verify(&res, roots)
+				err := verify(&res, leaf, roots)
 				return res, err
 			}
 			last = "still serves the certificate " + res.Serial + " ending " + res.NotAfter
@@ -164,7 +138,10 @@ func Check(ctx context.Context, in CheckInput) (CheckResult, error) {
 	}
 }
 
-func probe(ctx context.Context, address string, threshold, timeout time.Duration) (CheckResult, error) {
+// probe reads the leaf certificate address serves and returns its
+// description and the certificate itself, which only verify reads: it
+// never leaves the worker.
+func probe(ctx context.Context, address string, threshold, timeout time.Duration) (CheckResult, *x509.Certificate, error) {
 	var leaf *x509.Certificate
 	cfg := &tls.Config{
 		InsecureSkipVerify: true, // we read the certificate; we do not trust the endpoint
@@ -186,20 +163,20 @@ func probe(ctx context.Context, address string, threshold, timeout time.Duration
 		if err == nil {
 			err = errors.New("no certificate presented")
 		}
-		return CheckResult{}, temporal.NewApplicationError(fmt.Sprintf("TLS to %s: %v", address, err), ErrTypeUnreachable)
+		return CheckResult{}, nil, temporal.NewApplicationError(fmt.Sprintf("TLS to %s: %v", address, err), ErrTypeUnreachable)
 	}
 	c := Describe(leaf, time.Now(), threshold)
-	return CheckResult{Address: address, Subject: c.Subject, Issuer: c.Issuer, Serial: c.Serial, NotAfter: c.NotAfter, Due: c.Due, leaf: leaf}, nil
+	return CheckResult{Address: address, Subject: c.Subject, Issuer: c.Issuer, Serial: c.Serial, NotAfter: c.NotAfter, Due: c.Due}, leaf, nil
 }
 
-// verify checks the served certificate chains to roots (when given). The
-// name is not checked: the step reaches the endpoint by the address it
-// was given, which a certificate need not name.
-func verify(res *CheckResult, roots *x509.CertPool) error {
-	if roots == nil || res.leaf == nil {
+// verify checks the served certificate leaf chains to roots (when
+// given). The name is not checked: the step reaches the endpoint by the
+// address it was given, which a certificate need not name.
+func verify(res *CheckResult, leaf *x509.Certificate, roots *x509.CertPool) error {
+	if roots == nil || leaf == nil {
 		return nil
 	}
-	_, err := res.leaf.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+	_, err := leaf.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s serves %q issued by %q, which does not chain to the CA given: %v",
 			res.Address, res.Subject, res.Issuer, err), ErrTypeUntrusted, nil)

@@ -1,6 +1,8 @@
 // Package check holds kedge.check, the action that stops a runbook when a
 // condition does not hold (a guard such as "never remove the last
-// controller"). It touches nothing.
+// controller"). It touches nothing. Its name and its input and result
+// types are declared in kedge.dev/kedge/actions/check (pure data); the
+// ones here are aliases.
 package check
 
 import (
@@ -8,21 +10,18 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+
+	api "kedge.dev/kedge/actions/check"
 )
 
-// Action is the action name.
-const Action = "kedge.check"
+// Action is the action name, declared in actions/check.
+const Action = api.Action
 
-// Input is a condition and what to say when it is false.
-type Input struct {
-	That    bool   `json:"that" kedge:"required" doc:"the condition, usually an expression"`
-	Message string `json:"message" kedge:"required" doc:"why the runbook stops when the condition is false"`
-}
-
-// Result is empty: a check passes or fails.
-type Result struct {
-	Passed bool `json:"passed"`
-}
+// Check's input and result, declared in actions/check.
+type (
+	Input  = api.Input
+	Result = api.Result
+)
 
 // Check fails, without retry, when the condition is false.
 func Check(_ context.Context, in Input) (Result, error) {

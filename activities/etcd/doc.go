@@ -4,4 +4,7 @@
 // from etcd's CA on the worker: etcd.remove-member takes a controller's
 // member out before the controller goes, and refuses when the members
 // left could not keep a quorum.
+//
+// The action's name and its input and result types are declared in
+// kedge.dev/kedge/actions/etcd (pure data); the ones here are aliases.
 package etcd

@@ -9,22 +9,19 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	api "kedge.dev/kedge/actions/kube"
 	"kedge.dev/kedge/activities/render"
 )
 
 // InstallKubeProxyAction installs or updates kube-proxy on the cluster.
-const InstallKubeProxyAction = "kube.install-kube-proxy"
+const InstallKubeProxyAction = api.InstallKubeProxyAction
 
 // fieldManager owns the fields Kedge applies (server-side apply).
 const fieldManager = "kedge"
 
-// InstallKubeProxyInput is render.KubeProxyInput on a cluster.
-type InstallKubeProxyInput struct {
-	Cluster Cluster `json:"cluster"`
-	Image   string  `json:"image" kedge:"required" doc:"kube-proxy's image, e.g. registry.k8s.io/kube-proxy:v1.35.4"`
-	Server  string  `json:"server" kedge:"required" doc:"the API server's https URL as every node reaches it (not the kubernetes Service)"`
-	PodCIDR string  `json:"podCIDR,omitempty" doc:"the cluster's pod network (default 10.244.0.0/16)"`
-}
+// InstallKubeProxyInput is render.KubeProxyInput on a cluster, declared
+// in actions/kube.
+type InstallKubeProxyInput = api.InstallKubeProxyInput
 
 // InstallKubeProxy renders kube-proxy (render.KubeProxy) and applies it
 // server-side as field manager kedge, forcing its own fields: run again

@@ -16,4 +16,7 @@
 // key that is not the worker's own secret. kube.save-kubeconfig writes
 // only embedded certificates and keys (Saveable); the worker's credential
 // guard checks its servers against the inventory.
+//
+// The actions' names and their input and result types are declared in
+// kedge.dev/kedge/actions/kube (pure data); the ones here are aliases.
 package kube

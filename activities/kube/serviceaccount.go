@@ -21,30 +21,23 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	api "kedge.dev/kedge/actions/kube"
 )
 
 // CheckServiceAccountKeyAction is the action name of
 // CheckServiceAccountKey.
-const CheckServiceAccountKeyAction = "kube.check-service-account-key"
+const CheckServiceAccountKeyAction = api.CheckServiceAccountKeyAction
 
 // ErrTypeKeyMismatch: the API server signs service-account tokens with
 // another key than the one given. Not retried.
 const ErrTypeKeyMismatch = "ServiceAccountKeyMismatch"
 
-// CheckServiceAccountKeyInput names the public key the API server should
-// sign service-account tokens with.
-type CheckServiceAccountKeyInput struct {
-	Cluster   Cluster `json:"cluster"`
-	PublicKey string  `json:"publicKey" kedge:"required" doc:"PEM public key (e.g. the controllers' service-account.pub)"`
-	Namespace string  `json:"namespace,omitempty" doc:"namespace of the service account a short token is requested for (default: default)"`
-	Account   string  `json:"serviceAccount,omitempty" doc:"service account (default: default)"`
-}
-
-// CheckServiceAccountKeyResult says how the token was signed.
-type CheckServiceAccountKeyResult struct {
-	Algorithm string `json:"algorithm"`
-	KeyID     string `json:"keyID"`
-}
+// CheckServiceAccountKey's input and result, declared in actions/kube.
+type (
+	CheckServiceAccountKeyInput  = api.CheckServiceAccountKeyInput
+	CheckServiceAccountKeyResult = api.CheckServiceAccountKeyResult
+)
 
 // CheckServiceAccountKey asks the API server for a short-lived token
 // (TokenRequest, 10 minutes, never stored) and checks its signature with

@@ -1,0 +1,9 @@
+// Package certinfo declares tls.check, the action that asks a TLS
+// endpoint which certificate it serves: its name and its input and result
+// types.
+//
+// It is pure data: it must never import the Temporal SDK or anything that
+// does I/O, so the action table, the runbook language and the workflow
+// can name the action without linking it. The action is implemented by
+// kedge.dev/kedge/activities/certinfo, which aliases these types.
+package certinfo

@@ -1,0 +1,79 @@
+package kube
+
+import "kedge.dev/kedge/actions/target"
+
+// Cluster-wide actions: they work on the API server, not on one node.
+const (
+	CreateBootstrapTokenAction = "kube.create-bootstrap-token"
+	DeleteBootstrapTokenAction = "kube.delete-bootstrap-token"
+	BootstrapRBACAction        = "kube.bootstrap-rbac"
+	WaitAPIServerAction        = "kube.wait-apiserver"
+	ClusterInfoAction          = "kube.cluster-info"
+	SaveKubeconfigAction       = "kube.save-kubeconfig"
+)
+
+// CreateBootstrapTokenInput mints a bootstrap token.
+type CreateBootstrapTokenInput struct {
+	Cluster     target.Kube `json:"cluster"`
+	TTL         string      `json:"ttl,omitempty" kedge:"duration" doc:"how long the token is valid (default 15m, at most 24h)"`
+	Description string      `json:"description,omitempty" doc:"why the token exists, stored in its Secret"`
+}
+
+// BootstrapTokenResult is the token minted. Token is a credential: it
+// only travels sealed by the payload codec.
+type BootstrapTokenResult struct {
+	TokenID string `json:"tokenID"`
+	Token   string `json:"token"`
+	Expires string `json:"expires"`
+	Secret  string `json:"secret"` // namespace/name of the Secret holding it
+}
+
+// DeleteBootstrapTokenInput revokes a bootstrap token.
+type DeleteBootstrapTokenInput struct {
+	Cluster target.Kube `json:"cluster"`
+	TokenID string      `json:"tokenID" kedge:"required" doc:"the token's id (the part before the dot)"`
+}
+
+// ChangedResult says whether the action changed anything.
+type ChangedResult struct {
+	Changed bool `json:"changed"`
+}
+
+// BootstrapRBACInput names the group joining kubelets authenticate as.
+type BootstrapRBACInput struct {
+	Cluster target.Kube `json:"cluster"`
+}
+
+// WaitAPIServerInput waits for the API server.
+type WaitAPIServerInput struct {
+	Cluster target.Kube `json:"cluster"`
+	Timeout string      `json:"timeout,omitempty" kedge:"duration" doc:"give up after this long (default 5m)"`
+	// Address asks one API server (host:port) instead of the
+	// kubeconfig's: the controller just restarted. Its certificate is
+	// still checked against the kubeconfig's CA and server name.
+	Address string `json:"address,omitempty" doc:"host:port of one API server to ask instead of the kubeconfig's server, e.g. a controller just restarted (its certificate must still name the kubeconfig's server)"`
+}
+
+// WaitAPIServerResult reports the server once it is ready.
+type WaitAPIServerResult struct {
+	Version string `json:"version"`
+}
+
+// ClusterInfoInput asks how nodes reach the API server.
+type ClusterInfoInput struct {
+	Cluster target.Kube `json:"cluster"`
+}
+
+// ClusterInfoResult is the API server's URL and CA bundle as the
+// inventory's kubeconfig has them.
+type ClusterInfoResult struct {
+	Server string `json:"server"`
+	CACert string `json:"caCert"`
+}
+
+// SaveKubeconfigInput keeps a kubeconfig where the inventory's
+// kubernetes.kubeconfig names it.
+type SaveKubeconfigInput struct {
+	Cluster target.Kube `json:"cluster"`
+	Content string      `json:"content" kedge:"required" doc:"the kubeconfig: https servers with certificate-authority-data, users with client-certificate-data and client-key-data only (what render.kubeconfig makes of the admin certificate a bootstrap issued); its servers must be the inventory's"`
+}

@@ -1,0 +1,82 @@
+package kube
+
+import "kedge.dev/kedge/actions/target"
+
+// Action names, as runbooks spell them.
+const (
+	CordonAction     = "kube.cordon"
+	UncordonAction   = "kube.uncordon"
+	DrainAction      = "kube.drain"
+	DeleteNodeAction = "kube.delete-node"
+	GetNodeAction    = "kube.get-node"
+	WaitNodeAction   = "kube.wait-node"
+	LabelTaintAction = "kube.label-taint"
+)
+
+// Every input names the cluster it acts on (json "cluster", a target.Kube
+// the workflow fills from the inventory's `kubernetes:` section) and the
+// node actions the node (json "node"), which the workflow fills from the
+// step's `on:` host.
+
+// NodeInput is the input of kube.cordon, kube.uncordon and kube.delete-node.
+type NodeInput struct {
+	Cluster target.Kube `json:"cluster"`
+	Node    string      `json:"node"`
+}
+
+// NodeResult says whether the action changed the node.
+type NodeResult struct {
+	Changed bool `json:"changed"`
+}
+
+// GetNodeResult is a Node's state; Exists is false when there is none.
+type GetNodeResult struct {
+	Exists         bool   `json:"exists"`
+	Ready          bool   `json:"ready"`
+	Unschedulable  bool   `json:"unschedulable"`
+	KubeletVersion string `json:"kubeletVersion"`
+}
+
+// DrainInput evicts a node's pods.
+type DrainInput struct {
+	Cluster            target.Kube `json:"cluster"`
+	Node               string      `json:"node"`
+	Timeout            string      `json:"timeout,omitempty" kedge:"duration" doc:"give up after this long (default 5m; never infinite)"`
+	GracePeriodSeconds int         `json:"gracePeriodSeconds,omitempty" doc:"pod termination grace period (default: each pod's own)"`
+	DeleteEmptyDirData bool        `json:"deleteEmptyDirData,omitempty" doc:"evict pods using emptyDir volumes (their data is lost)"`
+	Force              bool        `json:"force,omitempty" doc:"also delete pods no controller manages"`
+	RetryDelay         string      `json:"retryDelay,omitempty" kedge:"duration" doc:"wait between evictions a PodDisruptionBudget refused (default 5s)"`
+}
+
+// DrainResult lists the pods evicted.
+type DrainResult struct {
+	Evicted []string `json:"evicted"`
+}
+
+// WaitNodeInput waits for a node to be Ready.
+type WaitNodeInput struct {
+	Cluster        target.Kube `json:"cluster"`
+	Node           string      `json:"node"`
+	KubeletVersion string      `json:"kubeletVersion,omitempty" doc:"also wait until the kubelet reports this version (e.g. v1.35.4)"`
+	// ReadyAfter, an RFC 3339 time from the node's own clock (e.g.
+	// host.systemd's startedAt), makes a Ready condition count only when
+	// its last heartbeat is not earlier (heartbeats have whole seconds):
+	// a status the old kubelet posted before a restart is not the new
+	// kubelet's.
+	ReadyAfter string `json:"readyAfter,omitempty" doc:"count Ready only when its last heartbeat is not earlier than this RFC 3339 time (e.g. the restart's startedAt)"`
+	Timeout    string `json:"timeout,omitempty" kedge:"duration" doc:"give up after this long (default 5m)"`
+}
+
+// WaitNodeResult reports the node once it is Ready.
+type WaitNodeResult struct {
+	Ready          bool   `json:"ready"`
+	KubeletVersion string `json:"kubeletVersion"`
+}
+
+// LabelTaintInput applies labels and taints to a node.
+type LabelTaintInput struct {
+	Cluster target.Kube `json:"cluster"`
+	Node    string      `json:"node"`
+	Labels  []string    `json:"labels,omitempty" doc:"key=value labels to set"`
+	Taints  []string    `json:"taints,omitempty" doc:"key=value:Effect taints to add"`
+}

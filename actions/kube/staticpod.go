@@ -1,0 +1,30 @@
+package kube
+
+import "kedge.dev/kedge/actions/target"
+
+// WaitStaticPodAction is the action name of WaitStaticPod.
+const WaitStaticPodAction = "kube.wait-static-pod"
+
+// WaitStaticPodInput names a node's static pod and the restart to wait
+// for.
+type WaitStaticPodInput struct {
+	Cluster     target.Kube `json:"cluster"`
+	Node        string      `json:"node"`
+	Pod         string      `json:"pod" kedge:"required" doc:"the static pod's name, e.g. kube-apiserver (its mirror pod is NAME-NODE)"`
+	Namespace   string      `json:"namespace,omitempty" doc:"its namespace (default kube-system)"`
+	RestartedAt string      `json:"restartedAt,omitempty" doc:"wait for the pod of this host.restart-static-pod (its restartedAt output)"`
+	Timeout     string      `json:"timeout,omitempty" kedge:"duration" doc:"give up after this long (default 5m)"`
+	// MaxRestarts bounds the wait for a pod that crash-loops: once a
+	// container has exited this many times and is not running, waiting
+	// longer brings nothing.
+	MaxRestarts int `json:"maxRestarts,omitempty" doc:"fail at once, not retried (CrashLooping), when a container of the pod has restarted this many times and is not running (default 3; -1: wait out the timeout)"`
+	// Gone waits instead until the kubelet no longer runs the pod (its
+	// manifest was taken away).
+	Gone bool `json:"gone,omitempty" doc:"wait until the kubelet no longer runs the pod (its mirror pod is gone)"`
+}
+
+// WaitStaticPodResult is the mirror pod once it is ready.
+type WaitStaticPodResult struct {
+	Ready    bool  `json:"ready"`
+	Restarts int32 `json:"restarts"`
+}
