@@ -8,38 +8,7 @@ import (
 	"github.com/pkg/sftp"
 
 	"kedge.dev/kedge/activities/certinfo"
-	"kedge.dev/kedge/activities/sshpool"
 )
-
-// CertInfoAction reads certificate files on a host.
-const CertInfoAction = "host.cert-info"
-
-// CertInfoInput names certificate files (PEM, or kubeconfigs with an
-// embedded client certificate) on one host.
-type CertInfoInput struct {
-	Target    sshpool.Target `json:"target"`
-	Paths     []string       `json:"paths" kedge:"required" doc:"absolute paths of PEM certificates or kubeconfigs"`
-	Threshold string         `json:"threshold,omitempty" kedge:"duration" doc:"a certificate is due when it ends within this (default 720h)"`
-}
-
-// CertFile is one file's first certificate.
-type CertFile struct {
-	Path     string `json:"path"`
-	Exists   bool   `json:"exists"`
-	Subject  string `json:"subject,omitempty"`
-	Issuer   string `json:"issuer,omitempty"`
-	Serial   string `json:"serial,omitempty"`
-	NotAfter string `json:"notAfter,omitempty"`
-	Due      bool   `json:"due"`
-}
-
-// CertInfoResult lists the files; Due says any of them is due, Earliest
-// is the soonest end.
-type CertInfoResult struct {
-	Files    []CertFile `json:"files"`
-	Due      bool       `json:"due"`
-	Earliest string     `json:"earliest"`
-}
 
 // CertInfo reports when the certificates in files on the host end
 // (host.cert-info). A missing file is reported, not an error.

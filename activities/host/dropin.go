@@ -10,21 +10,7 @@ import (
 	"strings"
 
 	"github.com/coreos/go-systemd/v22/unit"
-
-	"kedge.dev/kedge/activities/sshpool"
 )
-
-// WriteDropInAction renders and writes a systemd drop-in.
-const WriteDropInAction = "host.write-dropin"
-
-// WriteDropInInput sets environment variables of a unit through a drop-in
-// (/etc/systemd/system/UNIT.d/NAME), e.g. KUBELET_IMAGE for an image swap.
-type WriteDropInInput struct {
-	Target      sshpool.Target    `json:"target"`
-	Unit        string            `json:"unit" kedge:"required" doc:"unit name, e.g. kubelet.service"`
-	Name        string            `json:"name" kedge:"required" doc:"drop-in file name, e.g. 10-image.conf"`
-	Environment map[string]string `json:"environment" kedge:"required" doc:"variables the drop-in sets (Environment=)"`
-}
 
 var dropInNameRE = regexp.MustCompile(`^[A-Za-z0-9_.@-]+\.conf$`)
 

@@ -10,12 +10,8 @@ import (
 
 	"github.com/pkg/sftp"
 
-	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/internal/layout"
 )
-
-// LayoutAction reads how the host runs Kubernetes (layout.Discover).
-const LayoutAction = "host.layout"
 
 // ErrTypeUnknownLayout is a host whose layout the runbook does not work
 // on. Not retried.
@@ -25,24 +21,6 @@ const ErrTypeUnknownLayout = "UnknownLayout"
 // under another name than the inventory gives it (layout.CheckNodeName).
 // Not retried.
 const ErrTypeNodeNameMismatch = "NodeNameMismatch"
-
-// LayoutInput names the host and, optionally, the layouts the runbook
-// works on.
-type LayoutInput struct {
-	Target sshpool.Target `json:"target"`
-	// Require, when set, fails the action non-retryably unless the
-	// host's layout is one of these (kedge, typhoon-flatcar,
-	// typhoon-fcos, none).
-	Require []string `json:"require,omitempty" doc:"the layouts the runbook works on (kedge, typhoon-flatcar, typhoon-fcos, none); any other fails before anything changes"`
-	// NodeName, when set, is the Node name the inventory gives the host
-	// (its nodeName, else its name): a kubelet that registers under
-	// another fails the action non-retryably (NodeNameMismatch). A host
-	// with no kubelet yet passes.
-	NodeName string `json:"nodeName,omitempty" doc:"the Node name the inventory gives the host (host.nodeName); a kubelet registering under another name (its --hostname-override, else the host name) fails before anything changes, naming both and where the kubelet's was read"`
-}
-
-// LayoutResult is the host's layout.
-type LayoutResult = layout.Layout
 
 // facts asks systemd about the units layout.Discover needs, and the
 // host's name. Constant: nothing from the input reaches the shell.

@@ -4,26 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
-
-	"kedge.dev/kedge/activities/sshpool"
 )
-
-// PreflightAction checks, before a runbook changes anything, that the
-// host can be reached and that Kedge's host actions will run there as
-// root.
-const PreflightAction = "host.preflight"
-
-// PreflightInput names the host to check.
-type PreflightInput struct {
-	Target sshpool.Target `json:"target"`
-}
-
-// PreflightResult says who Kedge logs in as and who its actions run as.
-type PreflightResult struct {
-	User       string `json:"user"`       // the login user
-	Become     string `json:"become"`     // "" or "sudo"
-	RunsAsRoot bool   `json:"runsAsRoot"` // always true when the check passes
-}
 
 // Preflight logs in, becomes root the way the inventory says, and fails
 // non-retryably when that does not give root: sudo missing or wanting a

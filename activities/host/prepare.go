@@ -8,39 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/internal/layout"
 )
-
-// PrepareNodeAction readies a host's kernel and units for its kubelet
-// (host.prepare-node).
-const PrepareNodeAction = "host.prepare-node"
-
-// PrepareNodeInput is what to do on the host, in this order: stop and
-// disable units (an undo), load kernel modules, apply sysctl files,
-// daemon-reload, enable units, start units.
-type PrepareNodeInput struct {
-	Target      sshpool.Target `json:"target"`
-	Modules     []string       `json:"modules,omitempty" doc:"kernel modules to load now (modprobe), as the host's modules-load.d files load them at boot"`
-	SysctlFiles []string       `json:"sysctlFiles,omitempty" doc:"files under /etc/sysctl.d to apply now (sysctl -p FILE), as they are at boot"`
-	Enable      []string       `json:"enable,omitempty" doc:"units to enable (after a daemon-reload)"`
-	Start       []string       `json:"start,omitempty" doc:"units to start, in order, once enabled; each must be active after"`
-	Restart     bool           `json:"restart,omitempty" doc:"restart the units of start that already run (their configuration changed)"`
-	Stop        []string       `json:"stop,omitempty" doc:"units to stop first (the undo of a start)"`
-	Disable     []string       `json:"disable,omitempty" doc:"units to disable first (the undo of an enable)"`
-	Timeout     string         `json:"timeout,omitempty" kedge:"duration" doc:"give up after this long (default 5m)"`
-}
-
-// PrepareNodeResult says what host.prepare-node changed that its undo
-// (the same action with stop and disable) takes back: kernel modules
-// loaded and sysctls applied stay. A run that fails takes its own units
-// back.
-type PrepareNodeResult struct {
-	// Enabled are the units of enable that were not enabled before.
-	Enabled []string `json:"enabled"`
-	// Started are the units of start that did not run before.
-	Started []string `json:"started"`
-}
 
 const prepareTimeout = 5 * time.Minute
 
@@ -54,7 +23,7 @@ func (a *Activities) PrepareNode(ctx context.Context, in PrepareNodeInput) (Prep
 }
 
 func (a *Activities) prepareNode(ctx context.Context, in PrepareNodeInput) (PrepareNodeResult, error) {
-	if err := in.validate(); err != nil {
+	if err := validatePrepareNode(in); err != nil {
 		return PrepareNodeResult{}, err
 	}
 	timeout := prepareTimeout
@@ -85,7 +54,9 @@ func (a *Activities) prepareNode(ctx context.Context, in PrepareNodeInput) (Prep
 	return res, nil
 }
 
-func (in PrepareNodeInput) validate() error {
+// validatePrepareNode checks a host.prepare-node input before anything
+// reaches the host.
+func validatePrepareNode(in PrepareNodeInput) error {
 	for _, m := range in.Modules {
 		if !layout.ModuleRE.MatchString(m) {
 			return invalid(fmt.Sprintf("modules: %q is not a kernel module's name", m))

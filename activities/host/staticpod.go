@@ -9,21 +9,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/internal/layout"
 )
-
-// RestartStaticPodAction is the action name of RestartStaticPod.
-const RestartStaticPodAction = "host.restart-static-pod"
-
-// RestartStaticPodInput names a static pod manifest.
-type RestartStaticPodInput struct {
-	Target   sshpool.Target `json:"target"`
-	Manifest string         `json:"manifest" kedge:"required" doc:"the static pod's manifest, e.g. /etc/kubernetes/manifests/kube-apiserver.yaml (host.layout's staticPods)"`
-	// At is the time recorded in the annotation (default: now, the
-	// worker's clock).
-	At string `json:"at,omitempty" doc:"RFC 3339 time to record (default: now)"`
-}
 
 // RestartStaticPod makes the kubelet restart a static pod
 // (host.restart-static-pod) — after its certificates were renewed, say —
@@ -35,14 +22,6 @@ type RestartStaticPodInput struct {
 func (a *Activities) RestartStaticPod(ctx context.Context, in RestartStaticPodInput) (RestartStaticPodResult, error) {
 	res, err := a.restartStaticPod(ctx, in)
 	return res, toTemporal(err)
-}
-
-// RestartStaticPodResult is the restart asked for: kube.wait-static-pod
-// waits for the pod that carries RestartedAt.
-type RestartStaticPodResult struct {
-	RestartedAt string `json:"restartedAt"`
-	Changed     bool   `json:"changed"`
-	Backup      string `json:"backup"`
 }
 
 func (a *Activities) restartStaticPod(ctx context.Context, in RestartStaticPodInput) (RestartStaticPodResult, error) {

@@ -1,126 +1,65 @@
 package host
 
-import "kedge.dev/kedge/activities/sshpool"
+import api "kedge.dev/kedge/actions/host"
+
+// The host actions' names and their input and result types are declared
+// in kedge.dev/kedge/actions/host, pure data the action table links
+// without SSH; these aliases keep their names here.
 
 // Action names, as runbooks spell them in `action:`.
 const (
-	RunAction         = "host.run"
-	WriteFileAction   = "host.write-file"
-	RestoreFileAction = "host.restore-file"
-	ReadFileAction    = "host.read-file"
-	SystemdAction     = "host.systemd"
-	// InstallBundleAction and RestoreBundleAction: bundle.go.
-	InstallBundleAction = "host.install-bundle"
-	RestoreBundleAction = "host.restore-bundle"
+	PreflightAction        = api.PreflightAction
+	LayoutAction           = api.LayoutAction
+	PullImageAction        = api.PullImageAction
+	RunAction              = api.RunAction
+	WriteFileAction        = api.WriteFileAction
+	WriteDropInAction      = api.WriteDropInAction
+	RestoreFileAction      = api.RestoreFileAction
+	ReadFileAction         = api.ReadFileAction
+	SystemdAction          = api.SystemdAction
+	InstallBundleAction    = api.InstallBundleAction
+	RestoreBundleAction    = api.RestoreBundleAction
+	CertInfoAction         = api.CertInfoAction
+	RestartStaticPodAction = api.RestartStaticPodAction
+	KubeletFilesAction     = api.KubeletFilesAction
+	PrepareNodeAction      = api.PrepareNodeAction
+	CheckReadableAction    = api.CheckReadableAction
 )
 
-// Struct tags: `json` names the input as runbooks spell it in `with:`;
-// `kedge:"required"` makes it mandatory; `kedge:"duration"` and
-// `kedge:"mode"` constrain literal values at validation time; `doc` is the
-// one-line help shown by `kedge actions`. The field named Target (json
-// "target") is filled in by the workflow from the step's `on:` host and is
-// never written in a runbook.
-
-// RunInput runs a command or a script on one host.
-type RunInput struct {
-	Target          sshpool.Target    `json:"target"`
-	Command         string            `json:"command,omitempty" kedge:"shell" doc:"shell command, run with sh -c (one of command/script); values go in env, not into the text"`
-	Script          string            `json:"script,omitempty" kedge:"shell" doc:"shell script fed to sh -s (one of command/script); values go in env, not into the text"`
-	Env             map[string]string `json:"env,omitempty" doc:"environment variables exported before the command"`
-	Timeout         string            `json:"timeout,omitempty" kedge:"duration" doc:"kill the command after this long (default: the step's timeout)"`
-	AcceptExitCodes []int             `json:"acceptExitCodes,omitempty" doc:"exit codes that count as success (default [0])"`
-	OutputLimit     int               `json:"outputLimit,omitempty" doc:"bytes of stdout and of stderr kept (default 65536); the tail is kept"`
-}
-
-// RunResult is what host.run reports. Outputs holds the key=value lines the
-// command wrote to the file named by $KEDGE_OUTPUT.
-type RunResult struct {
-	ExitCode        int               `json:"exitCode"`
-	Stdout          string            `json:"stdout"`
-	Stderr          string            `json:"stderr"`
-	StdoutTruncated bool              `json:"stdoutTruncated"`
-	StderrTruncated bool              `json:"stderrTruncated"`
-	Outputs         map[string]string `json:"outputs"`
-}
-
-// WriteFileInput writes a file atomically (temp file + rename).
-type WriteFileInput struct {
-	Target        sshpool.Target `json:"target"`
-	Path          string         `json:"path" kedge:"required" doc:"absolute path on the host"`
-	Content       string         `json:"content,omitempty" doc:"file content (one of content/contentBase64)"`
-	ContentBase64 string         `json:"contentBase64,omitempty" doc:"file content, base64 encoded"`
-	Mode          string         `json:"mode,omitempty" kedge:"mode" doc:"octal permission bits (default 0644)"`
-	NoBackup      bool           `json:"noBackup,omitempty" doc:"do not keep the previous content for undo"`
-}
-
-// WriteFileResult says what host.write-file did. Backup names the copy of
-// the previous content kept on the host (empty when there was none or the
-// file was unchanged); host.restore-file puts it back.
-type WriteFileResult struct {
-	Changed        bool   `json:"changed"`
-	SHA256         string `json:"sha256"`
-	Existed        bool   `json:"existed"`
-	PreviousSHA256 string `json:"previousSha256"`
-	Backup         string `json:"backup"`
-}
-
-// RestoreFileInput undoes a host.write-file: it puts the backup back, or
-// removes the file when it did not exist before.
-type RestoreFileInput struct {
-	Target  sshpool.Target `json:"target"`
-	Path    string         `json:"path" kedge:"required" doc:"the path host.write-file wrote"`
-	Backup  string         `json:"backup,omitempty" doc:"the backup host.write-file reported (empty: remove the file)"`
-	Existed bool           `json:"existed,omitempty" doc:"whether the file existed before the write"`
-	Changed *bool          `json:"changed,omitempty" doc:"whether the write changed the file (false: nothing to undo)"`
-}
-
-// RestoreFileResult says what host.restore-file did.
-type RestoreFileResult struct {
-	Restored bool `json:"restored"`
-	Removed  bool `json:"removed"`
-}
-
-// ReadFileInput reads one file.
-type ReadFileInput struct {
-	Target   sshpool.Target `json:"target"`
-	Path     string         `json:"path" kedge:"required" doc:"absolute path on the host"`
-	MaxBytes int            `json:"maxBytes,omitempty" doc:"refuse files larger than this (default 1 MiB)"`
-	Missing  string         `json:"missing,omitempty" doc:"what a missing file is: error (default) or empty"`
-}
-
-// ReadFileResult carries the file's content (UTF-8 text; binary content is
-// base64 encoded in ContentBase64 instead).
-type ReadFileResult struct {
-	Exists        bool   `json:"exists"`
-	Content       string `json:"content"`
-	ContentBase64 string `json:"contentBase64"`
-	SHA256        string `json:"sha256"`
-	Mode          string `json:"mode"`
-	Size          int64  `json:"size"`
-}
-
-// SystemdInput drives one systemd unit: daemon-reload, enable/disable, a
-// start/stop/restart, then wait until the unit is active (or inactive after
-// stop).
-type SystemdInput struct {
-	Target       sshpool.Target `json:"target"`
-	Unit         string         `json:"unit" kedge:"required" doc:"unit name, e.g. kubelet.service"`
-	DaemonReload bool           `json:"daemonReload,omitempty" doc:"run systemctl daemon-reload first"`
-	Enable       bool           `json:"enable,omitempty" doc:"enable the unit"`
-	Disable      bool           `json:"disable,omitempty" doc:"disable the unit"`
-	Action       string         `json:"action,omitempty" kedge:"enum=start|stop|restart|reload|none" doc:"start, stop, restart, reload or none"`
-	WaitTimeout  string         `json:"waitTimeout,omitempty" kedge:"duration" doc:"how long to wait for the unit to settle (default 60s)"`
-	// ExpectEnvironment, when set, is checked against the Environment
-	// systemd reports for the unit (after the daemon-reload) before the
-	// action: a drop-in that does not take effect stops here.
-	ExpectEnvironment map[string]string `json:"expectEnvironment,omitempty" doc:"variables the unit's Environment must have, as systemd reports it after the daemon-reload, before the action runs"`
-}
-
-// SystemdResult reports the unit's state after the action.
-type SystemdResult struct {
-	ActiveState string `json:"activeState"`
-	MainPID     int    `json:"mainPid"`
-	// StartedAt is the host's clock (UTC, RFC 3339) just before the
-	// action: what a restarted service's later reports are newer than.
-	StartedAt string `json:"startedAt"`
-}
+// Inputs and results of the actions, and the types they hold.
+type (
+	PreflightInput         = api.PreflightInput
+	PreflightResult        = api.PreflightResult
+	LayoutInput            = api.LayoutInput
+	LayoutResult           = api.LayoutResult
+	PullImageInput         = api.PullImageInput
+	PullImageResult        = api.PullImageResult
+	RunInput               = api.RunInput
+	RunResult              = api.RunResult
+	WriteFileInput         = api.WriteFileInput
+	WriteFileResult        = api.WriteFileResult
+	WriteDropInInput       = api.WriteDropInInput
+	RestoreFileInput       = api.RestoreFileInput
+	RestoreFileResult      = api.RestoreFileResult
+	ReadFileInput          = api.ReadFileInput
+	ReadFileResult         = api.ReadFileResult
+	SystemdInput           = api.SystemdInput
+	SystemdResult          = api.SystemdResult
+	BundleFile             = api.BundleFile
+	InstallBundleInput     = api.InstallBundleInput
+	InstallBundleResult    = api.InstallBundleResult
+	RestoreBundleInput     = api.RestoreBundleInput
+	RestoreBundleResult    = api.RestoreBundleResult
+	CertInfoInput          = api.CertInfoInput
+	CertFile               = api.CertFile
+	CertInfoResult         = api.CertInfoResult
+	RestartStaticPodInput  = api.RestartStaticPodInput
+	RestartStaticPodResult = api.RestartStaticPodResult
+	KubeletFilesInput      = api.KubeletFilesInput
+	KubeletFilesResult     = api.KubeletFilesResult
+	PrepareNodeInput       = api.PrepareNodeInput
+	PrepareNodeResult      = api.PrepareNodeResult
+	FileReader             = api.FileReader
+	CheckReadableInput     = api.CheckReadableInput
+	CheckReadableResult    = api.CheckReadableResult
+)
