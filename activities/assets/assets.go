@@ -7,30 +7,27 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	api "kedge.dev/kedge/actions/render"
 	"kedge.dev/kedge/activities/render"
 )
 
-// Action names.
+// Action names, declared in actions/render.
 const (
-	KubeconfigAction    = "render.kubeconfig"
-	KubeletConfigAction = "render.kubelet-config"
-	KubeletUnitAction   = "render.kubelet-unit"
-	BridgeCNIAction     = "render.bridge-cni"
-	StaticPodsAction    = "render.static-pods"
+	KubeconfigAction    = api.KubeconfigAction
+	KubeletConfigAction = api.KubeletConfigAction
+	KubeletUnitAction   = api.KubeletUnitAction
+	BridgeCNIAction     = api.BridgeCNIAction
+	StaticPodsAction    = api.StaticPodsAction
 )
 
 // ErrTypeInvalidInput marks input a renderer refused; it is not retried.
 const ErrTypeInvalidInput = "InvalidInput"
 
-// FileResult is one rendered file.
-type FileResult struct {
-	Content string `json:"content"`
-}
-
-// StaticPodsResult is the control plane's manifests, by file name.
-type StaticPodsResult struct {
-	Files map[string]string `json:"files"`
-}
+// The actions' results, declared in actions/render.
+type (
+	FileResult       = api.FileResult
+	StaticPodsResult = api.StaticPodsResult
+)
 
 // Kubeconfig renders a kubeconfig (render.kubeconfig).
 func Kubeconfig(_ context.Context, in render.KubeconfigInput) (FileResult, error) {

@@ -10,9 +10,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 )
 
-// CheckCALifeAction is the action name of CheckCALife.
-const CheckCALifeAction = "pki.check-ca-life"
-
 // ErrTypeCAWithinWindow is a CA that ends within the renewal window: what
 // is renewed from it cannot outlive it, so it must be rotated first. Not
 // retried.
@@ -21,30 +18,6 @@ const ErrTypeCAWithinWindow = "CAWithinRenewalWindow"
 // CARotationRunbook rotates a cluster's CA (a later issue): what
 // cert-renewal's refusal names.
 const CARotationRunbook = "ca-rotation"
-
-// NamedCA is a CA and what to call it in a message.
-type NamedCA struct {
-	Name        string `json:"name"`
-	Certificate string `json:"certificate"`
-}
-
-// CheckCALifeInput names the CAs a renewal signs with and its window.
-type CheckCALifeInput struct {
-	CAs       []NamedCA `json:"cas" kedge:"required" doc:"[{name, certificate}]: the CAs the renewal signs with (PEM), named for the message, e.g. the cluster CA"`
-	Threshold string    `json:"threshold,omitempty" kedge:"duration" doc:"the renewal window: what ends within it is renewed (default 720h)"`
-}
-
-// CALife is when one CA ends.
-type CALife struct {
-	Name     string `json:"name"`
-	Subject  string `json:"subject"`
-	NotAfter string `json:"notAfter"`
-}
-
-// CheckCALifeResult lists the CAs and when they end.
-type CheckCALifeResult struct {
-	CAs []CALife `json:"cas"`
-}
 
 // CheckCALife refuses a renewal whose CA ends within its window
 // (pki.check-ca-life): a certificate renewed from such a CA cannot

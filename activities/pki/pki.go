@@ -14,15 +14,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"kedge.dev/kedge/activities/host"
-	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/activities/vault"
 	"kedge.dev/kedge/internal/layout"
-)
-
-// Action names.
-const (
-	AdoptAction = "pki.adopt"
-	RenewAction = "pki.renew-in-place"
 )
 
 // Error types.
@@ -61,31 +54,6 @@ var clusterName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
 func invalid(msg string) error {
 	return temporal.NewNonRetryableApplicationError(msg, ErrTypeInvalidInput, nil)
-}
-
-// AdoptInput names where a controller keeps its cluster's CAs and keys.
-type AdoptInput struct {
-	Target      sshpool.Target    `json:"target"`
-	Vault       vault.Config      `json:"vault"`
-	ClusterName string            `json:"clusterName" kedge:"required" doc:"the cluster's name (the inventory's metadata.name): where Vault keeps what is adopted"`
-	Files       map[string]string `json:"files" kedge:"required" doc:"the controller's files as host.layout reports them (cluster-ca, cluster-ca-key, service-account-key, service-account-pub, etcd's CA)"`
-	EtcdCAKey   string            `json:"etcdCAKey" kedge:"required" doc:"etcd's CA key, PEM (Typhoon keeps it with the cluster's assets, not on hosts)"`
-	APIServer   string            `json:"apiServer,omitempty" doc:"the API server's DNS name, recorded with the adoption"`
-	// AggregationCAKey is the front-proxy CA's key, required when the
-	// layout names that CA (Typhoon keeps it only in its Terraform state).
-	AggregationCAKey string `json:"aggregationCAKey,omitempty" doc:"the front-proxy (aggregation) CA's key, PEM: required when the API server names that CA (--requestheader-client-ca-file)"`
-}
-
-// AdoptResult is what Vault now keeps. No private key is in it.
-type AdoptResult struct {
-	Issuer                  string `json:"issuer"`
-	Certificate             string `json:"certificate"`
-	EtcdIssuer              string `json:"etcdIssuer"`
-	EtcdCertificate         string `json:"etcdCertificate"`
-	AggregationIssuer       string `json:"aggregationIssuer,omitempty"`
-	AggregationCertificate  string `json:"aggregationCertificate,omitempty"`
-	ServiceAccountPublicKey string `json:"serviceAccountPublicKey"`
-	Created                 bool   `json:"created"`
 }
 
 // Adopt takes a running cluster's trust into Vault (pki.adopt): the

@@ -23,20 +23,6 @@ const (
 	BridgeNetworkName = "kedge-bridge"
 )
 
-// BridgeCNIInput describes one node's bridge network.
-type BridgeCNIInput struct {
-	// PodCIDR is the cluster's pod network (default 10.244.0.0/16).
-	PodCIDR string `json:"podCIDR,omitempty"`
-	// Nodes are the names of the inventory's nodes, in its order; a node's
-	// subnet is the share of PodCIDR at its place in the list.
-	Nodes []string `json:"nodes"`
-	// Node is the node the config is for; one of Nodes.
-	Node string `json:"node"`
-	// NodeMaskSize is the prefix length of each node's subnet (default 24
-	// for IPv4, 64 for IPv6).
-	NodeMaskSize int `json:"nodeMaskSize,omitempty"`
-}
-
 // cniConfList is a CNI network configuration list (CNI spec 1.0).
 type cniConfList struct {
 	CNIVersion string `json:"cniVersion"`
@@ -92,7 +78,7 @@ func NodeSubnet(podCIDR string, maskSize, index int) (*net.IPNet, error) {
 	return &net.IPNet{IP: ip, Mask: net.CIDRMask(maskSize, bits)}, nil
 }
 
-func (in BridgeCNIInput) withDefaults() BridgeCNIInput {
+func bridgeCNIWithDefaults(in BridgeCNIInput) BridgeCNIInput {
 	if in.PodCIDR == "" {
 		in.PodCIDR = DefaultPodCIDR
 	}
@@ -105,8 +91,8 @@ func (in BridgeCNIInput) withDefaults() BridgeCNIInput {
 	return in
 }
 
-// subnet validates the input and returns the node's subnet.
-func (in BridgeCNIInput) subnet() (*net.IPNet, error) {
+// bridgeCNISubnet validates the input and returns the node's subnet.
+func bridgeCNISubnet(in BridgeCNIInput) (*net.IPNet, error) {
 	var p problems
 	checkCIDR(&p, "podCIDR", in.PodCIDR)
 	checkDNSName(&p, "node", in.Node)
@@ -136,8 +122,8 @@ func (in BridgeCNIInput) subnet() (*net.IPNet, error) {
 // clusters that run their own CNI plugin later or need no pod-to-pod
 // traffic across nodes.
 func BridgeCNIConfig(in BridgeCNIInput) ([]byte, error) {
-	in = in.withDefaults()
-	subnet, err := in.subnet()
+	in = bridgeCNIWithDefaults(in)
+	subnet, err := bridgeCNISubnet(in)
 	if err != nil {
 		return nil, err
 	}

@@ -12,29 +12,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// KubeconfigInput describes a kubeconfig with one cluster, one user and
-// one context. The user authenticates EITHER with a bearer token (a
-// bootstrap kubeconfig holds a bootstrap token, see NewBootstrapToken) OR
-// with a client certificate and key; never both.
-type KubeconfigInput struct {
-	// ClusterName names the cluster entry.
-	ClusterName string `json:"clusterName"`
-	// Server is the API server's https:// URL.
-	Server string `json:"server"`
-	// CACert is the PEM of the CA(s) that sign the API server's
-	// certificate, embedded as certificate-authority-data.
-	CACert string `json:"caCert"`
-	// User names the user entry. The context is named User@ClusterName.
-	User string `json:"user"`
-	// Token is a bearer token.
-	Token string `json:"token,omitempty"`
-	// ClientCert and ClientKey are the PEM of a client certificate and its
-	// private key, embedded.
-	ClientCert string `json:"clientCert,omitempty"`
-	ClientKey  string `json:"clientKey,omitempty"`
-}
-
-func (in KubeconfigInput) validate() error {
+func validateKubeconfig(in KubeconfigInput) error {
 	var p problems
 	checkName(&p, "clusterName", in.ClusterName)
 	checkName(&p, "user", in.User)
@@ -107,7 +85,7 @@ func checkCAPEM(p *problems, field, s string) {
 // context, with the CA and any client certificate and key embedded, so the
 // one file is all a host needs.
 func Kubeconfig(in KubeconfigInput) ([]byte, error) {
-	if err := in.validate(); err != nil {
+	if err := validateKubeconfig(in); err != nil {
 		return nil, err
 	}
 	context := in.User + "@" + in.ClusterName

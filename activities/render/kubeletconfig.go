@@ -27,33 +27,6 @@ const (
 	DefaultContainerRuntimeEndpoint = "unix:///run/containerd/containerd.sock"
 )
 
-// KubeletConfigInput is what varies between clusters' kubelet configs.
-type KubeletConfigInput struct {
-	// ClusterDNS are the IPs of the cluster DNS service, written into
-	// every pod's resolv.conf. At least one.
-	ClusterDNS []string `json:"clusterDNS"`
-	// ClusterDomain is the cluster's DNS domain (default cluster.local).
-	ClusterDomain string `json:"clusterDomain,omitempty"`
-	// CgroupDriver is "systemd" (default) or "cgroupfs".
-	CgroupDriver string `json:"cgroupDriver,omitempty"`
-	// FailSwapOn stops the kubelet from starting on a host with swap on
-	// (default true).
-	FailSwapOn *bool `json:"failSwapOn,omitempty"`
-	// ContainerRuntimeEndpoint is the CRI socket (default
-	// unix:///run/containerd/containerd.sock).
-	ContainerRuntimeEndpoint string `json:"containerRuntimeEndpoint,omitempty"`
-	// ResolvConf is the host's resolv.conf that pods with the Default DNS
-	// policy, and the cluster DNS's upstreams, are given (default
-	// /run/systemd/resolve/resolv.conf, for systemd-resolved hosts).
-	ResolvConf string `json:"resolvConf,omitempty"`
-	// Role is the node's role, "controller" or "worker": a controller
-	// registers with ControllerTaint. Empty: no role taint.
-	Role string `json:"role,omitempty"`
-	// NodeTaints are key[=value]:Effect taints the node registers with
-	// (registerWithTaints). Workers only.
-	NodeTaints []string `json:"nodeTaints,omitempty"`
-}
-
 // ControllerTaint keeps workloads off controllers from the moment they
 // register; bootstrap applies the same taint again as a reconcile.
 const ControllerTaint = "node-role.kubernetes.io/controller:NoSchedule"
@@ -67,7 +40,7 @@ const (
 	ShutdownGracePeriodCriticalPods = 30 * time.Second
 )
 
-func (in KubeletConfigInput) withDefaults() KubeletConfigInput {
+func kubeletConfigWithDefaults(in KubeletConfigInput) KubeletConfigInput {
 	if in.ClusterDomain == "" {
 		in.ClusterDomain = DefaultClusterDomain
 	}
@@ -86,7 +59,7 @@ func (in KubeletConfigInput) withDefaults() KubeletConfigInput {
 	return in
 }
 
-func (in KubeletConfigInput) validate() error {
+func validateKubeletConfig(in KubeletConfigInput) error {
 	var p problems
 	if len(in.ClusterDNS) == 0 {
 		p.add("clusterDNS", "at least one IP is required")
@@ -141,7 +114,7 @@ func parseTaint(s string) (corev1.Taint, bool) {
 }
 
 // registerWithTaints are the taints a node of the input registers with.
-func (in KubeletConfigInput) registerWithTaints() []corev1.Taint {
+func registerWithTaints(in KubeletConfigInput) []corev1.Taint {
 	specs := in.NodeTaints
 	if in.Role == RoleController {
 		specs = []string{ControllerTaint}
@@ -156,8 +129,8 @@ func (in KubeletConfigInput) registerWithTaints() []corev1.Taint {
 
 // kubeletConfiguration builds the typed configuration KubeletConfig renders.
 func kubeletConfiguration(in KubeletConfigInput) (*kubeletv1beta1.KubeletConfiguration, error) {
-	in = in.withDefaults()
-	if err := in.validate(); err != nil {
+	in = kubeletConfigWithDefaults(in)
+	if err := validateKubeletConfig(in); err != nil {
 		return nil, err
 	}
 	return &kubeletv1beta1.KubeletConfiguration{
@@ -184,7 +157,7 @@ func kubeletConfiguration(in KubeletConfigInput) (*kubeletv1beta1.KubeletConfigu
 		HealthzBindAddress:              "127.0.0.1",
 		ContainerRuntimeEndpoint:        in.ContainerRuntimeEndpoint,
 		ResolverConfig:                  ptr.To(in.ResolvConf),
-		RegisterWithTaints:              in.registerWithTaints(),
+		RegisterWithTaints:              registerWithTaints(in),
 		ShutdownGracePeriod:             metav1.Duration{Duration: ShutdownGracePeriod},
 		ShutdownGracePeriodCriticalPods: metav1.Duration{Duration: ShutdownGracePeriodCriticalPods},
 	}, nil

@@ -28,60 +28,10 @@ const (
 	SchedulerPort         = 10259
 )
 
-// ControlPlaneInput describes the control plane of one controller: etcd,
-// kube-apiserver, kube-controller-manager and kube-scheduler, run by its
-// kubelet as static pods.
-type ControlPlaneInput struct {
-	// Node is this controller's node name, also its etcd member name.
-	Node string `json:"node"`
-	// NodeIP is the address etcd and the API server listen on and
-	// advertise.
-	NodeIP string `json:"nodeIP"`
-	// EtcdMembers are every controller's etcd member, this one included,
-	// in a stable order (default: this one alone).
-	EtcdMembers []EtcdMember `json:"etcdMembers,omitempty"`
-	// EtcdInitialClusterState is "new" (default) when the members start
-	// together, "existing" when this member joins a running cluster.
-	EtcdInitialClusterState string `json:"etcdInitialClusterState,omitempty"`
-	// ServiceCIDR is the range Service cluster IPs are allocated from.
-	ServiceCIDR string `json:"serviceCIDR"`
-	// PodCIDR, when set, is the range node pod CIDRs are allocated from by
-	// kube-controller-manager. Leave it unset when the network plugin
-	// allocates pod addresses itself.
-	PodCIDR string `json:"podCIDR,omitempty"`
-	// ServiceAccountIssuer is the issuer of service account tokens
-	// (default https://kubernetes.default.svc).
-	ServiceAccountIssuer string `json:"serviceAccountIssuer,omitempty"`
-	// APIServerPort is the API server's port (default 6443).
-	APIServerPort int `json:"apiServerPort,omitempty"`
-	// Images are the components' images, pinned by tag or digest.
-	Images ControlPlaneImages `json:"images"`
-	// Certificates, when set, is put on every pod as the annotation
-	// RestartAnnotation. The components read their certificates at start;
-	// changing it with each renewal (e.g. to the new API server
-	// certificate's serial) changes the manifests, so the kubelet
-	// restarts the pods onto the new certificates.
-	Certificates string `json:"certificates,omitempty"`
-}
-
 // RestartAnnotation carries ControlPlaneInput.Certificates.
 const RestartAnnotation = "kedge.dev/certificates"
 
-// EtcdMember is one member of the etcd cluster.
-type EtcdMember struct {
-	Name string `json:"name"`
-	IP   string `json:"ip"`
-}
-
-// ControlPlaneImages are the control-plane components' images.
-type ControlPlaneImages struct {
-	Etcd              string `json:"etcd"`
-	APIServer         string `json:"apiServer"`
-	ControllerManager string `json:"controllerManager"`
-	Scheduler         string `json:"scheduler"`
-}
-
-func (in ControlPlaneInput) withDefaults() ControlPlaneInput {
+func controlPlaneWithDefaults(in ControlPlaneInput) ControlPlaneInput {
 	if len(in.EtcdMembers) == 0 {
 		in.EtcdMembers = []EtcdMember{{Name: in.Node, IP: in.NodeIP}}
 	}
@@ -97,7 +47,7 @@ func (in ControlPlaneInput) withDefaults() ControlPlaneInput {
 	return in
 }
 
-func (in ControlPlaneInput) validate() error {
+func validateControlPlane(in ControlPlaneInput) error {
 	var p problems
 	checkDNSName(&p, "node", in.Node)
 	checkIP(&p, "nodeIP", in.NodeIP)
@@ -161,8 +111,8 @@ func (in ControlPlaneInput) validate() error {
 // server certificate each node IP and 127.0.0.1, the API server's the node
 // IPs, the first IP of serviceCIDR and kubernetes.default.svc.
 func StaticPods(in ControlPlaneInput) (map[string][]byte, error) {
-	in = in.withDefaults()
-	if err := in.validate(); err != nil {
+	in = controlPlaneWithDefaults(in)
+	if err := validateControlPlane(in); err != nil {
 		return nil, err
 	}
 	pods := []*corev1.Pod{etcdPod(in), apiServerPod(in), controllerManagerPod(in), schedulerPod(in)}

@@ -24,30 +24,6 @@ const (
 // host.write-dropin writing /etc/systemd/system/kubelet.service.d/10-image.conf.
 const KubeletImageVariable = "KUBELET_IMAGE"
 
-// KubeletUnitInput describes kubelet.service for one node.
-type KubeletUnitInput struct {
-	// Runtime runs the kubelet container: "docker" (Flatcar Linux) or
-	// "podman" (Fedora CoreOS).
-	Runtime string `json:"runtime"`
-	// Image is the kubelet image, pinned by tag or digest. Its entrypoint
-	// is the kubelet (quay.io/poseidon/kubelet): the unit passes flags
-	// only, since the kubelet refuses positional arguments.
-	Image string `json:"image"`
-	// Node is the node's name in the cluster (--hostname-override).
-	Node string `json:"node"`
-	// Role is "controller" or "worker".
-	Role string `json:"role"`
-	// NodeIP is the address the node registers and serves on
-	// (--node-ip); empty lets the kubelet pick one, which on a host with
-	// several interfaces may be the wrong one.
-	NodeIP string `json:"nodeIP,omitempty"`
-	// NodeLabels are key=value labels the node registers with, after its
-	// role's label (ControllerLabel, WorkerLabel). Workers only. The
-	// taints a node registers with are in its KubeletConfiguration
-	// (KubeletConfigInput.NodeTaints).
-	NodeLabels []string `json:"nodeLabels,omitempty"`
-}
-
 // The label each node registers with for its role (--node-labels), as
 // Typhoon's nodes do: the kubelet may set node.kubernetes.io/ labels, not
 // node-role.kubernetes.io/ ones, which are left to the runbooks
@@ -57,7 +33,7 @@ const (
 	WorkerLabel     = "node.kubernetes.io/node"
 )
 
-func (in KubeletUnitInput) validate() error {
+func validateKubeletUnit(in KubeletUnitInput) error {
 	var p problems
 	checkRuntime(&p, "runtime", in.Runtime)
 	checkImage(&p, "image", in.Image)
@@ -198,7 +174,7 @@ func kubeletMounts(runtime string) []string {
 // the KubeletConfiguration's registerWithTaints. Host-specific settings
 // are the host's own drop-ins in KubeletConfigDropInDir (--config-dir).
 func KubeletUnit(in KubeletUnitInput) ([]byte, error) {
-	if err := in.validate(); err != nil {
+	if err := validateKubeletUnit(in); err != nil {
 		return nil, err
 	}
 	bin := runtimeBinaries[in.Runtime]

@@ -1,0 +1,22 @@
+package pki
+
+import api "kedge.dev/kedge/actions/pki"
+
+// Action names, declared in actions/pki.
+const (
+	AdoptAction       = api.AdoptAction
+	RenewAction       = api.RenewAction
+	CheckCALifeAction = api.CheckCALifeAction
+)
+
+// The actions' inputs and results, declared in actions/pki (but
+// RenewResult, which names host.FileReader).
+type (
+	AdoptInput        = api.AdoptInput
+	AdoptResult       = api.AdoptResult
+	RenewInput        = api.RenewInput
+	CheckCALifeInput  = api.CheckCALifeInput
+	CheckCALifeResult = api.CheckCALifeResult
+	NamedCA           = api.NamedCA
+	CALife            = api.CALife
+)
