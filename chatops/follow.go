@@ -17,6 +17,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"kedge.dev/kedge/workflows"
+
+	"kedge.dev/kedge/actions/errtype"
 )
 
 // The workflow and activity that post a run's progress to chat.
@@ -74,7 +76,7 @@ func Follow(ctx workflow.Context, in FollowInput) (FollowResult, error) {
 		HeartbeatTimeout:    time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
-			NonRetryableErrorTypes: []string{"InvalidInput"},
+			NonRetryableErrorTypes: []string{errtype.InvalidInput},
 		},
 	})
 	var res FollowResult
@@ -130,7 +132,7 @@ func (n *Notifier) log() *slog.Logger {
 // the result at the end.
 func (n *Notifier) Follow(ctx context.Context, in FollowInput) (FollowResult, error) {
 	if in.WorkflowID == "" || in.ResponseURL == "" {
-		return FollowResult{}, temporal.NewNonRetryableApplicationError("chat.follow needs a workflow ID and a response URL", "InvalidInput", nil)
+		return FollowResult{}, temporal.NewNonRetryableApplicationError("chat.follow needs a workflow ID and a response URL", errtype.InvalidInput, nil)
 	}
 	allowed := n.ResponseURLAllowed
 	if allowed == nil {

@@ -129,7 +129,7 @@ func (s *Server) prepare(req *startRequest) (workflows.RunbookInput, error) {
 	lib := &runbooks.Library{Dirs: s.Config.RunbookPath, Builtin: runbooks.Builtin}
 	loaded, err := lib.Load(req.Runbook, cluster)
 	if err != nil {
-		if strings.HasPrefix(err.Error(), "no runbook named") {
+		if errors.Is(err, runbooks.ErrNoRunbook) {
 			return in, refuse(http.StatusUnprocessableEntity, "no runbook named %q", req.Runbook)
 		}
 		s.log().Error("kedge webhook: invalid runbook", "runbook", req.Runbook, "error", err.Error())
@@ -140,8 +140,7 @@ func (s *Server) prepare(req *startRequest) (workflows.RunbookInput, error) {
 	}
 	params, err := runbooks.ResolveParams(loaded.Runbook, req.Params, cluster)
 	if err != nil {
-		msg := strings.ReplaceAll(err.Error(), "; set it with --set ", "; give it as ")
-		return in, refuse(http.StatusUnprocessableEntity, "bad params for %s:\n%s", req.Runbook, msg)
+		return in, refuse(http.StatusUnprocessableEntity, "bad params for %s:\n%s", req.Runbook, chatParamErrors(err))
 	}
 	in = workflows.RunbookInput{Runbook: *loaded.Runbook, Params: params, Cluster: *cluster, Children: map[string]runbooks.Runbook{}}
 	for name, child := range loaded.Children {
@@ -455,4 +454,23 @@ func urlHost(u string) string {
 	}
 	host, _, _ := strings.Cut(rest, "/")
 	return host
+}
+
+// chatParamErrors says what is wrong with a request's params the way chat
+// gives them: name=VALUE, not the CLI's --set.
+func chatParamErrors(err error) string {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	lines := make([]string, 0, len(errs))
+	for _, e := range errs {
+		var missing *runbooks.MissingParamError
+		if errors.As(e, &missing) {
+			lines = append(lines, fmt.Sprintf("runbook %s needs param %q (%s); give it as %s=VALUE", missing.Runbook, missing.Param, missing.Type, missing.Param))
+			continue
+		}
+		lines = append(lines, e.Error())
+	}
+	return strings.Join(lines, "\n")
 }

@@ -39,6 +39,9 @@ func (l *Library) LoadFile(path string, cluster *inventory.Cluster) (*Loaded, er
 	return lib.load(docs, cluster)
 }
 
+// ErrNoRunbook is wrapped by Load's error when no runbook has the name.
+var ErrNoRunbook = errors.New("no runbook")
+
 // Load loads a runbook by name.
 func (l *Library) Load(name string, cluster *inventory.Cluster) (*Loaded, error) {
 	docs, err := l.find(name)
@@ -46,7 +49,7 @@ func (l *Library) Load(name string, cluster *inventory.Cluster) (*Loaded, error)
 		return nil, err
 	}
 	if docs == nil {
-		return nil, fmt.Errorf("no runbook named %q (looked in %s)", name, l.where())
+		return nil, fmt.Errorf("%w named %q (looked in %s)", ErrNoRunbook, name, l.where())
 	}
 	return l.load(docs, cluster)
 }

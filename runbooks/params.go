@@ -158,6 +158,15 @@ func resolveNodes(sels []string, cluster *inventory.Cluster) ([]any, error) {
 	return out, nil
 }
 
+// MissingParamError is a required param that was not given.
+type MissingParamError struct {
+	Runbook, Param, Type string
+}
+
+func (e *MissingParamError) Error() string {
+	return fmt.Sprintf("runbook %s needs param %q (%s); set it with --set %s=VALUE", e.Runbook, e.Param, e.Type, e.Param)
+}
+
 // ResolveParams checks and types the values given for a runbook's params,
 // filling defaults. Unknown names, missing required params and bad values
 // are errors; all of them are reported together.
@@ -177,7 +186,7 @@ func ResolveParams(rb *Runbook, given map[string]any, cluster *inventory.Cluster
 		val, ok := given[p.Name]
 		if !ok {
 			if p.Required {
-				errs = append(errs, fmt.Errorf("runbook %s needs param %q (%s); set it with --set %s=VALUE", rb.Name, p.Name, p.Type, p.Name))
+				errs = append(errs, &MissingParamError{Runbook: rb.Name, Param: p.Name, Type: p.Type})
 				continue
 			}
 			if p.Default == nil {

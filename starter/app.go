@@ -87,6 +87,8 @@ func MainContext(ctx context.Context, args []string, stdio IO) int {
 		return exit.ExitCode()
 	}
 	fmt.Fprintf(stdio.Err, "kedge: %v\n", err)
+	// third-party message: urfave/cli (and the standard flag package under
+	// it) report usage errors as text only.
 	if strings.Contains(err.Error(), "flag provided but not defined") || strings.Contains(err.Error(), "Required flag") {
 		return ExitUsage
 	}
@@ -132,6 +134,8 @@ func deniedBecause(args []any) string {
 			continue
 		}
 		var pd *serviceerror.PermissionDenied
+		// third-party message: Temporal's PermissionDenied may or may not
+		// repeat its reason in its text.
 		if errors.As(err, &pd) && pd.Reason != "" && !strings.Contains(err.Error(), pd.Reason) {
 			return " (" + pd.Reason + ")"
 		}

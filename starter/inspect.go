@@ -17,9 +17,9 @@ import (
 
 	"kedge.dev/kedge/activities/host"
 	"kedge.dev/kedge/activities/kube"
-	"kedge.dev/kedge/internal/layout"
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/activities/vault"
+	"kedge.dev/kedge/internal/layout"
 	"kedge.dev/kedge/runbooks/inventory"
 )
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -15,6 +14,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"kedge.dev/kedge/workflows"
+
+	"go.temporal.io/sdk/temporal"
 )
 
 func urlPathEscape(s string) string { return url.PathEscape(s) }
@@ -150,8 +151,7 @@ func follow(c *cli.Context, cl client.Client, id, runID string) error {
 	}
 	pr.close() // the bars end above what follows
 	if runErr != nil {
-		var canceled interface{ Error() string }
-		if errors.As(runErr, &canceled) && strings.Contains(runErr.Error(), "canceled") {
+		if temporal.IsCanceledError(runErr) {
 			return cli.Exit(fmt.Sprintf("kedge: %s was cancelled", id), ExitFailed)
 		}
 		return cli.Exit(fmt.Sprintf("kedge: %s failed: %v", id, rootMessage(runErr)), ExitFailed)

@@ -13,6 +13,8 @@ import (
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/expr"
 	"kedge.dev/kedge/runbooks/inventory"
+
+	"kedge.dev/kedge/actions/errtype"
 )
 
 // Workflow types and the update a paused rollout waits for.
@@ -252,7 +254,7 @@ func (ro *rollout) start(ctx workflow.Context, sel workflow.Selector, item strin
 	}
 	if err != nil {
 		f, set := workflow.NewFuture(ctx)
-		set.SetError(temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err))
+		set.SetError(temporal.NewNonRetryableApplicationError(err.Error(), errtype.InvalidInput, err))
 		sel.AddFuture(f, func(f workflow.Future) { finish(RunbookResult{}, f.Get(ctx, nil)) })
 		return
 	}
@@ -271,9 +273,9 @@ func (ro *rollout) start(ctx workflow.Context, sel workflow.Selector, item strin
 	sel.AddFuture(f, func(f workflow.Future) {
 		var res RunbookResult
 		err := f.Get(ctx, &res)
-		if err != nil && strings.Contains(err.Error(), "already started") {
+		if temporal.IsWorkflowExecutionAlreadyStartedError(err) {
 			err = temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("another runbook is working on %s (workflow %s)", item, id), "NodeBusy", err)
+				fmt.Sprintf("another runbook is working on %s (workflow %s)", item, id), errtype.NodeBusy, err)
 		}
 		finish(res, err)
 	})

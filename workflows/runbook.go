@@ -13,6 +13,8 @@ import (
 	"kedge.dev/kedge/actions"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/expr"
+
+	"kedge.dev/kedge/actions/errtype"
 )
 
 // Runbook runs a runbook's DAG: every step whose needs are met starts at
@@ -271,7 +273,7 @@ func (r *run) runAction(ctx workflow.Context, i int, vars map[string]any) error 
 	s := r.steps[i]
 	action, ok := actions.Lookup(s.spec.Action)
 	if !ok {
-		return temporal.NewNonRetryableApplicationError("unknown action "+s.spec.Action, "InvalidInput", nil)
+		return temporal.NewNonRetryableApplicationError("unknown action "+s.spec.Action, errtype.InvalidInput, nil)
 	}
 	if !action.Target.NeedsOn() {
 		out, attempts, err := r.attempts(ctx, s, action, "", s.spec.With, vars)
@@ -284,7 +286,7 @@ func (r *run) runAction(ctx workflow.Context, i int, vars map[string]any) error 
 	}
 	hosts, single, err := runbooks.ResolveOn(s.spec.On, vars, &r.in.Cluster)
 	if err != nil {
-		return temporal.NewNonRetryableApplicationError("on: "+err.Error(), "InvalidInput", err)
+		return temporal.NewNonRetryableApplicationError("on: "+err.Error(), errtype.InvalidInput, err)
 	}
 	if len(hosts) == 0 {
 		return nil // nothing to do: an empty node list
@@ -361,7 +363,7 @@ func withHost(vars map[string]any, r *run, name string) map[string]any {
 func (r *run) attempts(ctx workflow.Context, s *stepRun, action actions.Action, host string, with map[string]any, vars map[string]any) (any, int, error) {
 	input, err := r.input(action, host, with, vars)
 	if err != nil {
-		return nil, 0, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err)
+		return nil, 0, temporal.NewNonRetryableApplicationError(err.Error(), errtype.InvalidInput, err)
 	}
 	return callAction(onSite(ctx, r.in.Cluster.TaskQueueFor(host)), s, action, host, input)
 }
@@ -495,15 +497,15 @@ func (r *run) runChild(ctx workflow.Context, i int, vars map[string]any) error {
 	s := r.steps[i]
 	child, ok := r.in.Children[s.spec.Runbook]
 	if !ok {
-		return temporal.NewNonRetryableApplicationError("runbook "+s.spec.Runbook+" was not loaded", "InvalidInput", nil)
+		return temporal.NewNonRetryableApplicationError("runbook "+s.spec.Runbook+" was not loaded", errtype.InvalidInput, nil)
 	}
 	with, err := expr.RenderValue(nonNil(s.spec.With), vars)
 	if err != nil {
-		return temporal.NewNonRetryableApplicationError("with: "+err.Error(), "InvalidInput", err)
+		return temporal.NewNonRetryableApplicationError("with: "+err.Error(), errtype.InvalidInput, err)
 	}
 	params, err := runbooks.ResolveParams(&child, with.(map[string]any), &r.in.Cluster)
 	if err != nil {
-		return temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err)
+		return temporal.NewNonRetryableApplicationError(err.Error(), errtype.InvalidInput, err)
 	}
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + s.spec.ID
 	s.p.Child = id
@@ -577,10 +579,10 @@ func (r *run) runRollout(ctx workflow.Context, i int, vars map[string]any) error
 	s := r.steps[i]
 	child, ok := r.in.Children[s.spec.Runbook]
 	if !ok {
-		return temporal.NewNonRetryableApplicationError("runbook "+s.spec.Runbook+" was not loaded", "InvalidInput", nil)
+		return temporal.NewNonRetryableApplicationError("runbook "+s.spec.Runbook+" was not loaded", errtype.InvalidInput, nil)
 	}
 	bad := func(err error) error {
-		return temporal.NewNonRetryableApplicationError("rollout: "+err.Error(), "InvalidInput", err)
+		return temporal.NewNonRetryableApplicationError("rollout: "+err.Error(), errtype.InvalidInput, err)
 	}
 	over, err := expr.RenderValue(s.spec.Rollout.Over, vars)
 	if err != nil {
@@ -662,7 +664,7 @@ func (r *run) undo(ctx workflow.Context) {
 // runUndoCall runs one rendered undo action with its step's retry policy.
 func runUndoCall(ctx workflow.Context, call UndoCall) error {
 	if call.Error != "" {
-		return temporal.NewNonRetryableApplicationError(call.Error, "InvalidInput", nil)
+		return temporal.NewNonRetryableApplicationError(call.Error, errtype.InvalidInput, nil)
 	}
 	action, _ := actions.Lookup(call.Action)
 	undoStep := &stepRun{spec: runbooks.Step{ID: call.Step + "-undo", Retry: call.Retry, Timeout: call.Timeout}, p: &StepProgress{}}
@@ -723,7 +725,7 @@ func (r *run) waitApproval(ctx workflow.Context, i int) error {
 		if s.decision.Comment != "" {
 			msg += ": " + s.decision.Comment
 		}
-		return temporal.NewNonRetryableApplicationError(msg, "ApprovalRejected", nil)
+		return temporal.NewNonRetryableApplicationError(msg, errtype.ApprovalRejected, nil)
 	}
 	return nil
 }

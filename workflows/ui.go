@@ -13,6 +13,8 @@ import (
 	"kedge.dev/kedge/runbooks/inventory"
 
 	"kedge.dev/kedge/actions"
+
+	"kedge.dev/kedge/actions/errtype"
 )
 
 // What the Temporal Web UI shows of a run, and how it is kept readable:
@@ -196,7 +198,7 @@ func runbookByName(ctx workflow.Context, args converter.EncodedValues) (RunbookR
 	var in RunbookInput
 	if err := args.Get(&in); err != nil || len(in.Runbook.Steps) == 0 {
 		return RunbookResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("workflow type %s is not a Kedge runbook: its input is no runbook", workflow.GetInfo(ctx).WorkflowType.Name), "InvalidInput", err)
+			fmt.Sprintf("workflow type %s is not a Kedge runbook: its input is no runbook", workflow.GetInfo(ctx).WorkflowType.Name), errtype.InvalidInput, err)
 	}
 	return Runbook(ctx, in)
 }

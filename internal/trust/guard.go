@@ -19,10 +19,12 @@ import (
 	"kedge.dev/kedge/activities/render"
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/runbooks/inventory"
+
+	"kedge.dev/kedge/actions/errtype"
 )
 
 // ErrType is the error type of a refused action. It is not retried.
-const ErrType = "CredentialRefused"
+const ErrType = errtype.CredentialRefused
 
 // Guard is the worker interceptor that checks each action's input against
 // the registry before the action runs.

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -63,7 +64,7 @@ func Parse(file string, data []byte) ([]Document, error) {
 		var n yaml.Node
 		err := dec.Decode(&n)
 		if err != nil {
-			if err.Error() == "EOF" {
+			if errors.Is(err, io.EOF) {
 				break
 			}
 			return nil, Errors{syntaxError(file, err)}
@@ -162,7 +163,7 @@ func boolInt(b bool) int {
 
 // syntaxError turns a yaml.v3 error ("yaml: line 3: ...") into a positioned one.
 func syntaxError(file string, err error) Error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg := strings.TrimPrefix(err.Error(), "yaml: ") // third-party message: gopkg.in/yaml.v3 has no typed syntax error
 	line := 1
 	if rest, ok := strings.CutPrefix(msg, "line "); ok {
 		if num, tail, ok := strings.Cut(rest, ":"); ok {

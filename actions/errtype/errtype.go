@@ -1,0 +1,100 @@
+// Package errtype names every error type Kedge's actions and workflows
+// fail with: the type of the Temporal application error, which the
+// workflow, `kedge watch`, chat and the runbooks' `retry` read. Each is
+// declared once, here; the packages that fail with one use these names.
+//
+// Whether a type is retried is decided where the error is made (a
+// non-retryable application error is never retried); the comments say
+// which way each goes.
+package errtype
+
+// Input and state refused before anything changes: not retried.
+const (
+	// InvalidInput: an input, param or `on:` the action cannot use.
+	InvalidInput = "InvalidInput"
+	// CheckFailed: a kedge.check condition was false.
+	CheckFailed = "CheckFailed"
+	// ApprovalRejected: an approver rejected a gate.
+	ApprovalRejected = "ApprovalRejected"
+	// NodeBusy: another runbook holds the node's lock.
+	NodeBusy = "NodeBusy"
+	// CredentialRefused: the run named a host, Vault or kubeconfig the
+	// worker does not serve.
+	CredentialRefused = "CredentialRefused"
+	// UnknownLayout: the host runs Kubernetes in a way Kedge does not know.
+	UnknownLayout = "UnknownLayout"
+	// NodeNameMismatch: the inventory's name is not the kubelet's Node name.
+	NodeNameMismatch = "NodeNameMismatch"
+	// Unreadable: a process could not read its new files as its own user.
+	Unreadable = "Unreadable"
+	// NotAdopted: the cluster's CA is not in Vault yet.
+	NotAdopted = "NotAdopted"
+	// CAWithinRenewalWindow: a CA ends before what it would issue.
+	CAWithinRenewalWindow = "CAWithinRenewalWindow"
+	// IssuerEnded: Vault's issuer has ended.
+	IssuerEnded = "IssuerEnded"
+	// ForeignIssuer: a certificate was not issued by the CA Kedge holds.
+	ForeignIssuer = "ForeignIssuer"
+	// ServiceAccountKeyMismatch: the API server signs with another key.
+	ServiceAccountKeyMismatch = "ServiceAccountKeyMismatch"
+	// DrainBlocked: a PodDisruptionBudget keeps pods on the node.
+	DrainBlocked = "DrainBlocked"
+	// EtcdQuorum: removing the member would lose etcd's quorum.
+	EtcdQuorum = "EtcdQuorum"
+)
+
+// SSH and the host.
+const (
+	// HostKeyMismatch: the host presented another key (not retried).
+	HostKeyMismatch = "HostKeyMismatch"
+	// HostUnknown: known_hosts has no key for the host (not retried).
+	HostUnknown = "HostUnknown"
+	// AuthFailed: the host refused the login (not retried).
+	AuthFailed = "AuthFailed"
+	// PrivilegeEscalationFailed: the login user cannot sudo -n (not retried).
+	PrivilegeEscalationFailed = "PrivilegeEscalationFailed"
+	// HostUnreachable: the host could not be dialled (retried).
+	HostUnreachable = "HostUnreachable"
+	// ConnectionLost: the connection dropped mid-action (retried).
+	ConnectionLost = "ConnectionLost"
+	// CommandFailed: a command exited non-zero (retried).
+	CommandFailed = "CommandFailed"
+	// CommandTimeout: a command did not finish in time (retried).
+	CommandTimeout = "CommandTimeout"
+	// FileNotFound: a file the action reads is not there.
+	FileNotFound = "FileNotFound"
+	// FileOperationFailed: an SFTP operation failed (retried).
+	FileOperationFailed = "FileOperationFailed"
+	// UnitFailed: a systemd unit did not settle active.
+	UnitFailed = "UnitFailed"
+	// NotInEffect: a change was written but the host does not run it.
+	NotInEffect = "NotInEffect"
+)
+
+// Kubernetes, Vault, etcd and TLS endpoints.
+const (
+	// KubernetesAPI: the API server failed a request (retried).
+	KubernetesAPI = "KubernetesAPI"
+	// NodeNotFound: no Node of that name.
+	NodeNotFound = "NodeNotFound"
+	// NodeNotReady: the Node did not become Ready in time.
+	NodeNotReady = "NodeNotReady"
+	// CrashLooping: a static pod's container keeps restarting.
+	CrashLooping = "CrashLooping"
+	// Vault: any other Vault failure (retried).
+	Vault = "Vault"
+	// VaultDenied: the token may not do this (403; not retried).
+	VaultDenied = "VaultDenied"
+	// VaultNotFound: nothing at that path (404; not retried).
+	VaultNotFound = "VaultNotFound"
+	// VaultConflict: Vault already keeps something else there.
+	VaultConflict = "VaultConflict"
+	// EtcdUnavailable: no etcd member answered (retried).
+	EtcdUnavailable = "EtcdUnavailable"
+	// EndpointUnreachable: a TLS endpoint could not be reached (retried).
+	EndpointUnreachable = "EndpointUnreachable"
+	// CertificateUntrusted: the endpoint's certificate does not verify.
+	CertificateUntrusted = "CertificateUntrusted"
+	// CertificateNotRenewed: the endpoint still serves the old certificate.
+	CertificateNotRenewed = "CertificateNotRenewed"
+)

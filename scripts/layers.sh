@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# layers.sh: the dependency rules of Kedge's packages (run by `make lint`).
+#
+# - The runbook language (runbooks/...) and the engine (workflows/...) link
+#   no I/O: no SSH, SFTP, Vault or Kubernetes client, and no activity
+#   package; actions are known to them only through the action table
+#   (actions/...), which is pure data.
+# - Nothing under activities/ imports the runbook language.
+# - The engine stays small: `go list -deps ./workflows` under MAX_DEPS.
+set -euo pipefail
+GO=${GO:-go}
+MAX_DEPS=${MAX_DEPS:-600}
+fail=0
+
+forbidden='^(golang\.org/x/crypto/ssh|github\.com/pkg/sftp|github\.com/hashicorp/vault/api|k8s\.io/client-go|k8s\.io/kubectl|kedge\.dev/kedge/activities)(/|$)'
+for pkg in ./workflows/... ./runbooks/... ./actions/...; do
+	# Each package's own dependency closure, so the message names the
+	# package that pulls the forbidden one in.
+	for p in $($GO list "$pkg"); do
+		bad=$($GO list -deps "$p" | grep -E "$forbidden" || true)
+		if [ -n "$bad" ]; then
+			echo "layers: $p links I/O or activity packages (only actions/... may describe actions to it):"
+			# The kedge packages that bring them in, and the first few
+			# forbidden ones.
+			echo "$bad" | grep '^kedge.dev/' | sed 's/^/  /' || true
+			echo "$bad" | grep -v '^kedge.dev/' | head -5 | sed 's/^/  /'
+			fail=1
+		fi
+	done
+done
+
+back=$($GO list -f '{{.ImportPath}}: {{join .Imports " "}}' ./activities/... | grep -E ' kedge\.dev/kedge/runbooks(/| |$)' || true)
+if [ -n "$back" ]; then
+	echo "layers: activity packages import the runbook language:"
+	echo "$back" | cut -d: -f1 | sed 's/^/  /'
+	fail=1
+fi
+
+n=$($GO list -deps ./workflows | wc -l)
+if [ "$n" -ge "$MAX_DEPS" ]; then
+	echo "layers: ./workflows links $n packages, the budget is under $MAX_DEPS"
+	fail=1
+fi
+exit $fail
