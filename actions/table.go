@@ -3,15 +3,14 @@ package actions
 import (
 	"time"
 
-	"kedge.dev/kedge/activities/assets"
-	"kedge.dev/kedge/activities/certinfo"
-	"kedge.dev/kedge/activities/check"
-	"kedge.dev/kedge/activities/etcd"
-	"kedge.dev/kedge/activities/host"
-	"kedge.dev/kedge/activities/kube"
-	"kedge.dev/kedge/activities/pki"
-	"kedge.dev/kedge/activities/render"
-	"kedge.dev/kedge/activities/vault"
+	"kedge.dev/kedge/actions/certinfo"
+	"kedge.dev/kedge/actions/check"
+	"kedge.dev/kedge/actions/etcd"
+	"kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/kube"
+	"kedge.dev/kedge/actions/pki"
+	"kedge.dev/kedge/actions/render"
+	"kedge.dev/kedge/actions/vault"
 )
 
 // table is every action, one row each.
@@ -115,20 +114,20 @@ var table = []Action{
 	describe(row{name: kube.SaveKubeconfigAction, doc: "write a kubeconfig where the inventory's kubernetes.kubeconfig names it, on the worker (mode 0600)",
 		in: kube.SaveKubeconfigInput{}, out: kube.ChangedResult{}, timeout: 30 * time.Second,
 		summary: `save the admin kubeconfig`}),
-	describe(row{name: assets.KubeconfigAction, doc: "render a kubeconfig (CA and a token or client certificate embedded)",
-		in: render.KubeconfigInput{}, out: assets.FileResult{}, timeout: 30 * time.Second,
+	describe(row{name: render.KubeconfigAction, doc: "render a kubeconfig (CA and a token or client certificate embedded)",
+		in: render.KubeconfigInput{}, out: render.FileResult{}, timeout: 30 * time.Second,
 		summary: `render kubeconfig{{with .In "node"}} for {{.}}{{end}}`}),
-	describe(row{name: assets.KubeletConfigAction, doc: "render the kubelet's KubeletConfiguration file",
-		in: render.KubeletConfigInput{}, out: assets.FileResult{}, timeout: 30 * time.Second,
+	describe(row{name: render.KubeletConfigAction, doc: "render the kubelet's KubeletConfiguration file",
+		in: render.KubeletConfigInput{}, out: render.FileResult{}, timeout: 30 * time.Second,
 		summary: `render kubelet-config{{with .In "node"}} for {{.}}{{end}}`}),
-	describe(row{name: assets.KubeletUnitAction, doc: "render kubelet.service: the kubelet run as a container of ${KUBELET_IMAGE}",
-		in: render.KubeletUnitInput{}, out: assets.FileResult{}, timeout: 30 * time.Second,
+	describe(row{name: render.KubeletUnitAction, doc: "render kubelet.service: the kubelet run as a container of ${KUBELET_IMAGE}",
+		in: render.KubeletUnitInput{}, out: render.FileResult{}, timeout: 30 * time.Second,
 		summary: `render kubelet-unit{{with .In "node"}} for {{.}}{{end}}`}),
-	describe(row{name: assets.BridgeCNIAction, doc: "render a node's CNI network: a bridge with addresses from the node's share of the pod network",
-		in: render.BridgeCNIInput{}, out: assets.FileResult{}, timeout: 30 * time.Second,
+	describe(row{name: render.BridgeCNIAction, doc: "render a node's CNI network: a bridge with addresses from the node's share of the pod network",
+		in: render.BridgeCNIInput{}, out: render.FileResult{}, timeout: 30 * time.Second,
 		summary: `render bridge-cni{{with .In "node"}} for {{.}}{{end}}`}),
-	describe(row{name: assets.StaticPodsAction, doc: "render the control plane's static pod manifests (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)",
-		in: render.ControlPlaneInput{}, out: assets.StaticPodsResult{}, timeout: 30 * time.Second,
+	describe(row{name: render.StaticPodsAction, doc: "render the control plane's static pod manifests (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)",
+		in: render.ControlPlaneInput{}, out: render.StaticPodsResult{}, timeout: 30 * time.Second,
 		summary: `render static-pods{{with .In "node"}} for {{.}}{{end}}`}),
 	describe(row{name: vault.IssueCertAction, doc: "issue a certificate and private key from the cluster's Vault PKI (the key stays sealed in Temporal)",
 		in: vault.IssueCertInput{}, out: vault.IssueCertResult{}, timeout: time.Minute,

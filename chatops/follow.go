@@ -16,9 +16,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"kedge.dev/kedge/workflows"
-
 	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/workflows"
 )
 
 // The workflow and activity that post a run's progress to chat.

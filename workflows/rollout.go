@@ -9,12 +9,11 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/internal/searchattr"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/expr"
 	"kedge.dev/kedge/runbooks/inventory"
-
-	"kedge.dev/kedge/actions/errtype"
 )
 
 // Workflow types and the update a paused rollout waits for.
@@ -408,7 +407,7 @@ func Compensate(ctx workflow.Context, calls []UndoCall) error {
 		}
 	}
 	if len(failed) > 0 {
-		return temporal.NewNonRetryableApplicationError("undo failed: "+strings.Join(failed, "; "), "UndoFailed", nil)
+		return temporal.NewNonRetryableApplicationError("undo failed: "+strings.Join(failed, "; "), errtype.UndoFailed, nil)
 	}
 	return nil
 }

@@ -11,10 +11,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"kedge.dev/kedge/actions"
+	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/expr"
-
-	"kedge.dev/kedge/actions/errtype"
 )
 
 // Runbook runs a runbook's DAG: every step whose needs are met starts at
@@ -715,7 +714,7 @@ func (r *run) waitApproval(ctx workflow.Context, i int) error {
 			return err
 		}
 		if !ok {
-			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("no decision within %s", s.spec.Timeout), "ApprovalTimeout", nil)
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("no decision within %s", s.spec.Timeout), errtype.ApprovalTimeout, nil)
 		}
 	} else if err := workflow.Await(ctx, cond); err != nil {
 		return err

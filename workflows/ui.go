@@ -8,11 +8,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"kedge.dev/kedge/actions"
 	"kedge.dev/kedge/internal/searchattr"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/inventory"
-
-	"kedge.dev/kedge/actions"
 
 	"kedge.dev/kedge/actions/errtype"
 )

@@ -16,6 +16,10 @@ const (
 	CheckFailed = "CheckFailed"
 	// ApprovalRejected: an approver rejected a gate.
 	ApprovalRejected = "ApprovalRejected"
+	// ApprovalTimeout: no decision came within the gate's timeout.
+	ApprovalTimeout = "ApprovalTimeout"
+	// UndoFailed: the undo of a failed or aborted run did not complete.
+	UndoFailed = "UndoFailed"
 	// NodeBusy: another runbook holds the node's lock.
 	NodeBusy = "NodeBusy"
 	// CredentialRefused: the run named a host, Vault or kubeconfig the

@@ -1,6 +1,7 @@
 package pki
 
 import (
+	"kedge.dev/kedge/actions/host"
 	"kedge.dev/kedge/actions/target"
 	"kedge.dev/kedge/internal/layout"
 )
@@ -63,4 +64,24 @@ type RenewInput struct {
 	// result lists each installed file with who reads it, for
 	// host.check-readable.
 	RunAs map[string]layout.RunAs `json:"runAs,omitempty" doc:"who each component runs as (host.layout's runAs); each installed file is listed in readers with who reads it (root when not given)"`
+}
+
+// RenewResult says what was renewed. Files, Backup, Created and Changed
+// are host.install-bundle's: host.restore-bundle undoes the renewal.
+type RenewResult struct {
+	Due     bool     `json:"due"`
+	Renewed []string `json:"renewed"`
+	// Etcd and ControlPlane say whose certificates changed: etcd's
+	// (restart etcd) or the API server's, controller-manager's or
+	// scheduler's (restart their static pods).
+	Etcd         bool     `json:"etcd"`
+	ControlPlane bool     `json:"controlPlane"`
+	Changed      bool     `json:"changed"`
+	Files        []string `json:"files"`
+	Backup       string   `json:"backup"`
+	Created      []string `json:"created"`
+	// Readers are the installed files, each with a process that reads
+	// it and who that runs as: host.check-readable checks them before
+	// anything restarts.
+	Readers []host.FileReader `json:"readers"`
 }

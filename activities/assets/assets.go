@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"kedge.dev/kedge/actions/errtype"
 	api "kedge.dev/kedge/actions/render"
 	"kedge.dev/kedge/activities/render"
 )
@@ -21,7 +21,7 @@ const (
 )
 
 // ErrTypeInvalidInput marks input a renderer refused; it is not retried.
-const ErrTypeInvalidInput = "InvalidInput"
+const ErrTypeInvalidInput = errtype.InvalidInput
 
 // The actions' results, declared in actions/render.
 type (
@@ -78,15 +78,4 @@ func classify(err error) error {
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, nil)
 	}
 	return err
-}
-
-// Register registers every render action.
-func Register(r interface {
-	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
-}) {
-	r.RegisterActivityWithOptions(Kubeconfig, activity.RegisterOptions{Name: KubeconfigAction})
-	r.RegisterActivityWithOptions(KubeletConfig, activity.RegisterOptions{Name: KubeletConfigAction})
-	r.RegisterActivityWithOptions(KubeletUnit, activity.RegisterOptions{Name: KubeletUnitAction})
-	r.RegisterActivityWithOptions(BridgeCNI, activity.RegisterOptions{Name: BridgeCNIAction})
-	r.RegisterActivityWithOptions(StaticPods, activity.RegisterOptions{Name: StaticPodsAction})
 }

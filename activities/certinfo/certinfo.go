@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	api "kedge.dev/kedge/actions/certinfo"
+	"kedge.dev/kedge/actions/errtype"
 )
 
 // CheckAction is the action name of Check.
@@ -24,12 +25,12 @@ const CheckAction = api.CheckAction
 
 // Error types.
 const (
-	ErrTypeInvalidInput = "InvalidInput"
-	ErrTypeUnreachable  = "EndpointUnreachable"
-	ErrTypeNotRenewed   = "CertificateNotRenewed"
+	ErrTypeInvalidInput = errtype.InvalidInput
+	ErrTypeUnreachable  = errtype.EndpointUnreachable
+	ErrTypeNotRenewed   = errtype.CertificateNotRenewed
 	// ErrTypeUntrusted: the endpoint serves a certificate that does not
 	// chain to the CA the step names. Not retried.
-	ErrTypeUntrusted = "CertificateUntrusted"
+	ErrTypeUntrusted = errtype.CertificateUntrusted
 )
 
 // Cert describes one certificate.
@@ -254,11 +255,4 @@ func duration(s string, def time.Duration) (time.Duration, error) {
 		return 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%q is not a duration", s), ErrTypeInvalidInput, nil)
 	}
 	return d, nil
-}
-
-// Register registers tls.check.
-func Register(r interface {
-	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
-}) {
-	r.RegisterActivityWithOptions(Check, activity.RegisterOptions{Name: CheckAction})
 }

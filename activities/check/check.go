@@ -8,10 +8,10 @@ package check
 import (
 	"context"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	api "kedge.dev/kedge/actions/check"
+	"kedge.dev/kedge/actions/errtype"
 )
 
 // Action is the action name, declared in actions/check.
@@ -26,14 +26,7 @@ type (
 // Check fails, without retry, when the condition is false.
 func Check(_ context.Context, in Input) (Result, error) {
 	if !in.That {
-		return Result{}, temporal.NewNonRetryableApplicationError(in.Message, "CheckFailed", nil)
+		return Result{}, temporal.NewNonRetryableApplicationError(in.Message, errtype.CheckFailed, nil)
 	}
 	return Result{Passed: true}, nil
-}
-
-// Register registers kedge.check.
-func Register(r interface {
-	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
-}) {
-	r.RegisterActivityWithOptions(Check, activity.RegisterOptions{Name: Action})
 }

@@ -14,9 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"kedge.dev/kedge/actions/errtype"
 	api "kedge.dev/kedge/actions/etcd"
 	"kedge.dev/kedge/activities/vault"
 )
@@ -26,12 +26,12 @@ const RemoveMemberAction = api.RemoveMemberAction
 
 // Error types.
 const (
-	ErrTypeInvalidInput = "InvalidInput"
+	ErrTypeInvalidInput = errtype.InvalidInput
 	// ErrTypeQuorum: removing the member would leave etcd without a
 	// quorum of healthy members, or without members. Not retried.
-	ErrTypeQuorum = "EtcdQuorum"
+	ErrTypeQuorum = errtype.EtcdQuorum
 	// ErrTypeUnavailable: no member answered. Retried.
-	ErrTypeUnavailable = "EtcdUnavailable"
+	ErrTypeUnavailable = errtype.EtcdUnavailable
 )
 
 // Activities are the etcd actions.
@@ -39,16 +39,6 @@ type Activities struct {
 	Vault *vault.Activities
 	// Timeout bounds each request to a member (default 5s).
 	Timeout time.Duration
-}
-
-// Registry is what Register needs of a Temporal worker.
-type Registry interface {
-	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
-}
-
-// Register registers the etcd actions under their names.
-func (a *Activities) Register(r Registry) {
-	r.RegisterActivityWithOptions(a.RemoveMember, activity.RegisterOptions{Name: RemoveMemberAction})
 }
 
 // RemoveMember's input and result, declared in actions/etcd.

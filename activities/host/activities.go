@@ -23,31 +23,6 @@ type Activities struct {
 	RunDir string
 }
 
-// Registry is what Register needs of a Temporal worker.
-type Registry interface {
-	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
-}
-
-// Register registers every host action under its action name.
-func (a *Activities) Register(r Registry) {
-	r.RegisterActivityWithOptions(a.Preflight, activity.RegisterOptions{Name: PreflightAction})
-	r.RegisterActivityWithOptions(a.Layout, activity.RegisterOptions{Name: LayoutAction})
-	r.RegisterActivityWithOptions(a.PullImage, activity.RegisterOptions{Name: PullImageAction})
-	r.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: RunAction})
-	r.RegisterActivityWithOptions(a.WriteFile, activity.RegisterOptions{Name: WriteFileAction})
-	r.RegisterActivityWithOptions(a.RestoreFile, activity.RegisterOptions{Name: RestoreFileAction})
-	r.RegisterActivityWithOptions(a.ReadFile, activity.RegisterOptions{Name: ReadFileAction})
-	r.RegisterActivityWithOptions(a.Systemd, activity.RegisterOptions{Name: SystemdAction})
-	r.RegisterActivityWithOptions(a.WriteDropIn, activity.RegisterOptions{Name: WriteDropInAction})
-	r.RegisterActivityWithOptions(a.CertInfo, activity.RegisterOptions{Name: CertInfoAction})
-	r.RegisterActivityWithOptions(a.InstallBundle, activity.RegisterOptions{Name: InstallBundleAction})
-	r.RegisterActivityWithOptions(a.RestoreBundle, activity.RegisterOptions{Name: RestoreBundleAction})
-	r.RegisterActivityWithOptions(a.RestartStaticPod, activity.RegisterOptions{Name: RestartStaticPodAction})
-	r.RegisterActivityWithOptions(a.KubeletFiles, activity.RegisterOptions{Name: KubeletFilesAction})
-	r.RegisterActivityWithOptions(a.CheckReadable, activity.RegisterOptions{Name: CheckReadableAction})
-	r.RegisterActivityWithOptions(a.PrepareNode, activity.RegisterOptions{Name: PrepareNodeAction})
-}
-
 // DefaultRunDir is RunDir's default: on tmpfs, cleared at boot.
 const DefaultRunDir = "/run/kedge"
 

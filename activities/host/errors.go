@@ -6,28 +6,29 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/activities/sshpool"
 )
 
 // Error types, as runbooks and operators see them.
 const (
-	ErrTypeHostKeyMismatch = "HostKeyMismatch"
-	ErrTypeHostUnknown     = "HostUnknown"
-	ErrTypeAuthFailed      = "AuthFailed"
-	ErrTypeUnreachable     = "HostUnreachable"
-	ErrTypeConnectionLost  = "ConnectionLost"
-	ErrTypeCommandFailed   = "CommandFailed"
-	ErrTypeCommandTimeout  = "CommandTimeout"
-	ErrTypeFileNotFound    = "FileNotFound"
-	ErrTypeUnitFailed      = "UnitFailed"
-	ErrTypeInvalidInput    = "InvalidInput"
+	ErrTypeHostKeyMismatch = errtype.HostKeyMismatch
+	ErrTypeHostUnknown     = errtype.HostUnknown
+	ErrTypeAuthFailed      = errtype.AuthFailed
+	ErrTypeUnreachable     = errtype.HostUnreachable
+	ErrTypeConnectionLost  = errtype.ConnectionLost
+	ErrTypeCommandFailed   = errtype.CommandFailed
+	ErrTypeCommandTimeout  = errtype.CommandTimeout
+	ErrTypeFileNotFound    = errtype.FileNotFound
+	ErrTypeUnitFailed      = errtype.UnitFailed
+	ErrTypeInvalidInput    = errtype.InvalidInput
 	// ErrTypePrivilege is a login user that cannot become root (sudo
 	// missing or wanting a password). Not retried.
-	ErrTypePrivilege = "PrivilegeEscalationFailed"
+	ErrTypePrivilege = errtype.PrivilegeEscalationFailed
 	// ErrTypeFileFailed is an SFTP operation the host refused (permission
 	// denied, no space left, not a directory...). Retryable: the step's
 	// retry policy decides.
-	ErrTypeFileFailed = "FileOperationFailed"
+	ErrTypeFileFailed = errtype.FileOperationFailed
 )
 
 // typedError carries a type for errors that arise in this package.

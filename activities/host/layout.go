@@ -10,17 +10,18 @@ import (
 
 	"github.com/pkg/sftp"
 
+	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/internal/layout"
 )
 
 // ErrTypeUnknownLayout is a host whose layout the runbook does not work
 // on. Not retried.
-const ErrTypeUnknownLayout = "UnknownLayout"
+const ErrTypeUnknownLayout = errtype.UnknownLayout
 
 // ErrTypeNodeNameMismatch is a host whose kubelet registers its Node
 // under another name than the inventory gives it (layout.CheckNodeName).
 // Not retried.
-const ErrTypeNodeNameMismatch = "NodeNameMismatch"
+const ErrTypeNodeNameMismatch = errtype.NodeNameMismatch
 
 // facts asks systemd about the units layout.Discover needs, and the
 // host's name. Constant: nothing from the input reaches the shell.

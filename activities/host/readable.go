@@ -10,12 +10,13 @@ import (
 
 	"github.com/pkg/sftp"
 
+	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/activities/sshpool"
 )
 
 // ErrTypeUnreadable is a file a process that reads it could not read as
 // the user it runs as. Not retried.
-const ErrTypeUnreadable = "Unreadable"
+const ErrTypeUnreadable = errtype.Unreadable
 
 // CheckReadable checks that each process can read its files as the user it
 // runs as (host.check-readable): each file is opened for reading under

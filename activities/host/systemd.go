@@ -14,6 +14,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/internal/layout"
 )
 
@@ -205,7 +206,7 @@ fi
 // ErrTypeNotInEffect is a unit whose Environment, as systemd reports it
 // after a daemon-reload, is not what was written: another drop-in
 // overrides it. Not retried.
-const ErrTypeNotInEffect = "NotInEffect"
+const ErrTypeNotInEffect = errtype.NotInEffect
 
 // checkEnvironment reloads systemd (when asked) and compares the
 // Environment it reports for the unit with in.ExpectEnvironment.

@@ -22,15 +22,17 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/kubectl/pkg/drain"
+
+	"kedge.dev/kedge/actions/errtype"
 )
 
 // Error types.
 const (
-	ErrTypeDrainBlocked = "DrainBlocked"
-	ErrTypeNodeNotFound = "NodeNotFound"
-	ErrTypeNotReady     = "NodeNotReady"
-	ErrTypeAPI          = "KubernetesAPI"
-	ErrTypeInvalidInput = "InvalidInput"
+	ErrTypeDrainBlocked = errtype.DrainBlocked
+	ErrTypeNodeNotFound = errtype.NodeNotFound
+	ErrTypeNotReady     = errtype.NodeNotReady
+	ErrTypeAPI          = errtype.KubernetesAPI
+	ErrTypeInvalidInput = errtype.InvalidInput
 )
 
 // Activities are the Kubernetes actions. Clients are built once per
@@ -47,31 +49,6 @@ type Activities struct {
 
 	mu    sync.Mutex
 	cache map[Cluster]kubernetes.Interface
-}
-
-// Registry is what Register needs of a Temporal worker.
-type Registry interface {
-	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
-}
-
-// Register registers every Kubernetes action under its name.
-func (a *Activities) Register(r Registry) {
-	r.RegisterActivityWithOptions(a.Cordon, activity.RegisterOptions{Name: CordonAction})
-	r.RegisterActivityWithOptions(a.Uncordon, activity.RegisterOptions{Name: UncordonAction})
-	r.RegisterActivityWithOptions(a.Drain, activity.RegisterOptions{Name: DrainAction})
-	r.RegisterActivityWithOptions(a.DeleteNode, activity.RegisterOptions{Name: DeleteNodeAction})
-	r.RegisterActivityWithOptions(a.GetNode, activity.RegisterOptions{Name: GetNodeAction})
-	r.RegisterActivityWithOptions(a.WaitNode, activity.RegisterOptions{Name: WaitNodeAction})
-	r.RegisterActivityWithOptions(a.LabelTaint, activity.RegisterOptions{Name: LabelTaintAction})
-	r.RegisterActivityWithOptions(a.CreateBootstrapToken, activity.RegisterOptions{Name: CreateBootstrapTokenAction})
-	r.RegisterActivityWithOptions(a.DeleteBootstrapToken, activity.RegisterOptions{Name: DeleteBootstrapTokenAction})
-	r.RegisterActivityWithOptions(a.BootstrapRBAC, activity.RegisterOptions{Name: BootstrapRBACAction})
-	r.RegisterActivityWithOptions(a.WaitAPIServer, activity.RegisterOptions{Name: WaitAPIServerAction})
-	r.RegisterActivityWithOptions(a.ClusterInfo, activity.RegisterOptions{Name: ClusterInfoAction})
-	r.RegisterActivityWithOptions(a.SaveKubeconfig, activity.RegisterOptions{Name: SaveKubeconfigAction})
-	r.RegisterActivityWithOptions(a.InstallKubeProxy, activity.RegisterOptions{Name: InstallKubeProxyAction})
-	r.RegisterActivityWithOptions(a.WaitStaticPod, activity.RegisterOptions{Name: WaitStaticPodAction})
-	r.RegisterActivityWithOptions(a.CheckServiceAccountKey, activity.RegisterOptions{Name: CheckServiceAccountKeyAction})
 }
 
 func (a *Activities) client(ctx context.Context, c Cluster) (kubernetes.Interface, error) {

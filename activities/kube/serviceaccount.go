@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"kedge.dev/kedge/actions/errtype"
 	api "kedge.dev/kedge/actions/kube"
 )
 
@@ -31,7 +32,7 @@ const CheckServiceAccountKeyAction = api.CheckServiceAccountKeyAction
 
 // ErrTypeKeyMismatch: the API server signs service-account tokens with
 // another key than the one given. Not retried.
-const ErrTypeKeyMismatch = "ServiceAccountKeyMismatch"
+const ErrTypeKeyMismatch = errtype.ServiceAccountKeyMismatch
 
 // CheckServiceAccountKey's input and result, declared in actions/kube.
 type (

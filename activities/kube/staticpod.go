@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"kedge.dev/kedge/actions/errtype"
 	api "kedge.dev/kedge/actions/kube"
 	"kedge.dev/kedge/internal/layout"
 )
@@ -92,7 +93,7 @@ func (a *Activities) WaitStaticPod(ctx context.Context, in WaitStaticPodInput) (
 
 // ErrTypeCrashLooping is a static pod whose container keeps exiting. Not
 // retried.
-const ErrTypeCrashLooping = "CrashLooping"
+const ErrTypeCrashLooping = errtype.CrashLooping
 
 // DefaultMaxRestarts is how many times a container may exit before
 // kube.wait-static-pod calls it crash-looping.

@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/temporal"
+
+	"kedge.dev/kedge/actions/errtype"
 )
 
 // ErrTypeCAWithinWindow is a CA that ends within the renewal window: what
 // is renewed from it cannot outlive it, so it must be rotated first. Not
 // retried.
-const ErrTypeCAWithinWindow = "CAWithinRenewalWindow"
+const ErrTypeCAWithinWindow = errtype.CAWithinRenewalWindow
 
 // CARotationRunbook rotates a cluster's CA (a later issue): what
 // cert-renewal's refusal names.

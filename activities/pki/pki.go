@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/activities/host"
 	"kedge.dev/kedge/activities/vault"
 	"kedge.dev/kedge/internal/layout"
@@ -20,10 +20,10 @@ import (
 
 // Error types.
 const (
-	ErrTypeInvalidInput = "InvalidInput"
+	ErrTypeInvalidInput = errtype.InvalidInput
 	// ErrTypeForeignIssuer: a certificate on the host was issued by a CA
 	// the cluster's Vault does not hold. Not retried.
-	ErrTypeForeignIssuer = "ForeignIssuer"
+	ErrTypeForeignIssuer = errtype.ForeignIssuer
 )
 
 // Activities are the pki actions. They reach hosts through the host
@@ -31,18 +31,6 @@ const (
 type Activities struct {
 	Hosts *host.Activities
 	Vault *vault.Activities
-}
-
-// Registry is what Register needs of a Temporal worker.
-type Registry interface {
-	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
-}
-
-// Register registers the pki actions under their names.
-func (a *Activities) Register(r Registry) {
-	r.RegisterActivityWithOptions(a.Adopt, activity.RegisterOptions{Name: AdoptAction})
-	r.RegisterActivityWithOptions(a.RenewInPlace, activity.RegisterOptions{Name: RenewAction})
-	r.RegisterActivityWithOptions(CheckCALife, activity.RegisterOptions{Name: CheckCALifeAction})
 }
 
 // Where a cluster's CAs and keys are kept in Vault's KV: the paths

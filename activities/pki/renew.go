@@ -19,26 +19,6 @@ import (
 	"kedge.dev/kedge/internal/layout"
 )
 
-// RenewResult says what was renewed. Files, Backup, Created and Changed
-// are host.install-bundle's: host.restore-bundle undoes the renewal.
-type RenewResult struct {
-	Due     bool     `json:"due"`
-	Renewed []string `json:"renewed"`
-	// Etcd and ControlPlane say whose certificates changed: etcd's
-	// (restart etcd) or the API server's, controller-manager's or
-	// scheduler's (restart their static pods).
-	Etcd         bool     `json:"etcd"`
-	ControlPlane bool     `json:"controlPlane"`
-	Changed      bool     `json:"changed"`
-	Files        []string `json:"files"`
-	Backup       string   `json:"backup"`
-	Created      []string `json:"created"`
-	// Readers are the installed files, each with a process that reads
-	// it and who that runs as: host.check-readable checks them before
-	// anything restarts.
-	Readers []host.FileReader `json:"readers"`
-}
-
 // credential is one certificate on the host and where its key lives:
 // a certificate and key file (the same file when they share one), or a
 // kubeconfig with both embedded.

@@ -9,12 +9,12 @@ const (
 	CheckCALifeAction = api.CheckCALifeAction
 )
 
-// The actions' inputs and results, declared in actions/pki (but
-// RenewResult, which names host.FileReader).
+// The actions' inputs and results, declared in actions/pki.
 type (
 	AdoptInput        = api.AdoptInput
 	AdoptResult       = api.AdoptResult
 	RenewInput        = api.RenewInput
+	RenewResult       = api.RenewResult
 	CheckCALifeInput  = api.CheckCALifeInput
 	CheckCALifeResult = api.CheckCALifeResult
 	NamedCA           = api.NamedCA

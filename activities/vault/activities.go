@@ -15,18 +15,18 @@ import (
 	"time"
 
 	vaultapi "github.com/hashicorp/vault/api"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/internal/secretfile"
 )
 
 // Error types.
 const (
-	ErrTypeInvalidInput = "InvalidInput"
-	ErrTypeDenied       = "VaultDenied"   // 403: the token may not do this; not retried
-	ErrTypeNotFound     = "VaultNotFound" // 404; not retried
-	ErrTypeVault        = "Vault"         // anything else; retried
+	ErrTypeInvalidInput = errtype.InvalidInput
+	ErrTypeDenied       = errtype.VaultDenied   // 403: the token may not do this; not retried
+	ErrTypeNotFound     = errtype.VaultNotFound // 404; not retried
+	ErrTypeVault        = errtype.Vault         // anything else; retried
 )
 
 // Activities are the Vault actions. Clients are built once per Vault
@@ -36,19 +36,6 @@ type Activities struct {
 	mu      sync.Mutex
 	clients map[string]*vaultapi.Client
 	certs   map[string]loginCert // SSH login certificates, by CA and user
-}
-
-// Registry is what Register needs of a Temporal worker.
-type Registry interface {
-	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
-}
-
-// Register registers every Vault action under its name.
-func (a *Activities) Register(r Registry) {
-	r.RegisterActivityWithOptions(a.IssueCert, activity.RegisterOptions{Name: IssueCertAction})
-	r.RegisterActivityWithOptions(a.ReadSecret, activity.RegisterOptions{Name: ReadSecretAction})
-	r.RegisterActivityWithOptions(a.ClusterCA, activity.RegisterOptions{Name: ClusterCAAction})
-	r.RegisterActivityWithOptions(a.KeyPair, activity.RegisterOptions{Name: KeyPairAction})
 }
 
 func invalid(msg string) error {

@@ -11,15 +11,17 @@ import (
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
+
+	"kedge.dev/kedge/actions/errtype"
 )
 
 // ErrTypeConflict: Vault already keeps a different CA or key at the path.
 // Kedge never replaces a cluster's CA; not retried.
-const ErrTypeConflict = "VaultConflict"
+const ErrTypeConflict = errtype.VaultConflict
 
 // ErrTypeNotAdopted: a step wants the CA of a cluster Kedge adopted and
 // Vault keeps none. Not retried.
-const ErrTypeNotAdopted = "NotAdopted"
+const ErrTypeNotAdopted = errtype.NotAdopted
 
 // ImportCAInput is a CA a cluster already has, to be kept in Vault.
 type ImportCAInput struct {

@@ -11,11 +11,13 @@ import (
 
 	vaultapi "github.com/hashicorp/vault/api"
 	"go.temporal.io/sdk/temporal"
+
+	"kedge.dev/kedge/actions/errtype"
 )
 
 // ErrTypeIssuerEnded is an issuer (or a notAfter asked) that has already
 // ended: nothing it signs could be valid. Not retried.
-const ErrTypeIssuerEnded = "IssuerEnded"
+const ErrTypeIssuerEnded = errtype.IssuerEnded
 
 // lifetime is what to ask Vault for a certificate that should last ttl (0:
 // the role's) and must not end after limit (zero: no limit known): the

@@ -15,12 +15,11 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
 
+	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/activities/kube"
 	"kedge.dev/kedge/activities/render"
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/runbooks/inventory"
-
-	"kedge.dev/kedge/actions/errtype"
 )
 
 // ErrType is the error type of a refused action. It is not retried.
