@@ -84,6 +84,7 @@ lint: tools
 	$(TOOLS)/workflowcheck -config workflowcheck.config.yaml ./workflows/...
 	GO=$(GO) bash scripts/layers.sh
 	bash scripts/errtext.sh
+	$(GO) run ./internal/lint/samebody .
 
 ## record-histories: re-record the replay-test histories from real runs (after a deliberate workflow change)
 record-histories: deps

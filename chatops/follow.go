@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/internal/runs"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -168,7 +169,7 @@ func (n *Notifier) Follow(ctx context.Context, in FollowInput) (FollowResult, er
 			activity.RecordHeartbeat(ctx, st)
 			return FollowResult{Posts: st.Posts, State: state}, nil
 		}
-		if p, err := queryProgress(ctx, n.Client, in.WorkflowID, in.RunID); err == nil {
+		if p, err := runs.Progress(ctx, n.Client, in.WorkflowID, in.RunID); err == nil {
 			n.postChanges(ctx, in, &st, p, every)
 		}
 		select {
@@ -182,7 +183,7 @@ func (n *Notifier) Follow(ctx context.Context, in FollowInput) (FollowResult, er
 
 // postChanges posts new pauses, and progress when top-level steps finished.
 func (n *Notifier) postChanges(ctx context.Context, in FollowInput, st *followState, p workflows.Progress, every time.Duration) {
-	pauses := findPauses(ctx, n.Client, p, in.WorkflowID, 0)
+	pauses := runs.FindPauses(ctx, n.Client, p, in.WorkflowID)
 	if key := pausesKey(pauses); key != st.PauseKey {
 		st.PauseKey = key
 		for _, pa := range pauses {
@@ -213,7 +214,7 @@ func (n *Notifier) postResult(ctx context.Context, in FollowInput, st *followSta
 	runErr := n.Client.GetWorkflow(ctx, in.WorkflowID, in.RunID).Get(ctx, &res)
 	p := res.Progress
 	if runErr != nil || len(p.Steps) == 0 {
-		if q, err := queryProgress(ctx, n.Client, in.WorkflowID, in.RunID); err == nil {
+		if q, err := runs.Progress(ctx, n.Client, in.WorkflowID, in.RunID); err == nil {
 			p = q
 		}
 	}
@@ -229,7 +230,7 @@ func (n *Notifier) postResult(ctx context.Context, in FollowInput, st *followSta
 	}
 	msg := ""
 	if runErr != nil && p.State != workflows.StateCancelled {
-		msg = rootMessage(runErr)
+		msg = runs.RootMessage(runErr)
 	}
 	var took time.Duration
 	if !p.StartedAt.IsZero() && closed.After(p.StartedAt) {

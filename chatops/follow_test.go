@@ -3,6 +3,7 @@ package chatops
 import (
 	"encoding/json"
 	"io"
+	"kedge.dev/kedge/internal/runs"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -88,7 +89,7 @@ func TestNotifierSpendsTheResponseURLWisely(t *testing.T) {
 	}
 	old := in
 	old.StartedAt = time.Now().Add(-31 * time.Minute)
-	if !n.post(t.Context(), old, &followState{}, pauseMessage(old, Pause{Kind: PauseApproval, Target: "w", Step: "gate"}), 1) {
+	if !n.post(t.Context(), old, &followState{}, pauseMessage(old, runs.Pause{Kind: runs.PauseApproval, Target: "w", Step: "gate"}), 1) {
 		t.Error("the bot token was not used once the response_url expired")
 	}
 	hooks, api := f.counts()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"kedge.dev/kedge/internal/runs"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -27,7 +28,7 @@ const (
 // and the pause the button decides.
 type ButtonValue struct {
 	Workflow string `json:"w"`
-	Pause
+	runs.Pause
 }
 
 // esc escapes text for Slack's mrkdwn.
@@ -118,10 +119,10 @@ func clipText(s string, n int) string {
 
 // pauseMessage asks for a decision at a pause, with Continue and Abort
 // buttons.
-func pauseMessage(in FollowInput, p Pause) *slack.WebhookMessage {
+func pauseMessage(in FollowInput, p runs.Pause) *slack.WebhookMessage {
 	var text string
 	switch p.Kind {
-	case PauseApproval:
+	case runs.PauseApproval:
 		text = fmt.Sprintf(":double_vertical_bar: *%s* on *%s* waits for approval at `%s`: %s",
 			esc(in.Runbook), esc(in.Cluster), esc(p.Step), esc(p.Prompt))
 	default:
@@ -142,7 +143,7 @@ func pauseMessage(in FollowInput, p Pause) *slack.WebhookMessage {
 	abort := slack.NewButtonBlockElement(ActionAbort, string(value), slack.NewTextBlockObject(slack.PlainTextType, "Abort", false, false))
 	abort.Style = slack.StyleDanger
 	confirm := "Abort the rollout and undo the nodes it completed?"
-	if p.Kind == PauseApproval {
+	if p.Kind == runs.PauseApproval {
 		confirm = "Reject this step? The runbook fails and undoes what it did."
 	}
 	abort.Confirm = slack.NewConfirmationBlockObject(

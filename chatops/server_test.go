@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"kedge.dev/kedge/internal/runs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -339,7 +340,7 @@ func TestRunIDsNameTheRequest(t *testing.T) {
 
 func TestPauseMessageCarriesItsPause(t *testing.T) {
 	in := FollowInput{WorkflowID: "kubelet-image-swap/mercury", Runbook: "kubelet-image-swap", Cluster: "mercury", Link: "http://ui/x"}
-	pa := Pause{Kind: PauseRollout, Target: "kubelet-image-swap/mercury/workers", Step: "workers", Seq: 1, Prompt: "paused: 1 failed, budget 0",
+	pa := runs.Pause{Kind: runs.PauseRollout, Target: "kubelet-image-swap/mercury/workers", Step: "workers", Seq: 1, Prompt: "paused: 1 failed, budget 0",
 		Failed: []string{"worker-2: DrainBlocked <pdb>"}}
 	m := pauseMessage(in, pa)
 	raw, err := json.Marshal(m)
@@ -366,7 +367,7 @@ func TestPauseMessageCarriesItsPause(t *testing.T) {
 	if err := json.Unmarshal(raw, &back); err != nil || len(back.Blocks) != 2 || len(back.Blocks[1].Elements) != 2 {
 		t.Fatalf("blocks: %v %s", err, s)
 	}
-	if err := json.Unmarshal([]byte(back.Blocks[1].Elements[0].Value), &v); err != nil || v.Workflow != in.WorkflowID || !v.same(pa) {
+	if err := json.Unmarshal([]byte(back.Blocks[1].Elements[0].Value), &v); err != nil || v.Workflow != in.WorkflowID || !v.Same(pa) {
 		t.Errorf("button value %q -> %+v, %v", back.Blocks[1].Elements[0].Value, v, err)
 	}
 }

@@ -2,6 +2,7 @@ package chatops
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -19,6 +20,7 @@ import (
 	"github.com/slack-go/slack"
 	"go.temporal.io/api/workflowservice/v1"
 
+	"kedge.dev/kedge/internal/runs"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -202,7 +204,7 @@ func (s *Server) readable(ctx context.Context, sub Subject, id string, verb Verb
 		}
 		return "", workflows.Progress{}, err
 	}
-	p, err := queryProgress(ctx, s.Client, top, "")
+	p, err := runs.Progress(ctx, s.Client, top, "")
 	if err != nil {
 		return "", p, fmt.Errorf("query %s: %w", top, err)
 	}
@@ -238,7 +240,7 @@ func (s *Server) slackStatus(ctx context.Context, sub Subject, id string) (*slac
 	items := rolloutItems(ctx, s.Client, p)
 	lines := []string{fmt.Sprintf("%s *%s* on *%s*: %s (started %s)", stateIcon(p.State), esc(p.Runbook), esc(p.Cluster), p.State, p.StartedAt.UTC().Format(time.RFC3339))}
 	lines = append(lines, stepLines(p, items)...)
-	for _, pa := range findPauses(ctx, s.Client, p, top, 0) {
+	for _, pa := range runs.FindPauses(ctx, s.Client, p, top) {
 		lines = append(lines, fmt.Sprintf(":double_vertical_bar: waits for a decision at `%s`: /kedge approve %s or /kedge abort %s", esc(pa.Step), esc(top), esc(top)))
 	}
 	lines = append(lines, slackLink(s.link(top, ""), top))
@@ -255,9 +257,9 @@ func (s *Server) slackDecide(ctx context.Context, sub Subject, id string, procee
 		s.audit(sub, action, outcomeOf(err), err.Error(), "workflowId", id)
 		return nil, err
 	}
-	pauses := findPauses(ctx, s.Client, p, top, 0)
+	pauses := runs.FindPauses(ctx, s.Client, p, top)
 	if id != top {
-		pauses = slices.DeleteFunc(pauses, func(pa Pause) bool { return pa.Target != id })
+		pauses = slices.DeleteFunc(pauses, func(pa runs.Pause) bool { return pa.Target != id })
 	}
 	switch len(pauses) {
 	case 0:
@@ -275,10 +277,10 @@ func (s *Server) slackDecide(ctx context.Context, sub Subject, id string, procee
 		return nil, err
 	}
 	pa := pauses[0]
-	d, err := decide(ctx, s.Client, pa, proceed, sub.String(), "from Slack: /kedge "+action, updateID)
+	d, err := runs.Decide(ctx, s.Client, pa, proceed, sub.String(), "from Slack: /kedge "+action, updateID)
 	if err != nil {
 		s.audit(sub, action, "failed", err.Error(), "workflowId", pa.Target, "step", pa.Step)
-		return nil, refuse(http.StatusConflict, "%s %s: %s", action, pa.Target, rootMessage(err))
+		return nil, refuse(http.StatusConflict, "%s %s: %s", action, pa.Target, runs.RootMessage(err))
 	}
 	s.audit(sub, action, "allowed", "", "workflowId", pa.Target, "step", pa.Step, "decision", d.Decision, "runbook", p.Runbook, "cluster", p.Cluster)
 	return textMessage(inChannel, fmt.Sprintf("%s <@%s> %s `%s` of *%s* on *%s* · %s",
@@ -290,16 +292,6 @@ func decisionIcon(proceed bool) string {
 		return ":arrow_forward:"
 	}
 	return ":octagonal_sign:"
-}
-
-func rootMessage(err error) string {
-	for {
-		next := errors.Unwrap(err)
-		if next == nil {
-			return err.Error()
-		}
-		err = next
-	}
 }
 
 // listLimit bounds the runs /kedge list shows.
@@ -364,7 +356,7 @@ func (s *Server) interactive(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "malformed interaction payload", http.StatusBadRequest)
 		return
 	}
-	sub := Subject{Source: SourceSlack, UserID: ic.User.ID, UserName: cmpOr(ic.User.Name, ic.User.Username), ChannelID: cmpOr(ic.Channel.ID, ic.Container.ChannelID)}
+	sub := Subject{Source: SourceSlack, UserID: ic.User.ID, UserName: cmp.Or(ic.User.Name, ic.User.Username), ChannelID: cmp.Or(ic.Channel.ID, ic.Container.ChannelID)}
 	var act *slack.BlockAction
 	for _, a := range ic.ActionCallback.BlockActions {
 		if a.ActionID == ActionContinue || a.ActionID == ActionAbort {
@@ -379,7 +371,7 @@ func (s *Server) interactive(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(HeaderOutcome, "invalid")
 		http.Error(w, "not a Kedge button click", http.StatusBadRequest)
 		return
-	case json.Unmarshal([]byte(act.Value), &v) != nil || v.Workflow == "" || v.Target == "" || (v.Kind != PauseRollout && v.Kind != PauseApproval):
+	case json.Unmarshal([]byte(act.Value), &v) != nil || v.Workflow == "" || v.Target == "" || (v.Kind != runs.PauseRollout && v.Kind != runs.PauseApproval):
 		s.audit(sub, "click", "invalid", "malformed button value")
 		w.Header().Set(HeaderOutcome, "invalid")
 		http.Error(w, "malformed button value", http.StatusBadRequest)
@@ -412,9 +404,9 @@ func (s *Server) click(ctx context.Context, sub Subject, v ButtonValue, proceed 
 	if top != v.Workflow {
 		return fail(refuse(http.StatusBadRequest, "the button names %s, which is not a runbook started by a person", v.Workflow))
 	}
-	var pa *Pause
-	for _, cand := range findPauses(ctx, s.Client, p, top, 0) {
-		if cand.same(v.Pause) {
+	var pa *runs.Pause
+	for _, cand := range runs.FindPauses(ctx, s.Client, p, top) {
+		if cand.Same(v.Pause) {
 			pa = &cand
 			break
 		}
@@ -422,9 +414,9 @@ func (s *Server) click(ctx context.Context, sub Subject, v ButtonValue, proceed 
 	if pa == nil {
 		return fail(refuse(http.StatusConflict, "%s no longer waits for this decision (it was decided, or it paused again since: use the newest buttons)", top))
 	}
-	d, err := decide(ctx, s.Client, *pa, proceed, sub.String(), "from Slack", updateID)
+	d, err := runs.Decide(ctx, s.Client, *pa, proceed, sub.String(), "from Slack", updateID)
 	if err != nil {
-		return fail(refuse(http.StatusConflict, "%s %s: %s", action, pa.Target, rootMessage(err)))
+		return fail(refuse(http.StatusConflict, "%s %s: %s", action, pa.Target, runs.RootMessage(err)))
 	}
 	s.audit(sub, action, "allowed", "", "workflowId", pa.Target, "step", pa.Step, "decision", d.Decision, "runbook", p.Runbook, "cluster", p.Cluster)
 	m := textMessage(inChannel, fmt.Sprintf("%s <@%s> %s `%s` of *%s* on *%s* · %s",
@@ -444,13 +436,6 @@ func (s *Server) postAsync(responseURL string, m *slack.WebhookMessage) {
 			s.log().Warn("kedge webhook: posting to a response_url failed", "host", urlHost(responseURL), "error", err.Error())
 		}
 	}()
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // noRedirects is hc (or a client with timeout) that does not follow

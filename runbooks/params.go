@@ -3,6 +3,7 @@ package runbooks
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -173,7 +174,7 @@ func (e *MissingParamError) Error() string {
 func ResolveParams(rb *Runbook, given map[string]any, cluster *inventory.Cluster) (map[string]any, error) {
 	var errs []error
 	out := map[string]any{}
-	for _, name := range sortedKeys(given) {
+	for _, name := range slices.Sorted(maps.Keys(given)) {
 		if !slices.ContainsFunc(rb.Params, func(p Param) bool { return p.Name == name }) {
 			var names []string
 			for _, p := range rb.Params {

@@ -1,6 +1,7 @@
 package runbooks
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"slices"
@@ -111,11 +112,11 @@ func makePlan(rb *Runbook, children map[string]*Runbook, params map[string]any, 
 			if anyReadsSteps(s.With) {
 				ps.Deferred = "params come from an earlier step's outputs"
 			} else {
-				with, err := expr.RenderValue(anyMap(s.With), itemVars)
+				with, err := expr.RenderWith(s.With, itemVars)
 				if err != nil {
 					return nil, fmt.Errorf("step %s: with: %w", s.ID, err)
 				}
-				cp, err := ResolveParams(child, with.(map[string]any), cluster)
+				cp, err := ResolveParams(child, with, cluster)
 				if err != nil {
 					return nil, fmt.Errorf("step %s: %w", s.ID, err)
 				}
@@ -128,13 +129,6 @@ func makePlan(rb *Runbook, children map[string]*Runbook, params map[string]any, 
 	}
 	slices.SortStableFunc(p.Steps, func(a, b PlannedStep) int { return a.Wave - b.Wave })
 	return p, nil
-}
-
-func anyMap(m map[string]any) map[string]any {
-	if m == nil {
-		return map[string]any{}
-	}
-	return m
 }
 
 func readsSteps(s string) bool {
@@ -246,8 +240,8 @@ func KubernetesVar(c *inventory.Cluster) map[string]any {
 	return map[string]any{
 		"server": k.Server, "apiServer": apiServer, "kubeletImage": k.KubeletImage, "runtime": k.Runtime,
 		"clusterDNS": dns, "clusterDomain": k.ClusterDomain, "serviceCIDR": k.ServiceCIDR, "podCIDR": k.PodCIDR,
-		"version": or(k.Version, DefaultKubernetesVersion), "imageRepository": or(k.ImageRepository, DefaultImageRepository),
-		"etcdImage": or(k.EtcdImage, DefaultEtcdImage),
+		"version": cmp.Or(k.Version, DefaultKubernetesVersion), "imageRepository": cmp.Or(k.ImageRepository, DefaultImageRepository),
+		"etcdImage": cmp.Or(k.EtcdImage, DefaultEtcdImage),
 	}
 }
 
@@ -258,13 +252,6 @@ const (
 	DefaultImageRepository   = "registry.k8s.io"
 	DefaultEtcdImage         = "registry.k8s.io/etcd:3.6.16-0"
 )
-
-func or(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
-}
 
 // NodeVar is a node as expressions see it (also the `host` variable).
 func NodeVar(n inventory.Node) map[string]any {

@@ -3,13 +3,15 @@ package runbooks
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 )
 
 // WritePlan prints a plan for a terminal.
 func WritePlan(w io.Writer, p *Plan) {
 	fmt.Fprintf(w, "runbook %s on cluster %s\n", p.Runbook, p.Cluster)
-	for _, k := range sortedKeys(p.Params) {
+	for _, k := range slices.Sorted(maps.Keys(p.Params)) {
 		fmt.Fprintf(w, "  param %s = %v\n", k, p.Params[k])
 	}
 	writeSteps(w, p, "  ")

@@ -1,7 +1,9 @@
 package runbooks
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -227,8 +229,8 @@ func (v *validator) step(i int, anc map[string]bool) {
 	for k, u := range s.Undo {
 		us := ss.undos[k]
 		undoScope := scope
-		undoScope.anc = maps(anc, s.ID)
-		on := cmpOr(u.On, s.On)
+		undoScope.anc = withKey(anc, s.ID)
+		on := cmp.Or(u.On, s.On)
 		undoScope.host = on != ""
 		at := func(field string, def source.Pos) source.Pos {
 			if n, ok := us.fields[field]; ok {
@@ -279,19 +281,12 @@ func (v *validator) rollout(s Step, ss *stepSource, scope exprScope) {
 	}
 }
 
-func maps(m map[string]bool, extra string) map[string]bool {
+func withKey(m map[string]bool, extra string) map[string]bool {
 	out := map[string]bool{extra: true}
 	for k := range m {
 		out[k] = true
 	}
 	return out
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 type exprScope struct {
@@ -314,7 +309,7 @@ func (v *validator) action(who, name, on string, with map[string]any, actPos, on
 	case on != "":
 		v.on(who, on, onPos, scope)
 	}
-	for _, k := range sortedKeys(with) {
+	for _, k := range slices.Sorted(maps.Keys(with)) {
 		in, ok := a.Input(k)
 		if !ok {
 			var names []string
@@ -505,7 +500,7 @@ func (v *validator) templates(val any, n *yaml.Node, scope exprScope) bool {
 		return any
 	case map[string]any:
 		any := false
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			var c *yaml.Node
 			if n != nil && n.Kind == yaml.MappingNode {
 				for i := 0; i+1 < len(n.Content); i += 2 {
@@ -631,7 +626,7 @@ func (v *validator) childRunbook(s Step, ss *stepSource, scope exprScope) {
 		return
 	}
 	shell := shellParams(child)
-	for _, k := range sortedKeys(s.With) {
+	for _, k := range slices.Sorted(maps.Keys(s.With)) {
 		i := slices.IndexFunc(child.Params, func(p Param) bool { return p.Name == k })
 		if i < 0 {
 			var names []string
@@ -656,15 +651,6 @@ func (v *validator) childRunbook(s Step, ss *stepSource, scope exprScope) {
 			v.errs.Addf(ss.pos(v.f, "runbook"), "step %s: runbook %s needs param %q", s.ID, s.Runbook, p.Name)
 		}
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // suggest returns ` (did you mean "x"?)` for the closest candidate.

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"kedge.dev/kedge/actions"
+	"kedge.dev/kedge/internal/runs"
 	"kedge.dev/kedge/internal/searchattr"
 	"kedge.dev/kedge/workflows"
 )
@@ -185,8 +186,11 @@ func cancelCommand() *cli.Command {
 
 func approveCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "approve",
-		Usage:     "decide at a runbook's approval step",
+		Name:  "approve",
+		Usage: "decide at an approval step or a paused rollout, in the run or any of its child runbooks",
+		Description: "WORKFLOW_ID is the run a person started (or any workflow under it). The decision goes to\n" +
+			"the approval step waiting anywhere under it (name it with --step when several wait), or with\n" +
+			"continue/abort to the rollout paused at its failure budget.",
 		ArgsUsage: "WORKFLOW_ID",
 		Flags: append([]cli.Flag{outputFlag,
 			&cli.StringFlag{Name: "step", Usage: "the approval step `ID` (default: the only one waiting)"},
@@ -198,111 +202,79 @@ func approveCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return usageError("approve takes one WORKFLOW_ID")
 			}
-			id := c.Args().First()
+			id, decision := c.Args().First(), c.String("decision")
+			var proceed bool
+			switch decision {
+			case workflows.DecisionApprove, workflows.DecisionContinue:
+				proceed = true
+			case workflows.DecisionReject, workflows.DecisionAbort:
+			default:
+				return usageError("--decision must be approve, reject, continue or abort, got %q", decision)
+			}
 			cl, err := dial(c)
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
-			if d := c.String("decision"); d == workflows.DecisionContinue || d == workflows.DecisionAbort {
-				return decideRollout(c, cl, id, d)
-			}
-			step := c.String("step")
-			p, err := queryProgress(c.Context, cl, id, "")
+			p, err := runs.Progress(c.Context, cl, id, "")
 			if err != nil {
 				return failed("query %s: %v", id, err)
 			}
-			if step == "" {
-				var waiting []string
-				for _, s := range p.Steps {
-					if s.State == workflows.StateWaiting {
-						waiting = append(waiting, s.ID)
-					}
-				}
-				if len(waiting) != 1 {
-					return usageError("%s has %d steps waiting for approval (%s): name one with --step", id, len(waiting), strings.Join(waiting, ", "))
-				}
-				step = waiting[0]
+			pause, err := choosePause(id, runs.FindPauses(c.Context, cl, p, id), decision, c.String("step"))
+			if err != nil {
+				return err
 			}
 			by := c.String("by")
 			if by == "" {
 				by = currentUser()
 			}
-			d, err := workflows.BindDecision(workflows.Decision{Step: step, Decision: c.String("decision"), By: by, Comment: c.String("comment")}, p)
+			d, err := runs.Decide(c.Context, cl, pause, proceed, by, c.String("comment"), "")
 			if err != nil {
-				return failed("approve %s: %v", id, err)
-			}
-			h, err := cl.UpdateWorkflow(c.Context, client.UpdateWorkflowOptions{
-				WorkflowID:   id,
-				RunID:        d.RunID,
-				UpdateName:   workflows.ApproveUpdate,
-				WaitForStage: client.WorkflowUpdateStageCompleted,
-				Args:         []any{d},
-			})
-			if err != nil {
-				return failed("approve %s: %v", id, err)
-			}
-			if err := h.Get(c.Context, &d); err != nil {
-				return failed("approve %s: %v", id, err)
+				return failed("%s %s: %v", decision, pause.Target, runs.RootMessage(err))
 			}
 			if jsonOutput(c) {
 				return writeJSON(c.App.Writer, d)
 			}
-			fmt.Fprintf(c.App.Writer, "%s: step %s %sd by %s\n", id, d.Step, d.Decision, d.By)
+			if pause.Kind == runs.PauseRollout {
+				fmt.Fprintf(c.App.Writer, "%s: rollout told to %s by %s\n", pause.Target, d.Decision, d.By)
+				return nil
+			}
+			fmt.Fprintf(c.App.Writer, "%s: step %s %sd by %s\n", pause.Target, d.Step, d.Decision, d.By)
 			return nil
 		},
 	}
 }
 
-// decideRollout answers a rollout paused at its failure budget. id is the
-// rollout itself or the runbook running it.
-func decideRollout(c *cli.Context, cl client.Client, id, decision string) error {
-	target := id
-	if p, err := queryProgress(c.Context, cl, id, ""); err == nil {
-		var rollouts []string
-		for _, s := range p.Steps {
-			if s.Kind == "rollout" && s.State == workflows.StateRunning {
-				rollouts = append(rollouts, s.Child)
-			}
-		}
-		switch len(rollouts) {
-		case 0:
-		case 1:
-			target = rollouts[0]
-		default:
-			return usageError("%s runs %d rollouts (%s): name one as WORKFLOW_ID", id, len(rollouts), strings.Join(rollouts, ", "))
+// choosePause picks, among the pauses found under the run id, the one a
+// decision is for: an approval step (the only one waiting, or the one
+// named step) for approve/reject, a paused rollout for continue/abort. A
+// run that is itself a rollout, or that waits on nothing, gets the
+// decision sent to it as it is, and the workflow says why it refuses.
+func choosePause(id string, pauses []runs.Pause, decision, step string) (runs.Pause, error) {
+	kind := runs.PauseApproval
+	if decision == workflows.DecisionContinue || decision == workflows.DecisionAbort {
+		kind = runs.PauseRollout
+	}
+	var cands []runs.Pause
+	for _, pa := range pauses {
+		if pa.Kind == kind && (step == "" || kind == runs.PauseRollout || pa.Step == step) {
+			cands = append(cands, pa)
 		}
 	}
-	by := c.String("by")
-	if by == "" {
-		by = currentUser()
+	switch {
+	case len(cands) == 1:
+		return cands[0], nil
+	case len(cands) == 0:
+		return runs.Pause{Kind: kind, Target: id, Step: step}, nil
 	}
-	p, err := queryProgress(c.Context, cl, target, "")
-	if err != nil {
-		return failed("query %s: %v", target, err)
+	var where []string
+	for _, pa := range cands {
+		where = append(where, pa.Step+" (in "+pa.Target+")")
 	}
-	d, err := workflows.BindDecision(workflows.Decision{Decision: decision, By: by, Comment: c.String("comment")}, p)
-	if err != nil {
-		return failed("%s %s: %v", decision, target, err)
+	if kind == runs.PauseRollout {
+		return runs.Pause{}, usageError("%s has %d rollouts paused (%s): name one as WORKFLOW_ID", id, len(cands), strings.Join(where, ", "))
 	}
-	h, err := cl.UpdateWorkflow(c.Context, client.UpdateWorkflowOptions{
-		WorkflowID:   target,
-		RunID:        d.RunID,
-		UpdateName:   workflows.DecideUpdate,
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-		Args:         []any{d},
-	})
-	if err != nil {
-		return failed("%s %s: %v", decision, target, err)
-	}
-	if err := h.Get(c.Context, &d); err != nil {
-		return failed("%s %s: %v", decision, target, err)
-	}
-	if jsonOutput(c) {
-		return writeJSON(c.App.Writer, d)
-	}
-	fmt.Fprintf(c.App.Writer, "%s: rollout told to %s by %s\n", target, d.Decision, d.By)
-	return nil
+	return runs.Pause{}, usageError("%s has %d steps waiting for approval (%s): name one with --step, or name its workflow as WORKFLOW_ID", id, len(cands), strings.Join(where, ", "))
 }
 
 func currentUser() string {

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"kedge.dev/kedge/internal/runs"
 )
 
 // transient says whether err means Temporal is away for now (not
@@ -61,7 +62,7 @@ func dialRetrying(ctx context.Context, opts client.Options, within time.Duration
 			return nil, err
 		}
 		if !told {
-			fmt.Fprintf(w, "kedge: Temporal at %s is not answering (%v); retrying for up to %s (--connect-timeout)\n", opts.HostPort, rootMessage(err), within.Round(time.Second))
+			fmt.Fprintf(w, "kedge: Temporal at %s is not answering (%v); retrying for up to %s (--connect-timeout)\n", opts.HostPort, runs.RootMessage(err), within.Round(time.Second))
 			told = true
 		}
 		select {
@@ -86,7 +87,7 @@ func waitResult(ctx context.Context, cl client.Client, id, runID string, w io.Wr
 			return err
 		}
 		if !lost {
-			fmt.Fprintf(w, "kedge: lost Temporal while following %s (%v); reconnecting (the run goes on without us)\n", id, rootMessage(err))
+			fmt.Fprintf(w, "kedge: lost Temporal while following %s (%v); reconnecting (the run goes on without us)\n", id, runs.RootMessage(err))
 			lost = true
 		}
 		select {

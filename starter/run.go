@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/url"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"kedge.dev/kedge/workflows"
 
 	"go.temporal.io/sdk/temporal"
+	"kedge.dev/kedge/internal/runs"
 )
 
 func urlPathEscape(s string) string { return url.PathEscape(s) }
@@ -119,7 +119,7 @@ func follow(c *cli.Context, cl client.Client, id, runID string) error {
 		done <- waitResult(c.Context, cl, id, runID, c.App.ErrWriter, &res)
 	}()
 	pr := newProgressView(c.App.Writer, !jsonOutput(c), id, func(child string) (workflows.Progress, error) {
-		return queryProgress(c.Context, cl, child, "")
+		return runs.Progress(c.Context, cl, child, "")
 	})
 	defer pr.close()
 	tick := time.NewTicker(300 * time.Millisecond)
@@ -134,7 +134,7 @@ func follow(c *cli.Context, cl client.Client, id, runID string) error {
 		case <-c.Context.Done():
 			return c.Context.Err()
 		}
-		p, err := queryProgress(c.Context, cl, id, runID)
+		p, err := runs.Progress(c.Context, cl, id, runID)
 		if err != nil {
 			if finished {
 				break
@@ -154,22 +154,12 @@ func follow(c *cli.Context, cl client.Client, id, runID string) error {
 		if temporal.IsCanceledError(runErr) {
 			return cli.Exit(fmt.Sprintf("kedge: %s was cancelled", id), ExitFailed)
 		}
-		return cli.Exit(fmt.Sprintf("kedge: %s failed: %v", id, rootMessage(runErr)), ExitFailed)
+		return cli.Exit(fmt.Sprintf("kedge: %s failed: %v", id, runs.RootMessage(runErr)), ExitFailed)
 	}
 	if !jsonOutput(c) {
 		fmt.Fprintf(c.App.Writer, "%s succeeded\n", id)
 	}
 	return nil
-}
-
-func rootMessage(err error) string {
-	for {
-		next := errors.Unwrap(err)
-		if next == nil {
-			return err.Error()
-		}
-		err = next
-	}
 }
 
 // expandRollouts fills in the items of rollout steps from each rollout's
@@ -180,7 +170,7 @@ func expandRollouts(ctx context.Context, cl client.Client, p *workflows.Progress
 		if s.Kind != "rollout" || s.Child == "" || s.State == workflows.StatePending || expanded[s.ID] {
 			continue
 		}
-		rp, err := queryProgress(ctx, cl, s.Child, "")
+		rp, err := runs.Progress(ctx, cl, s.Child, "")
 		if err != nil {
 			continue
 		}
@@ -189,16 +179,4 @@ func expandRollouts(ctx context.Context, cl client.Client, p *workflows.Progress
 			expanded[s.ID] = true
 		}
 	}
-}
-
-func queryProgress(ctx context.Context, cl client.Client, id, runID string) (workflows.Progress, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	v, err := cl.QueryWorkflow(ctx, id, runID, workflows.ProgressQuery)
-	if err != nil {
-		return workflows.Progress{}, err
-	}
-	var p workflows.Progress
-	err = v.Get(&p)
-	return p, err
 }

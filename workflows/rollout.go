@@ -246,10 +246,10 @@ func (ro *rollout) start(ctx workflow.Context, sel workflow.Selector, item strin
 	if n, ok := ro.in.Cluster.Node(item); ok {
 		vars["host"] = runbooks.NodeVar(n)
 	}
-	with, err := expr.RenderValue(nonNil(ro.in.With), vars)
+	with, err := expr.RenderWith(ro.in.With, vars)
 	var params map[string]any
 	if err == nil {
-		params, err = runbooks.ResolveParams(&ro.in.Runbook, with.(map[string]any), &ro.in.Cluster)
+		params, err = runbooks.ResolveParams(&ro.in.Runbook, with, &ro.in.Cluster)
 	}
 	if err != nil {
 		f, set := workflow.NewFuture(ctx)

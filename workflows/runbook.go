@@ -446,11 +446,11 @@ func retryable(err error) bool {
 
 // input renders a step's `with` into the activity's input.
 func (r *run) input(action actions.Action, host string, with, vars map[string]any) (map[string]any, error) {
-	rendered, err := expr.RenderValue(nonNil(with), vars)
+	rendered, err := expr.RenderWith(with, vars)
 	if err != nil {
 		return nil, fmt.Errorf("with: %w", err)
 	}
-	input, err := actions.Coerce(action, rendered.(map[string]any))
+	input, err := actions.Coerce(action, rendered)
 	if err != nil {
 		return nil, err
 	}
@@ -484,13 +484,6 @@ func (r *run) input(action actions.Action, host string, with, vars map[string]an
 	return input, nil
 }
 
-func nonNil(m map[string]any) map[string]any {
-	if m == nil {
-		return map[string]any{}
-	}
-	return m
-}
-
 // runChild runs a child runbook as a child workflow whose ID extends ours.
 func (r *run) runChild(ctx workflow.Context, i int, vars map[string]any) error {
 	s := r.steps[i]
@@ -498,11 +491,11 @@ func (r *run) runChild(ctx workflow.Context, i int, vars map[string]any) error {
 	if !ok {
 		return temporal.NewNonRetryableApplicationError("runbook "+s.spec.Runbook+" was not loaded", errtype.InvalidInput, nil)
 	}
-	with, err := expr.RenderValue(nonNil(s.spec.With), vars)
+	with, err := expr.RenderWith(s.spec.With, vars)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError("with: "+err.Error(), errtype.InvalidInput, err)
 	}
-	params, err := runbooks.ResolveParams(&child, with.(map[string]any), &r.in.Cluster)
+	params, err := runbooks.ResolveParams(&child, with, &r.in.Cluster)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), errtype.InvalidInput, err)
 	}

@@ -69,3 +69,11 @@ type Kube struct {
 	Kubeconfig string `json:"kubeconfig"`
 	Context    string `json:"context,omitempty"`
 }
+
+// Name names the host in messages: its inventory name, else its address.
+func (t SSH) Name() string {
+	if t.Node != "" {
+		return t.Node
+	}
+	return t.Address
+}

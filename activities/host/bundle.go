@@ -58,7 +58,7 @@ func (a *Activities) installBundle(ctx context.Context, in InstallBundleInput) (
 	}
 	if out.ExitCode != 0 {
 		return res, &typedError{typ: ErrTypeCommandFailed,
-			msg: fmt.Sprintf("install bundle %s on %s: exit status %d%s (no file was changed)", sum[:16], nodeName(t), out.ExitCode, tailLine(out.Stderr))}
+			msg: fmt.Sprintf("install bundle %s on %s: exit status %d%s (no file was changed)", sum[:16], t.Name(), out.ExitCode, tailLine(out.Stderr))}
 	}
 	res.Changed = out.Outputs["changed"] == "true"
 	if res.Changed {
@@ -231,7 +231,7 @@ func (a *Activities) restoreBundle(ctx context.Context, in RestoreBundleInput) (
 		return res, err
 	}
 	if out.ExitCode != 0 {
-		return res, &typedError{typ: ErrTypeCommandFailed, msg: fmt.Sprintf("restore bundle on %s: exit status %d%s", nodeName(t), out.ExitCode, tailLine(out.Stderr))}
+		return res, &typedError{typ: ErrTypeCommandFailed, msg: fmt.Sprintf("restore bundle on %s: exit status %d%s", t.Name(), out.ExitCode, tailLine(out.Stderr))}
 	}
 	res.Restored = strings.Fields(out.Outputs["restored"])
 	res.Removed = strings.Fields(out.Outputs["removed"])

@@ -55,7 +55,7 @@ func (a *Activities) certInfo(ctx context.Context, in CertInfoInput) (CertInfoRe
 		if f := files[p]; f != nil {
 			certs, err := certinfo.Parse(f.data)
 			if err != nil {
-				return res, invalid(fmt.Sprintf("%s on %s: %v", p, nodeName(in.Target), err))
+				return res, invalid(fmt.Sprintf("%s on %s: %v", p, in.Target.Name(), err))
 			}
 			d := certinfo.Describe(certs[0], now, threshold)
 			cf = CertFile{Path: p, Exists: true, Subject: d.Subject, Issuer: d.Issuer, Serial: d.Serial, NotAfter: d.NotAfter, Due: d.Due}

@@ -131,7 +131,7 @@ func (a *Activities) restoreFile(ctx context.Context, in RestoreFileInput) (Rest
 		}
 		if backup == nil {
 			return RestoreFileResult{}, &typedError{typ: ErrTypeFileNotFound, nonRetryable: true,
-				msg: fmt.Sprintf("backup %s of %s is gone from %s", in.Backup, in.Path, nodeName(t))}
+				msg: fmt.Sprintf("backup %s of %s is gone from %s", in.Backup, in.Path, t.Name())}
 		}
 		if err := ctx.Err(); err != nil {
 			return RestoreFileResult{}, err
@@ -187,7 +187,7 @@ func (a *Activities) readFile(ctx context.Context, in ReadFileInput) (ReadFileRe
 	})
 	var big *tooBigError
 	if errors.As(err, &big) {
-		return ReadFileResult{}, invalid(fmt.Sprintf("%s on %s is %d bytes, over maxBytes %d", in.Path, nodeName(t), big.size, limit))
+		return ReadFileResult{}, invalid(fmt.Sprintf("%s on %s is %d bytes, over maxBytes %d", in.Path, t.Name(), big.size, limit))
 	}
 	if err != nil {
 		return ReadFileResult{}, a.fileErr(t, "read", in.Path, err)
@@ -196,7 +196,7 @@ func (a *Activities) readFile(ctx context.Context, in ReadFileInput) (ReadFileRe
 		if in.Missing == "empty" {
 			return ReadFileResult{}, nil
 		}
-		return ReadFileResult{}, &typedError{typ: ErrTypeFileNotFound, nonRetryable: true, msg: fmt.Sprintf("%s does not exist on %s", in.Path, nodeName(t))}
+		return ReadFileResult{}, &typedError{typ: ErrTypeFileNotFound, nonRetryable: true, msg: fmt.Sprintf("%s does not exist on %s", in.Path, t.Name())}
 	}
 	res := ReadFileResult{Exists: true, SHA256: sha(f.data), Mode: fmt.Sprintf("%04o", f.mode), Size: int64(len(f.data))}
 	if utf8.Valid(f.data) {
@@ -260,9 +260,9 @@ func (a *Activities) fileErr(t sshpool.Target, op, p string, err error) error {
 	case sshpool.IsTransportError(err):
 		return a.Pool.Lost(t, fmt.Errorf("%s %s: %w", op, p, err))
 	case errors.Is(err, fs.ErrNotExist):
-		return &typedError{typ: ErrTypeFileNotFound, nonRetryable: true, msg: fmt.Sprintf("%s %s on %s: %v", op, p, nodeName(t), err)}
+		return &typedError{typ: ErrTypeFileNotFound, nonRetryable: true, msg: fmt.Sprintf("%s %s on %s: %v", op, p, t.Name(), err)}
 	}
-	return &typedError{typ: ErrTypeFileFailed, msg: fmt.Sprintf("%s %s on %s: %v", op, p, nodeName(t), err)}
+	return &typedError{typ: ErrTypeFileFailed, msg: fmt.Sprintf("%s %s on %s: %v", op, p, t.Name(), err)}
 }
 
 func inputContent(text, b64 string) ([]byte, error) {

@@ -53,13 +53,13 @@ func (a *Activities) pullImage(ctx context.Context, in PullImageInput) (PullImag
 	case 0:
 	case 10:
 		return PullImageResult{}, &typedError{typ: ErrTypeCommandFailed, details: []any{out.ExitCode},
-			msg: fmt.Sprintf("%s pull %s on %s failed%s", in.Runtime, in.Image, nodeName(t), tailLine(out.Stderr))}
+			msg: fmt.Sprintf("%s pull %s on %s failed%s", in.Runtime, in.Image, t.Name(), tailLine(out.Stderr))}
 	case 11:
 		return PullImageResult{}, &typedError{typ: ErrTypeCommandFailed, details: []any{out.ExitCode},
-			msg: fmt.Sprintf("%s run %s --version on %s failed%s", in.Runtime, in.Image, nodeName(t), tailLine(out.Stderr))}
+			msg: fmt.Sprintf("%s run %s --version on %s failed%s", in.Runtime, in.Image, t.Name(), tailLine(out.Stderr))}
 	default:
 		return PullImageResult{}, &typedError{typ: ErrTypeCommandFailed, details: []any{out.ExitCode},
-			msg: fmt.Sprintf("pulling %s on %s exited %d%s", in.Image, nodeName(t), out.ExitCode, tailLine(out.Stderr))}
+			msg: fmt.Sprintf("pulling %s on %s exited %d%s", in.Image, t.Name(), out.ExitCode, tailLine(out.Stderr))}
 	}
 	res := PullImageResult{Image: in.Image}
 	if in.KubeletVersion {
@@ -70,7 +70,7 @@ func (a *Activities) pullImage(ctx context.Context, in PullImageInput) (PullImag
 		m := kubeletVersionRE.FindStringSubmatch(line)
 		if m == nil {
 			return res, &typedError{typ: ErrTypeCommandFailed, nonRetryable: true,
-				msg: fmt.Sprintf("%s on %s: its entrypoint's --version printed %q, not \"Kubernetes vX.Y.Z\": is it a kubelet image?", in.Image, nodeName(t), line)}
+				msg: fmt.Sprintf("%s on %s: its entrypoint's --version printed %q, not \"Kubernetes vX.Y.Z\": is it a kubelet image?", in.Image, t.Name(), line)}
 		}
 		res.KubeletVersion = m[1]
 	}

@@ -47,15 +47,15 @@ func (a *Activities) kubeletFiles(ctx context.Context, in KubeletFilesInput) (Ku
 		return KubeletFilesResult{}, err
 	}
 	if l.Role != "worker" {
-		return KubeletFilesResult{}, invalid(fmt.Sprintf("%s is a %s: a new worker is made like a worker (like=WORKER)", nodeName(t), l.Role))
+		return KubeletFilesResult{}, invalid(fmt.Sprintf("%s is a %s: a new worker is made like a worker (like=WORKER)", t.Name(), l.Role))
 	}
 	k := l.Kubelet
 	if in.Image != "" && k.ImageOverriddenBy != "" {
-		return KubeletFilesResult{}, invalid(fmt.Sprintf("%s: %s sets KUBELET_IMAGE after %s, so image=%s would not take effect on the new node", nodeName(t), k.ImageOverriddenBy, layout.ImageDropIn, in.Image))
+		return KubeletFilesResult{}, invalid(fmt.Sprintf("%s: %s sets KUBELET_IMAGE after %s, so image=%s would not take effect on the new node", t.Name(), k.ImageOverriddenBy, layout.ImageDropIn, in.Image))
 	}
 	paths, err := layout.KubeletFiles(l)
 	if err != nil {
-		return KubeletFilesResult{}, invalid(fmt.Sprintf("%s: %v", nodeName(t), err))
+		return KubeletFilesResult{}, invalid(fmt.Sprintf("%s: %v", t.Name(), err))
 	}
 	var files []layout.CopyFile
 	for _, p := range paths {
@@ -64,7 +64,7 @@ func (a *Activities) kubeletFiles(ctx context.Context, in KubeletFilesInput) (Ku
 			return KubeletFilesResult{}, err
 		}
 		if f.ContentBase64 != "" {
-			return KubeletFilesResult{}, invalid(fmt.Sprintf("%s on %s is not text", p, nodeName(t)))
+			return KubeletFilesResult{}, invalid(fmt.Sprintf("%s on %s is not text", p, t.Name()))
 		}
 		files = append(files, layout.CopyFile{Path: p, Content: f.Content, Mode: f.Mode})
 	}
@@ -91,7 +91,7 @@ func (a *Activities) kubeletFiles(ctx context.Context, in KubeletFilesInput) (Ku
 		}
 	}
 	if files, err = layout.Relabel(files, labels, in.Taints); err != nil {
-		return KubeletFilesResult{}, invalid(fmt.Sprintf("%s: %v", nodeName(t), err))
+		return KubeletFilesResult{}, invalid(fmt.Sprintf("%s: %v", t.Name(), err))
 	}
 	setup, err := a.hostSetup(ctx, t, l)
 	if err != nil {
@@ -100,7 +100,7 @@ func (a *Activities) kubeletFiles(ctx context.Context, in KubeletFilesInput) (Ku
 	from := layout.Identity{NodeName: l.NodeName, Hostname: l.Hostname, Address: t.Address}
 	out, err := layout.Retarget(append(files, setup.Files...), from, in.For)
 	if err != nil {
-		return KubeletFilesResult{}, invalid(fmt.Sprintf("%s: %v", nodeName(t), err))
+		return KubeletFilesResult{}, invalid(fmt.Sprintf("%s: %v", t.Name(), err))
 	}
 	res := KubeletFilesResult{Kind: l.Kind, Runtime: k.Runtime, Image: image, Reference: l.NodeName,
 		BootstrapKubeconfig: k.BootstrapKubeconfig, ClientCAFile: k.ClientCAFile, PathExists: k.PathExists,
@@ -110,7 +110,7 @@ func (a *Activities) kubeletFiles(ctx context.Context, in KubeletFilesInput) (Ku
 		res.Files = append(res.Files, BundleFile{Path: f.Path, Content: f.Content, Mode: f.Mode})
 	}
 	if res.BootstrapKubeconfig == "" {
-		return KubeletFilesResult{}, invalid(fmt.Sprintf("%s: the kubelet has no --bootstrap-kubeconfig: a new node could not join through TLS bootstrap", nodeName(t)))
+		return KubeletFilesResult{}, invalid(fmt.Sprintf("%s: the kubelet has no --bootstrap-kubeconfig: a new node could not join through TLS bootstrap", t.Name()))
 	}
 	return res, nil
 }
@@ -134,7 +134,7 @@ func (a *Activities) hostSetup(ctx context.Context, t sshpool.Target, l layout.L
 		return setup, a.fileErr(t, "read", "the host files under /etc", err)
 	}
 	if setupErr != nil {
-		return setup, invalid(fmt.Sprintf("%s: %v", nodeName(t), setupErr))
+		return setup, invalid(fmt.Sprintf("%s: %v", t.Name(), setupErr))
 	}
 	for i, f := range setup.Files {
 		setup.Files[i].Mode = r.modes[f.Path]

@@ -58,11 +58,11 @@ func (a *Activities) layout(ctx context.Context, in LayoutInput) (LayoutResult, 
 		return LayoutResult{}, err
 	}
 	if out.ExitCode != 0 {
-		return LayoutResult{}, &typedError{typ: ErrTypeCommandFailed, msg: fmt.Sprintf("layout of %s: systemctl show exited %d%s", nodeName(t), out.ExitCode, tailLine(out.Stderr))}
+		return LayoutResult{}, &typedError{typ: ErrTypeCommandFailed, msg: fmt.Sprintf("layout of %s: systemctl show exited %d%s", t.Name(), out.ExitCode, tailLine(out.Stderr))}
 	}
 	facts, err := parseFacts(out.Stdout)
 	if err != nil {
-		return LayoutResult{}, &typedError{typ: ErrTypeCommandFailed, msg: fmt.Sprintf("layout of %s: %v", nodeName(t), err)}
+		return LayoutResult{}, &typedError{typ: ErrTypeCommandFailed, msg: fmt.Sprintf("layout of %s: %v", t.Name(), err)}
 	}
 	var l layout.Layout
 	var discoverErr error
@@ -84,9 +84,9 @@ func (a *Activities) layout(ctx context.Context, in LayoutInput) (LayoutResult, 
 	}
 	res := l
 	if len(in.Require) > 0 && !slices.Contains(in.Require, l.Kind) {
-		return res, &typedError{typ: ErrTypeUnknownLayout, nonRetryable: true, msg: l.Require(nodeName(t), in.Require...).Error()}
+		return res, &typedError{typ: ErrTypeUnknownLayout, nonRetryable: true, msg: l.Require(t.Name(), in.Require...).Error()}
 	}
-	if err := l.CheckNodeName(nodeName(t), in.NodeName); err != nil {
+	if err := l.CheckNodeName(t.Name(), in.NodeName); err != nil {
 		return res, &typedError{typ: ErrTypeNodeNameMismatch, nonRetryable: true, msg: err.Error()}
 	}
 	return res, nil

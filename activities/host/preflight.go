@@ -26,12 +26,12 @@ func (a *Activities) preflight(ctx context.Context, in PreflightInput) (Prefligh
 	res := PreflightResult{User: t.User, Become: t.Become}
 	f := strings.Fields(out.Stdout)
 	if out.ExitCode != 0 || len(f) != 2 {
-		return res, &typedError{typ: ErrTypeCommandFailed, msg: fmt.Sprintf("preflight on %s: id exited %d%s", nodeName(t), out.ExitCode, tailLine(out.Stderr))}
+		return res, &typedError{typ: ErrTypeCommandFailed, msg: fmt.Sprintf("preflight on %s: id exited %d%s", t.Name(), out.ExitCode, tailLine(out.Stderr))}
 	}
 	if f[1] != "0" {
 		return res, &typedError{typ: ErrTypePrivilege, nonRetryable: true,
 			msg: fmt.Sprintf("%s: Kedge logs in as %s (uid %s) and its host actions need root: set ssh.become: sudo in the inventory (with passwordless sudo for %s on the host), or log in as root",
-				nodeName(t), f[0], f[1], f[0])}
+				t.Name(), f[0], f[1], f[0])}
 	}
 	res.RunsAsRoot = true
 	return res, nil

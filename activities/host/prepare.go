@@ -39,13 +39,13 @@ func (a *Activities) prepareNode(ctx context.Context, in PrepareNodeInput) (Prep
 		details: func(stdout, _ *tailBuffer) any { return map[string]string{"step": stdout.lastLine()} }})
 	if err != nil {
 		if te, ok := err.(*typedError); ok && te.typ == ErrTypeCommandTimeout {
-			te.msg = fmt.Sprintf("preparing %s did not finish in %s", nodeName(t), timeout)
+			te.msg = fmt.Sprintf("preparing %s did not finish in %s", t.Name(), timeout)
 		}
 		return PrepareNodeResult{}, err
 	}
 	if out.ExitCode != 0 {
 		return PrepareNodeResult{}, &typedError{typ: ErrTypeCommandFailed, details: []any{out.ExitCode},
-			msg: fmt.Sprintf("preparing %s: %s failed with exit status %d (units enabled or started by it taken back)%s", nodeName(t), dash(out.Outputs["failed"]), out.ExitCode, tailLine(out.Stderr))}
+			msg: fmt.Sprintf("preparing %s: %s failed with exit status %d (units enabled or started by it taken back)%s", t.Name(), dash(out.Outputs["failed"]), out.ExitCode, tailLine(out.Stderr))}
 	}
 	// Reported newest first: the undo stops and disables in that order.
 	res := PrepareNodeResult{Enabled: []string{}, Started: []string{}}

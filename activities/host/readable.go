@@ -49,7 +49,7 @@ func (a *Activities) checkReadable(ctx context.Context, in CheckReadableInput) (
 	if out.ExitCode != 0 {
 		// 3: no setpriv, which no retry brings.
 		return res, &typedError{typ: ErrTypeCommandFailed, nonRetryable: out.ExitCode == 3,
-			msg: fmt.Sprintf("check files are readable on %s: exit status %d%s", nodeName(t), out.ExitCode, tailLine(out.Stderr))}
+			msg: fmt.Sprintf("check files are readable on %s: exit status %d%s", t.Name(), out.ExitCode, tailLine(out.Stderr))}
 	}
 	var bad []string
 	for line := range strings.Lines(out.Stdout) {
@@ -82,11 +82,11 @@ func (a *Activities) checkReadable(ctx context.Context, in CheckReadableInput) (
 	}
 	if len(bad) > 0 {
 		return res, &typedError{typ: ErrTypeUnreadable, nonRetryable: true,
-			msg: fmt.Sprintf("on %s, %s: it would not start on them", nodeName(t), strings.Join(bad, "; "))}
+			msg: fmt.Sprintf("on %s, %s: it would not start on them", t.Name(), strings.Join(bad, "; "))}
 	}
 	if len(res.Checked) != len(in.Files) {
 		return res, &typedError{typ: ErrTypeCommandFailed,
-			msg: fmt.Sprintf("check files are readable on %s: %d of %d answered%s", nodeName(t), len(res.Checked), len(in.Files), tailLine(out.Stderr))}
+			msg: fmt.Sprintf("check files are readable on %s: %d of %d answered%s", t.Name(), len(res.Checked), len(in.Files), tailLine(out.Stderr))}
 	}
 	return res, nil
 }

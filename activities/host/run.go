@@ -77,7 +77,7 @@ func (a *Activities) run(ctx context.Context, in RunInput) (RunResult, error) {
 	if !slices.Contains(accept, res.ExitCode) {
 		return res, &typedError{
 			typ:     ErrTypeCommandFailed,
-			msg:     fmt.Sprintf("exit status %d on %s%s", res.ExitCode, nodeName(in.Target), tailLine(res.Stderr)),
+			msg:     fmt.Sprintf("exit status %d on %s%s", res.ExitCode, in.Target.Name(), tailLine(res.Stderr)),
 			details: []any{res.ExitCode},
 		}
 	}
@@ -110,13 +110,6 @@ func exports(env map[string]string) (string, error) {
 		b.WriteByte('\n')
 	}
 	return b.String(), nil
-}
-
-func nodeName(t sshpool.Target) string {
-	if t.Node != "" {
-		return t.Node
-	}
-	return t.Address
 }
 
 // tailLine is ": <last lines of stderr>" for error messages.
@@ -234,7 +227,7 @@ func (a *Activities) exec(ctx context.Context, t sshpool.Target, spec execSpec) 
 	sess, release, err := a.Pool.Session(ctx, t)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && spec.timeout > 0 && ctx.Err() != nil {
-			return RunResult{}, &typedError{typ: ErrTypeCommandTimeout, msg: fmt.Sprintf("command on %s timed out after %s before it started: %v", nodeName(t), spec.timeout, err)}
+			return RunResult{}, &typedError{typ: ErrTypeCommandTimeout, msg: fmt.Sprintf("command on %s timed out after %s before it started: %v", t.Name(), spec.timeout, err)}
 		}
 		return RunResult{}, err
 	}
@@ -248,7 +241,7 @@ func (a *Activities) exec(ctx context.Context, t sshpool.Target, spec execSpec) 
 		defer stop()
 	}
 	if err := sess.Start(wrapperCommand(t)); err != nil {
-		return RunResult{}, a.Pool.Lost(t, fmt.Errorf("start command on %s: %w", nodeName(t), err))
+		return RunResult{}, a.Pool.Lost(t, fmt.Errorf("start command on %s: %w", t.Name(), err))
 	}
 	done := make(chan error, 1)
 	go func() { done <- sess.Wait() }()
@@ -260,9 +253,9 @@ func (a *Activities) exec(ctx context.Context, t sshpool.Target, spec execSpec) 
 		_ = sess.Close()
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) && spec.timeout > 0 {
 			return RunResult{}, &typedError{typ: ErrTypeCommandTimeout,
-				msg: fmt.Sprintf("command on %s timed out after %s and was killed%s", nodeName(t), spec.timeout, tailLine(stderr.before.String()))}
+				msg: fmt.Sprintf("command on %s timed out after %s and was killed%s", t.Name(), spec.timeout, tailLine(stderr.before.String()))}
 		}
-		return RunResult{}, fmt.Errorf("command on %s: %w", nodeName(t), ctx.Err())
+		return RunResult{}, fmt.Errorf("command on %s: %w", t.Name(), ctx.Err())
 	}
 	stderr.flush()
 	res := RunResult{
@@ -277,9 +270,9 @@ func (a *Activities) exec(ctx context.Context, t sshpool.Target, spec execSpec) 
 	default:
 		var missing *ssh.ExitMissingError
 		if errors.As(waitErr, &missing) {
-			return res, fmt.Errorf("command on %s ended without an exit status: %w", nodeName(t), sshpool.ErrConnectionLost)
+			return res, fmt.Errorf("command on %s ended without an exit status: %w", t.Name(), sshpool.ErrConnectionLost)
 		}
-		return res, a.Pool.Lost(t, fmt.Errorf("command on %s: %w", nodeName(t), waitErr))
+		return res, a.Pool.Lost(t, fmt.Errorf("command on %s: %w", t.Name(), waitErr))
 	}
 	if !stderr.found {
 		// The wrapper did not reach its end: sudo refused to run it, it
@@ -288,13 +281,13 @@ func (a *Activities) exec(ctx context.Context, t sshpool.Target, spec execSpec) 
 			return res, err
 		}
 		if waitErr == nil {
-			return res, fmt.Errorf("command on %s ended without reporting: %w", nodeName(t), sshpool.ErrConnectionLost)
+			return res, fmt.Errorf("command on %s ended without reporting: %w", t.Name(), sshpool.ErrConnectionLost)
 		}
 		return res, nil
 	}
 	if stderr.overflow {
 		return res, &typedError{typ: ErrTypeCommandFailed, nonRetryable: true,
-			msg: fmt.Sprintf("command on %s wrote more than %d bytes to $KEDGE_OUTPUT", nodeName(t), maxOutputsBytes)}
+			msg: fmt.Sprintf("command on %s wrote more than %d bytes to $KEDGE_OUTPUT", t.Name(), maxOutputsBytes)}
 	}
 	res.Outputs = parseOutputs(stderr.after.String())
 	return res, nil

@@ -43,7 +43,7 @@ func (a *Activities) restartStaticPod(ctx context.Context, in RestartStaticPodIn
 	}
 	out, err := annotate([]byte(cur.Content), layout.RestartedAtAnnotation, at)
 	if err != nil {
-		return RestartStaticPodResult{}, invalid(fmt.Sprintf("%s on %s: %v", in.Manifest, nodeName(in.Target), err))
+		return RestartStaticPodResult{}, invalid(fmt.Sprintf("%s on %s: %v", in.Manifest, in.Target.Name(), err))
 	}
 	w, err := a.writeFile(ctx, WriteFileInput{Target: in.Target, Path: in.Manifest, Content: string(out), Mode: cur.Mode})
 	return RestartStaticPodResult{RestartedAt: at, Changed: w.Changed, Backup: w.Backup}, err

@@ -75,17 +75,17 @@ func (a *Activities) systemd(ctx context.Context, in SystemdInput) (SystemdResul
 	})
 	if err != nil {
 		if te, ok := err.(*typedError); ok && te.typ == ErrTypeCommandTimeout {
-			te.msg = fmt.Sprintf("systemctl %s %s on %s did not finish in %s", in.Action, in.Unit, nodeName(in.Target), wait+systemdSlack)
+			te.msg = fmt.Sprintf("systemctl %s %s on %s did not finish in %s", in.Action, in.Unit, in.Target.Name(), wait+systemdSlack)
 		}
 		return SystemdResult{}, err
 	}
 	if res.ExitCode != 0 {
 		return SystemdResult{}, &typedError{typ: ErrTypeCommandFailed, details: []any{res.ExitCode},
-			msg: fmt.Sprintf("systemctl on %s failed with exit status %d%s", nodeName(in.Target), res.ExitCode, tailLine(res.Stderr))}
+			msg: fmt.Sprintf("systemctl on %s failed with exit status %d%s", in.Target.Name(), res.ExitCode, tailLine(res.Stderr))}
 	}
 	if res.Outputs["repeat"] != "" && activity.IsActivity(ctx) {
 		activity.GetLogger(ctx).Warn("restart already done by an earlier delivery of this activity; not restarting again",
-			"unit", in.Unit, "node", nodeName(in.Target), "startedAt", res.Outputs["started_at"])
+			"unit", in.Unit, "node", in.Target.Name(), "startedAt", res.Outputs["started_at"])
 	}
 	out := SystemdResult{ActiveState: strings.TrimSpace(res.Outputs["state"]), StartedAt: strings.TrimSpace(res.Outputs["started_at"])}
 	out.MainPID, _ = strconv.Atoi(strings.TrimSpace(res.Outputs["pid"]))
@@ -94,13 +94,13 @@ func (a *Activities) systemd(ctx context.Context, in SystemdInput) (SystemdResul
 	switch {
 	case out.ActiveState == "failed" && want != "inactive":
 		return out, &typedError{typ: ErrTypeUnitFailed,
-			msg: fmt.Sprintf("%s failed on %s%s%s", in.Unit, nodeName(in.Target), journal, tailLine(res.Stderr))}
+			msg: fmt.Sprintf("%s failed on %s%s%s", in.Unit, in.Target.Name(), journal, tailLine(res.Stderr))}
 	case actionRC != 0:
 		return out, &typedError{typ: ErrTypeCommandFailed, details: []any{actionRC},
-			msg: fmt.Sprintf("systemctl %s %s on %s failed with exit status %d%s", in.Action, in.Unit, nodeName(in.Target), actionRC, tailLine(res.Stderr))}
+			msg: fmt.Sprintf("systemctl %s %s on %s failed with exit status %d%s", in.Action, in.Unit, in.Target.Name(), actionRC, tailLine(res.Stderr))}
 	case !settled(want, out.ActiveState, res.Outputs["type"]):
 		return out, &typedError{typ: ErrTypeUnitFailed,
-			msg: fmt.Sprintf("%s is %s on %s after %s, want %s%s", in.Unit, out.ActiveState, nodeName(in.Target), wait, want, journal)}
+			msg: fmt.Sprintf("%s is %s on %s after %s, want %s%s", in.Unit, out.ActiveState, in.Target.Name(), wait, want, journal)}
 	}
 	return out, nil
 }
@@ -221,7 +221,7 @@ func (a *Activities) checkEnvironment(ctx context.Context, in SystemdInput) erro
 		return err
 	}
 	if res.ExitCode != 0 {
-		return &typedError{typ: ErrTypeCommandFailed, msg: fmt.Sprintf("systemctl show %s on %s failed with exit status %d%s", in.Unit, nodeName(in.Target), res.ExitCode, tailLine(res.Stderr))}
+		return &typedError{typ: ErrTypeCommandFailed, msg: fmt.Sprintf("systemctl show %s on %s failed with exit status %d%s", in.Unit, in.Target.Name(), res.ExitCode, tailLine(res.Stderr))}
 	}
 	props := map[string]string{}
 	for line := range strings.Lines(res.Stdout) {
@@ -231,7 +231,7 @@ func (a *Activities) checkEnvironment(ctx context.Context, in SystemdInput) erro
 	}
 	words, err := layout.SplitWords(props["Environment"])
 	if err != nil {
-		return &typedError{typ: ErrTypeCommandFailed, msg: fmt.Sprintf("%s on %s: Environment: %v", in.Unit, nodeName(in.Target), err)}
+		return &typedError{typ: ErrTypeCommandFailed, msg: fmt.Sprintf("%s on %s: Environment: %v", in.Unit, in.Target.Name(), err)}
 	}
 	env := map[string]string{}
 	for _, w := range words {
@@ -248,7 +248,7 @@ func (a *Activities) checkEnvironment(ctx context.Context, in SystemdInput) erro
 		if got, want := env[k], in.ExpectEnvironment[k]; got != want {
 			return &typedError{typ: ErrTypeNotInEffect, nonRetryable: true,
 				msg: fmt.Sprintf("%s on %s: systemd uses %s=%q, not %q (unit %s, drop-ins in order: %s): a later drop-in or the unit overrides it",
-					in.Unit, nodeName(in.Target), k, got, want, props["FragmentPath"], dash(props["DropInPaths"]))}
+					in.Unit, in.Target.Name(), k, got, want, props["FragmentPath"], dash(props["DropInPaths"]))}
 		}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -78,12 +79,12 @@ func LoadConfig(path, kubeContext string) (*rest.Config, error) {
 		return nil, err
 	}
 	r := embedder{path: path, dir: dir}
-	for _, name := range sortedKeys(cfg.AuthInfos) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.AuthInfos)) {
 		if err := r.user(name, cfg.AuthInfos[name]); err != nil {
 			return nil, err
 		}
 	}
-	for _, name := range sortedKeys(cfg.Clusters) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Clusters)) {
 		if err := r.cluster(name, cfg.Clusters[name]); err != nil {
 			return nil, err
 		}
@@ -250,7 +251,7 @@ func Saveable(content string) (servers []string, err error) {
 	if len(cfg.Clusters) == 0 || len(cfg.AuthInfos) == 0 {
 		return nil, refuse("content", "a kubeconfig to save names a cluster and a user")
 	}
-	for _, name := range sortedKeys(cfg.Clusters) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Clusters)) {
 		c, field := cfg.Clusters[name], "clusters["+name+"]"
 		u, err := url.Parse(c.Server)
 		switch {
@@ -270,7 +271,7 @@ func Saveable(content string) (servers []string, err error) {
 		}
 		servers = append(servers, c.Server)
 	}
-	for _, name := range sortedKeys(cfg.AuthInfos) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.AuthInfos)) {
 		a, field := cfg.AuthInfos[name], "users["+name+"]"
 		for _, bad := range []struct {
 			set  bool
@@ -292,7 +293,7 @@ func Saveable(content string) (servers []string, err error) {
 			return nil, refuse(field+".client-certificate-data", "%v", err)
 		}
 	}
-	for _, name := range sortedKeys(cfg.Contexts) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Contexts)) {
 		c, field := cfg.Contexts[name], "contexts["+name+"]"
 		if _, ok := cfg.Clusters[c.Cluster]; !ok {
 			return nil, refuse(field+".cluster", "%q is not a cluster of this kubeconfig", c.Cluster)
@@ -305,13 +306,4 @@ func Saveable(content string) (servers []string, err error) {
 		return nil, refuse("current-context", "%q is not a context of this kubeconfig", cfg.CurrentContext)
 	}
 	return servers, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

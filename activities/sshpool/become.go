@@ -98,7 +98,7 @@ func AsPrivilegeError(t Target, stderr string) error {
 	}
 	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
 		if strings.HasPrefix(line, "sudo: ") {
-			return &PrivilegeError{Node: name(t), Address: hostPort(t), User: user(t), Reason: line}
+			return &PrivilegeError{Node: t.Name(), Address: hostPort(t), User: user(t), Reason: line}
 		}
 	}
 	return nil
@@ -144,7 +144,7 @@ func (c *Conn) checkBecome(ctx context.Context) error {
 }
 
 func (c *Conn) privilegeError(reason string) error {
-	return &PrivilegeError{Node: name(c.Target), Address: hostPort(c.Target), User: user(c.Target), Reason: reason}
+	return &PrivilegeError{Node: c.Target.Name(), Address: hostPort(c.Target), User: user(c.Target), Reason: reason}
 }
 
 func lastLine(s string) string {

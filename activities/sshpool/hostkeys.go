@@ -23,7 +23,7 @@ import (
 func hostKeyCallback(t Target) (ssh.HostKeyCallback, []ssh.PublicKey, error) {
 	cb, err := knownhosts.New(t.KnownHostsFile)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: read known_hosts %s: %v: %w", name(t), t.KnownHostsFile, err, ErrConfig)
+		return nil, nil, fmt.Errorf("%s: read known_hosts %s: %v: %w", t.Name(), t.KnownHostsFile, err, ErrConfig)
 	}
 	addr := probeAddr(t)
 	cas, caLines := authorities(cb, t, addr)
@@ -51,7 +51,7 @@ func hostKeyCallback(t Target) (ssh.HostKeyCallback, []ssh.PublicKey, error) {
 		}
 		if cert, ok := key.(*ssh.Certificate); ok {
 			if revoked(cb, hostname, remote, cert.Key) || revoked(cb, hostname, remote, cert.SignatureKey) {
-				return &HostKeyError{Node: name(t), Address: hostPort(t), Presented: presented(cert),
+				return &HostKeyError{Node: t.Name(), Address: hostPort(t), Presented: presented(cert),
 					File: t.KnownHostsFile, Revoked: true}
 			}
 			// The certificate does not check: try its plain key.
@@ -79,18 +79,18 @@ func hostKeyCallback(t Target) (ssh.HostKeyCallback, []ssh.PublicKey, error) {
 				if port(t) != 22 {
 					scan = "ssh-keyscan -p " + strconv.Itoa(port(t)) + " " + t.Address
 				}
-				return &UnknownHostError{Node: name(t), Address: hostPort(t), Presented: presented(key),
+				return &UnknownHostError{Node: t.Name(), Address: hostPort(t), Presented: presented(key),
 					File: t.KnownHostsFile, Scan: scan}
 			}
-			return &HostKeyError{Node: name(t), Address: hostPort(t), Presented: presented(key),
+			return &HostKeyError{Node: t.Name(), Address: hostPort(t), Presented: presented(key),
 				Expected: describeKeys(want), File: t.KnownHostsFile}
 		}
 		var re *knownhosts.RevokedError
 		if errors.As(err, &re) {
-			return &HostKeyError{Node: name(t), Address: hostPort(t), Presented: presented(key),
+			return &HostKeyError{Node: t.Name(), Address: hostPort(t), Presented: presented(key),
 				File: t.KnownHostsFile, Revoked: true}
 		}
-		return fmt.Errorf("%s: check host key: %v: %w", name(t), err, ErrConfig)
+		return fmt.Errorf("%s: check host key: %v: %w", t.Name(), err, ErrConfig)
 	}
 	return verify, known, nil
 }

@@ -134,13 +134,6 @@ func user(t Target) string {
 
 func hostPort(t Target) string { return net.JoinHostPort(t.Address, strconv.Itoa(port(t))) }
 
-func name(t Target) string {
-	if t.Node != "" {
-		return t.Node
-	}
-	return t.Address
-}
-
 // Get returns the pooled connection to t, dialling it when there is none.
 // Callers asking at once share one dial; a caller that gives up (its ctx
 // ends) does not fail the dial for the others.
@@ -149,7 +142,7 @@ func (p *Pool) Get(ctx context.Context, t Target) (*Conn, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return nil, fmt.Errorf("%s: ssh pool is closed: %w", name(t), ErrConnectionLost)
+		return nil, fmt.Errorf("%s: ssh pool is closed: %w", t.Name(), ErrConnectionLost)
 	}
 	e, ok := p.conns[k]
 	if !ok {
@@ -167,7 +160,7 @@ func (p *Pool) Get(ctx context.Context, t Target) (*Conn, error) {
 	case <-e.ready:
 		return e.conn, e.err
 	case <-ctx.Done():
-		return nil, fmt.Errorf("%s (%s): gave up waiting for the connection: %w: %w", name(t), hostPort(t), ctx.Err(), ErrUnreachable)
+		return nil, fmt.Errorf("%s (%s): gave up waiting for the connection: %w: %w", t.Name(), hostPort(t), ctx.Err(), ErrUnreachable)
 	}
 }
 
@@ -183,7 +176,7 @@ func (p *Pool) dialEntry(ctx context.Context, t Target, k string, e *entry) {
 	p.mu.Unlock()
 	if err == nil && closed {
 		c.close()
-		c, err = nil, fmt.Errorf("%s: ssh pool is closed: %w", name(t), ErrConnectionLost)
+		c, err = nil, fmt.Errorf("%s: ssh pool is closed: %w", t.Name(), ErrConnectionLost)
 	}
 	e.conn, e.err = c, err
 	close(e.ready)
@@ -203,7 +196,7 @@ func (p *Pool) evict(c *Conn, why string) {
 	select {
 	case <-c.closed:
 	default:
-		p.opts.Logger.Info("ssh connection dropped", "node", name(c.Target), "address", hostPort(c.Target), "reason", why)
+		p.opts.Logger.Info("ssh connection dropped", "node", c.Target.Name(), "address", hostPort(c.Target), "reason", why)
 	}
 	c.close()
 }
@@ -230,10 +223,10 @@ func (p *Pool) Close() error {
 
 func (p *Pool) dial(ctx context.Context, t Target, k string) (*Conn, error) {
 	if t.Address == "" {
-		return nil, fmt.Errorf("%s: no address: %w", name(t), ErrConfig)
+		return nil, fmt.Errorf("%s: no address: %w", t.Name(), ErrConfig)
 	}
 	if t.KnownHostsFile == "" {
-		return nil, fmt.Errorf("%s: no known_hosts file (host keys are always verified): %w", name(t), ErrConfig)
+		return nil, fmt.Errorf("%s: no known_hosts file (host keys are always verified): %w", t.Name(), ErrConfig)
 	}
 	hostKeys, known, err := hostKeyCallback(t)
 	if err != nil {
@@ -256,7 +249,7 @@ func (p *Pool) dial(ctx context.Context, t Target, k string) (*Conn, error) {
 	d := net.Dialer{KeepAlive: 30 * time.Second}
 	nc, err := d.DialContext(dctx, "tcp", hostPort(t))
 	if err != nil {
-		return nil, fmt.Errorf("dial %s (%s): %v: %w", name(t), hostPort(t), err, ErrUnreachable)
+		return nil, fmt.Errorf("dial %s (%s): %v: %w", t.Name(), hostPort(t), err, ErrUnreachable)
 	}
 	if dl, ok := dctx.Deadline(); ok {
 		_ = nc.SetDeadline(dl)
@@ -272,7 +265,7 @@ func (p *Pool) dial(ctx context.Context, t Target, k string) (*Conn, error) {
 		pool: p, key: k, closed: make(chan struct{}),
 	}
 	c.lastUsed.Store(time.Now().UnixNano())
-	p.opts.Logger.Debug("ssh connected", "node", name(t), "address", hostPort(t), "user", user(t))
+	p.opts.Logger.Debug("ssh connected", "node", t.Name(), "address", hostPort(t), "user", user(t))
 	return c, nil
 }
 
@@ -288,15 +281,15 @@ func classifyHandshake(t Target, known []ssh.PublicKey, err error) error {
 	case errors.Is(err, ErrConfig):
 		return err
 	case errors.As(err, &neg) && neg.What == "host key" && len(known) > 0:
-		return &HostKeyError{Node: name(t), Address: hostPort(t), File: t.KnownHostsFile,
+		return &HostKeyError{Node: t.Name(), Address: hostPort(t), File: t.KnownHostsFile,
 			Offered: neg.RequestedAlgorithms, Expected: describeKeys(known)}
 	}
 	msg := err.Error()
 	if strings.Contains(msg, "unable to authenticate") || strings.Contains(msg, "no supported methods remain") ||
 		strings.Contains(msg, "Too many authentication failures") {
-		return fmt.Errorf("%s (%s) refused user %s: %v: %w", name(t), hostPort(t), user(t), err, ErrAuthFailed)
+		return fmt.Errorf("%s (%s) refused user %s: %v: %w", t.Name(), hostPort(t), user(t), err, ErrAuthFailed)
 	}
-	return fmt.Errorf("ssh handshake with %s (%s): %v: %w", name(t), hostPort(t), err, ErrUnreachable)
+	return fmt.Errorf("ssh handshake with %s (%s): %v: %w", t.Name(), hostPort(t), err, ErrUnreachable)
 }
 
 func (p *Pool) auth(ctx context.Context, t Target) ([]ssh.AuthMethod, func(), error) {
@@ -307,7 +300,7 @@ func (p *Pool) auth(ctx context.Context, t Target) ([]ssh.AuthMethod, func(), er
 			if !isClassified(err) {
 				err = fmt.Errorf("%v: %w", err, ErrAuthFailed)
 			}
-			return nil, none, fmt.Errorf("%s: client credentials: %w", name(t), err)
+			return nil, none, fmt.Errorf("%s: client credentials: %w", t.Name(), err)
 		}
 		if len(signers) > 0 {
 			return []ssh.AuthMethod{ssh.PublicKeys(signers...)}, none, nil
@@ -322,11 +315,11 @@ func (p *Pool) auth(ctx context.Context, t Target) ([]ssh.AuthMethod, func(), er
 	}
 	sock := os.Getenv("SSH_AUTH_SOCK")
 	if sock == "" {
-		return nil, none, fmt.Errorf("%s: no identity file and SSH_AUTH_SOCK is not set: %w", name(t), ErrConfig)
+		return nil, none, fmt.Errorf("%s: no identity file and SSH_AUTH_SOCK is not set: %w", t.Name(), ErrConfig)
 	}
 	ac, err := net.Dial("unix", sock)
 	if err != nil {
-		return nil, none, fmt.Errorf("%s: ssh agent at $SSH_AUTH_SOCK: %v: %w", name(t), err, ErrConfig)
+		return nil, none, fmt.Errorf("%s: ssh agent at $SSH_AUTH_SOCK: %v: %w", t.Name(), err, ErrConfig)
 	}
 	// The agent is only needed during the handshake.
 	return []ssh.AuthMethod{ssh.PublicKeysCallback(agent.NewClient(ac).Signers)}, func() { _ = ac.Close() }, nil
@@ -337,15 +330,15 @@ func (p *Pool) auth(ctx context.Context, t Target) ([]ssh.AuthMethod, func(), er
 func identitySigners(t Target) ([]ssh.Signer, error) {
 	data, err := secretfile.Read(t.IdentityFile)
 	if err != nil {
-		return nil, fmt.Errorf("%s: read identity file: %v: %w", name(t), err, ErrConfig)
+		return nil, fmt.Errorf("%s: read identity file: %v: %w", t.Name(), err, ErrConfig)
 	}
 	signer, err := ssh.ParsePrivateKey(data)
 	var missing *ssh.PassphraseMissingError
 	if errors.As(err, &missing) {
-		return nil, fmt.Errorf("%s: identity file %s is passphrase-protected; Kedge cannot prompt: load it into ssh-agent and set ssh.agent: true: %w", name(t), t.IdentityFile, ErrConfig)
+		return nil, fmt.Errorf("%s: identity file %s is passphrase-protected; Kedge cannot prompt: load it into ssh-agent and set ssh.agent: true: %w", t.Name(), t.IdentityFile, ErrConfig)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: parse identity file %s: %v: %w", name(t), t.IdentityFile, err, ErrConfig)
+		return nil, fmt.Errorf("%s: parse identity file %s: %v: %w", t.Name(), t.IdentityFile, err, ErrConfig)
 	}
 	signers := []ssh.Signer{signer}
 	if certData, err := os.ReadFile(t.IdentityFile + "-cert.pub"); err == nil {
@@ -393,7 +386,7 @@ func (c *Conn) watch(opts Options) {
 			return
 		}
 		if err := c.ping(opts.KeepAliveTimeout); err != nil {
-			opts.Logger.Warn("ssh keepalive failed", "node", name(c.Target), "address", hostPort(c.Target), "error", err)
+			opts.Logger.Warn("ssh keepalive failed", "node", c.Target.Name(), "address", hostPort(c.Target), "error", err)
 			c.pool.evict(c, "keepalive failed")
 			return
 		}
@@ -444,9 +437,9 @@ func (c *Conn) Session(ctx context.Context) (s *ssh.Session, release func(), err
 	select {
 	case c.sem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, nil, fmt.Errorf("%s: waiting for a free session: %w", name(c.Target), ctx.Err())
+		return nil, nil, fmt.Errorf("%s: waiting for a free session: %w", c.Target.Name(), ctx.Err())
 	case <-c.closed:
-		return nil, nil, fmt.Errorf("%s: connection closed: %w", name(c.Target), ErrConnectionLost)
+		return nil, nil, fmt.Errorf("%s: connection closed: %w", c.Target.Name(), ErrConnectionLost)
 	}
 	c.inUse.Add(1)
 	s, err = c.client.NewSession()
@@ -477,7 +470,7 @@ func (c *Conn) SFTP() (*sftp.Client, error) {
 	}
 	select {
 	case <-c.closed:
-		return nil, fmt.Errorf("%s: connection closed: %w", name(c.Target), ErrConnectionLost)
+		return nil, fmt.Errorf("%s: connection closed: %w", c.Target.Name(), ErrConnectionLost)
 	default:
 	}
 	cl, err := c.newSFTP()
@@ -519,19 +512,19 @@ func (p *Pool) Session(ctx context.Context, t Target) (s *ssh.Session, release f
 			return s, release, nil
 		}
 		if ctx.Err() != nil {
-			return nil, nil, fmt.Errorf("%s: open session: %w", name(t), ctx.Err())
+			return nil, nil, fmt.Errorf("%s: open session: %w", t.Name(), ctx.Err())
 		}
 		var refused *ssh.OpenChannelError
 		if errors.As(err, &refused) {
 			// The host is there but will not open another session
 			// (sshd MaxSessions): the connection is fine, keep it.
-			return nil, nil, fmt.Errorf("%s (%s) refused a session: %v: %w", name(t), hostPort(t), err, ErrConnectionLost)
+			return nil, nil, fmt.Errorf("%s (%s) refused a session: %v: %w", t.Name(), hostPort(t), err, ErrConnectionLost)
 		}
 		p.evict(c, "session open failed: "+err.Error())
 		if attempt > 0 {
-			return nil, nil, fmt.Errorf("open session on %s (%s): %v: %w", name(t), hostPort(t), err, ErrConnectionLost)
+			return nil, nil, fmt.Errorf("open session on %s (%s): %v: %w", t.Name(), hostPort(t), err, ErrConnectionLost)
 		}
-		p.opts.Logger.Debug("ssh connection found dead; redialling", "node", name(t), "error", err)
+		p.opts.Logger.Debug("ssh connection found dead; redialling", "node", t.Name(), "error", err)
 	}
 }
 
@@ -551,19 +544,19 @@ func (p *Pool) SFTP(ctx context.Context, t Target) (*sftp.Client, error) {
 			return cl, nil
 		}
 		if errors.Is(err, ErrConfig) {
-			return nil, fmt.Errorf("%s (%s): %w", name(t), hostPort(t), err)
+			return nil, fmt.Errorf("%s (%s): %w", t.Name(), hostPort(t), err)
 		}
 		var refused *ssh.OpenChannelError
 		if errors.As(err, &refused) {
-			return nil, fmt.Errorf("%s (%s) refused an sftp session: %v: %w", name(t), hostPort(t), err, ErrConnectionLost)
+			return nil, fmt.Errorf("%s (%s) refused an sftp session: %v: %w", t.Name(), hostPort(t), err, ErrConnectionLost)
 		}
 		if c.ping(p.opts.KeepAliveTimeout) == nil {
 			// The connection is alive: the host has no SFTP server.
-			return nil, fmt.Errorf("%s (%s): sftp subsystem unavailable (is sftp-server installed and enabled in sshd?): %v: %w", name(t), hostPort(t), err, ErrConfig)
+			return nil, fmt.Errorf("%s (%s): sftp subsystem unavailable (is sftp-server installed and enabled in sshd?): %v: %w", t.Name(), hostPort(t), err, ErrConfig)
 		}
 		p.evict(c, "sftp open failed: "+err.Error())
 		if attempt > 0 {
-			return nil, fmt.Errorf("open sftp on %s (%s): %v: %w", name(t), hostPort(t), err, ErrConnectionLost)
+			return nil, fmt.Errorf("open sftp on %s (%s): %v: %w", t.Name(), hostPort(t), err, ErrConnectionLost)
 		}
 	}
 }
@@ -593,9 +586,9 @@ func (p *Pool) WithSFTP(ctx context.Context, t Target, fn func(*sftp.Client) err
 			c.dropSFTP(cl)
 		}
 		if attempt > 0 {
-			return fmt.Errorf("%s (%s): %v: %w", name(t), hostPort(t), err, ErrConnectionLost)
+			return fmt.Errorf("%s (%s): %v: %w", t.Name(), hostPort(t), err, ErrConnectionLost)
 		}
-		p.opts.Logger.Debug("sftp failed on a dead connection; retrying on a fresh one", "node", name(t), "error", err)
+		p.opts.Logger.Debug("sftp failed on a dead connection; retrying on a fresh one", "node", t.Name(), "error", err)
 	}
 }
 
@@ -628,7 +621,7 @@ func (p *Pool) Lost(t Target, err error) error {
 		default:
 		}
 	}
-	return fmt.Errorf("%s (%s): %v: %w", name(t), hostPort(t), err, ErrConnectionLost)
+	return fmt.Errorf("%s (%s): %v: %w", t.Name(), hostPort(t), err, ErrConnectionLost)
 }
 
 // IsTransportError reports whether err says the connection (or the SFTP

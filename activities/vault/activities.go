@@ -1,6 +1,7 @@
 package vault
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"encoding/json"
@@ -117,13 +118,6 @@ func classify(op string, err error) error {
 	return temporal.NewApplicationError(fmt.Sprintf("%s: %v", op, err), ErrTypeVault)
 }
 
-func orDefault(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
-}
-
 // IssueCert issues a certificate and key from the PKI engine
 // (vault.issue-cert).
 func (a *Activities) IssueCert(ctx context.Context, in IssueCertInput) (IssueCertResult, error) {
@@ -134,8 +128,8 @@ func (a *Activities) IssueCert(ctx context.Context, in IssueCertInput) (IssueCer
 	if err != nil {
 		return IssueCertResult{}, err
 	}
-	mount := orDefault(in.Vault.PKI, "pki")
-	role := orDefault(in.Role, orDefault(in.Vault.Role, "kubernetes"))
+	mount := cmp.Or(in.Vault.PKI, "pki")
+	role := cmp.Or(in.Role, cmp.Or(in.Vault.Role, "kubernetes"))
 	req := map[string]any{"common_name": in.CommonName, "format": "pem"}
 	if len(in.AltNames) > 0 {
 		req["alt_names"] = strings.Join(in.AltNames, ",")
@@ -206,7 +200,7 @@ func (a *Activities) ReadSecret(ctx context.Context, in ReadSecretInput) (ReadSe
 	if err != nil {
 		return ReadSecretResult{}, err
 	}
-	mount := orDefault(in.Vault.KV, "secret")
+	mount := cmp.Or(in.Vault.KV, "secret")
 	kv := cl.KVv2(mount)
 	op := fmt.Sprintf("read %s/%s", mount, in.Path)
 	var sec *vaultapi.KVSecret

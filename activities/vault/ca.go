@@ -1,6 +1,7 @@
 package vault
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -36,7 +37,7 @@ func (a *Activities) ClusterCA(ctx context.Context, in ClusterCAInput) (ClusterC
 	if err != nil {
 		return ClusterCAResult{}, err
 	}
-	kv := cl.KVv2(orDefault(in.Vault.KV, "secret"))
+	kv := cl.KVv2(cmp.Or(in.Vault.KV, "secret"))
 	if have, err := kvGet(ctx, kv, in.Path); err != nil {
 		return ClusterCAResult{}, classify("read the CA at "+in.Path, err)
 	} else if have != nil {
@@ -47,7 +48,7 @@ func (a *Activities) ClusterCA(ctx context.Context, in ClusterCAInput) (ClusterC
 			fmt.Sprintf("Vault keeps no CA at %s: adopt the cluster first (kedge run adopt), Kedge will not make a new CA for it", in.Path), ErrTypeNotAdopted, nil)
 	}
 
-	mount := orDefault(in.Vault.PKI, "pki")
+	mount := cmp.Or(in.Vault.PKI, "pki")
 	logical := cl.Logical()
 	generate := mount + "/intermediate/generate/exported"
 	if in.KeyInVault {
@@ -67,7 +68,7 @@ func (a *Activities) ClusterCA(ctx context.Context, in ClusterCAInput) (ClusterC
 		key = "" // never leaves Vault (an internal generate returns none anyway)
 	}
 	signed, err := logical.WriteWithContext(ctx, mount+"/root/sign-intermediate", map[string]any{
-		"csr": csr, "common_name": in.CommonName, "ttl": orDefault(in.TTL, "87600h"), "format": "pem",
+		"csr": csr, "common_name": in.CommonName, "ttl": cmp.Or(in.TTL, "87600h"), "format": "pem",
 	})
 	if err != nil {
 		return ClusterCAResult{}, classify("sign "+in.CommonName+" with "+mount+"'s root", err)
@@ -139,7 +140,7 @@ func (a *Activities) KeyPair(ctx context.Context, in KeyPairInput) (KeyPairResul
 	if err != nil {
 		return KeyPairResult{}, err
 	}
-	kv := cl.KVv2(orDefault(in.Vault.KV, "secret"))
+	kv := cl.KVv2(cmp.Or(in.Vault.KV, "secret"))
 	if have, err := kvGet(ctx, kv, in.Path); err != nil {
 		return KeyPairResult{}, classify("read the key pair at "+in.Path, err)
 	} else if have != nil {

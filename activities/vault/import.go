@@ -2,6 +2,7 @@ package vault
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto"
 	"crypto/x509"
@@ -59,7 +60,7 @@ func (a *Activities) ImportCA(ctx context.Context, in ImportCAInput) (ImportCARe
 	if err != nil {
 		return ImportCAResult{}, err
 	}
-	kv := cl.KVv2(orDefault(in.Vault.KV, "secret"))
+	kv := cl.KVv2(cmp.Or(in.Vault.KV, "secret"))
 	have, err := kvGet(ctx, kv, in.Path)
 	if err != nil {
 		return ImportCAResult{}, classify("read the CA at "+in.Path, err)
@@ -81,7 +82,7 @@ func (a *Activities) ImportCA(ctx context.Context, in ImportCAInput) (ImportCARe
 		return ImportCAResult{Certificate: have["certificate"], Issuer: have["issuer"]}, nil
 	}
 
-	mount := orDefault(in.Vault.PKI, "pki")
+	mount := cmp.Or(in.Vault.PKI, "pki")
 	certPEM := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}))
 	sec, err := cl.Logical().WriteWithContext(ctx, mount+"/issuers/import/bundle", map[string]any{
 		"pem_bundle": certPEM + strings.TrimSpace(in.PrivateKey) + "\n",
@@ -138,7 +139,7 @@ func (a *Activities) ImportKeyPair(ctx context.Context, in ImportKeyPairInput) (
 	if err != nil {
 		return false, err
 	}
-	kv := cl.KVv2(orDefault(in.Vault.KV, "secret"))
+	kv := cl.KVv2(cmp.Or(in.Vault.KV, "secret"))
 	have, err := kvGet(ctx, kv, in.Path)
 	if err != nil {
 		return false, classify("read the key pair at "+in.Path, err)
@@ -264,7 +265,7 @@ func (a *Activities) PutIfAbsent(ctx context.Context, c Config, path string, dat
 	if err != nil {
 		return err
 	}
-	kv := cl.KVv2(orDefault(c.KV, "secret"))
+	kv := cl.KVv2(cmp.Or(c.KV, "secret"))
 	have, err := kvGet(ctx, kv, path)
 	if err != nil {
 		return classify("read "+path, err)

@@ -501,6 +501,19 @@ func Stringify(v any) string {
 	return fmt.Sprint(v)
 }
 
+// RenderWith renders a step's `with` (nil is empty) into the mapping it
+// stands for.
+func RenderWith(with map[string]any, vars map[string]any) (map[string]any, error) {
+	if with == nil {
+		with = map[string]any{}
+	}
+	v, err := RenderValue(with, vars)
+	if err != nil {
+		return nil, err
+	}
+	return v.(map[string]any), nil
+}
+
 // RenderValue renders every string inside v (maps and lists are walked) as a
 // template. Every expression in v draws on one budget (CostLimit,
 // MaxResultBytes, MaxResultItems): a step's with is bounded as a whole.

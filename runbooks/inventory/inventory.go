@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -219,11 +220,11 @@ func (c *Cluster) Target(name string) (target.SSH, error) {
 		Cluster:        c.Name,
 		Node:           n.Name,
 		Address:        n.Address,
-		Port:           cmpOr(n.Port, c.SSH.Port, 22),
-		User:           cmpOr(n.User, c.SSH.User, "root"),
+		Port:           cmp.Or(n.Port, c.SSH.Port, 22),
+		User:           cmp.Or(n.User, c.SSH.User, "root"),
 		KnownHostsFile: c.SSH.KnownHostsFile,
 	}
-	if cmpOr(n.Become, c.SSH.Become) == BecomeSudo {
+	if cmp.Or(n.Become, c.SSH.Become) == BecomeSudo {
 		t.Become = target.BecomeSudo
 	}
 	if !c.SSH.Agent {
@@ -233,16 +234,6 @@ func (c *Cluster) Target(name string) (target.SSH, error) {
 		t.VaultCA = &target.VaultCA{Address: c.Vault.Address, TokenFile: c.Vault.TokenFile, CAFile: c.Vault.CAFile, Mount: vs.Mount, Role: vs.Role}
 	}
 	return t, nil
-}
-
-func cmpOr[T comparable](vals ...T) T {
-	var zero T
-	for _, v := range vals {
-		if v != zero {
-			return v
-		}
-	}
-	return zero
 }
 
 // LoadFile reads and validates an inventory file. Relative paths in it are
@@ -490,7 +481,7 @@ func Decode(doc source.Document) (*Cluster, error) {
 		if n.Address == "" {
 			errs.Addf(at("address"), "%s %s: address is required", n.Role, n.Name)
 		} else {
-			key := fmt.Sprintf("%s:%d", n.Address, cmpOr(n.Port, c.SSH.Port, 22))
+			key := fmt.Sprintf("%s:%d", n.Address, cmp.Or(n.Port, c.SSH.Port, 22))
 			if prev, dup := addrs[key]; dup {
 				errs.Addf(at("address"), "duplicate address %s for node %s (first at %s)", key, n.Name, prev)
 			} else {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -202,7 +203,7 @@ func Fields(file string, n *yaml.Node, what string, errs *Errors, known map[stri
 		seen[k.Value] = true
 		h, ok := known[k.Value]
 		if !ok {
-			errs.Addf(At(file, k), "unknown field %q in %s (known: %s)", k.Value, what, strings.Join(sortedKeys(known), ", "))
+			errs.Addf(At(file, k), "unknown field %q in %s (known: %s)", k.Value, what, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
 			continue
 		}
 		h(v)
@@ -358,13 +359,4 @@ func KindName(n *yaml.Node) string {
 		return "a number"
 	}
 	return fmt.Sprintf("the string %q", n.Value)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

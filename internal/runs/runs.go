@@ -1,0 +1,155 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"kedge.dev/kedge/workflows"
+)
+
+// queryTimeout bounds one progress query: a run whose worker is gone does
+// not hold a front end up.
+const queryTimeout = 5 * time.Second
+
+// Progress asks a runbook or rollout workflow for its progress (runID ""
+// is the latest run).
+func Progress(ctx context.Context, cl client.Client, id, runID string) (workflows.Progress, error) {
+	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	v, err := cl.QueryWorkflow(ctx, id, runID, workflows.ProgressQuery)
+	if err != nil {
+		return workflows.Progress{}, err
+	}
+	var p workflows.Progress
+	err = v.Get(&p)
+	return p, err
+}
+
+// RootMessage is the message of err's innermost cause: what failed, without
+// the layers of "workflow failed" / "activity failed" around it.
+func RootMessage(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
+}
+
+// Kinds of pause.
+const (
+	PauseRollout  = "rollout"  // a rollout over its failure budget: continue or abort
+	PauseApproval = "approval" // an approval step: approve or reject
+)
+
+// Pause is something a run waits for a person to decide. Its JSON is
+// short: chat buttons carry it.
+type Pause struct {
+	Kind   string `json:"k"`
+	Target string `json:"t"` // the workflow the decision goes to
+	Step   string `json:"s"` // the approval step, or the rollout's step
+	// Seq tells pauses of one rollout apart: the number of failed items
+	// when it paused. A button of an earlier pause never decides a later one.
+	Seq    int      `json:"q,omitempty"`
+	Prompt string   `json:"-"` // the approval's prompt, or why the rollout paused
+	Failed []string `json:"-"` // a paused rollout's failed items, "node: error"
+}
+
+// Same says whether two pauses are the same decision point.
+func (p Pause) Same(o Pause) bool {
+	return p.Kind == o.Kind && p.Target == o.Target && p.Step == o.Step && p.Seq == o.Seq
+}
+
+// maxDepth bounds how deep FindPauses follows child runbooks.
+const maxDepth = 4
+
+// FindPauses walks p, the progress of workflow id, and that of its running
+// child runbooks and rollouts, for what waits on a person.
+func FindPauses(ctx context.Context, cl client.Client, p workflows.Progress, id string) []Pause {
+	return findPauses(ctx, cl, p, id, 0)
+}
+
+func findPauses(ctx context.Context, cl client.Client, p workflows.Progress, id string, depth int) []Pause {
+	var out []Pause
+	for _, st := range p.Steps {
+		switch {
+		case st.Kind == "approval" && st.State == workflows.StateWaiting:
+			out = append(out, Pause{Kind: PauseApproval, Target: id, Step: st.ID, Prompt: st.Prompt})
+		case st.Child != "" && st.State == workflows.StateRunning && depth < maxDepth:
+			cp, err := Progress(ctx, cl, st.Child, "")
+			if err != nil {
+				continue
+			}
+			if st.Kind == "rollout" {
+				if cp.State == workflows.StateWaiting {
+					out = append(out, rolloutPause(st, cp))
+				}
+				continue
+			}
+			out = append(out, findPauses(ctx, cl, cp, st.Child, depth+1)...)
+		}
+	}
+	return out
+}
+
+func rolloutPause(st workflows.StepProgress, cp workflows.Progress) Pause {
+	pa := Pause{Kind: PauseRollout, Target: st.Child, Step: st.ID, Prompt: cp.Error}
+	for _, it := range cp.Steps {
+		if it.State == workflows.StateFailed {
+			pa.Failed = append(pa.Failed, it.ID+": "+it.LastError)
+		}
+	}
+	pa.Seq = len(pa.Failed)
+	return pa
+}
+
+// Decide sends a decision at a pause: continue/abort to a rollout,
+// approve/reject to an approval step. It is bound to the pause as the
+// workflow reports it now (BindDecision), so a decision meant for an
+// earlier pause is refused. updateID ("" for a fresh one) makes a
+// repeated request apply once.
+func Decide(ctx context.Context, cl client.Client, p Pause, proceed bool, by, comment, updateID string) (workflows.Decision, error) {
+	d := workflows.Decision{By: by, Comment: comment}
+	name := workflows.DecideUpdate
+	if p.Kind == PauseApproval {
+		name = workflows.ApproveUpdate
+		d.Step = p.Step
+		d.Decision = workflows.DecisionReject
+		if proceed {
+			d.Decision = workflows.DecisionApprove
+		}
+	} else {
+		d.Decision = workflows.DecisionAbort
+		if proceed {
+			d.Decision = workflows.DecisionContinue
+		}
+	}
+	cur, err := Progress(ctx, cl, p.Target, "")
+	if err != nil {
+		return d, fmt.Errorf("query %s: %w", p.Target, err)
+	}
+	if d, err = workflows.BindDecision(d, cur); err != nil {
+		return d, err
+	}
+	h, err := cl.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		UpdateID:     updateID,
+		RunID:        d.RunID,
+		WorkflowID:   p.Target,
+		UpdateName:   name,
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+		Args:         []any{d},
+	})
+	if err != nil {
+		return d, err
+	}
+	var out workflows.Decision
+	if err := h.Get(ctx, &out); err != nil {
+		return d, err
+	}
+	return out, nil
+}
