@@ -1,9 +1,11 @@
 package integration
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
-	"net"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,21 +19,41 @@ import (
 )
 
 // startDev runs `kedge dev` (Temporal on SQLite in dataDir, its worker)
-// as its own process on addr, returning once the server answers.
+// as its own process on addr, returning once it says its worker polls:
+// its server is up and has Kedge's search attributes. (Waiting for
+// something to answer on addr is not enough: a port freed by another test
+// can be answered by another server.)
 func startDev(t *testing.T, dataDir, addr string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(world.kedgeBin, "dev", "--data-dir", dataDir, "--address", addr, "--ui-address", "",
 		"--webhook-address", "", "--clusters", world.inventory, "--codec-key", world.codecKey)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	eventually(t, 2*time.Minute, "kedge dev to answer on "+addr, func() bool {
-		_, _, code := devCLI(t, addr, "list", "--output", "json")
-		return code == 0
-	})
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			fmt.Fprintln(os.Stderr, sc.Text())
+			if strings.HasPrefix(sc.Text(), "kedge dev: worker polling task queue") {
+				close(ready)
+				break
+			}
+		}
+		_, _ = io.Copy(os.Stderr, out)
+	}()
+	select {
+	case <-ready:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("kedge dev on %s did not say its worker polls within 2m", addr)
+	}
 	return cmd
 }
 
@@ -54,12 +76,9 @@ func devCLI(t *testing.T, addr string, args ...string) (string, string, int) {
 // same data directory; the run goes on from its history: completed steps
 // are not run again, the interrupted one is retried once.
 func TestDevServerKilledMidRunResumes(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	// A loopback address of its own: the server comes back on it after
+	// the kill, and no other test's server can take it meanwhile.
+	const addr = "127.0.47.1:7233"
 	dataDir := filepath.Join(t.TempDir(), "dev")
 	_, _ = host(t, "worker-1").Exec(t.Context(), "rm", "-rf", "/var/lib/devkill")
 	rb := writeRunbook(t, `

@@ -214,6 +214,77 @@ steps:
 	}
 }
 
+// An approval inside a child runbook is decided from the CLI with the ID
+// of the run the operator started, as chat does: `kedge approve` finds the
+// gate under the run, records the approver on the child's step, and the
+// parent goes on once the child is done.
+func TestApprovalInAChildRunbookFromTheCLI(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "gated-child.yaml"), []byte(`
+apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: gated-child}
+steps:
+  - id: gate
+    approval: {prompt: "Restart the controllers?"}
+  - id: after
+    needs: [gate]
+    action: host.run
+    on: controller-1
+    with: {command: "touch /var/lib/child-approved"}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	parent := filepath.Join(dir, "gated-parent.yaml")
+	if err := os.WriteFile(parent, []byte(`
+apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: gated-parent}
+steps:
+  - id: child
+    runbook: gated-child
+  - id: done
+    needs: [child]
+    action: host.run
+    on: controller-1
+    with: {command: "touch /var/lib/parent-done"}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := startRun(t, parent)
+	var child string
+	eventually(t, 30*time.Second, "the child's gate to wait", func() bool {
+		p, err := queryProgress(id)
+		if err != nil || len(p.Steps) == 0 || p.Steps[0].Child == "" {
+			return false
+		}
+		child = p.Steps[0].Child
+		return gateWaiting(child)
+	})
+	// The parent itself has no approval step: before `kedge approve` looked
+	// under the run, this was refused ("0 steps waiting").
+	out, errOut, code := kedge(t, "approve", id, "--by", "alice", "--comment", "from the top", "--output", "json")
+	if code != 0 {
+		t.Fatalf("approve %s: exit %d: %s", id, code, errOut)
+	}
+	var d workflows.Decision
+	if err := json.Unmarshal([]byte(out), &d); err != nil || d.Step != "gate" || d.By != "alice" || d.Decision != workflows.DecisionApprove {
+		t.Fatalf("approve printed %s (%v)", out, err)
+	}
+	p, wcode := watch(t, id)
+	if wcode != 0 || !hostFileExists(t, "controller-1", "/var/lib/child-approved") || !hostFileExists(t, "controller-1", "/var/lib/parent-done") {
+		t.Fatalf("the run did not go on after the child's approval: %+v", p)
+	}
+	cp, err := queryProgress(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := step(t, cp, "gate").Decision; got == nil || got.By != "alice" || got.Comment != "from the top" {
+		t.Errorf("the child's gate recorded %+v", got)
+	}
+	_, _ = host(t, "controller-1").Exec(t.Context(), "rm", "-f", "/var/lib/child-approved", "/var/lib/parent-done")
+}
+
 func gateWaiting(id string) bool {
 	p, err := queryProgress(id)
 	if err != nil {

@@ -102,7 +102,7 @@ func buildTyphoon(t *testing.T) error {
 			controllers = append(controllers, typhoon.Host{Name: h.name, Domain: typhoonFQDN(h.name), Flavor: h.flavor, Controller: true})
 		}
 	}
-	l, err := testhosts.Start(ctx, testhosts.Options{Count: len(all), Names: all, BaseIP: "127.0.41.", Dir: filepath.Join(dir, "hosts")})
+	l, err := testhosts.Start(ctx, testhosts.Options{Count: len(all), Names: all, BaseIP: "127.0.45.", Dir: filepath.Join(dir, "hosts")})
 	if err != nil {
 		return err
 	}

@@ -119,6 +119,8 @@ func IsMissing(err error) bool {
 	if err == nil {
 		return false
 	}
+	// third-party message: the Temporal server refuses an unknown search
+	// attribute as InvalidArgument with only its text to tell it apart.
 	msg := err.Error()
 	lower := strings.ToLower(msg)
 	if !strings.Contains(lower, "search attribute") && !strings.Contains(lower, "no mapping defined") {
