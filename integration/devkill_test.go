@@ -27,11 +27,11 @@ func startDev(t *testing.T, dataDir, addr string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(world.kedgeBin, "dev", "--data-dir", dataDir, "--address", addr, "--ui-address", "",
 		"--webhook-address", "", "--clusters", world.inventory, "--codec-key", world.codecKey)
-	out, err := cmd.StdoutPipe()
+	out, err := cmd.StderrPipe() // where kedge dev says what it runs
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = os.Stderr
+	cmd.Stdout = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
