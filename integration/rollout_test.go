@@ -171,6 +171,8 @@ func TestRolloutPausedByABlockedDrainIsAbortedAndUndone(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "aborted by sre-on-call") {
 		t.Fatalf("the run ended with %v, want an abort by sre-on-call", err)
 	}
+	recordHistory(t, id, "rollout-abort-runbook")
+	recordHistory(t, ro, "rollout-abort")
 	// `kedge watch` shows the rollout node by node, in JSON and in text:
 	// the completed nodes undone.
 	want[workers[0]], want[workers[1]] = workflows.StateUndone, workflows.StateUndone

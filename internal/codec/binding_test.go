@@ -103,3 +103,26 @@ func TestAScheduledRunOpensItsSchedulesAction(t *testing.T) {
 		t.Errorf("a suffix that is no time: %v", err)
 	}
 }
+
+// A history recorded in namespace default replays in the SDK's own
+// namespace: with ReplayedIn("default") its payloads open there, and only
+// those sealed for default; a codec not told so opens none of them.
+func TestAReplayedHistoryOpensAsRecorded(t *testing.T) {
+	_, c := newKeyFile(t)
+	input := seal(t, c, wfCtx("hello/lab/20261126-1"), "run me")
+	prod := seal(t, c, converter.WorkflowSerializationContext{Namespace: "prod", WorkflowID: "hello/lab/20261126-1"}, "run me")
+	replay := converter.WorkflowSerializationContext{Namespace: sdkReplayNamespace, WorkflowID: "hello/lab/20261126-1"}
+	if _, err := open(c, replay, input); !errors.Is(err, ErrMisbound) {
+		t.Errorf("opened in the replayer without ReplayedIn: %v", err)
+	}
+	r := c.ReplayedIn("default")
+	if v, err := open(r, replay, input); err != nil || v != "run me" {
+		t.Errorf("replayed as recorded in default: %q %v", v, err)
+	}
+	if _, err := open(r, replay, prod); !errors.Is(err, ErrMisbound) {
+		t.Errorf("a payload sealed for prod opened in a replay of default: %v", err)
+	}
+	if _, err := open(r, converter.WorkflowSerializationContext{Namespace: "prod", WorkflowID: "hello/lab/20261126-1"}, input); !errors.Is(err, ErrMisbound) {
+		t.Errorf("ReplayedIn moved a payload of default to prod outside the replayer: %v", err)
+	}
+}

@@ -51,6 +51,9 @@ type Codec struct {
 	// acceptUnbound lets payloads sealed before bindings existed open in
 	// a context: for the runs in flight when workers are upgraded.
 	acceptUnbound bool
+	// replayedIn is the namespace a replayed history was recorded in
+	// (ReplayedIn).
+	replayedIn string
 }
 
 var (
@@ -166,11 +169,29 @@ func (c *Codec) AcceptUnbound() *Codec {
 	return &cp
 }
 
+// sdkReplayNamespace is the namespace the SDK's replayer runs every
+// history in, whatever namespace it was recorded in (the SDK's
+// internal.ReplayNamespace, which it does not export).
+const sdkReplayNamespace = "ReplayNamespace"
+
+// ReplayedIn returns a codec for replaying histories recorded in namespace
+// (replay tests, a worker's pre-upgrade check): the SDK replays them in a
+// namespace of its own, and the payloads are bound to the one they were
+// sealed in. Outside the SDK's replayer it is the codec as it was.
+func (c *Codec) ReplayedIn(namespace string) *Codec {
+	cp := *c
+	cp.replayedIn = namespace
+	return &cp
+}
+
 // WithSerializationContext is the codec bound to where the SDK uses it.
 func (c *Codec) WithSerializationContext(sc converter.SerializationContext) converter.PayloadCodec {
 	b := bindingOf(sc)
 	if b == nil {
 		return c
+	}
+	if b.Namespace == sdkReplayNamespace && c.replayedIn != "" {
+		b.Namespace = c.replayedIn
 	}
 	cp := *c
 	cp.bind = b
