@@ -22,7 +22,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"google.golang.org/protobuf/proto"
 
-	"kedge.dev/kedge/activities/sshpool/sshtest"
+	"kedge.dev/kedge/integration/sshtest"
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/integration/vaultlab"
 	"kedge.dev/kedge/workflows"

@@ -23,7 +23,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"kedge.dev/kedge/activities/sshpool"
-	"kedge.dev/kedge/activities/sshpool/sshtest"
+	"kedge.dev/kedge/integration/sshtest"
 )
 
 type world struct {

@@ -26,8 +26,8 @@ import (
 
 	"kedge.dev/kedge/activities/host"
 	"kedge.dev/kedge/activities/sshpool"
-	"kedge.dev/kedge/activities/sshpool/sshtest"
 	"kedge.dev/kedge/activities/vault"
+	"kedge.dev/kedge/integration/sshtest"
 	"kedge.dev/kedge/internal/layout"
 )
 

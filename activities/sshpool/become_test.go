@@ -10,7 +10,7 @@ import (
 
 	"github.com/pkg/sftp"
 
-	"kedge.dev/kedge/activities/sshpool/sshtest"
+	"kedge.dev/kedge/integration/sshtest"
 )
 
 // fakeSudo puts a sudo first on PATH that logs its arguments to log and,

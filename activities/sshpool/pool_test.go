@@ -21,7 +21,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
-	"kedge.dev/kedge/activities/sshpool/sshtest"
+	"kedge.dev/kedge/integration/sshtest"
 )
 
 func target(s *sshtest.Server) Target {

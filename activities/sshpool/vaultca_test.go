@@ -6,7 +6,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"kedge.dev/kedge/activities/sshpool/sshtest"
+	"kedge.dev/kedge/integration/sshtest"
 )
 
 // Two inventories that reach one host through different Vault signer
