@@ -85,6 +85,7 @@ lint: tools
 	GO=$(GO) bash scripts/layers.sh
 	bash scripts/errtext.sh
 	$(GO) run ./internal/lint/samebody .
+	$(GO) run ./internal/lint/funclen .
 
 ## record-histories: re-record the replay-test histories from real runs (after a deliberate workflow change)
 record-histories: deps kube-tools vault-tools

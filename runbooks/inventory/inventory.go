@@ -271,172 +271,214 @@ func resolve(dir, p string) string {
 
 // Decode validates one parsed inventory document.
 func Decode(doc source.Document) (*Cluster, error) {
-	f := doc.File
-	var errs source.Errors
-	c := &Cluster{}
-	var apiVersion, kind string
-	type pending struct {
-		node  Node
-		key   *yaml.Node
-		attrs map[string]*yaml.Node
-	}
-	var nodes []pending
-	decodeNodes := func(role string) func(v *yaml.Node) {
-		return func(v *yaml.Node) {
-			if v.Kind != yaml.SequenceNode {
-				errs.Addf(source.At(f, v), "%ss must be a list of nodes, got %s", role, source.KindName(v))
-				return
-			}
-			for _, item := range v.Content {
-				p := pending{node: Node{Role: role}, key: item, attrs: map[string]*yaml.Node{}}
-				n := &p.node
-				source.Fields(f, item, role, &errs, map[string]func(*yaml.Node){
-					"name": func(v *yaml.Node) { n.Name = source.String(f, v, "name", &errs); p.attrs["name"] = v },
-					"nodeName": func(v *yaml.Node) {
-						n.NodeName = source.String(f, v, "nodeName", &errs)
-						p.attrs["nodeName"] = v
-					},
-					"address": func(v *yaml.Node) { n.Address = source.String(f, v, "address", &errs); p.attrs["address"] = v },
-					"port":    func(v *yaml.Node) { n.Port = source.Int(f, v, "port", &errs); p.attrs["port"] = v },
-					"user":    func(v *yaml.Node) { n.User = source.String(f, v, "user", &errs) },
-					"become":  func(v *yaml.Node) { n.Become = checkBecome(f, v, "become", &errs) },
-					"labels":  func(v *yaml.Node) { n.Labels = source.Strings(f, v, "labels", &errs); p.attrs["labels"] = v },
-					"taints":  func(v *yaml.Node) { n.Taints = source.Strings(f, v, "taints", &errs); p.attrs["taints"] = v },
-					"taskQueue": func(v *yaml.Node) {
-						n.TaskQueue = source.String(f, v, "taskQueue", &errs)
-						checkTaskQueue(f, v, n.TaskQueue, &errs)
-					},
-				})
-				nodes = append(nodes, p)
-			}
-		}
-	}
-	var sshNode, vaultSignerNode *yaml.Node
-	source.Fields(f, doc.Root, "inventory", &errs, map[string]func(*yaml.Node){
-		"apiVersion": func(v *yaml.Node) { apiVersion = source.String(f, v, "apiVersion", &errs) },
-		"kind":       func(v *yaml.Node) { kind = source.String(f, v, "kind", &errs) },
-		"metadata": func(v *yaml.Node) {
-			source.Fields(f, v, "metadata", &errs, map[string]func(*yaml.Node){
-				"name": func(v *yaml.Node) {
-					c.Name = source.String(f, v, "metadata.name", &errs)
-					for _, msg := range validation.IsDNS1123Label(c.Name) {
-						errs.Addf(source.At(f, v), "metadata.name %q: %s", c.Name, msg)
-					}
-				},
-				"description": func(v *yaml.Node) { source.String(f, v, "metadata.description", &errs) },
-			})
-		},
-		"ssh": func(v *yaml.Node) {
-			sshNode = v
-			source.Fields(f, v, "ssh", &errs, map[string]func(*yaml.Node){
-				"user":           func(v *yaml.Node) { c.SSH.User = source.String(f, v, "ssh.user", &errs) },
-				"become":         func(v *yaml.Node) { c.SSH.Become = checkBecome(f, v, "ssh.become", &errs) },
-				"port":           func(v *yaml.Node) { c.SSH.Port = checkPort(f, v, "ssh.port", &errs) },
-				"identityFile":   func(v *yaml.Node) { c.SSH.IdentityFile = source.String(f, v, "ssh.identityFile", &errs) },
-				"agent":          func(v *yaml.Node) { c.SSH.Agent = source.Bool(f, v, "ssh.agent", &errs) },
-				"knownHostsFile": func(v *yaml.Node) { c.SSH.KnownHostsFile = source.String(f, v, "ssh.knownHostsFile", &errs) },
-				"vaultSigner": func(v *yaml.Node) {
-					vs := &VaultSigner{Mount: "ssh-client-signer"}
-					vaultSignerNode = v
-					source.Fields(f, v, "ssh.vaultSigner", &errs, map[string]func(*yaml.Node){
-						"mount": func(v *yaml.Node) { vs.Mount = source.String(f, v, "ssh.vaultSigner.mount", &errs) },
-						"role":  func(v *yaml.Node) { vs.Role = source.String(f, v, "ssh.vaultSigner.role", &errs) },
-					})
-					if vs.Role == "" {
-						errs.Addf(source.At(f, v), "ssh.vaultSigner.role is required")
-					}
-					c.SSH.VaultSigner = vs
-				},
-			})
-		},
-		"kubernetes": func(v *yaml.Node) {
-			source.Fields(f, v, "kubernetes", &errs, map[string]func(*yaml.Node){
-				"kubeconfig": func(v *yaml.Node) { c.Kubernetes.Kubeconfig = source.String(f, v, "kubernetes.kubeconfig", &errs) },
-				"context":    func(v *yaml.Node) { c.Kubernetes.Context = source.String(f, v, "kubernetes.context", &errs) },
-				"server": func(v *yaml.Node) {
-					c.Kubernetes.Server = source.String(f, v, "kubernetes.server", &errs)
-					if u, err := url.Parse(c.Kubernetes.Server); err != nil || u.Scheme != "https" || u.Host == "" {
-						errs.Addf(source.At(f, v), "kubernetes.server must be an https:// URL, got %q", c.Kubernetes.Server)
-					}
-				},
-				"kubeletImage": func(v *yaml.Node) {
-					c.Kubernetes.KubeletImage = source.String(f, v, "kubernetes.kubeletImage", &errs)
-				},
-				"runtime": func(v *yaml.Node) {
-					c.Kubernetes.Runtime = source.String(f, v, "kubernetes.runtime", &errs)
-					if r := c.Kubernetes.Runtime; r != "docker" && r != "podman" {
-						errs.Addf(source.At(f, v), "kubernetes.runtime must be docker or podman, got %q", r)
-					}
-				},
-				"clusterDNS": func(v *yaml.Node) {
-					c.Kubernetes.ClusterDNS = source.Strings(f, v, "kubernetes.clusterDNS", &errs)
-				},
-				"clusterDomain": func(v *yaml.Node) {
-					c.Kubernetes.ClusterDomain = source.String(f, v, "kubernetes.clusterDomain", &errs)
-				},
-				"serviceCIDR": func(v *yaml.Node) { c.Kubernetes.ServiceCIDR = source.String(f, v, "kubernetes.serviceCIDR", &errs) },
-				"podCIDR":     func(v *yaml.Node) { c.Kubernetes.PodCIDR = source.String(f, v, "kubernetes.podCIDR", &errs) },
-				"version": func(v *yaml.Node) {
-					c.Kubernetes.Version = source.String(f, v, "kubernetes.version", &errs)
-					if !strings.HasPrefix(c.Kubernetes.Version, "v") {
-						errs.Addf(source.At(f, v), "kubernetes.version must look like v1.35.4, got %q", c.Kubernetes.Version)
-					}
-				},
-				"imageRepository": func(v *yaml.Node) {
-					c.Kubernetes.ImageRepository = source.String(f, v, "kubernetes.imageRepository", &errs)
-				},
-				"etcdImage": func(v *yaml.Node) { c.Kubernetes.EtcdImage = source.String(f, v, "kubernetes.etcdImage", &errs) },
-			})
-		},
-		"vault": func(v *yaml.Node) {
-			str := func(field string, dst *string) func(*yaml.Node) {
-				return func(v *yaml.Node) { *dst = source.String(f, v, "vault."+field, &errs) }
-			}
-			source.Fields(f, v, "vault", &errs, map[string]func(*yaml.Node){
-				"address": func(v *yaml.Node) {
-					c.Vault.Address = source.String(f, v, "vault.address", &errs)
-					if u, err := url.Parse(c.Vault.Address); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-						errs.Addf(source.At(f, v), "vault.address %q: want an http(s)://HOST:PORT URL", c.Vault.Address)
-					}
-				},
-				"tokenFile": str("tokenFile", &c.Vault.TokenFile),
-				"caFile":    str("caFile", &c.Vault.CAFile),
-				"pki":       str("pki", &c.Vault.PKI),
-				"role":      str("role", &c.Vault.Role),
-				"kv":        str("kv", &c.Vault.KV),
-			})
-		},
+	d := &decoder{f: doc.File, c: &Cluster{}}
+	f, c, errs := d.f, d.c, &d.errs
+	source.Fields(f, doc.Root, "inventory", errs, map[string]func(*yaml.Node){
+		"apiVersion": func(v *yaml.Node) { d.apiVersion = source.String(f, v, "apiVersion", errs) },
+		"kind":       func(v *yaml.Node) { d.kind = source.String(f, v, "kind", errs) },
+		"metadata":   d.metadata,
+		"ssh":        d.ssh,
+		"kubernetes": d.kubernetes,
+		"vault":      d.vault,
 		"taskQueue": func(v *yaml.Node) {
-			c.TaskQueue = source.String(f, v, "taskQueue", &errs)
-			checkTaskQueue(f, v, c.TaskQueue, &errs)
+			c.TaskQueue = source.String(f, v, "taskQueue", errs)
+			checkTaskQueue(f, v, c.TaskQueue, errs)
 		},
-		"controllers": decodeNodes(RoleController),
-		"workers":     decodeNodes(RoleWorker),
+		"controllers": d.nodeList(RoleController),
+		"workers":     d.nodeList(RoleWorker),
 	})
 	top := source.At(f, doc.Root)
-	if vaultSignerNode != nil && c.Vault.Address == "" {
-		errs.Addf(source.At(f, vaultSignerNode), "ssh.vaultSigner needs the vault section (vault.address)")
+	d.checkTop(top)
+	d.checkNodes()
+	if len(d.nodes) == 0 {
+		errs.Addf(top, "the inventory lists no controllers and no workers")
 	}
-	if apiVersion != APIVersion {
-		errs.Addf(top, "apiVersion must be %q, got %q", APIVersion, apiVersion)
+	if err := d.errs.Err(); err != nil {
+		return nil, err
 	}
-	if kind != Kind {
-		errs.Addf(top, "kind must be %q, got %q", Kind, kind)
+	return c, nil
+}
+
+// decoder holds one inventory document while it is decoded: what was read
+// so far, the errors found, and the nodes with the YAML they came from
+// (their checks need all of them).
+type decoder struct {
+	f                    string
+	errs                 source.Errors
+	c                    *Cluster
+	apiVersion, kind     string
+	nodes                []pendingNode
+	sshNode, vaultSigner *yaml.Node
+}
+
+// pendingNode is a node read but not yet checked, with where its fields are.
+type pendingNode struct {
+	node  Node
+	key   *yaml.Node
+	attrs map[string]*yaml.Node
+}
+
+func (d *decoder) metadata(v *yaml.Node) {
+	f, errs := d.f, &d.errs
+	source.Fields(f, v, "metadata", errs, map[string]func(*yaml.Node){
+		"name": func(v *yaml.Node) {
+			d.c.Name = source.String(f, v, "metadata.name", errs)
+			for _, msg := range validation.IsDNS1123Label(d.c.Name) {
+				errs.Addf(source.At(f, v), "metadata.name %q: %s", d.c.Name, msg)
+			}
+		},
+		"description": func(v *yaml.Node) { source.String(f, v, "metadata.description", errs) },
+	})
+}
+
+func (d *decoder) ssh(v *yaml.Node) {
+	f, errs, c := d.f, &d.errs, d.c
+	d.sshNode = v
+	source.Fields(f, v, "ssh", errs, map[string]func(*yaml.Node){
+		"user":           func(v *yaml.Node) { c.SSH.User = source.String(f, v, "ssh.user", errs) },
+		"become":         func(v *yaml.Node) { c.SSH.Become = checkBecome(f, v, "ssh.become", errs) },
+		"port":           func(v *yaml.Node) { c.SSH.Port = checkPort(f, v, "ssh.port", errs) },
+		"identityFile":   func(v *yaml.Node) { c.SSH.IdentityFile = source.String(f, v, "ssh.identityFile", errs) },
+		"agent":          func(v *yaml.Node) { c.SSH.Agent = source.Bool(f, v, "ssh.agent", errs) },
+		"knownHostsFile": func(v *yaml.Node) { c.SSH.KnownHostsFile = source.String(f, v, "ssh.knownHostsFile", errs) },
+		"vaultSigner": func(v *yaml.Node) {
+			vs := &VaultSigner{Mount: "ssh-client-signer"}
+			d.vaultSigner = v
+			source.Fields(f, v, "ssh.vaultSigner", errs, map[string]func(*yaml.Node){
+				"mount": func(v *yaml.Node) { vs.Mount = source.String(f, v, "ssh.vaultSigner.mount", errs) },
+				"role":  func(v *yaml.Node) { vs.Role = source.String(f, v, "ssh.vaultSigner.role", errs) },
+			})
+			if vs.Role == "" {
+				errs.Addf(source.At(f, v), "ssh.vaultSigner.role is required")
+			}
+			c.SSH.VaultSigner = vs
+		},
+	})
+}
+
+func (d *decoder) kubernetes(v *yaml.Node) {
+	f, errs, k := d.f, &d.errs, &d.c.Kubernetes
+	str := func(field string, dst *string) func(*yaml.Node) {
+		return func(v *yaml.Node) { *dst = source.String(f, v, "kubernetes."+field, errs) }
+	}
+	source.Fields(f, v, "kubernetes", errs, map[string]func(*yaml.Node){
+		"kubeconfig": str("kubeconfig", &k.Kubeconfig),
+		"context":    str("context", &k.Context),
+		"server": func(v *yaml.Node) {
+			k.Server = source.String(f, v, "kubernetes.server", errs)
+			if u, err := url.Parse(k.Server); err != nil || u.Scheme != "https" || u.Host == "" {
+				errs.Addf(source.At(f, v), "kubernetes.server must be an https:// URL, got %q", k.Server)
+			}
+		},
+		"kubeletImage": str("kubeletImage", &k.KubeletImage),
+		"runtime": func(v *yaml.Node) {
+			k.Runtime = source.String(f, v, "kubernetes.runtime", errs)
+			if r := k.Runtime; r != "docker" && r != "podman" {
+				errs.Addf(source.At(f, v), "kubernetes.runtime must be docker or podman, got %q", r)
+			}
+		},
+		"clusterDNS":    func(v *yaml.Node) { k.ClusterDNS = source.Strings(f, v, "kubernetes.clusterDNS", errs) },
+		"clusterDomain": str("clusterDomain", &k.ClusterDomain),
+		"serviceCIDR":   str("serviceCIDR", &k.ServiceCIDR),
+		"podCIDR":       str("podCIDR", &k.PodCIDR),
+		"version": func(v *yaml.Node) {
+			k.Version = source.String(f, v, "kubernetes.version", errs)
+			if !strings.HasPrefix(k.Version, "v") {
+				errs.Addf(source.At(f, v), "kubernetes.version must look like v1.35.4, got %q", k.Version)
+			}
+		},
+		"imageRepository": str("imageRepository", &k.ImageRepository),
+		"etcdImage":       str("etcdImage", &k.EtcdImage),
+	})
+}
+
+func (d *decoder) vault(v *yaml.Node) {
+	f, errs, vc := d.f, &d.errs, &d.c.Vault
+	str := func(field string, dst *string) func(*yaml.Node) {
+		return func(v *yaml.Node) { *dst = source.String(f, v, "vault."+field, errs) }
+	}
+	source.Fields(f, v, "vault", errs, map[string]func(*yaml.Node){
+		"address": func(v *yaml.Node) {
+			vc.Address = source.String(f, v, "vault.address", errs)
+			if u, err := url.Parse(vc.Address); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				errs.Addf(source.At(f, v), "vault.address %q: want an http(s)://HOST:PORT URL", vc.Address)
+			}
+		},
+		"tokenFile": str("tokenFile", &vc.TokenFile),
+		"caFile":    str("caFile", &vc.CAFile),
+		"pki":       str("pki", &vc.PKI),
+		"role":      str("role", &vc.Role),
+		"kv":        str("kv", &vc.KV),
+	})
+}
+
+// nodeList reads the controllers or workers list.
+func (d *decoder) nodeList(role string) func(v *yaml.Node) {
+	return func(v *yaml.Node) {
+		f, errs := d.f, &d.errs
+		if v.Kind != yaml.SequenceNode {
+			errs.Addf(source.At(f, v), "%ss must be a list of nodes, got %s", role, source.KindName(v))
+			return
+		}
+		for _, item := range v.Content {
+			p := pendingNode{node: Node{Role: role}, key: item, attrs: map[string]*yaml.Node{}}
+			n := &p.node
+			str := func(field string, dst *string) func(*yaml.Node) {
+				return func(v *yaml.Node) { *dst = source.String(f, v, field, errs); p.attrs[field] = v }
+			}
+			strs := func(field string, dst *[]string) func(*yaml.Node) {
+				return func(v *yaml.Node) { *dst = source.Strings(f, v, field, errs); p.attrs[field] = v }
+			}
+			source.Fields(f, item, role, errs, map[string]func(*yaml.Node){
+				"name":     str("name", &n.Name),
+				"nodeName": str("nodeName", &n.NodeName),
+				"address":  str("address", &n.Address),
+				"port":     func(v *yaml.Node) { n.Port = source.Int(f, v, "port", errs); p.attrs["port"] = v },
+				"user":     func(v *yaml.Node) { n.User = source.String(f, v, "user", errs) },
+				"become":   func(v *yaml.Node) { n.Become = checkBecome(f, v, "become", errs) },
+				"labels":   strs("labels", &n.Labels),
+				"taints":   strs("taints", &n.Taints),
+				"taskQueue": func(v *yaml.Node) {
+					n.TaskQueue = source.String(f, v, "taskQueue", errs)
+					checkTaskQueue(f, v, n.TaskQueue, errs)
+				},
+			})
+			d.nodes = append(d.nodes, p)
+		}
+	}
+}
+
+// checkTop checks what the document as a whole must have.
+func (d *decoder) checkTop(top source.Pos) {
+	f, errs, c := d.f, &d.errs, d.c
+	if d.vaultSigner != nil && c.Vault.Address == "" {
+		errs.Addf(source.At(f, d.vaultSigner), "ssh.vaultSigner needs the vault section (vault.address)")
+	}
+	if d.apiVersion != APIVersion {
+		errs.Addf(top, "apiVersion must be %q, got %q", APIVersion, d.apiVersion)
+	}
+	if d.kind != Kind {
+		errs.Addf(top, "kind must be %q, got %q", Kind, d.kind)
 	}
 	if c.Name == "" {
 		errs.Addf(top, "metadata.name is required")
 	}
 	switch {
-	case sshNode == nil:
+	case d.sshNode == nil:
 		errs.Addf(top, "ssh is required: at least ssh.knownHostsFile (host keys are always verified)")
 	case c.SSH.KnownHostsFile == "":
-		errs.Addf(source.At(f, sshNode), "ssh.knownHostsFile is required: host keys are always verified")
+		errs.Addf(source.At(f, d.sshNode), "ssh.knownHostsFile is required: host keys are always verified")
 	case c.SSH.IdentityFile == "" && !c.SSH.Agent && c.SSH.VaultSigner == nil:
-		errs.Addf(source.At(f, sshNode), "ssh needs identityFile, agent: true or vaultSigner")
+		errs.Addf(source.At(f, d.sshNode), "ssh needs identityFile, agent: true or vaultSigner")
 	case c.SSH.IdentityFile != "" && c.SSH.Agent:
-		errs.Addf(source.At(f, sshNode), "ssh.identityFile and ssh.agent are exclusive")
+		errs.Addf(source.At(f, d.sshNode), "ssh.identityFile and ssh.agent are exclusive")
 	}
+}
 
+// checkNodes checks each node and the nodes together (unique names,
+// Node names and addresses), and files them as controllers and workers.
+func (d *decoder) checkNodes() {
+	f, errs, c := d.f, &d.errs, d.c
 	names := map[string]source.Pos{}
 	type kubeName struct {
 		pos      source.Pos
@@ -444,7 +486,7 @@ func Decode(doc source.Document) (*Cluster, error) {
 	}
 	kubeNames := map[string]kubeName{}
 	addrs := map[string]source.Pos{}
-	for _, p := range nodes {
+	for _, p := range d.nodes {
 		n := p.node
 		at := func(field string) source.Pos {
 			if v, ok := p.attrs[field]; ok {
@@ -489,15 +531,10 @@ func Decode(doc source.Document) (*Cluster, error) {
 			}
 		}
 		if v, ok := p.attrs["port"]; ok {
-			checkPort(f, v, "port", &errs)
+			checkPort(f, v, "port", errs)
 		}
 		if n.Role == RoleController {
-			if len(n.Labels) > 0 {
-				errs.Addf(at("labels"), "controller %s: labels are only allowed on workers (controllers are never labelled by the inventory)", n.Name)
-			}
-			if len(n.Taints) > 0 {
-				errs.Addf(at("taints"), "controller %s: taints are only allowed on workers (controllers are never tainted by the inventory)", n.Name)
-			}
+			d.checkControllerLabels(n, at)
 			continue
 		}
 		for i, l := range n.Labels {
@@ -512,18 +549,20 @@ func Decode(doc source.Document) (*Cluster, error) {
 		}
 		c.Workers = append(c.Workers, n)
 	}
-	for _, p := range nodes {
+	for _, p := range d.nodes {
 		if p.node.Role == RoleController {
 			c.Controllers = append(c.Controllers, p.node)
 		}
 	}
-	if len(nodes) == 0 {
-		errs.Addf(top, "the inventory lists no controllers and no workers")
+}
+
+func (d *decoder) checkControllerLabels(n Node, at func(string) source.Pos) {
+	if len(n.Labels) > 0 {
+		d.errs.Addf(at("labels"), "controller %s: labels are only allowed on workers (controllers are never labelled by the inventory)", n.Name)
 	}
-	if err := errs.Err(); err != nil {
-		return nil, err
+	if len(n.Taints) > 0 {
+		d.errs.Addf(at("taints"), "controller %s: taints are only allowed on workers (controllers are never tainted by the inventory)", n.Name)
 	}
-	return c, nil
 }
 
 // Values of ssh.become and a node's become.
