@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"kedge.dev/kedge/activities/chat"
 )
 
 // Commands of `/kedge`.
@@ -112,7 +114,7 @@ func ParseCommand(text string) (Command, error) {
 			return Command{}, usagef("run needs a RUNBOOK and a CLUSTER: /kedge run RUNBOOK CLUSTER [name=value ...]")
 		}
 		if !runbookNameRE.MatchString(args[0]) {
-			return Command{}, usagef("%q is not a runbook name (lowercase letters, digits, '-', '_', '.')", clip(args[0]))
+			return Command{}, usagef("%q is not a runbook name (lowercase letters, digits, '-', '_', '.')", chat.Clip(args[0]))
 		}
 		c.Runbook = args[0]
 		if c.Cluster, err = clusterArg(args[1]); err != nil {
@@ -149,12 +151,12 @@ func ParseCommand(text string) (Command, error) {
 		}
 		return c, nil
 	}
-	return Command{}, usagef("unknown command %q\n%s", clip(toks[0]), Usage)
+	return Command{}, usagef("unknown command %q\n%s", chat.Clip(toks[0]), Usage)
 }
 
 func clusterArg(s string) (string, error) {
 	if !clusterNameRE.MatchString(s) {
-		return "", usagef("%q is not a cluster name (lowercase letters, digits and '-')", clip(s))
+		return "", usagef("%q is not a cluster name (lowercase letters, digits and '-')", chat.Clip(s))
 	}
 	return s, nil
 }
@@ -164,10 +166,10 @@ func (c *Command) parseParams(args []string) error {
 	for _, a := range args {
 		k, v, ok := strings.Cut(a, "=")
 		if !ok {
-			return usagef("unexpected %q: params are NAME=VALUE", clip(a))
+			return usagef("unexpected %q: params are NAME=VALUE", chat.Clip(a))
 		}
 		if !paramKeyRE.MatchString(k) {
-			return usagef("%q is not a param name", clip(k))
+			return usagef("%q is not a param name", chat.Clip(k))
 		}
 		if v == "" {
 			return usagef("param %s has no value (NAME=VALUE)", k)
@@ -291,17 +293,4 @@ func closes(q, r rune) bool {
 		return r == '"' || r == '”' || r == '“'
 	}
 	return r == '\'' || r == '’' || r == '‘'
-}
-
-// clip shortens what a sender typed before it is echoed back.
-func clip(s string) string {
-	if len(s) <= 60 {
-		return s
-	}
-	for i := 60; i > 0; i-- {
-		if utf8.RuneStart(s[i]) {
-			return s[:i] + "…"
-		}
-	}
-	return "…"
 }

@@ -3,7 +3,6 @@ package chatops
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"kedge.dev/kedge/activities/chat"
 	"kedge.dev/kedge/internal/secretfile"
 	"kedge.dev/kedge/runbooks/source"
 )
@@ -25,10 +25,6 @@ const (
 
 // Any in a rule's clusters, start or approve list matches every name.
 const Any = "*"
-
-// DefaultResponseURLs are the only places progress is posted to unless the
-// config says otherwise: Slack's own response URLs.
-var DefaultResponseURLs = []string{"https://hooks.slack.com/"}
 
 // minSecretLen is the shortest HMAC key accepted.
 const minSecretLen = 16
@@ -121,7 +117,7 @@ func decodeConfig(doc source.Document, dir string, env func(string) (string, boo
 		},
 		"responseURLs": func(v *yaml.Node) {
 			for i, u := range source.Strings(f, v, "responseURLs", &errs) {
-				if _, err := parsePrefix(u); err != nil {
+				if _, err := chat.ParsePrefix(u); err != nil {
 					errs.Addf(source.At(f, v.Content[i]), "responseURLs: %v", err)
 				}
 				c.ResponseURLs = append(c.ResponseURLs, u)
@@ -195,7 +191,7 @@ func decodeConfig(doc source.Document, dir string, env func(string) (string, boo
 		c.Rules = append(c.Rules, c.decodeRule(f, i, n, &errs))
 	}
 	if len(c.ResponseURLs) == 0 {
-		c.ResponseURLs = slices.Clone(DefaultResponseURLs)
+		c.ResponseURLs = slices.Clone(chat.DefaultResponseURLs)
 	}
 	if err := errs.Err(); err != nil {
 		return nil, err
@@ -269,56 +265,21 @@ func (c *Config) key(name string) ([]byte, bool) {
 // with the prefix's path, as parsed URLs (a string prefix would let
 // https://hooks.slack.com.evil.example through).
 func (c *Config) responseURLAllowed(u string) bool {
-	return ResponseURLAllowed(c.ResponseURLs, u)
+	return chat.ResponseURLAllowed(c.ResponseURLs, u)
 }
 
 // ResponseURLCheck is the check a worker applies to chat.follow's
 // response_url: the prefixes as in the config's responseURLs (none:
-// DefaultResponseURLs).
+// chat.DefaultResponseURLs).
 func ResponseURLCheck(prefixes []string) (func(string) bool, error) {
 	if len(prefixes) == 0 {
-		prefixes = DefaultResponseURLs
+		prefixes = chat.DefaultResponseURLs
 	}
 	for _, p := range prefixes {
-		if _, err := parsePrefix(p); err != nil {
+		if _, err := chat.ParsePrefix(p); err != nil {
 			return nil, err
 		}
 	}
 	prefixes = slices.Clone(prefixes)
-	return func(u string) bool { return ResponseURLAllowed(prefixes, u) }, nil
-}
-
-// ResponseURLAllowed says whether u falls under one of the prefixes (see
-// responseURLs in the config): same scheme, same host and port, a path
-// under the prefix's.
-func ResponseURLAllowed(prefixes []string, u string) bool {
-	got, err := url.Parse(u)
-	if err != nil || got.User != nil || got.Opaque != "" || got.Host == "" {
-		return false
-	}
-	for _, p := range prefixes {
-		want, err := parsePrefix(p)
-		if err != nil {
-			continue
-		}
-		if got.Scheme == want.Scheme && strings.EqualFold(got.Host, want.Host) && strings.HasPrefix(got.EscapedPath(), want.EscapedPath()) {
-			return true
-		}
-	}
-	return false
-}
-
-// parsePrefix parses a responseURLs entry: an http(s) URL with a host and
-// a path ending in "/" (so a prefix never ends inside a path segment).
-func parsePrefix(p string) (*url.URL, error) {
-	u, err := url.Parse(p)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("%q is not a URL: %v", p, err)
-	case u.Scheme != "https" && u.Scheme != "http", u.Host == "", u.User != nil:
-		return nil, fmt.Errorf("%q is not an http(s) URL with a host", p)
-	case !strings.HasSuffix(u.Path, "/"), u.RawQuery != "", u.Fragment != "":
-		return nil, fmt.Errorf("%q must end its path with / and have no query", p)
-	}
-	return u, nil
+	return func(u string) bool { return chat.ResponseURLAllowed(prefixes, u) }, nil
 }

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"kedge.dev/kedge/activities/chat"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -79,7 +81,7 @@ func TestResponseURLRedirectsAreNotFollowed(t *testing.T) {
 	defer target.Close()
 	redirect := httptest.NewServer(http.RedirectHandler(target.URL, http.StatusTemporaryRedirect))
 	defer redirect.Close()
-	resp, err := noRedirects(nil, 5*time.Second).Post(redirect.URL, "application/json", strings.NewReader("{}"))
+	resp, err := chat.NoRedirects(nil, 5*time.Second).Post(redirect.URL, "application/json", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)
 	}

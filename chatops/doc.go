@@ -22,7 +22,9 @@
 // derived from the click, so a replayed click is applied once.
 //
 // Progress, approval buttons and the final result are posted later by the
-// chat-follow workflow's chat.follow activity on a worker (follow.go), never
-// by the webhook process. This package must never log a secret: not the
-// signing secret, not an HMAC key, not a bot token, not a signature.
+// chat-follow workflow (workflows/chatfollow.go) and its chat.follow
+// activity (activities/chat) on a worker, never by the webhook process; a
+// worker does not link this package. This package must never log a
+// secret: not the signing secret, not an HMAC key, not a bot token, not a
+// signature.
 package chatops

@@ -9,6 +9,8 @@ import (
 	"mime"
 	"net/http"
 	"time"
+
+	"kedge.dev/kedge/activities/chat"
 )
 
 // HookRequest is the body of POST /hooks/run.
@@ -106,10 +108,10 @@ func decodeHook(r *http.Request, body []byte) (*HookRequest, error) {
 		return nil, refuse(http.StatusBadRequest, "malformed JSON body: more than one value")
 	}
 	if !runbookNameRE.MatchString(hr.Runbook) {
-		return nil, refuse(http.StatusBadRequest, "runbook: %q is not a runbook name", clip(hr.Runbook))
+		return nil, refuse(http.StatusBadRequest, "runbook: %q is not a runbook name", chat.Clip(hr.Runbook))
 	}
 	if !clusterNameRE.MatchString(hr.Inventory) {
-		return nil, refuse(http.StatusBadRequest, "inventory: %q is not a cluster name from the config", clip(hr.Inventory))
+		return nil, refuse(http.StatusBadRequest, "inventory: %q is not a cluster name from the config", chat.Clip(hr.Inventory))
 	}
 	if h := r.Header.Get(HeaderReq); h != "" {
 		if hr.RequestID != "" && hr.RequestID != h {

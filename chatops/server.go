@@ -16,10 +16,12 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+
+	"kedge.dev/kedge/activities/chat"
 )
 
-// defaultTaskQueue is worker.DefaultTaskQueue (the worker imports this
-// package, so it cannot be imported here).
+// defaultTaskQueue is worker.DefaultTaskQueue (the webhook server does not
+// link the worker and its activities for one constant).
 const defaultTaskQueue = "kedge"
 
 // ReplyWithin is how long a request may take before its answer: Slack
@@ -225,5 +227,5 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // EmptyConfig allows nothing: every request is refused (and audited).
 func EmptyConfig() *Config {
-	return &Config{File: "(none)", Clusters: map[string]string{}, keys: map[string][]byte{}, ResponseURLs: slices.Clone(DefaultResponseURLs)}
+	return &Config{File: "(none)", Clusters: map[string]string{}, keys: map[string][]byte{}, ResponseURLs: slices.Clone(chat.DefaultResponseURLs)}
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"kedge.dev/kedge/internal/runs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +19,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"kedge.dev/kedge/activities/chat"
+	"kedge.dev/kedge/internal/runs"
+	"kedge.dev/kedge/workflows"
 )
 
 const testSigningSecret = "8f14e45fceea167a5a36dedd4bea2543"
@@ -181,7 +184,7 @@ func interaction(t *testing.T, actionID, value string) []byte {
 func TestInteractionsAreVerifiedAndBadInputAnswered(t *testing.T) {
 	ts, _ := testServer(t)
 	u := ts.URL + "/slack/interactive"
-	good := interaction(t, ActionContinue, `{"w":"kubelet-image-swap/mercury","k":"rollout","t":"kubelet-image-swap/mercury/workers","s":"workers","q":1}`)
+	good := interaction(t, chat.ActionContinue, `{"w":"kubelet-image-swap/mercury","k":"rollout","t":"kubelet-image-swap/mercury/workers","s":"workers","q":1}`)
 	for _, tc := range []struct {
 		name   string
 		body   []byte
@@ -194,8 +197,8 @@ func TestInteractionsAreVerifiedAndBadInputAnswered(t *testing.T) {
 		{"no payload", []byte("payload="), signedNow, 400, "malformed interaction payload"},
 		{"payload not JSON", []byte("payload=%7Bnope"), signedNow, 400, "malformed interaction payload"},
 		{"another action", interaction(t, "somebody.else", "{}"), signedNow, 400, "not a Kedge button click"},
-		{"bad value", interaction(t, ActionAbort, "not json"), signedNow, 400, "malformed button value"},
-		{"unknown kind", interaction(t, ActionAbort, `{"w":"a","t":"b","k":"reboot"}`), signedNow, 400, "malformed button value"},
+		{"bad value", interaction(t, chat.ActionAbort, "not json"), signedNow, 400, "malformed button value"},
+		{"unknown kind", interaction(t, chat.ActionAbort, `{"w":"a","t":"b","k":"reboot"}`), signedNow, 400, "malformed button value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := send(t, "POST", u, form, tc.body, tc.sign)
@@ -339,10 +342,10 @@ func TestRunIDsNameTheRequest(t *testing.T) {
 }
 
 func TestPauseMessageCarriesItsPause(t *testing.T) {
-	in := FollowInput{WorkflowID: "kubelet-image-swap/mercury", Runbook: "kubelet-image-swap", Cluster: "mercury", Link: "http://ui/x"}
+	in := workflows.ChatFollowInput{WorkflowID: "kubelet-image-swap/mercury", Runbook: "kubelet-image-swap", Cluster: "mercury", Link: "http://ui/x"}
 	pa := runs.Pause{Kind: runs.PauseRollout, Target: "kubelet-image-swap/mercury/workers", Step: "workers", Seq: 1, Prompt: "paused: 1 failed, budget 0",
 		Failed: []string{"worker-2: DrainBlocked <pdb>"}}
-	m := pauseMessage(in, pa)
+	m := chat.PauseMessage(in, pa)
 	raw, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
@@ -356,7 +359,7 @@ func TestPauseMessageCarriesItsPause(t *testing.T) {
 	if !strings.Contains(m.Text, "DrainBlocked &lt;pdb&gt;") {
 		t.Errorf("the error is not escaped for mrkdwn: %s", m.Text)
 	}
-	var v ButtonValue
+	var v chat.ButtonValue
 	var back struct {
 		Blocks []struct {
 			Elements []struct {

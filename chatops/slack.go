@@ -20,6 +20,7 @@ import (
 	"github.com/slack-go/slack"
 	"go.temporal.io/api/workflowservice/v1"
 
+	"kedge.dev/kedge/activities/chat"
 	"kedge.dev/kedge/internal/runs"
 	"kedge.dev/kedge/workflows"
 )
@@ -96,7 +97,7 @@ func (s *Server) slashCommand(w http.ResponseWriter, r *http.Request) {
 	cmd, err := ParseCommand(sc.Text)
 	if err != nil {
 		s.audit(sub, "command", "invalid", err.Error())
-		reply(w, "invalid", textMessage(ephemeral, ":warning: "+esc(err.Error())))
+		reply(w, "invalid", chat.TextMessage(chat.Ephemeral, ":warning: "+chat.Esc(err.Error())))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), ReplyWithin)
@@ -105,7 +106,7 @@ func (s *Server) slashCommand(w http.ResponseWriter, r *http.Request) {
 	outcome := "ok"
 	switch cmd.Name {
 	case CmdHelp:
-		m = textMessage(ephemeral, "```"+Usage+"```")
+		m = chat.TextMessage(chat.Ephemeral, "```"+Usage+"```")
 	case CmdSwapKubelet, CmdRun:
 		m, outcome, err = s.slackStart(ctx, sub, cmd, sc, sig)
 	case CmdStatus:
@@ -117,7 +118,7 @@ func (s *Server) slashCommand(w http.ResponseWriter, r *http.Request) {
 		m, err = s.slackList(ctx, sub, cmd.Cluster)
 	}
 	if err != nil {
-		reply(w, outcomeOf(err), textMessage(ephemeral, ":no_entry: "+esc(messageOf(err))))
+		reply(w, outcomeOf(err), chat.TextMessage(chat.Ephemeral, ":no_entry: "+chat.Esc(messageOf(err))))
 		return
 	}
 	reply(w, outcome, m)
@@ -159,18 +160,18 @@ func (s *Server) slackStart(ctx context.Context, sub Subject, cmd Command, sc sl
 	attrs = append(attrs, "workflowId", st.WorkflowID, "runId", st.RunID, "params", shown)
 	if st.Existing {
 		s.audit(sub, "start", "allowed", "repeated request: answered with the run it started", attrs...)
-		return textMessage(ephemeral, fmt.Sprintf("This request already started %s · %s", "`"+esc(st.WorkflowID)+"`", slackLink(st.URL, "Web UI"))), "existing", nil
+		return chat.TextMessage(chat.Ephemeral, fmt.Sprintf("This request already started %s · %s", "`"+chat.Esc(st.WorkflowID)+"`", chat.SlackLink(st.URL, "Web UI"))), "existing", nil
 	}
 	s.audit(sub, "start", "allowed", "", attrs...)
-	text := fmt.Sprintf(":rocket: <@%s> started *%s* on *%s*", esc(sub.UserID), esc(cmd.Runbook), esc(cmd.Cluster))
+	text := fmt.Sprintf(":rocket: <@%s> started *%s* on *%s*", chat.Esc(sub.UserID), chat.Esc(cmd.Runbook), chat.Esc(cmd.Cluster))
 	if shown != "" {
-		text += " (" + esc(shown) + ")"
+		text += " (" + chat.Esc(shown) + ")"
 	}
-	text += fmt.Sprintf("\n`%s` · %s", esc(st.WorkflowID), slackLink(st.URL, "Web UI"))
+	text += fmt.Sprintf("\n`%s` · %s", chat.Esc(st.WorkflowID), chat.SlackLink(st.URL, "Web UI"))
 	if req.ResponseURL != "" && s.Config.responseURLAllowed(req.ResponseURL) {
 		text += "\nProgress, decisions and the result will be posted here."
 	}
-	return textMessage(inChannel, text), "started", nil
+	return chat.TextMessage(chat.InChannel, text), "started", nil
 }
 
 // shownParams prints the params as given, secret ones masked.
@@ -192,7 +193,7 @@ func shownParams(order []string, given map[string]string, secret []string) strin
 // that is not there and one sub may not see get the same answer: nobody
 // learns what runs where, or makes Kedge replay a history, by guessing.
 func (s *Server) readable(ctx context.Context, sub Subject, id string, verb Verb) (string, workflows.Progress, error) {
-	unseen := refuse(http.StatusNotFound, "no run %q that you may see", clip(id))
+	unseen := refuse(http.StatusNotFound, "no run %q that you may see", chat.Clip(id))
 	if !namesOneOf(id, s.Config.readableClusters(sub)) {
 		return "", workflows.Progress{}, unseen
 	}
@@ -237,14 +238,14 @@ func (s *Server) slackStatus(ctx context.Context, sub Subject, id string) (*slac
 		return nil, err
 	}
 	s.audit(sub, "status", "allowed", "", "workflowId", top)
-	items := rolloutItems(ctx, s.Client, p)
-	lines := []string{fmt.Sprintf("%s *%s* on *%s*: %s (started %s)", stateIcon(p.State), esc(p.Runbook), esc(p.Cluster), p.State, p.StartedAt.UTC().Format(time.RFC3339))}
-	lines = append(lines, stepLines(p, items)...)
+	items := chat.RolloutItems(ctx, s.Client, p)
+	lines := []string{fmt.Sprintf("%s *%s* on *%s*: %s (started %s)", chat.StateIcon(p.State), chat.Esc(p.Runbook), chat.Esc(p.Cluster), p.State, p.StartedAt.UTC().Format(time.RFC3339))}
+	lines = append(lines, chat.StepLines(p, items)...)
 	for _, pa := range runs.FindPauses(ctx, s.Client, p, top) {
-		lines = append(lines, fmt.Sprintf(":double_vertical_bar: waits for a decision at `%s`: /kedge approve %s or /kedge abort %s", esc(pa.Step), esc(top), esc(top)))
+		lines = append(lines, fmt.Sprintf(":double_vertical_bar: waits for a decision at `%s`: /kedge approve %s or /kedge abort %s", chat.Esc(pa.Step), chat.Esc(top), chat.Esc(top)))
 	}
-	lines = append(lines, slackLink(s.link(top, ""), top))
-	return textMessage(ephemeral, strings.Join(lines, "\n")), nil
+	lines = append(lines, chat.SlackLink(s.link(top, ""), top))
+	return chat.TextMessage(chat.Ephemeral, strings.Join(lines, "\n")), nil
 }
 
 func (s *Server) slackDecide(ctx context.Context, sub Subject, id string, proceed bool, updateID string) (*slack.WebhookMessage, error) {
@@ -283,8 +284,8 @@ func (s *Server) slackDecide(ctx context.Context, sub Subject, id string, procee
 		return nil, refuse(http.StatusConflict, "%s %s: %s", action, pa.Target, runs.RootMessage(err))
 	}
 	s.audit(sub, action, "allowed", "", "workflowId", pa.Target, "step", pa.Step, "decision", d.Decision, "runbook", p.Runbook, "cluster", p.Cluster)
-	return textMessage(inChannel, fmt.Sprintf("%s <@%s> %s `%s` of *%s* on *%s* · %s",
-		decisionIcon(proceed), esc(sub.UserID), decisionWord(pa, proceed), esc(pa.Step), esc(p.Runbook), esc(p.Cluster), slackLink(s.link(top, ""), top))), nil
+	return chat.TextMessage(chat.InChannel, fmt.Sprintf("%s <@%s> %s `%s` of *%s* on *%s* · %s",
+		decisionIcon(proceed), chat.Esc(sub.UserID), decisionWord(pa, proceed), chat.Esc(pa.Step), chat.Esc(p.Runbook), chat.Esc(p.Cluster), chat.SlackLink(s.link(top, ""), top))), nil
 }
 
 func decisionIcon(proceed bool) string {
@@ -312,7 +313,7 @@ func (s *Server) slackList(ctx context.Context, sub Subject, cluster string) (*s
 		return nil, err
 	}
 	s.audit(sub, "list", "allowed", "", "clusters", strings.Join(allowed, ","))
-	q := fmt.Sprintf("WorkflowType != '%s'", FollowWorkflow)
+	q := fmt.Sprintf("WorkflowType != '%s'", workflows.ChatFollowWorkflow)
 	var lines []string
 	var token []byte
 	for pages := 0; pages < 5 && len(lines) < listLimit; pages++ {
@@ -327,8 +328,8 @@ func (s *Server) slackList(ctx context.Context, sub Subject, cluster string) (*s
 				continue
 			}
 			status := strings.ToLower(strings.TrimPrefix(e.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))
-			lines = append(lines, fmt.Sprintf("• `%s` %s, started %s · %s", esc(id), status,
-				e.GetStartTime().AsTime().UTC().Format(time.RFC3339), slackLink(s.link(id, e.GetExecution().GetRunId()), "Web UI")))
+			lines = append(lines, fmt.Sprintf("• `%s` %s, started %s · %s", chat.Esc(id), status,
+				e.GetStartTime().AsTime().UTC().Format(time.RFC3339), chat.SlackLink(s.link(id, e.GetExecution().GetRunId()), "Web UI")))
 			if len(lines) == listLimit {
 				break
 			}
@@ -338,9 +339,9 @@ func (s *Server) slackList(ctx context.Context, sub Subject, cluster string) (*s
 		}
 	}
 	if len(lines) == 0 {
-		return textMessage(ephemeral, "No runs on "+esc(strings.Join(allowed, ", "))+"."), nil
+		return chat.TextMessage(chat.Ephemeral, "No runs on "+chat.Esc(strings.Join(allowed, ", "))+"."), nil
 	}
-	return textMessage(ephemeral, fmt.Sprintf("Runs on %s, newest first:\n%s", esc(strings.Join(allowed, ", ")), strings.Join(lines, "\n"))), nil
+	return chat.TextMessage(chat.Ephemeral, fmt.Sprintf("Runs on %s, newest first:\n%s", chat.Esc(strings.Join(allowed, ", ")), strings.Join(lines, "\n"))), nil
 }
 
 // interactive answers a click on a Continue or Abort button.
@@ -359,12 +360,12 @@ func (s *Server) interactive(w http.ResponseWriter, r *http.Request) {
 	sub := Subject{Source: SourceSlack, UserID: ic.User.ID, UserName: cmp.Or(ic.User.Name, ic.User.Username), ChannelID: cmp.Or(ic.Channel.ID, ic.Container.ChannelID)}
 	var act *slack.BlockAction
 	for _, a := range ic.ActionCallback.BlockActions {
-		if a.ActionID == ActionContinue || a.ActionID == ActionAbort {
+		if a.ActionID == chat.ActionContinue || a.ActionID == chat.ActionAbort {
 			act = a
 			break
 		}
 	}
-	var v ButtonValue
+	var v chat.ButtonValue
 	switch {
 	case ic.Type != slack.InteractionTypeBlockActions || act == nil || sub.UserID == "":
 		s.audit(sub, "click", "invalid", "not a Kedge button click")
@@ -377,7 +378,7 @@ func (s *Server) interactive(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "malformed button value", http.StatusBadRequest)
 		return
 	}
-	proceed := act.ActionID == ActionContinue
+	proceed := act.ActionID == chat.ActionContinue
 	ctx, cancel := context.WithTimeout(r.Context(), ReplyWithin)
 	defer cancel()
 	m, outcome := s.click(ctx, sub, v, proceed, "slack-click-"+hashOf(ic.Team.ID, sub.UserID, act.ActionTs, ic.Container.MessageTs, act.ActionID, act.Value))
@@ -388,14 +389,14 @@ func (s *Server) interactive(w http.ResponseWriter, r *http.Request) {
 }
 
 // click decides at the pause a button names, once per click.
-func (s *Server) click(ctx context.Context, sub Subject, v ButtonValue, proceed bool, updateID string) (*slack.WebhookMessage, string) {
+func (s *Server) click(ctx context.Context, sub Subject, v chat.ButtonValue, proceed bool, updateID string) (*slack.WebhookMessage, string) {
 	action := "abort"
 	if proceed {
 		action = "continue"
 	}
 	fail := func(err error) (*slack.WebhookMessage, string) {
 		s.audit(sub, action, outcomeOf(err), err.Error(), "workflowId", v.Workflow, "target", v.Target, "step", v.Step)
-		return textMessage(ephemeral, ":no_entry: "+esc(messageOf(err))), outcomeOf(err)
+		return chat.TextMessage(chat.Ephemeral, ":no_entry: "+chat.Esc(messageOf(err))), outcomeOf(err)
 	}
 	top, p, err := s.readable(ctx, sub, v.Workflow, VerbApprove)
 	if err != nil {
@@ -419,8 +420,8 @@ func (s *Server) click(ctx context.Context, sub Subject, v ButtonValue, proceed 
 		return fail(refuse(http.StatusConflict, "%s %s: %s", action, pa.Target, runs.RootMessage(err)))
 	}
 	s.audit(sub, action, "allowed", "", "workflowId", pa.Target, "step", pa.Step, "decision", d.Decision, "runbook", p.Runbook, "cluster", p.Cluster)
-	m := textMessage(inChannel, fmt.Sprintf("%s <@%s> %s `%s` of *%s* on *%s* · %s",
-		decisionIcon(proceed), esc(sub.UserID), decisionWord(*pa, proceed), esc(pa.Step), esc(p.Runbook), esc(p.Cluster), slackLink(s.link(top, ""), top)))
+	m := chat.TextMessage(chat.InChannel, fmt.Sprintf("%s <@%s> %s `%s` of *%s* on *%s* · %s",
+		decisionIcon(proceed), chat.Esc(sub.UserID), decisionWord(*pa, proceed), chat.Esc(pa.Step), chat.Esc(p.Runbook), chat.Esc(p.Cluster), chat.SlackLink(s.link(top, ""), top)))
 	m.ReplaceOriginal = true
 	return m, "decided"
 }
@@ -428,25 +429,12 @@ func (s *Server) click(ctx context.Context, sub Subject, v ButtonValue, proceed 
 // postAsync posts a message to a response_url without holding up the
 // answer to Slack.
 func (s *Server) postAsync(responseURL string, m *slack.WebhookMessage) {
-	hc := noRedirects(s.HTTP, 10*time.Second)
+	hc := chat.NoRedirects(s.HTTP, 10*time.Second)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := slack.PostWebhookCustomHTTPContext(ctx, responseURL, hc, m); err != nil {
-			s.log().Warn("kedge webhook: posting to a response_url failed", "host", urlHost(responseURL), "error", err.Error())
+			s.log().Warn("kedge webhook: posting to a response_url failed", "host", chat.URLHost(responseURL), "error", err.Error())
 		}
 	}()
-}
-
-// noRedirects is hc (or a client with timeout) that does not follow
-// redirects: a response_url was checked where it points, not where it
-// sends on to.
-func noRedirects(hc *http.Client, timeout time.Duration) *http.Client {
-	c := &http.Client{Timeout: timeout}
-	if hc != nil {
-		c = new(http.Client)
-		*c = *hc
-	}
-	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return c
 }

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"kedge.dev/kedge/activities/chat"
 	"kedge.dev/kedge/internal/searchattr"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/inventory"
@@ -354,10 +355,10 @@ func (s *Server) follow(ctx context.Context, req *startRequest, in workflows.Run
 	}
 	if !s.Config.responseURLAllowed(req.ResponseURL) {
 		s.log().Warn("kedge webhook: response_url not allowed by responseURLs; progress will not be posted",
-			"workflowId", st.WorkflowID, "host", urlHost(req.ResponseURL))
+			"workflowId", st.WorkflowID, "host", chat.URLHost(req.ResponseURL))
 		return nil
 	}
-	fin := FollowInput{
+	fin := workflows.ChatFollowInput{
 		WorkflowID: st.WorkflowID, RunID: st.RunID, Runbook: req.Runbook, Cluster: req.Cluster,
 		By: req.Subject.String(), ResponseURL: req.ResponseURL, Channel: req.ChannelID,
 		Link: st.URL, StartedAt: s.now().UTC(),
@@ -368,7 +369,7 @@ func (s *Server) follow(ctx context.Context, req *startRequest, in workflows.Run
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		StaticSummary:            fmt.Sprintf("post the progress of %s to chat", st.WorkflowID),
-	}, FollowWorkflow, fin)
+	}, workflows.ChatFollowWorkflow, fin)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &already) {
 		return fmt.Errorf("start the chat follower of %s: %w", st.WorkflowID, err)
@@ -441,19 +442,10 @@ func (s *Server) runningBeside(ctx context.Context, prefix string) ([]runInfo, e
 // runbook: runbooks run as "runbook" or under their own names.
 func isRunbookType(name string) bool {
 	switch name {
-	case workflows.RolloutWorkflow, workflows.CompensateWorkflow, FollowWorkflow, "":
+	case workflows.RolloutWorkflow, workflows.CompensateWorkflow, workflows.ChatFollowWorkflow, "":
 		return false
 	}
 	return true
-}
-
-func urlHost(u string) string {
-	rest, ok := strings.CutPrefix(u, "https://")
-	if !ok {
-		rest, _ = strings.CutPrefix(u, "http://")
-	}
-	host, _, _ := strings.Cut(rest, "/")
-	return host
 }
 
 // chatParamErrors says what is wrong with a request's params the way chat

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"kedge.dev/kedge/activities/chat"
 )
 
 // Limits every request is held to.
@@ -134,7 +136,7 @@ func verifyHook(cfg *Config, h http.Header, body []byte, now time.Time) (verifie
 	}
 	key, ok := cfg.key(name)
 	if !ok {
-		return verifiedHook{}, refuse(http.StatusUnauthorized, "unknown key %q", clip(name))
+		return verifiedHook{}, refuse(http.StatusUnauthorized, "unknown key %q", chat.Clip(name))
 	}
 	var ts string
 	var macs [][]byte

@@ -26,6 +26,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
+	chatmsg "kedge.dev/kedge/activities/chat"
 	"kedge.dev/kedge/chatops"
 	"kedge.dev/kedge/internal/devserver"
 	"kedge.dev/kedge/internal/searchattr"
@@ -522,7 +523,7 @@ func TestWebhookContinueButtonResumesAPausedRollout(t *testing.T) {
 		t.Fatalf("buttons: %v %s", err, pause.Blocks[1])
 	}
 	value := actions.Elements[0].Value
-	if actions.Elements[0].ActionID != chatops.ActionContinue || actions.Elements[1].ActionID != chatops.ActionAbort {
+	if actions.Elements[0].ActionID != chatmsg.ActionContinue || actions.Elements[1].ActionID != chatmsg.ActionAbort {
 		t.Fatalf("buttons: %+v", actions.Elements)
 	}
 	stillPaused := func(when string) {
@@ -540,26 +541,26 @@ func TestWebhookContinueButtonResumesAPausedRollout(t *testing.T) {
 		return ok && p.State == workflows.StateWaiting
 	})
 
-	if f := c.send(t, c.clickRequest(t, "U0SRE", chatops.ActionContinue, value, "1700000001.1", time.Now(), "forged-secret")); f.status != 401 {
+	if f := c.send(t, c.clickRequest(t, "U0SRE", chatmsg.ActionContinue, value, "1700000001.1", time.Now(), "forged-secret")); f.status != 401 {
 		t.Errorf("a forged click: %d %s", f.status, f.raw)
 	}
-	if s := c.send(t, c.clickRequest(t, "U0SRE", chatops.ActionContinue, value, "1700000001.2", time.Now().Add(-6*time.Minute), itSigningSecret)); s.status != 401 {
+	if s := c.send(t, c.clickRequest(t, "U0SRE", chatmsg.ActionContinue, value, "1700000001.2", time.Now().Add(-6*time.Minute), itSigningSecret)); s.status != 401 {
 		t.Errorf("a stale click: %d %s", s.status, s.raw)
 	}
-	if d := c.send(t, c.clickRequest(t, "U0DEV", chatops.ActionContinue, value, "1700000001.3", time.Now(), itSigningSecret)); d.outcome != "refused" ||
+	if d := c.send(t, c.clickRequest(t, "U0DEV", chatmsg.ActionContinue, value, "1700000001.3", time.Now(), itSigningSecret)); d.outcome != "refused" ||
 		!strings.Contains(d.Text, "not allowed: slack:dev (U0DEV) may not approve flaky-rollout on lab") {
 		t.Errorf("a click by someone who may not approve: %s %s", d.outcome, d.raw)
 	}
-	var tampered chatops.ButtonValue
+	var tampered chatmsg.ButtonValue
 	_ = json.Unmarshal([]byte(value), &tampered)
 	tampered.Seq = 7 // a button of another pause
 	tv, _ := json.Marshal(tampered)
-	if o := c.send(t, c.clickRequest(t, "U0SRE", chatops.ActionContinue, string(tv), "1700000001.4", time.Now(), itSigningSecret)); o.outcome != "conflict" {
+	if o := c.send(t, c.clickRequest(t, "U0SRE", chatmsg.ActionContinue, string(tv), "1700000001.4", time.Now(), itSigningSecret)); o.outcome != "conflict" {
 		t.Errorf("a button of another pause: %s %s", o.outcome, o.raw)
 	}
 	stillPaused("after forged, stale, unauthorized and stale-button clicks")
 
-	click := c.clickRequest(t, "U0SRE", chatops.ActionContinue, value, "1700000002.5", time.Now(), itSigningSecret)
+	click := c.clickRequest(t, "U0SRE", chatmsg.ActionContinue, value, "1700000002.5", time.Now(), itSigningSecret)
 	ok := c.send(t, click)
 	if ok.status != 200 || ok.outcome != "decided" || ok.took > 3*time.Second {
 		t.Fatalf("the Continue click: %d %s in %s: %s", ok.status, ok.outcome, ok.took, ok.raw)
@@ -827,7 +828,7 @@ func TestWebhookApprovalGates(t *testing.T) {
 	if err := json.Unmarshal(second.Blocks[1], &actions); err != nil || len(actions.Elements) != 2 {
 		t.Fatalf("buttons: %v", err)
 	}
-	r = c.send(t, c.clickRequest(t, "U0SRE", chatops.ActionAbort, actions.Elements[1].Value, "1700000100.1", time.Now(), itSigningSecret))
+	r = c.send(t, c.clickRequest(t, "U0SRE", chatmsg.ActionAbort, actions.Elements[1].Value, "1700000100.1", time.Now(), itSigningSecret))
 	if r.outcome != "decided" || !strings.Contains(r.Text, "rejected `second-gate`") {
 		t.Fatalf("Abort on a gate: %s %s", r.outcome, r.raw)
 	}

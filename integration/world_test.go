@@ -18,7 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
-	"kedge.dev/kedge/chatops"
+	chatmsg "kedge.dev/kedge/activities/chat"
 	"kedge.dev/kedge/integration/lab"
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/integration/watchdog"
@@ -291,7 +291,7 @@ func mainWithServer(ctx context.Context, args []string, out, errw *strings.Build
 func worldResponseURL(u string) bool {
 	world.responseURLs.Lock()
 	defer world.responseURLs.Unlock()
-	return chatops.ResponseURLAllowed(world.responseURLs.prefixes, u)
+	return chatmsg.ResponseURLAllowed(world.responseURLs.prefixes, u)
 }
 
 // workerServes has the world's worker serve an inventory (replacing a cluster of

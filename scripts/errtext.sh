@@ -5,7 +5,7 @@
 # or the comment just above it, says "third-party message:" and names the
 # library.
 set -euo pipefail
-files=$(git ls-files '*.go' | grep -v '_test\.go$' | grep -v '^integration/')
+files=$(git ls-files -co --exclude-standard '*.go' | grep -v '_test\.go$' | grep -v '^integration/' | while read -r f; do [ -f "$f" ] && echo "$f"; done)
 pattern='\.Error\(\) *[!=]=|strings\.(Contains|HasPrefix|HasSuffix|TrimPrefix|TrimSuffix|Index|ReplaceAll|EqualFold|Cut|CutPrefix)\([^()]*\.Error\(\)'
 bad=$(awk -v pat="$pattern" '
 	FNR == 1 { prev = ""; prev2 = "" }

@@ -6,6 +6,7 @@
 #   package; actions are known to them only through the action table
 #   (actions/...), which is pure data.
 # - Nothing under activities/ imports the runbook language.
+# - The worker does not link the webhook server (chatops).
 # - The engine stays small: `go list -deps ./workflows` under MAX_DEPS.
 set -euo pipefail
 GO=${GO:-go}
@@ -33,6 +34,11 @@ back=$($GO list -f '{{.ImportPath}}: {{join .Imports " "}}' ./activities/... | g
 if [ -n "$back" ]; then
 	echo "layers: activity packages import the runbook language:"
 	echo "$back" | cut -d: -f1 | sed 's/^/  /'
+	fail=1
+fi
+
+if $GO list -deps ./worker | grep -qx 'kedge.dev/kedge/chatops'; then
+	echo "layers: the worker links the webhook server (chatops); it needs only activities/chat"
 	fail=1
 fi
 

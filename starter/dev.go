@@ -18,7 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"go.temporal.io/sdk/client"
 
-	"kedge.dev/kedge/chatops"
+	"kedge.dev/kedge/activities/chat"
 	"kedge.dev/kedge/internal/codec"
 	"kedge.dev/kedge/internal/devserver"
 	"kedge.dev/kedge/worker"
@@ -211,7 +211,7 @@ func RunDev(ctx context.Context, o DevOptions, out io.Writer) error {
 	}
 	defer cl.Close()
 	w := worker.New(cl, worker.Options{TaskQueue: o.TaskQueue, Logger: log, Clusters: clusters,
-		ResponseURLAllowed: func(u string) bool { return chatops.ResponseURLAllowed(webhookCfg.ResponseURLs, u) }})
+		ResponseURLAllowed: func(u string) bool { return chat.ResponseURLAllowed(webhookCfg.ResponseURLs, u) }})
 	if err := w.Start(); err != nil {
 		return failed("dev: start worker: %v", err)
 	}

@@ -9,8 +9,8 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
 
+	"kedge.dev/kedge/activities/chat"
 	"kedge.dev/kedge/activities/sshpool"
-	"kedge.dev/kedge/chatops"
 	"kedge.dev/kedge/internal/trust"
 	"kedge.dev/kedge/workflows"
 )
@@ -62,9 +62,9 @@ func New(c client.Client, opts Options) *Worker {
 	})
 	workflows.Register(w)
 	w.RegisterActivityWithOptions((&admitter{client: c}).AdmitRun, activity.RegisterOptions{Name: workflows.AdmitRunActivity})
-	notifier := chatops.NewNotifier(c, opts.Logger) // posts chat-started runs' progress to Slack
+	notifier := chat.NewNotifier(c, opts.Logger) // posts chat-started runs' progress to Slack
 	notifier.ResponseURLAllowed = opts.ResponseURLAllowed
-	notifier.Register(w)
+	w.RegisterActivityWithOptions(notifier.Follow, activity.RegisterOptions{Name: workflows.ChatFollowActivity})
 	pool, err := registerActions(w, opts)
 	if err != nil {
 		panic(err) // a build whose actions do not match the table; TestActionsMatchTheTable catches it first

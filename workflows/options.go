@@ -9,7 +9,7 @@ func workflowOptions() workflow.RegisterOptions {
 // Register registers Kedge's workflows on a worker: the runbook under
 // RunbookWorkflow and, as the dynamic workflow, under every other type, so
 // a runbook can run as its own name (TypeOf); the rollout; the
-// compensation.
+// compensation; the chat follower.
 func Register(r interface {
 	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
 	RegisterDynamicWorkflow(w any, options workflow.DynamicRegisterOptions)
@@ -18,4 +18,5 @@ func Register(r interface {
 	r.RegisterDynamicWorkflow(runbookByName, workflow.DynamicRegisterOptions{})
 	r.RegisterWorkflowWithOptions(Rollout, workflow.RegisterOptions{Name: RolloutWorkflow})
 	r.RegisterWorkflowWithOptions(Compensate, workflow.RegisterOptions{Name: CompensateWorkflow})
+	r.RegisterWorkflowWithOptions(ChatFollow, workflow.RegisterOptions{Name: ChatFollowWorkflow})
 }

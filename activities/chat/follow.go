@@ -1,4 +1,4 @@
-package chatops
+package chat
 
 import (
 	"context"
@@ -14,17 +14,10 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/workflow"
 
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/internal/runs"
 	"kedge.dev/kedge/workflows"
-)
-
-// The workflow and activity that post a run's progress to chat.
-const (
-	FollowWorkflow = "chat-follow"
-	FollowActivity = "chat.follow"
 )
 
 // EnvBotToken names the variable a worker reads a Slack bot token from. With
@@ -38,25 +31,6 @@ const (
 	responseURLLife  = 30 * time.Minute
 )
 
-// FollowInput says which run to follow and where to post.
-type FollowInput struct {
-	WorkflowID  string    `json:"workflowId"`
-	RunID       string    `json:"runId"`
-	Runbook     string    `json:"runbook"`
-	Cluster     string    `json:"cluster"`
-	By          string    `json:"by"`
-	ResponseURL string    `json:"responseUrl"`
-	Channel     string    `json:"channel,omitempty"`
-	Link        string    `json:"link"`
-	StartedAt   time.Time `json:"startedAt"` // when the response_url was issued
-}
-
-// FollowResult is what the follower posted.
-type FollowResult struct {
-	Posts int    `json:"posts"`
-	State string `json:"state"` // how the run ended
-}
-
 // followState is what an attempt of chat.follow heartbeats, so the next
 // attempt neither posts twice nor misses a post.
 type followState struct {
@@ -65,23 +39,6 @@ type followState struct {
 	Finished     int       `json:"finished"` // top-level steps finished at the last progress post
 	LastProgress time.Time `json:"lastProgress"`
 	Final        bool      `json:"final"`
-}
-
-// Follow is the chat-follow workflow: it runs chat.follow until the run it
-// follows has ended and its result is posted. Deterministic: all it does is
-// call the activity.
-func Follow(ctx workflow.Context, in FollowInput) (FollowResult, error) {
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 7 * 24 * time.Hour,
-		HeartbeatTimeout:    time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
-			NonRetryableErrorTypes: []string{errtype.InvalidInput},
-		},
-	})
-	var res FollowResult
-	err := workflow.ExecuteActivity(ctx, FollowActivity, in).Get(ctx, &res)
-	return res, err
 }
 
 // Notifier is the chat.follow activity: it watches a run through Temporal
@@ -111,15 +68,6 @@ func NewNotifier(c client.Client, log *slog.Logger) *Notifier {
 	return &Notifier{Client: c, Logger: log, BotToken: os.Getenv(EnvBotToken)}
 }
 
-// Register registers the chat-follow workflow and its activity.
-func (n *Notifier) Register(r interface {
-	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
-	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
-}) {
-	r.RegisterWorkflowWithOptions(Follow, workflow.RegisterOptions{Name: FollowWorkflow})
-	r.RegisterActivityWithOptions(n.Follow, activity.RegisterOptions{Name: FollowActivity})
-}
-
 func (n *Notifier) log() *slog.Logger {
 	if n.Logger == nil {
 		return slog.Default()
@@ -130,9 +78,9 @@ func (n *Notifier) log() *slog.Logger {
 // Follow watches a run until it ends: it posts Continue/Abort buttons when
 // the run pauses for a decision, progress as top-level steps finish, and
 // the result at the end.
-func (n *Notifier) Follow(ctx context.Context, in FollowInput) (FollowResult, error) {
+func (n *Notifier) Follow(ctx context.Context, in workflows.ChatFollowInput) (workflows.ChatFollowResult, error) {
 	if in.WorkflowID == "" || in.ResponseURL == "" {
-		return FollowResult{}, temporal.NewNonRetryableApplicationError("chat.follow needs a workflow ID and a response URL", errtype.InvalidInput, nil)
+		return workflows.ChatFollowResult{}, temporal.NewNonRetryableApplicationError("chat.follow needs a workflow ID and a response URL", errtype.InvalidInput, nil)
 	}
 	allowed := n.ResponseURLAllowed
 	if allowed == nil {
@@ -141,9 +89,9 @@ func (n *Notifier) Follow(ctx context.Context, in FollowInput) (FollowResult, er
 	if !allowed(in.ResponseURL) {
 		info := activity.GetInfo(ctx)
 		n.log().Warn("kedge worker: action refused", "audit", true, "workflowId", info.WorkflowExecution.ID,
-			"activity", info.ActivityType.Name, "reason", "response_url not allowed", "host", urlHost(in.ResponseURL))
-		return FollowResult{}, temporal.NewNonRetryableApplicationError(
-			"chat.follow: the response_url's host "+urlHost(in.ResponseURL)+" is not one this worker posts to (kedge worker --chat-response-url)", "CredentialRefused", nil)
+			"activity", info.ActivityType.Name, "reason", "response_url not allowed", "host", URLHost(in.ResponseURL))
+		return workflows.ChatFollowResult{}, temporal.NewNonRetryableApplicationError(
+			"chat.follow: the response_url's host "+URLHost(in.ResponseURL)+" is not one this worker posts to (kedge worker --chat-response-url)", errtype.CredentialRefused, nil)
 	}
 	var st followState
 	if activity.HasHeartbeatDetails(ctx) {
@@ -161,34 +109,34 @@ func (n *Notifier) Follow(ctx context.Context, in FollowInput) (FollowResult, er
 		activity.RecordHeartbeat(ctx, st)
 		d, err := n.Client.DescribeWorkflowExecution(ctx, in.WorkflowID, in.RunID)
 		if err != nil {
-			return FollowResult{Posts: st.Posts}, fmt.Errorf("describe %s: %w", in.WorkflowID, err)
+			return workflows.ChatFollowResult{Posts: st.Posts}, fmt.Errorf("describe %s: %w", in.WorkflowID, err)
 		}
 		status := d.GetWorkflowExecutionInfo().GetStatus()
 		if status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			state := n.postResult(ctx, in, &st, d.GetWorkflowExecutionInfo().GetCloseTime().AsTime())
 			activity.RecordHeartbeat(ctx, st)
-			return FollowResult{Posts: st.Posts, State: state}, nil
+			return workflows.ChatFollowResult{Posts: st.Posts, State: state}, nil
 		}
 		if p, err := runs.Progress(ctx, n.Client, in.WorkflowID, in.RunID); err == nil {
 			n.postChanges(ctx, in, &st, p, every)
 		}
 		select {
 		case <-ctx.Done():
-			return FollowResult{Posts: st.Posts}, ctx.Err()
+			return workflows.ChatFollowResult{Posts: st.Posts}, ctx.Err()
 		case <-time.After(poll):
 		}
 	}
-	return FollowResult{Posts: st.Posts}, nil
+	return workflows.ChatFollowResult{Posts: st.Posts}, nil
 }
 
 // postChanges posts new pauses, and progress when top-level steps finished.
-func (n *Notifier) postChanges(ctx context.Context, in FollowInput, st *followState, p workflows.Progress, every time.Duration) {
+func (n *Notifier) postChanges(ctx context.Context, in workflows.ChatFollowInput, st *followState, p workflows.Progress, every time.Duration) {
 	pauses := runs.FindPauses(ctx, n.Client, p, in.WorkflowID)
-	if key := pausesKey(pauses); key != st.PauseKey {
+	if key := PausesKey(pauses); key != st.PauseKey {
 		st.PauseKey = key
 		for _, pa := range pauses {
 			// Keep one post for the result.
-			if n.post(ctx, in, st, pauseMessage(in, pa), 1) {
+			if n.post(ctx, in, st, PauseMessage(in, pa), 1) {
 				n.log().Info("chat.follow: posted a decision request", "workflowId", in.WorkflowID, "step", pa.Step, "kind", pa.Kind)
 			}
 		}
@@ -202,14 +150,14 @@ func (n *Notifier) postChanges(ctx context.Context, in FollowInput, st *followSt
 	}
 	if finished > st.Finished && finished < len(p.Steps) && time.Since(st.LastProgress) >= every {
 		// Keep two posts: a pause and the result.
-		if n.post(ctx, in, st, progressMessage(in, p, rolloutItems(ctx, n.Client, p)), 2) {
+		if n.post(ctx, in, st, ProgressMessage(in, p, RolloutItems(ctx, n.Client, p)), 2) {
 			st.Finished, st.LastProgress = finished, time.Now()
 		}
 	}
 }
 
 // postResult posts how the run ended and returns its state.
-func (n *Notifier) postResult(ctx context.Context, in FollowInput, st *followState, closed time.Time) string {
+func (n *Notifier) postResult(ctx context.Context, in workflows.ChatFollowInput, st *followState, closed time.Time) string {
 	var res workflows.RunbookResult
 	runErr := n.Client.GetWorkflow(ctx, in.WorkflowID, in.RunID).Get(ctx, &res)
 	p := res.Progress
@@ -236,7 +184,7 @@ func (n *Notifier) postResult(ctx context.Context, in FollowInput, st *followSta
 	if !p.StartedAt.IsZero() && closed.After(p.StartedAt) {
 		took = closed.Sub(p.StartedAt)
 	}
-	n.post(ctx, in, st, resultMessage(in, p, rolloutItems(ctx, n.Client, p), msg, took), 0)
+	n.post(ctx, in, st, ResultMessage(in, p, RolloutItems(ctx, n.Client, p), msg, took), 0)
 	st.Final = true
 	return p.State
 }
@@ -244,8 +192,8 @@ func (n *Notifier) postResult(ctx context.Context, in FollowInput, st *followSta
 // post sends m to the response_url while it has more than reserve posts
 // left and has not expired, else to the channel with the bot token. It
 // reports whether the message went out.
-func (n *Notifier) post(ctx context.Context, in FollowInput, st *followState, m *slack.WebhookMessage, reserve int) bool {
-	hc := noRedirects(n.HTTP, 15*time.Second)
+func (n *Notifier) post(ctx context.Context, in workflows.ChatFollowInput, st *followState, m *slack.WebhookMessage, reserve int) bool {
+	hc := NoRedirects(n.HTTP, 15*time.Second)
 	fresh := time.Since(in.StartedAt) < responseURLLife-time.Minute
 	var err error
 	switch {
@@ -276,7 +224,7 @@ func (n *Notifier) post(ctx context.Context, in FollowInput, st *followState, m 
 	if err == nil {
 		err = errors.New("the response_url expired or is used up, and no bot token is set")
 	}
-	n.log().Warn("chat.follow: posting to chat failed", "workflowId", in.WorkflowID, "host", urlHost(in.ResponseURL), "error", err.Error())
+	n.log().Warn("chat.follow: posting to chat failed", "workflowId", in.WorkflowID, "host", URLHost(in.ResponseURL), "error", err.Error())
 	return false
 }
 

@@ -1,9 +1,8 @@
-package chatops
+package chat
 
 import (
 	"encoding/json"
 	"io"
-	"kedge.dev/kedge/internal/runs"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -11,6 +10,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"kedge.dev/kedge/internal/runs"
+	"kedge.dev/kedge/workflows"
 )
 
 // fakeSlack records posts to response_urls (/hook) and chat.postMessage
@@ -60,8 +62,8 @@ func (f *fakeSlack) counts() (int, int) {
 // (when there is one) once the URL is spent or expired.
 func TestNotifierSpendsTheResponseURLWisely(t *testing.T) {
 	f := newFakeSlack(t)
-	in := FollowInput{WorkflowID: "w", ResponseURL: f.URL + "/hook", Channel: "C0OPS", StartedAt: time.Now()}
-	msg := textMessage(inChannel, "progress")
+	in := workflows.ChatFollowInput{WorkflowID: "w", ResponseURL: f.URL + "/hook", Channel: "C0OPS", StartedAt: time.Now()}
+	msg := TextMessage(InChannel, "progress")
 
 	n := &Notifier{}
 	var st followState
@@ -73,7 +75,7 @@ func TestNotifierSpendsTheResponseURLWisely(t *testing.T) {
 	if n.post(t.Context(), in, &st, msg, 1) {
 		t.Error("the last post of the response_url was spent on progress")
 	}
-	if !n.post(t.Context(), in, &st, textMessage(inChannel, "result"), 0) {
+	if !n.post(t.Context(), in, &st, TextMessage(InChannel, "result"), 0) {
 		t.Error("the result was not posted")
 	}
 	if hooks, api := f.counts(); hooks != 5 || api != 0 || st.Posts != 5 {
@@ -89,7 +91,7 @@ func TestNotifierSpendsTheResponseURLWisely(t *testing.T) {
 	}
 	old := in
 	old.StartedAt = time.Now().Add(-31 * time.Minute)
-	if !n.post(t.Context(), old, &followState{}, pauseMessage(old, runs.Pause{Kind: runs.PauseApproval, Target: "w", Step: "gate"}), 1) {
+	if !n.post(t.Context(), old, &followState{}, PauseMessage(old, runs.Pause{Kind: runs.PauseApproval, Target: "w", Step: "gate"}), 1) {
 		t.Error("the bot token was not used once the response_url expired")
 	}
 	hooks, api := f.counts()

@@ -1,4 +1,4 @@
-package chatops
+package chat
 
 import (
 	"encoding/json"
@@ -20,8 +20,8 @@ const (
 
 // Response types of Slack messages.
 const (
-	inChannel = "in_channel"
-	ephemeral = "ephemeral"
+	InChannel = "in_channel"
+	Ephemeral = "ephemeral"
 )
 
 // ButtonValue is what a decision button carries: the run a person started
@@ -31,22 +31,22 @@ type ButtonValue struct {
 	runs.Pause
 }
 
-// esc escapes text for Slack's mrkdwn.
-func esc(s string) string {
+// Esc escapes text for Slack's mrkdwn.
+func Esc(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
 
-// slackLink is <url|label> in mrkdwn.
-func slackLink(url, label string) string {
-	return "<" + strings.NewReplacer("|", "%7C", ">", "%3E").Replace(url) + "|" + esc(label) + ">"
+// SlackLink is <url|label> in mrkdwn.
+func SlackLink(url, label string) string {
+	return "<" + strings.NewReplacer("|", "%7C", ">", "%3E").Replace(url) + "|" + Esc(label) + ">"
 }
 
-func textMessage(responseType, text string) *slack.WebhookMessage {
+func TextMessage(responseType, text string) *slack.WebhookMessage {
 	return &slack.WebhookMessage{ResponseType: responseType, Text: text}
 }
 
-// stateIcon shows a state at a glance.
-func stateIcon(state string) string {
+// StateIcon shows a state at a glance.
+func StateIcon(state string) string {
 	switch state {
 	case workflows.StateSucceeded:
 		return ":white_check_mark:"
@@ -64,28 +64,28 @@ func stateIcon(state string) string {
 	return ":hourglass:"
 }
 
-// stepLines is one line per step of a run; rollouts say how far their
+// StepLines is one line per step of a run; rollouts say how far their
 // items got (from items, keyed by step ID).
-func stepLines(p workflows.Progress, items map[string][]workflows.StepProgress) []string {
+func StepLines(p workflows.Progress, items map[string][]workflows.StepProgress) []string {
 	var lines []string
 	for _, st := range p.Steps {
-		line := fmt.Sprintf("%s `%s` %s", stateIcon(st.State), esc(st.ID), st.State)
+		line := fmt.Sprintf("%s `%s` %s", StateIcon(st.State), Esc(st.ID), st.State)
 		if its, ok := items[st.ID]; ok && len(its) > 0 {
-			line += " — " + itemCounts(its)
+			line += " — " + ItemCounts(its)
 		}
 		if st.Decision != nil {
-			line += fmt.Sprintf(" — %sd by %s", st.Decision.Decision, esc(st.Decision.By))
+			line += fmt.Sprintf(" — %sd by %s", st.Decision.Decision, Esc(st.Decision.By))
 		}
 		if st.LastError != "" && st.State != workflows.StateSucceeded {
-			line += ": " + esc(clipText(st.LastError, 300))
+			line += ": " + Esc(ClipText(st.LastError, 300))
 		}
 		lines = append(lines, line)
 	}
 	return lines
 }
 
-// itemCounts is "2 succeeded, 1 failed, 2 pending" for a rollout's items.
-func itemCounts(its []workflows.StepProgress) string {
+// ItemCounts is "2 succeeded, 1 failed, 2 pending" for a rollout's items.
+func ItemCounts(its []workflows.StepProgress) string {
 	count := map[string]int{}
 	var order []string
 	for _, it := range its {
@@ -110,33 +110,33 @@ func itemCounts(its []workflows.StepProgress) string {
 	return fmt.Sprintf("%d items: %s", len(its), strings.Join(parts, ", "))
 }
 
-func clipText(s string, n int) string {
+func ClipText(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return clip(s[:n]) + "…"
+	return Clip(s[:n]) + "…"
 }
 
-// pauseMessage asks for a decision at a pause, with Continue and Abort
+// PauseMessage asks for a decision at a pause, with Continue and Abort
 // buttons.
-func pauseMessage(in FollowInput, p runs.Pause) *slack.WebhookMessage {
+func PauseMessage(in workflows.ChatFollowInput, p runs.Pause) *slack.WebhookMessage {
 	var text string
 	switch p.Kind {
 	case runs.PauseApproval:
 		text = fmt.Sprintf(":double_vertical_bar: *%s* on *%s* waits for approval at `%s`: %s",
-			esc(in.Runbook), esc(in.Cluster), esc(p.Step), esc(p.Prompt))
+			Esc(in.Runbook), Esc(in.Cluster), Esc(p.Step), Esc(p.Prompt))
 	default:
 		text = fmt.Sprintf(":double_vertical_bar: *%s* on *%s* is paused: the rollout `%s` is over its failure budget (%s)",
-			esc(in.Runbook), esc(in.Cluster), esc(p.Step), esc(p.Prompt))
+			Esc(in.Runbook), Esc(in.Cluster), Esc(p.Step), Esc(p.Prompt))
 		for i, f := range p.Failed {
 			if i == 5 {
 				text += fmt.Sprintf("\n• … and %d more", len(p.Failed)-5)
 				break
 			}
-			text += "\n• " + esc(clipText(f, 300))
+			text += "\n• " + Esc(ClipText(f, 300))
 		}
 	}
-	text += "\n" + slackLink(in.Link, in.WorkflowID)
+	text += "\n" + SlackLink(in.Link, in.WorkflowID)
 	value, _ := json.Marshal(ButtonValue{Workflow: in.WorkflowID, Pause: p})
 	cont := slack.NewButtonBlockElement(ActionContinue, string(value), slack.NewTextBlockObject(slack.PlainTextType, "Continue", false, false))
 	cont.Style = slack.StylePrimary
@@ -152,39 +152,39 @@ func pauseMessage(in FollowInput, p runs.Pause) *slack.WebhookMessage {
 		slack.NewTextBlockObject(slack.PlainTextType, "Abort", false, false),
 		slack.NewTextBlockObject(slack.PlainTextType, "Cancel", false, false))
 	return &slack.WebhookMessage{
-		ResponseType: inChannel,
+		ResponseType: InChannel,
 		Text:         text,
 		Blocks: &slack.Blocks{BlockSet: []slack.Block{
-			slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, clipText(text, 2900), false, false), nil, nil),
+			slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, ClipText(text, 2900), false, false), nil, nil),
 			slack.NewActionBlock("kedge.decide", cont, abort),
 		}},
 	}
 }
 
-// resultMessage reports how a run ended.
-func resultMessage(in FollowInput, p workflows.Progress, items map[string][]workflows.StepProgress, runErr string, took time.Duration) *slack.WebhookMessage {
-	head := fmt.Sprintf(":white_check_mark: *%s* on *%s* succeeded", esc(in.Runbook), esc(in.Cluster))
+// ResultMessage reports how a run ended.
+func ResultMessage(in workflows.ChatFollowInput, p workflows.Progress, items map[string][]workflows.StepProgress, runErr string, took time.Duration) *slack.WebhookMessage {
+	head := fmt.Sprintf(":white_check_mark: *%s* on *%s* succeeded", Esc(in.Runbook), Esc(in.Cluster))
 	switch p.State {
 	case workflows.StateSucceeded:
 	case workflows.StateCancelled:
-		head = fmt.Sprintf(":leftwards_arrow_with_hook: *%s* on *%s* was cancelled", esc(in.Runbook), esc(in.Cluster))
+		head = fmt.Sprintf(":leftwards_arrow_with_hook: *%s* on *%s* was cancelled", Esc(in.Runbook), Esc(in.Cluster))
 	default:
-		head = fmt.Sprintf(":x: *%s* on *%s* failed", esc(in.Runbook), esc(in.Cluster))
+		head = fmt.Sprintf(":x: *%s* on *%s* failed", Esc(in.Runbook), Esc(in.Cluster))
 	}
 	if took > 0 {
 		head += " in " + took.Round(time.Second).String()
 	}
 	if runErr != "" {
-		head += ": " + esc(clipText(runErr, 500))
+		head += ": " + Esc(ClipText(runErr, 500))
 	}
-	lines := append([]string{head}, stepLines(p, items)...)
-	lines = append(lines, fmt.Sprintf("started by %s · %s", esc(in.By), slackLink(in.Link, in.WorkflowID)))
-	return textMessage(inChannel, strings.Join(lines, "\n"))
+	lines := append([]string{head}, StepLines(p, items)...)
+	lines = append(lines, fmt.Sprintf("started by %s · %s", Esc(in.By), SlackLink(in.Link, in.WorkflowID)))
+	return TextMessage(InChannel, strings.Join(lines, "\n"))
 }
 
-// progressMessage is a run's progress so far.
-func progressMessage(in FollowInput, p workflows.Progress, items map[string][]workflows.StepProgress) *slack.WebhookMessage {
-	lines := append([]string{fmt.Sprintf(":arrows_counterclockwise: *%s* on *%s* is running", esc(in.Runbook), esc(in.Cluster))}, stepLines(p, items)...)
-	lines = append(lines, slackLink(in.Link, in.WorkflowID))
-	return textMessage(inChannel, strings.Join(lines, "\n"))
+// ProgressMessage is a run's progress so far.
+func ProgressMessage(in workflows.ChatFollowInput, p workflows.Progress, items map[string][]workflows.StepProgress) *slack.WebhookMessage {
+	lines := append([]string{fmt.Sprintf(":arrows_counterclockwise: *%s* on *%s* is running", Esc(in.Runbook), Esc(in.Cluster))}, StepLines(p, items)...)
+	lines = append(lines, SlackLink(in.Link, in.WorkflowID))
+	return TextMessage(InChannel, strings.Join(lines, "\n"))
 }

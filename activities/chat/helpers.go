@@ -1,0 +1,113 @@
+package chat
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.temporal.io/sdk/client"
+
+	"kedge.dev/kedge/internal/runs"
+	"kedge.dev/kedge/workflows"
+)
+
+// DefaultResponseURLs are the only places progress is posted to unless the
+// config says otherwise: Slack's own response URLs.
+var DefaultResponseURLs = []string{"https://hooks.slack.com/"}
+
+// ResponseURLAllowed says whether u falls under one of the prefixes (see
+// responseURLs in the config): same scheme, same host and port, a path
+// under the prefix's.
+func ResponseURLAllowed(prefixes []string, u string) bool {
+	got, err := url.Parse(u)
+	if err != nil || got.User != nil || got.Opaque != "" || got.Host == "" {
+		return false
+	}
+	for _, p := range prefixes {
+		want, err := ParsePrefix(p)
+		if err != nil {
+			continue
+		}
+		if got.Scheme == want.Scheme && strings.EqualFold(got.Host, want.Host) && strings.HasPrefix(got.EscapedPath(), want.EscapedPath()) {
+			return true
+		}
+	}
+	return false
+}
+
+// ParsePrefix parses a responseURLs entry: an http(s) URL with a host and
+// a path ending in "/" (so a prefix never ends inside a path segment).
+func ParsePrefix(p string) (*url.URL, error) {
+	u, err := url.Parse(p)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%q is not a URL: %v", p, err)
+	case u.Scheme != "https" && u.Scheme != "http", u.Host == "", u.User != nil:
+		return nil, fmt.Errorf("%q is not an http(s) URL with a host", p)
+	case !strings.HasSuffix(u.Path, "/"), u.RawQuery != "", u.Fragment != "":
+		return nil, fmt.Errorf("%q must end its path with / and have no query", p)
+	}
+	return u, nil
+}
+
+// NoRedirects is hc (or a client with timeout) that does not follow
+// redirects: a response_url was checked where it points, not where it
+// sends on to.
+func NoRedirects(hc *http.Client, timeout time.Duration) *http.Client {
+	c := &http.Client{Timeout: timeout}
+	if hc != nil {
+		c = new(http.Client)
+		*c = *hc
+	}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return c
+}
+
+func URLHost(u string) string {
+	rest, ok := strings.CutPrefix(u, "https://")
+	if !ok {
+		rest, _ = strings.CutPrefix(u, "http://")
+	}
+	host, _, _ := strings.Cut(rest, "/")
+	return host
+}
+
+// RolloutItems asks each rollout step's workflow for its items.
+func RolloutItems(ctx context.Context, cl client.Client, p workflows.Progress) map[string][]workflows.StepProgress {
+	out := map[string][]workflows.StepProgress{}
+	for _, st := range p.Steps {
+		if st.Kind != "rollout" || st.Child == "" || st.State == workflows.StatePending {
+			continue
+		}
+		if cp, err := runs.Progress(ctx, cl, st.Child, ""); err == nil {
+			out[st.ID] = cp.Steps
+		}
+	}
+	return out
+}
+
+// PausesKey identifies a set of pauses (the follower posts when it changes).
+func PausesKey(ps []runs.Pause) string {
+	var parts []string
+	for _, p := range ps {
+		parts = append(parts, fmt.Sprintf("%s|%s|%s|%d", p.Kind, p.Target, p.Step, p.Seq))
+	}
+	return strings.Join(parts, ";")
+}
+
+// Clip shortens what a sender typed before it is echoed back.
+func Clip(s string) string {
+	if len(s) <= 60 {
+		return s
+	}
+	for i := 60; i > 0; i-- {
+		if utf8.RuneStart(s[i]) {
+			return s[:i] + "…"
+		}
+	}
+	return "…"
+}
