@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -146,11 +147,40 @@ func (s *Server) command(ctx context.Context, prog string, args ...string) *exec
 // Start (re)starts the server on its data and waits until it accepts
 // connections.
 func (s *Server) Start(ctx context.Context) error {
-	logf, err := os.OpenFile(filepath.Join(s.opts.Dir, "postgres.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	// A start right after a crash can find the crashed server's shared
+	// memory still attached by one of its processes that outlived the
+	// group kill (a backend being forked as the signal went out): then
+	// PostgreSQL refuses to start, and the start is tried again until that
+	// process is gone, within the same minute.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := s.start(ctx, deadline)
+		if err == nil || !errors.Is(err, errShmInUse) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// errShmInUse is PostgreSQL refusing to start beside a crashed server's
+// shared memory that a process still holds.
+var errShmInUse = errors.New("the shared memory of the server before is still in use")
+
+func (s *Server) start(ctx context.Context, deadline time.Time) error {
+	logPath := filepath.Join(s.opts.Dir, "postgres.log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
+	before, err := logf.Seek(0, io.SeekEnd)
+	if err != nil {
+		return err
+	}
 	// fsync off keeps a two-core machine's disk out of the way and
 	// loses nothing when PostgreSQL itself is killed (the kernel keeps
 	// what it was given). Commits stay synchronous: with
@@ -167,7 +197,6 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.cmd, s.done = cmd, make(chan struct{})
 	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(s.done)
-	deadline := time.Now().Add(time.Minute)
 	for {
 		c, err := net.DialTimeout("tcp", s.Address(), time.Second)
 		if err == nil {
@@ -176,7 +205,11 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 		select {
 		case <-s.done:
-			return fmt.Errorf("postgres exited at start; see %s", filepath.Join(s.opts.Dir, "postgres.log"))
+			// third-party message: PostgreSQL says so in its log only.
+			if logged, _ := os.ReadFile(logPath); int64(len(logged)) > before && strings.Contains(string(logged[before:]), "pre-existing shared memory block") {
+				return errShmInUse
+			}
+			return fmt.Errorf("postgres exited at start; see %s", logPath)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
