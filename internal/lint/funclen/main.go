@@ -7,12 +7,10 @@ package main
 import (
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"strings"
+
+	"kedge.dev/kedge/internal/lint/gofiles"
 )
 
 // MaxLines is the longest function allowed, from its func line to its
@@ -40,26 +38,8 @@ func main() {
 // scan lists "file:line name (N lines)" for each function under root
 // longer than max.
 func scan(root string, max int) ([]string, error) {
-	fset := token.NewFileSet()
 	var long []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			switch d.Name() {
-			case "integration", "testdata", "vendor", ".git", "node_modules":
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
+	err := gofiles.Walk(root, func(fset *token.FileSet, f *ast.File) error {
 		for _, decl := range f.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
 			if !ok || fn.Body == nil {

@@ -9,14 +9,13 @@ import (
 	"bytes"
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/printer"
 	"go/token"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
+
+	"kedge.dev/kedge/internal/lint/gofiles"
 )
 
 // minStatements is the smallest body that counts: one-statement
@@ -45,26 +44,8 @@ func main() {
 // scan returns the groups of functions under root that share a body,
 // each group sorted, the groups sorted by their first member.
 func scan(root string) ([][]string, error) {
-	fset := token.NewFileSet()
 	bodies := map[string][]string{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			switch d.Name() {
-			case "integration", "testdata", "vendor", ".git", "node_modules":
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
+	err := gofiles.Walk(root, func(fset *token.FileSet, f *ast.File) error {
 		for _, decl := range f.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
 			if !ok || fn.Body == nil || len(fn.Body.List) < minStatements {
