@@ -3,6 +3,7 @@ package actions
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,6 +14,13 @@ import (
 // numeric string for an int input). It is deterministic: the workflow calls
 // it.
 func Coerce(a Action, in map[string]any) (map[string]any, error) {
+	return CoerceSome(a, in, nil)
+}
+
+// CoerceSome is Coerce for an input of which some values are not known
+// yet (a plan's inputs that read earlier steps' outputs): those named in
+// unknown are neither checked nor required, and not in the result.
+func CoerceSome(a Action, in map[string]any, unknown []string) (map[string]any, error) {
 	out := make(map[string]any, len(in))
 	keys := make([]string, 0, len(in))
 	for k := range in {
@@ -34,7 +42,7 @@ func Coerce(a Action, in map[string]any) (map[string]any, error) {
 		out[k] = v
 	}
 	for _, spec := range a.Inputs {
-		if _, ok := out[spec.Name]; spec.Required && !ok {
+		if _, ok := out[spec.Name]; spec.Required && !ok && !slices.Contains(unknown, spec.Name) {
 			if _, given := in[spec.Name]; !given {
 				problems = append(problems, fmt.Sprintf("input %s is required", spec.Name))
 			}

@@ -23,6 +23,7 @@ import (
 	"kedge.dev/kedge/internal/searchattr"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/inventory"
+	"kedge.dev/kedge/runbooks/plan"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -139,15 +140,16 @@ func (s *Server) prepare(req *startRequest) (workflows.RunbookInput, error) {
 	if loaded.Runbook.Internal {
 		return in, refuse(http.StatusForbidden, "%s is called by other runbooks only: it cannot be started from chat or a webhook", req.Runbook)
 	}
-	params, err := runbooks.ResolveParams(loaded.Runbook, req.Params, cluster)
-	if err != nil {
-		return in, refuse(http.StatusUnprocessableEntity, "bad params for %s:\n%s", req.Runbook, chatParamErrors(err))
+	children := loaded.ChildValues()
+	p, err := plan.Compile(loaded.Runbook, children, req.Params, cluster)
+	var bad *plan.ParamsError
+	switch {
+	case errors.As(err, &bad):
+		return in, refuse(http.StatusUnprocessableEntity, "bad params for %s:\n%s", req.Runbook, chatParamErrors(bad.Err))
+	case err != nil:
+		return in, refuse(http.StatusUnprocessableEntity, "%s cannot run on %s:\n%v", req.Runbook, req.Cluster, err)
 	}
-	in = workflows.RunbookInput{Runbook: *loaded.Runbook, Params: params, Cluster: *cluster, Children: map[string]runbooks.Runbook{}}
-	for name, child := range loaded.Children {
-		in.Children[name] = *child
-	}
-	return in, nil
+	return workflows.RunbookInput{Runbook: *loaded.Runbook, Params: p.StartParams(), Cluster: *cluster, Children: children}, nil
 }
 
 func (s *Server) clusterNames() []string {

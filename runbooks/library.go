@@ -163,3 +163,13 @@ func (l *Library) where() string {
 	}
 	return strings.Join(places, ", ")
 }
+
+// ChildValues are the runbooks a loaded runbook's steps call, by name, as
+// a run carries them.
+func (l *Loaded) ChildValues() map[string]Runbook {
+	out := make(map[string]Runbook, len(l.Children))
+	for name, child := range l.Children {
+		out[name] = *child
+	}
+	return out
+}

@@ -134,9 +134,23 @@ func stringList(val any) ([]string, error) {
 	return nil, fmt.Errorf("want a list, got %s", describe(val))
 }
 
-// resolveNodes turns selectors (all, controllers, workers, or node names)
-// into node names, in inventory order, without duplicates.
+// resolveNodes is SelectNodes as a param's value.
 func resolveNodes(sels []string, cluster *inventory.Cluster) ([]any, error) {
+	names, err := SelectNodes(sels, cluster)
+	if err != nil || names == nil {
+		return nil, err
+	}
+	out := make([]any, len(names))
+	for i, n := range names {
+		out[i] = n
+	}
+	return out, nil
+}
+
+// SelectNodes turns selectors (all, controllers, workers, or node names)
+// into node names, in inventory order, without duplicates. With a nil
+// cluster it selects nothing.
+func SelectNodes(sels []string, cluster *inventory.Cluster) ([]string, error) {
 	if cluster == nil {
 		return nil, nil
 	}
@@ -150,7 +164,7 @@ func resolveNodes(sels []string, cluster *inventory.Cluster) ([]any, error) {
 			want[n] = true
 		}
 	}
-	out := []any{}
+	out := []string{}
 	for _, n := range cluster.Nodes() {
 		if want[n.Name] {
 			out = append(out, n.Name)

@@ -1,6 +1,7 @@
 package starter
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/inventory"
+	"kedge.dev/kedge/runbooks/plan"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -78,24 +80,22 @@ func readSetFiles(sets map[string]any, files []string) error {
 	return nil
 }
 
-// compiled is a runbook ready to start: validated, params resolved.
+// compiled is a runbook ready to start: validated, params resolved, its
+// plan made.
 type compiled struct {
-	loaded  *runbooks.Loaded
-	cluster *inventory.Cluster
-	params  map[string]any
+	loaded   *runbooks.Loaded
+	children map[string]runbooks.Runbook
+	cluster  *inventory.Cluster
+	plan     *plan.Plan
 }
 
 func (c *compiled) input() workflows.RunbookInput {
-	in := workflows.RunbookInput{
+	return workflows.RunbookInput{
 		Runbook:  *c.loaded.Runbook,
-		Params:   c.params,
+		Params:   c.plan.StartParams(),
 		Cluster:  *c.cluster,
-		Children: map[string]runbooks.Runbook{},
+		Children: c.children,
 	}
-	for name, child := range c.loaded.Children {
-		in.Children[name] = *child
-	}
-	return in
 }
 
 // compile loads everything a run needs, or explains what is wrong. It never
@@ -129,9 +129,14 @@ func compile(c *cli.Context) (*compiled, error) {
 	if err != nil {
 		return nil, failed("invalid runbook:\n%v", err)
 	}
-	params, err := runbooks.ResolveParams(loaded.Runbook, sets, cluster)
-	if err != nil {
-		return nil, failed("bad params for %s:\n%v", c.Args().First(), err)
+	children := loaded.ChildValues()
+	p, err := plan.Compile(loaded.Runbook, children, sets, cluster)
+	var bad *plan.ParamsError
+	switch {
+	case errors.As(err, &bad):
+		return nil, failed("bad params for %s:\n%v", c.Args().First(), bad.Err)
+	case err != nil:
+		return nil, failed("%s cannot run on %s:\n%v", c.Args().First(), cluster.Name, err)
 	}
-	return &compiled{loaded: loaded, cluster: cluster, params: params}, nil
+	return &compiled{loaded: loaded, children: children, cluster: cluster, plan: p}, nil
 }

@@ -6,8 +6,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/inventory"
+	"kedge.dev/kedge/runbooks/plan"
 	"kedge.dev/kedge/runbooks/source"
 )
 
@@ -72,14 +72,10 @@ func planCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			plan, err := runbooks.MakePlan(comp.loaded, comp.params, comp.cluster)
-			if err != nil {
-				return failed("plan: %v", err)
-			}
 			if jsonOutput(c) {
-				return writeJSON(c.App.Writer, plan)
+				return writeJSON(c.App.Writer, comp.plan)
 			}
-			runbooks.WritePlan(c.App.Writer, plan)
+			plan.Write(c.App.Writer, comp.plan)
 			return nil
 		},
 	}

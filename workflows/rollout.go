@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -12,8 +11,8 @@ import (
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/internal/searchattr"
 	"kedge.dev/kedge/runbooks"
-	"kedge.dev/kedge/runbooks/expr"
 	"kedge.dev/kedge/runbooks/inventory"
+	"kedge.dev/kedge/runbooks/plan"
 )
 
 // Workflow types and the update a paused rollout waits for.
@@ -238,19 +237,7 @@ func (ro *rollout) start(ctx workflow.Context, sel workflow.Selector, item strin
 		r.Compensation = res.Compensation
 		ro.st.Done = append(ro.st.Done, r)
 	}
-	vars := make(map[string]any, len(ro.in.Vars)+1)
-	for _, k := range []string{"params", "cluster", "steps"} {
-		vars[k] = ro.in.Vars[k]
-	}
-	vars["item"] = item
-	if n, ok := ro.in.Cluster.Node(item); ok {
-		vars["host"] = runbooks.NodeVar(n)
-	}
-	with, err := expr.RenderWith(ro.in.With, vars)
-	var params map[string]any
-	if err == nil {
-		params, err = runbooks.ResolveParams(&ro.in.Runbook, with, &ro.in.Cluster)
-	}
+	params, err := plan.ItemParams(&ro.in.Runbook, ro.in.With, ro.in.Vars, item, &ro.in.Cluster)
 	if err != nil {
 		f, set := workflow.NewFuture(ctx)
 		set.SetError(temporal.NewNonRetryableApplicationError(err.Error(), errtype.InvalidInput, err))
@@ -410,25 +397,4 @@ func Compensate(ctx workflow.Context, calls []UndoCall) error {
 		return temporal.NewNonRetryableApplicationError("undo failed: "+strings.Join(failed, "; "), errtype.UndoFailed, nil)
 	}
 	return nil
-}
-
-// rolloutNumber evaluates a rollout's maxUnavailable or failureBudget.
-func rolloutNumber(src string, def int, vars map[string]any) (int, error) {
-	if src == "" {
-		return def, nil
-	}
-	if n, err := strconv.Atoi(src); err == nil {
-		return n, nil
-	}
-	v, err := expr.RenderValue(src, vars)
-	if err != nil {
-		return 0, err
-	}
-	switch x := v.(type) {
-	case int64:
-		return int(x), nil
-	case string:
-		return strconv.Atoi(x)
-	}
-	return 0, fmt.Errorf("%q gave %v, not a number", src, v)
 }

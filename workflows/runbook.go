@@ -14,6 +14,7 @@ import (
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/expr"
+	"kedge.dev/kedge/runbooks/plan"
 )
 
 // Runbook runs a runbook's DAG: every step whose needs are met starts at
@@ -57,7 +58,7 @@ type run struct {
 	// walks it backwards.
 	completed []completion
 	done      workflow.Channel
-	waves     []int
+	sc        plan.Scope // what the run's calls are decided against
 	ui        ui
 	exec      Execution // this run: decisions must name it
 }
@@ -79,6 +80,7 @@ type completion struct {
 
 func newRun(ctx workflow.Context, in RunbookInput) *run {
 	r := &run{in: in, rb: &in.Runbook, index: map[string]int{}, done: workflow.NewBufferedChannel(ctx, len(in.Runbook.Steps))}
+	r.sc = plan.Scope{Runbook: r.rb, Children: in.Children, Params: in.Params, Cluster: &r.in.Cluster}
 	r.progress = Progress{WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, Runbook: in.Runbook.Name, Cluster: in.Cluster.Name, State: StateRunning, StartedAt: workflow.Now(ctx)}
 	r.progress.Steps = make([]StepProgress, len(in.Runbook.Steps))
 	for i, s := range in.Runbook.Steps {
@@ -89,7 +91,6 @@ func newRun(ctx workflow.Context, in RunbookInput) *run {
 		r.steps = append(r.steps, &stepRun{spec: s, p: &r.progress.Steps[i]})
 		r.index[s.ID] = i
 	}
-	r.waves = runbooks.Waves(r.rb)
 	return r
 }
 
@@ -113,7 +114,7 @@ func (r *run) vars() map[string]any {
 			steps[s.spec.ID] = map[string]any{"state": s.p.State, "outputs": s.outputs}
 		}
 	}
-	return runbooks.Vars(r.in.Params, &r.in.Cluster, steps)
+	return r.sc.Vars(steps)
 }
 
 func (r *run) execute(ctx workflow.Context) error {
@@ -204,7 +205,7 @@ func (r *run) runStep(ctx workflow.Context, i int) {
 	s := r.steps[i]
 	vars := r.vars()
 	if s.spec.When != "" {
-		ok, err := evalCondition(s.spec.When, vars)
+		ok, err := plan.When(s.spec.When, vars)
 		if err != nil {
 			r.fail(s, fmt.Errorf("when: %w", err))
 			return
@@ -241,17 +242,6 @@ func (r *run) fail(s *stepRun, err error) {
 	s.p.LastError = errorMessage(err)
 }
 
-func evalCondition(src string, vars map[string]any) (bool, error) {
-	t, err := expr.ParseTemplate(src)
-	if err != nil {
-		return false, err
-	}
-	if t.Single() {
-		src = t[0].Expr
-	}
-	return expr.EvalBool(src, vars)
-}
-
 // errorMessage is the operator-facing text of an error: the innermost
 // application error's message, without Temporal's wrapping.
 func errorMessage(err error) string {
@@ -275,7 +265,7 @@ func (r *run) runAction(ctx workflow.Context, i int, vars map[string]any) error 
 		return temporal.NewNonRetryableApplicationError("unknown action "+s.spec.Action, errtype.InvalidInput, nil)
 	}
 	if !action.Target.NeedsOn() {
-		out, attempts, err := r.attempts(ctx, s, action, "", s.spec.With, vars)
+		out, attempts, err := r.attempts(ctx, s, action, "", vars)
 		s.p.Attempts = attempts
 		s.outputs = out
 		if err == nil {
@@ -283,7 +273,7 @@ func (r *run) runAction(ctx workflow.Context, i int, vars map[string]any) error 
 		}
 		return err
 	}
-	hosts, single, err := runbooks.ResolveOn(s.spec.On, vars, &r.in.Cluster)
+	hosts, single, err := r.sc.Hosts(s.spec.On, vars)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError("on: "+err.Error(), errtype.InvalidInput, err)
 	}
@@ -300,8 +290,7 @@ func (r *run) runAction(ctx workflow.Context, i int, vars map[string]any) error 
 		wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer wg.Done()
-			hostVars := withHost(vars, r, name)
-			out, attempts, err := r.attempts(ctx, s, action, name, s.spec.With, hostVars)
+			out, attempts, err := r.attempts(ctx, s, action, name, vars)
 			hp := &s.p.Hosts[h]
 			hp.Attempts = attempts
 			s.p.Attempts = max(s.p.Attempts, attempts)
@@ -345,26 +334,15 @@ func (r *run) runAction(ctx workflow.Context, i int, vars map[string]any) error 
 	return nil
 }
 
-func withHost(vars map[string]any, r *run, name string) map[string]any {
-	out := make(map[string]any, len(vars)+1)
-	for _, k := range []string{"params", "cluster", "steps"} {
-		out[k] = vars[k]
-	}
-	if n, ok := r.in.Cluster.Node(name); ok {
-		out["host"] = runbooks.NodeVar(n)
-	}
-	return out
-}
-
 // attempts runs one action on one host (or none) under the step's retry
 // policy. Retries are driven here rather than by the server so the progress
 // query sees every attempt and its error.
-func (r *run) attempts(ctx workflow.Context, s *stepRun, action actions.Action, host string, with map[string]any, vars map[string]any) (any, int, error) {
-	input, err := r.input(action, host, with, vars)
+func (r *run) attempts(ctx workflow.Context, s *stepRun, action actions.Action, host string, vars map[string]any) (any, int, error) {
+	call, err := r.sc.Call(s.spec.ID, action, host, s.spec.With, vars)
 	if err != nil {
 		return nil, 0, temporal.NewNonRetryableApplicationError(err.Error(), errtype.InvalidInput, err)
 	}
-	return callAction(onSite(ctx, r.in.Cluster.TaskQueueFor(host)), s, action, host, input)
+	return callAction(onSite(ctx, call.TaskQueue), s, action, host, call.Input)
 }
 
 // onSite schedules the activities of ctx on the task queue of the workers
@@ -444,61 +422,14 @@ func retryable(err error) bool {
 	return true
 }
 
-// input renders a step's `with` into the activity's input.
-func (r *run) input(action actions.Action, host string, with, vars map[string]any) (map[string]any, error) {
-	rendered, err := expr.RenderWith(with, vars)
-	if err != nil {
-		return nil, fmt.Errorf("with: %w", err)
-	}
-	input, err := actions.Coerce(action, rendered)
-	if err != nil {
-		return nil, err
-	}
-	if action.Vault {
-		v := r.in.Cluster.Vault
-		if v.Address == "" {
-			return nil, fmt.Errorf("action %s needs the inventory's vault.address", action.Name)
-		}
-		input["vault"] = map[string]any{"cluster": r.in.Cluster.Name, "address": v.Address, "tokenFile": v.TokenFile, "caFile": v.CAFile, "pki": v.PKI, "role": v.Role, "kv": v.KV}
-	}
-	if action.Target == actions.TargetNode || action.Target == actions.TargetCluster {
-		k := r.in.Cluster.Kubernetes
-		if k.Kubeconfig == "" {
-			return nil, fmt.Errorf("action %s needs the inventory's kubernetes.kubeconfig", action.Name)
-		}
-		input["cluster"] = map[string]any{"name": r.in.Cluster.Name, "kubeconfig": k.Kubeconfig, "context": k.Context}
-	}
-	switch {
-	case host == "":
-	case action.Target == actions.TargetHost:
-		target, err := r.in.Cluster.Target(host)
-		if err != nil {
-			return nil, err
-		}
-		input["target"] = target
-	case action.Target == actions.TargetNode:
-		// The Node's name in Kubernetes: the inventory's nodeName when
-		// it differs from the host's name there.
-		input["node"] = r.in.Cluster.KubeName(host)
-	}
-	return input, nil
-}
-
 // runChild runs a child runbook as a child workflow whose ID extends ours.
 func (r *run) runChild(ctx workflow.Context, i int, vars map[string]any) error {
 	s := r.steps[i]
-	child, ok := r.in.Children[s.spec.Runbook]
-	if !ok {
-		return temporal.NewNonRetryableApplicationError("runbook "+s.spec.Runbook+" was not loaded", errtype.InvalidInput, nil)
-	}
-	with, err := expr.RenderWith(s.spec.With, vars)
-	if err != nil {
-		return temporal.NewNonRetryableApplicationError("with: "+err.Error(), errtype.InvalidInput, err)
-	}
-	params, err := runbooks.ResolveParams(&child, with, &r.in.Cluster)
+	c, err := r.sc.Child(s.spec, vars)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), errtype.InvalidInput, err)
 	}
+	child, params := c.Runbook, c.Params
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + s.spec.ID
 	s.p.Child = id
 	s.p.Attempts = 1
@@ -530,35 +461,14 @@ func (r *run) compensation() []UndoCall {
 		c := r.completed[k]
 		s := r.steps[c.step]
 		for _, u := range s.spec.Undo {
-			call := UndoCall{Step: s.spec.ID, Action: u.Action, Retry: s.spec.Retry, Timeout: s.spec.Timeout}
-			action, ok := actions.Lookup(u.Action)
-			if !ok {
-				call.Error = "unknown action " + u.Action
-				calls = append(calls, call)
-				continue
-			}
 			vars := r.vars()
 			steps := vars["steps"].(map[string]any)
 			steps[s.spec.ID] = map[string]any{"state": s.p.State, "outputs": s.outputs}
-			if action.Target.NeedsOn() {
-				call.Host = c.host
-				if u.On != "" {
-					hosts, _, err := runbooks.ResolveOn(u.On, vars, &r.in.Cluster)
-					if err != nil || len(hosts) == 0 {
-						call.Error = fmt.Sprintf("undo on: %v", err)
-						calls = append(calls, call)
-						continue
-					}
-					call.Host = hosts[0]
-				}
-				vars = withHost(vars, r, call.Host)
-			}
-			call.TaskQueue = r.in.Cluster.TaskQueueFor(call.Host)
-			input, err := r.input(action, call.Host, u.With, vars)
+			uc, err := r.sc.Undo(s.spec.ID, u, c.host, vars)
+			call := UndoCall{Step: s.spec.ID, Action: u.Action, Host: uc.Host, Input: uc.Input, TaskQueue: uc.TaskQueue, Retry: s.spec.Retry, Timeout: s.spec.Timeout}
 			if err != nil {
 				call.Error = err.Error()
 			}
-			call.Input = input
 			calls = append(calls, call)
 		}
 	}
@@ -569,40 +479,11 @@ func (r *run) compensation() []UndoCall {
 // workflow.
 func (r *run) runRollout(ctx workflow.Context, i int, vars map[string]any) error {
 	s := r.steps[i]
-	child, ok := r.in.Children[s.spec.Runbook]
-	if !ok {
-		return temporal.NewNonRetryableApplicationError("runbook "+s.spec.Runbook+" was not loaded", errtype.InvalidInput, nil)
-	}
-	bad := func(err error) error {
+	ro, err := r.sc.Rollout(s.spec, vars)
+	if err != nil {
 		return temporal.NewNonRetryableApplicationError("rollout: "+err.Error(), errtype.InvalidInput, err)
 	}
-	over, err := expr.RenderValue(s.spec.Rollout.Over, vars)
-	if err != nil {
-		return bad(err)
-	}
-	var items []string
-	switch x := over.(type) {
-	case []any:
-		for _, e := range x {
-			items = append(items, expr.Stringify(e))
-		}
-	case string:
-		for _, e := range strings.Split(x, ",") {
-			if e = strings.TrimSpace(e); e != "" {
-				items = append(items, e)
-			}
-		}
-	default:
-		return bad(fmt.Errorf("over gave %v, not a list", over))
-	}
-	maxUnavailable, err := rolloutNumber(s.spec.Rollout.MaxUnavailable, 1, vars)
-	if err != nil || maxUnavailable < 1 {
-		return bad(fmt.Errorf("maxUnavailable must be at least 1 (%v)", err))
-	}
-	budget, err := rolloutNumber(s.spec.Rollout.FailureBudget, 0, vars)
-	if err != nil || budget < 0 {
-		return bad(fmt.Errorf("failureBudget must be at least 0 (%v)", err))
-	}
+	child, items := ro.Runbook, ro.Items
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + s.spec.ID
 	s.p.Child, s.p.Attempts, s.p.Kind = id, 1, "rollout"
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
@@ -614,7 +495,7 @@ func (r *run) runRollout(ctx workflow.Context, i int, vars map[string]any) error
 	var res RolloutResult
 	err = workflow.ExecuteChildWorkflow(cctx, RolloutWorkflow, RolloutInput{
 		Step: s.spec.ID, Runbook: child, Children: r.in.Children, Cluster: r.in.Cluster, Items: items,
-		With: s.spec.With, Vars: vars, MaxUnavailable: maxUnavailable, FailureBudget: budget,
+		With: s.spec.With, Vars: vars, MaxUnavailable: ro.MaxUnavailable, FailureBudget: ro.FailureBudget,
 	}).Get(ctx, &res)
 	s.outputs = map[string]any{"done": toAny(res.Done), "failed": toAny(res.Failed)}
 	if err != nil {

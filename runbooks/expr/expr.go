@@ -28,7 +28,8 @@ var (
 	impls   map[string]*functions.Overload // of the guarded functions, see meter.go
 	envErr  error
 
-	cache sync.Map // source -> *compiled
+	cache   sync.Map // source -> *compiled
+	checked sync.Map // source -> checkResult
 )
 
 func environment() (*cel.Env, error) {
@@ -77,8 +78,24 @@ type Error struct {
 func (e *Error) Error() string { return e.Msg }
 
 // Check compiles src and reports the names it reads. It refuses an
-// expression whose estimated cost is over CostLimit (see sizes).
+// expression whose estimated cost is over CostLimit (see sizes). Answers
+// are kept: a plan asks again for every host and item.
 func Check(src string) (Refs, error) {
+	if c, ok := checked.Load(src); ok {
+		c := c.(checkResult)
+		return c.refs, c.err
+	}
+	refs, err := check(src)
+	checked.Store(src, checkResult{refs, err})
+	return refs, err
+}
+
+type checkResult struct {
+	refs Refs
+	err  error
+}
+
+func check(src string) (Refs, error) {
 	e, err := environment()
 	if err != nil {
 		return Refs{}, err
@@ -189,15 +206,32 @@ func Eval(src string, vars map[string]any) (any, error) {
 	return evalIn(src, act, newBudget())
 }
 
-// activation holds vars made fit for CEL, once for every expression of a
-// render.
+// activation holds vars made fit for CEL, each the first time an
+// expression of the render reads it (a render of plain text, or of
+// expressions that never read `cluster`, does not pay for a thousand
+// nodes).
 func activation(vars map[string]any) (interpreter.Activation, error) {
-	act := map[string]any{}
-	for _, v := range Variables {
-		act[v] = Normalize(vars[v])
-	}
-	return interpreter.NewActivation(act)
+	return &lazy{vars: vars, done: map[string]any{}}, nil
 }
+
+type lazy struct {
+	vars map[string]any
+	done map[string]any
+}
+
+func (l *lazy) ResolveName(name string) (any, bool) {
+	if v, ok := l.done[name]; ok {
+		return v, true
+	}
+	if !slices.Contains(Variables, name) {
+		return nil, false
+	}
+	v := Normalize(l.vars[name])
+	l.done[name] = v
+	return v, true
+}
+
+func (l *lazy) Parent() interpreter.Activation { return nil }
 
 // evalIn evaluates src in act, drawing on b.
 func evalIn(src string, act interpreter.Activation, b *budget) (any, error) {

@@ -170,9 +170,11 @@ func (c *Cluster) TaskQueueFor(node string) string {
 
 // Node finds a node by name.
 func (c *Cluster) Node(name string) (Node, bool) {
-	for _, n := range c.Nodes() {
-		if n.Name == name {
-			return n, true
+	for _, list := range [][]Node{c.Controllers, c.Workers} {
+		for _, n := range list {
+			if n.Name == name {
+				return n, true
+			}
 		}
 	}
 	return Node{}, false

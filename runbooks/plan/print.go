@@ -1,4 +1,4 @@
-package runbooks
+package plan
 
 import (
 	"fmt"
@@ -8,8 +8,10 @@ import (
 	"strings"
 )
 
-// WritePlan prints a plan for a terminal.
-func WritePlan(w io.Writer, p *Plan) {
+// Write prints a plan for a terminal: the params, then each wave's steps
+// with their hosts, and the plans of the runbooks they call (a rollout's
+// first item's, as an example of every item's).
+func Write(w io.Writer, p *Plan) {
 	fmt.Fprintf(w, "runbook %s on cluster %s\n", p.Runbook, p.Cluster)
 	for _, k := range slices.Sorted(maps.Keys(p.Params)) {
 		fmt.Fprintf(w, "  param %s = %v\n", k, p.Params[k])
@@ -29,14 +31,18 @@ func writeSteps(w io.Writer, p *Plan, indent string) {
 		case "runbook":
 			what = "runbook " + s.Runbook
 		case "rollout":
-			what = fmt.Sprintf("rollout of %s, %s at a time, failure budget %s", s.Runbook, orDefault(s.MaxUnavailable, "1"), orDefault(s.FailureBudget, "0"))
+			what = fmt.Sprintf("rollout of %s", s.Runbook)
+			if s.Deferred == "" || len(s.Hosts) > 0 {
+				what += fmt.Sprintf(", %d at a time, failure budget %d", s.MaxUnavailable, s.FailureBudget)
+			}
 		case "approval":
 			what = fmt.Sprintf("approval %q", s.Prompt)
 		}
 		fmt.Fprintf(w, "%s  %-16s %s", indent, s.ID, what)
-		if len(s.Hosts) > 0 {
+		switch {
+		case len(s.Hosts) > 0:
 			fmt.Fprintf(w, " on %s", strings.Join(s.Hosts, ", "))
-		} else if s.Kind == "rollout" && s.Deferred == "" {
+		case s.Kind == "rollout" && s.Deferred == "" && !s.Skipped:
 			fmt.Fprint(w, " on no nodes (skipped)")
 		}
 		if len(s.Needs) > 0 {
@@ -45,25 +51,25 @@ func writeSteps(w io.Writer, p *Plan, indent string) {
 		if s.When != "" {
 			fmt.Fprintf(w, " when %s", s.When)
 		}
-		if s.Undo != "" {
-			fmt.Fprintf(w, " (undo: %s)", s.Undo)
+		if s.Skipped {
+			fmt.Fprint(w, " (skipped: false now)")
+		}
+		if len(s.Undo) > 0 {
+			fmt.Fprintf(w, " (undo: %s)", strings.Join(s.Undo, ", "))
 		}
 		if s.Deferred != "" {
 			fmt.Fprintf(w, " [%s]", s.Deferred)
 		}
+		if s.Error != "" {
+			fmt.Fprintf(w, " [will fail if it runs: %s]", s.Error)
+		}
 		fmt.Fprintln(w)
-		if s.Child != nil {
-			if s.Kind == "rollout" {
-				fmt.Fprintf(w, "%s    each node, e.g. %s:\n", indent, s.Hosts[0])
-			}
+		switch {
+		case s.Child != nil:
 			writeSteps(w, s.Child, indent+"    ")
+		case len(s.Items) > 0:
+			fmt.Fprintf(w, "%s    each item, e.g. %s:\n", indent, s.Items[0].Item)
+			writeSteps(w, s.Items[0].Plan, indent+"    ")
 		}
 	}
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

@@ -1,0 +1,318 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"kedge.dev/kedge/actions"
+	"kedge.dev/kedge/runbooks"
+	"kedge.dev/kedge/runbooks/expr"
+	"kedge.dev/kedge/runbooks/inventory"
+)
+
+// Scope is what one runbook run resolves against: the runbook, the
+// runbooks its steps call, its params (resolved by Compile or
+// ChildParams) and the cluster.
+type Scope struct {
+	Runbook  *runbooks.Runbook
+	Children map[string]runbooks.Runbook
+	Params   map[string]any
+	Cluster  *inventory.Cluster
+}
+
+// Vars are the variables the run's expressions see, with the finished
+// steps' states and outputs (steps may be nil).
+func (sc Scope) Vars(steps map[string]any) map[string]any {
+	return Vars(sc.Params, sc.Cluster, steps)
+}
+
+// Call is one action on one host (Host "" for an action on none), ready
+// to schedule: its task queue (the site's workers; "" is the runbook's own
+// queue) and its input as the worker receives it.
+type Call struct {
+	Step      string         `json:"step"`
+	Action    string         `json:"action"`
+	Host      string         `json:"host,omitempty"`
+	TaskQueue string         `json:"taskQueue,omitempty"`
+	Input     map[string]any `json:"input"`
+	// Deferred names the inputs known only at run time (they read an
+	// earlier step's outputs): Input holds their expressions.
+	Deferred []string `json:"deferred,omitempty"`
+}
+
+// When evaluates a step's `when:`.
+func When(src string, vars map[string]any) (bool, error) {
+	t, err := expr.ParseTemplate(src)
+	if err != nil {
+		return false, err
+	}
+	if t.Single() {
+		src = t[0].Expr
+	}
+	return expr.EvalBool(src, vars)
+}
+
+// Hosts evaluates a step's `on:` to node names. single reports whether it
+// named exactly one host as a plain string (the step's outputs are then
+// the action's outputs rather than a map keyed by node).
+func (sc Scope) Hosts(on string, vars map[string]any) (hosts []string, single bool, err error) {
+	val, err := expr.RenderValue(on, vars)
+	if err != nil {
+		return nil, false, err
+	}
+	var sels []string
+	switch x := val.(type) {
+	case string:
+		for _, s := range strings.Split(x, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				sels = append(sels, s)
+			}
+		}
+		single = len(sels) == 1 && sels[0] != "all" && sels[0] != "workers" && sels[0] != "controllers"
+	case []any:
+		for _, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return nil, false, fmt.Errorf("on: list item %v is not a node name", e)
+			}
+			sels = append(sels, s)
+		}
+	default:
+		return nil, false, fmt.Errorf("on: gave %v, want a node name or a list of them", val)
+	}
+	hosts, err = runbooks.SelectNodes(sels, sc.Cluster)
+	return hosts, single, err
+}
+
+// Call renders one step's action on one host (or on none): its `with`
+// against vars (plus `host`), coerced to the action's inputs, with the
+// targets the action needs from the inventory.
+func (sc Scope) Call(step string, action actions.Action, host string, with, vars map[string]any) (Call, error) {
+	return sc.call(step, action, host, with, vars, false)
+}
+
+// call renders a call; partial leaves the inputs that read steps'
+// outputs as they are written and names them in Deferred.
+func (sc Scope) call(step string, action actions.Action, host string, with, vars map[string]any, partial bool) (Call, error) {
+	c := Call{Step: step, Action: action.Name, Host: host, TaskQueue: sc.Cluster.TaskQueueFor(host)}
+	if host != "" {
+		vars = withHost(vars, sc.Cluster, host)
+	}
+	known := with
+	if partial {
+		known = map[string]any{}
+		for k, v := range with {
+			if readsSteps(v) {
+				c.Deferred = append(c.Deferred, k)
+			} else {
+				known[k] = v
+			}
+		}
+		slices.Sort(c.Deferred)
+	}
+	rendered, err := expr.RenderWith(known, vars)
+	if err != nil {
+		return c, fmt.Errorf("with: %w", err)
+	}
+	input, err := actions.CoerceSome(action, rendered, c.Deferred)
+	if err != nil {
+		return c, err
+	}
+	for _, k := range c.Deferred {
+		input[k] = with[k]
+	}
+	if err := sc.targets(input, action, host); err != nil {
+		return c, err
+	}
+	c.Input = input
+	return c, nil
+}
+
+// targets adds to an input where the action reaches: Vault, the
+// Kubernetes API, the host over SSH, the Node by its Kubernetes name.
+func (sc Scope) targets(input map[string]any, action actions.Action, host string) error {
+	cl := sc.Cluster
+	if action.Vault {
+		v := cl.Vault
+		if v.Address == "" {
+			return fmt.Errorf("action %s needs the inventory's vault.address", action.Name)
+		}
+		input["vault"] = map[string]any{"cluster": cl.Name, "address": v.Address, "tokenFile": v.TokenFile, "caFile": v.CAFile, "pki": v.PKI, "role": v.Role, "kv": v.KV}
+	}
+	if action.Target == actions.TargetNode || action.Target == actions.TargetCluster {
+		k := cl.Kubernetes
+		if k.Kubeconfig == "" {
+			return fmt.Errorf("action %s needs the inventory's kubernetes.kubeconfig", action.Name)
+		}
+		input["cluster"] = map[string]any{"name": cl.Name, "kubeconfig": k.Kubeconfig, "context": k.Context}
+	}
+	switch {
+	case host == "":
+	case action.Target == actions.TargetHost:
+		target, err := cl.Target(host)
+		if err != nil {
+			return err
+		}
+		input["target"] = target
+	case action.Target == actions.TargetNode:
+		// The Node's name in Kubernetes: the inventory's nodeName when
+		// it differs from the host's name there.
+		input["node"] = cl.KubeName(host)
+	}
+	return nil
+}
+
+// Undo renders one undo action of a step that succeeded on host ("" for
+// a step on none): on the undo's own `on:` when it has one, with vars in
+// which the step's outputs are visible.
+func (sc Scope) Undo(step string, u runbooks.Undo, host string, vars map[string]any) (Call, error) {
+	c := Call{Step: step, Action: u.Action}
+	action, ok := actions.Lookup(u.Action)
+	if !ok {
+		return c, fmt.Errorf("unknown action %s", u.Action)
+	}
+	if !action.Target.NeedsOn() {
+		host = ""
+	} else if u.On != "" {
+		hosts, _, err := sc.Hosts(u.On, vars)
+		if err != nil || len(hosts) == 0 {
+			c.Host = host
+			return c, fmt.Errorf("undo on: %v", err)
+		}
+		host = hosts[0]
+	}
+	return sc.Call(step, action, host, u.With, vars)
+}
+
+// Child is what a step that calls a runbook runs: the runbook and its
+// params, resolved.
+type Child struct {
+	Runbook runbooks.Runbook
+	Params  map[string]any
+}
+
+// Child renders the step's `with` against vars and resolves the called
+// runbook's params from it.
+func (sc Scope) Child(step runbooks.Step, vars map[string]any) (Child, error) {
+	rb, ok := sc.Children[step.Runbook]
+	if !ok {
+		return Child{}, fmt.Errorf("runbook %s was not loaded", step.Runbook)
+	}
+	with, err := expr.RenderWith(step.With, vars)
+	if err != nil {
+		return Child{}, fmt.Errorf("with: %w", err)
+	}
+	params, err := runbooks.ResolveParams(&rb, with, sc.Cluster)
+	if err != nil {
+		return Child{}, err
+	}
+	return Child{Runbook: rb, Params: params}, nil
+}
+
+// Rollout is a rollout step, resolved: its items, in order, and how many
+// run at once and may fail before it pauses.
+type Rollout struct {
+	Runbook        runbooks.Runbook
+	Items          []string
+	MaxUnavailable int
+	FailureBudget  int
+}
+
+// Rollout evaluates a rollout step's `over`, maxUnavailable and
+// failureBudget.
+func (sc Scope) Rollout(step runbooks.Step, vars map[string]any) (Rollout, error) {
+	rb, ok := sc.Children[step.Runbook]
+	if !ok {
+		return Rollout{}, fmt.Errorf("runbook %s was not loaded", step.Runbook)
+	}
+	ro := Rollout{Runbook: rb}
+	over, err := expr.RenderValue(step.Rollout.Over, vars)
+	if err != nil {
+		return ro, err
+	}
+	switch x := over.(type) {
+	case []any:
+		for _, e := range x {
+			ro.Items = append(ro.Items, expr.Stringify(e))
+		}
+	case string:
+		for _, e := range strings.Split(x, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				ro.Items = append(ro.Items, e)
+			}
+		}
+	default:
+		return ro, fmt.Errorf("over gave %v, not a list", over)
+	}
+	if ro.MaxUnavailable, err = rolloutNumber(step.Rollout.MaxUnavailable, 1, vars); err != nil || ro.MaxUnavailable < 1 {
+		return ro, fmt.Errorf("maxUnavailable must be at least 1 (%v)", err)
+	}
+	if ro.FailureBudget, err = rolloutNumber(step.Rollout.FailureBudget, 0, vars); err != nil || ro.FailureBudget < 0 {
+		return ro, fmt.Errorf("failureBudget must be at least 0 (%v)", err)
+	}
+	return ro, nil
+}
+
+// rolloutNumber evaluates a rollout's maxUnavailable or failureBudget.
+func rolloutNumber(src string, def int, vars map[string]any) (int, error) {
+	if src == "" {
+		return def, nil
+	}
+	if n, err := strconv.Atoi(src); err == nil {
+		return n, nil
+	}
+	v, err := expr.RenderValue(src, vars)
+	if err != nil {
+		return 0, err
+	}
+	switch x := v.(type) {
+	case int64:
+		return int(x), nil
+	case string:
+		return strconv.Atoi(x)
+	}
+	return 0, fmt.Errorf("%q gave %v, not a number", src, v)
+}
+
+// ItemParams resolves the params of a rollout's runbook for one item: the
+// rollout step's `with` against vars (the parent's params, cluster and
+// steps) plus `item` and, when the item is a node, `host`.
+func ItemParams(rb *runbooks.Runbook, with map[string]any, vars map[string]any, item string, cluster *inventory.Cluster) (map[string]any, error) {
+	v := withHost(vars, cluster, item)
+	v["item"] = item
+	rendered, err := expr.RenderWith(with, v)
+	if err != nil {
+		return nil, err
+	}
+	return runbooks.ResolveParams(rb, rendered, cluster)
+}
+
+// readsSteps reports whether a value of `with` (or an expression) reads
+// an earlier step's outputs, so that it is known only at run time.
+func readsSteps(v any) bool {
+	switch x := v.(type) {
+	case string:
+		t, err := expr.ParseTemplate(x)
+		if err != nil {
+			return false
+		}
+		for _, seg := range t {
+			if seg.IsExpr {
+				if refs, err := expr.Check(seg.Expr); err == nil && len(refs.Steps) > 0 {
+					return true
+				}
+			}
+		}
+	case []any:
+		return slices.ContainsFunc(x, readsSteps)
+	case map[string]any:
+		for _, e := range x {
+			if readsSteps(e) {
+				return true
+			}
+		}
+	}
+	return false
+}

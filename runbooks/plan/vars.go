@@ -1,0 +1,85 @@
+package plan
+
+import (
+	"cmp"
+	"net/url"
+
+	"kedge.dev/kedge/runbooks"
+	"kedge.dev/kedge/runbooks/inventory"
+)
+
+// Vars builds the variables expressions see. steps may be nil.
+func Vars(params map[string]any, cluster *inventory.Cluster, steps map[string]any) map[string]any {
+	if steps == nil {
+		steps = map[string]any{}
+	}
+	return map[string]any{"params": params, "cluster": ClusterVar(cluster), "steps": steps}
+}
+
+// withHost is vars as a step sees them on one host: `host` is the node.
+func withHost(vars map[string]any, cluster *inventory.Cluster, name string) map[string]any {
+	out := make(map[string]any, 4)
+	for _, k := range []string{"params", "cluster", "steps"} {
+		out[k] = vars[k]
+	}
+	if n, ok := cluster.Node(name); ok {
+		out["host"] = NodeVar(n)
+	}
+	return out
+}
+
+// ClusterVar is the `cluster` variable: name, controllers, workers (each a
+// list of {name, address, role, labels, taints}) and nodes (all of them).
+func ClusterVar(c *inventory.Cluster) map[string]any {
+	if c == nil {
+		return map[string]any{}
+	}
+	list := func(nodes []inventory.Node) []any {
+		out := make([]any, len(nodes))
+		for i, n := range nodes {
+			out[i] = NodeVar(n)
+		}
+		return out
+	}
+	return map[string]any{
+		"name":        c.Name,
+		"controllers": list(c.Controllers),
+		"workers":     list(c.Workers),
+		"nodes":       list(c.Nodes()),
+		"kubernetes":  KubernetesVar(c),
+	}
+}
+
+// KubernetesVar is the inventory's kubernetes section as expressions see
+// it (cluster.kubernetes): every field present, empty when unset, so
+// runbooks can test it with `!= ""`.
+func KubernetesVar(c *inventory.Cluster) map[string]any {
+	k := c.Kubernetes
+	dns := make([]any, len(k.ClusterDNS))
+	for i, d := range k.ClusterDNS {
+		dns[i] = d
+	}
+	apiServer := "" // the server's host name, what its certificate must name
+	if u, err := url.Parse(k.Server); err == nil {
+		apiServer = u.Hostname()
+	}
+	return map[string]any{
+		"server": k.Server, "apiServer": apiServer, "kubeletImage": k.KubeletImage, "runtime": k.Runtime,
+		"clusterDNS": dns, "clusterDomain": k.ClusterDomain, "serviceCIDR": k.ServiceCIDR, "podCIDR": k.PodCIDR,
+		"version":         cmp.Or(k.Version, runbooks.DefaultKubernetesVersion),
+		"imageRepository": cmp.Or(k.ImageRepository, runbooks.DefaultImageRepository),
+		"etcdImage":       cmp.Or(k.EtcdImage, runbooks.DefaultEtcdImage),
+	}
+}
+
+// NodeVar is a node as expressions see it (also the `host` variable).
+func NodeVar(n inventory.Node) map[string]any {
+	strs := func(s []string) []any {
+		out := make([]any, len(s))
+		for i, e := range s {
+			out[i] = e
+		}
+		return out
+	}
+	return map[string]any{"name": n.Name, "nodeName": n.KubeName(), "address": n.Address, "role": n.Role, "labels": strs(n.Labels), "taints": strs(n.Taints)}
+}

@@ -1,0 +1,451 @@
+package starter
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"kedge.dev/kedge/actions"
+	"kedge.dev/kedge/runbooks"
+	"kedge.dev/kedge/runbooks/inventory"
+	"kedge.dev/kedge/runbooks/plan"
+	"kedge.dev/kedge/workflows"
+)
+
+const labInventory = "testdata/lab-inventory.yaml"
+
+// ranCall is one action the workflow scheduled, as a recording fake saw
+// it: the run that scheduled it, its task queue and its input.
+type ranCall struct {
+	Workflow  string
+	Action    string
+	TaskQueue string
+	Input     map[string]any
+}
+
+// plannedCall is one call of `kedge plan --output json`, with the run it
+// belongs to.
+type plannedCall struct {
+	plan.Call
+	Workflow    string
+	Conditional bool // its step's when: is decided at run time
+	matched     bool
+}
+
+// outputs answers a fake's call: the zero value of the action's result
+// (every field present, as JSON has it) with the case's answers over it.
+type outputs func(action string, in map[string]any) map[string]any
+
+// The plan is what runs: each built-in runbook runs in the SDK's test
+// environment against recording fakes of every action, and the calls it
+// makes (action, run, task queue, input) are exactly the calls
+// `kedge plan --output json` prints for it, but for the inputs and hosts
+// the plan marks as known only at run time.
+func TestPlanIsWhatRuns(t *testing.T) {
+	for _, tc := range planCases() {
+		t.Run(tc.runbook, func(t *testing.T) {
+			args := append([]string{"plan", tc.runbook, "--inventory", labInventory, "--output", "json"}, setArgs(tc.sets)...)
+			out, errOut, code := runCLI(t, args...)
+			if code != 0 {
+				t.Fatalf("kedge plan: exit %d: %s", code, errOut)
+			}
+			var p plan.Plan
+			if err := json.Unmarshal([]byte(out), &p); err != nil {
+				t.Fatalf("plan JSON: %v\n%s", err, out)
+			}
+			ran, ownQueue, secrets := runRecorded(t, tc.runbook, tc.sets, tc.outputs)
+			for i := range ran {
+				// The plan shows secret params masked.
+				ran[i].Input = plan.Mask(ran[i].Input, secrets).(map[string]any)
+			}
+			compareCalls(t, &p, ran, ownQueue)
+		})
+	}
+}
+
+func setArgs(sets map[string]string) []string {
+	var out []string
+	for _, k := range slices.Sorted(mapsKeys(sets)) {
+		out = append(out, "--set", k+"="+sets[k])
+	}
+	return out
+}
+
+func mapsKeys(m map[string]string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// runRecorded runs a runbook as `kedge run` would start it, every action
+// answered by a recording fake. It returns the calls and the runbook's own
+// task queue, and the values of its secret params.
+func runRecorded(t *testing.T, name string, sets map[string]string, answer outputs) (ran []ranCall, ownQueue string, secrets []string) {
+	t.Helper()
+	cluster, err := inventory.LoadFile(labInventory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := (&runbooks.Library{Builtin: runbooks.Builtin}).Load(name, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	given := map[string]any{}
+	for k, v := range sets {
+		given[k] = v
+	}
+	p, err := plan.Compile(l.Runbook, l.ChildValues(), given, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range l.Runbook.SecretParams() {
+		if v, ok := p.StartParams()[name].(string); ok && v != "" {
+			secrets = append(secrets, v)
+		}
+	}
+	in := workflows.Admit(workflows.RunbookInput{Runbook: *l.Runbook, Children: l.ChildValues(), Params: p.StartParams(), Cluster: *cluster}, time.Now())
+
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(time.Minute)
+	workflows.Register(env)
+	var mu sync.Mutex
+	env.RegisterActivityWithOptions(func(ctx context.Context, in workflows.AdmitRunInput) (workflows.AdmitRunResult, error) {
+		mu.Lock()
+		ownQueue = activity.GetInfo(ctx).TaskQueue
+		mu.Unlock()
+		return workflows.AdmitRunResult{WorkflowID: in.WorkflowID, RunID: in.RunID, Admitted: true}, nil
+	}, activity.RegisterOptions{Name: workflows.AdmitRunActivity})
+	for _, a := range actions.All() {
+		zero := zeroResult(t, a.Out)
+		env.RegisterActivityWithOptions(func(ctx context.Context, in map[string]any) (map[string]any, error) {
+			info := activity.GetInfo(ctx)
+			mu.Lock()
+			ran = append(ran, ranCall{Workflow: info.WorkflowExecution.ID, Action: a.Name, TaskQueue: info.TaskQueue, Input: in})
+			mu.Unlock()
+			out := cloneJSON(t, zero)
+			for _, answer := range []outputs{labAnswers, answer} {
+				if answer == nil {
+					continue
+				}
+				for k, v := range answer(a.Name, in) {
+					out[k] = v
+				}
+			}
+			return out, nil
+		}, activity.RegisterOptions{Name: a.Name})
+	}
+	env.SetOnChildWorkflowCompletedListener(func(info *workflow.Info, _ converter.EncodedValue, err error) {
+		if err != nil {
+			t.Errorf("run %s failed: %v", info.WorkflowExecution.ID, err)
+		}
+	})
+	env.ExecuteWorkflow(workflows.RunbookWorkflow, in)
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("the run did not complete")
+	}
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("the run failed: %v", err)
+	}
+	return ran, ownQueue, secrets
+}
+
+func zeroResult(t *testing.T, typ reflect.Type) map[string]any {
+	t.Helper()
+	m, ok := zeroJSON(typ, 0).(map[string]any)
+	if !ok {
+		t.Fatalf("result type %s is not a struct", typ)
+	}
+	return m
+}
+
+// zeroJSON is the zero value of typ as JSON decodes it, every field
+// present (omitempty or not) and every pointer followed.
+func zeroJSON(typ reflect.Type, depth int) any {
+	if depth > 8 {
+		return nil
+	}
+	switch typ.Kind() {
+	case reflect.Pointer:
+		return zeroJSON(typ.Elem(), depth+1)
+	case reflect.Struct:
+		if typ == reflect.TypeFor[time.Time]() {
+			return time.Time{}.Format(time.RFC3339)
+		}
+		out := map[string]any{}
+		for f := range typ.Fields() {
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				continue
+			}
+			if f.Anonymous && name == "" {
+				for k, v := range zeroJSON(f.Type, depth+1).(map[string]any) {
+					out[k] = v
+				}
+				continue
+			}
+			out[cmp.Or(name, f.Name)] = zeroJSON(f.Type, depth+1)
+		}
+		return out
+	case reflect.Map:
+		return map[string]any{}
+	case reflect.Slice, reflect.Array:
+		if typ.Elem().Kind() == reflect.Uint8 {
+			return ""
+		}
+		return []any{}
+	case reflect.String:
+		return ""
+	case reflect.Bool:
+		return false
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return float64(0)
+	}
+	return nil
+}
+
+func cloneJSON(t *testing.T, m map[string]any) map[string]any {
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Error(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Error(err)
+	}
+	return out
+}
+
+// flatten lists a plan's calls by the run that makes them, and the runs
+// and (run, action) pairs the plan leaves to run time.
+func flatten(p *plan.Plan, wf string, conditional bool, calls *[]*plannedCall, open map[string]bool) {
+	for _, s := range p.Steps {
+		if s.Skipped {
+			continue
+		}
+		cond := conditional || s.Conditional
+		switch {
+		case s.Deferred != "" && s.Kind == "rollout" && len(s.Items) == 0:
+			open[p.Cluster+"/node/*"] = true
+		case s.Deferred != "" && s.Kind == "runbook":
+			open[wf+"/"+s.ID+"/*"] = true
+		case s.Deferred != "":
+			open[wf+" "+s.Action] = true
+		}
+		for _, c := range s.Calls {
+			*calls = append(*calls, &plannedCall{Call: c, Workflow: wf, Conditional: cond})
+		}
+		if s.Child != nil {
+			flatten(s.Child, wf+"/"+s.ID, cond, calls, open)
+		}
+		for _, it := range s.Items {
+			flatten(it.Plan, workflows.NodeWorkflowID(p.Cluster, it.Item), cond, calls, open)
+		}
+	}
+}
+
+func compareCalls(t *testing.T, p *plan.Plan, ran []ranCall, ownQueue string) {
+	t.Helper()
+	const root = "default-test-workflow-id"
+	var planned []*plannedCall
+	open := map[string]bool{}
+	flatten(p, root, false, &planned, open)
+	openRun := func(wf string) bool {
+		for k := range open {
+			if prefix, ok := strings.CutSuffix(k, "*"); ok && strings.HasPrefix(wf, prefix) {
+				return true
+			}
+		}
+		return false
+	}
+	// Each call that ran is paired with a planned call it fits (same run,
+	// action and queue; every input the plan spells out equal): a
+	// maximum matching, so a call the plan leaves open cannot take the
+	// place of one it spells out.
+	// Planned calls are taken in order, those that must run first, then
+	// those that spell out more: once paired a call stays paired.
+	order := make([]int, len(planned))
+	for j := range order {
+		order[j] = j
+	}
+	rank := func(c *plannedCall) int {
+		r := len(c.Deferred)
+		if c.Conditional {
+			r += 1000
+		}
+		return r
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return rank(planned[a]) - rank(planned[b]) })
+	fits := make([][]int, len(planned))
+	for j, c := range planned {
+		for i, r := range ran {
+			if c.Workflow == r.Workflow && c.Action == r.Action && cmpQueue(c.TaskQueue, ownQueue) == r.TaskQueue && sameInput(c, r.Input) {
+				fits[j] = append(fits[j], i)
+			}
+		}
+	}
+	pairOf := make([]int, len(ran)) // ran -> planned, -1 if none
+	for i := range pairOf {
+		pairOf[i] = -1
+	}
+	var augment func(j int, seen []bool) bool
+	augment = func(j int, seen []bool) bool {
+		for _, i := range fits[j] {
+			if seen[i] {
+				continue
+			}
+			seen[i] = true
+			if pairOf[i] < 0 || augment(pairOf[i], seen) {
+				pairOf[i] = j
+				return true
+			}
+		}
+		return false
+	}
+	for _, j := range order {
+		augment(j, make([]bool, len(ran)))
+	}
+	paired := make([]bool, len(ran))
+	compared, deferred := 0, 0
+	for i, j := range pairOf {
+		if j >= 0 {
+			paired[i], planned[j].matched = true, true
+			compared++
+			deferred += len(planned[j].Deferred)
+		}
+	}
+	for i, r := range ran {
+		if paired[i] || open[r.Workflow+" "+r.Action] || openRun(r.Workflow) {
+			continue
+		}
+		t.Errorf("ran but not planned: %s in %s on queue %s, input %s", r.Action, r.Workflow, r.TaskQueue, js(r.Input))
+		for _, c := range planned {
+			if c.Workflow == r.Workflow && c.Action == r.Action && !c.matched {
+				t.Logf("  planned: %s queue %q input %s deferred %v", c.Step, c.TaskQueue, js(c.Input), c.Deferred)
+			}
+		}
+	}
+	for _, c := range planned {
+		if !c.matched && !c.Conditional {
+			t.Errorf("planned but not run: step %s %s in %s, input %s", c.Step, c.Action, c.Workflow, js(c.Input))
+		}
+	}
+	if testing.Verbose() && os.Getenv("PLANRUN_DEBUG") != "" {
+		for _, r := range ran {
+			t.Logf("ran %s on %s in %s: %s", r.Action, r.TaskQueue, r.Workflow, js(r.Input))
+		}
+	}
+	if compared == 0 {
+		t.Error("no call compared")
+	}
+	t.Logf("%d calls ran, %d compared with the plan (%d inputs of them known only at run time)", len(ran), compared, deferred)
+}
+
+func cmpQueue(q, own string) string {
+	if q == "" {
+		return own
+	}
+	return q
+}
+
+// sameInput: every input the plan knows is the one that ran; the ones it
+// defers were given.
+func sameInput(c *plannedCall, in map[string]any) bool {
+	if len(c.Input) != len(in) {
+		return false
+	}
+	for k, v := range c.Input {
+		got, ok := in[k]
+		if !ok {
+			return false
+		}
+		if slices.Contains(c.Deferred, k) {
+			continue
+		}
+		if !reflect.DeepEqual(v, got) {
+			return false
+		}
+	}
+	return true
+}
+
+func js(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// labAnswers are what the lab's hosts answer where a zero value would
+// stop a runbook before its end: the files a layout finds.
+func labAnswers(action string, _ map[string]any) map[string]any {
+	switch action {
+	case "host.layout":
+		return map[string]any{"files": map[string]any{
+			"cluster-ca":          "/etc/kubernetes/pki/ca.crt",
+			"etcd-server-ca":      "/etc/ssl/etcd/etcd/server-ca.crt",
+			"service-account-pub": "/etc/kubernetes/pki/service-account.pub",
+		}}
+	}
+	return nil
+}
+
+type planCase struct {
+	runbook string
+	sets    map[string]string
+	outputs outputs
+}
+
+func planCases() []planCase {
+	const (
+		image = "quay.io/poseidon/kubelet:v1.35.5"
+		ca    = "-----BEGIN CERTIFICATE-----\nMIIBcluster\n-----END CERTIFICATE-----"
+		etcd  = "-----BEGIN CERTIFICATE-----\nMIIBetcd\n-----END CERTIFICATE-----"
+		key   = "-----BEGIN PRIVATE KEY-----\nMIIBkey\n-----END PRIVATE KEY-----"
+		pub   = "-----BEGIN PUBLIC KEY-----\nMIIBpub\n-----END PUBLIC KEY-----"
+	)
+	controller := map[string]string{"node": "lab-1", "issuer": "cluster-ca", "caCert": ca, "etcdIssuer": "etcd-ca", "etcdCACert": etcd}
+	with := func(base map[string]string, more ...string) map[string]string {
+		out := map[string]string{}
+		for k, v := range base {
+			out[k] = v
+		}
+		for i := 0; i+1 < len(more); i += 2 {
+			out[more[i]] = more[i+1]
+		}
+		return out
+	}
+	return []planCase{
+		{runbook: "run-command", sets: map[string]string{"command": "uptime", "nodes": "all"}},
+		{runbook: "kubelet-image-swap", sets: map[string]string{"image": image, "approveControllers": "false"}},
+		{runbook: "kubelet-image-swap-node", sets: map[string]string{"node": "lab-3", "image": image}},
+		{runbook: "node-remove", sets: map[string]string{"node": "lab-3"}},
+		{runbook: "node-join", sets: map[string]string{"node": "lab-3", "image": image}},
+		{runbook: "cert-renewal", sets: map[string]string{"threshold": "43800h"}},
+		{runbook: "cert-renewal-kubelet", sets: map[string]string{"node": "lab-3", "issuer": "cluster-ca"}},
+		{runbook: "cert-renewal-in-place", sets: controller},
+		{runbook: "cert-renewal-controller", sets: with(controller, "caKey", key, "saKey", key, "saPub", pub)},
+		{runbook: "bootstrap-controller", sets: with(controller, "image", image, "caKey", key, "saKey", key, "saPub", pub)},
+		{runbook: "bootstrap", sets: map[string]string{"image": image}},
+		{runbook: "adopt", sets: map[string]string{"etcdCAKey": key}},
+		{runbook: "adopt-check", sets: map[string]string{"node": "lab-1", "caCert": ca, "etcdCACert": etcd}},
+	}
+}
