@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -25,24 +24,6 @@ import (
 )
 
 const labInventory = "testdata/lab-inventory.yaml"
-
-// ranCall is one action the workflow scheduled, as a recording fake saw
-// it: the run that scheduled it, its task queue and its input.
-type ranCall struct {
-	Workflow  string
-	Action    string
-	TaskQueue string
-	Input     map[string]any
-}
-
-// plannedCall is one call of `kedge plan --output json`, with the run it
-// belongs to.
-type plannedCall struct {
-	plan.Call
-	Workflow    string
-	Conditional bool // its step's when: is decided at run time
-	matched     bool
-}
 
 // outputs answers a fake's call: the zero value of the action's result
 // (every field present, as JSON has it) with the case's answers over it.
@@ -66,11 +47,15 @@ func TestPlanIsWhatRuns(t *testing.T) {
 				t.Fatalf("plan JSON: %v\n%s", err, out)
 			}
 			ran, ownQueue, secrets := runRecorded(t, tc.runbook, tc.sets, tc.outputs)
-			for i := range ran {
-				// The plan shows secret params masked.
-				ran[i].Input = plan.Mask(ran[i].Input, secrets).(map[string]any)
+			ids := plan.RunIDs{Root: "default-test-workflow-id", Child: workflows.ChildWorkflowID, Item: workflows.NodeWorkflowID}
+			v := plan.Verify(&p, ran, ids, ownQueue, secrets)
+			for _, problem := range v.Problems {
+				t.Error(problem)
 			}
-			compareCalls(t, &p, ran, ownQueue)
+			if v.Compared == 0 {
+				t.Error("no call compared")
+			}
+			t.Logf("%d calls ran, %d compared with the plan (%d inputs of them known only at run time)", len(ran), v.Compared, v.Deferred)
 		})
 	}
 }
@@ -96,7 +81,7 @@ func mapsKeys(m map[string]string) func(func(string) bool) {
 // runRecorded runs a runbook as `kedge run` would start it, every action
 // answered by a recording fake. It returns the calls and the runbook's own
 // task queue, and the values of its secret params.
-func runRecorded(t *testing.T, name string, sets map[string]string, answer outputs) (ran []ranCall, ownQueue string, secrets []string) {
+func runRecorded(t *testing.T, name string, sets map[string]string, answer outputs) (ran []plan.Ran, ownQueue string, secrets []string) {
 	t.Helper()
 	cluster, err := inventory.LoadFile(labInventory)
 	if err != nil {
@@ -137,7 +122,7 @@ func runRecorded(t *testing.T, name string, sets map[string]string, answer outpu
 		env.RegisterActivityWithOptions(func(ctx context.Context, in map[string]any) (map[string]any, error) {
 			info := activity.GetInfo(ctx)
 			mu.Lock()
-			ran = append(ran, ranCall{Workflow: info.WorkflowExecution.ID, Action: a.Name, TaskQueue: info.TaskQueue, Input: in})
+			ran = append(ran, plan.Ran{Workflow: info.WorkflowExecution.ID, Action: a.Name, TaskQueue: info.TaskQueue, Input: in})
 			mu.Unlock()
 			out := cloneJSON(t, zero)
 			for _, answer := range []outputs{labAnswers, answer} {
@@ -234,164 +219,6 @@ func cloneJSON(t *testing.T, m map[string]any) map[string]any {
 		t.Error(err)
 	}
 	return out
-}
-
-// flatten lists a plan's calls by the run that makes them, and the runs
-// and (run, action) pairs the plan leaves to run time.
-func flatten(p *plan.Plan, wf string, conditional bool, calls *[]*plannedCall, open map[string]bool) {
-	for _, s := range p.Steps {
-		if s.Skipped {
-			continue
-		}
-		cond := conditional || s.Conditional
-		switch {
-		case s.Deferred != "" && s.Kind == "rollout" && len(s.Items) == 0:
-			open[p.Cluster+"/node/*"] = true
-		case s.Deferred != "" && s.Kind == "runbook":
-			open[wf+"/"+s.ID+"/*"] = true
-		case s.Deferred != "":
-			open[wf+" "+s.Action] = true
-		}
-		for _, c := range s.Calls {
-			*calls = append(*calls, &plannedCall{Call: c, Workflow: wf, Conditional: cond})
-		}
-		if s.Child != nil {
-			flatten(s.Child, wf+"/"+s.ID, cond, calls, open)
-		}
-		for _, it := range s.Items {
-			flatten(it.Plan, workflows.NodeWorkflowID(p.Cluster, it.Item), cond, calls, open)
-		}
-	}
-}
-
-func compareCalls(t *testing.T, p *plan.Plan, ran []ranCall, ownQueue string) {
-	t.Helper()
-	const root = "default-test-workflow-id"
-	var planned []*plannedCall
-	open := map[string]bool{}
-	flatten(p, root, false, &planned, open)
-	openRun := func(wf string) bool {
-		for k := range open {
-			if prefix, ok := strings.CutSuffix(k, "*"); ok && strings.HasPrefix(wf, prefix) {
-				return true
-			}
-		}
-		return false
-	}
-	// Each call that ran is paired with a planned call it fits (same run,
-	// action and queue; every input the plan spells out equal): a
-	// maximum matching, so a call the plan leaves open cannot take the
-	// place of one it spells out.
-	// Planned calls are taken in order, those that must run first, then
-	// those that spell out more: once paired a call stays paired.
-	order := make([]int, len(planned))
-	for j := range order {
-		order[j] = j
-	}
-	rank := func(c *plannedCall) int {
-		r := len(c.Deferred)
-		if c.Conditional {
-			r += 1000
-		}
-		return r
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return rank(planned[a]) - rank(planned[b]) })
-	fits := make([][]int, len(planned))
-	for j, c := range planned {
-		for i, r := range ran {
-			if c.Workflow == r.Workflow && c.Action == r.Action && cmpQueue(c.TaskQueue, ownQueue) == r.TaskQueue && sameInput(c, r.Input) {
-				fits[j] = append(fits[j], i)
-			}
-		}
-	}
-	pairOf := make([]int, len(ran)) // ran -> planned, -1 if none
-	for i := range pairOf {
-		pairOf[i] = -1
-	}
-	var augment func(j int, seen []bool) bool
-	augment = func(j int, seen []bool) bool {
-		for _, i := range fits[j] {
-			if seen[i] {
-				continue
-			}
-			seen[i] = true
-			if pairOf[i] < 0 || augment(pairOf[i], seen) {
-				pairOf[i] = j
-				return true
-			}
-		}
-		return false
-	}
-	for _, j := range order {
-		augment(j, make([]bool, len(ran)))
-	}
-	paired := make([]bool, len(ran))
-	compared, deferred := 0, 0
-	for i, j := range pairOf {
-		if j >= 0 {
-			paired[i], planned[j].matched = true, true
-			compared++
-			deferred += len(planned[j].Deferred)
-		}
-	}
-	for i, r := range ran {
-		if paired[i] || open[r.Workflow+" "+r.Action] || openRun(r.Workflow) {
-			continue
-		}
-		t.Errorf("ran but not planned: %s in %s on queue %s, input %s", r.Action, r.Workflow, r.TaskQueue, js(r.Input))
-		for _, c := range planned {
-			if c.Workflow == r.Workflow && c.Action == r.Action && !c.matched {
-				t.Logf("  planned: %s queue %q input %s deferred %v", c.Step, c.TaskQueue, js(c.Input), c.Deferred)
-			}
-		}
-	}
-	for _, c := range planned {
-		if !c.matched && !c.Conditional {
-			t.Errorf("planned but not run: step %s %s in %s, input %s", c.Step, c.Action, c.Workflow, js(c.Input))
-		}
-	}
-	if testing.Verbose() && os.Getenv("PLANRUN_DEBUG") != "" {
-		for _, r := range ran {
-			t.Logf("ran %s on %s in %s: %s", r.Action, r.TaskQueue, r.Workflow, js(r.Input))
-		}
-	}
-	if compared == 0 {
-		t.Error("no call compared")
-	}
-	t.Logf("%d calls ran, %d compared with the plan (%d inputs of them known only at run time)", len(ran), compared, deferred)
-}
-
-func cmpQueue(q, own string) string {
-	if q == "" {
-		return own
-	}
-	return q
-}
-
-// sameInput: every input the plan knows is the one that ran; the ones it
-// defers were given.
-func sameInput(c *plannedCall, in map[string]any) bool {
-	if len(c.Input) != len(in) {
-		return false
-	}
-	for k, v := range c.Input {
-		got, ok := in[k]
-		if !ok {
-			return false
-		}
-		if slices.Contains(c.Deferred, k) {
-			continue
-		}
-		if !reflect.DeepEqual(v, got) {
-			return false
-		}
-	}
-	return true
-}
-
-func js(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 // labAnswers are what the lab's hosts answer where a zero value would

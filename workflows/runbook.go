@@ -430,7 +430,7 @@ func (r *run) runChild(ctx workflow.Context, i int, vars map[string]any) error {
 		return temporal.NewNonRetryableApplicationError(err.Error(), errtype.InvalidInput, err)
 	}
 	child, params := c.Runbook, c.Params
-	id := workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + s.spec.ID
+	id := ChildWorkflowID(workflow.GetInfo(ctx).WorkflowExecution.ID, s.spec.ID)
 	s.p.Child = id
 	s.p.Attempts = 1
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
@@ -484,7 +484,7 @@ func (r *run) runRollout(ctx workflow.Context, i int, vars map[string]any) error
 		return temporal.NewNonRetryableApplicationError("rollout: "+err.Error(), errtype.InvalidInput, err)
 	}
 	child, items := ro.Runbook, ro.Items
-	id := workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + s.spec.ID
+	id := ChildWorkflowID(workflow.GetInfo(ctx).WorkflowExecution.ID, s.spec.ID)
 	s.p.Child, s.p.Attempts, s.p.Kind = id, 1, "rollout"
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            id,
