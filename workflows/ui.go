@@ -284,7 +284,7 @@ func (r *run) currentDetails() string {
 	printf(&b, "**%s** on %s: %s\n\n", r.rb.Name, r.in.Cluster.Name, r.progress.State)
 	for _, s := range r.steps {
 		p := s.p
-		printf(&b, "- %s `%s` %s", stateMark(p.State), p.ID, p.State)
+		printf(&b, "- %s `%s` %s", StateMark(p.State), p.ID, p.State)
 		switch {
 		case s.spec.Rollout != nil:
 			printf(&b, " — rollout of %s", s.spec.Runbook)
@@ -324,21 +324,6 @@ func printf(b *strings.Builder, format string, args ...any) {
 	b.WriteString(fmt.Sprintf(format, args...))
 }
 
-func stateMark(state string) string {
-	switch state {
-	case StateSucceeded:
-		return "✓"
-	case StateFailed, StateUndoFailed:
-		return "✗"
-	case StateRunning:
-		return "▶"
-	case StateWaiting:
-		return "⏸"
-	case StateSkipped, StateNotRun, StateCancelled:
-		return "–"
-	}
-	return "○"
-}
 
 // hostCounts: "3 hosts: 2 succeeded, 1 running".
 func hostCounts(hosts []HostProgress) string {

@@ -45,24 +45,8 @@ func TextMessage(responseType, text string) *slack.WebhookMessage {
 	return &slack.WebhookMessage{ResponseType: responseType, Text: text}
 }
 
-// StateIcon shows a state at a glance.
-func StateIcon(state string) string {
-	switch state {
-	case workflows.StateSucceeded:
-		return ":white_check_mark:"
-	case workflows.StateFailed, workflows.StateUndoFailed:
-		return ":x:"
-	case workflows.StateRunning, workflows.StateUndoing:
-		return ":arrows_counterclockwise:"
-	case workflows.StateWaiting:
-		return ":double_vertical_bar:"
-	case workflows.StateSkipped, workflows.StateNotRun:
-		return ":white_circle:"
-	case workflows.StateCancelled, workflows.StateUndone:
-		return ":leftwards_arrow_with_hook:"
-	}
-	return ":hourglass:"
-}
+// StateIcon shows a state at a glance in Slack.
+func StateIcon(state string) string { return workflows.StateEmoji(state) }
 
 // StepLines is one line per step of a run; rollouts say how far their
 // items got (from items, keyed by step ID).
