@@ -324,7 +324,6 @@ func printf(b *strings.Builder, format string, args ...any) {
 	b.WriteString(fmt.Sprintf(format, args...))
 }
 
-
 // hostCounts: "3 hosts: 2 succeeded, 1 running".
 func hostCounts(hosts []HostProgress) string {
 	counts := map[string]int{}
