@@ -218,13 +218,11 @@ func (s *Server) readable(ctx context.Context, sub Subject, id string, verb Verb
 	return top, p, nil
 }
 
-// namesOneOf reports whether a workflow ID names one of clusters where
-// Kedge puts the cluster: RUNBOOK/CLUSTER[/...] for runbooks, and
-// CLUSTER/node/NODE for a node's runbook in a rollout.
+// namesOneOf reports whether a workflow ID names one of clusters (see
+// workflows.ClustersOf).
 func namesOneOf(id string, clusters []string) bool {
-	parts := strings.SplitN(id, "/", 3)
-	for _, c := range clusters {
-		if len(parts) > 1 && parts[1] == c || len(parts) > 2 && parts[0] == c && parts[1] == "node" {
+	for _, c := range workflows.ClustersOf(id) {
+		if slices.Contains(clusters, c) {
 			return true
 		}
 	}

@@ -76,7 +76,9 @@ type started struct {
 // legacyID is the workflow ID runbooks started from chat had before
 // their IDs were derived from the request: a run still open under it
 // holds its runbook and cluster too.
-func legacyID(runbook, cluster string) string { return runbook + "/" + cluster }
+func legacyID(runbook, cluster string) string {
+	return strings.TrimSuffix(workflows.RunPrefix(runbook, cluster), "/")
+}
 
 // runID is the workflow ID of the run a request starts, derived from the
 // request alone, so that the same request always names the same run and
@@ -96,11 +98,11 @@ func (r *startRequest) runID() string {
 	m := hmac.New(sha256.New, r.Signed.Secret)
 	if r.RequestID != "" {
 		fmt.Fprintf(m, "kedge request id\x00%s\x00%s\x00%s\x00%s\x00%s", r.Subject.Source, r.Subject.Key, r.Runbook, r.Cluster, r.RequestID)
-		return fmt.Sprintf("%s/%s/id-%s", r.Runbook, r.Cluster, hex.EncodeToString(m.Sum(nil))[:16])
+		return workflows.RunWorkflowID(r.Runbook, r.Cluster, "id-"+hex.EncodeToString(m.Sum(nil))[:16])
 	}
 	fmt.Fprintf(m, "kedge signature\x00%s\x00%s\x00%s\x00%s\x00", r.Subject.Source, r.Subject.Key, r.Runbook, r.Cluster)
 	m.Write(r.Signed.MAC)
-	return fmt.Sprintf("%s/%s/%s-%s", r.Runbook, r.Cluster, r.Signed.At.UTC().Format("20060102-150405"), hex.EncodeToString(m.Sum(nil))[:12])
+	return workflows.RunWorkflowID(r.Runbook, r.Cluster, r.Signed.At.UTC().Format("20060102-150405")+"-"+hex.EncodeToString(m.Sum(nil))[:12])
 }
 
 // FollowID is the workflow ID of the chat-follow workflow of one run.
@@ -286,7 +288,7 @@ func (s *Server) busy(ctx context.Context, req *startRequest, key string) (*star
 			open = append(open, ri)
 		}
 	}
-	beside, err := s.runningBeside(ctx, req.Runbook+"/"+req.Cluster)
+	beside, err := s.runningBeside(ctx, workflows.RunPrefix(req.Runbook, req.Cluster))
 	if err != nil {
 		return nil, err
 	}
@@ -426,7 +428,7 @@ func isNotFound(err error) bool {
 // type a runbook runs as, a top-level run that is not a rollout, a
 // compensation or a chat follower is a runbook run.
 func (s *Server) runningBeside(ctx context.Context, prefix string) ([]runInfo, error) {
-	q := fmt.Sprintf("ExecutionStatus = 'Running' AND WorkflowId STARTS_WITH '%s/'", strings.ReplaceAll(prefix, "'", ""))
+	q := fmt.Sprintf("ExecutionStatus = 'Running' AND WorkflowId STARTS_WITH '%s'", strings.ReplaceAll(prefix, "'", ""))
 	resp, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: s.namespace(), Query: q, PageSize: 100})
 	if err != nil {
 		return nil, fmt.Errorf("list runs of %s: %w", prefix, err)

@@ -86,7 +86,7 @@ func started(c *cli.Context, cl client.Client, run client.WorkflowRun, rerunOf s
 func workflowID(runbook, cluster string, now time.Time) string {
 	b := make([]byte, 2)
 	_, _ = rand.Read(b)
-	return fmt.Sprintf("%s/%s/%s-%s", runbook, cluster, now.UTC().Format("20060102-150405"), hex.EncodeToString(b))
+	return workflows.RunWorkflowID(runbook, cluster, now.UTC().Format("20060102-150405")+"-"+hex.EncodeToString(b))
 }
 
 func watchCommand() *cli.Command {

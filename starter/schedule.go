@@ -46,7 +46,9 @@ func scheduleCommand() *cli.Command {
 			in := workflows.AdmitScheduled(comp.input(), time.Now())
 			md := workflows.Describe(in)
 			action := &client.ScheduleWorkflowAction{
-				ID: id, Workflow: md.WorkflowType, Args: []any{in},
+				// Temporal names each run ID-TIME: under RUNBOOK/CLUSTER/,
+				// like every run, where chat and the busy check look.
+				ID: workflows.ScheduledWorkflowID(comp.loaded.Runbook.Name, comp.cluster.Name), Workflow: md.WorkflowType, Args: []any{in},
 				TaskQueue:             c.String("task-queue"),
 				StaticSummary:         fmt.Sprintf("%s, every %s", md.StaticSummary, every),
 				StaticDetails:         md.StaticDetails,

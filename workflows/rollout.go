@@ -78,19 +78,6 @@ type RolloutResult struct {
 	UndoFailed []string `json:"undoFailed,omitempty"`
 }
 
-// ChildWorkflowID is the ID of the run a step starts (a child runbook or
-// a rollout): its parent's ID and the step's.
-func ChildWorkflowID(parent, step string) string {
-	return parent + "/" + step
-}
-
-// NodeWorkflowID is the ID of the child runbook working on one node. It
-// names only the cluster and the node, so two runbooks can never work on
-// the same node at once: the second start is refused.
-func NodeWorkflowID(cluster, node string) string {
-	return cluster + "/node/" + node
-}
-
 type rollout struct {
 	in       RolloutInput
 	st       *RolloutState
