@@ -36,9 +36,16 @@ const (
 
 // Activities are the etcd actions.
 type Activities struct {
-	Vault *vault.Activities
+	Vault Issuer
 	// Timeout bounds each request to a member (default 5s).
 	Timeout time.Duration
+}
+
+// Issuer issues the short-lived client certificate the etcd actions
+// reach the members with, from the cluster's etcd CA in Vault (the Vault
+// actions' IssueCert).
+type Issuer interface {
+	IssueCert(ctx context.Context, in vault.IssueCertInput) (vault.IssueCertResult, error)
 }
 
 // RemoveMember's input and result, declared in actions/etcd.

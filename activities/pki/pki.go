@@ -14,6 +14,7 @@ import (
 
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/activities/host"
+	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/activities/vault"
 	"kedge.dev/kedge/internal/layout"
 )
@@ -26,11 +27,29 @@ const (
 	ErrTypeForeignIssuer = errtype.ForeignIssuer
 )
 
-// Activities are the pki actions. They reach hosts through the host
-// actions' SSH pool and Vault through the Vault actions' client.
+// Activities are the pki actions. They reach hosts and Vault through
+// the host and Vault actions (the worker hands them its own), and need of
+// them only what Hosts and Vault say.
 type Activities struct {
-	Hosts *host.Activities
-	Vault *vault.Activities
+	Hosts Hosts
+	Vault Vault
+}
+
+// Hosts is what the pki actions do on a host: read a file, look at one's
+// owner and mode, install a bundle of files all or none.
+type Hosts interface {
+	ReadFile(ctx context.Context, in host.ReadFileInput) (host.ReadFileResult, error)
+	Stat(ctx context.Context, t sshpool.Target, path string) (host.FileStat, error)
+	InstallBundle(ctx context.Context, in host.InstallBundleInput) (host.InstallBundleResult, error)
+}
+
+// Vault is what the pki actions do in the cluster's Vault: import a CA or
+// a key pair, record a fact once, issue a certificate.
+type Vault interface {
+	ImportCA(ctx context.Context, in vault.ImportCAInput) (vault.ImportCAResult, error)
+	ImportKeyPair(ctx context.Context, in vault.ImportKeyPairInput) (created bool, err error)
+	PutIfAbsent(ctx context.Context, c vault.Config, path string, data map[string]any) error
+	IssueCert(ctx context.Context, in vault.IssueCertInput) (vault.IssueCertResult, error)
 }
 
 // Where a cluster's CAs and keys are kept in Vault's KV: the paths

@@ -288,7 +288,7 @@ func TestRenewInPlaceKeepsModesAndOwners(t *testing.T) {
 			t.Errorf("%s read by %s, want %s", r.Path, got, want[r.Path])
 		}
 	}
-	if _, err := c.acts.Hosts.CheckReadable(t.Context(), host.CheckReadableInput{Target: c.target, Files: res.Readers}); err != nil {
+	if _, err := c.acts.Hosts.(*host.Activities).CheckReadable(t.Context(), host.CheckReadableInput{Target: c.target, Files: res.Readers}); err != nil {
 		t.Errorf("after the renewal: %v", err)
 	}
 }
@@ -375,7 +375,7 @@ func TestTheReadersOfARenewalAreCheckedAsTheyRun(t *testing.T) {
 	if _, _, mode := ownerAndMode(t, key); mode != 0o600 {
 		t.Errorf("%s: mode %o, want the 600 it had", key, mode)
 	}
-	_, err = c.acts.Hosts.CheckReadable(t.Context(), host.CheckReadableInput{Target: c.target, Files: res.Readers})
+	_, err = c.acts.Hosts.(*host.Activities).CheckReadable(t.Context(), host.CheckReadableInput{Target: c.target, Files: res.Readers})
 	var ae *temporal.ApplicationError
 	if !errors.As(err, &ae) || ae.Type() != host.ErrTypeUnreadable || !ae.NonRetryable() {
 		t.Fatalf("want a non-retryable %s, got %v", host.ErrTypeUnreadable, err)
