@@ -70,12 +70,35 @@ steps:
     on: worker-2
     with: {command: "true"}
   - id: costly
+    needs: [sibling]
+    action: host.run
+    on: worker-1
+    with:
+      command: echo "$COUNT"
+      env: {COUNT: "${ string(lists.range(params.n + size(steps.sibling.outputs.stdout)).map(i, i * 2).size()) }"}
+`)
+	// Written with params alone, the expression is evaluated when the run
+	// is planned: kedge run refuses it, with the limit, and starts
+	// nothing. Reading an earlier step's output, it can only be evaluated
+	// by the workflow, which is what this test is for.
+	static := writeRunbook(t, `
+apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: exprcost}
+params:
+  n: {type: int, default: 3}
+steps:
+  - id: costly
     action: host.run
     on: worker-1
     with:
       command: echo "$COUNT"
       env: {COUNT: "${ string(lists.range(params.n).map(i, i * 2).size()) }"}
 `)
+	if _, errOut, code := kedge(t, "run", static, "--inventory", world.inventory, "--task-queue", queue, "--set", "n=30000000"); code == 0 ||
+		!strings.Contains(errOut, "expression cost limit exceeded: lists.range(30000000)") {
+		t.Errorf("kedge run of a costly expression in params alone: exit %d, %s", code, errOut)
+	}
 	// A control run first: the same expression over three items, so the
 	// worker has done what any run makes it do (connections, caches).
 	control := startRun(t, rb, "--task-queue", queue, "--set", "n=3")

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"path/filepath"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -60,7 +61,10 @@ func TestInspectLayoutsAndRefuseUnknown(t *testing.T) {
 	if err := l.Hosts[3].WriteFile("/etc/systemd/system/kubelet.service", []byte("[Service]\nExecStart=/usr/bin/kubelet --kubeconfig=/etc/kubernetes/kubelet.conf\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	inv := writeInventory(t, lab.Inventory("layouts", l, l.KnownHostsFile))
+	// A kubeconfig is named (never read: the swap stops at the layout
+	// step) because the swap's plan needs one to start.
+	inv := writeInventory(t, strings.Replace(lab.Inventory("layouts", l, l.KnownHostsFile), "controllers:\n",
+		"kubernetes:\n  kubeconfig: "+filepath.Join(t.TempDir(), "admin.conf")+"\ncontrollers:\n", 1))
 
 	out, errOut, code := kedge(t, "inspect", "--inventory", inv, "--output", "json")
 	if code == 0 {
