@@ -1,8 +1,8 @@
 package integration
 
 import (
-	"path/filepath"
 	"encoding/json"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
