@@ -18,7 +18,7 @@ func (s *Server) topOf(ctx context.Context, id string) (string, error) {
 			return "", err
 		}
 		if ri.parent == "" {
-			if !isRunbookType(ri.typeName) {
+			if !runs.IsRunbookType(ri.typeName) {
 				return "", refuse(422, "%s is not a runbook (it is a %s workflow)", chat.Clip(id), ri.typeName)
 			}
 			return id, nil

@@ -322,7 +322,7 @@ func (s *Server) slackList(ctx context.Context, sub Subject, cluster string) (*s
 		for _, e := range resp.GetExecutions() {
 			id := e.GetExecution().GetWorkflowId()
 			parts := strings.Split(id, "/")
-			if e.GetParentExecution() != nil || !isRunbookType(e.GetType().GetName()) || len(parts) < 2 || !slices.Contains(allowed, parts[1]) {
+			if e.GetParentExecution() != nil || !runs.IsRunbookType(e.GetType().GetName()) || len(parts) < 2 || !slices.Contains(allowed, parts[1]) {
 				continue
 			}
 			status := strings.ToLower(strings.TrimPrefix(e.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))

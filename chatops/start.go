@@ -16,10 +16,10 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"kedge.dev/kedge/activities/chat"
+	"kedge.dev/kedge/internal/runs"
 	"kedge.dev/kedge/internal/searchattr"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/inventory"
@@ -288,11 +288,13 @@ func (s *Server) busy(ctx context.Context, req *startRequest, key string) (*star
 			open = append(open, ri)
 		}
 	}
-	beside, err := s.runningBeside(ctx, workflows.RunPrefix(req.Runbook, req.Cluster))
+	beside, err := runs.Open(ctx, s.Client, s.namespace(), req.Runbook, req.Cluster)
 	if err != nil {
 		return nil, err
 	}
-	open = append(open, beside...)
+	for _, e := range beside {
+		open = append(open, s.runInfoOf(e))
+	}
 	for _, ri := range open {
 		if ri.request == key {
 			st, err := s.existing(ctx, req, ri.id, ri.runID)
@@ -421,35 +423,6 @@ func (s *Server) runInfoOf(info *workflowpb.WorkflowExecutionInfo) runInfo {
 func isNotFound(err error) bool {
 	var nf *serviceerror.NotFound
 	return errors.As(err, &nf)
-}
-
-// runningBeside lists the running top-level runbooks whose IDs are under
-// prefix+"/" (as `kedge run` and chat name them). Whatever the workflow
-// type a runbook runs as, a top-level run that is not a rollout, a
-// compensation or a chat follower is a runbook run.
-func (s *Server) runningBeside(ctx context.Context, prefix string) ([]runInfo, error) {
-	q := fmt.Sprintf("ExecutionStatus = 'Running' AND WorkflowId STARTS_WITH '%s'", strings.ReplaceAll(prefix, "'", ""))
-	resp, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: s.namespace(), Query: q, PageSize: 100})
-	if err != nil {
-		return nil, fmt.Errorf("list runs of %s: %w", prefix, err)
-	}
-	var out []runInfo
-	for _, e := range resp.GetExecutions() {
-		if e.GetParentExecution() == nil && isRunbookType(e.GetType().GetName()) {
-			out = append(out, s.runInfoOf(e))
-		}
-	}
-	return out, nil
-}
-
-// isRunbookType says whether a top-level workflow of this type runs a
-// runbook: runbooks run as "runbook" or under their own names.
-func isRunbookType(name string) bool {
-	switch name {
-	case workflows.RolloutWorkflow, workflows.CompensateWorkflow, workflows.ChatFollowWorkflow, "":
-		return false
-	}
-	return true
 }
 
 // chatParamErrors says what is wrong with a request's params the way chat

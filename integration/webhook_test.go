@@ -861,4 +861,11 @@ func TestWebhookApprovalGates(t *testing.T) {
 		t.Errorf("a chat run beside a CLI run: %s %s", r.outcome, r.raw)
 	}
 	typeRuns(t, "gated", beside) // none started beside the CLI's
+
+	// kedge run keeps the same rule: one run of a runbook per cluster,
+	// whichever front door started the first.
+	if _, errOut, code := kedge(t, "run", filepath.Join(dir, "gated.yaml"), "--inventory", world.inventory); code == 0 || !strings.Contains(errOut, "gated already runs on lab: "+cliID) {
+		t.Errorf("a CLI run beside a CLI run: exit %d %s", code, errOut)
+	}
+	typeRuns(t, "gated", beside)
 }

@@ -11,11 +11,10 @@ import (
 	"github.com/urfave/cli/v2"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-
-	"kedge.dev/kedge/workflows"
-
 	"go.temporal.io/sdk/temporal"
+
 	"kedge.dev/kedge/internal/runs"
+	"kedge.dev/kedge/workflows"
 )
 
 func urlPathEscape(s string) string { return url.PathEscape(s) }
@@ -39,6 +38,9 @@ func runCommand() *cli.Command {
 				return err
 			}
 			defer cl.Close()
+			if err := refuseBusy(c, cl, comp.loaded.Runbook.Name, comp.cluster.Name); err != nil {
+				return err
+			}
 			id := c.String("id")
 			if id == "" {
 				id = workflowID(comp.loaded.Runbook.Name, comp.cluster.Name, time.Now())
@@ -77,6 +79,21 @@ func started(c *cli.Context, cl client.Client, run client.WorkflowRun, rerunOf s
 	}
 	if c.Bool("wait") {
 		return follow(c, cl, run.GetID(), run.GetRunID())
+	}
+	return nil
+}
+
+// refuseBusy refuses a start while another run of the runbook is open on
+// the cluster, as chat does: one run of a runbook per cluster at a time.
+func refuseBusy(c *cli.Context, cl client.Client, runbook, cluster string) error {
+	open, err := runs.Open(c.Context, cl, c.String("namespace"), runbook, cluster)
+	if err != nil {
+		return failed("%v", err)
+	}
+	if len(open) > 0 {
+		id := open[0].GetExecution().GetWorkflowId()
+		return failed("%s already runs on %s: %s, started %s. One run of a runbook per cluster at a time: follow it (kedge watch %s) or cancel it (kedge cancel %s)",
+			runbook, cluster, id, open[0].GetStartTime().AsTime().UTC().Format(time.RFC3339), id, id)
 	}
 	return nil
 }
