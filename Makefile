@@ -91,11 +91,11 @@ lint: tools
 record-histories: deps kube-tools vault-tools
 	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_RECORD_HISTORY=$(CURDIR)/workflows/testdata/replay flock -o $(IT_LOCK) $(GO) test -count=1 -run "Hello|Flaky|FailsTwice|Undoes|Approval|Cancel|RolloutPausedByABlockedDrain|UI" ./integration/
 
-## bench: per-step overhead vs a raw SSH loop, fan-out vs parallel-ssh, rolling swap over 50 nodes, history of a 1,000-node rollout
+## bench: per-step overhead vs a raw SSH loop, fan-out vs parallel-ssh, rolling swap over 50 nodes, history of a 1,000-node rollout, planning 1,000 nodes
 ## (only the packages that hold benchmarks: the others' test worlds would
 ## start for nothing and share the two cores)
 bench: deps kube-tools
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) flock -o $(IT_LOCK) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./integration/ ./activities/host/ ./internal/devserver/
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) flock -o $(IT_LOCK) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./integration/ ./activities/host/ ./internal/devserver/ ./runbooks/plan/
 
 # Every fuzz target (package:Func). `make test` runs each on its seed
 # corpus; `make fuzz` mutates each for FUZZTIME.

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"kedge.dev/kedge/actions"
@@ -109,6 +110,10 @@ func runRecorded(t *testing.T, name string, sets map[string]string, answer outpu
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(time.Minute)
+	// A workflow task of a big runbook took over the SDK's default second
+	// once on a machine busy with a cold build; this test is about what
+	// the run calls, not about how fast the first task is.
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: 30 * time.Second})
 	workflows.Register(env)
 	var mu sync.Mutex
 	env.RegisterActivityWithOptions(func(ctx context.Context, in workflows.AdmitRunInput) (workflows.AdmitRunResult, error) {
