@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -26,24 +27,29 @@ func runCommand() *cli.Command {
 		ArgsUsage: "RUNBOOK",
 		Flags: append([]cli.Flag{inventoryFlag, setFlag, setFileFlag, pathFlag, outputFlag,
 			&cli.BoolFlag{Name: "wait", Aliases: []string{"w"}, Usage: "show live progress and exit non-zero if the runbook fails"},
-			&cli.StringFlag{Name: "id", Usage: "workflow `ID` (default RUNBOOK/CLUSTER/TIMESTAMP-RANDOM)"},
+			&cli.StringFlag{Name: "id", Usage: "workflow `ID`, under RUNBOOK/CLUSTER/ (default RUNBOOK/CLUSTER/TIMESTAMP-RANDOM)"},
 		}, temporalFlags()...),
 		Action: func(c *cli.Context) error {
 			comp, err := compile(c)
 			if err != nil {
 				return err
 			}
+			runbook, cluster := comp.loaded.Runbook.Name, comp.cluster.Name
+			id := c.String("id")
+			if id == "" {
+				id = workflowID(runbook, cluster, time.Now())
+			} else if prefix := workflows.RunPrefix(runbook, cluster); !strings.HasPrefix(id, prefix) || id == prefix {
+				// Status, approvals, chat and the one-run rule find a
+				// run's runbook and cluster in its ID.
+				return usageError("--id %q must start with %s (then anything of yours)", id, prefix)
+			}
 			cl, err := dial(c)
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
-			if err := refuseBusy(c, cl, comp.loaded.Runbook.Name, comp.cluster.Name); err != nil {
+			if err := refuseBusy(c, cl, runbook, cluster); err != nil {
 				return err
-			}
-			id := c.String("id")
-			if id == "" {
-				id = workflowID(comp.loaded.Runbook.Name, comp.cluster.Name, time.Now())
 			}
 			run, err := startRunbook(c, cl, client.StartWorkflowOptions{
 				ID:                       id,

@@ -178,3 +178,15 @@ func TestCodecKeygen(t *testing.T) {
 		t.Errorf("a second keygen overwrote the key: exit %d %s", code, errOut)
 	}
 }
+
+// A run's ID names its runbook and cluster (status, approvals, chat and
+// the one-run rule read them there): an --id elsewhere is refused before
+// anything is dialled or started.
+func TestRunIDMustNameItsRunbookAndCluster(t *testing.T) {
+	for _, id := range []string{"my-run", "deploy/mercury", "deploy/mercury/", "deploy/venus/x", "other/mercury/x"} {
+		_, errOut, code := runCLI(t, "run", "../runbooks/testdata/good/deploy.yaml", "--inventory", inv, "--set", "message=hi", "--id", id, "--address", "127.0.0.1:1")
+		if code != ExitUsage || !strings.Contains(errOut, "must start with deploy/mercury/") {
+			t.Errorf("--id %s: exit %d: %s", id, code, errOut)
+		}
+	}
+}
