@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -63,20 +64,10 @@ func TestPlanIsWhatRuns(t *testing.T) {
 
 func setArgs(sets map[string]string) []string {
 	var out []string
-	for _, k := range slices.Sorted(mapsKeys(sets)) {
+	for _, k := range slices.Sorted(maps.Keys(sets)) {
 		out = append(out, "--set", k+"="+sets[k])
 	}
 	return out
-}
-
-func mapsKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // runRecorded runs a runbook as `kedge run` would start it, every action
