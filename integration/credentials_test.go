@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -23,12 +24,14 @@ import (
 )
 
 // The worker owns its credentials: a codec key holder who starts runs
-// naming a Vault address, a Vault token file, an SSH key, a host address or
-// a cluster the worker's own inventories do not give is refused at the
-// first action, without retry, with an audit line in the worker's log, and
-// nothing is sent anywhere: the listeners standing in for the Vault and the
-// host named see no connection. The same runbook on the worker's own
-// inventory does reach its Vault.
+// from an inventory naming another Vault address, Vault token file, SSH
+// key or host address than the worker's gets the worker's own, because a
+// run carries only which cluster and which host. The listeners standing
+// in for the other Vault and the other host see no connection, the
+// worker's Vault sees only the worker's token, and the host touched is
+// the worker's worker-1 reached with the worker's key. A cluster the
+// worker does not serve is refused at the first action, without retry,
+// with an audit line in the worker's log.
 func TestAKeyHolderGetsOnlyTheWorkersCredentials(t *testing.T) {
 	dir := t.TempDir()
 	secret := func(name, content string) string {
@@ -51,8 +54,13 @@ func TestAKeyHolderGetsOnlyTheWorkersCredentials(t *testing.T) {
 	otherKey := secret("id_other", string(pem.EncodeToMemory(block)))
 
 	var vaultHits, strangerHits, hostDials atomic.Int32
+	var tokensMu sync.Mutex
+	tokens := map[string]bool{}
 	vaultSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		vaultHits.Add(1)
+		tokensMu.Lock()
+		tokens[r.Header.Get("X-Vault-Token")] = true
+		tokensMu.Unlock()
 		http.Error(w, `{"errors":["permission denied"]}`, http.StatusForbidden)
 	}))
 	defer vaultSrv.Close()
@@ -115,48 +123,65 @@ steps:
     with: {command: "touch /tmp/kedge-key-holder"}
 `)
 	fakeAddr := fakeHost.Addr().(*net.TCPAddr)
+	touched := func() bool {
+		_, err := host(t, "worker-1").Exec(t.Context(), "test", "-e", "/tmp/kedge-key-holder")
+		return err == nil
+	}
 	for _, c := range []struct {
-		name, runbook, inventory, want string
+		name, runbook, inventory string
+		touches                  bool // the run touches the worker's worker-1
 	}{
-		{"another Vault address", readSecret, withVault(stranger.URL, workerToken), "vault.address"},
-		{"another token file", readSecret, withVault(vaultSrv.URL, otherSecret), "vault.tokenFile"},
+		{"another Vault address", readSecret, withVault(stranger.URL, workerToken), false},
+		{"another token file", readSecret, withVault(vaultSrv.URL, otherSecret), false},
 		{"another SSH key", touch, inventoryFile(strings.Replace(labText,
-			"identityFile: "+world.lab.IdentityFile, "identityFile: "+otherKey, 1)), "ssh.identityFile"},
+			"identityFile: "+world.lab.IdentityFile, "identityFile: "+otherKey, 1)), true},
 		{"another host address", touch, inventoryFile(strings.Replace(labText,
 			fmt.Sprintf("address: %s\n    port: %d\n", host(t, "worker-1").Address, host(t, "worker-1").Port),
-			fmt.Sprintf("address: %s\n    port: %d\n", fakeAddr.IP, fakeAddr.Port), 1)), "address"},
-		{"a cluster the worker does not serve", touch, inventoryFile(strings.Replace(labText, "name: lab\n", "name: elsewhere\n", 1)), `does not serve cluster "elsewhere"`},
+			fmt.Sprintf("address: %s\n    port: %d\n", fakeAddr.IP, fakeAddr.Port), 1)), true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			hits := vaultHits.Load()
 			p, id := runAsKeyHolder(t, c.runbook, c.inventory)
-			if p.State != workflows.StateFailed || len(p.Steps) != 1 {
-				t.Fatalf("the run was not refused: %+v", p)
+			if strings.Contains(world.workerLog.String(), id) && strings.Contains(world.workerLog.String(), "action refused") {
+				t.Errorf("the run was refused; it should have got the worker's own credentials")
 			}
-			s := p.Steps[0]
-			if s.Attempts != 1 || !strings.Contains(s.LastError, c.want) {
-				t.Errorf("step %s: %d attempts, %q; want one attempt refused over %s", s.ID, s.Attempts, s.LastError, c.want)
+			if c.touches {
+				if p.State != workflows.StateSucceeded || !touched() {
+					t.Fatalf("the worker's own host was not reached with the worker's own key: %+v", p)
+				}
+				_, _ = host(t, "worker-1").Exec(t.Context(), "rm", "-f", "/tmp/kedge-key-holder")
+				return
 			}
-			if log := world.workerLog.String(); !strings.Contains(log, "action refused") || !strings.Contains(log, id) {
-				t.Errorf("no audit line for %s in the worker's log:\n%s", id, log)
+			// The worker's Vault answers 403: the run fails there, after
+			// asking the worker's Vault with the worker's token.
+			if vaultHits.Load() == hits || p.State != workflows.StateFailed || !strings.Contains(p.Steps[0].LastError, "permission denied") {
+				t.Errorf("the worker's own Vault was not asked: %d requests, %+v", vaultHits.Load()-hits, p)
 			}
 		})
 	}
-	if n := vaultHits.Load() + strangerHits.Load() + hostDials.Load(); n != 0 {
-		t.Fatalf("refused runs still reached out: Vault %d, the stranger %d, the fake host %d", vaultHits.Load(), strangerHits.Load(), hostDials.Load())
+	tokensMu.Lock()
+	if len(tokens) != 1 || !tokens["s.the-workers-token"] {
+		t.Errorf("tokens the worker's Vault saw: %v; want only the worker's", tokens)
 	}
-	if out, err := host(t, "worker-1").Exec(t.Context(), "test", "-e", "/tmp/kedge-key-holder"); err == nil {
-		t.Fatalf("worker-1 was touched: %s", out)
+	tokensMu.Unlock()
+	if n := strangerHits.Load() + hostDials.Load(); n != 0 {
+		t.Fatalf("runs reached what the key holder named: the other Vault %d, the other host %d", strangerHits.Load(), hostDials.Load())
 	}
 
-	// The worker's own inventory: the same runbooks reach its Vault and
-	// its host.
-	if p, _ := runAsKeyHolder(t, readSecret, vaulted); vaultHits.Load() == 0 || strings.Contains(p.Steps[0].LastError, "not the worker's") {
-		t.Errorf("the worker's own Vault was not asked: %+v", p)
+	// A cluster the worker does not serve: refused before anything runs.
+	p, id := runAsKeyHolder(t, touch, inventoryFile(strings.Replace(labText, "name: lab\n", "name: elsewhere\n", 1)))
+	if p.State != workflows.StateFailed || len(p.Steps) != 1 {
+		t.Fatalf("the run was not refused: %+v", p)
 	}
-	if p, _ := runAsKeyHolder(t, touch, world.inventory); p.State != workflows.StateSucceeded {
-		t.Errorf("the worker's own inventory: %+v", p)
+	if s := p.Steps[0]; s.Attempts != 1 || !strings.Contains(s.LastError, `does not serve cluster "elsewhere"`) {
+		t.Errorf("step %s: %d attempts, %q; want one attempt refused", s.ID, s.Attempts, s.LastError)
 	}
-	_, _ = host(t, "worker-1").Exec(t.Context(), "rm", "-f", "/tmp/kedge-key-holder")
+	if log := world.workerLog.String(); !strings.Contains(log, "action refused") || !strings.Contains(log, id) {
+		t.Errorf("no audit line for %s in the worker's log:\n%s", id, log)
+	}
+	if touched() {
+		t.Fatal("worker-1 was touched by a run on a cluster the worker does not serve")
+	}
 }
 
 // runAsKeyHolder runs `kedge run --wait` as someone holding the codec key

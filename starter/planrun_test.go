@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -49,6 +50,11 @@ func TestPlanIsWhatRuns(t *testing.T) {
 				t.Fatalf("plan JSON: %v\n%s", err, out)
 			}
 			ran, ownQueue, secrets := runRecorded(t, tc.runbook, tc.sets, tc.outputs)
+			for _, r := range ran {
+				if err := onlyReferences(r.Input); err != nil {
+					t.Errorf("%s in %s: %v", r.Action, r.Workflow, err)
+				}
+			}
 			ids := plan.RunIDs{Root: "default-test-workflow-id", Child: workflows.ChildWorkflowID, Item: workflows.NodeWorkflowID}
 			v := plan.Verify(&p, ran, ids, ownQueue, secrets)
 			for _, problem := range v.Problems {
@@ -60,6 +66,32 @@ func TestPlanIsWhatRuns(t *testing.T) {
 			t.Logf("%d calls ran, %d compared with the plan (%d inputs of them known only at run time)", len(ran), v.Compared, v.Deferred)
 		})
 	}
+}
+
+// refKeys are the keys a run may send of each target: which cluster,
+// which host. Addresses, users, keys, token files and kubeconfigs are the
+// worker's to fill in.
+var refKeys = map[string][]string{
+	"target":  {"cluster", "node"},
+	"vault":   {"cluster"},
+	"cluster": {"name"},
+}
+
+// onlyReferences says what an action's input carries of its targets
+// beyond the references.
+func onlyReferences(input map[string]any) error {
+	for field, allowed := range refKeys {
+		m, ok := input[field].(map[string]any)
+		if !ok {
+			continue
+		}
+		for k := range m {
+			if !slices.Contains(allowed, k) {
+				return fmt.Errorf("its %s carries %s=%v: a run sends references only (%s)", field, k, m[k], strings.Join(allowed, ", "))
+			}
+		}
+	}
+	return nil
 }
 
 func setArgs(sets map[string]string) []string {

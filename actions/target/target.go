@@ -10,7 +10,7 @@ type SSH struct {
 	// Node is the inventory name of the host; it names the host in errors.
 	Node string `json:"node"`
 	// Address is the IP address or DNS name sshd listens on.
-	Address string `json:"address"`
+	Address string `json:"address,omitempty"`
 	// Port defaults to 22.
 	Port int `json:"port,omitempty"`
 	// User defaults to root.
@@ -26,7 +26,7 @@ type SSH struct {
 	// KnownHostsFile is the known_hosts file on the worker's machine that
 	// the host key is verified against. It is required: host keys are
 	// always verified.
-	KnownHostsFile string `json:"knownHostsFile"`
+	KnownHostsFile string `json:"knownHostsFile,omitempty"`
 	// VaultCA, when set, has the worker log in with a short-lived
 	// certificate signed by Vault's SSH CA instead of IdentityFile.
 	VaultCA *VaultCA `json:"vaultCA,omitempty"`
@@ -66,9 +66,36 @@ type Vault struct {
 // (and context) the inventory names, on the worker.
 type Kube struct {
 	Name       string `json:"name"`
-	Kubeconfig string `json:"kubeconfig"`
+	Kubeconfig string `json:"kubeconfig,omitempty"`
 	Context    string `json:"context,omitempty"`
 }
+
+// The SSH defaults, for a target (or an inventory) that does not say.
+const (
+	DefaultPort = 22
+	DefaultUser = "root"
+)
+
+// PortOrDefault is the port sshd listens on.
+func (t SSH) PortOrDefault() int {
+	if t.Port == 0 {
+		return DefaultPort
+	}
+	return t.Port
+}
+
+// UserOrDefault is the user the worker logs in as.
+func (t SSH) UserOrDefault() string {
+	if t.User == "" {
+		return DefaultUser
+	}
+	return t.User
+}
+
+// Ref is the reference a run carries instead of the target itself: which
+// cluster, which host. The worker fills in the rest from its own
+// inventory of that cluster.
+func (t SSH) Ref() SSH { return SSH{Cluster: t.Cluster, Node: t.Node} }
 
 // Name names the host in messages: its inventory name, else its address.
 func (t SSH) Name() string {

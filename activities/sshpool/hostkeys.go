@@ -76,7 +76,7 @@ func hostKeyCallback(t Target) (ssh.HostKeyCallback, []ssh.PublicKey, error) {
 			}
 			if len(want) == 0 {
 				scan := "ssh-keyscan " + t.Address
-				if port(t) != 22 {
+				if port(t) != DefaultPort {
 					scan = "ssh-keyscan -p " + strconv.Itoa(port(t)) + " " + t.Address
 				}
 				return &UnknownHostError{Node: t.Name(), Address: hostPort(t), Presented: presented(key),

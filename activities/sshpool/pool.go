@@ -118,19 +118,9 @@ func key(t Target) string {
 	return strings.Join(parts, "\x00")
 }
 
-func port(t Target) int {
-	if t.Port == 0 {
-		return 22
-	}
-	return t.Port
-}
+func port(t Target) int { return t.PortOrDefault() }
 
-func user(t Target) string {
-	if t.User == "" {
-		return "root"
-	}
-	return t.User
-}
+func user(t Target) string { return t.UserOrDefault() }
 
 func hostPort(t Target) string { return net.JoinHostPort(t.Address, strconv.Itoa(port(t))) }
 

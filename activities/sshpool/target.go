@@ -8,3 +8,6 @@ type Target = tgt.SSH
 // VaultCA names the Vault SSH role that signs login certificates (see
 // target.VaultCA).
 type VaultCA = tgt.VaultCA
+
+// DefaultPort is the port of a target that names none.
+const DefaultPort = tgt.DefaultPort

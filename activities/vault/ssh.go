@@ -33,10 +33,7 @@ func (a *Activities) SSHSigners(ctx context.Context, t sshpool.Target) ([]ssh.Si
 	if ca == nil {
 		return nil, nil
 	}
-	user := t.User
-	if user == "" {
-		user = "root"
-	}
+	user := t.UserOrDefault()
 	key := ca.Address + "|" + ca.Mount + "|" + ca.Role + "|" + user
 	a.mu.Lock()
 	if c, ok := a.certs[key]; ok && time.Until(c.validBefore) > certRenewBefore {

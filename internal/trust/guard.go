@@ -16,16 +16,16 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/target"
 	"kedge.dev/kedge/activities/kube"
 	"kedge.dev/kedge/activities/render"
-	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/runbooks/inventory"
 )
 
 // ErrType is the error type of a refused action. It is not retried.
 const ErrType = errtype.CredentialRefused
 
-// Guard is the worker interceptor that checks each action's input against
+// Guard is the worker interceptor that resolves each action's targets from
 // the registry before the action runs.
 type Guard struct {
 	interceptor.WorkerInterceptorBase
@@ -45,8 +45,9 @@ type activityGuard struct {
 }
 
 func (a *activityGuard) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
-	for _, arg := range in.Args {
-		if err := a.g.Check(arg); err != nil {
+	for i, arg := range in.Args {
+		resolved, err := a.g.Resolve(arg)
+		if err != nil {
 			info := activity.GetInfo(ctx)
 			a.g.log().Warn("kedge worker: action refused", "audit", true,
 				"workflowId", info.WorkflowExecution.ID, "runId", info.WorkflowExecution.RunID,
@@ -54,6 +55,7 @@ func (a *activityGuard) ExecuteActivity(ctx context.Context, in *interceptor.Exe
 				"attempt", info.Attempt, "reason", err.Error())
 			return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrType, nil)
 		}
+		in.Args[i] = resolved
 	}
 	return a.Next.ExecuteActivity(ctx, in)
 }
@@ -66,44 +68,70 @@ func (g *Guard) log() *slog.Logger {
 }
 
 var (
-	targetType = reflect.TypeFor[sshpool.Target]()
-	vaultType  = reflect.TypeFor[inventory.Vault]()
-	kubeType   = reflect.TypeFor[kube.Cluster]()
+	sshType   = reflect.TypeFor[target.SSH]()
+	vaultType = reflect.TypeFor[target.Vault]()
+	kubeType  = reflect.TypeFor[target.Kube]()
 )
 
-// Check looks at an action's input: every SSH target, Vault and
-// kubeconfig it names must be the worker's own for that cluster, and a
-// kubeconfig a run asks the worker to save must reach only that
-// cluster's API server.
-func (g *Guard) Check(arg any) error {
-	v := reflect.Indirect(reflect.ValueOf(arg))
+// Resolve returns an action's input with every target it names filled in
+// from the worker's own inventory of the cluster it names: the SSH
+// target from the host's reference (cluster, node), the Vault from the
+// cluster's, the kubeconfig from the cluster's. Whatever else the input
+// says of a target (an address, a user, a key, a token file: a run sent
+// before runs carried references only, or a forged one) is dropped. A
+// cluster the worker does not serve, or a host or section its inventory
+// does not have, is an error; so is a kubeconfig to save that reaches
+// beyond the cluster's API servers.
+func (g *Guard) Resolve(arg any) (any, error) {
+	v := reflect.ValueOf(arg)
+	ptr := v.Kind() == reflect.Pointer && !v.IsNil()
+	if ptr {
+		v = v.Elem()
+	}
 	if v.Kind() != reflect.Struct {
-		return nil
+		return arg, nil
 	}
-	if err := g.checkFields(v); err != nil {
-		return err
+	out := reflect.New(v.Type())
+	out.Elem().Set(v)
+	if err := g.resolveFields(out.Elem()); err != nil {
+		return nil, err
 	}
-	if s, ok := v.Interface().(kube.SaveKubeconfigInput); ok {
-		return g.checkSave(s)
+	if s, ok := out.Elem().Interface().(kube.SaveKubeconfigInput); ok {
+		if err := g.checkSave(s); err != nil {
+			return nil, err
+		}
 	}
-	return nil
+	if ptr {
+		return out.Interface(), nil
+	}
+	return out.Elem().Interface(), nil
 }
 
-func (g *Guard) checkFields(v reflect.Value) error {
+// resolveFields replaces each target field of an input struct.
+func (g *Guard) resolveFields(v reflect.Value) error {
 	for i := range v.NumField() {
 		f := v.Field(i)
-		var err error
+		if !f.CanSet() {
+			continue
+		}
+		var (
+			got any
+			err error
+		)
 		switch f.Type() {
-		case targetType:
-			err = g.checkTarget(f.Interface().(sshpool.Target))
+		case sshType:
+			got, err = g.ssh(f.Interface().(target.SSH))
 		case vaultType:
-			err = g.checkVault(f.Interface().(inventory.Vault))
+			got, err = g.vault(f.Interface().(target.Vault))
 		case kubeType:
-			err = g.checkKube(f.Interface().(kube.Cluster))
+			got, err = g.kube(f.Interface().(target.Kube))
+		default:
+			continue
 		}
 		if err != nil {
 			return err
 		}
+		f.Set(reflect.ValueOf(got))
 	}
 	return nil
 }
@@ -115,74 +143,74 @@ func (g *Guard) cluster(name string) (*inventory.Cluster, error) {
 	return g.Registry.Cluster(name)
 }
 
-// anyCluster is for inputs scheduled before they named their cluster:
-// allowed when one of the worker's clusters gives exactly this.
-func (g *Guard) anyCluster(ok func(*inventory.Cluster) bool) bool {
+// legacy finds the served cluster that gives exactly what an input sent
+// before inputs named their cluster says. Such an input is resolved only
+// when one of the worker's inventories agrees with all of it.
+func (g *Guard) legacy(same func(*inventory.Cluster) bool) *inventory.Cluster {
 	if g.Registry == nil {
-		return false
+		return nil
 	}
 	cs, _ := g.Registry.Clusters()
 	for _, c := range cs {
-		if ok(c) {
-			return true
+		if same(c) {
+			return c
 		}
 	}
-	return false
+	return nil
 }
 
-func (g *Guard) checkTarget(t sshpool.Target) error {
+func (g *Guard) ssh(t target.SSH) (target.SSH, error) {
 	if t.Cluster == "" {
-		if g.anyCluster(func(c *inventory.Cluster) bool {
+		c := g.legacy(func(c *inventory.Cluster) bool {
 			want, err := c.Target(t.Node)
-			return err == nil && len(targetDiff(t, want)) == 0
-		}) {
-			return nil
+			want.Cluster = ""
+			return err == nil && reflect.DeepEqual(t, want)
+		})
+		if c == nil {
+			return t, fmt.Errorf("host %s: the run names no cluster, and no inventory of this worker reaches the host as the run says", t.Node)
 		}
-		return fmt.Errorf("host %s: no inventory of this worker reaches it as the run says (%s)", t.Node, describeTarget(t))
+		return c.Target(t.Node)
 	}
 	c, err := g.cluster(t.Cluster)
 	if err != nil {
-		return err
+		return t, err
 	}
 	want, err := c.Target(t.Node)
 	if err != nil {
-		return fmt.Errorf("cluster %s: this worker's inventory has no host %q", c.Name, t.Node)
+		return t, fmt.Errorf("cluster %s: this worker's inventory has no host %q", c.Name, t.Node)
 	}
-	if d := targetDiff(t, want); len(d) > 0 {
-		return fmt.Errorf("cluster %s, host %s: %s", c.Name, t.Node, d)
-	}
-	return nil
+	return want, nil
 }
 
-func (g *Guard) checkVault(v inventory.Vault) error {
+func (g *Guard) vault(v target.Vault) (target.Vault, error) {
+	var c *inventory.Cluster
 	if v.Cluster == "" {
-		if g.anyCluster(func(c *inventory.Cluster) bool { return len(vaultDiff(v, c.Vault)) == 0 }) {
-			return nil
+		if c = g.legacy(func(c *inventory.Cluster) bool { return c.Vault.Address != "" && c.Vault == v }); c == nil {
+			return v, fmt.Errorf("the run names no cluster for its Vault, and no inventory of this worker names that Vault (address %q)", v.Address)
 		}
-		return fmt.Errorf("no inventory of this worker names the run's Vault (address %q, tokenFile %q)", v.Address, v.TokenFile)
+	} else {
+		var err error
+		if c, err = g.cluster(v.Cluster); err != nil {
+			return v, err
+		}
 	}
-	c, err := g.cluster(v.Cluster)
-	if err != nil {
-		return err
+	if c.Vault.Address == "" {
+		return v, fmt.Errorf("cluster %s: this worker's inventory names no vault.address", c.Name)
 	}
-	if d := vaultDiff(v, c.Vault); len(d) > 0 {
-		return fmt.Errorf("cluster %s: %s", c.Name, d)
-	}
-	return nil
+	want := c.Vault
+	want.Cluster = c.Name
+	return want, nil
 }
 
-func (g *Guard) checkKube(k kube.Cluster) error {
+func (g *Guard) kube(k target.Kube) (target.Kube, error) {
 	c, err := g.cluster(k.Name)
 	if err != nil {
-		return err
+		return k, err
 	}
-	var d diffs
-	d.add("kubernetes.kubeconfig", k.Kubeconfig, c.Kubernetes.Kubeconfig)
-	d.add("kubernetes.context", k.Context, c.Kubernetes.Context)
-	if len(d) > 0 {
-		return fmt.Errorf("cluster %s: %s", c.Name, d)
+	if c.Kubernetes.Kubeconfig == "" {
+		return k, fmt.Errorf("cluster %s: this worker's inventory names no kubernetes.kubeconfig", c.Name)
 	}
-	return nil
+	return target.Kube{Name: c.Name, Kubeconfig: c.Kubernetes.Kubeconfig, Context: c.Kubernetes.Context}, nil
 }
 
 // checkSave looks at a kubeconfig kube.save-kubeconfig would write where
@@ -222,61 +250,4 @@ func apiServers(c *inventory.Cluster) []string {
 		hosts = append(hosts, net.JoinHostPort(n.Address, strconv.Itoa(render.DefaultAPIServerPort)))
 	}
 	return hosts
-}
-
-// diffs lists the fields where a run's input differs from the worker's
-// inventory.
-type diffs []string
-
-func (d *diffs) add(field, got, want string) {
-	if got != want {
-		*d = append(*d, fmt.Sprintf("the run's %s %q is not the worker's (%q)", field, got, want))
-	}
-}
-
-func (d diffs) String() string { return strings.Join(d, "; ") }
-
-func targetDiff(got, want sshpool.Target) diffs {
-	var d diffs
-	d.add("address", got.Address, want.Address)
-	d.add("port", strconv.Itoa(got.Port), strconv.Itoa(want.Port))
-	d.add("ssh user", got.User, want.User)
-	d.add("ssh.become", got.Become, want.Become)
-	d.add("ssh.identityFile", got.IdentityFile, want.IdentityFile)
-	d.add("ssh.knownHostsFile", got.KnownHostsFile, want.KnownHostsFile)
-	g, w := got.VaultCA, want.VaultCA
-	switch {
-	case g == nil && w == nil:
-	case g == nil || w == nil:
-		d.add("ssh.vaultSigner", describeCA(g), describeCA(w))
-	default:
-		d.add("vault.address (ssh.vaultSigner)", g.Address, w.Address)
-		d.add("vault.tokenFile (ssh.vaultSigner)", g.TokenFile, w.TokenFile)
-		d.add("vault.caFile (ssh.vaultSigner)", g.CAFile, w.CAFile)
-		d.add("ssh.vaultSigner.mount", g.Mount, w.Mount)
-		d.add("ssh.vaultSigner.role", g.Role, w.Role)
-	}
-	return d
-}
-
-func vaultDiff(got, want inventory.Vault) diffs {
-	var d diffs
-	d.add("vault.address", got.Address, want.Address)
-	d.add("vault.tokenFile", got.TokenFile, want.TokenFile)
-	d.add("vault.caFile", got.CAFile, want.CAFile)
-	d.add("vault.pki", got.PKI, want.PKI)
-	d.add("vault.role", got.Role, want.Role)
-	d.add("vault.kv", got.KV, want.KV)
-	return d
-}
-
-func describeCA(ca *sshpool.VaultCA) string {
-	if ca == nil {
-		return "none"
-	}
-	return ca.Mount + "/" + ca.Role + " at " + ca.Address
-}
-
-func describeTarget(t sshpool.Target) string {
-	return fmt.Sprintf("%s@%s:%d, identityFile %q, knownHostsFile %q", t.User, t.Address, t.Port, t.IdentityFile, t.KnownHostsFile)
 }

@@ -14,6 +14,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -139,113 +140,193 @@ type kubeInput struct {
 	Node    string       `json:"node"`
 }
 
-func TestGuardAllowsOnlyTheWorkersOwn(t *testing.T) {
+// resolved runs the guard over an input and returns what the action
+// would get.
+func resolved[T any](t *testing.T, g *Guard, in T) (T, error) {
+	t.Helper()
+	out, err := g.Resolve(in)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return out.(T), nil
+}
+
+// Whatever a run says of a target, the action gets the worker's own: the
+// references a run sends are filled in from the worker's inventory, and
+// an input that spells out another key, address, user, Vault or
+// kubeconfig (a forged one, or one sent before runs carried references
+// only) gets the worker's as well.
+func TestGuardGivesOnlyTheWorkersOwn(t *testing.T) {
 	f, _ := registry(t)
 	g := &Guard{Registry: f}
 	c, _ := f.Cluster("mercury")
-	target, err := c.Target("w-1")
+	own, err := c.Target("w-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	vault := c.Vault
-	vault.Cluster = "mercury"
-	kc := kube.Cluster{Name: "mercury", Kubeconfig: c.Kubernetes.Kubeconfig}
-	for _, in := range []any{hostInput{Target: target}, &hostInput{Target: target}, vaultInput{Vault: vault}, kubeInput{Cluster: kc, Node: "w-1"}, "no struct", struct{ N int }{1}} {
-		if err := g.Check(in); err != nil {
-			t.Errorf("%T: %v", in, err)
-		}
-	}
-	// Inputs scheduled before they named their cluster: allowed when
-	// the worker's inventories give exactly them.
-	legacy, legacyVault := target, vault
-	legacy.Cluster, legacyVault.Cluster = "", ""
-	if err := g.Check(hostInput{Target: legacy}); err != nil {
-		t.Errorf("an unnamed cluster's own target: %v", err)
-	}
-	if err := g.Check(vaultInput{Vault: legacyVault}); err != nil {
-		t.Errorf("an unnamed cluster's own Vault: %v", err)
+	ownVault := c.Vault
+	ownVault.Cluster = "mercury"
+	ownKube := kube.Cluster{Name: "mercury", Kubeconfig: c.Kubernetes.Kubeconfig}
+	if own.IdentityFile == "" || own.Port != 2222 || own.User != "core" || own.Become != "sudo" || ownVault.TokenFile == "" || ownKube.Kubeconfig == "" {
+		t.Fatalf("the fixture lost its point: %+v %+v %+v", own, ownVault, ownKube)
 	}
 
-	change := func(f func(*sshpool.Target)) sshpool.Target {
-		t := target
+	forge := func(f func(*sshpool.Target)) sshpool.Target {
+		t := own
 		f(&t)
 		return t
 	}
-	changeVault := func(f func(*inventory.Vault)) inventory.Vault {
-		v := vault
+	forgeVault := func(f func(*inventory.Vault)) inventory.Vault {
+		v := ownVault
 		f(&v)
 		return v
 	}
+	hosts := map[string]sshpool.Target{
+		"the reference a run sends":                                    own.Ref(),
+		"the worker's own, spelled out (a run sent before references)": own,
+		"another key":         forge(func(t *sshpool.Target) { t.IdentityFile = "/home/eve/.ssh/id" }),
+		"the agent instead":   forge(func(t *sshpool.Target) { t.IdentityFile = "" }),
+		"another known_hosts": forge(func(t *sshpool.Target) { t.KnownHostsFile = "/dev/null" }),
+		"another address":     forge(func(t *sshpool.Target) { t.Address = "203.0.113.9" }),
+		"another port":        forge(func(t *sshpool.Target) { t.Port = 22 }),
+		"root":                forge(func(t *sshpool.Target) { t.User, t.Become = "root", "" }),
+		"a Vault signer": forge(func(t *sshpool.Target) {
+			t.VaultCA = &sshpool.VaultCA{Address: "https://eve:8200", Mount: "ssh", Role: "root"}
+		}),
+	}
+	for name, in := range hosts {
+		got, err := resolved(t, g, hostInput{Target: in, Command: "true"})
+		if err != nil || !reflect.DeepEqual(got.Target, own) || got.Command != "true" {
+			t.Errorf("%s: the action got %+v, %v; want the worker's own %+v", name, got.Target, err, own)
+		}
+		// A pointer to an input too.
+		if got, err := resolved(t, g, &hostInput{Target: in}); err != nil || !reflect.DeepEqual(got.Target, own) {
+			t.Errorf("%s, by pointer: %+v, %v", name, got, err)
+		}
+	}
+	vaults := map[string]inventory.Vault{
+		"the reference a run sends": {Cluster: "mercury"},
+		"another Vault":             forgeVault(func(v *inventory.Vault) { v.Address = "https://eve:8200" }),
+		"another token file":        forgeVault(func(v *inventory.Vault) { v.TokenFile = "/etc/shadow" }),
+		"the worker's $VAULT_TOKEN": forgeVault(func(v *inventory.Vault) { v.TokenFile = "" }),
+		"another CA file":           forgeVault(func(v *inventory.Vault) { v.CAFile = "/tmp/ca.pem" }),
+		"another KV mount":          forgeVault(func(v *inventory.Vault) { v.KV = "other" }),
+	}
+	for name, in := range vaults {
+		if got, err := resolved(t, g, vaultInput{Vault: in}); err != nil || got.Vault != ownVault {
+			t.Errorf("Vault, %s: the action got %+v, %v; want %+v", name, got.Vault, err, ownVault)
+		}
+	}
+	for name, in := range map[string]kube.Cluster{
+		"the reference a run sends": {Name: "mercury"},
+		"another kubeconfig":        {Name: "mercury", Kubeconfig: "/root/.kube/config"},
+		"another context":           {Name: "mercury", Kubeconfig: ownKube.Kubeconfig, Context: "prod"},
+	} {
+		if got, err := resolved(t, g, kubeInput{Cluster: in, Node: "w-1"}); err != nil || got.Cluster != ownKube || got.Node != "w-1" {
+			t.Errorf("kube, %s: the action got %+v, %v; want %+v", name, got, err, ownKube)
+		}
+	}
+	for _, in := range []any{"no struct", struct{ N int }{1}} {
+		if got, err := g.Resolve(in); err != nil || !reflect.DeepEqual(got, in) {
+			t.Errorf("%T: %v, %v", in, got, err)
+		}
+	}
+
+	// Inputs sent before they named their cluster: resolved only when
+	// one of the worker's inventories gives exactly them.
+	legacy, legacyVault := own, ownVault
+	legacy.Cluster, legacyVault.Cluster = "", ""
+	if got, err := resolved(t, g, hostInput{Target: legacy}); err != nil || !reflect.DeepEqual(got.Target, own) {
+		t.Errorf("an unnamed cluster's own target: %+v, %v", got.Target, err)
+	}
+	if got, err := resolved(t, g, vaultInput{Vault: legacyVault}); err != nil || got.Vault != ownVault {
+		t.Errorf("an unnamed cluster's own Vault: %+v, %v", got.Vault, err)
+	}
+
 	for name, c := range map[string]struct {
 		in   any
 		want string
 	}{
-		"another key":         {hostInput{Target: change(func(t *sshpool.Target) { t.IdentityFile = "/home/eve/.ssh/id" })}, `the run's ssh.identityFile "/home/eve/.ssh/id" is not the worker's`},
-		"the agent instead":   {hostInput{Target: change(func(t *sshpool.Target) { t.IdentityFile = "" })}, `ssh.identityFile ""`},
-		"another known_hosts": {hostInput{Target: change(func(t *sshpool.Target) { t.KnownHostsFile = "/dev/null" })}, "ssh.knownHostsFile"},
-		"another address":     {hostInput{Target: change(func(t *sshpool.Target) { t.Address = "203.0.113.9" })}, `the run's address "203.0.113.9"`},
-		"another port":        {hostInput{Target: change(func(t *sshpool.Target) { t.Port = 22 })}, `port "22" is not the worker's ("2222")`},
-		"root":                {hostInput{Target: change(func(t *sshpool.Target) { t.User, t.Become = "root", "" })}, "ssh user"},
-		"a host not listed":   {hostInput{Target: change(func(t *sshpool.Target) { t.Node = "w-9" })}, `has no host "w-9"`},
-		"a Vault signer": {hostInput{Target: change(func(t *sshpool.Target) {
-			t.VaultCA = &sshpool.VaultCA{Address: "https://eve:8200", Mount: "ssh", Role: "root"}
-		})}, "ssh.vaultSigner"},
-		"another cluster":           {hostInput{Target: change(func(t *sshpool.Target) { t.Cluster = "venus" })}, `does not serve cluster "venus"`},
-		"an unknown host":           {hostInput{Target: change(func(t *sshpool.Target) { t.Cluster, t.Address = "", "203.0.113.9" })}, "no inventory of this worker reaches it"},
-		"another Vault":             {vaultInput{Vault: changeVault(func(v *inventory.Vault) { v.Address = "https://eve:8200" })}, "vault.address"},
-		"another token file":        {vaultInput{Vault: changeVault(func(v *inventory.Vault) { v.TokenFile = "/etc/shadow" })}, `the run's vault.tokenFile "/etc/shadow"`},
-		"the worker's $VAULT_TOKEN": {vaultInput{Vault: changeVault(func(v *inventory.Vault) { v.TokenFile = "" })}, "vault.tokenFile"},
-		"another CA file":           {vaultInput{Vault: changeVault(func(v *inventory.Vault) { v.CAFile = "/tmp/ca.pem" })}, "vault.caFile"},
-		"another KV mount":          {vaultInput{Vault: changeVault(func(v *inventory.Vault) { v.KV = "other" })}, "vault.kv"},
-		"an unnamed Vault":          {vaultInput{Vault: changeVault(func(v *inventory.Vault) { v.Cluster, v.Address = "", "https://eve:8200" })}, "no inventory of this worker names the run's Vault"},
-		"another kubeconfig":        {kubeInput{Cluster: kube.Cluster{Name: "mercury", Kubeconfig: "/root/.kube/config"}}, "kubernetes.kubeconfig"},
-		"another context":           {kubeInput{Cluster: kube.Cluster{Name: "mercury", Kubeconfig: kc.Kubeconfig, Context: "prod"}}, "kubernetes.context"},
-		"another kube cluster":      {kubeInput{Cluster: kube.Cluster{Name: "venus", Kubeconfig: kc.Kubeconfig}}, `does not serve cluster "venus"`},
+		"a host not listed":    {hostInput{Target: sshpool.Target{Cluster: "mercury", Node: "w-9"}}, `has no host "w-9"`},
+		"another cluster":      {hostInput{Target: sshpool.Target{Cluster: "venus", Node: "w-1"}}, `does not serve cluster "venus"`},
+		"an unknown host":      {hostInput{Target: forge(func(t *sshpool.Target) { t.Cluster, t.Address = "", "203.0.113.9" })}, "no inventory of this worker reaches the host"},
+		"an unnamed Vault":     {vaultInput{Vault: forgeVault(func(v *inventory.Vault) { v.Cluster, v.Address = "", "https://eve:8200" })}, "no inventory of this worker names that Vault"},
+		"no Vault named":       {vaultInput{}, "no inventory of this worker names that Vault"},
+		"another kube cluster": {kubeInput{Cluster: kube.Cluster{Name: "venus"}}, `does not serve cluster "venus"`},
 	} {
-		err := g.Check(c.in)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := g.Resolve(c.in); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want %q", name, err, c.want)
 		}
 	}
-	if err := (&Guard{}).Check(hostInput{Target: target}); err == nil || !strings.Contains(err.Error(), "it serves: none") {
+	if _, err := (&Guard{}).Resolve(hostInput{Target: own.Ref()}); err == nil || !strings.Contains(err.Error(), "it serves: none") {
 		t.Errorf("a worker without inventories: %v", err)
 	}
 }
 
-// The guard stands in front of every activity: a refused input never
-// reaches the activity, fails once as CredentialRefused and leaves an
-// audit line naming the run.
-func TestGuardRefusesBeforeTheActivityRuns(t *testing.T) {
+// A cluster whose inventory names no Vault or kubeconfig: an action that
+// needs one is refused rather than left to the client's defaults
+// ($VAULT_ADDR, ~/.kube/config).
+func TestGuardRefusesWhatTheInventoryDoesNotName(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "bare.yaml", strings.NewReplacer("name: mercury", "name: bare",
+		"kubernetes: {kubeconfig: admin.conf}\n", "", "vault: {address: \"https://vault.mercury:8200\", tokenFile: vault-token}\n", "").Replace(mercury))
+	f, err := Load([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Guard{Registry: f}
+	if _, err := g.Resolve(vaultInput{Vault: inventory.Vault{Cluster: "bare", Address: "https://eve:8200"}}); err == nil || !strings.Contains(err.Error(), "names no vault.address") {
+		t.Errorf("Vault: %v", err)
+	}
+	if _, err := g.Resolve(kubeInput{Cluster: kube.Cluster{Name: "bare", Kubeconfig: "/root/.kube/config"}}); err == nil || !strings.Contains(err.Error(), "names no kubernetes.kubeconfig") {
+		t.Errorf("kube: %v", err)
+	}
+}
+
+// The guard stands in front of every activity: the activity gets the
+// worker's own target whatever the run sent; an input naming a cluster
+// the worker does not serve never reaches the activity, fails once as
+// CredentialRefused and leaves an audit line naming the run.
+func TestGuardStandsBeforeTheActivity(t *testing.T) {
 	f, _ := registry(t)
 	c, _ := f.Cluster("mercury")
-	target, _ := c.Target("cp-1")
+	own, _ := c.Target("cp-1")
 	var logs bytes.Buffer
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{
 		&Guard{Registry: f, Logger: slog.New(slog.NewTextHandler(&logs, nil))}}})
-	ran := 0
+	var got []sshpool.Target
 	env.RegisterActivityWithOptions(func(_ context.Context, in hostInput) (string, error) {
-		ran++
+		got = append(got, in.Target)
 		return "ran " + in.Command, nil
 	}, activity.RegisterOptions{Name: "host.run"})
 
-	v, err := env.ExecuteActivity("host.run", hostInput{Target: target, Command: "true"})
-	var out string
-	if err != nil || v.Get(&out) != nil || out != "ran true" {
-		t.Fatalf("the worker's own target: %v %q", err, out)
+	forged := own
+	forged.IdentityFile, forged.Address = "/home/eve/.ssh/id", "203.0.113.9"
+	for _, in := range []sshpool.Target{own.Ref(), forged} {
+		v, err := env.ExecuteActivity("host.run", hostInput{Target: in, Command: "true"})
+		var out string
+		if err != nil || v.Get(&out) != nil || out != "ran true" {
+			t.Fatalf("%+v: %v %q", in, err, out)
+		}
 	}
-	target.IdentityFile = "/home/eve/.ssh/id"
-	_, err = env.ExecuteActivity("host.run", hostInput{Target: target, Command: "id"})
+	for i, tg := range got {
+		if !reflect.DeepEqual(tg, own) {
+			t.Errorf("call %d: the activity got %+v, want the worker's own %+v", i, tg, own)
+		}
+	}
+	_, err := env.ExecuteActivity("host.run", hostInput{Target: sshpool.Target{Cluster: "venus", Node: "cp-1"}, Command: "id"})
 	var app *temporal.ApplicationError
 	if !errors.As(err, &app) || app.Type() != ErrType || !app.NonRetryable() {
-		t.Fatalf("another key: %v", err)
+		t.Fatalf("another cluster: %v", err)
 	}
-	if ran != 1 {
-		t.Errorf("the activity ran %d times, want once (the allowed call)", ran)
+	if len(got) != 2 {
+		t.Errorf("the activity ran %d times, want twice (the served cluster's calls)", len(got))
 	}
 	if l := logs.String(); !strings.Contains(l, "action refused") || !strings.Contains(l, "audit=true") ||
-		!strings.Contains(l, "activity=host.run") || !strings.Contains(l, "ssh.identityFile") {
+		!strings.Contains(l, "activity=host.run") || !strings.Contains(l, "venus") {
 		t.Errorf("audit line: %s", l)
 	}
 }
@@ -290,18 +371,18 @@ func TestGuardSavesOnlyTheInventorysAPIServer(t *testing.T) {
 	save := func(server string) kube.SaveKubeconfigInput {
 		return kube.SaveKubeconfigInput{Cluster: kc, Content: adminKubeconfig(t, server)}
 	}
-	if err := g.Check(save("https://10.0.0.1:6443")); err != nil {
+	if _, err := g.Resolve(save("https://10.0.0.1:6443")); err != nil {
 		t.Errorf("a controller's API server: %v", err)
 	}
 	for _, server := range []string{"https://203.0.113.9:6443", "https://10.0.0.1:6444", "https://10.0.0.2:6443"} {
-		err := g.Check(save(server))
+		_, err := g.Resolve(save(server))
 		if err == nil || !strings.Contains(err.Error(), "is not this cluster's API server") || !strings.Contains(err.Error(), server) {
 			t.Errorf("the caller's server %s: %v", server, err)
 		}
 	}
 	withExec := strings.Replace(adminKubeconfig(t, "https://10.0.0.1:6443"), "    client-certificate-data:",
 		"    exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/sh}\n    client-certificate-data:", 1)
-	if err := g.Check(kube.SaveKubeconfigInput{Cluster: kc, Content: withExec}); err == nil || !strings.Contains(err.Error(), "users[kedge-admin].exec") {
+	if _, err := g.Resolve(kube.SaveKubeconfigInput{Cluster: kc, Content: withExec}); err == nil || !strings.Contains(err.Error(), "users[kedge-admin].exec") {
 		t.Errorf("an exec plugin at the inventory's server: %v", err)
 	}
 	// An inventory that names its server (a load balancer, say).
@@ -311,10 +392,10 @@ func TestGuardSavesOnlyTheInventorysAPIServer(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(dir, "mercury.yaml"), later, later); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Check(save("https://api.mercury:443")); err != nil {
+	if _, err := g.Resolve(save("https://api.mercury:443")); err != nil {
 		t.Errorf("the inventory's kubernetes.server: %v", err)
 	}
-	if err := g.Check(save("https://api.mercury:6443")); err == nil {
+	if _, err := g.Resolve(save("https://api.mercury:6443")); err == nil {
 		t.Error("another port of the inventory's server was allowed")
 	}
 }

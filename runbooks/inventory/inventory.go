@@ -222,8 +222,8 @@ func (c *Cluster) Target(name string) (target.SSH, error) {
 		Cluster:        c.Name,
 		Node:           n.Name,
 		Address:        n.Address,
-		Port:           cmp.Or(n.Port, c.SSH.Port, 22),
-		User:           cmp.Or(n.User, c.SSH.User, "root"),
+		Port:           cmp.Or(n.Port, c.SSH.Port, target.DefaultPort),
+		User:           cmp.Or(n.User, c.SSH.User, target.DefaultUser),
 		KnownHostsFile: c.SSH.KnownHostsFile,
 	}
 	if cmp.Or(n.Become, c.SSH.Become) == BecomeSudo {
@@ -525,7 +525,7 @@ func (d *decoder) checkNodes() {
 		if n.Address == "" {
 			errs.Addf(at("address"), "%s %s: address is required", n.Role, n.Name)
 		} else {
-			key := fmt.Sprintf("%s:%d", n.Address, cmp.Or(n.Port, c.SSH.Port, 22))
+			key := fmt.Sprintf("%s:%d", n.Address, cmp.Or(n.Port, c.SSH.Port, target.DefaultPort))
 			if prev, dup := addrs[key]; dup {
 				errs.Addf(at("address"), "duplicate address %s for node %s (first at %s)", key, n.Name, prev)
 			} else {

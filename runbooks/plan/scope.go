@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"kedge.dev/kedge/actions"
+	"kedge.dev/kedge/actions/target"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/expr"
 	"kedge.dev/kedge/runbooks/inventory"
@@ -130,32 +131,35 @@ func (sc Scope) call(step string, action actions.Action, host string, with, vars
 	return c, nil
 }
 
-// targets adds to an input where the action reaches: Vault, the
-// Kubernetes API, the host over SSH, the Node by its Kubernetes name.
+// targets adds to an input where the action reaches: which cluster's
+// Vault, which cluster's Kubernetes API, which host over SSH, and the
+// Node by its Kubernetes name. A run carries these references only: the
+// worker fills in addresses, users, keys, token files and kubeconfigs
+// from its own inventory of the cluster (internal/trust), so nothing a
+// run says decides what a worker connects to or with what. What the
+// action needs is checked here, on the run's inventory, so a run that
+// cannot reach its targets is refused before it starts.
 func (sc Scope) targets(input map[string]any, action actions.Action, host string) error {
 	cl := sc.Cluster
 	if action.Vault {
-		v := cl.Vault
-		if v.Address == "" {
+		if cl.Vault.Address == "" {
 			return fmt.Errorf("action %s needs the inventory's vault.address", action.Name)
 		}
-		input["vault"] = map[string]any{"cluster": cl.Name, "address": v.Address, "tokenFile": v.TokenFile, "caFile": v.CAFile, "pki": v.PKI, "role": v.Role, "kv": v.KV}
+		input["vault"] = target.Vault{Cluster: cl.Name}
 	}
 	if action.Target == actions.TargetNode || action.Target == actions.TargetCluster {
-		k := cl.Kubernetes
-		if k.Kubeconfig == "" {
+		if cl.Kubernetes.Kubeconfig == "" {
 			return fmt.Errorf("action %s needs the inventory's kubernetes.kubeconfig", action.Name)
 		}
-		input["cluster"] = map[string]any{"name": cl.Name, "kubeconfig": k.Kubeconfig, "context": k.Context}
+		input["cluster"] = target.Kube{Name: cl.Name}
 	}
 	switch {
 	case host == "":
 	case action.Target == actions.TargetHost:
-		target, err := cl.Target(host)
-		if err != nil {
-			return err
+		if _, ok := cl.Node(host); !ok {
+			return fmt.Errorf("no node %q in cluster %s", host, cl.Name)
 		}
-		input["target"] = target
+		input["target"] = target.SSH{Cluster: cl.Name, Node: host}
 	case action.Target == actions.TargetNode:
 		// The Node's name in Kubernetes: the inventory's nodeName when
 		// it differs from the host's name there.
