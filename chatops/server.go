@@ -18,11 +18,8 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"kedge.dev/kedge/activities/chat"
+	"kedge.dev/kedge/workflows"
 )
-
-// defaultTaskQueue is worker.DefaultTaskQueue (the webhook server does not
-// link the worker and its activities for one constant).
-const defaultTaskQueue = "kedge"
 
 // ReplyWithin is how long a request may take before its answer: Slack
 // gives up after 3 s, so Temporal calls get a little less.
@@ -118,7 +115,7 @@ func (s *Server) namespace() string {
 
 func (s *Server) taskQueue() string {
 	if s.TaskQueue == "" {
-		return defaultTaskQueue
+		return workflows.DefaultTaskQueue
 	}
 	return s.TaskQueue
 }

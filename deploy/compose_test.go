@@ -22,7 +22,7 @@ import (
 	"kedge.dev/kedge/internal/composefile"
 	"kedge.dev/kedge/internal/mtls"
 	"kedge.dev/kedge/starter"
-	"kedge.dev/kedge/worker"
+	"kedge.dev/kedge/workflows"
 )
 
 const root = ".." // the repository
@@ -356,8 +356,8 @@ func TestComposeClientsHaveTheirRoles(t *testing.T) {
 		}
 	}
 	// The worker's certificate may poll the queue the worker polls.
-	if q := expand(t, c.Services["kedge-worker"].Environment["KEDGE_TASK_QUEUE"]); q != worker.DefaultTaskQueue {
-		t.Errorf("kedge-worker polls %q by default, but its certificate is made for %q (`kedge setup tls --task-queue`)", q, worker.DefaultTaskQueue)
+	if q := expand(t, c.Services["kedge-worker"].Environment["KEDGE_TASK_QUEUE"]); q != workflows.DefaultTaskQueue {
+		t.Errorf("kedge-worker polls %q by default, but its certificate is made for %q (`kedge setup tls --task-queue`)", q, workflows.DefaultTaskQueue)
 	}
 }
 

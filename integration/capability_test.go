@@ -11,7 +11,6 @@ import (
 
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/inventory"
-	"kedge.dev/kedge/worker"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -56,7 +55,7 @@ steps:
 	}
 	defer plain.Close()
 	const id = "unsealed/lab"
-	run, err := plain.ExecuteWorkflow(t.Context(), client.StartWorkflowOptions{ID: id, TaskQueue: worker.DefaultTaskQueue},
+	run, err := plain.ExecuteWorkflow(t.Context(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.DefaultTaskQueue},
 		workflows.Describe(in).WorkflowType, in)
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,6 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"kedge.dev/kedge/worker"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -77,7 +76,7 @@ func startRaw(t *testing.T, c client.Client, id, typeName string, input *commonp
 		Namespace:             world.srv.Namespace(),
 		WorkflowId:            id,
 		WorkflowType:          &commonpb.WorkflowType{Name: typeName},
-		TaskQueue:             &taskqueuepb.TaskQueue{Name: worker.DefaultTaskQueue},
+		TaskQueue:             &taskqueuepb.TaskQueue{Name: workflows.DefaultTaskQueue},
 		Input:                 input,
 		Identity:              "mallory",
 		RequestId:             requestID(),

@@ -22,6 +22,7 @@ import (
 	"kedge.dev/kedge/internal/codec"
 	"kedge.dev/kedge/internal/devserver"
 	"kedge.dev/kedge/worker"
+	"kedge.dev/kedge/workflows"
 )
 
 // DevOptions configure `kedge dev`.
@@ -55,7 +56,7 @@ func devCommand() *cli.Command {
 			&cli.StringFlag{Name: "address", Value: "127.0.0.1:7233", Usage: "Temporal frontend `HOST:PORT` to listen on"},
 			&cli.StringFlag{Name: "ui-address", Value: "127.0.0.1:8233", Usage: "Web UI `HOST:PORT` to listen on (empty: no UI)"},
 			&cli.StringFlag{Name: "namespace", Value: "default"},
-			&cli.StringFlag{Name: "task-queue", Value: worker.DefaultTaskQueue, EnvVars: []string{"KEDGE_TASK_QUEUE"}},
+			&cli.StringFlag{Name: "task-queue", Value: workflows.DefaultTaskQueue, EnvVars: []string{"KEDGE_TASK_QUEUE"}},
 			codecKeyFlag,
 			clustersFlag(),
 			&cli.StringFlag{Name: "webhook-address", Value: "127.0.0.1:8235", Usage: "`HOST:PORT` of the ChatOps webhook server (empty: none)"},

@@ -9,7 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"kedge.dev/kedge/internal/mtls"
-	"kedge.dev/kedge/worker"
+	"kedge.dev/kedge/workflows"
 )
 
 // setupTLSCommand makes the certificates of a team's mutual-TLS Temporal.
@@ -32,7 +32,7 @@ func setupTLSCommand() *cli.Command {
 			&cli.StringFlag{Name: "server-name", Value: "temporal", Usage: "the frontend's `NAME` as clients dial it (with localhost and loopback)"},
 			&cli.StringSliceFlag{Name: "host", Usage: "another `NAME|IP` of the frontend, repeatable"},
 			&cli.StringSliceFlag{Name: "client", Value: cli.NewStringSlice(mtls.DefaultClients...), Usage: "client certificate `NAME[:ROLE]` (NAME is its CN; ROLE operator, viewer, worker or admin), repeatable"},
-			&cli.StringSliceFlag{Name: "task-queue", Value: cli.NewStringSlice(worker.DefaultTaskQueue), Usage: "task `QUEUE` the worker certificates made by this run may poll, repeatable"},
+			&cli.StringSliceFlag{Name: "task-queue", Value: cli.NewStringSlice(workflows.DefaultTaskQueue), Usage: "task `QUEUE` the worker certificates made by this run may poll, repeatable"},
 			&cli.DurationFlag{Name: "valid", Value: 365 * 24 * time.Hour, Usage: "life of the server and client certificates"},
 			outputFlag,
 		},

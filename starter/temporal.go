@@ -13,7 +13,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"kedge.dev/kedge/internal/secretfile"
-	"kedge.dev/kedge/worker"
+	"kedge.dev/kedge/workflows"
 )
 
 // Connection flags read the Temporal CLI's environment variables, so a
@@ -22,7 +22,7 @@ func temporalFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "address", Usage: "Temporal frontend `HOST:PORT`", Value: "127.0.0.1:7233", EnvVars: []string{"TEMPORAL_ADDRESS"}},
 		&cli.StringFlag{Name: "namespace", Usage: "Temporal namespace", Value: "default", EnvVars: []string{"TEMPORAL_NAMESPACE"}},
-		&cli.StringFlag{Name: "task-queue", Usage: "task queue runbooks run on", Value: worker.DefaultTaskQueue, EnvVars: []string{"KEDGE_TASK_QUEUE"}},
+		&cli.StringFlag{Name: "task-queue", Usage: "task queue runbooks run on", Value: workflows.DefaultTaskQueue, EnvVars: []string{"KEDGE_TASK_QUEUE"}},
 		&cli.StringFlag{Name: "tls-cert-path", Usage: "client certificate `FILE` for mTLS", EnvVars: []string{"TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_CERT"}},
 		&cli.StringFlag{Name: "tls-key-path", Usage: "client key `FILE` for mTLS", EnvVars: []string{"TEMPORAL_TLS_CLIENT_KEY_PATH", "TEMPORAL_TLS_KEY"}},
 		&cli.StringFlag{Name: "tls-ca-path", Usage: "server CA `FILE`", EnvVars: []string{"TEMPORAL_TLS_SERVER_CA_CERT_PATH", "TEMPORAL_TLS_CA"}},

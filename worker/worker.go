@@ -15,9 +15,6 @@ import (
 	"kedge.dev/kedge/workflows"
 )
 
-// DefaultTaskQueue is the task queue runbooks run on unless told otherwise.
-const DefaultTaskQueue = "kedge"
-
 // Options configure a worker.
 type Options struct {
 	// TaskQueue is the queue polled for workflows and activities: a
@@ -51,7 +48,7 @@ type Worker struct {
 // New builds a worker on c. Call Start or Run, then Stop.
 func New(c client.Client, opts Options) *Worker {
 	if opts.TaskQueue == "" {
-		opts.TaskQueue = DefaultTaskQueue
+		opts.TaskQueue = workflows.DefaultTaskQueue
 	}
 	if opts.SSH.Logger == nil {
 		opts.SSH.Logger = opts.Logger

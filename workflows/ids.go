@@ -55,3 +55,7 @@ func ClustersOf(id string) []string {
 	}
 	return out
 }
+
+// DefaultTaskQueue is the task queue runbooks run on unless told
+// otherwise: the worker polls it and every front door starts runs on it.
+const DefaultTaskQueue = "kedge"

@@ -22,7 +22,7 @@ import (
 	"kedge.dev/kedge/integration/vaultlab"
 	"kedge.dev/kedge/internal/devserver"
 	"kedge.dev/kedge/starter"
-	"kedge.dev/kedge/worker"
+	"kedge.dev/kedge/workflows"
 )
 
 func main() {
@@ -158,7 +158,7 @@ func run(o options) error {
 		return runTeam(ctx, dir, served)
 	}
 	return starter.RunDev(ctx, starter.DevOptions{
-		DataDir: filepath.Join(dir, "temporal"), Address: addr, UIAddress: ui, Namespace: "default", TaskQueue: worker.DefaultTaskQueue,
+		DataDir: filepath.Join(dir, "temporal"), Address: addr, UIAddress: ui, Namespace: "default", TaskQueue: workflows.DefaultTaskQueue,
 		Clusters: served,
 		Ready: func(s *devserver.Server) {
 			fmt.Printf("\nkedge lab is up: %d SSH hosts, inventory %s\n", n, inv)
