@@ -35,6 +35,7 @@ type GetNodeResult struct {
 	Ready          bool   `json:"ready"`
 	Unschedulable  bool   `json:"unschedulable"`
 	KubeletVersion string `json:"kubeletVersion"`
+	InternalIP     string `json:"internalIP,omitempty"`
 }
 
 // DrainInput evicts a node's pods.

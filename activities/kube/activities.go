@@ -318,7 +318,13 @@ func (a *Activities) GetNode(ctx context.Context, in NodeInput) (GetNodeResult, 
 	if err != nil {
 		return GetNodeResult{}, apiError(in.Node, err)
 	}
-	return GetNodeResult{Exists: true, Ready: nodeReady(n), Unschedulable: n.Spec.Unschedulable, KubeletVersion: n.Status.NodeInfo.KubeletVersion}, nil
+	res := GetNodeResult{Exists: true, Ready: nodeReady(n), Unschedulable: n.Spec.Unschedulable, KubeletVersion: n.Status.NodeInfo.KubeletVersion}
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			res.InternalIP = a.Address
+		}
+	}
+	return res, nil
 }
 
 // WaitNode waits until the node is Ready and, when asked, reports the

@@ -141,9 +141,11 @@ func TestWaitNodeWantsAHeartbeatAfterTheRestart(t *testing.T) {
 }
 
 func TestGetNodeReportsAMissingNode(t *testing.T) {
-	a, _ := fakeActs(node("w1", true, "v1.35.4"))
+	w1 := node("w1", true, "v1.35.4")
+	w1.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: "w1"}, {Type: corev1.NodeInternalIP, Address: "10.0.0.7"}}
+	a, _ := fakeActs(w1)
 	res, err := a.GetNode(context.Background(), NodeInput{Node: "w1"})
-	if err != nil || !res.Exists || !res.Ready || res.KubeletVersion != "v1.35.4" {
+	if err != nil || !res.Exists || !res.Ready || res.KubeletVersion != "v1.35.4" || res.InternalIP != "10.0.0.7" {
 		t.Errorf("w1: %+v %v", res, err)
 	}
 	res, err = a.GetNode(context.Background(), NodeInput{Node: "gone"})
