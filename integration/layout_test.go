@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -100,6 +101,27 @@ func TestInspectLayoutsAndRefuseUnknown(t *testing.T) {
 		t.Errorf("kubeadm host read as %+v", k)
 	}
 
+	// inspect runs on the worker, with the worker's own credentials: an
+	// operator's copy of the inventory naming a key that exists nowhere
+	// still reads every host (in-process, it failed on every one).
+	workerServes(inv)
+	elsewhere := writeInventory(t, strings.Replace(readText(t, inv), "identityFile: "+l.IdentityFile, "identityFile: /nonexistent/id_ed25519", 1))
+	if elsewhere == inv || !strings.Contains(readText(t, elsewhere), "/nonexistent/id_ed25519") {
+		t.Fatal("the operator's copy names the worker's key")
+	}
+	var out2, err2 strings.Builder
+	starter.Main([]string{"kedge", "inspect", "--inventory", elsewhere, "--address", world.srv.FrontendAddress(), "--output", "json"},
+		starter.IO{In: strings.NewReader(""), Out: &out2, Err: &err2})
+	var again []starter.HostReport
+	if err := json.Unmarshal([]byte(out2.String()), &again); err != nil || len(again) != 4 {
+		t.Fatalf("inspect from an operator's copy: %v\n%s\n%s", err, out2.String(), err2.String())
+	}
+	for _, r := range again {
+		if r.Error != "" || r.Layout == nil {
+			t.Errorf("%s, read from an operator's copy of the inventory: %+v", r.Node, r)
+		}
+	}
+
 	// The text table names every host's layout, and why one is unknown.
 	text, _, _ := kedge(t, "inspect", "--inventory", inv)
 	for _, want := range []string{"typhoon-flatcar", "typhoon-fcos", "none", "kubeadm: unknown layout:"} {
@@ -124,4 +146,13 @@ func TestInspectLayoutsAndRefuseUnknown(t *testing.T) {
 	if c := step(t, p, "cordon"); c.Attempts != 0 {
 		t.Errorf("cordon ran: %+v", c)
 	}
+}
+
+func readText(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

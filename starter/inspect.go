@@ -2,61 +2,41 @@ package starter
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
-	"kedge.dev/kedge/activities/host"
-	"kedge.dev/kedge/activities/kube"
-	"kedge.dev/kedge/activities/sshpool"
-	"kedge.dev/kedge/activities/vault"
 	"kedge.dev/kedge/internal/layout"
 	"kedge.dev/kedge/runbooks/inventory"
+	"kedge.dev/kedge/workflows"
 )
 
 // HostReport is what `kedge inspect` found on one inventory node.
-type HostReport struct {
-	Node   string         `json:"node"`
-	Layout *layout.Layout `json:"layout,omitempty"`
-	// API is the Node the kubelet registers as, as the API server knows
-	// it (when the inventory has a kubeconfig).
-	API *APINode `json:"api,omitempty"`
-	// NodeNameMismatch says why runbooks would refuse the host: its
-	// kubelet registers another Node name than the inventory gives it
-	// (layout.CheckNodeName).
-	NodeNameMismatch string `json:"nodeNameMismatch,omitempty"`
-	Error            string `json:"error,omitempty"`
-}
+type HostReport = workflows.HostReport
 
 // APINode is a Node as the API server reports it.
-type APINode struct {
-	Name           string `json:"name"`
-	Found          bool   `json:"found"`
-	Ready          bool   `json:"ready"`
-	KubeletVersion string `json:"kubeletVersion,omitempty"`
-	InternalIP     string `json:"internalIP,omitempty"`
-}
+type APINode = workflows.APINode
 
 func inspectCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "inspect",
 		Usage: "read each inventory host's layout (kedge, typhoon-flatcar, typhoon-fcos, none, unknown) over SSH, and its Node in the API",
-		Description: "inspect connects to the hosts from where it runs, with the inventory's SSH settings (host keys verified,\n" +
-			"become as configured), reads what systemd and the kubelet's files say, and changes nothing.\n" +
-			"It exits non-zero when a host cannot be read or has a layout Kedge does not operate.",
-		Flags: []cli.Flag{inventoryFlag, outputFlag,
+		Description: "inspect runs on the worker like every runbook: the worker connects to the hosts with its own inventory's\n" +
+			"SSH settings (host keys verified, become as configured; a node's site queue reaches it), reads what systemd\n" +
+			"and the kubelet's files say, and changes nothing. It exits non-zero when a host cannot be read or has a\n" +
+			"layout Kedge does not operate.",
+		Flags: append([]cli.Flag{inventoryFlag, outputFlag,
 			&cli.StringSliceFlag{Name: "node", Usage: "inspect only this `NODE` (repeatable)"},
-			&cli.DurationFlag{Name: "timeout", Value: 2 * time.Minute, Usage: "give up on a host after this long"},
-		},
+			&cli.DurationFlag{Name: "timeout", Value: 2 * time.Minute, Usage: "give up after this long"},
+		}, temporalFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
 				return usageError("inspect takes no arguments, got %q", c.Args().Slice())
@@ -79,13 +59,9 @@ func inspectCommand() *cli.Command {
 					names = append(names, n.Name)
 				}
 			}
-			ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
-			defer cancel()
-			reports := inspectHosts(ctx, cluster, names)
-			if cluster.Kubernetes.Kubeconfig != "" {
-				if err := addAPINodes(ctx, cluster.Kubernetes, reports); err != nil {
-					fmt.Fprintf(c.App.ErrWriter, "kedge: the API server: %v\n", err)
-				}
+			reports, err := inspectOnWorker(c, cluster, names)
+			if err != nil {
+				return err
 			}
 			if jsonOutput(c) {
 				if err := writeJSON(c.App.Writer, reports); err != nil {
@@ -108,39 +84,35 @@ func inspectCommand() *cli.Command {
 	}
 }
 
-// inspectHosts reads every host's layout, a few at a time.
-func inspectHosts(ctx context.Context, cluster *inventory.Cluster, names []string) []HostReport {
-	pool := sshpool.New(sshpool.Options{Signers: (&vault.Activities{}).SSHSigners})
-	defer pool.Close()
-	acts := &host.Activities{Pool: pool}
-	reports := make([]HostReport, len(names))
-	sem := make(chan struct{}, 16)
-	var wg sync.WaitGroup
-	for i, name := range names {
-		reports[i].Node = name
-		t, err := cluster.Target(name)
-		if err != nil {
-			reports[i].Error = err.Error()
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			l, err := acts.Layout(ctx, host.LayoutInput{Target: t})
-			if err != nil {
-				reports[i].Error = errorMessage(err)
-				return
-			}
-			reports[i].Layout = &l
-			if err := l.CheckNodeName(name, cluster.KubeName(name)); err != nil {
-				reports[i].NodeNameMismatch = err.Error()
-			}
-		}()
+// inspectOnWorker runs the inspect workflow and waits for its reports.
+func inspectOnWorker(c *cli.Context, cluster *inventory.Cluster, names []string) ([]HostReport, error) {
+	cl, err := dial(c)
+	if err != nil {
+		return nil, err
 	}
-	wg.Wait()
-	return reports
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
+	defer cancel()
+	b := make([]byte, 2)
+	_, _ = rand.Read(b)
+	id := workflows.InspectWorkflowID(cluster.Name, time.Now().UTC().Format("20060102-150405")+"-"+hex.EncodeToString(b))
+	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                c.String("task-queue"),
+		WorkflowExecutionTimeout: c.Duration("timeout"),
+		StaticSummary:            fmt.Sprintf("inspect %d hosts of %s", len(names), cluster.Name),
+	}, workflows.InspectWorkflow, workflows.InspectInput{Cluster: *cluster, Nodes: names})
+	if err != nil {
+		return nil, failed("start inspect: %v", err)
+	}
+	if !jsonOutput(c) {
+		fmt.Fprintf(c.App.ErrWriter, "kedge: inspecting %d hosts of %s on the worker: %s\n", len(names), cluster.Name, workflowURL(c, run.GetID(), run.GetRunID()))
+	}
+	var res workflows.InspectResult
+	if err := run.Get(ctx, &res); err != nil {
+		return nil, failed("inspect %s: %s", id, errorMessage(err))
+	}
+	return res.Hosts, nil
 }
 
 func errorMessage(err error) string {
@@ -149,52 +121,6 @@ func errorMessage(err error) string {
 		return fmt.Sprintf("%s (%s)", ae.Message(), ae.Type())
 	}
 	return err.Error()
-}
-
-// addAPINodes looks each host's Node up by the name its kubelet
-// registers with. The kubeconfig is loaded as the worker loads it
-// (kube.LoadConfig: no exec plugin, token file or file outside its
-// directory), as the same file serves both.
-func addAPINodes(ctx context.Context, k inventory.Kubernetes, reports []HostReport) error {
-	cfg, err := kube.LoadConfig(k.Kubeconfig, k.Context)
-	if err != nil {
-		return err
-	}
-	cfg.Timeout = 30 * time.Second
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return err
-	}
-	nodes := map[string]corev1.Node{}
-	for _, n := range list.Items {
-		nodes[n.Name] = n
-	}
-	for i := range reports {
-		l := reports[i].Layout
-		if l == nil || l.NodeName == "" {
-			continue
-		}
-		a := &APINode{Name: l.NodeName}
-		if n, ok := nodes[l.NodeName]; ok {
-			a.Found, a.KubeletVersion = true, n.Status.NodeInfo.KubeletVersion
-			for _, c := range n.Status.Conditions {
-				if c.Type == corev1.NodeReady {
-					a.Ready = c.Status == corev1.ConditionTrue
-				}
-			}
-			for _, ad := range n.Status.Addresses {
-				if ad.Type == corev1.NodeInternalIP {
-					a.InternalIP = ad.Address
-				}
-			}
-		}
-		reports[i].API = a
-	}
-	return nil
 }
 
 func printReports(c *cli.Context, reports []HostReport) {
@@ -240,6 +166,9 @@ func printReports(c *cli.Context, reports []HostReport) {
 		}
 		if r.NodeNameMismatch != "" {
 			fmt.Fprintln(c.App.Writer, r.NodeNameMismatch)
+		}
+		if r.APIError != "" {
+			fmt.Fprintf(c.App.Writer, "%s: the API server: %s\n", r.Node, r.APIError)
 		}
 	}
 }
