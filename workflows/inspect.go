@@ -104,7 +104,7 @@ func Inspect(ctx workflow.Context, in InspectInput) (InspectResult, error) {
 // inspectHost fills one host's report.
 func inspectHost(ctx workflow.Context, sc plan.Scope, vars map[string]any, r *HostReport) {
 	var l layout.Layout
-	if err := inspectCall(ctx, sc, vars, host.LayoutAction, r.Node, nil, &l); err != nil {
+	if err := inspectCall(ctx, sc, vars, host.LayoutAction, r.Node, "", &l); err != nil {
 		r.Error = errorMessage(err)
 		return
 	}
@@ -118,7 +118,7 @@ func inspectHost(ctx workflow.Context, sc plan.Scope, vars map[string]any, r *Ho
 	// The Node the kubelet registers as, which may not be the one the
 	// inventory gives it.
 	var n kube.GetNodeResult
-	if err := inspectCall(ctx, sc, vars, kube.GetNodeAction, r.Node, map[string]any{"node": l.NodeName}, &n); err != nil {
+	if err := inspectCall(ctx, sc, vars, kube.GetNodeAction, r.Node, l.NodeName, &n); err != nil {
 		r.APIError = errorMessage(err)
 		return
 	}
@@ -127,8 +127,9 @@ func inspectHost(ctx workflow.Context, sc plan.Scope, vars map[string]any, r *Ho
 
 // inspectCall runs one read-only action on a host, as a runbook step
 // would (plan.Scope.Call: its input, its targets, its site's queue), with
-// a retry for a connection that drops.
-func inspectCall(ctx workflow.Context, sc plan.Scope, vars map[string]any, name, node string, set map[string]any, out any) error {
+// a retry for a connection that drops. nodeName, when set, is the Node a
+// kube action looks up.
+func inspectCall(ctx workflow.Context, sc plan.Scope, vars map[string]any, name, node, nodeName string, out any) error {
 	action, ok := actions.Lookup(name)
 	if !ok {
 		return fmt.Errorf("no action %s", name)
@@ -137,8 +138,8 @@ func inspectCall(ctx workflow.Context, sc plan.Scope, vars map[string]any, name,
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), errtype.InvalidInput, err)
 	}
-	for k, v := range set {
-		call.Input[k] = v
+	if nodeName != "" {
+		call.Input["node"] = nodeName
 	}
 	actx := workflow.WithActivityOptions(onSite(ctx, call.TaskQueue), workflow.ActivityOptions{
 		StartToCloseTimeout: action.Timeout,
