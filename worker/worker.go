@@ -6,11 +6,13 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"kedge.dev/kedge/activities/chat"
 	"kedge.dev/kedge/activities/sshpool"
+	"kedge.dev/kedge/internal/resume"
 	"kedge.dev/kedge/internal/trust"
 	"kedge.dev/kedge/workflows"
 )
@@ -37,6 +39,11 @@ type Options struct {
 	// ResponseURLAllowed says where chat.follow may post a chat-started
 	// run's progress (nil: Slack's response URLs only).
 	ResponseURLAllowed func(string) bool
+	// DataConverter is the client's (with the payload codec): it opens
+	// the heartbeat details a lost attempt hands to the next one
+	// (internal/resume). Nil: Temporal's default, which opens no sealed
+	// payload, so with the codec such an attempt starts over.
+	DataConverter converter.DataConverter
 }
 
 // Worker is a Temporal worker with Kedge's workflows and activities.
@@ -54,8 +61,12 @@ func New(c client.Client, opts Options) *Worker {
 		opts.SSH.Logger = opts.Logger
 	}
 	w := sdkworker.New(c, opts.TaskQueue, sdkworker.Options{
-		Identity:     opts.Identity,
-		Interceptors: []interceptor.WorkerInterceptor{&kedgeMetrics{}, &trust.Guard{Registry: opts.Clusters, Logger: opts.Logger}},
+		Identity: opts.Identity,
+		Interceptors: []interceptor.WorkerInterceptor{
+			&kedgeMetrics{},
+			&trust.Guard{Registry: opts.Clusters, Logger: opts.Logger},
+			&resume.Interceptor{DataConverter: opts.DataConverter}, // a lost attempt's progress to the next
+		},
 	})
 	workflows.Register(w)
 	w.RegisterActivityWithOptions((&admitter{client: c}).AdmitRun, activity.RegisterOptions{Name: workflows.AdmitRunActivity})

@@ -12,6 +12,7 @@ import (
 
 	"kedge.dev/kedge/actions"
 	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/internal/resume"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/expr"
 	"kedge.dev/kedge/runbooks/plan"
@@ -372,9 +373,10 @@ func callAction(ctx workflow.Context, s *stepRun, action actions.Action, host st
 		Summary:             summary,
 	})
 	failures, lost := 0, 0
+	next := actx // the next attempt's context
 	for attempt := 1; ; attempt++ {
 		var out map[string]any
-		err := workflow.ExecuteActivity(actx, action.Name, input).Get(ctx, &out)
+		err := workflow.ExecuteActivity(next, action.Name, input).Get(ctx, &out)
 		if err == nil {
 			return expr.Normalize(out), attempt, nil
 		}
@@ -387,11 +389,15 @@ func callAction(ctx workflow.Context, s *stepRun, action actions.Action, host st
 		}
 		// A missed heartbeat means the worker running the attempt died
 		// or hung, not that the step failed: run it again at once,
-		// without counting it against the step's maxAttempts.
+		// without counting it against the step's maxAttempts, and
+		// hand it the lost attempt's last heartbeat details, so a long
+		// action resumes where it got to (internal/resume).
 		if workerLost(err) && lost < maxLostWorkers {
 			lost++
+			next = resume.After(next, err)
 			continue
 		}
+		next = actx // an attempt after a failure starts over
 		failures++
 		if !retryable(err) || failures >= retry.MaxAttempts {
 			return nil, attempt, err
