@@ -236,9 +236,10 @@ func (s *Server) slackStatus(ctx context.Context, sub Subject, id string) (*slac
 		return nil, err
 	}
 	s.audit(sub, "status", "allowed", "", "workflowId", top)
-	items := chat.RolloutItems(ctx, s.Client, p)
-	lines := []string{fmt.Sprintf("%s *%s* on *%s*: %s (started %s)", chat.StateIcon(p.State), chat.Esc(p.Runbook), chat.Esc(p.Cluster), p.State, p.StartedAt.UTC().Format(time.RFC3339))}
-	lines = append(lines, chat.StepLines(p, items)...)
+	runs.ExpandRollouts(ctx, s.Client, &p, nil)
+	v := workflows.NewView(p, workflows.ViewOptions{})
+	lines := []string{fmt.Sprintf("%s *%s* on *%s*: %s (started %s)", workflows.StateEmoji(v.State), chat.Esc(p.Runbook), chat.Esc(p.Cluster), chat.Esc(v.Summary), p.StartedAt.UTC().Format(time.RFC3339))}
+	lines = append(lines, chat.StepLines(v)...)
 	for _, pa := range runs.FindPauses(ctx, s.Client, p, top) {
 		lines = append(lines, fmt.Sprintf(":double_vertical_bar: waits for a decision at `%s`: /kedge approve %s or /kedge abort %s", chat.Esc(pa.Step), chat.Esc(top), chat.Esc(top)))
 	}

@@ -9,13 +9,13 @@ import (
 	"kedge.dev/kedge/workflows"
 )
 
-// progressPrinter prints one line per step state change, so it reads the
-// same in a terminal, a CI log or a pipe.
+// progressPrinter prints one line per change of a step or of a rollout's
+// item, so it reads the same in a terminal, a CI log or a pipe.
 type progressPrinter struct {
 	w    io.Writer
 	on   bool
 	id   string
-	seen map[string]string // step -> last printed state line
+	seen map[string]string // row path -> last printed line
 }
 
 func newProgressPrinter(w io.Writer, on bool, id string) *progressPrinter {
@@ -26,87 +26,80 @@ func (p *progressPrinter) update(pr workflows.Progress) {
 	if !p.on {
 		return
 	}
-	for _, s := range pr.Steps {
-		line := stepLine(s, p.id)
-		if p.seen[s.ID] == line {
-			continue
-		}
-		p.seen[s.ID] = line
-		fmt.Fprintf(p.w, "%s %s\n", time.Now().Format("15:04:05"), line)
-	}
-	// A rollout's items: one line per change, pending ones left out (a
-	// rollout may hold thousands).
-	for _, s := range pr.Steps {
-		for _, it := range s.Items {
-			if it.State == workflows.StatePending {
+	v := workflows.NewView(pr, workflows.ViewOptions{})
+	// The steps first, then the items of rollouts, so a step's line is
+	// never lost among thousands of items'.
+	for _, items := range []bool{false, true} {
+		for _, r := range v.Rows {
+			if r.Kind == workflows.RowHost || (r.Kind == workflows.RowItem) != items {
 				continue
 			}
-			key := s.ID + "/" + it.ID
-			line := fmt.Sprintf("  %-18s %-10s runbook %s", key, it.State, it.Child)
-			if it.LastError != "" {
-				line += ": " + it.LastError
-			}
-			if p.seen[key] == line {
+			line, ok := rowLine(r, p.id)
+			if !ok || p.seen[r.Path] == line {
 				continue
 			}
-			p.seen[key] = line
+			p.seen[r.Path] = line
 			fmt.Fprintf(p.w, "%s %s\n", time.Now().Format("15:04:05"), line)
 		}
 	}
 }
 
-func stepLine(s workflows.StepProgress, id string) string {
-	what := s.Action
-	switch s.Kind {
-	case "runbook":
-		what = "runbook " + s.Child
-	case "rollout":
-		what = "rollout " + s.Child
-	case "approval":
-		what = fmt.Sprintf("approval %q", s.Prompt)
+// rowLine is the line of a step or of a rollout's item; a pending item
+// has none (a rollout may hold thousands).
+func rowLine(r workflows.Row, id string) (string, bool) {
+	if r.Kind == workflows.RowItem {
+		if r.State == workflows.StatePending {
+			return "", false
+		}
+		line := fmt.Sprintf("  %s %-18s %-10s %s", r.Mark, r.Path, r.State, r.What)
+		if r.Error != "" {
+			line += ": " + r.Error
+		}
+		return line, true
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-20s %-10s %s", s.ID, s.State, what)
-	if len(s.Hosts) > 0 {
-		counts := map[string]int{}
-		for _, h := range s.Hosts {
-			counts[h.State]++
-		}
-		var parts []string
-		for _, st := range []string{workflows.StateSucceeded, workflows.StateRunning, workflows.StateFailed, workflows.StateCancelled} {
-			if counts[st] > 0 {
-				parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
-			}
-		}
-		fmt.Fprintf(&b, " [%d hosts: %s]", len(s.Hosts), strings.Join(parts, ", "))
+	fmt.Fprintf(&b, "%s%s %-20s %-10s %s", strings.Repeat("  ", r.Depth), r.Mark, r.Path, r.State, r.What)
+	if r.PartsText != "" {
+		fmt.Fprintf(&b, " [%s]", r.PartsText)
 	}
-	if len(s.Items) > 0 {
-		counts := map[string]int{}
-		for _, it := range s.Items {
-			counts[it.State]++
-		}
-		var parts []string
-		for _, st := range []string{workflows.StateSucceeded, workflows.StateUndone, workflows.StateRunning, workflows.StateFailed, workflows.StatePending} {
-			if counts[st] > 0 {
-				parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
-			}
-		}
-		fmt.Fprintf(&b, " [%d items: %s]", len(s.Items), strings.Join(parts, ", "))
+	b.WriteString(rowNotes(r, id))
+	if r.Elapsed != "" && workflows.Ended(r.State) {
+		fmt.Fprintf(&b, " (%s)", r.Elapsed)
 	}
-	if s.Paused {
+	return b.String(), true
+}
+
+// rowNotes is what the terminal (lines and bars) says after a row's state
+// and what it does: a pause, retries, the error, a decision, the undo.
+func rowNotes(r workflows.Row, id string) string {
+	var b strings.Builder
+	if r.Paused {
 		fmt.Fprintf(&b, " — PAUSED at its failure budget: kedge approve %s --decision continue|abort", id)
 	}
-	if s.Attempts > 1 {
-		fmt.Fprintf(&b, " (attempt %d)", s.Attempts)
+	if r.Attempts > 1 {
+		fmt.Fprintf(&b, " (attempt %d)", r.Attempts)
 	}
-	if s.State == workflows.StateWaiting {
-		fmt.Fprintf(&b, " — kedge approve %s --step %s", id, s.ID)
+	if r.WaitingForApproval {
+		fmt.Fprintf(&b, " — kedge approve %s --step %s", id, r.Step)
 	}
-	if s.LastError != "" && (s.State == workflows.StateFailed || s.State == workflows.StateRunning) {
-		fmt.Fprintf(&b, ": %s", s.LastError)
+	if r.Error != "" {
+		fmt.Fprintf(&b, ": %s", r.Error)
 	}
-	if s.Undo != "" {
-		fmt.Fprintf(&b, " (undo %s)", s.Undo)
+	if r.Decided != "" {
+		fmt.Fprintf(&b, " (%s)", r.Decided)
+	}
+	if r.Undo != "" {
+		fmt.Fprintf(&b, " (undo %s)", r.Undo)
 	}
 	return b.String()
+}
+
+// watchJSON is what `kedge watch --output json` prints at the end: the
+// progress as the workflow answers it (its fields at the top, as they
+// always were) and, under "view", the same as the text front ends show it.
+func watchJSON(p workflows.Progress) any {
+	return struct {
+		workflows.Progress
+		View workflows.View `json:"view"`
+	}{p, workflows.NewView(p, workflows.ViewOptions{})}
 }

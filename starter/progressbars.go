@@ -1,7 +1,6 @@
 package starter
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -117,18 +116,42 @@ func (b *progressBars) update(pr workflows.Progress) {
 	if b.closed {
 		return
 	}
-	b.header.set(clipText(fmt.Sprintf("%s  %s", b.id, pr.State), b.width-1))
-	for i, s := range pr.Steps {
-		total, doneCount := stepCounts(s)
-		l, ok := b.bars[s.ID]
-		if !ok {
-			l = b.add(s.ID, s.ID, total, (i+1)*100000, false)
-		}
-		b.track(l, s.State, total, doneCount, clipText(stepText(s, b.id), b.textWidth()))
-		if len(s.Items) > 0 {
-			b.items(i, s)
+	v := workflows.NewView(pr, workflows.ViewOptions{Children: b.children(pr)})
+	b.header.set(clipText(fmt.Sprintf("%s  %s", b.id, v.Summary), b.width-1))
+	step := 0
+	for _, r := range v.Rows {
+		switch {
+		case r.Depth == 0:
+			step++
+			l, ok := b.bars[r.Path]
+			if !ok {
+				l = b.add(r.Path, r.Path, int64(r.Total), step*100000, false)
+			}
+			b.track(l, r.State, int64(r.Total), int64(r.Done), clipText(stepText(r, b.id), b.textWidth()))
+		case r.Kind == workflows.RowItem && r.Depth == 1:
+			b.item(step, r, len(pr.Steps[step-1].Items))
 		}
 	}
+}
+
+// children asks for the progress of the rollout items that run: their
+// bars show the steps of the item's runbook.
+func (b *progressBars) children(pr workflows.Progress) map[string]workflows.Progress {
+	if b.child == nil {
+		return nil
+	}
+	out := map[string]workflows.Progress{}
+	for _, s := range pr.Steps {
+		for _, it := range s.Items {
+			if it.State != workflows.StateRunning || it.Child == "" {
+				continue
+			}
+			if cp, err := b.child(it.Child); err == nil {
+				out[it.Child] = cp
+			}
+		}
+	}
+	return out
 }
 
 // track moves a bar to where its step is, and ends it with the step.
@@ -152,113 +175,42 @@ func (b *progressBars) track(l *liveBar, state string, total, doneCount int64, t
 	}
 }
 
-// items draws a rollout's nodes that have started: per node, the steps of
-// its runbook done and the one running.
-func (b *progressBars) items(stepIndex int, s workflows.StepProgress) {
-	for _, it := range s.Items {
-		if it.State == workflows.StatePending {
-			continue
-		}
-		key := s.ID + "/" + it.ID
-		l, ok := b.bars[key]
-		if !ok && it.State == workflows.StateSucceeded && len(s.Items) > keepItems {
-			continue // finished between two looks: the rollout's bar counts it
-		}
-		var cp workflows.Progress
-		var err error = errNoChild
-		if it.State == workflows.StateRunning && it.Child != "" && b.child != nil {
-			cp, err = b.child(it.Child)
-		}
-		total, doneCount := int64(1), int64(0)
-		text := it.State
-		if err == nil && len(cp.Steps) > 0 {
-			total, doneCount = int64(len(cp.Steps)), 0
-			var on []string
-			for _, cs := range cp.Steps {
-				switch cs.State {
-				case workflows.StateSucceeded, workflows.StateSkipped:
-					doneCount++
-				case workflows.StateRunning, workflows.StateWaiting:
-					on = append(on, cs.ID)
-				}
-			}
-			if len(on) > 0 {
-				text = "running " + strings.Join(on, ", ")
-			}
-		}
-		if !ok {
-			b.seq++
-			l = b.add(key, "  "+it.ID, total, (stepIndex+1)*100000+b.seq, len(s.Items) > keepItems)
-		}
-		if it.LastError != "" {
-			text += ": " + it.LastError
-		}
-		if it.State != workflows.StateRunning {
-			// Ended: the node's runbook is no longer asked; its bar keeps
-			// the size it had.
-			total, doneCount = l.total, l.bar.Current()
-		}
-		b.track(l, it.State, total, doneCount, clipText(text, b.textWidth()))
+// item draws a rollout's node once it has started: the steps of its
+// runbook done, and those it is on.
+func (b *progressBars) item(step int, r workflows.Row, items int) {
+	if r.State == workflows.StatePending {
+		return
 	}
-}
-
-var errNoChild = errors.New("no child progress")
-
-// stepCounts: a bar's total and how much of it is done.
-func stepCounts(s workflows.StepProgress) (total, done int64) {
-	switch {
-	case len(s.Items) > 0:
-		for _, it := range s.Items {
-			if it.State == workflows.StateSucceeded || it.State == workflows.StateFailed {
-				done++
-			}
-		}
-		return int64(len(s.Items)), done
-	case len(s.Hosts) > 0:
-		for _, h := range s.Hosts {
-			if h.State == workflows.StateSucceeded {
-				done++
-			}
-		}
-		return int64(len(s.Hosts)), done
+	l, ok := b.bars[r.Path]
+	if !ok && r.State == workflows.StateSucceeded && items > keepItems {
+		return // finished between two looks: the rollout's bar counts it
 	}
-	if s.State == workflows.StateSucceeded || s.State == workflows.StateSkipped {
-		return 1, 1
+	total, doneCount := int64(r.Total), int64(r.Done)
+	if r.Parts == nil {
+		total, doneCount = 1, 0 // its runbook's steps are not known yet
 	}
-	return 1, 0
+	text := r.State
+	if len(r.Active) > 0 {
+		text = "running " + strings.Join(r.Active, ", ")
+	}
+	if !ok {
+		b.seq++
+		l = b.add(r.Path, "  "+r.Item, total, step*100000+b.seq, items > keepItems)
+	}
+	if r.Error != "" {
+		text += ": " + r.Error
+	}
+	if r.State != workflows.StateRunning {
+		// Ended: the node's runbook is no longer asked; its bar keeps
+		// the size it had.
+		total, doneCount = l.total, l.bar.Current()
+	}
+	b.track(l, r.State, total, doneCount, clipText(text, b.textWidth()))
 }
 
 // stepText is what a step's bar says beside it.
-func stepText(s workflows.StepProgress, id string) string {
-	var b strings.Builder
-	b.WriteString(s.State)
-	switch s.Kind {
-	case "rollout":
-		fmt.Fprintf(&b, " rollout %s", s.Child)
-	case "runbook":
-		fmt.Fprintf(&b, " runbook %s", s.Child)
-	case "approval":
-		if s.State == workflows.StateWaiting {
-			fmt.Fprintf(&b, " — kedge approve %s --step %s", id, s.ID)
-		}
-	default:
-		if s.Action != "" {
-			b.WriteString(" " + s.Action)
-		}
-	}
-	if s.Paused {
-		fmt.Fprintf(&b, " — PAUSED: kedge approve %s --decision continue|abort", id)
-	}
-	if s.Attempts > 1 {
-		fmt.Fprintf(&b, " (attempt %d)", s.Attempts)
-	}
-	if s.LastError != "" && (s.State == workflows.StateFailed || s.State == workflows.StateRunning) {
-		b.WriteString(": " + s.LastError)
-	}
-	if s.Undo != "" {
-		fmt.Fprintf(&b, " (undo %s)", s.Undo)
-	}
-	return b.String()
+func stepText(r workflows.Row, id string) string {
+	return strings.TrimSpace(r.State+" "+r.What) + rowNotes(r, id)
 }
 
 // close ends every bar still drawn and waits for the last frame.

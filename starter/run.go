@@ -1,7 +1,6 @@
 package starter
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -164,10 +163,10 @@ func follow(c *cli.Context, cl client.Client, id, runID string) error {
 			}
 			continue // not started yet, or a worker is not polling
 		}
-		expandRollouts(c.Context, cl, &p, expanded)
+		runs.ExpandRollouts(c.Context, cl, &p, expanded)
 		pr.update(p)
 		if finished && jsonOutput(c) {
-			if err := writeJSON(c.App.Writer, p); err != nil {
+			if err := writeJSON(c.App.Writer, watchJSON(p)); err != nil {
 				return err
 			}
 		}
@@ -183,23 +182,4 @@ func follow(c *cli.Context, cl client.Client, id, runID string) error {
 		fmt.Fprintf(c.App.Writer, "%s succeeded\n", id)
 	}
 	return nil
-}
-
-// expandRollouts fills in the items of rollout steps from each rollout's
-// own progress query: while the step runs, and once more when it ends.
-func expandRollouts(ctx context.Context, cl client.Client, p *workflows.Progress, expanded map[string]bool) {
-	for i := range p.Steps {
-		s := &p.Steps[i]
-		if s.Kind != "rollout" || s.Child == "" || s.State == workflows.StatePending || expanded[s.ID] {
-			continue
-		}
-		rp, err := runs.Progress(ctx, cl, s.Child, "")
-		if err != nil {
-			continue
-		}
-		s.Items, s.Paused = rp.Steps, rp.State == workflows.StateWaiting
-		if s.State != workflows.StateRunning {
-			expanded[s.ID] = true
-		}
-	}
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"kedge.dev/kedge/internal/codec"
-	"kedge.dev/kedge/workflows"
 )
 
 // TestMain gives the CLI a payload key, as `kedge dev` or an operator would.
@@ -133,26 +132,6 @@ func TestActionsJSON(t *testing.T) {
 	var actions []struct{ Name string }
 	if code != 0 || json.Unmarshal([]byte(out), &actions) != nil || len(actions) < 5 {
 		t.Errorf("exit %d: %s", code, out)
-	}
-}
-
-func TestRolloutStepLineCountsItemsAndShowsThePause(t *testing.T) {
-	s := workflows.StepProgress{ID: "workers", Kind: "rollout", State: workflows.StateRunning, Child: "swap/workers", Paused: true,
-		Items: []workflows.StepProgress{
-			{ID: "w-1", State: workflows.StateSucceeded}, {ID: "w-2", State: workflows.StateFailed},
-			{ID: "w-3", State: workflows.StatePending}, {ID: "w-4", State: workflows.StatePending},
-		}}
-	got := stepLine(s, "swap")
-	for _, want := range []string{"rollout swap/workers", "[4 items: 1 succeeded, 1 failed, 2 pending]", "PAUSED", "kedge approve swap --decision continue|abort"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("line %q lacks %q", got, want)
-		}
-	}
-	var out strings.Builder
-	pr := newProgressPrinter(&out, true, "swap")
-	pr.update(workflows.Progress{Steps: []workflows.StepProgress{s}})
-	if !strings.Contains(out.String(), "workers/w-2") || strings.Contains(out.String(), "workers/w-3") {
-		t.Errorf("item lines: want the failed item and no pending ones:\n%s", out.String())
 	}
 }
 

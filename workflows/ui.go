@@ -269,51 +269,60 @@ func kedgeStatus(state string, waiting bool) string {
 // updateDetails sets the run's current details (a line per step, with its
 // state) and KedgeStatus.
 func (r *run) updateDetails(ctx workflow.Context) {
-	waiting := false
-	for _, s := range r.steps {
-		if s.p.State == StateWaiting {
-			waiting = true
-		}
-	}
-	workflow.SetCurrentDetails(ctx, r.currentDetails())
-	r.ui.setStatus(ctx, kedgeStatus(r.progress.State, waiting))
+	v := r.view()
+	workflow.SetCurrentDetails(ctx, currentDetails(v, r.rb.Name, r.in.Cluster.Name))
+	r.ui.setStatus(ctx, kedgeStatus(v.State, v.Waiting > 0))
 }
 
-func (r *run) currentDetails() string {
+// view is the run's progress as the front ends show it. The workflow
+// knows which runbook each child step runs, and that a rollout step not
+// started yet is a rollout (its progress says "runbook" until it starts).
+func (r *run) view() View {
+	p := r.snapshot()
+	names := map[string]string{}
+	for i, s := range r.steps {
+		if s.spec.Runbook != "" {
+			names[s.spec.ID] = s.spec.Runbook
+		}
+		if s.spec.Rollout != nil {
+			p.Steps[i].Kind = "rollout"
+		}
+	}
+	return NewView(p, ViewOptions{Runbooks: names})
+}
+
+// currentDetails is the Web UI's view of a run: its summary, then a line
+// per step with its mark, state, what it does and how far it got.
+func currentDetails(v View, runbook, cluster string) string {
 	var b strings.Builder
-	printf(&b, "**%s** on %s: %s\n\n", r.rb.Name, r.in.Cluster.Name, r.progress.State)
-	for _, s := range r.steps {
-		p := s.p
-		printf(&b, "- %s `%s` %s", StateMark(p.State), p.ID, p.State)
-		switch {
-		case s.spec.Rollout != nil:
-			printf(&b, " — rollout of %s", s.spec.Runbook)
-		case s.spec.Runbook != "":
-			printf(&b, " — runbook %s", s.spec.Runbook)
-		case s.spec.Approval != nil:
-			printf(&b, " — approval %q", clip(s.spec.Approval.Prompt, 80))
-		default:
-			printf(&b, " — %s", s.spec.Action)
+	printf(&b, "**%s** on %s: %s\n\n", runbook, cluster, v.Summary)
+	for _, row := range v.Rows {
+		if row.Depth > 0 {
+			continue
 		}
-		if len(p.Hosts) > 0 {
-			printf(&b, " on %s", hostCounts(p.Hosts))
+		printf(&b, "- %s `%s` %s — %s", row.Mark, row.Step, row.State, row.What)
+		if row.PartsText != "" {
+			printf(&b, " on %s", row.PartsText)
 		}
-		if p.Attempts > 1 {
-			printf(&b, ", attempt %d", p.Attempts)
+		if row.Attempts > 1 {
+			printf(&b, ", attempt %d", row.Attempts)
 		}
-		if p.State == StateWaiting {
-			printf(&b, ": `kedge approve %s --step %s`", r.progress.WorkflowID, p.ID)
+		if row.WaitingForApproval {
+			printf(&b, ": `kedge approve %s --step %s`", v.WorkflowID, row.Step)
 		}
-		if p.LastError != "" && (p.State == StateFailed || p.State == StateRunning) {
-			printf(&b, ": %s", clip(p.LastError, 200))
+		if row.Error != "" {
+			printf(&b, ": %s", clip(row.Error, 200))
 		}
-		if p.Undo != "" {
-			printf(&b, " (undo %s)", p.Undo)
+		if row.Decided != "" {
+			printf(&b, " (%s)", row.Decided)
+		}
+		if row.Undo != "" {
+			printf(&b, " (undo %s)", row.Undo)
 		}
 		b.WriteString("\n")
 	}
-	if r.progress.Error != "" {
-		printf(&b, "\n%s\n", clip(r.progress.Error, 400))
+	if v.Error != "" {
+		printf(&b, "\n%s\n", clip(v.Error, 400))
 	}
 	return b.String()
 }
@@ -322,24 +331,6 @@ func (r *run) currentDetails() string {
 // every writer for I/O.)
 func printf(b *strings.Builder, format string, args ...any) {
 	b.WriteString(fmt.Sprintf(format, args...))
-}
-
-// hostCounts: "3 hosts: 2 succeeded, 1 running".
-func hostCounts(hosts []HostProgress) string {
-	counts := map[string]int{}
-	for _, h := range hosts {
-		counts[h.State]++
-	}
-	var parts []string
-	for _, st := range []string{StateSucceeded, StateRunning, StateFailed, StateCancelled} {
-		if counts[st] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
-		}
-	}
-	if len(hosts) == 1 {
-		return hosts[0].Name
-	}
-	return fmt.Sprintf("%d hosts: %s", len(hosts), strings.Join(parts, ", "))
 }
 
 // activitySummary is what the Web UI's timeline shows for one activity:

@@ -141,16 +141,11 @@ func (n *Notifier) postChanges(ctx context.Context, in workflows.ChatFollowInput
 			}
 		}
 	}
-	finished := 0
-	for _, s := range p.Steps {
-		switch s.State {
-		case workflows.StateSucceeded, workflows.StateFailed, workflows.StateSkipped:
-			finished++
-		}
-	}
+	finished := workflows.NewView(p, workflows.ViewOptions{}).Steps.Ended()
 	if finished > st.Finished && finished < len(p.Steps) && time.Since(st.LastProgress) >= every {
 		// Keep two posts: a pause and the result.
-		if n.post(ctx, in, st, ProgressMessage(in, p, RolloutItems(ctx, n.Client, p)), 2) {
+		runs.ExpandRollouts(ctx, n.Client, &p, nil)
+		if n.post(ctx, in, st, ProgressMessage(in, p), 2) {
 			st.Finished, st.LastProgress = finished, time.Now()
 		}
 	}
@@ -184,7 +179,8 @@ func (n *Notifier) postResult(ctx context.Context, in workflows.ChatFollowInput,
 	if !p.StartedAt.IsZero() && closed.After(p.StartedAt) {
 		took = closed.Sub(p.StartedAt)
 	}
-	n.post(ctx, in, st, ResultMessage(in, p, RolloutItems(ctx, n.Client, p), msg, took), 0)
+	runs.ExpandRollouts(ctx, n.Client, &p, nil)
+	n.post(ctx, in, st, ResultMessage(in, p, msg, took), 0)
 	st.Final = true
 	return p.State
 }

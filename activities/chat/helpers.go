@@ -1,7 +1,6 @@
 package chat
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -9,10 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"go.temporal.io/sdk/client"
-
 	"kedge.dev/kedge/internal/runs"
-	"kedge.dev/kedge/workflows"
 )
 
 // DefaultResponseURLs are the only places progress is posted to unless the
@@ -74,20 +70,6 @@ func URLHost(u string) string {
 	}
 	host, _, _ := strings.Cut(rest, "/")
 	return host
-}
-
-// RolloutItems asks each rollout step's workflow for its items.
-func RolloutItems(ctx context.Context, cl client.Client, p workflows.Progress) map[string][]workflows.StepProgress {
-	out := map[string][]workflows.StepProgress{}
-	for _, st := range p.Steps {
-		if st.Kind != "rollout" || st.Child == "" || st.State == workflows.StatePending {
-			continue
-		}
-		if cp, err := runs.Progress(ctx, cl, st.Child, ""); err == nil {
-			out[st.ID] = cp.Steps
-		}
-	}
-	return out
 }
 
 // PausesKey identifies a set of pauses (the follower posts when it changes).

@@ -45,53 +45,31 @@ func TextMessage(responseType, text string) *slack.WebhookMessage {
 	return &slack.WebhookMessage{ResponseType: responseType, Text: text}
 }
 
-// StateIcon shows a state at a glance in Slack.
-func StateIcon(state string) string { return workflows.StateEmoji(state) }
-
-// StepLines is one line per step of a run; rollouts say how far their
-// items got (from items, keyed by step ID).
-func StepLines(p workflows.Progress, items map[string][]workflows.StepProgress) []string {
+// StepLines is one line per step of a run, from its view: the state,
+// how far its hosts or a rollout's items got, retries, the decision taken
+// at an approval, and the error.
+func StepLines(v workflows.View) []string {
 	var lines []string
-	for _, st := range p.Steps {
-		line := fmt.Sprintf("%s `%s` %s", StateIcon(st.State), Esc(st.ID), st.State)
-		if its, ok := items[st.ID]; ok && len(its) > 0 {
-			line += " — " + ItemCounts(its)
+	for _, r := range v.Rows {
+		if r.Depth > 0 {
+			continue
 		}
-		if st.Decision != nil {
-			line += fmt.Sprintf(" — %sd by %s", st.Decision.Decision, Esc(st.Decision.By))
+		line := fmt.Sprintf("%s `%s` %s", workflows.StateEmoji(r.State), Esc(r.Step), r.State)
+		if r.PartsText != "" {
+			line += " — " + Esc(r.PartsText)
 		}
-		if st.LastError != "" && st.State != workflows.StateSucceeded {
-			line += ": " + Esc(ClipText(st.LastError, 300))
+		if r.Attempts > 1 {
+			line += fmt.Sprintf(" (attempt %d)", r.Attempts)
+		}
+		if r.Decided != "" {
+			line += " — " + Esc(r.Decided)
+		}
+		if r.Error != "" {
+			line += ": " + Esc(ClipText(r.Error, 300))
 		}
 		lines = append(lines, line)
 	}
 	return lines
-}
-
-// ItemCounts is "2 succeeded, 1 failed, 2 pending" for a rollout's items.
-func ItemCounts(its []workflows.StepProgress) string {
-	count := map[string]int{}
-	var order []string
-	for _, it := range its {
-		if count[it.State] == 0 {
-			order = append(order, it.State)
-		}
-		count[it.State]++
-	}
-	var parts []string
-	for _, st := range []string{workflows.StateSucceeded, workflows.StateRunning, workflows.StateFailed, workflows.StatePending} {
-		if count[st] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", count[st], st))
-		}
-	}
-	for _, st := range order {
-		switch st {
-		case workflows.StateSucceeded, workflows.StateRunning, workflows.StateFailed, workflows.StatePending:
-		default:
-			parts = append(parts, fmt.Sprintf("%d %s", count[st], st))
-		}
-	}
-	return fmt.Sprintf("%d items: %s", len(its), strings.Join(parts, ", "))
 }
 
 func ClipText(s string, n int) string {
@@ -107,10 +85,10 @@ func PauseMessage(in workflows.ChatFollowInput, p runs.Pause) *slack.WebhookMess
 	var text string
 	switch p.Kind {
 	case runs.PauseApproval:
-		text = fmt.Sprintf(":double_vertical_bar: *%s* on *%s* waits for approval at `%s`: %s",
+		text = fmt.Sprintf("%s *%s* on *%s* waits for approval at `%s`: %s", workflows.StateEmoji(workflows.StateWaiting),
 			Esc(in.Runbook), Esc(in.Cluster), Esc(p.Step), Esc(p.Prompt))
 	default:
-		text = fmt.Sprintf(":double_vertical_bar: *%s* on *%s* is paused: the rollout `%s` is over its failure budget (%s)",
+		text = fmt.Sprintf("%s *%s* on *%s* is paused: the rollout `%s` is over its failure budget (%s)", workflows.StateEmoji(workflows.StateWaiting),
 			Esc(in.Runbook), Esc(in.Cluster), Esc(p.Step), Esc(p.Prompt))
 		for i, f := range p.Failed {
 			if i == 5 {
@@ -145,30 +123,35 @@ func PauseMessage(in workflows.ChatFollowInput, p runs.Pause) *slack.WebhookMess
 	}
 }
 
-// ResultMessage reports how a run ended.
-func ResultMessage(in workflows.ChatFollowInput, p workflows.Progress, items map[string][]workflows.StepProgress, runErr string, took time.Duration) *slack.WebhookMessage {
-	head := fmt.Sprintf(":white_check_mark: *%s* on *%s* succeeded", Esc(in.Runbook), Esc(in.Cluster))
+// ResultMessage reports how a run ended: p holds its rollouts' items
+// (runs.ExpandRollouts).
+func ResultMessage(in workflows.ChatFollowInput, p workflows.Progress, runErr string, took time.Duration) *slack.WebhookMessage {
+	v := workflows.NewView(p, workflows.ViewOptions{})
+	state, verb := workflows.StateFailed, "failed"
 	switch p.State {
 	case workflows.StateSucceeded:
+		state, verb = p.State, "succeeded"
 	case workflows.StateCancelled:
-		head = fmt.Sprintf(":leftwards_arrow_with_hook: *%s* on *%s* was cancelled", Esc(in.Runbook), Esc(in.Cluster))
-	default:
-		head = fmt.Sprintf(":x: *%s* on *%s* failed", Esc(in.Runbook), Esc(in.Cluster))
+		state, verb = p.State, "was cancelled"
 	}
+	head := fmt.Sprintf("%s *%s* on *%s* %s", workflows.StateEmoji(state), Esc(in.Runbook), Esc(in.Cluster), verb)
 	if took > 0 {
 		head += " in " + took.Round(time.Second).String()
 	}
 	if runErr != "" {
 		head += ": " + Esc(ClipText(runErr, 500))
 	}
-	lines := append([]string{head}, StepLines(p, items)...)
+	lines := append([]string{head}, StepLines(v)...)
 	lines = append(lines, fmt.Sprintf("started by %s · %s", Esc(in.By), SlackLink(in.Link, in.WorkflowID)))
 	return TextMessage(InChannel, strings.Join(lines, "\n"))
 }
 
-// ProgressMessage is a run's progress so far.
-func ProgressMessage(in workflows.ChatFollowInput, p workflows.Progress, items map[string][]workflows.StepProgress) *slack.WebhookMessage {
-	lines := append([]string{fmt.Sprintf(":arrows_counterclockwise: *%s* on *%s* is running", Esc(in.Runbook), Esc(in.Cluster))}, StepLines(p, items)...)
+// ProgressMessage is a run's progress so far: p holds its rollouts' items
+// (runs.ExpandRollouts).
+func ProgressMessage(in workflows.ChatFollowInput, p workflows.Progress) *slack.WebhookMessage {
+	v := workflows.NewView(p, workflows.ViewOptions{})
+	head := fmt.Sprintf("%s *%s* on *%s* is %s", workflows.StateEmoji(v.State), Esc(in.Runbook), Esc(in.Cluster), v.Summary)
+	lines := append([]string{head}, StepLines(v)...)
 	lines = append(lines, SlackLink(in.Link, in.WorkflowID))
 	return TextMessage(InChannel, strings.Join(lines, "\n"))
 }

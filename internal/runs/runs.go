@@ -78,7 +78,7 @@ func findPauses(ctx context.Context, cl client.Client, p workflows.Progress, id 
 	var out []Pause
 	for _, st := range p.Steps {
 		switch {
-		case st.Kind == "approval" && st.State == workflows.StateWaiting:
+		case st.WaitsForApproval():
 			out = append(out, Pause{Kind: PauseApproval, Target: id, Step: st.ID, Prompt: st.Prompt})
 		case st.Child != "" && st.State == workflows.StateRunning && depth < maxDepth:
 			cp, err := Progress(ctx, cl, st.Child, "")
@@ -152,4 +152,25 @@ func Decide(ctx context.Context, cl client.Client, p Pause, proceed bool, by, co
 		return d, err
 	}
 	return out, nil
+}
+
+// ExpandRollouts fills in the items of p's rollout steps, and whether each
+// rollout is paused, from the rollout's own progress query (the runbook's
+// query leaves them out). expanded (nil for none) holds the rollout steps
+// that have ended and were read once since: they are not asked again.
+func ExpandRollouts(ctx context.Context, cl client.Client, p *workflows.Progress, expanded map[string]bool) {
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		if s.Kind != "rollout" || s.Child == "" || s.State == workflows.StatePending || expanded[s.ID] {
+			continue
+		}
+		rp, err := Progress(ctx, cl, s.Child, "")
+		if err != nil {
+			continue
+		}
+		s.Items, s.Paused = rp.Steps, rp.State == workflows.StateWaiting
+		if s.State != workflows.StateRunning && expanded != nil {
+			expanded[s.ID] = true
+		}
+	}
 }
