@@ -86,7 +86,7 @@ func TestView(t *testing.T) {
 			`1 workers/w5 item pending ○ "" 0/1`,
 		},
 	}, {
-		name: "a failed host with an error; an error retried away is not shown",
+		name: "a failed host with an error; an error retried away is not shown, one cancelled is",
 		p: Progress{State: StateFailed, Error: "step pull failed", Steps: []StepProgress{
 			{ID: "prep", Kind: "action", Action: "host.run", State: StateSucceeded, Attempts: 3, LastError: "exit 1 on attempt 2",
 				Hosts: []HostProgress{{Name: "h1", State: StateSucceeded, Attempts: 3, LastError: "exit 1 on attempt 2"}}},
@@ -96,9 +96,10 @@ func TestView(t *testing.T) {
 					{Name: "h2", State: StateFailed, Attempts: 3, LastError: "no such image"},
 					{Name: "h3", State: StateCancelled, Attempts: 1},
 				}},
+			{ID: "cleanup", Kind: "action", Action: "host.run", State: StateCancelled, Attempts: 2, LastError: "connection refused"},
 			{ID: "after", Kind: "action", Action: "host.run", State: StateNotRun},
 		}},
-		summary: "failed: 3 steps: 1 succeeded, 1 failed, 1 not-run",
+		summary: "failed: 4 steps: 1 succeeded, 1 failed, 1 cancelled, 1 not-run",
 		rows: []string{
 			`0 prep action succeeded ✓ "host.run" 1/1 parts="h1" attempt=3`,
 			`1 prep/h1 host succeeded ✓ "host.run" 1/1 attempt=3`,
@@ -106,6 +107,7 @@ func TestView(t *testing.T) {
 			`1 pull/h1 host succeeded ✓ "host.pull-image" 1/1`,
 			`1 pull/h2 host failed ✗ "host.pull-image" 1/1 err="no such image" attempt=3`,
 			`1 pull/h3 host cancelled ↩ "host.pull-image" 1/1`,
+			`0 cleanup action cancelled ↩ "host.run" 1/1 err="connection refused" attempt=2`,
 			`0 after action not-run – "host.run" 1/1`,
 		},
 	}, {
