@@ -167,8 +167,18 @@ func (a *Activities) Drain(ctx context.Context, in DrainInput) (DrainResult, err
 	if err != nil {
 		return DrainResult{}, err
 	}
+	// A drain a lost worker began goes on from where it got to: its
+	// pods stay in the result and its deadline stands.
 	var mu sync.Mutex
 	res := DrainResult{Evicted: []string{}}
+	prog, resumed := resumeDrain(ctx)
+	if resumed {
+		res.Evicted = append(res.Evicted, prog.Evicted...)
+	}
+	budget := remaining(prog.StartedAt, timeout)
+	progress := func() drainProgress { // under mu
+		return drainProgress{StartedAt: prog.StartedAt, Evicted: slices.Clone(res.Evicted)}
+	}
 	grace := -1
 	if in.GracePeriodSeconds > 0 {
 		grace = in.GracePeriodSeconds
@@ -176,20 +186,22 @@ func (a *Activities) Drain(ctx context.Context, in DrainInput) (DrainResult, err
 	h := &drain.Helper{
 		Ctx: ctx, Client: cs, Force: in.Force, GracePeriodSeconds: grace,
 		IgnoreAllDaemonSets: true, DeleteEmptyDirData: in.DeleteEmptyDirData,
-		Timeout: timeout, EvictErrorRetryDelay: delay,
+		Timeout: budget, EvictErrorRetryDelay: delay,
 		Out: io.Discard, ErrOut: io.Discard,
 		OnPodDeletedOrEvicted: func(pod *corev1.Pod, _ bool) {
 			mu.Lock()
-			res.Evicted = append(res.Evicted, pod.Namespace+"/"+pod.Name)
-			n := len(res.Evicted)
+			if name := pod.Namespace + "/" + pod.Name; !slices.Contains(res.Evicted, name) {
+				res.Evicted = append(res.Evicted, name)
+			}
+			p := progress()
 			mu.Unlock()
-			heartbeat(ctx, map[string]any{"evicted": n, "last": pod.Namespace + "/" + pod.Name})
+			heartbeat(ctx, p)
 		},
 	}
 	// An API server that stops answering (restarted, say) is waited
 	// out: the drain starts again where the node is.
 	evicting := false // the error, if any, is the eviction's
-	err = a.whileAway(ctx, "drain", func() error {
+	err = a.whileAwayBeating(ctx, "drain", func() error {
 		evicting = false
 		node, err := cs.CoreV1().Nodes().Get(ctx, in.Node, metav1.GetOptions{})
 		if err != nil {
@@ -199,8 +211,12 @@ func (a *Activities) Drain(ctx context.Context, in DrainInput) (DrainResult, err
 			return err
 		}
 		evicting = true
-		return a.runDrain(ctx, h, in.Node, &mu, &res)
-	})
+		err = a.runDrain(ctx, h, in.Node, &mu, progress)
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return &drainTimedOut{after: timeout, err: err}
+		}
+		return err
+	}, func() any { mu.Lock(); defer mu.Unlock(); return progress() })
 	switch {
 	case err == nil:
 		slices.Sort(res.Evicted)
@@ -214,7 +230,7 @@ func (a *Activities) Drain(ctx context.Context, in DrainInput) (DrainResult, err
 }
 
 // runDrain evicts the node's pods, heartbeating while evictions wait.
-func (a *Activities) runDrain(ctx context.Context, h *drain.Helper, node string, mu *sync.Mutex, res *DrainResult) error {
+func (a *Activities) runDrain(ctx context.Context, h *drain.Helper, node string, mu *sync.Mutex, progress func() drainProgress) error {
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() { // heartbeat while waiting on evictions that do not finish
@@ -226,9 +242,9 @@ func (a *Activities) runDrain(ctx context.Context, h *drain.Helper, node string,
 				return
 			case <-t.C:
 				mu.Lock()
-				n := len(res.Evicted)
+				p := progress()
 				mu.Unlock()
-				heartbeat(ctx, map[string]any{"evicted": n})
+				heartbeat(ctx, p)
 			}
 		}
 	}()
@@ -344,7 +360,9 @@ func (a *Activities) WaitNode(ctx context.Context, in WaitNodeInput) (WaitNodeRe
 			return WaitNodeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("readyAfter %q is not an RFC 3339 time", in.ReadyAfter), ErrTypeInvalidInput, nil)
 		}
 	}
-	deadline := time.Now().Add(timeout)
+	// A wait a lost worker began keeps its deadline.
+	prog := resumeWait(ctx)
+	deadline := prog.StartedAt.Add(timeout)
 	var last WaitNodeResult
 	lastErr := "not seen yet"
 	for {
@@ -368,7 +386,8 @@ func (a *Activities) WaitNode(ctx context.Context, in WaitNodeInput) (WaitNodeRe
 		default:
 			lastErr = err.Error()
 		}
-		heartbeat(ctx, last)
+		prog.Last = last
+		heartbeat(ctx, prog)
 		if time.Now().After(deadline) {
 			want := "Ready"
 			if in.KubeletVersion != "" {

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -32,7 +33,8 @@ func (a *Activities) apiOutage() time.Duration {
 // no. Errors from kubectl's drain lose their types on the way (%v), so
 // their text is read too.
 func away(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) {
+	var own *drainTimedOut
+	if err == nil || errors.Is(err, context.Canceled) || errors.As(err, &own) {
 		return false
 	}
 	switch {
@@ -79,6 +81,13 @@ func (a *Activities) log(ctx context.Context) logger {
 // answer, for up to apiOutage, heartbeating and saying so once in the
 // worker's log; any other outcome is f's own.
 func (a *Activities) whileAway(ctx context.Context, what string, f func() error) error {
+	return a.whileAwayBeating(ctx, what, f, nil)
+}
+
+// whileAwayBeating is whileAway for an action that heartbeats its
+// progress (details, when not nil): that is what it heartbeats while the
+// API server is away, so a worker lost meanwhile hands it on.
+func (a *Activities) whileAwayBeating(ctx context.Context, what string, f func() error, details func() any) error {
 	deadline := time.Now().Add(a.apiOutage())
 	told := false
 	for {
@@ -93,7 +102,11 @@ func (a *Activities) whileAway(ctx context.Context, what string, f func() error)
 			a.log(ctx).Warn("the API server does not answer; asking again", "action", what, "for", a.apiOutage(), "error", err)
 			told = true
 		}
-		heartbeat(ctx, map[string]any{"apiServer": "away", "error": err.Error()})
+		if details != nil {
+			heartbeat(ctx, details())
+		} else {
+			heartbeat(ctx, map[string]any{"apiServer": "away", "error": err.Error()})
+		}
 		select {
 		case <-ctx.Done():
 			return err
@@ -101,3 +114,17 @@ func (a *Activities) whileAway(ctx context.Context, what string, f func() error)
 		}
 	}
 }
+
+// drainTimedOut is a drain that ran out of its own time (the input's
+// timeout, from the first attempt's start): an answer, not an API server
+// that is away.
+type drainTimedOut struct {
+	after time.Duration
+	err   error
+}
+
+func (e *drainTimedOut) Error() string {
+	return fmt.Sprintf("timed out after %s: %v", e.after.Round(time.Second), e.err)
+}
+
+func (e *drainTimedOut) Unwrap() error { return e.err }

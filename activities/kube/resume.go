@@ -1,0 +1,59 @@
+package kube
+
+import (
+	"context"
+	"time"
+
+	"kedge.dev/kedge/internal/resume"
+)
+
+// drainProgress is kube.drain's heartbeat: when the drain began and the
+// pods it has evicted. A drain that resumes from it keeps the pods in its
+// result and ends by the first one's deadline.
+type drainProgress struct {
+	StartedAt time.Time `json:"startedAt"`
+	Evicted   []string  `json:"evicted"`
+}
+
+// waitProgress is kube.wait-node's heartbeat: when the wait began, so a
+// wait resumed from it keeps its deadline, and what it saw last.
+type waitProgress struct {
+	StartedAt time.Time      `json:"startedAt"`
+	Last      WaitNodeResult `json:"last"`
+}
+
+// resumeDrain returns the progress of a drain a lost attempt began, or
+// a new one begun now.
+func resumeDrain(ctx context.Context) (p drainProgress, resumed bool) {
+	now := time.Now()
+	if resume.Load(ctx, &p) && began(p.StartedAt, now) {
+		return p, true
+	}
+	return drainProgress{StartedAt: now}, false
+}
+
+// resumeWait returns when a wait a lost attempt began began, or now.
+func resumeWait(ctx context.Context) waitProgress {
+	now := time.Now()
+	var p waitProgress
+	if resume.Load(ctx, &p) && began(p.StartedAt, now) {
+		return waitProgress{StartedAt: p.StartedAt}
+	}
+	return waitProgress{StartedAt: now}
+}
+
+// began says whether a lost attempt's start is one to keep: set, and not
+// after now (another worker's clock ahead of this one's).
+func began(start, now time.Time) bool {
+	return !start.IsZero() && !start.After(now)
+}
+
+// minLastLook is the time a drain resumed past its deadline still gets:
+// one look at the node, which succeeds when nothing is left to evict.
+// (kubectl's drain reads a zero timeout as none.)
+const minLastLook = 2 * time.Second
+
+// remaining is what is left of timeout for a drain begun at start.
+func remaining(start time.Time, timeout time.Duration) time.Duration {
+	return max(timeout-time.Since(start), minLastLook)
+}
