@@ -62,6 +62,7 @@ func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities
 		vault.ReadSecretAction: v.ReadSecret,
 		vault.ClusterCAAction:  v.ClusterCA,
 		vault.KeyPairAction:    v.KeyPair,
+		vault.StageCAAction:    v.StageCA,
 
 		pki.AdoptAction:       p.Adopt,
 		pki.RenewAction:       p.RenewInPlace,

@@ -48,6 +48,20 @@ func (a *Activities) ClusterCA(ctx context.Context, in ClusterCAInput) (ClusterC
 			fmt.Sprintf("Vault keeps no CA at %s: adopt the cluster first (kedge run adopt), Kedge will not make a new CA for it", in.Path), ErrTypeNotAdopted, nil)
 	}
 
+	res, keep, err := newCA(ctx, cl, in)
+	if err != nil {
+		return ClusterCAResult{}, err
+	}
+	if _, err := kv.Put(ctx, in.Path, keep); err != nil {
+		return ClusterCAResult{}, classify("keep the CA at "+in.Path, err)
+	}
+	return res, nil
+}
+
+// newCA makes a CA: an intermediate under the PKI mount's root, imported
+// as an issuer of its own. It returns the CA and the record to keep in
+// KV (certificate, issuer, and the key unless it stays in Vault).
+func newCA(ctx context.Context, cl *vaultapi.Client, in ClusterCAInput) (ClusterCAResult, map[string]any, error) {
 	mount := cmp.Or(in.Vault.PKI, "pki")
 	logical := cl.Logical()
 	generate := mount + "/intermediate/generate/exported"
@@ -58,11 +72,11 @@ func (a *Activities) ClusterCA(ctx context.Context, in ClusterCAInput) (ClusterC
 		"common_name": in.CommonName, "key_type": "ec", "key_bits": 256,
 	})
 	if err != nil {
-		return ClusterCAResult{}, classify("generate the key of "+in.CommonName+" in "+mount, err)
+		return ClusterCAResult{}, nil, classify("generate the key of "+in.CommonName+" in "+mount, err)
 	}
 	csr, key := dataStr(gen, "csr"), dataStr(gen, "private_key")
 	if csr == "" || (key == "" && !in.KeyInVault) {
-		return ClusterCAResult{}, temporal.NewApplicationError(generate+" returned no CSR or key", ErrTypeVault)
+		return ClusterCAResult{}, nil, temporal.NewApplicationError(generate+" returned no CSR or key", ErrTypeVault)
 	}
 	if in.KeyInVault {
 		key = "" // never leaves Vault (an internal generate returns none anyway)
@@ -71,12 +85,12 @@ func (a *Activities) ClusterCA(ctx context.Context, in ClusterCAInput) (ClusterC
 		"csr": csr, "common_name": in.CommonName, "ttl": cmp.Or(in.TTL, "87600h"), "format": "pem",
 	})
 	if err != nil {
-		return ClusterCAResult{}, classify("sign "+in.CommonName+" with "+mount+"'s root", err)
+		return ClusterCAResult{}, nil, classify("sign "+in.CommonName+" with "+mount+"'s root", err)
 	}
 	cert := dataStr(signed, "certificate")
 	set, err := logical.WriteWithContext(ctx, mount+"/intermediate/set-signed", map[string]any{"certificate": cert})
 	if err != nil {
-		return ClusterCAResult{}, classify("import "+in.CommonName+" into "+mount, err)
+		return ClusterCAResult{}, nil, classify("import "+in.CommonName+" into "+mount, err)
 	}
 	issuer := ""
 	if set != nil {
@@ -85,7 +99,7 @@ func (a *Activities) ClusterCA(ctx context.Context, in ClusterCAInput) (ClusterC
 		}
 	}
 	if issuer == "" {
-		return ClusterCAResult{}, temporal.NewApplicationError(mount+"/intermediate/set-signed imported no issuer", ErrTypeVault)
+		return ClusterCAResult{}, nil, temporal.NewApplicationError(mount+"/intermediate/set-signed imported no issuer", ErrTypeVault)
 	}
 	res := ClusterCAResult{Certificate: strings.TrimSpace(cert) + "\n", Issuer: issuer, Created: true}
 	keep := map[string]any{"certificate": res.Certificate, "issuer": issuer}
@@ -95,10 +109,7 @@ func (a *Activities) ClusterCA(ctx context.Context, in ClusterCAInput) (ClusterC
 		res.PrivateKey = strings.TrimSpace(key) + "\n"
 		keep["privateKey"] = res.PrivateKey
 	}
-	if _, err := kv.Put(ctx, in.Path, keep); err != nil {
-		return ClusterCAResult{}, classify("keep the CA at "+in.Path, err)
-	}
-	return res, nil
+	return res, keep, nil
 }
 
 // storedCA is the CA recorded at in.Path. A CA whose key is in Vault is

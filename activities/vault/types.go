@@ -11,6 +11,7 @@ const (
 	ReadSecretAction = api.ReadSecretAction
 	ClusterCAAction  = api.ClusterCAAction
 	KeyPairAction    = api.KeyPairAction
+	StageCAAction    = api.StageCAAction
 )
 
 // Config is the inventory's vault section, injected by the workflow.
@@ -26,4 +27,6 @@ type (
 	KeyPairResult    = api.KeyPairResult
 	ReadSecretInput  = api.ReadSecretInput
 	ReadSecretResult = api.ReadSecretResult
+	StageCAInput     = api.StageCAInput
+	StageCAResult    = api.StageCAResult
 )

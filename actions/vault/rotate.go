@@ -1,0 +1,35 @@
+package vault
+
+import "kedge.dev/kedge/actions/target"
+
+// StageCAAction makes the CA that replaces one of the cluster's (the
+// first stage of a CA rotation).
+const StageCAAction = "vault.stage-ca"
+
+// StageCAInput names the CA to replace and how to make its successor.
+type StageCAInput struct {
+	Vault      target.Vault `json:"vault"`
+	Path       string       `json:"path" kedge:"required" doc:"KV path that keeps the CA in use, e.g. kedge/clusters/mercury/ca; the new one is kept at PATH-next"`
+	CommonName string       `json:"commonName" kedge:"required" doc:"the new CA's CN, e.g. mercury kubernetes CA 2026"`
+	TTL        string       `json:"ttl,omitempty" kedge:"duration" doc:"the new CA's lifetime (default 87600h)"`
+	KeyInVault bool         `json:"keyInVault,omitempty" doc:"the new CA's key is made inside Vault and never leaves it (etcd's CA); the CA in use must be kept the same way"`
+}
+
+// StageCAResult is the new CA beside the one in use. PrivateKey (empty
+// with keyInVault) is sealed by the payload codec in Temporal. Bundle is
+// what a trust point holds while both are trusted: the CA in use first,
+// so a file that is also a signer's certificate keeps signing with it.
+type StageCAResult struct {
+	Certificate    string `json:"certificate"`
+	PrivateKey     string `json:"privateKey"`
+	Issuer         string `json:"issuer"`
+	OldCertificate string `json:"oldCertificate"`
+	OldIssuer      string `json:"oldIssuer"`
+	Bundle         string `json:"bundle"`
+	// Created is false when a run before made it: the same new CA is
+	// returned, never a second one.
+	Created bool `json:"created"`
+}
+
+// NextPath is where a CA's successor is kept while it is rotated in.
+func NextPath(path string) string { return path + "-next" }
