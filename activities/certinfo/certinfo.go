@@ -18,6 +18,7 @@ import (
 
 	api "kedge.dev/kedge/actions/certinfo"
 	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/internal/resume"
 )
 
 // CheckAction is the action name of Check.
@@ -111,7 +112,9 @@ func Check(ctx context.Context, in CheckInput) (CheckResult, error) {
 	if err != nil {
 		return CheckResult{}, err
 	}
-	deadline := time.Now().Add(wait)
+	// A wait a lost worker began keeps its deadline.
+	prog := resumeWait(ctx)
+	deadline := prog.StartedAt.Add(wait)
 	for {
 		res, leaf, err := probe(ctx, in.Address, threshold, timeout)
 		last := ""
@@ -126,7 +129,8 @@ func Check(ctx context.Context, in CheckInput) (CheckResult, error) {
 			last = err.Error()
 		}
 		if activity.IsActivity(ctx) {
-			activity.RecordHeartbeat(ctx, last)
+			prog.Last = last
+			activity.RecordHeartbeat(ctx, prog)
 		}
 		if time.Now().After(deadline) {
 			return res, temporal.NewApplicationError(fmt.Sprintf("%s: no certificate %s within %s: %s", in.Address, want, wait, last), ErrTypeNotRenewed)
@@ -137,6 +141,25 @@ func Check(ctx context.Context, in CheckInput) (CheckResult, error) {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// waitProgress is a waiting tls.check's heartbeat: when it began waiting
+// and what the endpoint served last.
+type waitProgress struct {
+	StartedAt time.Time `json:"startedAt"`
+	Last      string    `json:"last,omitempty"`
+}
+
+// resumeWait returns the wait a lost attempt began (not one that began
+// after now: another worker's clock ahead of this one's), or one that
+// begins now.
+func resumeWait(ctx context.Context) waitProgress {
+	now := time.Now()
+	var p waitProgress
+	if resume.Load(ctx, &p) && !p.StartedAt.IsZero() && !p.StartedAt.After(now) {
+		return waitProgress{StartedAt: p.StartedAt}
+	}
+	return waitProgress{StartedAt: now}
 }
 
 // probe reads the leaf certificate address serves and returns its

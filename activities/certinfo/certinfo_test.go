@@ -9,13 +9,16 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 )
 
 func selfSigned(t *testing.T, cn string, life time.Duration) (tls.Certificate, []byte) {
@@ -153,5 +156,33 @@ func TestCheckWaitsForAnotherCertificate(t *testing.T) {
 	res, err := Check(t.Context(), CheckInput{Address: addr, NotSerial: "01", Wait: "5s"})
 	if err != nil || res.Serial != first.Serial {
 		t.Errorf("%+v %v", res, err)
+	}
+}
+
+// A wait resumed after a lost worker keeps the first attempt's deadline.
+func TestAWaitResumedPastItsDeadlineStops(t *testing.T) {
+	cert, _ := selfSigned(t, "etcd", 10*24*time.Hour)
+	addr := serve(t, cert, false)
+	first, err := Check(t.Context(), CheckInput{Address: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	env.SetHeartbeatDetails(waitProgress{StartedAt: time.Now().Add(-10 * time.Minute)})
+	env.RegisterActivityWithOptions(Check, activity.RegisterOptions{Name: CheckAction})
+	done := make(chan error, 1)
+	go func() {
+		_, err := env.ExecuteActivity(CheckAction, CheckInput{Address: addr, NotSerial: first.Serial, Wait: "5m"})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		var app *temporal.ApplicationError
+		if !errors.As(err, &app) || app.Type() != ErrTypeNotRenewed {
+			t.Fatalf("got %v, want CertificateNotRenewed at the first attempt's deadline", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("still waiting after a minute: the first attempt's deadline was not kept")
 	}
 }
