@@ -17,8 +17,9 @@ type StageCAInput struct {
 
 // StageCAResult is the new CA beside the one in use. PrivateKey (empty
 // with keyInVault) is sealed by the payload codec in Temporal. Bundle is
-// what a trust point holds while both are trusted: the CA in use first,
-// so a file that is also a signer's certificate keeps signing with it.
+// what a trust point holds while both are trusted, the CA in use first.
+// It is never a signer's certificate file: Kubernetes' CSR signer takes
+// exactly one certificate (docs/ca-rotation.md).
 type StageCAResult struct {
 	Certificate    string `json:"certificate"`
 	PrivateKey     string `json:"privateKey"`
