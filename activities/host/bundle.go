@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/pkg/sftp"
 )
 
 // bundleTimeout bounds the remote unpacking by default.
@@ -45,14 +43,13 @@ func (a *Activities) installBundle(ctx context.Context, in InstallBundleInput) (
 	dir := path.Join(a.backupDir(), "bundle-"+sum[:16])
 	bundle := dir + ".tar"
 	t := in.Target
-	err = a.Pool.WithSFTP(ctx, t, func(c *sftp.Client) error {
-		return atomicWrite(c, bundle, archive, 0o600, nil, 0o700)
-	})
-	if err != nil {
+	prog := bundleProgress{Bundle: sum, Files: len(files)}
+	if err := a.uploadBundle(ctx, t, bundle, archive, prog); err != nil {
 		return res, a.fileErr(t, "upload the bundle to", bundle, err)
 	}
+	prog.Uploaded = int64(len(archive))
 	out, err := a.exec(ctx, t, execSpec{script: installScript(bundle, dir, files, owners(in.Files)), timeout: timeout, limit: 1 << 16,
-		details: func(_, _ *tailBuffer) any { return map[string]any{"bundle": sum[:16], "files": len(files)} }})
+		details: func(_, _ *tailBuffer) any { return prog }})
 	if err != nil {
 		return res, err
 	}
