@@ -82,9 +82,12 @@ type Rollout struct {
 	FailureBudget  string `json:"failureBudget,omitempty"`
 }
 
-// Kind says what the step does: "action", "runbook" or "approval".
+// Kind says what the step does: "action", "runbook", "rollout" or
+// "approval".
 func (s *Step) Kind() string {
 	switch {
+	case s.Rollout != nil:
+		return "rollout"
 	case s.Runbook != "":
 		return "runbook"
 	case s.Approval != nil:

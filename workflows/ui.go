@@ -275,20 +275,15 @@ func (r *run) updateDetails(ctx workflow.Context) {
 }
 
 // view is the run's progress as the front ends show it. The workflow
-// knows which runbook each child step runs, and that a rollout step not
-// started yet is a rollout (its progress says "runbook" until it starts).
+// knows which runbook each child step runs.
 func (r *run) view() View {
-	p := r.snapshot()
 	names := map[string]string{}
-	for i, s := range r.steps {
+	for _, s := range r.steps {
 		if s.spec.Runbook != "" {
 			names[s.spec.ID] = s.spec.Runbook
 		}
-		if s.spec.Rollout != nil {
-			p.Steps[i].Kind = "rollout"
-		}
 	}
-	return NewView(p, ViewOptions{Runbooks: names})
+	return NewView(r.snapshot(), ViewOptions{Runbooks: names})
 }
 
 // currentDetails is the Web UI's view of a run: its summary, then a line

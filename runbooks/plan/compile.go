@@ -154,7 +154,6 @@ func (sc Scope) step(ps *Step, s runbooks.Step, vars map[string]any, secrets []s
 	case s.Action != "":
 		return sc.actionStep(ps, s, vars, secrets)
 	case s.Rollout != nil:
-		ps.Kind = "rollout"
 		return sc.rolloutStep(ps, s, vars, secrets)
 	case s.Runbook != "":
 		if readsSteps(s.With) {
