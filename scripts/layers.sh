@@ -6,6 +6,9 @@
 #   package; actions are known to them only through the action table
 #   (actions/...), which is pure data.
 # - Nothing under activities/ imports the runbook language.
+# - An activity package imports no other activity package but sshpool (the
+#   SSH transport) and render (pure renderers): activity packages talk to
+#   each other through small interfaces, with the types of actions/...
 # - The worker does not link the webhook server (chatops).
 # - The engine stays small: `go list -deps ./workflows` under MAX_DEPS.
 set -euo pipefail
@@ -34,6 +37,15 @@ back=$($GO list -f '{{.ImportPath}}: {{join .Imports " "}}' ./activities/... | g
 if [ -n "$back" ]; then
 	echo "layers: activity packages import the runbook language:"
 	echo "$back" | cut -d: -f1 | sed 's/^/  /'
+	fail=1
+fi
+
+allowed='^kedge\.dev/kedge/activities/(sshpool|render)$'
+cross=$($GO list -f '{{.ImportPath}}{{range .Imports}} {{.}}{{end}}' ./activities/... |
+	awk -v allowed="$allowed" '{ for (i = 2; i <= NF; i++) if ($i ~ /^kedge\.dev\/kedge\/activities\// && $i !~ allowed) print "  " $1 " imports " $i }')
+if [ -n "$cross" ]; then
+	echo "layers: an activity package imports another (only sshpool and render may be; pass the others' types from actions/... and call them through an interface):"
+	echo "$cross"
 	fail=1
 fi
 

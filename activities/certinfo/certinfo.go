@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -14,10 +12,10 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
-	"sigs.k8s.io/yaml"
 
 	api "kedge.dev/kedge/actions/certinfo"
 	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/internal/certfile"
 	"kedge.dev/kedge/internal/resume"
 )
 
@@ -34,27 +32,6 @@ const (
 	ErrTypeUntrusted = errtype.CertificateUntrusted
 )
 
-// Cert describes one certificate.
-type Cert struct {
-	Subject  string `json:"subject"`
-	Issuer   string `json:"issuer"`
-	Serial   string `json:"serial"`
-	NotAfter string `json:"notAfter"` // RFC 3339, UTC
-	// Due says the certificate ends within the threshold asked.
-	Due bool `json:"due"`
-}
-
-// Describe describes c, due when it ends before now+threshold.
-func Describe(c *x509.Certificate, now time.Time, threshold time.Duration) Cert {
-	return Cert{
-		Subject:  c.Subject.String(),
-		Issuer:   c.Issuer.String(),
-		Serial:   fmt.Sprintf("%x", c.SerialNumber),
-		NotAfter: c.NotAfter.UTC().Format(time.RFC3339),
-		Due:      c.NotAfter.Before(now.Add(threshold)),
-	}
-}
-
 // Check's input and result, declared in actions/certinfo.
 type (
 	CheckInput  = api.CheckInput
@@ -62,7 +39,7 @@ type (
 )
 
 // DefaultThreshold is 30 days.
-const DefaultThreshold = 720 * time.Hour
+const DefaultThreshold = certfile.DefaultThreshold
 
 // Check connects to a TLS endpoint and reports the leaf certificate it
 // presents (tls.check). It trusts nothing and sends no client
@@ -82,7 +59,7 @@ func Check(ctx context.Context, in CheckInput) (CheckResult, error) {
 	}
 	var roots *x509.CertPool
 	if strings.TrimSpace(in.CA) != "" {
-		cas, err := Parse([]byte(in.CA))
+		cas, err := certfile.Parse([]byte(in.CA))
 		if err != nil {
 			return CheckResult{}, temporal.NewNonRetryableApplicationError("ca: "+err.Error(), ErrTypeInvalidInput, nil)
 		}
@@ -189,7 +166,7 @@ func probe(ctx context.Context, address string, threshold, timeout time.Duration
 		}
 		return CheckResult{}, nil, temporal.NewApplicationError(fmt.Sprintf("TLS to %s: %v", address, err), ErrTypeUnreachable)
 	}
-	c := Describe(leaf, time.Now(), threshold)
+	c := certfile.Describe(leaf, time.Now(), threshold)
 	return CheckResult{Address: address, Subject: c.Subject, Issuer: c.Issuer, Serial: c.Serial, NotAfter: c.NotAfter, Due: c.Due}, leaf, nil
 }
 
@@ -207,66 +184,6 @@ func verify(res *CheckResult, leaf *x509.Certificate, roots *x509.CertPool) erro
 	}
 	res.Trusted = true
 	return nil
-}
-
-// Parse reads the certificates of a PEM file, or the embedded client
-// certificates of a kubeconfig.
-func Parse(data []byte) ([]*x509.Certificate, error) {
-	if !strings.Contains(string(data), "-----BEGIN") {
-		return kubeconfigCerts(data)
-	}
-	var certs []*x509.Certificate
-	for {
-		var block *pem.Block
-		block, data = pem.Decode(data)
-		if block == nil {
-			break
-		}
-		if block.Type != "CERTIFICATE" {
-			continue
-		}
-		c, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			return nil, err
-		}
-		certs = append(certs, c)
-	}
-	if len(certs) == 0 {
-		return nil, errors.New("no certificate in the file")
-	}
-	return certs, nil
-}
-
-func kubeconfigCerts(data []byte) ([]*x509.Certificate, error) {
-	var kc struct {
-		Users []struct {
-			User struct {
-				Data string `json:"client-certificate-data"`
-			} `json:"user"`
-		} `json:"users"`
-	}
-	if err := yaml.Unmarshal(data, &kc); err != nil {
-		return nil, fmt.Errorf("neither PEM nor a kubeconfig: %w", err)
-	}
-	var certs []*x509.Certificate
-	for _, u := range kc.Users {
-		if u.User.Data == "" {
-			continue
-		}
-		pemData, err := base64.StdEncoding.DecodeString(u.User.Data)
-		if err != nil {
-			return nil, fmt.Errorf("client-certificate-data: %w", err)
-		}
-		cs, err := Parse(pemData)
-		if err != nil {
-			return nil, err
-		}
-		certs = append(certs, cs...)
-	}
-	if len(certs) == 0 {
-		return nil, errors.New("no embedded client certificate in the kubeconfig")
-	}
-	return certs, nil
 }
 
 func duration(s string, def time.Duration) (time.Duration, error) {

@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"math/big"
@@ -99,25 +98,6 @@ func asApp(err error, app **temporal.ApplicationError) bool {
 	a, ok := err.(*temporal.ApplicationError)
 	*app = a
 	return ok
-}
-
-func TestParsePEMAndKubeconfig(t *testing.T) {
-	_, pemData := selfSigned(t, "system:kube-scheduler", time.Hour)
-	certs, err := Parse(pemData)
-	if err != nil || len(certs) != 1 || certs[0].Subject.CommonName != "system:kube-scheduler" {
-		t.Fatalf("PEM: %v %v", certs, err)
-	}
-	kc := "apiVersion: v1\nkind: Config\nusers:\n- name: s\n  user:\n    client-certificate-data: " + base64.StdEncoding.EncodeToString(pemData) + "\n    client-key-data: eA==\n"
-	certs, err = Parse([]byte(kc))
-	if err != nil || len(certs) != 1 || certs[0].Subject.CommonName != "system:kube-scheduler" {
-		t.Fatalf("kubeconfig: %v %v", certs, err)
-	}
-	if _, err := Parse([]byte("apiVersion: v1\nkind: Config\nusers:\n- name: t\n  user:\n    token: x\n")); err == nil || !strings.Contains(err.Error(), "no embedded client certificate") {
-		t.Errorf("token kubeconfig: %v", err)
-	}
-	if _, err := Parse([]byte("-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n")); err == nil {
-		t.Error("a key file parsed as a certificate")
-	}
 }
 
 func TestCheckWaitsForANewerCertificate(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 
 	"kedge.dev/kedge/actions/errtype"
 	api "kedge.dev/kedge/actions/etcd"
-	"kedge.dev/kedge/activities/vault"
+	"kedge.dev/kedge/actions/vault"
 )
 
 // RemoveMemberAction is the action name of RemoveMember.
@@ -168,7 +168,7 @@ func (a *Activities) client(ctx context.Context, in RemoveMemberInput) (*client,
 	}
 	pair, err := tls.X509KeyPair([]byte(issued.Certificate), []byte(issued.PrivateKey))
 	if err != nil {
-		return nil, temporal.NewApplicationError("the client certificate Vault issued: "+err.Error(), vault.ErrTypeVault)
+		return nil, temporal.NewApplicationError("the client certificate Vault issued: "+err.Error(), errtype.Vault)
 	}
 	cfg := &tls.Config{
 		Certificates: []tls.Certificate{pair},

@@ -7,7 +7,7 @@ import (
 
 	"github.com/pkg/sftp"
 
-	"kedge.dev/kedge/activities/certinfo"
+	"kedge.dev/kedge/internal/certfile"
 )
 
 // CertInfo reports when the certificates in files on the host end
@@ -22,7 +22,7 @@ func (a *Activities) certInfo(ctx context.Context, in CertInfoInput) (CertInfoRe
 	if len(in.Paths) == 0 {
 		return res, invalid("paths: name at least one file")
 	}
-	threshold := certinfo.DefaultThreshold
+	threshold := certfile.DefaultThreshold
 	if in.Threshold != "" {
 		d, err := time.ParseDuration(in.Threshold)
 		if err != nil || d < 0 {
@@ -53,11 +53,11 @@ func (a *Activities) certInfo(ctx context.Context, in CertInfoInput) (CertInfoRe
 	for _, p := range in.Paths {
 		cf := CertFile{Path: p}
 		if f := files[p]; f != nil {
-			certs, err := certinfo.Parse(f.data)
+			certs, err := certfile.Parse(f.data)
 			if err != nil {
 				return res, invalid(fmt.Sprintf("%s on %s: %v", p, in.Target.Name(), err))
 			}
-			d := certinfo.Describe(certs[0], now, threshold)
+			d := certfile.Describe(certs[0], now, threshold)
 			cf = CertFile{Path: p, Exists: true, Subject: d.Subject, Issuer: d.Issuer, Serial: d.Serial, NotAfter: d.NotAfter, Due: d.Due}
 			res.Due = res.Due || d.Due
 			if res.Earliest == "" || d.NotAfter < res.Earliest {

@@ -11,6 +11,7 @@ import (
 	"github.com/pkg/sftp"
 
 	"kedge.dev/kedge/actions/errtype"
+	api "kedge.dev/kedge/actions/host"
 	"kedge.dev/kedge/activities/sshpool"
 )
 
@@ -166,13 +167,8 @@ check() {
 	return b.String(), nil
 }
 
-// FileStat is a file's mode and owner.
-type FileStat struct {
-	Exists bool
-	Mode   string // octal, e.g. 0644
-	UID    uint32
-	GID    uint32
-}
+// FileStat is a file's mode and owner, declared in actions/host.
+type FileStat = api.FileStat
 
 // Stat reads a file's mode and owner over SFTP, following symbolic links;
 // a missing file is no error (Exists false).

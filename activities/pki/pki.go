@@ -13,9 +13,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"kedge.dev/kedge/actions/errtype"
-	"kedge.dev/kedge/activities/host"
+	"kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/target"
+	"kedge.dev/kedge/actions/vault"
 	"kedge.dev/kedge/activities/sshpool"
-	"kedge.dev/kedge/activities/vault"
 	"kedge.dev/kedge/internal/layout"
 )
 
@@ -48,7 +49,7 @@ type Hosts interface {
 type Vault interface {
 	ImportCA(ctx context.Context, in vault.ImportCAInput) (vault.ImportCAResult, error)
 	ImportKeyPair(ctx context.Context, in vault.ImportKeyPairInput) (created bool, err error)
-	PutIfAbsent(ctx context.Context, c vault.Config, path string, data map[string]any) error
+	PutIfAbsent(ctx context.Context, c target.Vault, path string, data map[string]any) error
 	IssueCert(ctx context.Context, in vault.IssueCertInput) (vault.IssueCertResult, error)
 }
 

@@ -13,9 +13,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"gopkg.in/yaml.v3"
 
-	"kedge.dev/kedge/activities/host"
+	"kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/vault"
 	"kedge.dev/kedge/activities/sshpool"
-	"kedge.dev/kedge/activities/vault"
 	"kedge.dev/kedge/internal/layout"
 )
 

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"kedge.dev/kedge/actions/errtype"
+	api "kedge.dev/kedge/actions/vault"
 )
 
 // ErrTypeConflict: Vault already keeps a different CA or key at the path.
@@ -24,27 +25,13 @@ const ErrTypeConflict = errtype.VaultConflict
 // Vault keeps none. Not retried.
 const ErrTypeNotAdopted = errtype.NotAdopted
 
-// ImportCAInput is a CA a cluster already has, to be kept in Vault.
-type ImportCAInput struct {
-	Vault Config
-	// Path is the KV path that records the CA, the one vault.cluster-ca
-	// reads (kedge/clusters/NAME/ca).
-	Path        string
-	Certificate string // PEM
-	PrivateKey  string // PEM
-	// KeyInVault records the CA as one only Vault signs with (etcd's): its
-	// key is kept in the PKI mount alone, not in KV.
-	KeyInVault bool
-	// From says where the CA came from (HOST:PATH), kept beside it.
-	From string
-}
-
-// ImportCAResult is the CA as Vault keeps it.
-type ImportCAResult struct {
-	Certificate string
-	Issuer      string
-	Created     bool
-}
+// ImportCA's and ImportKeyPair's input and result, declared in
+// actions/vault.
+type (
+	ImportCAInput      = api.ImportCAInput
+	ImportCAResult     = api.ImportCAResult
+	ImportKeyPairInput = api.ImportKeyPairInput
+)
 
 // ImportCA takes an existing CA and its key into the PKI mount as an
 // issuer and records it at Path the way vault.cluster-ca does, so every
@@ -116,16 +103,6 @@ func (a *Activities) ImportCA(ctx context.Context, in ImportCAInput) (ImportCARe
 		return ImportCAResult{}, classify("keep the CA at "+in.Path, err)
 	}
 	return ImportCAResult{Certificate: certPEM, Issuer: issuer, Created: true}, nil
-}
-
-// ImportKeyPairInput is a key pair a cluster already uses (its
-// service-account signing key), to be kept in Vault.
-type ImportKeyPairInput struct {
-	Vault      Config
-	Path       string // the KV path vault.key-pair reads
-	PrivateKey string // PEM
-	PublicKey  string // PEM
-	From       string
 }
 
 // ImportKeyPair records an existing key pair at Path the way

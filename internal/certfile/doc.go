@@ -1,0 +1,9 @@
+// Package certfile reads certificates as Kedge finds them on hosts and
+// endpoints (PEM files, kubeconfigs with an embedded client certificate)
+// and describes them: subject, issuer, serial, end, and whether the end
+// is within a threshold.
+//
+// It is pure: it parses bytes it is given and never reads a file or the
+// network. host.cert-info (activities/host) and tls.check
+// (activities/certinfo) share it, so neither imports the other.
+package certfile
