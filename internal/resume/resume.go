@@ -79,7 +79,7 @@ func (c carried) decode(info activity.Info, v any) error {
 		dc = converter.GetDefaultDataConverter()
 	}
 	dc = converter.WithDataConverterSerializationContext(dc, converter.ActivitySerializationContext{
-		Namespace: info.WorkflowNamespace, WorkflowID: info.WorkflowExecution.ID, WorkflowType: info.WorkflowType.Name,
+		Namespace: info.Namespace, WorkflowID: info.WorkflowExecution.ID, WorkflowType: info.WorkflowType.Name,
 		ActivityType: info.ActivityType.Name, TaskQueue: info.TaskQueue,
 	})
 	return dc.FromPayloads(&details, v)
