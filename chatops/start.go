@@ -216,19 +216,10 @@ func (s *Server) start(ctx context.Context, req *startRequest, in workflows.Runb
 	}
 	// Started as `kedge run` starts runbooks, so the Web UI lists and
 	// filters it the same way.
-	md := workflows.Describe(in)
-	in = workflows.Admit(in, s.now())
-	run, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                                       id,
-		TaskQueue:                                s.taskQueue(),
-		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		Memo:                                     map[string]any{memoRequest: key, memoBy: req.Subject.String()},
-		TypedSearchAttributes:                    md.SearchAttributes,
-		StaticSummary:                            md.StaticSummary + ", from " + req.Subject.String(),
-		StaticDetails:                            md.StaticDetails,
-	}, md.WorkflowType, in)
+	run, err := runs.Start(ctx, s.Client, runs.StartOptions{
+		ID: id, TaskQueue: s.taskQueue(), By: req.Subject.String(),
+		Memo: map[string]any{memoRequest: key, memoBy: req.Subject.String()},
+	}, in, s.now())
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &already) {
 		// The same request, on another replica, won the race between

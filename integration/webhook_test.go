@@ -867,5 +867,9 @@ func TestWebhookApprovalGates(t *testing.T) {
 	if _, errOut, code := kedge(t, "run", filepath.Join(dir, "gated.yaml"), "--inventory", world.inventory); code == 0 || !strings.Contains(errOut, "gated already runs on lab: "+cliID) {
 		t.Errorf("a CLI run beside a CLI run: exit %d %s", code, errOut)
 	}
+	// So does kedge rerun: a new run of the same input is a run too.
+	if _, errOut, code := kedge(t, "rerun", cliID); code == 0 || !strings.Contains(errOut, "gated already runs on lab: "+cliID) {
+		t.Errorf("a rerun beside a CLI run: exit %d %s", code, errOut)
+	}
 	typeRuns(t, "gated", beside)
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
 	"kedge.dev/kedge/workflows"
@@ -64,12 +63,7 @@ func rerunCommand() *cli.Command {
 				return failed("rerun %s: it was started by %s: rerun that one", id, p.WorkflowID)
 			}
 			newID := workflowID(in.Runbook.Name, in.Cluster.Name, time.Now())
-			run, err := startRunbook(c, cl, client.StartWorkflowOptions{
-				ID:                       newID,
-				TaskQueue:                start.GetTaskQueue().GetName(),
-				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-			}, in)
+			run, err := startRunbook(c, cl, newID, start.GetTaskQueue().GetName(), in)
 			if err != nil {
 				return err
 			}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -47,15 +46,7 @@ func runCommand() *cli.Command {
 				return err
 			}
 			defer cl.Close()
-			if err := refuseBusy(c, cl, runbook, cluster); err != nil {
-				return err
-			}
-			run, err := startRunbook(c, cl, client.StartWorkflowOptions{
-				ID:                       id,
-				TaskQueue:                c.String("task-queue"),
-				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-			}, comp.input())
+			run, err := startRunbook(c, cl, id, c.String("task-queue"), comp.input())
 			if err != nil {
 				return err
 			}

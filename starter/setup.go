@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"kedge.dev/kedge/internal/runs"
 	"kedge.dev/kedge/internal/searchattr"
 	"kedge.dev/kedge/workflows"
 )
@@ -139,17 +140,16 @@ func setupError(ns string, err error) error {
 	return failed("setup of namespace %s: %v", ns, err)
 }
 
-// startRunbook starts a runbook the way the Web UI reads it: typed by its
-// name, labelled with Kedge's search attributes, with a summary and
-// details (workflows.Describe).
-func startRunbook(c *cli.Context, cl client.Client, opts client.StartWorkflowOptions, in workflows.RunbookInput) (client.WorkflowRun, error) {
-	in = workflows.Admit(in, time.Now())
-	md := workflows.Describe(in)
-	opts.TypedSearchAttributes = md.SearchAttributes
-	opts.StaticSummary, opts.StaticDetails = md.StaticSummary, md.StaticDetails
-	run, err := cl.ExecuteWorkflow(c.Context, opts, md.WorkflowType, in)
+// startRunbook starts a runbook run from the CLI (run and rerun): refused
+// beside an open run of the runbook on the cluster, then started as every
+// front door starts one (runs.Start).
+func startRunbook(c *cli.Context, cl client.Client, id, taskQueue string, in workflows.RunbookInput) (client.WorkflowRun, error) {
+	if err := refuseBusy(c, cl, in.Runbook.Name, in.Cluster.Name); err != nil {
+		return nil, err
+	}
+	run, err := runs.Start(c.Context, cl, runs.StartOptions{ID: id, TaskQueue: taskQueue}, in, time.Now())
 	if err != nil {
-		return nil, startError(c, opts.ID, err)
+		return nil, startError(c, id, err)
 	}
 	return run, nil
 }
