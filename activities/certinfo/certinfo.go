@@ -90,7 +90,7 @@ func Check(ctx context.Context, in CheckInput) (CheckResult, error) {
 		return CheckResult{}, err
 	}
 	// A wait a lost worker began keeps its deadline.
-	prog := resumeWait(ctx)
+	prog := waitProgress{StartedAt: resume.StartedAt(ctx)}
 	deadline := prog.StartedAt.Add(wait)
 	for {
 		res, leaf, err := probe(ctx, in.Address, threshold, timeout)
@@ -125,18 +125,6 @@ func Check(ctx context.Context, in CheckInput) (CheckResult, error) {
 type waitProgress struct {
 	StartedAt time.Time `json:"startedAt"`
 	Last      string    `json:"last,omitempty"`
-}
-
-// resumeWait returns the wait a lost attempt began (not one that began
-// after now: another worker's clock ahead of this one's), or one that
-// begins now.
-func resumeWait(ctx context.Context) waitProgress {
-	now := time.Now()
-	var p waitProgress
-	if resume.Load(ctx, &p) && !p.StartedAt.IsZero() && !p.StartedAt.After(now) {
-		return waitProgress{StartedAt: p.StartedAt}
-	}
-	return waitProgress{StartedAt: now}
 }
 
 // probe reads the leaf certificate address serves and returns its

@@ -24,6 +24,7 @@ import (
 	"k8s.io/kubectl/pkg/drain"
 
 	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/internal/resume"
 )
 
 // Error types.
@@ -361,7 +362,7 @@ func (a *Activities) WaitNode(ctx context.Context, in WaitNodeInput) (WaitNodeRe
 		}
 	}
 	// A wait a lost worker began keeps its deadline.
-	prog := resumeWait(ctx)
+	prog := waitProgress{StartedAt: resume.StartedAt(ctx)}
 	deadline := prog.StartedAt.Add(timeout)
 	var last WaitNodeResult
 	lastErr := "not seen yet"

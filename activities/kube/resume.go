@@ -24,28 +24,16 @@ type waitProgress struct {
 
 // resumeDrain returns the progress of a drain a lost attempt began, or
 // a new one begun now.
-func resumeDrain(ctx context.Context) (p drainProgress, resumed bool) {
-	now := time.Now()
-	if resume.Load(ctx, &p) && began(p.StartedAt, now) {
-		return p, true
+func resumeDrain(ctx context.Context) (drainProgress, bool) {
+	var p drainProgress
+	if !resume.Load(ctx, &p) {
+		p = drainProgress{}
 	}
-	return drainProgress{StartedAt: now}, false
-}
-
-// resumeWait returns when a wait a lost attempt began began, or now.
-func resumeWait(ctx context.Context) waitProgress {
-	now := time.Now()
-	var p waitProgress
-	if resume.Load(ctx, &p) && began(p.StartedAt, now) {
-		return waitProgress{StartedAt: p.StartedAt}
+	at, ok := resume.Began(p.StartedAt, time.Now())
+	if !ok {
+		return drainProgress{StartedAt: at}, false
 	}
-	return waitProgress{StartedAt: now}
-}
-
-// began says whether a lost attempt's start is one to keep: set, and not
-// after now (another worker's clock ahead of this one's).
-func began(start, now time.Time) bool {
-	return !start.IsZero() && !start.After(now)
+	return p, true
 }
 
 // minLastLook is the time a drain resumed past its deadline still gets:

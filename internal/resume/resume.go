@@ -3,6 +3,7 @@ package resume
 import (
 	"context"
 	"errors"
+	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -141,4 +142,28 @@ func (w *workflowOutbound) ExecuteActivity(ctx workflow.Context, activityType st
 		}
 	}
 	return w.Next.ExecuteActivity(ctx, activityType, args...)
+}
+
+// Began is when the work a lost attempt heartbeated began: started, when
+// it is set and not after now (a worker whose clock is ahead of this
+// one's), and true; else now and false.
+func Began(started, now time.Time) (time.Time, bool) {
+	if started.IsZero() || started.After(now) {
+		return now, false
+	}
+	return started, true
+}
+
+// StartedAt is when the work a lost attempt heartbeated began, for
+// details that say so in a "startedAt" field (a wait's or a drain's
+// deadline counts from it), or now.
+func StartedAt(ctx context.Context) time.Time {
+	var p struct {
+		StartedAt time.Time `json:"startedAt"`
+	}
+	if !Load(ctx, &p) {
+		return time.Now()
+	}
+	at, _ := Began(p.StartedAt, time.Now())
+	return at
 }

@@ -160,3 +160,20 @@ func TestLoadReadsTheAttemptsOwnDetails(t *testing.T) {
 		t.Error("Load outside an activity reported details")
 	}
 }
+
+func TestBeganKeepsOnlyAPastStart(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		started time.Time
+		want    time.Time
+		ok      bool
+	}{
+		{now.Add(-time.Minute), now.Add(-time.Minute), true},
+		{time.Time{}, now, false},
+		{now.Add(time.Minute), now, false}, // a clock ahead of this worker's
+	} {
+		if got, ok := resume.Began(tc.started, now); !got.Equal(tc.want) || ok != tc.ok {
+			t.Errorf("Began(%v) = %v %v, want %v %v", tc.started, got, ok, tc.want, tc.ok)
+		}
+	}
+}
