@@ -2,10 +2,13 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -138,7 +141,7 @@ steps:
     with: {timeout: 2s}
 `)
 	_, code, errOut := runWaitInv(t, rb, inv)
-	if code == 0 || !strings.Contains(errOut, "node controller-1 not Ready after 2s (not registered)") {
+	if code == 0 || !strings.Contains(errOut, "node controller-1 not Ready after 2s, waiting since ") || !strings.Contains(errOut, "(not registered)") {
 		t.Errorf("exit %d: %s", code, errOut)
 	}
 }
@@ -504,4 +507,75 @@ func childTimes(t *testing.T, workers []string) (starts, ends []time.Time) {
 		ends = append(ends, d.WorkflowExecutionInfo.CloseTime.AsTime())
 	}
 	return starts, ends
+}
+
+// A wait a killed worker began keeps its deadline on the worker that
+// takes it over: the lost attempt's heartbeat (when it began) reaches the
+// next attempt, sealed, and the wait ends at the first attempt's deadline,
+// naming when it began, not a whole timeout after the new worker picked
+// it up.
+func TestKubeWaitNodeResumesAfterTheWorkerIsKilled(t *testing.T) {
+	_, inv := kubeLab(t)
+	const queue = "resume-wait"
+	rb := writeRunbook(t, `
+apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: wait-resumed}
+steps:
+  - id: wait
+    action: kube.wait-node
+    on: controller-1
+    retry: {maxAttempts: 1}
+    with: {timeout: 45s}
+`)
+	first := startWorker(t, queue, inv)
+	out, errOut, code := kedge(t, "run", rb, "--inventory", inv, "--task-queue", queue, "--output", "json")
+	if code != 0 {
+		t.Fatalf("kedge run: exit %d: %s", code, errOut)
+	}
+	var started struct {
+		WorkflowID string `json:"workflowId"`
+	}
+	if err := json.Unmarshal([]byte(out), &started); err != nil {
+		t.Fatal(err)
+	}
+	id := started.WorkflowID
+	eventually(t, 30*time.Second, "the wait's first heartbeat", func() bool {
+		d, err := world.client.DescribeWorkflowExecution(t.Context(), id, "")
+		if err != nil {
+			return false
+		}
+		for _, a := range d.GetPendingActivities() {
+			if a.GetActivityType().GetName() == "kube.wait-node" && a.GetHeartbeatDetails() != nil {
+				return true
+			}
+		}
+		return false
+	})
+	killedAt := time.Now().UTC()
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	startWorker(t, queue, inv)
+
+	p, code := watch(t, id)
+	if code == 0 || p.State != workflows.StateFailed {
+		t.Fatalf("the wait for a node that never registers succeeded: %+v", p)
+	}
+	s := step(t, p, "wait")
+	m := regexp.MustCompile(`waiting since (\S+) \(not registered\)`).FindStringSubmatch(s.LastError)
+	if m == nil {
+		t.Fatalf("the wait's error names no start: %q", s.LastError)
+	}
+	since, err := time.Parse(time.RFC3339, m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !since.Before(killedAt) {
+		t.Errorf("the resumed wait began at %s, after the first worker was killed at %s: it started over", since, killedAt.Format(time.RFC3339))
+	}
+	if s.Attempts != 2 {
+		t.Errorf("%d attempts, want 2 (the lost one and its resumption)", s.Attempts)
+	}
 }

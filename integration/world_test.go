@@ -140,7 +140,7 @@ func runWorld(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer world.client.Close()
-	w := worker.New(world.client, worker.Options{Clusters: &world.clusters, ResponseURLAllowed: worldResponseURL,
+	w := worker.New(world.client, worker.Options{Clusters: &world.clusters, ResponseURLAllowed: worldResponseURL, DataConverter: copts.DataConverter,
 		Logger: slog.New(slog.NewTextHandler(io.MultiWriter(os.Stderr, &world.workerLog), &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err := w.Start(); err != nil {
 		return 0, err

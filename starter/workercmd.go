@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"kedge.dev/kedge/chatops"
 	"kedge.dev/kedge/internal/metrics"
@@ -55,16 +56,19 @@ func workerCommand() *cli.Command {
 				reg = metrics.New(log, metrics.DefaultInterval)
 				defer reg.Close()
 			}
+			var dc converter.DataConverter
 			cl, err := dial(c, func(o *client.Options) {
 				if reg != nil {
 					o.MetricsHandler = reg.Handler()
 				}
+				dc = o.DataConverter
 			})
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
-			w := worker.New(cl, worker.Options{TaskQueue: c.String("task-queue"), Identity: c.String("identity"), Logger: log, Clusters: clusters, ResponseURLAllowed: responseURLs})
+			w := worker.New(cl, worker.Options{TaskQueue: c.String("task-queue"), Identity: c.String("identity"), Logger: log, Clusters: clusters,
+				ResponseURLAllowed: responseURLs, DataConverter: dc})
 			if err := w.Start(); err != nil {
 				return failed("start worker: %v", err)
 			}

@@ -394,7 +394,8 @@ func (a *Activities) WaitNode(ctx context.Context, in WaitNodeInput) (WaitNodeRe
 			if in.KubeletVersion != "" {
 				want += " with kubelet " + in.KubeletVersion
 			}
-			return last, temporal.NewApplicationError(fmt.Sprintf("node %s not %s after %s (%s)", in.Node, want, timeout, lastErr), ErrTypeNotReady)
+			return last, temporal.NewApplicationError(fmt.Sprintf("node %s not %s after %s, waiting since %s (%s)",
+				in.Node, want, timeout, prog.StartedAt.UTC().Format(time.RFC3339), lastErr), ErrTypeNotReady)
 		}
 		select {
 		case <-ctx.Done():
