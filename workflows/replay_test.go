@@ -1,11 +1,14 @@
 package workflows
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -43,10 +46,14 @@ func TestReplayRecordedHistories(t *testing.T) {
 //     recorded as host.write-file (the runbook runs host.run);
 //   - bad-child-id.json: ui-rollout.json with its first node runbook
 //     started under lab/node/controller-9 (the rollout names it
-//     lab/node/controller-1).
+//     lab/node/controller-1);
+//   - bad-continue-restart.json: rollout-continue-2.json (a rollout's
+//     second run, after a continue-as-new) with its first node runbook
+//     started under lab/node/can-1, the first run's first item, as a
+//     rollout that started over instead of carrying its state would.
 func TestReplayRefusesIncompatibleHistories(t *testing.T) {
 	files, _ := filepath.Glob("testdata/replay/bad-*.json")
-	if len(files) < 2 {
+	if len(files) < 3 {
 		t.Fatalf("want the deliberately bad histories in testdata/replay, found %v", files)
 	}
 	opts := replayerOptions(t)
@@ -57,6 +64,66 @@ func TestReplayRefusesIncompatibleHistories(t *testing.T) {
 				t.Fatalf("replay of %s: %v, want a nondeterminism error", f, err)
 			}
 		})
+	}
+}
+
+// A rollout that continued as new is recorded run by run
+// (integration/continue_test.go: 5 items, 2 a run): each run but the last
+// ends in a continue-as-new, and the next starts with what the one before
+// carried over. The replay of a continued run reads that state: with it
+// dropped, the rollout would start over at the first item, and the
+// replay fails.
+func TestReplayOfAContinuedRolloutReadsItsCarriedState(t *testing.T) {
+	opts := replayerOptions(t)
+	runs := []*historypb.History{
+		loadHistory(t, "testdata/replay/rollout-continue-1.json"),
+		loadHistory(t, "testdata/replay/rollout-continue-2.json"),
+		loadHistory(t, "testdata/replay/rollout-continue-3.json"),
+	}
+	for i, want := range []struct {
+		next int
+		done string
+	}{{0, "[]"}, {2, "[can-1 can-2]"}, {4, "[can-1 can-2 can-3 can-4]"}} {
+		ev := runs[i].GetEvents()
+		start := ev[0].GetWorkflowExecutionStartedEventAttributes()
+		var in RolloutInput
+		if err := opts.DataConverter.FromPayloads(start.GetInput(), &in); err != nil {
+			t.Fatalf("run %d's input: %v", i+1, err)
+		}
+		if in.ItemsPerRun != 2 || in.State.Next != want.next || in.State.Runs != i || fmt.Sprint(items(in.State.Done)) != want.done {
+			t.Errorf("run %d starts with %d a run, state %+v; want next %d, %d runs, done %s", i+1, in.ItemsPerRun, in.State, want.next, i, want.done)
+		}
+		last := ev[len(ev)-1]
+		if i == len(runs)-1 {
+			if last.GetEventType() != enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED {
+				t.Errorf("the last run ends with %s", last.GetEventType())
+			}
+			continue
+		}
+		can := last.GetWorkflowExecutionContinuedAsNewEventAttributes()
+		next := runs[i+1].GetEvents()[0].GetWorkflowExecutionStartedEventAttributes()
+		if can == nil || next.GetContinuedExecutionRunId() != start.GetOriginalExecutionRunId() {
+			t.Errorf("run %d ends with %s, and run %d does not continue it", i+1, last.GetEventType(), i+2)
+		}
+	}
+
+	// The second run with its carried state dropped: refused.
+	start := runs[1].GetEvents()[0].GetWorkflowExecutionStartedEventAttributes()
+	var in RolloutInput
+	if err := opts.DataConverter.FromPayloads(start.GetInput(), &in); err != nil {
+		t.Fatal(err)
+	}
+	if err := replayHistory(t, opts, runs[1]); err != nil {
+		t.Fatalf("the second run as recorded: %v", err)
+	}
+	in.State = RolloutState{}
+	p, err := opts.DataConverter.ToPayloads(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start.Input = p
+	if err := replayHistory(t, opts, runs[1]); err == nil || !strings.Contains(err.Error(), "nondeterministic") {
+		t.Fatalf("the second run without its carried state replayed with %v, want a nondeterminism error", err)
 	}
 }
 
@@ -98,11 +165,11 @@ func replayerOptions(t *testing.T) worker.WorkflowReplayerOptions {
 
 // replay replays one history file on the workflows as registered now.
 func replay(t *testing.T, opts worker.WorkflowReplayerOptions, file string) error {
-	r, err := worker.NewWorkflowReplayerWithOptions(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	Register(r) // the runbook by name and as itself, the rollout, the compensation
+	return replayHistory(t, opts, loadHistory(t, file))
+}
+
+func loadHistory(t *testing.T, file string) *historypb.History {
+	t.Helper()
 	data, err := os.Open(file)
 	if err != nil {
 		t.Fatal(err)
@@ -112,6 +179,15 @@ func replay(t *testing.T, opts worker.WorkflowReplayerOptions, file string) erro
 	if err != nil {
 		t.Fatal(err)
 	}
+	return hist
+}
+
+func replayHistory(t *testing.T, opts worker.WorkflowReplayerOptions, hist *historypb.History) error {
+	r, err := worker.NewWorkflowReplayerWithOptions(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Register(r) // the runbook by name and as itself, the rollout, the compensation
 	// Replay under the recorded workflow ID: children's IDs extend it
 	// (PARENT/STEP), and a child command is matched by its ID.
 	var ropts worker.ReplayWorkflowHistoryOptions
