@@ -4,20 +4,24 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 
+	"kedge.dev/kedge/internal/runs"
 	"kedge.dev/kedge/workflows"
 )
 
 // admitter answers workflows.AdmitRunActivity from Temporal's own records:
 // a top-level run is admitted only when no other run was ever started
 // under its workflow ID (within the namespace's retention; older inputs
-// are refused by their sealed issue time). Kedge's front doors never
-// reuse an ID, so another run there means this one replays a sealed input
-// copied from it.
+// are refused by their sealed issue time), and no earlier run of its
+// runbook is open on its cluster. Kedge's front doors never reuse an ID,
+// so another run there means this one replays a sealed input copied from
+// it.
 type admitter struct {
 	client client.Client
 }
@@ -57,6 +61,69 @@ func (a *admitter) AdmitRun(ctx context.Context, in workflows.AdmitRunInput) (wo
 		}
 		req.NextPageToken = page.GetNextPageToken()
 	}
+	if in.Runbook != "" && in.Cluster != "" {
+		reason, err := a.earlierRun(ctx, info.Namespace, in)
+		if err != nil || reason != "" {
+			res.Reason = reason
+			return res, err
+		}
+	}
 	res.Admitted = true
 	return res, nil
+}
+
+// earlierRun refuses a top-level run while an earlier run of its runbook
+// is open on its cluster: the one-run-per-cluster rule of the front doors
+// (runs.Open), checked again where every run passes, schedules' included.
+// A front door's check can miss a run started a moment before (visibility
+// lags), and no front door checks a schedule's run. Of two open runs the
+// earlier start (then the smaller run ID) goes on and the later is
+// refused, whichever asks first: two runs racing are never both refused.
+func (a *admitter) earlierRun(ctx context.Context, namespace string, in workflows.AdmitRunInput) (string, error) {
+	open, err := runs.Open(ctx, a.client, namespace, in.Runbook, in.Cluster)
+	if err != nil {
+		return "", err
+	}
+	var self time.Time
+	for _, e := range open {
+		if e.GetExecution().GetRunId() == in.RunID {
+			self = e.GetStartTime().AsTime()
+		}
+	}
+	if self.IsZero() { // not listed yet: ask for this run itself
+		d, err := a.client.DescribeWorkflowExecution(ctx, in.WorkflowID, in.RunID)
+		if err != nil {
+			return "", fmt.Errorf("describe %s: %w", in.WorkflowID, err)
+		}
+		self = d.GetWorkflowExecutionInfo().GetStartTime().AsTime()
+	}
+	for _, e := range open {
+		if e.GetExecution().GetRunId() == in.RunID || !before(e.GetStartTime().AsTime(), e.GetExecution().GetRunId(), self, in.RunID) {
+			continue
+		}
+		id := e.GetExecution().GetWorkflowId()
+		// Visibility lists a run that just ended for a moment longer: ask
+		// the run itself before refusing this one for it.
+		d, err := a.client.DescribeWorkflowExecution(ctx, id, e.GetExecution().GetRunId())
+		if err != nil {
+			return "", fmt.Errorf("describe %s: %w", id, err)
+		}
+		if d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			continue
+		}
+		if in.Scheduled {
+			return fmt.Sprintf("%s already runs on %s: %s; this scheduled run is skipped", in.Runbook, in.Cluster, id), nil
+		}
+		return fmt.Sprintf("%s already runs on %s: %s, started %s; one run of a runbook per cluster at a time",
+			in.Runbook, in.Cluster, id, e.GetStartTime().AsTime().UTC().Format(time.RFC3339)), nil
+	}
+	return "", nil
+}
+
+// before orders two runs by start time (to the millisecond, the
+// precision every visibility store keeps), then by run ID: of two runs,
+// exactly one is before the other.
+func before(start time.Time, runID string, than time.Time, thanRunID string) bool {
+	a, b := start.Truncate(time.Millisecond), than.Truncate(time.Millisecond)
+	return a.Before(b) || a.Equal(b) && runID < thanRunID
 }

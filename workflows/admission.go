@@ -44,6 +44,16 @@ const AdmitRunActivity = "kedge.admit-run"
 type AdmitRunInput struct {
 	WorkflowID string `json:"workflowId"`
 	RunID      string `json:"runId"`
+	// Runbook and Cluster name the run's runbook and cluster, from its
+	// sealed input: the worker refuses the run while an earlier run of
+	// the runbook is open on the cluster (one run per cluster at a time,
+	// the rule the front doors check before a start). Runs started before
+	// these fields send none and are not checked.
+	Runbook string `json:"runbook,omitempty"`
+	Cluster string `json:"cluster,omitempty"`
+	// Scheduled is the sealed Admission.Scheduled: a schedule's run,
+	// which no front door checked, is skipped when refused.
+	Scheduled bool `json:"scheduled,omitempty"`
 }
 
 // AdmitRunResult echoes the run it admitted: a sealed answer, bound to
@@ -124,12 +134,12 @@ func admitRunbook(ctx workflow.Context, in *RunbookInput) error {
 				adm.IssuedAt.Format(time.RFC3339), d.Round(time.Second))
 		}
 	}
-	return admitOnce(ctx)
+	return admitOnce(ctx, in)
 }
 
 // admitOnce asks the worker whether another run under this workflow ID
-// exists.
-func admitOnce(ctx workflow.Context) error {
+// exists, or an earlier run of the runbook is open on the cluster.
+func admitOnce(ctx workflow.Context, in *RunbookInput) error {
 	info := workflow.GetInfo(ctx)
 	// Retried while Temporal's visibility store does not answer (a
 	// restarting database): only a definite answer refuses a run.
@@ -137,9 +147,10 @@ func admitOnce(ctx workflow.Context) error {
 		StartToCloseTimeout:    time.Minute,
 		ScheduleToCloseTimeout: 10 * time.Minute,
 		RetryPolicy:            &temporal.RetryPolicy{MaximumInterval: 10 * time.Second},
-		Summary:                "admit this run (the only one under its ID)",
+		Summary:                "admit this run (the only one under its ID, the only one of its runbook on its cluster)",
 	})
-	want := AdmitRunInput{WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}
+	want := AdmitRunInput{WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
+		Runbook: in.Runbook.Name, Cluster: in.Cluster.Name, Scheduled: in.Admission.Scheduled}
 	var res AdmitRunResult
 	if err := workflow.ExecuteActivity(actx, AdmitRunActivity, want).Get(ctx, &res); err != nil {
 		return notAdmitted("could not check it is the only run of %s: %v", want.WorkflowID, err)

@@ -97,6 +97,39 @@ func TestAReplayedStartIsRefusedBeforeAnyStep(t *testing.T) {
 	}
 }
 
+// The worker's admission check is told the run's runbook and cluster and
+// whether a schedule started it, from the sealed input, and its refusal
+// is the run's error.
+func TestAdmissionNamesTheRunbookClusterAndSchedule(t *testing.T) {
+	for name, scheduled := range map[string]bool{"from a front door": false, "from a schedule": true} {
+		t.Run(name, func(t *testing.T) {
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestWorkflowEnvironment()
+			Register(env)
+			f := &fakeHosts{}
+			f.register(env)
+			var asked AdmitRunInput
+			env.RegisterActivityWithOptions(func(_ context.Context, in AdmitRunInput) (AdmitRunResult, error) {
+				asked = in
+				return AdmitRunResult{WorkflowID: in.WorkflowID, RunID: in.RunID, Reason: in.Runbook + " already runs on " + in.Cluster + ": x"}, nil
+			}, activity.RegisterOptions{Name: AdmitRunActivity})
+			in := input(t, approvalRunbook, nil)
+			if scheduled {
+				in = AdmitScheduled(in, time.Now())
+			}
+			env.ExecuteWorkflow(Runbook, in)
+			refusedWith(t, env, in.Runbook.Name+" already runs on "+in.Cluster.Name+": x")
+			want := AdmitRunInput{WorkflowID: asked.WorkflowID, RunID: asked.RunID, Runbook: in.Runbook.Name, Cluster: in.Cluster.Name, Scheduled: scheduled}
+			if asked != want || asked.Runbook == "" || asked.Cluster == "" {
+				t.Errorf("asked %+v, want %+v", asked, want)
+			}
+			if len(f.calls) != 0 {
+				t.Errorf("host actions ran: %v", f.calls)
+			}
+		})
+	}
+}
+
 // An admission answer made for another run does not admit this one.
 func TestAnAdmissionAnswerForAnotherRunIsRefused(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
