@@ -526,7 +526,7 @@ steps:
     action: kube.wait-node
     on: controller-1
     retry: {maxAttempts: 1}
-    with: {timeout: 45s}
+    with: {timeout: 75s}
 `)
 	first := startWorker(t, queue, inv)
 	out, errOut, code := kedge(t, "run", rb, "--inventory", inv, "--task-queue", queue, "--output", "json")
@@ -540,7 +540,7 @@ steps:
 		t.Fatal(err)
 	}
 	id := started.WorkflowID
-	eventually(t, 30*time.Second, "the wait's first heartbeat", func() bool {
+	eventually(t, 60*time.Second, "the wait's first heartbeat", func() bool {
 		d, err := world.client.DescribeWorkflowExecution(t.Context(), id, "")
 		if err != nil {
 			return false
