@@ -25,9 +25,17 @@ steps:
 `
 
 // triggered fires a schedule at once and returns the run it started (the
-// schedule's (n+1)th action).
+// schedule's (n+1)th action). Temporal names a schedule's run by its
+// time to the second: a trigger within the second of the last one would
+// name its run as the last one's, so it waits for the next second.
 func triggered(t *testing.T, h client.ScheduleHandle, n int) *client.ScheduleWorkflowExecution {
 	t.Helper()
+	if d, err := h.Describe(t.Context()); err == nil && len(d.Info.RecentActions) > 0 {
+		last := d.Info.RecentActions[len(d.Info.RecentActions)-1].ScheduleTime.Truncate(time.Second)
+		eventually(t, 5*time.Second, "the second after the schedule's last run", func() bool {
+			return time.Now().Truncate(time.Second).After(last)
+		})
+	}
 	if err := h.Trigger(t.Context(), client.ScheduleTriggerOptions{}); err != nil {
 		t.Fatalf("trigger %s: %v", h.GetID(), err)
 	}

@@ -77,10 +77,10 @@ func admit(t *testing.T, v *visibility, in workflows.AdmitRunInput) workflows.Ad
 	return res
 }
 
-// A run is refused while an earlier run of its runbook is open on its
-// cluster; a scheduled run says it is skipped. Children, rollouts, and
-// runs that started later do not hold the cluster.
-func TestAdmissionRefusesARunBesideAnEarlierOne(t *testing.T) {
+// A schedule's run is skipped while an earlier run of its runbook is open
+// on its cluster. Children, rollouts, runs that started later or have
+// ended do not hold the cluster; a front door's run is not checked here.
+func TestAdmissionSkipsAScheduledRunBesideAnEarlierOne(t *testing.T) {
 	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	child := run("gated/lab/1/sub", "c1", "gated", t0.Add(-time.Hour))
 	child.ParentExecution = &commonpb.WorkflowExecution{WorkflowId: "gated/lab/1", RunId: "r1"}
@@ -90,13 +90,14 @@ func TestAdmissionRefusesARunBesideAnEarlierOne(t *testing.T) {
 		scheduled bool
 		want      string // "" admitted
 	}{
-		"beside one that just ended": {scheduled: true, open: []*workflowpb.WorkflowExecutionInfo{run("gated/lab/1", "r1", "gated", t0.Add(-time.Hour))}, closed: map[string]bool{"r1": true}},
-		"alone":                      {},
-		"only itself listed":         {open: []*workflowpb.WorkflowExecutionInfo{run(selfID, selfRunID, "gated", t0)}},
-		"scheduled beside one":       {scheduled: true, open: []*workflowpb.WorkflowExecutionInfo{run("gated/lab/20261126-110000-ab12", "r1", "gated", t0.Add(-time.Hour))}, want: "gated already runs on lab: gated/lab/20261126-110000-ab12; this scheduled run is skipped"},
-		"started beside one":         {open: []*workflowpb.WorkflowExecutionInfo{run("gated/lab/1", "r1", "runbook", t0.Add(-time.Minute))}, want: "gated already runs on lab: gated/lab/1, started 2026-11-26T11:59:00Z; one run of a runbook per cluster at a time"},
-		"one started later":          {scheduled: true, open: []*workflowpb.WorkflowExecutionInfo{run("gated/lab/2", "r2", "gated", t0.Add(time.Second))}},
-		"a child, a rollout":         {open: []*workflowpb.WorkflowExecutionInfo{child, run("gated/lab/3", "r3", workflows.RolloutWorkflow, t0.Add(-time.Hour))}},
+		"beside one that just ended":   {scheduled: true, open: []*workflowpb.WorkflowExecutionInfo{run("gated/lab/1", "r1", "gated", t0.Add(-time.Hour))}, closed: map[string]bool{"r1": true}},
+		"alone":                        {scheduled: true},
+		"only itself listed":           {scheduled: true, open: []*workflowpb.WorkflowExecutionInfo{run(selfID, selfRunID, "gated", t0)}},
+		"beside one":                   {scheduled: true, open: []*workflowpb.WorkflowExecutionInfo{run("gated/lab/20261126-110000-ab12", "r1", "gated", t0.Add(-time.Hour))}, want: "gated already runs on lab: gated/lab/20261126-110000-ab12; this scheduled run is skipped"},
+		"beside another scheduled one": {scheduled: true, open: []*workflowpb.WorkflowExecutionInfo{run("gated/lab/scheduled-2026-11-26T11:59:00Z", "r1", "runbook", t0.Add(-time.Minute))}, want: "gated already runs on lab: gated/lab/scheduled-2026-11-26T11:59:00Z; this scheduled run is skipped"},
+		"a front door's run":           {open: []*workflowpb.WorkflowExecutionInfo{run("gated/lab/1", "r1", "gated", t0.Add(-time.Minute))}},
+		"one started later":            {scheduled: true, open: []*workflowpb.WorkflowExecutionInfo{run("gated/lab/2", "r2", "gated", t0.Add(time.Second))}},
+		"a child, a rollout":           {scheduled: true, open: []*workflowpb.WorkflowExecutionInfo{child, run("gated/lab/3", "r3", workflows.RolloutWorkflow, t0.Add(-time.Hour))}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := admit(t, &visibility{open: c.open, closed: c.closed, started: t0}, workflows.AdmitRunInput{Runbook: "gated", Cluster: "lab", Scheduled: c.scheduled})
@@ -112,7 +113,8 @@ func TestAdmissionRefusesARunBesideAnEarlierOne(t *testing.T) {
 
 // Two runs that started together (the same millisecond, as visibility
 // keeps it, or a moment apart) each see the other: exactly one of them
-// is before the other, so exactly one is refused, whichever asks first.
+// is before the other, so exactly one is refused, whichever asks first
+// (two schedules of one runbook on one cluster firing together).
 func TestAdmissionOfTwoRacingRunsRefusesOne(t *testing.T) {
 	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	for _, ids := range [][2]string{{"run-a", "run-b"}, {"run-b", "run-a"}} {
@@ -127,12 +129,12 @@ func TestAdmissionOfTwoRacingRunsRefusesOne(t *testing.T) {
 	// another started in the same millisecond.
 	other := run("gated/lab/b", "a-smaller-run-id", "gated", t0.Add(300*time.Microsecond))
 	if res := admit(t, &visibility{started: t0, open: []*workflowpb.WorkflowExecutionInfo{other}},
-		workflows.AdmitRunInput{Runbook: "gated", Cluster: "lab"}); res.Admitted {
+		workflows.AdmitRunInput{Runbook: "gated", Cluster: "lab", Scheduled: true}); res.Admitted {
 		t.Errorf("admitted beside a run of the same millisecond with a smaller run ID: %+v", res)
 	}
 	other.Execution.RunId = "z-larger-run-id"
 	if res := admit(t, &visibility{started: t0, open: []*workflowpb.WorkflowExecutionInfo{other}},
-		workflows.AdmitRunInput{Runbook: "gated", Cluster: "lab"}); !res.Admitted {
+		workflows.AdmitRunInput{Runbook: "gated", Cluster: "lab", Scheduled: true}); !res.Admitted {
 		t.Errorf("refused beside a run of the same millisecond with a larger run ID: %+v", res)
 	}
 }
@@ -141,7 +143,7 @@ func TestAdmissionOfTwoRacingRunsRefusesOne(t *testing.T) {
 // its ID only.
 func TestAdmissionOfAnOldInputLooksAtItsIDOnly(t *testing.T) {
 	v := &visibility{open: []*workflowpb.WorkflowExecutionInfo{run("gated/lab/1", "r1", "gated", time.Now().Add(-time.Hour))}, started: time.Now()}
-	if res := admit(t, v, workflows.AdmitRunInput{}); !res.Admitted {
+	if res := admit(t, v, workflows.AdmitRunInput{Scheduled: true}); !res.Admitted {
 		t.Errorf("refused: %+v", res)
 	}
 	if len(v.queries) != 1 || strings.Contains(v.queries[0], "STARTS_WITH") {

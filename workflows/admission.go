@@ -44,16 +44,15 @@ const AdmitRunActivity = "kedge.admit-run"
 type AdmitRunInput struct {
 	WorkflowID string `json:"workflowId"`
 	RunID      string `json:"runId"`
-	// Runbook and Cluster name the run's runbook and cluster, from its
-	// sealed input: the worker refuses the run while an earlier run of
-	// the runbook is open on the cluster (one run per cluster at a time,
-	// the rule the front doors check before a start). Runs started before
-	// these fields send none and are not checked.
-	Runbook string `json:"runbook,omitempty"`
-	Cluster string `json:"cluster,omitempty"`
-	// Scheduled is the sealed Admission.Scheduled: a schedule's run,
-	// which no front door checked, is skipped when refused.
-	Scheduled bool `json:"scheduled,omitempty"`
+	// Runbook and Cluster name the run's runbook and cluster, and
+	// Scheduled is Admission.Scheduled, all from its sealed input: the
+	// worker refuses a schedule's run, which no front door checked, while
+	// an earlier run of the runbook is open on the cluster (one run per
+	// cluster at a time, the rule the front doors check before a start).
+	// Runs started before these fields send none and are not checked.
+	Runbook   string `json:"runbook,omitempty"`
+	Cluster   string `json:"cluster,omitempty"`
+	Scheduled bool   `json:"scheduled,omitempty"`
 }
 
 // AdmitRunResult echoes the run it admitted: a sealed answer, bound to
@@ -138,7 +137,8 @@ func admitRunbook(ctx workflow.Context, in *RunbookInput) error {
 }
 
 // admitOnce asks the worker whether another run under this workflow ID
-// exists, or an earlier run of the runbook is open on the cluster.
+// exists, or, for a schedule's run, an earlier run of the runbook is open
+// on the cluster.
 func admitOnce(ctx workflow.Context, in *RunbookInput) error {
 	info := workflow.GetInfo(ctx)
 	// Retried while Temporal's visibility store does not answer (a
@@ -147,7 +147,7 @@ func admitOnce(ctx workflow.Context, in *RunbookInput) error {
 		StartToCloseTimeout:    time.Minute,
 		ScheduleToCloseTimeout: 10 * time.Minute,
 		RetryPolicy:            &temporal.RetryPolicy{MaximumInterval: 10 * time.Second},
-		Summary:                "admit this run (the only one under its ID, the only one of its runbook on its cluster)",
+		Summary:                "admit this run (the only one under its ID; a schedule's, the only one of its runbook on its cluster)",
 	})
 	want := AdmitRunInput{WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
 		Runbook: in.Runbook.Name, Cluster: in.Cluster.Name, Scheduled: in.Admission.Scheduled}
