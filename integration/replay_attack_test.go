@@ -225,10 +225,13 @@ func TestAnEmptyStartFails(t *testing.T) {
 // A sealed approval copied from one run's history does not approve
 // another run's gate.
 func TestACopiedApprovalApprovesNothing(t *testing.T) {
-	rb := writeRunbook(t, `
+	// Two runbooks alike but for their names: one run of a runbook per
+	// cluster at a time, so the two runs waiting side by side are of two.
+	gated := func(name string) string {
+		return writeRunbook(t, `
 apiVersion: kedge/v1
 kind: Runbook
-metadata: {name: gated-twice}
+metadata: {name: `+name+`}
 steps:
   - id: gate
     approval: {prompt: "Go on?"}
@@ -238,8 +241,9 @@ steps:
     on: worker-1
     with: {command: "echo approved >> /var/lib/kedge-approved"}
 `)
+	}
 	_, _ = host(t, "worker-1").Exec(t.Context(), "rm", "-f", "/var/lib/kedge-approved")
-	a, b := startRun(t, rb), startRun(t, rb)
+	a, b := startRun(t, gated("gated-twice")), startRun(t, gated("gated-twice-b"))
 	t.Cleanup(func() { _ = world.client.TerminateWorkflow(context.Background(), b, "", "test over") })
 	eventually(t, 30*time.Second, "both gates to wait", func() bool { return gateWaiting(a) && gateWaiting(b) })
 	if _, errOut, code := kedge(t, "approve", a, "--by", "alice"); code != 0 {

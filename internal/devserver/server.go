@@ -126,6 +126,11 @@ func dynamicConfig() dynamicconfig.StaticClient {
 		// service rereads this often.
 		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): true,
 		dynamicconfig.NamespaceCacheRefreshInterval.Key():           namespaceRefresh,
+		// Visibility calls (list, count) per second: every start asks
+		// whether its runbook already runs on its cluster, and the Web UI
+		// and the CLI list runs; the default of 10 refused lists with
+		// "namespace rate limit exceeded" on a busy single node.
+		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
 		// Workflow updates (UpdateWorkflowExecution).
 		dynamicconfig.FrontendEnableUpdateWorkflowExecution.Key():              true,
 		dynamicconfig.FrontendEnableUpdateWorkflowExecutionAsyncAccepted.Key(): true,
