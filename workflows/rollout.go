@@ -324,9 +324,15 @@ func (ro *rollout) updateDetails(ctx workflow.Context) {
 		state = fmt.Sprintf("PAUSED: %d failed, over the budget of %d — kedge approve ID --decision continue|abort", len(ro.st.Failed), ro.st.Budget)
 		status = searchattr.StatusPaused
 	}
+	// The items counted by state as every front end counts them
+	// (CountStates over the items' progress).
+	steps := ro.progress().Steps
+	states := make([]string, len(steps))
+	for i, s := range steps {
+		states[i] = s.State
+	}
 	var b strings.Builder
-	printf(&b, "**%s** over %d items: %d done, %d running, %d failed, %d pending — %s",
-		ro.in.Runbook.Name, len(ro.in.Items), len(ro.st.Done), len(ro.running), len(ro.st.Failed), len(ro.in.Items)-ro.st.Next, state)
+	printf(&b, "**%s** over %d items: %s — %s", ro.in.Runbook.Name, len(ro.in.Items), CountStates(states), state)
 	if len(ro.order) > 0 {
 		printf(&b, "\n\nrunning: %s", clip(strings.Join(ro.order, ", "), 400))
 	}
