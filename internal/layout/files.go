@@ -200,7 +200,8 @@ var componentFiles = map[string]map[string]string{
 	},
 	"kube-controller-manager": {
 		"cluster-signing-key-file": FileClusterCAKey, "service-account-private-key-file": FileServiceAccountK,
-		"kubeconfig": FileControllerManagerKC,
+		"kubeconfig": FileControllerManagerKC, "cluster-signing-cert-file": FileClusterSigner,
+		"root-ca-file": FileRootCA, "client-ca-file": FileControllerManagerCA,
 	},
 	"kube-scheduler": {
 		"kubeconfig": FileSchedulerKC,

@@ -222,6 +222,13 @@ const (
 	FileKubeletConfig        = "kubelet-config"
 	FileKubeletKubecfg       = "kubelet-kubeconfig"
 	FileBootstrapKubecfg     = "bootstrap-kubeconfig"
+	// The controller manager's CSR signer certificate
+	// (--cluster-signing-cert-file), the CA it publishes to every
+	// namespace (--root-ca-file) and the CA it trusts clients with
+	// (--client-ca-file).
+	FileClusterSigner       = "cluster-signer-cert"
+	FileRootCA              = "root-ca"
+	FileControllerManagerCA = "controller-manager-client-ca"
 )
 
 // ErrUnknown is wrapped by Require's error for a layout Kedge cannot

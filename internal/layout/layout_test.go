@@ -200,6 +200,10 @@ func TestDiscoverTyphoonFlatcarController(t *testing.T) {
 		// The front-proxy CA and client, and admin.conf (issue 19).
 		FileAggregationCA: "/etc/kubernetes/pki/aggregation-ca.crt", FileAggregationCert: "/etc/kubernetes/pki/aggregation-client.crt",
 		FileAggregationKey: "/etc/kubernetes/pki/aggregation-client.key", FileAdminKC: "/etc/kubernetes/pki/admin.conf",
+		// The controller manager's signer, root CA and client CA: all
+		// ca.crt (issue 21).
+		FileClusterSigner: "/etc/kubernetes/pki/ca.crt", FileRootCA: "/etc/kubernetes/pki/ca.crt",
+		FileControllerManagerCA: "/etc/kubernetes/pki/ca.crt",
 	}
 	if !reflect.DeepEqual(l.Files, want) {
 		t.Errorf("files\n got %v\nwant %v", l.Files, want)
