@@ -66,6 +66,7 @@ func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities
 
 		pki.AdoptAction:       p.Adopt,
 		pki.RenewAction:       p.RenewInPlace,
+		pki.RotateCAAction:    p.RotateCA,
 		pki.CheckCALifeAction: pki.CheckCALife,
 
 		etcd.RemoveMemberAction: e.RemoveMember,

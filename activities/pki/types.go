@@ -7,6 +7,7 @@ const (
 	AdoptAction       = api.AdoptAction
 	RenewAction       = api.RenewAction
 	CheckCALifeAction = api.CheckCALifeAction
+	RotateCAAction    = api.RotateCAAction
 )
 
 // The actions' inputs and results, declared in actions/pki.
