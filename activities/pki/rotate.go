@@ -15,8 +15,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"gopkg.in/yaml.v3"
 
-	api "kedge.dev/kedge/actions/pki"
 	"kedge.dev/kedge/actions/host"
+	api "kedge.dev/kedge/actions/pki"
 	"kedge.dev/kedge/actions/vault"
 	"kedge.dev/kedge/internal/layout"
 )

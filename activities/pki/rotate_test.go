@@ -107,13 +107,13 @@ func newRotationHost(t *testing.T) *rotationHost {
 		layout.FileBootstrapKubecfg:    filepath.Join(c.root, "etc/kubernetes/kubeconfig"),
 	}
 	for p, content := range map[string]string{
-		files[layout.FileClusterCA]:           c.ca.pem,
-		files[layout.FileClusterCAKey]:        pemKey(t, c.ca.key),
-		files[layout.FileServiceAccountP]:     h.saOld,
-		files[layout.FileServiceAccountK]:     "old sa key\n",
-		files[layout.FileControllerManagerKC]: kubeconfigDoc(c.ca.pem, embedded),
-		files[layout.FileKubeletKubecfg]:      kubeconfigDoc(c.ca.pem, "    client-certificate: "+filepath.Join(kubelet, "pki/kubelet-client-current.pem")+"\n    client-key: "+filepath.Join(kubelet, "pki/kubelet-client-current.pem")+"\n"),
-		files[layout.FileBootstrapKubecfg]:    kubeconfigDoc(c.ca.pem, "    token: abcdef.0123456789abcdef\n"),
+		files[layout.FileClusterCA]:                              c.ca.pem,
+		files[layout.FileClusterCAKey]:                           pemKey(t, c.ca.key),
+		files[layout.FileServiceAccountP]:                        h.saOld,
+		files[layout.FileServiceAccountK]:                        "old sa key\n",
+		files[layout.FileControllerManagerKC]:                    kubeconfigDoc(c.ca.pem, embedded),
+		files[layout.FileKubeletKubecfg]:                         kubeconfigDoc(c.ca.pem, "    client-certificate: "+filepath.Join(kubelet, "pki/kubelet-client-current.pem")+"\n    client-key: "+filepath.Join(kubelet, "pki/kubelet-client-current.pem")+"\n"),
+		files[layout.FileBootstrapKubecfg]:                       kubeconfigDoc(c.ca.pem, "    token: abcdef.0123456789abcdef\n"),
 		filepath.Join(kubelet, "pki/kubelet-client-current.pem"): kubeletCert + kubeletKey,
 		h.manifest: fmt.Sprintf(kcmManifest, pki),
 	} {
