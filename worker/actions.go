@@ -54,6 +54,7 @@ func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities
 		kube.WaitAPIServerAction:          k.WaitAPIServer,
 		kube.ClusterInfoAction:            k.ClusterInfo,
 		kube.SaveKubeconfigAction:         k.SaveKubeconfig,
+		kube.UpdateKubeconfigAction:       k.UpdateKubeconfig,
 		kube.InstallKubeProxyAction:       k.InstallKubeProxy,
 		kube.WaitStaticPodAction:          k.WaitStaticPod,
 		kube.CheckServiceAccountKeyAction: k.CheckServiceAccountKey,

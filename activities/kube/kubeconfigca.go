@@ -1,0 +1,100 @@
+package kube
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+	"k8s.io/client-go/tools/clientcmd"
+
+	api "kedge.dev/kedge/actions/kube"
+)
+
+// UpdateKubeconfigAction is kube.update-kubeconfig.
+const UpdateKubeconfigAction = api.UpdateKubeconfigAction
+
+// UpdateKubeconfig changes the kubeconfig the worker reaches the cluster
+// with (kube.update-kubeconfig), as a CA rotation must before the API
+// servers present new-CA certificates and before the old CA is dropped:
+// every cluster's CA data becomes in.CA, and the current context's user
+// gets in.Certificate and in.PrivateKey. Only a kubeconfig with embedded
+// CA data and an embedded client certificate is changed; the result is
+// saved the way kube.save-kubeconfig saves one (checked, atomically, the
+// worker's own file).
+func (a *Activities) UpdateKubeconfig(ctx context.Context, in api.UpdateKubeconfigInput) (api.UpdateKubeconfigResult, error) {
+	if in.Cluster.Kubeconfig == "" {
+		return api.UpdateKubeconfigResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("cluster %s: the inventory names no kubernetes.kubeconfig", in.Cluster.Name), ErrTypeInvalidInput, nil)
+	}
+	if (in.Certificate == "") != (in.PrivateKey == "") {
+		return api.UpdateKubeconfigResult{}, updateRefused("give certificate and privateKey together")
+	}
+	if in.CA == "" && in.Certificate == "" {
+		return api.UpdateKubeconfigResult{}, updateRefused("nothing to change: give ca, or certificate and privateKey")
+	}
+	if in.CA != "" {
+		if err := certificatesOnly([]byte(in.CA)); err != nil {
+			return api.UpdateKubeconfigResult{}, updateRefused("ca: " + err.Error())
+		}
+	}
+	if in.Certificate != "" {
+		if _, err := tls.X509KeyPair([]byte(in.Certificate), []byte(in.PrivateKey)); err != nil {
+			return api.UpdateKubeconfigResult{}, updateRefused("certificate and privateKey: " + err.Error())
+		}
+	}
+	prev, err := os.ReadFile(in.Cluster.Kubeconfig)
+	if err != nil {
+		return api.UpdateKubeconfigResult{}, fmt.Errorf("read kubeconfig: %w", err)
+	}
+	cfg, err := clientcmd.Load(prev)
+	if err != nil {
+		return api.UpdateKubeconfigResult{}, updateRefused(fmt.Sprintf("kubeconfig %s: %v", in.Cluster.Kubeconfig, err))
+	}
+	kctx, ok := cfg.Contexts[cfg.CurrentContext]
+	if !ok || cfg.AuthInfos[kctx.AuthInfo] == nil {
+		return api.UpdateKubeconfigResult{}, updateRefused(fmt.Sprintf("kubeconfig %s: no current context with a user", in.Cluster.Kubeconfig))
+	}
+	user := cfg.AuthInfos[kctx.AuthInfo]
+	res := api.UpdateKubeconfigResult{Previous: string(prev), Organization: []string{}}
+	if c, err := embeddedClientCert(user.ClientCertificateData); err == nil {
+		res.CommonName, res.Organization = c.Subject.CommonName, append(res.Organization, c.Subject.Organization...)
+	} else if in.Certificate != "" || user.ClientCertificate != "" {
+		return res, updateRefused(fmt.Sprintf("kubeconfig %s: users[%s] has no embedded client certificate (client-certificate-data): %v", in.Cluster.Kubeconfig, kctx.AuthInfo, err))
+	}
+	if in.CA != "" {
+		for name, c := range cfg.Clusters {
+			if c.CertificateAuthority != "" {
+				return res, updateRefused(fmt.Sprintf("kubeconfig %s: clusters[%s] names a CA file (%s): embed it first", in.Cluster.Kubeconfig, name, c.CertificateAuthority))
+			}
+			c.CertificateAuthorityData = []byte(strings.TrimSpace(in.CA) + "\n")
+		}
+	}
+	if in.Certificate != "" {
+		user.ClientCertificateData, user.ClientKeyData = []byte(in.Certificate), []byte(in.PrivateKey)
+	}
+	out, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return res, fmt.Errorf("write kubeconfig: %w", err)
+	}
+	saved, err := a.SaveKubeconfig(ctx, SaveKubeconfigInput{Cluster: in.Cluster, Content: string(out)})
+	res.Changed = saved.Changed
+	return res, err
+}
+
+func updateRefused(msg string) error {
+	return temporal.NewNonRetryableApplicationError(msg, ErrTypeInvalidInput, nil)
+}
+
+func embeddedClientCert(data []byte) (*x509.Certificate, error) {
+	block, _ := pem.Decode(data)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, errors.New("no PEM certificate")
+	}
+	return x509.ParseCertificate(block.Bytes)
+}
