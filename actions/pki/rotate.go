@@ -70,9 +70,9 @@ type RotateCAInput struct {
 	RunAs          map[string]layout.RunAs `json:"runAs,omitempty" doc:"who each component runs as (host.layout's runAs), for the readers of what is installed"`
 	APIServer      string                  `json:"apiServer,omitempty" doc:"a DNS name the API server's serving certificate must hold"`
 	TTL            string                  `json:"ttl,omitempty" kedge:"duration" doc:"lifetime of reissued certificates (default 8760h), never past their CA's end"`
-	Cluster        CARotation              `json:"cluster,omitempty" doc:"the cluster CA being replaced, if it is"`
-	Etcd           CARotation              `json:"etcd,omitempty" doc:"etcd's CA being replaced, if it is"`
-	FrontProxy     CARotation              `json:"frontProxy,omitempty" doc:"the front-proxy (aggregation) CA being replaced, if it is"`
+	ClusterCA      CARotation              `json:"clusterCA,omitempty" doc:"the cluster CA being replaced, if it is"`
+	EtcdCA         CARotation              `json:"etcdCA,omitempty" doc:"etcd's CA being replaced, if it is"`
+	FrontProxyCA   CARotation              `json:"frontProxyCA,omitempty" doc:"the front-proxy (aggregation) CA being replaced, if it is"`
 	ServiceAccount KeyRotation             `json:"serviceAccount,omitempty" doc:"the service-account key being replaced, if it is"`
 	KubeletClient  KubeletClient           `json:"kubeletClient,omitempty" doc:"kubelet scope, reissue stage: the kubelet's new client certificate and key"`
 }

@@ -109,7 +109,7 @@ func newRotation(a *Activities, in api.RotateCAInput) (*rotation, error) {
 	for _, c := range []struct {
 		kind string
 		in   api.CARotation
-	}{{layout.CACluster, in.Cluster}, {layout.CAEtcd, in.Etcd}, {layout.CAFrontProxy, in.FrontProxy}} {
+	}{{layout.CACluster, in.ClusterCA}, {layout.CAEtcd, in.EtcdCA}, {layout.CAFrontProxy, in.FrontProxyCA}} {
 		if c.in.Old == "" && c.in.New == "" {
 			continue
 		}
@@ -137,7 +137,7 @@ func newRotation(a *Activities, in api.RotateCAInput) (*rotation, error) {
 		return nil, invalid("serviceAccount.newPrivate: the reissue stage switches the signing key")
 	}
 	if len(r.cas) == 0 && sa.NewPublic == "" {
-		return nil, invalid("nothing to rotate: give cluster, etcd, frontProxy or serviceAccount")
+		return nil, invalid("nothing to rotate: give clusterCA, etcdCA, frontProxyCA or serviceAccount")
 	}
 	return r, nil
 }
@@ -316,7 +316,7 @@ func (r *rotation) signer(ctx context.Context, ca rotated) error {
 			return invalid(fmt.Sprintf("%s on %s is both the CSR signer's certificate and a trust point: run the trust stage first", certPath, r.in.Target.Node))
 		}
 		if ca.in.Key == "" {
-			return invalid("cluster.key: the reissue stage gives the controller manager's signer the new CA's key")
+			return invalid("clusterCA.key: the reissue stage gives the controller manager's signer the new CA's key")
 		}
 		return r.signWith(ctx, certPath, keyPath, ca)
 	default:
@@ -336,7 +336,7 @@ func (r *rotation) signer(ctx context.Context, ca rotated) error {
 // signWith makes certPath and keyPath the new cluster CA and its key.
 func (r *rotation) signWith(ctx context.Context, certPath, keyPath string, ca rotated) error {
 	if ca.in.Key == "" {
-		return invalid("cluster.key: the controller manager's signer needs the new CA's key")
+		return invalid("clusterCA.key: the controller manager's signer needs the new CA's key")
 	}
 	cert, err := r.a.Hosts.ReadFile(ctx, host.ReadFileInput{Target: r.in.Target, Path: certPath})
 	if err != nil {

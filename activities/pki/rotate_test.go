@@ -137,8 +137,8 @@ func (h *rotationHost) rotate(t *testing.T, stage, scope string, kc api.KubeletC
 	t.Helper()
 	res, err := h.acts.RotateCA(t.Context(), api.RotateCAInput{Target: h.target, Vault: vault.Config{Address: h.vaultURL}, Stage: stage, Scope: scope,
 		Files: h.files, StaticPods: map[string]string{"kube-controller-manager": h.manifest}, Kind: layout.KindTyphoonFlatcar,
-		Cluster:        api.CARotation{Old: h.ca.pem, New: h.next.pem, Issuer: "cluster-next", Key: h.nextKey},
-		Etcd:           api.CARotation{Old: h.etcdCA.pem, New: h.etcdNext.pem, Issuer: "etcd-next"},
+		ClusterCA:      api.CARotation{Old: h.ca.pem, New: h.next.pem, Issuer: "cluster-next", Key: h.nextKey},
+		EtcdCA:         api.CARotation{Old: h.etcdCA.pem, New: h.etcdNext.pem, Issuer: "etcd-next"},
 		ServiceAccount: api.KeyRotation{OldPublic: h.saOld, NewPublic: h.saNew, NewPrivate: h.saNewKey},
 		KubeletClient:  kc})
 	if err != nil {
@@ -347,7 +347,7 @@ func TestRotateCAReissueRefusesAnUnsplitSigner(t *testing.T) {
 	h := newRotationHost(t)
 	_, err := h.acts.RotateCA(t.Context(), api.RotateCAInput{Target: h.target, Vault: vault.Config{Address: h.vaultURL}, Stage: api.StageReissue, Scope: api.ScopeControlPlane,
 		Files: h.files, StaticPods: map[string]string{"kube-controller-manager": h.manifest},
-		Cluster: api.CARotation{Old: h.ca.pem, New: h.next.pem, Issuer: "cluster-next", Key: h.nextKey}})
+		ClusterCA: api.CARotation{Old: h.ca.pem, New: h.next.pem, Issuer: "cluster-next", Key: h.nextKey}})
 	if err == nil || !strings.Contains(err.Error(), "run the trust stage first") {
 		t.Fatalf("got %v", err)
 	}
