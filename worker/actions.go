@@ -64,6 +64,7 @@ func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities
 		vault.ClusterCAAction:  v.ClusterCA,
 		vault.KeyPairAction:    v.KeyPair,
 		vault.StageCAAction:    v.StageCA,
+		vault.PromoteCAAction:  v.PromoteCA,
 
 		pki.AdoptAction:       p.Adopt,
 		pki.RenewAction:       p.RenewInPlace,
@@ -71,8 +72,10 @@ func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities
 		pki.CheckCALifeAction: pki.CheckCALife,
 
 		etcd.RemoveMemberAction: e.RemoveMember,
+		etcd.HealthAction:       e.Health,
 		check.Action:            check.Check,
 		certinfo.CheckAction:    certinfo.Check,
+		certinfo.ScanCAAction:   certinfo.ScanCA,
 
 		assets.KubeconfigAction:    assets.Kubeconfig,
 		assets.KubeletConfigAction: assets.KubeletConfig,

@@ -37,6 +37,14 @@ const (
 	DrainBlocked = "DrainBlocked"
 	// EtcdQuorum: removing the member would lose etcd's quorum.
 	EtcdQuorum = "EtcdQuorum"
+	// EtcdUnhealthy: a member did not answer, has an alarm, or etcd has
+	// no leader or not the members expected.
+	EtcdUnhealthy = "EtcdUnhealthy"
+	// CAStillPresented: an endpoint presents a certificate of a CA that
+	// is to be dropped.
+	CAStillPresented = "CAStillPresented"
+	// NotStaged: no successor was staged at PATH-next to promote.
+	NotStaged = "NotStaged"
 )
 
 // SSH and the host.

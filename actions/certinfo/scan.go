@@ -1,0 +1,42 @@
+package certinfo
+
+// ScanCAAction is the action name of ScanCA.
+const ScanCAAction = "certinfo.scan-ca"
+
+// NamedCA is a CA to look for, by the name the scan reports it under.
+type NamedCA struct {
+	Name        string `json:"name"`
+	Certificate string `json:"certificate"` // PEM; with several certificates, any of them
+}
+
+// ScanCAInput names the endpoints to scan and the CAs to tell apart.
+type ScanCAInput struct {
+	Endpoints []string  `json:"endpoints" kedge:"required" doc:"host:port of every TLS endpoint to scan, e.g. 10.0.0.11:6443, 10.0.0.11:2379, 10.0.0.21:10250"`
+	CAs       []NamedCA `json:"cas" kedge:"required" doc:"the CAs to look for, each {name, certificate (PEM)}: a served certificate is reported under the name of the CA whose key signed it"`
+	// Refuse names CAs (among CAs) no endpoint may still present.
+	Refuse  []string `json:"refuse,omitempty" doc:"names among cas: fail, not retried, when any endpoint presents a certificate signed by one of them (e.g. the old CA before it is dropped)"`
+	Timeout string   `json:"timeout,omitempty" kedge:"duration" doc:"give up connecting to one endpoint after this long (default 10s)"`
+}
+
+// ScannedEndpoint is what one endpoint presents. CA is the name of the
+// CA among the scan's that signed it, "self-signed", or empty (another
+// CA); Error says why the endpoint could not be scanned.
+type ScannedEndpoint struct {
+	Endpoint string `json:"endpoint"`
+	Subject  string `json:"subject,omitempty"`
+	Issuer   string `json:"issuer,omitempty"`
+	NotAfter string `json:"notAfter,omitempty"`
+	Serial   string `json:"serial,omitempty"`
+	CA       string `json:"ca"`
+	Error    string `json:"error,omitempty"`
+}
+
+// ScanCAResult is every endpoint, in the order given, and the endpoints
+// presenting each CA's certificates, by the CA's name.
+type ScanCAResult struct {
+	Endpoints  []ScannedEndpoint   `json:"endpoints"`
+	Presenting map[string][]string `json:"presenting"`
+}
+
+// SelfSigned is the CA reported for a certificate that signs itself.
+const SelfSigned = "self-signed"

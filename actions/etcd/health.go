@@ -1,0 +1,36 @@
+package etcd
+
+import "kedge.dev/kedge/actions/target"
+
+// HealthAction is the action name of Health.
+const HealthAction = "etcd.health"
+
+// HealthInput names the members to ask and how to reach them, as
+// etcd.remove-member does.
+type HealthInput struct {
+	Vault     target.Vault `json:"vault"`
+	Endpoints []string     `json:"endpoints" kedge:"required" doc:"client URLs of members to ask, e.g. https://10.0.0.11:2379 (any one lists the members; each answers for itself)"`
+	CACert    string       `json:"caCert" kedge:"required" doc:"etcd's CA (PEM): the members' certificates must chain to it (during a rotation, the bundle of both)"`
+	Issuer    string       `json:"issuer" kedge:"required" doc:"etcd's CA's Vault issuer: Kedge's client certificate comes from it"`
+	// ExpectMembers, when set, is how many members etcd must have.
+	ExpectMembers int `json:"expectMembers,omitempty" doc:"refuse unless etcd has exactly this many members (0: any number)"`
+}
+
+// MemberHealth is one member as it answered for itself.
+type MemberHealth struct {
+	Name string `json:"name"`
+	// ID is the member's id in hex, as etcdctl shows it.
+	ID string `json:"id"`
+	// Endpoint is the client URL that answered for the member.
+	Endpoint  string `json:"endpoint"`
+	Leader    bool   `json:"leader"`
+	RaftIndex int64  `json:"raftIndex"`
+	DBSize    int64  `json:"dbSize"`
+}
+
+// HealthResult is every member, all of them healthy, and the leader's
+// name.
+type HealthResult struct {
+	Members []MemberHealth `json:"members"`
+	Leader  string         `json:"leader"`
+}
