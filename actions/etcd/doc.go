@@ -1,6 +1,7 @@
-// Package etcd declares the actions that change an etcd cluster's
-// membership (etcd.remove-member): their names and their input and result
-// types, as runbooks and the workflow see them.
+// Package etcd declares the actions that reach an etcd cluster through
+// its API (etcd.remove-member, which changes its membership, and
+// etcd.health, which checks every member): their names and their input
+// and result types, as runbooks and the workflow see them.
 //
 // It is pure data: it must never import an etcd or Vault client or the
 // Temporal SDK, so the action table, the runbook language and the workflow
