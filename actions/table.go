@@ -161,7 +161,7 @@ var table = []Action{
 		summary: `renew certificates in place{{.On}}`}),
 	describe(row{name: pki.RotateCAAction, doc: "move one host a stage of a CA rotation further: trust (every trust point holds the old and the new CA; the CSR signer gets files of its own first), reissue (the signer and every certificate the old CA signed come from the new one; the new service-account key signs) or drop (the new CA alone); one bundle, all or none, modes and owners kept (undo with host.restore-bundle); restart lists what must restart",
 		in: pki.RotateCAInput{}, out: pki.RotateCAResult{}, timeout: 5 * time.Minute, heartbeat: 15 * time.Second,
-		summary: `{{.In "stage"}} stage of the CA rotation ({{.In "scope"}}){{.On}}`}),
+		summary: `move trust and certificates a CA rotation stage further{{.On}}`}),
 	describe(row{name: pki.CheckCALifeAction, doc: "refuse a renewal whose CA ends within its window (threshold): what is renewed from that CA cannot outlive it; fails before anything changes, naming the CA, when it ends and the CA rotation runbook (ca-rotation) to run first",
 		in: pki.CheckCALifeInput{}, out: pki.CheckCALifeResult{}, timeout: 30 * time.Second,
 		summary: `check {{.Count "cas" "CA"}} end after the renewal window`}),
