@@ -14,6 +14,9 @@ type HealthInput struct {
 	Issuer    string       `json:"issuer" kedge:"required" doc:"etcd's CA's Vault issuer: Kedge's client certificate comes from it"`
 	// ExpectMembers, when set, is how many members etcd must have.
 	ExpectMembers int `json:"expectMembers,omitempty" doc:"refuse unless etcd has exactly this many members (0: any number)"`
+	// Wait keeps asking, while etcd is not healthy, for this long: after
+	// a member's restart, until it is back with its peers.
+	Wait string `json:"wait,omitempty" kedge:"duration" doc:"keep asking for this long while etcd is not healthy (after a member's restart); refuse after (default: refuse at once)"`
 }
 
 // MemberHealth is one member as it answered for itself.

@@ -3,12 +3,15 @@ package etcd
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"kedge.dev/kedge/actions/errtype"
@@ -60,6 +63,39 @@ type answer struct {
 // an error or an alarm, when there is no leader (or the members disagree
 // on it), or when etcd has not the members expected.
 func (a *Activities) Health(ctx context.Context, in HealthInput) (HealthResult, error) {
+	wait := time.Duration(0)
+	if in.Wait != "" {
+		d, err := time.ParseDuration(in.Wait)
+		if err != nil || d < 0 {
+			return HealthResult{}, invalid(fmt.Sprintf("wait %q is not a duration", in.Wait))
+		}
+		wait = d
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		res, err := a.health(ctx, in)
+		if err == nil || time.Now().After(deadline) || !retryableUnhealthy(err) {
+			return res, err
+		}
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx, err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// retryableUnhealthy: etcd may become healthy by waiting (not an input
+// error).
+func retryableUnhealthy(err error) bool {
+	var ae *temporal.ApplicationError
+	return errors.As(err, &ae) && (ae.Type() == ErrTypeUnhealthy || ae.Type() == ErrTypeUnavailable)
+}
+
+func (a *Activities) health(ctx context.Context, in HealthInput) (HealthResult, error) {
 	if err := checkEndpoints(in.Endpoints); err != nil {
 		return HealthResult{}, err
 	}

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -96,6 +97,7 @@ func TestJudgeNamesEveryReasonEtcdIsUnhealthy(t *testing.T) {
 
 // fakeMember is one member's JSON gateway.
 type fakeMember struct {
+	mu         sync.Mutex
 	id, leader string
 	members    func() []member
 	srv        *httptest.Server
@@ -108,8 +110,11 @@ func (f *fakeMember) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/v3/maintenance/alarm":
 		_, _ = w.Write([]byte(`{"header":{}}`))
 	case "/v3/maintenance/status":
+		f.mu.Lock()
+		leader := f.leader
+		f.mu.Unlock()
 		// As etcd's gateway writes them: 64-bit numbers as strings.
-		_, _ = w.Write([]byte(`{"header":{"member_id":"` + f.id + `"},"leader":"` + f.leader + `","raftIndex":"1234","dbSize":"20480"}`))
+		_, _ = w.Write([]byte(`{"header":{"member_id":"` + f.id + `"},"leader":"` + leader + `","raftIndex":"1234","dbSize":"20480"}`))
 	default:
 		http.NotFound(w, r)
 	}
@@ -183,5 +188,51 @@ func TestHealthAsksEachMemberForItself(t *testing.T) {
 	in.Endpoints = []string{"http://" + strings.TrimPrefix(fakes[0].srv.URL, "https://")}
 	if _, err = a.Health(context.Background(), in); !errors.As(err, &ae) || ae.Type() != ErrTypeInvalidInput {
 		t.Errorf("an http endpoint: %v", err)
+	}
+}
+
+// With wait, etcd that is not healthy yet (a member just restarted, no
+// leader elected) is asked again until it is; without, refused at once.
+func TestHealthWaitsForALeader(t *testing.T) {
+	var fakes []*fakeMember
+	list := func() []member {
+		var out []member
+		for i, f := range fakes {
+			out = append(out, member{ID: f.id, Name: "c" + string(rune('1'+i)), ClientURLs: []string{f.srv.URL}})
+		}
+		return out
+	}
+	for _, id := range []string{"11", "12", "13"} {
+		f := &fakeMember{id: id, leader: "0", members: list}
+		f.srv = httptest.NewTLSServer(f)
+		t.Cleanup(f.srv.Close)
+		fakes = append(fakes, f)
+	}
+	ca := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: fakes[0].srv.Certificate().Raw}))
+	a := &Activities{Vault: clientPair(t), Timeout: 2 * time.Second}
+	in := HealthInput{Endpoints: []string{fakes[0].srv.URL}, CACert: ca, Issuer: "etcd", ExpectMembers: 3}
+	var ae *temporal.ApplicationError
+	if _, err := a.Health(context.Background(), in); !errors.As(err, &ae) || ae.Type() != ErrTypeUnhealthy {
+		t.Fatalf("no leader, no wait: %v", err)
+	}
+	elected := make(chan struct{})
+	go func() {
+		defer close(elected)
+		time.Sleep(time.Second)
+		for _, f := range fakes {
+			f.mu.Lock()
+			f.leader = "12"
+			f.mu.Unlock()
+		}
+	}()
+	in.Wait = "1m"
+	res, err := a.Health(context.Background(), in)
+	<-elected
+	if err != nil || res.Leader != "c2" {
+		t.Errorf("with wait, once a leader is elected: %+v %v", res, err)
+	}
+	in.Wait = "soon"
+	if _, err := a.Health(context.Background(), in); !errors.As(err, &ae) || ae.Type() != ErrTypeInvalidInput {
+		t.Errorf("wait soon: %v", err)
 	}
 }
