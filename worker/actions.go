@@ -58,6 +58,9 @@ func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities
 		kube.InstallKubeProxyAction:       k.InstallKubeProxy,
 		kube.WaitStaticPodAction:          k.WaitStaticPod,
 		kube.CheckServiceAccountKeyAction: k.CheckServiceAccountKey,
+		kube.KubeletClientCertAction:      k.KubeletClientCert,
+		kube.WaitRootCAAction:             k.WaitRootCA,
+		kube.CheckNodesAction:             k.CheckNodes,
 
 		vault.IssueCertAction:  v.IssueCert,
 		vault.ReadSecretAction: v.ReadSecret,

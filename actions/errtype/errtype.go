@@ -85,6 +85,9 @@ const (
 	NodeNotReady = "NodeNotReady"
 	// CrashLooping: a static pod's container keeps restarting.
 	CrashLooping = "CrashLooping"
+	// CertificateRequestRefused: a CertificateSigningRequest was denied,
+	// or its signer failed it (not retried).
+	CertificateRequestRefused = "CertificateRequestRefused"
 	// Vault: any other Vault failure (retried).
 	Vault = "Vault"
 	// VaultDenied: the token may not do this (403; not retried).

@@ -1,0 +1,56 @@
+package kube
+
+import "kedge.dev/kedge/actions/target"
+
+// The Kubernetes-API actions of a CA rotation (docs/ca-rotation.md).
+const (
+	KubeletClientCertAction = "kube.kubelet-client-cert"
+	WaitRootCAAction        = "kube.wait-root-ca"
+	CheckNodesAction        = "kube.check-nodes"
+)
+
+// KubeletClientCertInput asks for a kubelet's new client certificate
+// through a CertificateSigningRequest the controller manager signs.
+// NodeName is the Node's name, not a step's `on:` host: the action works
+// on the cluster as a whole.
+type KubeletClientCertInput struct {
+	Cluster  target.Kube `json:"cluster"`
+	NodeName string      `json:"nodeName" kedge:"required" doc:"the Node's name: the certificate is for system:node:NAME in group system:nodes"`
+	CACert   string      `json:"caCert" kedge:"required" doc:"the CA the signed certificate must chain to (PEM), e.g. the new cluster CA once the controller manager's signer is switched"`
+	Timeout  string      `json:"timeout,omitempty" kedge:"duration" doc:"give up waiting for the signature after this long (default 2m)"`
+}
+
+// KubeletClientCertResult is the signed certificate and its key, made on
+// the worker. PrivateKey is sealed by the payload codec in Temporal; it
+// is never logged.
+type KubeletClientCertResult struct {
+	Certificate string `json:"certificate"`
+	PrivateKey  string `json:"privateKey"`
+	NotAfter    string `json:"notAfter"`
+	Serial      string `json:"serial"`
+	CSRName     string `json:"csrName"`
+}
+
+// WaitRootCAInput names the CA bundle every namespace's kube-root-ca.crt
+// ConfigMap must hold.
+type WaitRootCAInput struct {
+	Cluster target.Kube `json:"cluster"`
+	Bundle  string      `json:"bundle" kedge:"required" doc:"the certificates (PEM) every kube-root-ca.crt must hold in ca.crt, no more and no fewer, in any order"`
+	Timeout string      `json:"timeout,omitempty" kedge:"duration" doc:"give up after this long (default 3m)"`
+}
+
+// WaitRootCAResult is how many namespaces hold the bundle.
+type WaitRootCAResult struct {
+	Namespaces int `json:"namespaces"`
+}
+
+// CheckNodesInput lists the Nodes that must all exist and be Ready.
+type CheckNodesInput struct {
+	Cluster target.Kube `json:"cluster"`
+	Nodes   []string    `json:"nodes" kedge:"required" doc:"Node names: every one must exist and be Ready"`
+}
+
+// CheckNodesResult lists the Nodes found Ready (all of them).
+type CheckNodesResult struct {
+	Ready []string `json:"ready"`
+}
