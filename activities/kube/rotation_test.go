@@ -258,10 +258,10 @@ func TestKubeletClientCertDeniedOrFailedIsRefused(t *testing.T) {
 	})
 }
 
-// kubeletCertEnv runs kube.kubelet-client-cert in a test activity
+// rotationEnv runs kube.kubelet-client-cert and kube.wait-root-ca in a test activity
 // environment, after a lost attempt's heartbeat when details is not nil,
 // and collects its heartbeats as JSON.
-func kubeletCertEnv(a *Activities, details any) (*testsuite.TestActivityEnvironment, *[]string) {
+func rotationEnv(a *Activities, details any) (*testsuite.TestActivityEnvironment, *[]string) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	if details != nil {
@@ -280,7 +280,7 @@ func kubeletCertEnv(a *Activities, details any) (*testsuite.TestActivityEnvironm
 
 func TestKubeletClientCertNotSignedInTimeFails(t *testing.T) {
 	a, cs := fakeActs() // no signer
-	env, beats := kubeletCertEnv(a, nil)
+	env, beats := rotationEnv(a, nil)
 	_, err := within(t, time.Minute, func() (any, error) {
 		return env.ExecuteActivity(KubeletClientCertAction, KubeletClientCertInput{NodeName: "w1", CACert: newTestCA(t, "new-ca").pem, Timeout: "300ms"})
 	})
@@ -308,7 +308,7 @@ func TestKubeletClientCertResumedDeletesTheLostAttemptsCSR(t *testing.T) {
 	if _, err := cs.CertificatesV1().CertificateSigningRequests().Create(context.Background(), lost, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	env, _ := kubeletCertEnv(a, kubeletCertProgress{StartedAt: time.Now().Add(-time.Minute), CSRName: lost.Name, State: "approved"})
+	env, _ := rotationEnv(a, kubeletCertProgress{StartedAt: time.Now().Add(-time.Minute), CSRName: lost.Name, State: "approved"})
 	if _, err := env.ExecuteActivity(KubeletClientCertAction, KubeletClientCertInput{NodeName: "w1", CACert: ca.pem}); err != nil {
 		t.Fatal(err)
 	}
@@ -366,14 +366,14 @@ func putRootCA(t *testing.T, cs *fake.Clientset, ns, data string) {
 
 func TestWaitRootCAComparesSetsOfCertificates(t *testing.T) {
 	a, cs := fakeActs()
-	old, new := newTestCA(t, "old-ca"), newTestCA(t, "new-ca")
+	old, next := newTestCA(t, "old-ca"), newTestCA(t, "new-ca")
 	namespaces(t, cs, "default", "kube-system")
-	putRootCA(t, cs, "default", new.pem+old.pem)
-	putRootCA(t, cs, "kube-system", old.pem+"\n"+new.pem)
+	putRootCA(t, cs, "default", next.pem+old.pem)
+	putRootCA(t, cs, "kube-system", old.pem+"\n"+next.pem)
 	// A namespace being deleted gets no copy: it is not waited for.
 	gone := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gone"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}}
 	_, _ = cs.CoreV1().Namespaces().Create(context.Background(), gone, metav1.CreateOptions{})
-	res, err := a.WaitRootCA(context.Background(), WaitRootCAInput{Bundle: old.pem + new.pem})
+	res, err := a.WaitRootCA(context.Background(), WaitRootCAInput{Bundle: old.pem + next.pem})
 	if err != nil || res.Namespaces != 2 {
 		t.Fatalf("got %+v %v, want 2 namespaces", res, err)
 	}
@@ -381,21 +381,21 @@ func TestWaitRootCAComparesSetsOfCertificates(t *testing.T) {
 
 func TestWaitRootCAWaitsUntilEveryNamespaceHoldsTheBundle(t *testing.T) {
 	a, cs := fakeActs()
-	old, new := newTestCA(t, "old-ca"), newTestCA(t, "new-ca")
+	old, next := newTestCA(t, "old-ca"), newTestCA(t, "new-ca")
 	namespaces(t, cs, "default", "kube-system")
 	putRootCA(t, cs, "default", old.pem)
-	putRootCA(t, cs, "kube-system", old.pem+new.pem)
-	env, beats := kubeletCertEnv(a, nil)
+	putRootCA(t, cs, "kube-system", old.pem+next.pem)
+	env, beats := rotationEnv(a, nil)
 	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, d converter.EncodedValues) {
 		var p rootCAProgress
 		_ = d.Get(&p)
 		*beats = append(*beats, fmt.Sprintf("%d/%d", p.Matching, p.Namespaces))
 		// The controller manager publishes the bundle once the wait has
 		// seen the namespace behind.
-		putRootCA(t, cs, "default", new.pem+old.pem)
+		putRootCA(t, cs, "default", next.pem+old.pem)
 	})
 	v, err := within(t, time.Minute, func() (any, error) {
-		return env.ExecuteActivity(WaitRootCAAction, WaitRootCAInput{Bundle: old.pem + new.pem, Timeout: "30s"})
+		return env.ExecuteActivity(WaitRootCAAction, WaitRootCAInput{Bundle: old.pem + next.pem, Timeout: "30s"})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -409,15 +409,15 @@ func TestWaitRootCAWaitsUntilEveryNamespaceHoldsTheBundle(t *testing.T) {
 
 func TestWaitRootCATimesOutNamingWhatDiffers(t *testing.T) {
 	a, cs := fakeActs()
-	old, new, stray := newTestCA(t, "old-ca"), newTestCA(t, "new-ca"), newTestCA(t, "stray-ca")
+	old, next, stray := newTestCA(t, "old-ca"), newTestCA(t, "new-ca"), newTestCA(t, "stray-ca")
 	namespaces(t, cs, "a0", "a1", "a2", "a3", "a4", "a5", "a6", "ok")
-	putRootCA(t, cs, "ok", new.pem+old.pem)
-	putRootCA(t, cs, "a0", old.pem+new.pem+stray.pem) // one too many
+	putRootCA(t, cs, "ok", next.pem+old.pem)
+	putRootCA(t, cs, "a0", old.pem+next.pem+stray.pem) // one too many
 	// a1 has none yet
 	for _, ns := range []string{"a2", "a3", "a4", "a5", "a6"} {
 		putRootCA(t, cs, ns, old.pem) // one short
 	}
-	_, err := a.WaitRootCA(context.Background(), WaitRootCAInput{Bundle: old.pem + new.pem, Timeout: "200ms"})
+	_, err := a.WaitRootCA(context.Background(), WaitRootCAInput{Bundle: old.pem + next.pem, Timeout: "200ms"})
 	appErr(t, err, ErrTypeRootCANotShown, false, "7 of 8 namespaces",
 		"a0 (CN=old-ca, CN=new-ca, CN=stray-ca)", "a1 (no kube-root-ca.crt)", "a2 (CN=old-ca)", "and 2 more")
 	if strings.Contains(err.Error(), "a5") || strings.Contains(err.Error(), "ok (") {
