@@ -97,6 +97,7 @@ func TestAdoptTyphoonAndRenewInPlace(t *testing.T) {
 			t.Errorf("adopt changed what %s serves", ep)
 		}
 	}
+	typhoonBuilt.adopted = true
 
 	// Every CA ends within a window of 10 years: refused before any host
 	// changes.

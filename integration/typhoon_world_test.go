@@ -41,8 +41,10 @@ var typhoonBuilt struct {
 	inventory  string
 	kubeconfig string
 	client     kubernetes.Interface
-	err        error
-	closed     sync.Once
+	// adopted: Vault keeps the world's CAs (adoptTyphoon).
+	adopted bool
+	err     error
+	closed  sync.Once
 }
 
 // closeTyphoon stops the Typhoon world's hosts (and everything they
@@ -336,17 +338,8 @@ func TestNodeRemoveOnTyphoonCluster(t *testing.T) {
 	cs, inv := typhoonBuilt.client, typhoonBuilt.inventory
 	ctx := t.Context()
 	// Kedge removes etcd members with a certificate from etcd's CA, which
-	// adopt took into Vault (a second adopt changes nothing).
-	keys := t.TempDir()
-	etcdKey, aggKey := filepath.Join(keys, "etcd-ca.key"), filepath.Join(keys, "aggregation-ca.key")
-	for f, k := range map[string][]byte{etcdKey: typhoonBuilt.pki.EtcdCAKey(), aggKey: typhoonBuilt.pki.AggregationCAKey()} {
-		if err := os.WriteFile(f, k, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if p, code, errOut := runWaitInv(t, "adopt", inv, "--set-file", "etcdCAKey="+etcdKey, "--set-file", "aggregationCAKey="+aggKey); code != 0 {
-		t.Fatalf("adopt: exit %d: %s\n%+v", code, errOut, p)
-	}
+	// adopt took into Vault.
+	adoptTyphoon(t)
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, h := range []string{"tyw1", "tyw2", "tyc3"} {
@@ -510,6 +503,8 @@ func etcdMembers(t *testing.T) []string {
 	}
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(typhoonBuilt.pki.EtcdCA())
+	// After a CA rotation, the CA etcd's certificates come from now.
+	roots.AppendCertsFromPEM(readTyphoonFile(t, "tyc1", typhoon.EtcdServerCA))
 	cl := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
 		Certificates: []tls.Certificate{pair}, RootCAs: roots, ServerName: "localhost"}}}
 	resp, err := cl.Post("https://"+h.Address+":2379/v3/cluster/member/list", "application/json", strings.NewReader("{}"))

@@ -1,0 +1,476 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"kedge.dev/kedge/integration/typhoon"
+	"kedge.dev/kedge/integration/vaultlab"
+	"kedge.dev/kedge/workflows"
+)
+
+// adoptTyphoon takes the Typhoon world's CAs into Vault once (a test run
+// alone needs it; in a whole run TestAdoptTyphoonAndRenewInPlace did).
+// After a CA rotation the CA keys the world was built with are no longer
+// the cluster's: adopt is not run again.
+func adoptTyphoon(t *testing.T) {
+	t.Helper()
+	if typhoonBuilt.adopted {
+		return
+	}
+	keys := t.TempDir()
+	etcdKey, aggKey := filepath.Join(keys, "etcd-ca.key"), filepath.Join(keys, "aggregation-ca.key")
+	for f, k := range map[string][]byte{etcdKey: typhoonBuilt.pki.EtcdCAKey(), aggKey: typhoonBuilt.pki.AggregationCAKey()} {
+		if err := os.WriteFile(f, k, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p, code, errOut := runWaitInv(t, "adopt", typhoonBuilt.inventory, "--set-file", "etcdCAKey="+etcdKey, "--set-file", "aggregationCAKey="+aggKey); code != 0 {
+		t.Fatalf("adopt: exit %d: %s\n%+v", code, errOut, p)
+	}
+	typhoonBuilt.adopted = true
+}
+
+// typhoonInventoryOfNodes is the world's inventory with every spare host
+// that has joined the cluster by now (the join tests leave theirs): a
+// CA rotation must reach every kubelet.
+func typhoonInventoryOfNodes(t *testing.T) string {
+	t.Helper()
+	base, err := os.ReadFile(typhoonBuilt.inventory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := string(base)
+	for i, spec := range typhoonHosts {
+		if !spec.spare {
+			continue
+		}
+		if _, err := typhoonBuilt.client.CoreV1().Nodes().Get(t.Context(), typhoonFQDN(spec.name), metav1.GetOptions{}); err != nil {
+			continue
+		}
+		h := typhoonBuilt.lab.Hosts[i]
+		inv += fmt.Sprintf("  - name: %s\n    nodeName: %s\n    address: %s\n    port: %d\n", h.Name, typhoonFQDN(h.Name), h.Address, h.Port)
+	}
+	p := filepath.Join(t.TempDir(), "inventory.yaml")
+	if err := os.WriteFile(p, []byte(inv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// apiPoller asks every controller's API server for /readyz four times a
+// second through the rotation, as an operator's client would: with the
+// kubeconfig Kedge keeps (read again at each poll), and records each
+// server's longest run of failures, and the longest time no server
+// answered at all.
+type apiPoller struct {
+	mu      sync.Mutex
+	down    map[string]time.Time // since when each server fails
+	longest map[string]time.Duration
+	lastErr map[string]string
+	allDown time.Time
+	worst   time.Duration
+	stop    func()
+	done    chan struct{}
+}
+
+func startAPIPoller(t *testing.T, kubeconfig string, addrs []string) *apiPoller {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &apiPoller{down: map[string]time.Time{}, longest: map[string]time.Duration{}, lastErr: map[string]string{}, stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			now, up := time.Now(), 0
+			for _, a := range addrs {
+				err := readyz(ctx, kubeconfig, a)
+				p.mu.Lock()
+				if err == nil {
+					up++
+					if since, ok := p.down[a]; ok {
+						p.longest[a] = max(p.longest[a], now.Sub(since))
+						delete(p.down, a)
+					}
+				} else if _, ok := p.down[a]; !ok && ctx.Err() == nil {
+					p.down[a], p.lastErr[a] = now, err.Error()
+				}
+				p.mu.Unlock()
+			}
+			p.mu.Lock()
+			switch {
+			case up > 0 && !p.allDown.IsZero():
+				p.worst = max(p.worst, now.Sub(p.allDown))
+				p.allDown = time.Time{}
+			case up == 0 && p.allDown.IsZero():
+				p.allDown = now
+			}
+			p.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { p.stop(); <-p.done })
+	return p
+}
+
+// readyz asks one API server with the kubeconfig as it is now.
+func readyz(ctx context.Context, kubeconfig, addr string) error {
+	b, err := os.ReadFile(kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(b)
+	if err != nil {
+		return err
+	}
+	cfg.Host, cfg.TLSClientConfig.ServerName, cfg.Timeout = "https://"+addr, typhoonAPIServer, 2*time.Second
+	rt, err := rest.TransportFor(cfg)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/readyz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := (&http.Client{Transport: rt, Timeout: 2 * time.Second}).Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("readyz: %s", resp.Status)
+	}
+	return nil
+}
+
+// report stops the poller and says each server's longest outage and the
+// longest time none answered.
+func (p *apiPoller) report() (longest map[string]time.Duration, none time.Duration, lastErr map[string]string) {
+	p.stop()
+	<-p.done
+	now := time.Now()
+	for a, since := range p.down {
+		p.longest[a] = max(p.longest[a], now.Sub(since))
+	}
+	if !p.allDown.IsZero() {
+		p.worst = max(p.worst, now.Sub(p.allDown))
+	}
+	return p.longest, p.worst, p.lastErr
+}
+
+// kubeClient is a client from the kubeconfig as it is now.
+func kubeClient(t *testing.T, kubeconfig string) kubernetes.Interface {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// certsIn is every certificate a file holds: PEM blocks, and the
+// base64 certificate-authority-data of a kubeconfig.
+func certsIn(t *testing.T, content []byte) []*x509.Certificate {
+	t.Helper()
+	data := content
+	for _, m := range regexp.MustCompile(`certificate-authority-data: *(\S+)`).FindAllSubmatch(content, -1) {
+		if b, err := base64.StdEncoding.DecodeString(string(m[1])); err == nil {
+			data = append(append(data, '\n'), b...)
+		}
+	}
+	var out []*x509.Certificate
+	for {
+		var b *pem.Block
+		b, data = pem.Decode(data)
+		if b == nil {
+			return out
+		}
+		if b.Type == "CERTIFICATE" {
+			if c, err := x509.ParseCertificate(b.Bytes); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+}
+
+// ca-rotation on the Typhoon-built cluster (its CAs as Typhoon makes
+// them, adopted): all four are replaced while a client polls every API
+// server. At the approval gate every served certificate is the new CAs',
+// a token issued before the switch and one issued after are both
+// accepted; once approved, no trust point on any host holds an old CA,
+// every served certificate chains to the new CAs only, etcd has its 3
+// members, every Node is Ready, the Deployment made before still has its
+// pods, a pod's view (its namespace's kube-root-ca.crt and a token bound
+// to it) reaches the API, the token from before is refused and the one
+// from after accepted. No API server was out for longer than a restart,
+// and one always answered.
+func TestCARotationOnTyphoonCluster(t *testing.T) {
+	typhoonWorld(t)
+	adoptTyphoon(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, h := range typhoonBuilt.lab.Hosts[:3] {
+				b, _ := h.ReadFile("/var/log/units/kubelet.service.log")
+				t.Logf("%s kubelet log tail:\n%s", h.Name, tail(string(b), 3000))
+			}
+		}
+	})
+	ctx := t.Context()
+	cs, p := typhoonBuilt.client, typhoonBuilt.pki
+	old := map[string]*x509.Certificate{"cluster": parsePEMCert(t, p.CA()), "etcd": parsePEMCert(t, p.EtcdCA()), "front-proxy": parsePEMCert(t, p.AggregationCA())}
+	inv := typhoonInventoryOfNodes(t)
+	var controllers []string
+	for _, h := range typhoonBuilt.lab.Hosts[:3] {
+		controllers = append(controllers, h.Address)
+	}
+
+	if _, err := cs.AppsV1().Deployments("default").Create(ctx, deployment("before-rotation", 2, nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	running := func(c kubernetes.Interface) []corev1.Pod {
+		pods, err := c.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=before-rotation"})
+		if err != nil {
+			return nil
+		}
+		var out []corev1.Pod
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	eventually(t, 2*time.Minute, "the Deployment's 2 pods running", func() bool { return len(running(cs)) == 2 })
+	pods := running(cs)
+	eventually(t, time.Minute, "the default ServiceAccount", func() bool {
+		_, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+		return err == nil
+	})
+	token := func(c kubernetes.Interface, pod *corev1.Pod) string {
+		t.Helper()
+		ttl := int64(7200)
+		spec := authenticationv1.TokenRequestSpec{ExpirationSeconds: &ttl}
+		if pod != nil {
+			spec.BoundObjectRef = &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}
+		}
+		tr, err := c.CoreV1().ServiceAccounts("default").CreateToken(ctx, "default", &authenticationv1.TokenRequest{Spec: spec}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Status.Token
+	}
+	authenticated := func(c kubernetes.Interface, tok string) bool {
+		t.Helper()
+		r, err := c.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: tok}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Status.Authenticated
+	}
+	before := token(cs, nil)
+
+	poll := startAPIPoller(t, typhoonBuilt.kubeconfig, addrs(controllers, ":6443"))
+	began := time.Now()
+	id := startRunInv(t, "ca-rotation", inv)
+	eventually(t, 40*time.Minute, "ca-rotation to wait at approve-drop", func() bool {
+		pr, err := queryProgress(id)
+		if err != nil {
+			return false
+		}
+		for _, s := range pr.Steps {
+			if s.State == workflows.StateFailed || s.State == workflows.StateWaiting && s.ID != "approve-drop" {
+				t.Fatalf("ca-rotation: step %s %s: %s", s.ID, s.State, s.LastError)
+			}
+			if s.ID == "approve-drop" && s.State == workflows.StateWaiting {
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("ca-rotation to the drop gate: %s", time.Since(began).Round(time.Second))
+
+	// Kedge's kubeconfig now trusts the new CA and holds a credential
+	// from it.
+	cs = kubeClient(t, typhoonBuilt.kubeconfig)
+	after := token(cs, nil)
+	// The new CAs, as Vault keeps them beside the old until the end.
+	v, _ := labVault(t)
+	kv := v.Client.KVv2(vaultlab.KVPath)
+	newCA := map[string]*x509.Certificate{}
+	for name, path := range map[string]string{"cluster": "ca", "etcd": "etcd-ca", "front-proxy": "aggregation-ca"} {
+		rec, err := kv.Get(ctx, "kedge/clusters/"+typhoonCluster+"/"+path+"-next")
+		if err != nil {
+			t.Fatalf("the new %s CA in Vault: %v", name, err)
+		}
+		text, _ := rec.Data["certificate"].(string)
+		newCA[name] = parsePEMCert(t, []byte(text))
+	}
+	for _, a := range controllers {
+		for port, ca := range map[string]string{":6443": "cluster", ":2379": "etcd", ":2380": "etcd"} {
+			if c := servedCert(t, a+port); c.CheckSignatureFrom(newCA[ca]) != nil {
+				t.Errorf("at the gate %s%s serves a certificate from %q", a, port, c.Issuer)
+			}
+		}
+	}
+	if !authenticated(cs, before) || !authenticated(cs, after) {
+		t.Errorf("at the gate: a token from before accepted %v, one from after %v", authenticated(cs, before), authenticated(cs, after))
+	}
+
+	if out, errOut, code := kedge(t, "approve", id, "--by", "sre-on-call", "--output", "json"); code != 0 {
+		t.Fatalf("kedge approve: exit %d: %s %s", code, out, errOut)
+	}
+	if err := waitClosed(t, id, 30*time.Minute); err != nil {
+		pr, _ := queryProgress(id)
+		t.Fatalf("ca-rotation: %v\n%+v", err, pr)
+	}
+	total := time.Since(began)
+	pr, _ := queryProgress(id)
+	var times []string
+	for _, s := range pr.Steps {
+		if s.StartedAt != nil && s.EndedAt != nil && s.EndedAt.Sub(*s.StartedAt) > time.Second {
+			times = append(times, fmt.Sprintf("%s %s", s.ID, s.EndedAt.Sub(*s.StartedAt).Round(time.Second)))
+		}
+	}
+	t.Logf("ca-rotation on 3 controllers + %d nodes: %s in all; %s", len(typhoonNodesNow(t, cs)), total.Round(time.Second), strings.Join(times, ", "))
+	longest, none, lastErr := poll.report()
+	t.Logf("API servers' longest outage: %v (none answered for %s at most); last errors %v", longest, none, lastErr)
+	for a, d := range longest {
+		if d > 90*time.Second {
+			t.Errorf("%s was out for %s, longer than a restart", a, d)
+		}
+	}
+	if none > 5*time.Second {
+		t.Errorf("no API server answered for %s", none)
+	}
+	typhoonBuilt.client = cs
+
+	// Served: the new CAs only.
+	for _, a := range controllers {
+		for port, ca := range map[string]string{":6443": "cluster", ":2379": "etcd", ":2380": "etcd"} {
+			c := servedCert(t, a+port)
+			if c.CheckSignatureFrom(newCA[ca]) != nil || c.CheckSignatureFrom(old[ca]) == nil {
+				t.Errorf("%s%s serves a certificate from %q", a, port, c.Issuer)
+			}
+		}
+	}
+	// No trust point holds an old CA, on any host; what each controller
+	// uses is from the new CAs.
+	for i, spec := range typhoonHosts {
+		h := typhoonBuilt.lab.Hosts[i]
+		if spec.spare && !slices.Contains(typhoonNodesNow(t, cs), typhoonFQDN(h.Name)) {
+			continue
+		}
+		files := []string{typhoon.BootstrapKubeconfig, typhoon.KubeletKubeconfig, "/etc/kubernetes/ca.crt", typhoon.KubeletClientCert}
+		if spec.controller {
+			files = append(files, typhoon.CACert, typhoon.AggregationCA, typhoon.EtcdClientCA, typhoon.EtcdServerCA, typhoon.EtcdPeerCA,
+				typhoon.AdminK, typhoon.ControllerManagerK, typhoon.SchedulerK, typhoon.APIServerCert, typhoon.EtcdClientCert,
+				typhoon.EtcdServerCert, typhoon.EtcdPeerCert, typhoon.AggregationCert)
+		}
+		for _, f := range files {
+			b, err := h.ReadFile(f)
+			if err != nil {
+				t.Errorf("%s:%s: %v", h.Name, f, err)
+				continue
+			}
+			for _, c := range certsIn(t, b) {
+				for name, o := range old {
+					if c.Equal(o) || c.CheckSignatureFrom(o) == nil {
+						t.Errorf("%s:%s holds the old %s CA or a certificate from it (%q)", h.Name, f, name, c.Subject.CommonName)
+					}
+				}
+			}
+		}
+	}
+	if got := etcdMembers(t); strings.Join(got, ",") != "tyc1,tyc2,tyc3" {
+		t.Errorf("etcd members after the rotation: %v", got)
+	}
+	if b, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz/etcd").DoRaw(ctx); err != nil {
+		t.Errorf("etcd after the rotation: %s (%v)", b, err)
+	}
+	if err := waitTyphoonReady(ctx, cs, typhoonNodesNow(t, cs)); err != nil {
+		t.Error(err)
+	}
+	var uids []string
+	for _, p := range running(cs) {
+		uids = append(uids, string(p.UID))
+	}
+	if len(uids) != 2 || !slices.Contains(uids, string(pods[0].UID)) || !slices.Contains(uids, string(pods[1].UID)) {
+		t.Errorf("the Deployment's pods after the rotation: %v, were %s and %s", uids, pods[0].UID, pods[1].UID)
+	}
+	// A pod's view: its namespace's kube-root-ca.crt and a token bound to
+	// it, as the kubelet mounts them.
+	cm, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := certsIn(t, []byte(cm.Data["ca.crt"])); len(got) != 1 || !got[0].Equal(newCA["cluster"]) {
+		t.Errorf("kube-root-ca.crt holds %d certificates, not the new CA alone", len(got))
+	}
+	podTok := token(cs, &pods[0])
+	podCfg := &rest.Config{Host: "https://" + controllers[1] + ":6443", BearerToken: podTok,
+		TLSClientConfig: rest.TLSClientConfig{CAData: []byte(cm.Data["ca.crt"]), ServerName: typhoonAPIServer}}
+	podClient, err := kubernetes.NewForConfig(podCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := podClient.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{}); err != nil ||
+		r.Status.UserInfo.Username != "system:serviceaccount:default:default" {
+		t.Errorf("a pod's view of the API after the rotation: %+v (%v)", r, err)
+	}
+	if authenticated(cs, before) || !authenticated(cs, after) {
+		t.Errorf("after the drop: a token from before accepted %v (want false), one from after %v (want true)", authenticated(cs, before), authenticated(cs, after))
+	}
+	if !bytes.Contains(readTyphoonFile(t, "tyc1", typhoon.ControllerManagerK), []byte("client-certificate-data")) {
+		t.Error("controller-manager.conf lost its credential")
+	}
+}
+
+func addrs(hosts []string, port string) []string {
+	var out []string
+	for _, h := range hosts {
+		out = append(out, h+port)
+	}
+	return out
+}
+
+// typhoonNodesNow are the Nodes the cluster has now.
+func typhoonNodesNow(t *testing.T, cs kubernetes.Interface) []string {
+	t.Helper()
+	nodes, err := cs.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, n := range nodes.Items {
+		out = append(out, n.Name)
+	}
+	return out
+}
