@@ -13,10 +13,14 @@ type UpdateKubeconfigInput struct {
 	CA          string      `json:"ca,omitempty" doc:"the CA(s) to trust the API servers with (PEM): every cluster's certificate-authority-data"`
 	Certificate string      `json:"certificate,omitempty" doc:"a new client certificate (PEM) for the current context's user, with privateKey"`
 	PrivateKey  string      `json:"privateKey,omitempty" doc:"the new client certificate's key (PEM)"`
+	// Restore puts back a previous result's file (the undo): refused
+	// unless it differs from the file now in CA data and client
+	// credentials only.
+	Restore string `json:"restore,omitempty" doc:"a previous result's kubeconfig to put back (the undo): refused unless it differs from the file now only in CA data and client credentials"`
 }
 
 // UpdateKubeconfigResult says what changed. Previous is the file as it
-// was (kube.save-kubeconfig puts it back; it holds a credential, sealed
+// was (restore puts it back; it holds a credential, sealed
 // by the payload codec); CommonName and Organization are the subject of
 // the current context's client certificate before the change, for a
 // reissue of the same identity.

@@ -197,3 +197,26 @@ func (a *Activities) Stat(ctx context.Context, t sshpool.Target, p string) (File
 	}
 	return st, nil
 }
+
+// RealPath is p with every symbolic link in it resolved, over SFTP: the
+// file a write must replace to keep a link (the kubelet's
+// kubelet-client-current.pem, a link its certificate store rotates and
+// refuses to find a file in place of) pointing where it did.
+func (a *Activities) RealPath(ctx context.Context, t sshpool.Target, p string) (string, error) {
+	if err := checkPath(p); err != nil {
+		return "", toTemporal(err)
+	}
+	var out string
+	err := a.Pool.WithSFTP(ctx, t, func(c *sftp.Client) error {
+		r, err := c.RealPath(p)
+		out = r
+		return err
+	})
+	if err != nil {
+		return "", toTemporal(a.fileErr(t, "resolve", p, err))
+	}
+	if err := checkPath(out); err != nil {
+		return "", toTemporal(err)
+	}
+	return out, nil
+}

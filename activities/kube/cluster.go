@@ -72,10 +72,17 @@ func (a *Activities) SaveKubeconfig(ctx context.Context, in SaveKubeconfigInput)
 	if _, err := Saveable(in.Content); err != nil {
 		return ChangedResult{}, a.refuse(ctx, in.Cluster, fmt.Errorf("the kubeconfig to save: %w", err))
 	}
-	if old, err := os.ReadFile(in.Cluster.Kubeconfig); err == nil && string(old) == in.Content {
+	return a.writeKubeconfig(in.Cluster, in.Content)
+}
+
+// writeKubeconfig replaces the worker's kubeconfig of cluster with
+// content, atomically, as the worker's own 0600 file, and forgets the
+// clients built from the old one.
+func (a *Activities) writeKubeconfig(cluster Cluster, content string) (ChangedResult, error) {
+	if old, err := os.ReadFile(cluster.Kubeconfig); err == nil && string(old) == content {
 		return ChangedResult{}, nil
 	}
-	dir := filepath.Dir(in.Cluster.Kubeconfig)
+	dir := filepath.Dir(cluster.Kubeconfig)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return ChangedResult{}, fmt.Errorf("save kubeconfig: %w", err)
 	}
@@ -84,20 +91,20 @@ func (a *Activities) SaveKubeconfig(ctx context.Context, in SaveKubeconfigInput)
 		return ChangedResult{}, fmt.Errorf("save kubeconfig: %w", err)
 	}
 	defer os.Remove(f.Name())
-	if _, err := f.WriteString(in.Content); err != nil {
+	if _, err := f.WriteString(content); err != nil {
 		f.Close()
 		return ChangedResult{}, fmt.Errorf("save kubeconfig: %w", err)
 	}
 	if err := f.Close(); err != nil {
 		return ChangedResult{}, fmt.Errorf("save kubeconfig: %w", err)
 	}
-	if err := os.Rename(f.Name(), in.Cluster.Kubeconfig); err != nil {
+	if err := os.Rename(f.Name(), cluster.Kubeconfig); err != nil {
 		return ChangedResult{}, fmt.Errorf("save kubeconfig: %w", err)
 	}
 	// Clients built from the old file are stale now.
 	a.mu.Lock()
 	for c := range a.cache {
-		if c.Kubeconfig == in.Cluster.Kubeconfig {
+		if c.Kubeconfig == cluster.Kubeconfig {
 			delete(a.cache, c)
 		}
 	}

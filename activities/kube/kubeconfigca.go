@@ -11,7 +11,9 @@ import (
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	api "kedge.dev/kedge/actions/kube"
 )
@@ -25,12 +27,15 @@ const UpdateKubeconfigAction = api.UpdateKubeconfigAction
 // every cluster's CA data becomes in.CA, and the current context's user
 // gets in.Certificate and in.PrivateKey. Only a kubeconfig with embedded
 // CA data and an embedded client certificate is changed; the result is
-// saved the way kube.save-kubeconfig saves one (checked, atomically, the
-// worker's own file).
+// saved the way kube.save-kubeconfig saves one (atomically, the
+// worker's own file, clients built from the old one forgotten).
 func (a *Activities) UpdateKubeconfig(ctx context.Context, in api.UpdateKubeconfigInput) (api.UpdateKubeconfigResult, error) {
 	if in.Cluster.Kubeconfig == "" {
 		return api.UpdateKubeconfigResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("cluster %s: the inventory names no kubernetes.kubeconfig", in.Cluster.Name), ErrTypeInvalidInput, nil)
+	}
+	if in.Restore != "" {
+		return a.restoreKubeconfig(in)
 	}
 	if (in.Certificate == "") != (in.PrivateKey == "") {
 		return api.UpdateKubeconfigResult{}, updateRefused("give certificate and privateKey together")
@@ -82,7 +87,9 @@ func (a *Activities) UpdateKubeconfig(ctx context.Context, in api.UpdateKubeconf
 	if err != nil {
 		return res, fmt.Errorf("write kubeconfig: %w", err)
 	}
-	saved, err := a.SaveKubeconfig(ctx, SaveKubeconfigInput{Cluster: in.Cluster, Content: string(out)})
+	// Only CA data and the credential change: the servers, names and
+	// everything the operator set stay as they were.
+	saved, err := a.writeKubeconfig(in.Cluster, string(out))
 	res.Changed = saved.Changed
 	return res, err
 }
@@ -97,4 +104,46 @@ func embeddedClientCert(data []byte) (*x509.Certificate, error) {
 		return nil, errors.New("no PEM certificate")
 	}
 	return x509.ParseCertificate(block.Bytes)
+}
+
+// restoreKubeconfig puts back a kubeconfig an update replaced, when it
+// differs from the file now only in what an update changes.
+func (a *Activities) restoreKubeconfig(in api.UpdateKubeconfigInput) (api.UpdateKubeconfigResult, error) {
+	now, err := os.ReadFile(in.Cluster.Kubeconfig)
+	if err != nil {
+		return api.UpdateKubeconfigResult{}, fmt.Errorf("read kubeconfig: %w", err)
+	}
+	cur, err := clientcmd.Load(now)
+	if err != nil {
+		return api.UpdateKubeconfigResult{}, updateRefused(fmt.Sprintf("kubeconfig %s: %v", in.Cluster.Kubeconfig, err))
+	}
+	back, err := clientcmd.Load([]byte(in.Restore))
+	if err != nil {
+		return api.UpdateKubeconfigResult{}, updateRefused("restore: not a kubeconfig: " + err.Error())
+	}
+	if !sameButTrust(cur, back) {
+		return api.UpdateKubeconfigResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"restore: the kubeconfig differs from %s in more than CA data and client credentials", in.Cluster.Kubeconfig), ErrTypeCredentialRefused, nil)
+	}
+	saved, err := a.writeKubeconfig(in.Cluster, in.Restore)
+	return api.UpdateKubeconfigResult{Changed: saved.Changed, Previous: string(now), Organization: []string{}}, err
+}
+
+// sameButTrust: a and b name the same servers, contexts and users, and
+// differ at most in CA data and embedded client certificates and keys.
+func sameButTrust(a, b *clientcmdapi.Config) bool {
+	strip := func(c *clientcmdapi.Config) *clientcmdapi.Config {
+		c = c.DeepCopy()
+		for _, cl := range c.Clusters {
+			cl.CertificateAuthorityData, cl.LocationOfOrigin = nil, ""
+		}
+		for _, u := range c.AuthInfos {
+			u.ClientCertificateData, u.ClientKeyData, u.LocationOfOrigin = nil, nil, ""
+		}
+		for _, x := range c.Contexts {
+			x.LocationOfOrigin = ""
+		}
+		return c
+	}
+	return equality.Semantic.DeepEqual(strip(a), strip(b))
 }

@@ -21,7 +21,7 @@ func TestUpdateKubeconfig(t *testing.T) {
 	newCert, newKey := clientPair(t)
 	bundle := srv.caPEM() + strings.TrimSpace(newCert) + "\n"
 	c := Cluster{Name: "mercury", Kubeconfig: workerSecret(t, t.TempDir(), "admin.conf",
-		kubeconfigWith(srv.URL, "    certificate-authority-data: "+b64(srv.caPEM()), "    client-certificate-data: "+b64(cert)+"\n    client-key-data: "+b64(key)))}
+		kubeconfigWith(srv.URL, "    certificate-authority-data: "+b64(srv.caPEM())+"\n    tls-server-name: example.com", "    client-certificate-data: "+b64(cert)+"\n    client-key-data: "+b64(key)))}
 	orig, _ := os.ReadFile(c.Kubeconfig)
 	a, _ := refusedActs()
 
@@ -59,6 +59,22 @@ func TestUpdateKubeconfig(t *testing.T) {
 	}
 	if fi, err := os.Stat(c.Kubeconfig); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("mode after the update: %v %v", fi.Mode(), err)
+	}
+
+	// The undo puts the file back as it was.
+	if _, err := a.UpdateKubeconfig(t.Context(), api.UpdateKubeconfigInput{Cluster: c, Restore: string(orig)}); err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	if b, _ := os.ReadFile(c.Kubeconfig); string(b) != string(orig) {
+		t.Error("restore did not put the file back")
+	}
+	// A key holder's "restore" that sends the worker's credential to
+	// their server is refused, and the file stays.
+	evil := strings.Replace(string(orig), srv.URL, "https://attacker.example:6443", 1)
+	_, err = a.UpdateKubeconfig(t.Context(), api.UpdateKubeconfigInput{Cluster: c, Restore: evil})
+	refused(t, "a restore naming another server", err, "differs from")
+	if b, _ := os.ReadFile(c.Kubeconfig); string(b) != string(orig) {
+		t.Error("the refused restore changed the file")
 	}
 
 	// A CA in a file of its own is not changed behind its owner's back.

@@ -37,10 +37,12 @@ type Activities struct {
 }
 
 // Hosts is what the pki actions do on a host: read a file, look at one's
-// owner and mode, install a bundle of files all or none.
+// owner and mode, resolve its links, install a bundle of files all or
+// none.
 type Hosts interface {
 	ReadFile(ctx context.Context, in host.ReadFileInput) (host.ReadFileResult, error)
 	Stat(ctx context.Context, t sshpool.Target, path string) (host.FileStat, error)
+	RealPath(ctx context.Context, t sshpool.Target, path string) (string, error)
 	InstallBundle(ctx context.Context, in host.InstallBundleInput) (host.InstallBundleResult, error)
 }
 

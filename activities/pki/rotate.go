@@ -530,6 +530,18 @@ func (r *rotation) kubeletClient(ctx context.Context) error {
 		r.add(host.BundleFile{Path: p, Content: string(doc), Mode: cur.Mode}, "kubelet")
 		return nil
 	}
+	if err := r.kubeletServing(ctx, path.Dir(certFile)); err != nil {
+		return err
+	}
+	// The kubelet's certificate store keeps kubelet-client-current.pem a
+	// link to a dated file and refuses a file in its place: write where
+	// the link points.
+	if certFile, err = r.a.Hosts.RealPath(ctx, r.in.Target, certFile); err != nil {
+		return err
+	}
+	if keyFile, err = r.a.Hosts.RealPath(ctx, r.in.Target, keyFile); err != nil {
+		return err
+	}
 	c := credential{cert: certFile, key: keyFile, reader: "kubelet"}
 	file, err := r.a.Hosts.ReadFile(ctx, host.ReadFileInput{Target: r.in.Target, Path: certFile})
 	if err != nil {
@@ -549,6 +561,53 @@ func (r *rotation) kubeletClient(ctx context.Context) error {
 	for _, f := range files {
 		r.add(f, "kubelet")
 	}
+	return nil
+}
+
+// kubeletServing issues anew, from the new CA, the kubelet's serving
+// certificate where it keeps it (kubelet.crt and .key in its certificate
+// directory) when the old CA signed it (Kedge's cert-renewal puts one
+// there); a self-signed one (Typhoon's) stays.
+func (r *rotation) kubeletServing(ctx context.Context, dir string) error {
+	certPath, keyPath := path.Join(dir, "kubelet.crt"), path.Join(dir, "kubelet.key")
+	cur, err := r.a.Hosts.ReadFile(ctx, host.ReadFileInput{Target: r.in.Target, Path: certPath, Missing: "empty"})
+	if err != nil || !cur.Exists {
+		return err
+	}
+	ca := r.cluster()
+	leaf, err := firstCert([]byte(cur.Content))
+	if err != nil || leaf.CheckSignatureFrom(ca.old) != nil {
+		return nil
+	}
+	if ca.in.Issuer == "" {
+		return invalid("clusterCA.issuer: the kubelet's serving certificate on " + r.in.Target.Node + " is the old CA's and must be issued anew")
+	}
+	var ips []string
+	for _, ip := range leaf.IPAddresses {
+		ips = append(ips, ip.String())
+	}
+	ttl := r.in.TTL
+	if ttl == "" {
+		ttl = "8760h"
+	}
+	issued, err := r.a.Vault.IssueCert(ctx, vault.IssueCertInput{Vault: r.in.Vault, CommonName: leaf.Subject.CommonName,
+		Organization: leaf.Subject.Organization, AltNames: leaf.DNSNames, IPSANs: ips, Issuer: ca.in.Issuer, Verbatim: true,
+		TTL: ttl, NotAfter: ca.new.NotAfter.UTC().Format(time.RFC3339)})
+	if err != nil {
+		return err
+	}
+	key, err := r.a.Hosts.Stat(ctx, r.in.Target, keyPath)
+	if err != nil {
+		return err
+	}
+	files, err := credential{cert: certPath, key: keyPath}.replace(cur, key, r.in.Kind, issued.Certificate, issued.PrivateKey)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		r.add(f, "kubelet")
+	}
+	r.res.Reissued = append(r.res.Reissued, certPath)
 	return nil
 }
 

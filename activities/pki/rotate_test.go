@@ -1,6 +1,7 @@
 package pki
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -17,9 +18,18 @@ import (
 
 	api "kedge.dev/kedge/actions/pki"
 	"kedge.dev/kedge/activities/host"
+	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/activities/vault"
 	"kedge.dev/kedge/internal/layout"
 )
+
+// localLinks resolves links as OpenSSH's sftp-server does (the test's
+// SFTP server only cleans the path): the files are local.
+type localLinks struct{ *host.Activities }
+
+func (l localLinks) RealPath(_ context.Context, _ sshpool.Target, p string) (string, error) {
+	return filepath.EvalSymlinks(p)
+}
 
 // rotationHost is a Typhoon controller with a kubelet, for pki.rotate-ca.
 type rotationHost struct {
@@ -90,6 +100,7 @@ func newRotationHost(t *testing.T) *rotationHost {
 	h.manifest = filepath.Join(manifests, "kube-controller-manager.yaml")
 	cmCert, cmKey := c.ca.leaf(t, "system:kube-controller-manager", end.Add(-time.Hour))
 	kubeletCert, kubeletKey := c.ca.leaf(t, "system:node:tyc1", end.Add(-time.Hour))
+	servingCert, servingKey := c.ca.leaf(t, "system:node:tyc1", end.Add(-time.Hour))
 	h.saOld, _ = pemPub(t)
 	h.saNew, h.saNewKey = pemPub(t)
 	embedded := "    client-certificate-data: " + base64.StdEncoding.EncodeToString([]byte(cmCert)) + "\n    client-key-data: " + base64.StdEncoding.EncodeToString([]byte(cmKey)) + "\n"
@@ -107,19 +118,27 @@ func newRotationHost(t *testing.T) *rotationHost {
 		layout.FileBootstrapKubecfg:    filepath.Join(c.root, "etc/kubernetes/kubeconfig"),
 	}
 	for p, content := range map[string]string{
-		files[layout.FileClusterCA]:                              c.ca.pem,
-		files[layout.FileClusterCAKey]:                           pemKey(t, c.ca.key),
-		files[layout.FileServiceAccountP]:                        h.saOld,
-		files[layout.FileServiceAccountK]:                        "old sa key\n",
-		files[layout.FileControllerManagerKC]:                    kubeconfigDoc(c.ca.pem, embedded),
-		files[layout.FileKubeletKubecfg]:                         kubeconfigDoc(c.ca.pem, "    client-certificate: "+filepath.Join(kubelet, "pki/kubelet-client-current.pem")+"\n    client-key: "+filepath.Join(kubelet, "pki/kubelet-client-current.pem")+"\n"),
-		files[layout.FileBootstrapKubecfg]:                       kubeconfigDoc(c.ca.pem, "    token: abcdef.0123456789abcdef\n"),
-		filepath.Join(kubelet, "pki/kubelet-client-current.pem"): kubeletCert + kubeletKey,
+		files[layout.FileClusterCA]:                                 c.ca.pem,
+		files[layout.FileClusterCAKey]:                              pemKey(t, c.ca.key),
+		files[layout.FileServiceAccountP]:                           h.saOld,
+		files[layout.FileServiceAccountK]:                           "old sa key\n",
+		files[layout.FileControllerManagerKC]:                       kubeconfigDoc(c.ca.pem, embedded),
+		files[layout.FileKubeletKubecfg]:                            kubeconfigDoc(c.ca.pem, "    client-certificate: "+filepath.Join(kubelet, "pki/kubelet-client-current.pem")+"\n    client-key: "+filepath.Join(kubelet, "pki/kubelet-client-current.pem")+"\n"),
+		files[layout.FileBootstrapKubecfg]:                          kubeconfigDoc(c.ca.pem, "    token: abcdef.0123456789abcdef\n"),
+		filepath.Join(kubelet, "pki/kubelet-client-2026-01-01.pem"): kubeletCert + kubeletKey,
+		filepath.Join(kubelet, "pki/kubelet.crt"):                   servingCert,
+		filepath.Join(kubelet, "pki/kubelet.key"):                   servingKey,
 		h.manifest: fmt.Sprintf(kcmManifest, pki),
 	} {
 		writeOwned(t, p, content, 0o644, 0, 0)
 	}
 	writeOwned(t, files[layout.FileClusterCAKey], pemKey(t, c.ca.key), 0o600, 0, 0)
+	writeOwned(t, filepath.Join(kubelet, "pki/kubelet.key"), servingKey, 0o600, 0, 0)
+	// As the kubelet's certificate store keeps it: a link to a dated file.
+	if err := os.Symlink("kubelet-client-2026-01-01.pem", filepath.Join(kubelet, "pki/kubelet-client-current.pem")); err != nil {
+		t.Fatal(err)
+	}
+	c.acts.Hosts = localLinks{c.acts.Hosts.(*host.Activities)}
 	if err := os.Chmod(filepath.Dir(files[layout.FileEtcdServerCA]), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +276,7 @@ func TestRotateCAStages(t *testing.T) {
 	}
 
 	// Undo of trust: everything as it was.
-	hosts := h.acts.Hosts.(*host.Activities)
+	hosts := h.acts.Hosts.(localLinks)
 	changed := true
 	if _, err := hosts.RestoreBundle(t.Context(), host.RestoreBundleInput{Target: h.target, Files: res.Files, Backup: res.Backup, Created: res.Created, Changed: &changed}); err != nil {
 		t.Fatal(err)
@@ -315,8 +334,18 @@ func TestRotateCAStages(t *testing.T) {
 	}
 	kcert, kkey := h.next.leaf(t, "system:node:tyc1", time.Now().Add(time.Hour))
 	h.rotate(t, api.StageReissue, api.ScopeKubelet, api.KubeletClient{Certificate: kcert, PrivateKey: kkey})
-	if got := read(t, filepath.Join(filepath.Dir(f[layout.FileKubeletKubecfg]), "pki/kubelet-client-current.pem")); got != kcert+kkey {
+	kpki := filepath.Join(filepath.Dir(f[layout.FileKubeletKubecfg]), "pki")
+	if got := read(t, filepath.Join(kpki, "kubelet-client-current.pem")); got != kcert+kkey {
 		t.Errorf("the kubelet's client certificate after reissue:\n%s", got)
+	}
+	if fi, err := os.Lstat(filepath.Join(kpki, "kubelet-client-current.pem")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("kubelet-client-current.pem is no longer a link (the kubelet's next rotation would fail): %v", err)
+	}
+	if serving, _ := firstCert([]byte(read(t, filepath.Join(kpki, "kubelet.crt")))); serving.CheckSignatureFrom(h.next.cert) != nil {
+		t.Errorf("the kubelet's serving certificate after reissue is from %q", serving.Issuer.CommonName)
+	}
+	if _, _, mode := ownerAndMode(t, filepath.Join(kpki, "kubelet.key")); mode != 0o600 {
+		t.Errorf("kubelet.key mode %o", mode)
 	}
 
 	// Drop.
