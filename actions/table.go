@@ -178,7 +178,7 @@ var table = []Action{
 		in: etcd.RemoveMemberInput{}, out: etcd.RemoveMemberResult{}, timeout: 2 * time.Minute,
 		summary: `{{if .Flag "dryRun"}}check etcd keeps a quorum without {{.In "member"}}{{else}}remove etcd member {{.In "member"}}{{end}}`}),
 	describe(row{name: etcd.HealthAction, doc: "check every etcd member is healthy through its API (a 10-minute client certificate from etcd's CA in Vault): each member answers for itself with no error or alarm, one leader all agree on, and with expectMembers that many members; refused otherwise, not retried, naming each problem (with wait, only once it has not become healthy within that time)",
-		in: etcd.HealthInput{}, out: etcd.HealthResult{}, timeout: 10 * time.Minute,
+		in: etcd.HealthInput{}, out: etcd.HealthResult{}, timeout: 10 * time.Minute, heartbeat: time.Minute,
 		summary: `check every etcd member is healthy`}),
 	describe(row{name: host.SystemdAction, doc: "daemon-reload, enable/disable, start/stop/restart a systemd unit and wait until it settles",
 		in: host.SystemdInput{}, out: host.SystemdResult{}, timeout: 10 * time.Minute, heartbeat: 15 * time.Second,

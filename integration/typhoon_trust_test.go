@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -196,12 +197,13 @@ func kubeClient(t *testing.T, kubeconfig string) kubernetes.Interface {
 	return cs
 }
 
-// certsIn is every certificate a file holds: PEM blocks, and the
-// base64 certificate-authority-data of a kubeconfig.
+// certsIn is every certificate a file holds: PEM blocks, and a
+// kubeconfig's base64 certificate-authority-data and
+// client-certificate-data.
 func certsIn(t *testing.T, content []byte) []*x509.Certificate {
 	t.Helper()
 	data := content
-	for _, m := range regexp.MustCompile(`certificate-authority-data: *(\S+)`).FindAllSubmatch(content, -1) {
+	for _, m := range regexp.MustCompile(`(?:certificate-authority|client-certificate)-data: *(\S+)`).FindAllSubmatch(content, -1) {
 		if b, err := base64.StdEncoding.DecodeString(string(m[1])); err == nil {
 			data = append(append(data, '\n'), b...)
 		}
@@ -219,6 +221,157 @@ func certsIn(t *testing.T, content []byte) []*x509.Certificate {
 			}
 		}
 	}
+}
+
+// trustFiles is every file on the world's hosts a CA rotation may
+// change, with its content (the kubelet's client certificate read on the
+// host: a link with an absolute target), and the worker's kubeconfig.
+func trustFiles(t *testing.T, cs kubernetes.Interface) map[string]string {
+	t.Helper()
+	out := map[string]string{"worker:kubeconfig": string(must(os.ReadFile(typhoonBuilt.kubeconfig)))}
+	nodes := typhoonNodesNow(t, cs)
+	for i, spec := range typhoonHosts {
+		h := typhoonBuilt.lab.Hosts[i]
+		if spec.spare && !slices.Contains(nodes, typhoonFQDN(h.Name)) {
+			continue
+		}
+		files := []string{typhoon.BootstrapKubeconfig, typhoon.KubeletKubeconfig, typhoon.KubeletClientCert}
+		if spec.controller {
+			files = append(files, typhoon.CACert, typhoon.CAKey, typhoon.AggregationCA, typhoon.EtcdClientCA, typhoon.EtcdServerCA, typhoon.EtcdPeerCA,
+				typhoon.AdminK, typhoon.ControllerManagerK, typhoon.SchedulerK, typhoon.APIServerCert, typhoon.APIServerKey, typhoon.EtcdClientCert,
+				typhoon.EtcdServerCert, typhoon.EtcdPeerCert, typhoon.AggregationCert, typhoon.ServiceAccountPub, typhoon.ServiceAccountKey,
+				typhoon.ManifestsDir+"/kube-controller-manager.yaml", typhoon.ManifestsDir+"/kube-apiserver.yaml")
+		}
+		for _, f := range files {
+			b, err := h.Exec(t.Context(), "cat", f)
+			if err != nil {
+				t.Fatalf("%s:%s: %v", h.Name, f, err)
+			}
+			out[h.Name+":"+f] = string(b)
+		}
+		if spec.controller {
+			if b, err := h.Exec(t.Context(), "ls", typhoon.PKIDir); err == nil {
+				out[h.Name+":ls pki"] = string(b)
+			}
+		}
+	}
+	return out
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// A ca-rotation whose worker is killed in the middle of its trust stage
+// goes on on a new worker; rejected at the drop gate (after stage 3: every
+// certificate from the new CAs, every kubelet's client certificate signed
+// by the switched signer), it undoes every stage: every file on every
+// host and the worker's kubeconfig is as it was, every served certificate
+// is the one from before, and the cluster is healthy: etcd's 3 members,
+// every Node Ready, a token from before still accepted.
+func TestCARotationAbortedOnTyphoonCluster(t *testing.T) {
+	typhoonWorld(t)
+	adoptTyphoon(t)
+	ctx := t.Context()
+	cs := typhoonBuilt.client
+	inv := typhoonInventoryOfNodes(t)
+	var endpoints []string
+	for _, h := range typhoonBuilt.lab.Hosts[:3] {
+		endpoints = append(endpoints, h.Address+":6443", h.Address+":2379", h.Address+":2380")
+	}
+	served := map[string]string{}
+	for _, ep := range endpoints {
+		served[ep] = servedCert(t, ep).SerialNumber.String()
+	}
+	files := trustFiles(t, cs)
+	ttl := int64(3600)
+	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, "default",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &ttl}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const queue = "ca-rotation-abort"
+	first := startWorker(t, queue, inv)
+	began := time.Now()
+	id := startRunInv(t, "ca-rotation", inv, "--task-queue", queue)
+	ro := rolloutOf(t, id, "trust-controllers")
+	eventually(t, 10*time.Minute, "the trust stage to be done on tyc1 and under way on tyc2", func() bool {
+		p, ok := progressOf(t, ro)
+		return ok && step(t, p, "tyc1").State == workflows.StateSucceeded && step(t, p, "tyc2").State == workflows.StateRunning
+	})
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	t.Logf("worker killed in the trust stage on tyc2, %s into the run", time.Since(began).Round(time.Second))
+	startWorker(t, queue, inv)
+
+	eventually(t, 30*time.Minute, "ca-rotation to wait at approve-drop", func() bool {
+		pr, err := queryProgress(id)
+		if err != nil {
+			return false
+		}
+		for _, s := range pr.Steps {
+			if s.State == workflows.StateFailed {
+				t.Fatalf("ca-rotation: step %s failed: %s", s.ID, s.LastError)
+			}
+			if s.ID == "approve-drop" && s.State == workflows.StateWaiting {
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("to the drop gate with a worker killed: %s", time.Since(began).Round(time.Second))
+	for _, ep := range endpoints {
+		if servedCert(t, ep).SerialNumber.String() == served[ep] {
+			t.Errorf("at the gate %s still serves the certificate from before", ep)
+		}
+	}
+	aborted := time.Now()
+	if out, errOut, code := kedge(t, "approve", id, "--decision", "reject", "--by", "sre-on-call", "--output", "json"); code != 0 {
+		t.Fatalf("kedge approve --decision reject: exit %d: %s %s", code, out, errOut)
+	}
+	if err := waitClosed(t, id, 30*time.Minute); err == nil {
+		t.Fatal("the rejected rotation succeeded")
+	}
+	t.Logf("undo of stages 3 and 2: %s", time.Since(aborted).Round(time.Second))
+	pr, _ := queryProgress(id)
+	for _, s := range pr.Steps {
+		if s.Undo != "" && s.Undo != workflows.StateUndone {
+			t.Errorf("step %s: undo %s", s.ID, s.Undo)
+		}
+	}
+	cs = kubeClient(t, typhoonBuilt.kubeconfig)
+	after := trustFiles(t, cs)
+	for k, v := range files {
+		if after[k] != v {
+			t.Errorf("%s is not as it was before the rotation", k)
+		}
+	}
+	for _, ep := range endpoints {
+		if got := servedCert(t, ep).SerialNumber.String(); got != served[ep] {
+			t.Errorf("after the undo %s serves serial %s, not %s from before", ep, got, served[ep])
+		}
+	}
+	if got := etcdMembers(t); strings.Join(got, ",") != "tyc1,tyc2,tyc3" {
+		t.Errorf("etcd members after the undo: %v", got)
+	}
+	eventually(t, time.Minute, "etcd ready through the API", func() bool {
+		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz/etcd").DoRaw(ctx)
+		return err == nil
+	})
+	if err := waitTyphoonReady(ctx, cs, typhoonNodesNow(t, cs)); err != nil {
+		t.Error(err)
+	}
+	r, err := cs.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: tr.Status.Token}}, metav1.CreateOptions{})
+	if err != nil || !r.Status.Authenticated {
+		t.Errorf("a token from before, after the undo: %+v (%v)", r.Status, err)
+	}
+	typhoonBuilt.client = cs
 }
 
 // ca-rotation on the Typhoon-built cluster (its CAs as Typhoon makes
@@ -388,7 +541,22 @@ func TestCARotationOnTyphoonCluster(t *testing.T) {
 		if spec.spare && !slices.Contains(typhoonNodesNow(t, cs), typhoonFQDN(h.Name)) {
 			continue
 		}
-		files := []string{typhoon.BootstrapKubeconfig, typhoon.KubeletKubeconfig, "/etc/kubernetes/ca.crt", typhoon.KubeletClientCert}
+		files := []string{typhoon.BootstrapKubeconfig, typhoon.KubeletKubeconfig, "/etc/kubernetes/ca.crt"}
+		// The kubelet's client certificate, from the new CA through a CSR:
+		// embedded in its kubeconfig, or in the file it names.
+		kc := readTyphoonFile(t, h.Name, typhoon.KubeletKubeconfig)
+		if m := regexp.MustCompile(`client-certificate: *(\S+)`).FindSubmatch(kc); m != nil {
+			// A link with an absolute target (the kubelet's store makes
+			// them): read it on the host.
+			b, err := h.Exec(ctx, "cat", string(m[1]))
+			if err != nil {
+				t.Fatalf("%s: %s: %v", h.Name, m[1], err)
+			}
+			kc = b
+		}
+		if c := clientCertIn(t, kc); c == nil || c.CheckSignatureFrom(newCA["cluster"]) != nil || c.Subject.CommonName != "system:node:"+typhoonFQDN(h.Name) {
+			t.Errorf("%s: the kubelet's client certificate after the rotation: %v", h.Name, c)
+		}
 		if spec.controller {
 			files = append(files, typhoon.CACert, typhoon.AggregationCA, typhoon.EtcdClientCA, typhoon.EtcdServerCA, typhoon.EtcdPeerCA,
 				typhoon.AdminK, typhoon.ControllerManagerK, typhoon.SchedulerK, typhoon.APIServerCert, typhoon.EtcdClientCert,
@@ -451,6 +619,25 @@ func TestCARotationOnTyphoonCluster(t *testing.T) {
 	if !bytes.Contains(readTyphoonFile(t, "tyc1", typhoon.ControllerManagerK), []byte("client-certificate-data")) {
 		t.Error("controller-manager.conf lost its credential")
 	}
+}
+
+// clientCertIn is the leaf client certificate of a kubelet's kubeconfig
+// (embedded) or pair file.
+func clientCertIn(t *testing.T, content []byte) *x509.Certificate {
+	t.Helper()
+	if m := regexp.MustCompile(`client-certificate-data: *(\S+)`).FindSubmatch(content); m != nil {
+		b, err := base64.StdEncoding.DecodeString(string(m[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		content = b
+	}
+	for _, c := range certsIn(t, content) {
+		if !c.IsCA {
+			return c
+		}
+	}
+	return nil
 }
 
 func addrs(hosts []string, port string) []string {
