@@ -48,6 +48,9 @@ type WaitRootCAResult struct {
 type CheckNodesInput struct {
 	Cluster target.Kube `json:"cluster"`
 	Nodes   []string    `json:"nodes" kedge:"required" doc:"Node names: every one must exist and be Ready"`
+	// Only refuses a cluster with Nodes not in the list: a step that must
+	// reach every kubelet (a CA rotation) would leave those behind.
+	Only bool `json:"only,omitempty" doc:"also refuse when the cluster has a Node not in nodes (one the inventory does not name would be left out)"`
 }
 
 // CheckNodesResult lists the Nodes found Ready (all of them).

@@ -543,6 +543,20 @@ func (a *Activities) CheckNodes(ctx context.Context, in CheckNodesInput) (CheckN
 			res.Ready = append(res.Ready, name)
 		}
 	}
+	if in.Only {
+		var others []string
+		for _, n := range list.Items {
+			if !seen[n.Name] {
+				others = append(others, n.Name)
+			}
+		}
+		if len(others) > 0 {
+			slices.Sort(others)
+			return CheckNodesResult{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("the cluster has Nodes the list does not name: %s (add them to the inventory)", strings.Join(others, ", ")),
+				ErrTypeNotReady, nil, map[string]any{"others": others})
+		}
+	}
 	if len(problems) > 0 {
 		return CheckNodesResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("%d of %d nodes are missing or not Ready: %s", len(problems), len(problems)+len(res.Ready), strings.Join(problems, ", ")),

@@ -446,6 +446,17 @@ func TestCheckNodesPassesWhenEveryNodeIsReady(t *testing.T) {
 	}
 }
 
+// With only, a Node the list does not name is refused: a CA rotation
+// would leave its kubelet trusting the old CA alone.
+func TestCheckNodesOnlyRefusesANodeNotListed(t *testing.T) {
+	a, _ := fakeActs(node("c1", true, "v1.35.4"), node("w1", true, "v1.35.4"), node("w9", true, "v1.35.4"))
+	if _, err := a.CheckNodes(context.Background(), CheckNodesInput{Nodes: []string{"c1", "w1"}}); err != nil {
+		t.Fatalf("without only: %v", err)
+	}
+	_, err := a.CheckNodes(context.Background(), CheckNodesInput{Nodes: []string{"c1", "w1"}, Only: true})
+	appErr(t, err, ErrTypeNotReady, true, "w9 (add them to the inventory)")
+}
+
 func TestCheckNodesRefusesNamingEveryNodeMissingOrNotReady(t *testing.T) {
 	a, _ := fakeActs(node("c1", true, "v1.35.4"),
 		nodeWithReady("w1", corev1.ConditionFalse, "KubeletNotReady", "container runtime is down"),
