@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
@@ -294,6 +295,34 @@ func TestCARotationAbortedOnTyphoonCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// While an etcd member is down: refused before anything changes, no
+	// new CA made.
+	tyc2 := typhoonHost(t, "tyc2")
+	if out, err := tyc2.Exec(ctx, "systemctl", "stop", "etcd-member.service"); err != nil {
+		t.Fatalf("stop etcd on tyc2: %v: %s", err, out)
+	}
+	pr, code, errOut := runWaitInv(t, "ca-rotation", inv)
+	if st := step(t, pr, "etcd-healthy"); code == 0 || st.State != workflows.StateFailed || !strings.Contains(st.LastError, "tyc2") {
+		t.Errorf("ca-rotation with tyc2's etcd down: exit %d, etcd-healthy %s: %s\n%s", code, st.State, st.LastError, errOut)
+	}
+	if st := step(t, pr, "new-ca"); st.Attempts != 0 {
+		t.Errorf("the refused rotation staged a CA: %+v", st)
+	}
+	v, _ := labVault(t)
+	if _, err := v.Client.KVv2(vaultlab.KVPath).Get(ctx, "kedge/clusters/"+typhoonCluster+"/ca-next"); err == nil {
+		t.Error("the refused rotation left a new CA in Vault")
+	}
+	if out, err := tyc2.Exec(ctx, "systemctl", "start", "etcd-member.service"); err != nil {
+		t.Fatalf("start etcd on tyc2: %v: %s", err, out)
+	}
+	eventually(t, 2*time.Minute, "tyc2's etcd serving again", func() bool {
+		c, err := tls.Dial("tcp", tyc2.Address+":2379", &tls.Config{InsecureSkipVerify: true})
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+
 	const queue = "ca-rotation-abort"
 	first := startWorker(t, queue, inv)
 	began := time.Now()
@@ -339,7 +368,7 @@ func TestCARotationAbortedOnTyphoonCluster(t *testing.T) {
 		t.Fatal("the rejected rotation succeeded")
 	}
 	t.Logf("undo of stages 3 and 2: %s", time.Since(aborted).Round(time.Second))
-	pr, _ := queryProgress(id)
+	pr, _ = queryProgress(id)
 	for _, s := range pr.Steps {
 		if s.Undo != "" && s.Undo != workflows.StateUndone {
 			t.Errorf("step %s: undo %s", s.ID, s.Undo)

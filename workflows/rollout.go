@@ -76,6 +76,10 @@ type RolloutResult struct {
 	// to undo is in neither.
 	Undone     []string `json:"undone,omitempty"`
 	UndoFailed []string `json:"undoFailed,omitempty"`
+	// Compensation undoes the completed rollout, newest item first, each
+	// item's runbook newest step first: what a runbook that fails after
+	// the rollout step runs (undoChange).
+	Compensation []UndoCall `json:"compensation,omitempty"`
 }
 
 type rollout struct {
@@ -156,6 +160,9 @@ func Rollout(ctx workflow.Context, in RolloutInput) (RolloutResult, error) {
 		ro.compensate(ctx)
 		ro.ui.setStatus(ctx, searchattr.StatusFailed)
 		return res, ro.aborted(&res)
+	}
+	for i := len(ro.st.Done) - 1; i >= 0; i-- {
+		res.Compensation = append(res.Compensation, ro.st.Done[i].Compensation...)
 	}
 	ro.ui.setStatus(ctx, searchattr.StatusSucceeded)
 	return res, nil

@@ -263,3 +263,54 @@ steps:
 		t.Errorf("carried state: next %d, done %d", next.State.Next, len(next.State.Done))
 	}
 }
+
+// A runbook that fails after a rollout step undoes the rollout's
+// completed items too, newest first, each item's undo in the order
+// written, shown on the rollout's step (a CA rotation rejected at its
+// last gate walks back every stage).
+func TestAFailedRunbookUndoesItsCompletedRollout(t *testing.T) {
+	env, f := newEnv(t)
+	f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
+		if in.Command == "then fail" {
+			return host.RunResult{}, temporal.NewNonRetryableApplicationError("broken", "CommandFailed", nil)
+		}
+		return host.RunResult{}, nil
+	}
+	const swapThenFail = `
+apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: swap-then-fail}
+steps:
+  - id: swap
+    runbook: per-node
+    rollout: {over: "${ cluster.nodes.map(n, n.name) }", maxUnavailable: 1}
+    with: {node: "${ item }"}
+  - id: after
+    needs: [swap]
+    action: host.run
+    on: controller-1
+    with: {command: "then fail"}
+`
+	env.ExecuteWorkflow(Runbook, input(t, swapThenFail, nil, perNode))
+	_, err := result(t, env)
+	if err == nil {
+		t.Fatal("the runbook succeeded")
+	}
+	var undo []string
+	for _, c := range f.Calls() {
+		if strings.HasPrefix(c, "restore ") || strings.HasPrefix(c, "run restart-after-undo") {
+			undo = append(undo, c)
+		}
+	}
+	want := []string{
+		"restore /etc/x from /var/lib/kedge/backup/x@worker-2", "run restart-after-undo@worker-2",
+		"restore /etc/x from /var/lib/kedge/backup/x@worker-1", "run restart-after-undo@worker-1",
+		"restore /etc/x from /var/lib/kedge/backup/x@controller-1", "run restart-after-undo@controller-1",
+	}
+	if !slices.Equal(undo, want) {
+		t.Errorf("undo calls:\n%v\nwant\n%v", undo, want)
+	}
+	if s := stepState(progress(t, env), "swap"); s.Undo != StateUndone {
+		t.Errorf("swap: undo %q", s.Undo)
+	}
+}

@@ -41,6 +41,7 @@ func Runbook(ctx workflow.Context, in RunbookInput) (RunbookResult, error) {
 	if err := admitRunbook(ctx, &in); err != nil {
 		return RunbookResult{}, err
 	}
+	r.undoChildren = workflow.GetVersion(ctx, undoChange, workflow.DefaultVersion, 1) == 1
 	err := r.execute(ctx)
 	res := RunbookResult{Progress: r.snapshot()}
 	if err == nil {
@@ -62,7 +63,15 @@ type run struct {
 	sc        plan.Scope // what the run's calls are decided against
 	ui        ui
 	exec      Execution // this run: decisions must name it
+	// undoChildren: the undo of a failed run includes what its completed
+	// child runbooks and rollouts did (undoChange).
+	undoChildren bool
 }
+
+// undoChange is the workflow.GetVersion change id of undoing completed
+// child runbooks and rollouts when a run fails after them: runs that
+// began before it undo their own steps' undo lists only.
+const undoChange = "undo-children"
 
 type stepRun struct {
 	spec    runbooks.Step
@@ -72,6 +81,9 @@ type stepRun struct {
 	hosts    []string
 	single   bool
 	decision *Decision
+	// childUndo is what a completed child runbook or rollout returned to
+	// undo it, run before the step's own undo (undoChange).
+	childUndo []UndoCall
 }
 
 type completion struct {
@@ -455,6 +467,7 @@ func (r *run) runChild(ctx workflow.Context, i int, vars map[string]any) error {
 		return err
 	}
 	s.outputs = map[string]any{"state": res.Progress.State}
+	s.childUndo = res.Compensation
 	r.completed = append(r.completed, completion{step: i})
 	return nil
 }
@@ -466,6 +479,12 @@ func (r *run) compensation() []UndoCall {
 	for k := len(r.completed) - 1; k >= 0; k-- {
 		c := r.completed[k]
 		s := r.steps[c.step]
+		if r.undoChildren {
+			for _, call := range s.childUndo {
+				call.Step = s.spec.ID // shown on the step that ran the child
+				calls = append(calls, call)
+			}
+		}
 		for _, u := range s.spec.Undo {
 			vars := r.vars()
 			steps := vars["steps"].(map[string]any)
@@ -507,6 +526,7 @@ func (r *run) runRollout(ctx workflow.Context, i int, vars map[string]any) error
 	if err != nil {
 		return err
 	}
+	s.childUndo = res.Compensation
 	r.completed = append(r.completed, completion{step: i})
 	return nil
 }
