@@ -151,7 +151,11 @@ func (r *rotation) plan(ctx context.Context) error {
 	}
 	if r.in.Scope == api.ScopeKubelet {
 		if r.in.Stage == api.StageReissue && r.cluster() != nil {
-			return r.kubeletClient(ctx)
+			dir, err := r.kubeletClient(ctx)
+			if err != nil {
+				return err
+			}
+			return r.kubeletServing(ctx, dir)
 		}
 		return nil
 	}
@@ -488,26 +492,27 @@ func (r *rotation) reissue(ctx context.Context) error {
 
 // kubeletClient installs the kubelet's new client certificate where its
 // kubeconfig says it is: the file TLS bootstrap made (or any other), or
-// embedded in the kubeconfig.
-func (r *rotation) kubeletClient(ctx context.Context) error {
+// embedded in the kubeconfig (Kedge's controllers). dir is the
+// directory of that file, "" for an embedded one.
+func (r *rotation) kubeletClient(ctx context.Context) (dir string, err error) {
 	kc := r.in.KubeletClient
 	if kc.Certificate == "" || kc.PrivateKey == "" {
-		return invalid("kubeletClient: the reissue stage installs the kubelet's new client certificate and key (kube.kubelet-client-cert)")
+		return "", invalid("kubeletClient: the reissue stage installs the kubelet's new client certificate and key (kube.kubelet-client-cert)")
 	}
 	leaf, err := firstCert([]byte(kc.Certificate))
 	if err != nil {
-		return invalid("kubeletClient.certificate: " + err.Error())
+		return "", invalid("kubeletClient.certificate: " + err.Error())
 	}
 	if leaf.CheckSignatureFrom(r.cluster().new) != nil {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the kubelet's new client certificate is signed by %q, not the new cluster CA", leaf.Issuer.CommonName), ErrTypeForeignIssuer, nil)
+		return "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("the kubelet's new client certificate is signed by %q, not the new cluster CA", leaf.Issuer.CommonName), ErrTypeForeignIssuer, nil)
 	}
 	p := r.in.Files[layout.FileKubeletKubecfg]
 	if p == "" {
-		return invalid(fmt.Sprintf("files: the layout names no kubelet kubeconfig on %s", r.in.Target.Node))
+		return "", invalid(fmt.Sprintf("files: the layout names no kubelet kubeconfig on %s", r.in.Target.Node))
 	}
 	cur, err := r.a.Hosts.ReadFile(ctx, host.ReadFileInput{Target: r.in.Target, Path: p})
 	if err != nil {
-		return err
+		return "", err
 	}
 	i := slices.IndexFunc(r.files, func(f host.BundleFile) bool { return f.Path == p })
 	if i >= 0 { // its CA data changed in this step already
@@ -515,61 +520,67 @@ func (r *rotation) kubeletClient(ctx context.Context) error {
 	}
 	certFile, keyFile, err := kubeconfigCredential([]byte(cur.Content))
 	if err != nil {
-		return invalid(fmt.Sprintf("%s on %s: %v", p, r.in.Target.Node, err))
+		return "", invalid(fmt.Sprintf("%s on %s: %v", p, r.in.Target.Node, err))
 	}
 	r.res.Reissued = append(r.res.Reissued, p)
 	if certFile == "" {
 		doc, err := setEmbedded([]byte(cur.Content), kc.Certificate, kc.PrivateKey)
 		if err != nil {
-			return invalid(fmt.Sprintf("%s on %s: %v", p, r.in.Target.Node, err))
+			return "", invalid(fmt.Sprintf("%s on %s: %v", p, r.in.Target.Node, err))
 		}
 		if i >= 0 {
 			r.files[i].Content = string(doc)
-			return nil
+			return "", nil
 		}
 		r.add(host.BundleFile{Path: p, Content: string(doc), Mode: cur.Mode}, "kubelet")
-		return nil
+		return "", nil
 	}
-	if err := r.kubeletServing(ctx, path.Dir(certFile)); err != nil {
-		return err
-	}
+	dir = path.Dir(certFile)
 	// The kubelet's certificate store keeps kubelet-client-current.pem a
 	// link to a dated file and refuses a file in its place: write where
 	// the link points.
 	if certFile, err = r.a.Hosts.RealPath(ctx, r.in.Target, certFile); err != nil {
-		return err
+		return "", err
 	}
 	if keyFile, err = r.a.Hosts.RealPath(ctx, r.in.Target, keyFile); err != nil {
-		return err
+		return "", err
 	}
 	c := credential{cert: certFile, key: keyFile, reader: "kubelet"}
 	file, err := r.a.Hosts.ReadFile(ctx, host.ReadFileInput{Target: r.in.Target, Path: certFile})
 	if err != nil {
-		return err
+		return "", err
 	}
 	var key host.FileStat
 	if keyFile != certFile {
 		if key, err = r.a.Hosts.Stat(ctx, r.in.Target, keyFile); err != nil {
-			return err
+			return "", err
 		}
 	}
 	files, err := c.replace(file, key, r.in.Kind, kc.Certificate, kc.PrivateKey)
 	if err != nil {
-		return invalid(fmt.Sprintf("%s on %s: %v", certFile, r.in.Target.Node, err))
+		return "", invalid(fmt.Sprintf("%s on %s: %v", certFile, r.in.Target.Node, err))
 	}
 	r.res.Reissued[len(r.res.Reissued)-1] = certFile
 	for _, f := range files {
 		r.add(f, "kubelet")
 	}
-	return nil
+	return dir, nil
 }
 
 // kubeletServing issues anew, from the new CA, the kubelet's serving
-// certificate where it keeps it (kubelet.crt and .key in its certificate
-// directory) when the old CA signed it (Kedge's cert-renewal puts one
-// there); a self-signed one (Typhoon's) stays.
-func (r *rotation) kubeletServing(ctx context.Context, dir string) error {
-	certPath, keyPath := path.Join(dir, "kubelet.crt"), path.Join(dir, "kubelet.key")
+// certificate where it keeps it (the layout's, else kubelet.crt and .key
+// beside its client certificate, in clientDir) when the old CA signed it
+// (Kedge's cert-renewal puts one there); a self-signed one (Typhoon's)
+// stays. A kubelet whose client certificate is in its kubeconfig (Kedge's
+// controllers) has one too.
+func (r *rotation) kubeletServing(ctx context.Context, clientDir string) error {
+	certPath, keyPath := r.in.Files[layout.FileKubeletServingCert], r.in.Files[layout.FileKubeletServingKey]
+	if certPath == "" || keyPath == "" {
+		if clientDir == "" {
+			return nil
+		}
+		certPath, keyPath = path.Join(clientDir, "kubelet.crt"), path.Join(clientDir, "kubelet.key")
+	}
 	cur, err := r.a.Hosts.ReadFile(ctx, host.ReadFileInput{Target: r.in.Target, Path: certPath, Missing: "empty"})
 	if err != nil || !cur.Exists {
 		return err

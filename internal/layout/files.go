@@ -14,6 +14,8 @@ type kubeletConfig struct {
 	ClusterDNS     []string `json:"clusterDNS"`
 	ClusterDomain  string   `json:"clusterDomain"`
 	StaticPodPath  string   `json:"staticPodPath"`
+	TLSCertFile    string   `json:"tlsCertFile"`
+	TLSKeyFile     string   `json:"tlsPrivateKeyFile"`
 	Authentication struct {
 		X509 struct {
 			ClientCAFile string `json:"clientCAFile"`
@@ -91,6 +93,9 @@ func readKubeletFiles(l *Layout, r Reader) error {
 			if d.StaticPodPath != "" {
 				cfg.StaticPodPath = d.StaticPodPath
 			}
+			if d.TLSCertFile != "" {
+				cfg.TLSCertFile, cfg.TLSKeyFile = d.TLSCertFile, d.TLSKeyFile
+			}
 			if d.Authentication.X509.ClientCAFile != "" {
 				cfg.Authentication.X509.ClientCAFile = d.Authentication.X509.ClientCAFile
 			}
@@ -108,6 +113,7 @@ func readKubeletFiles(l *Layout, r Reader) error {
 			return err
 		}
 	}
+	servingFiles(l, cfg)
 	if k.BootstrapKubeconfig != "" {
 		l.Files[FileBootstrapKubecfg] = k.BootstrapKubeconfig
 	}
@@ -135,6 +141,30 @@ func readKubeletFiles(l *Layout, r Reader) error {
 		}
 	}
 	return nil
+}
+
+// defaultKubeletCertDir is the kubelet's --cert-dir when not given.
+const defaultKubeletCertDir = "/var/lib/kubelet/pki"
+
+// servingFiles names the kubelet's serving certificate and key on the
+// host: its tlsCertFile and tlsPrivateKeyFile, or kubelet.crt and .key
+// in its --cert-dir, which it makes self-signed when they are missing.
+// Files off the kubelet's volumes are left unnamed.
+func servingFiles(l *Layout, cfg kubeletConfig) {
+	k := l.Kubelet
+	cert, key := cfg.TLSCertFile, cfg.TLSKeyFile
+	if cert == "" || key == "" {
+		dir := flagValue(k.Args, "cert-dir")
+		if dir == "" {
+			dir = defaultKubeletCertDir
+		}
+		cert, key = path.Join(dir, "kubelet.crt"), path.Join(dir, "kubelet.key")
+	}
+	c, okc := hostPath(k.Volumes, cert)
+	kp, okk := hostPath(k.Volumes, key)
+	if okc && okk {
+		l.Files[FileKubeletServingCert], l.Files[FileKubeletServingKey] = c, kp
+	}
 }
 
 func mapped(volumes map[string]string, what, p string) (string, error) {

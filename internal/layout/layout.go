@@ -222,6 +222,12 @@ const (
 	FileKubeletConfig        = "kubelet-config"
 	FileKubeletKubecfg       = "kubelet-kubeconfig"
 	FileBootstrapKubecfg     = "bootstrap-kubeconfig"
+	// The kubelet's serving certificate and key: its tlsCertFile and
+	// tlsPrivateKeyFile, or kubelet.crt and .key in its --cert-dir
+	// (default /var/lib/kubelet/pki), where Kedge's cert-renewal puts one
+	// the cluster CA signed.
+	FileKubeletServingCert = "kubelet-serving-cert"
+	FileKubeletServingKey  = "kubelet-serving-key"
 	// The controller manager's CSR signer certificate
 	// (--cluster-signing-cert-file), the CA it publishes to every
 	// namespace (--root-ca-file) and the CA it trusts clients with

@@ -194,6 +194,8 @@ func TestDiscoverTyphoonFlatcarController(t *testing.T) {
 		FileEtcdPeerCA: "/etc/ssl/etcd/etcd/peer-ca.crt", FileEtcdPeerCert: "/etc/ssl/etcd/etcd/peer.crt", FileEtcdPeerKey: "/etc/ssl/etcd/etcd/peer.key",
 		FileKubeletClientCA: "/etc/kubernetes/ca.crt", FileKubeletConfig: "/etc/kubernetes/kubelet.yaml",
 		FileKubeletKubecfg: "/var/lib/kubelet/kubeconfig", FileBootstrapKubecfg: "/etc/kubernetes/kubeconfig",
+		// The kubelet's serving certificate, in its default --cert-dir.
+		FileKubeletServingCert: "/var/lib/kubelet/pki/kubelet.crt", FileKubeletServingKey: "/var/lib/kubelet/pki/kubelet.key",
 		// The API server's kubelet client certificate is its serving one.
 		FileAPIServerKubeletCert: "/etc/kubernetes/pki/apiserver.crt", FileAPIServerKubeletKey: "/etc/kubernetes/pki/apiserver.key",
 		FileControllerManagerKC: "/etc/kubernetes/pki/controller-manager.conf", FileSchedulerKC: "/etc/kubernetes/pki/scheduler.conf",
@@ -297,6 +299,19 @@ func TestDiscoverKedge(t *testing.T) {
 	}
 	if l.Kubelet.ConfigDir != render.KubeletConfigDropInDir || l.Kubelet.BootstrapKubeconfig != render.BootstrapKubeconfigPath {
 		t.Errorf("kubelet %+v", l.Kubelet)
+	}
+	// The kubelet's serving certificate: kubelet.crt in its default
+	// --cert-dir (where cert-renewal puts one), or the files a drop-in
+	// names.
+	if l.Files[FileKubeletServingCert] != "/var/lib/kubelet/pki/kubelet.crt" || l.Files[FileKubeletServingKey] != "/var/lib/kubelet/pki/kubelet.key" {
+		t.Errorf("serving certificate %q key %q", l.Files[FileKubeletServingCert], l.Files[FileKubeletServingKey])
+	}
+	m[render.KubeletConfigDropInDir+"/60-tls.conf"] = []byte("tlsCertFile: /var/lib/kubelet/serving/tls.crt\ntlsPrivateKeyFile: /var/lib/kubelet/serving/tls.key\n")
+	if l, err = Discover(f, m); err != nil {
+		t.Fatal(err)
+	}
+	if l.Files[FileKubeletServingCert] != "/var/lib/kubelet/serving/tls.crt" || l.Files[FileKubeletServingKey] != "/var/lib/kubelet/serving/tls.key" {
+		t.Errorf("serving certificate %q key %q with tlsCertFile", l.Files[FileKubeletServingCert], l.Files[FileKubeletServingKey])
 	}
 }
 
