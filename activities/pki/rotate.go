@@ -492,8 +492,9 @@ func (r *rotation) reissue(ctx context.Context) error {
 
 // kubeletClient installs the kubelet's new client certificate where its
 // kubeconfig says it is: the file TLS bootstrap made (or any other), or
-// embedded in the kubeconfig (Kedge's controllers). dir is the
-// directory of that file, "" for an embedded one.
+// embedded in the kubeconfig (Kedge's controllers), and then in the
+// kubelet's certificate store too if it has one. dir is the directory of
+// the file the kubeconfig names, "" for an embedded credential.
 func (r *rotation) kubeletClient(ctx context.Context) (dir string, err error) {
 	kc := r.in.KubeletClient
 	if kc.Certificate == "" || kc.PrivateKey == "" {
@@ -522,49 +523,65 @@ func (r *rotation) kubeletClient(ctx context.Context) (dir string, err error) {
 	if err != nil {
 		return "", invalid(fmt.Sprintf("%s on %s: %v", p, r.in.Target.Node, err))
 	}
-	r.res.Reissued = append(r.res.Reissued, p)
 	if certFile == "" {
+		r.res.Reissued = append(r.res.Reissued, p)
 		doc, err := setEmbedded([]byte(cur.Content), kc.Certificate, kc.PrivateKey)
 		if err != nil {
 			return "", invalid(fmt.Sprintf("%s on %s: %v", p, r.in.Target.Node, err))
 		}
 		if i >= 0 {
 			r.files[i].Content = string(doc)
+		} else {
+			r.add(host.BundleFile{Path: p, Content: string(doc), Mode: cur.Mode}, "kubelet")
+		}
+		// A kubelet that rotates its certificates copied the embedded
+		// one to its store at its first start, and presents the store's.
+		store := r.in.Files[layout.FileKubeletClientCurrent]
+		if store == "" {
 			return "", nil
 		}
-		r.add(host.BundleFile{Path: p, Content: string(doc), Mode: cur.Mode}, "kubelet")
-		return "", nil
+		st, err := r.a.Hosts.ReadFile(ctx, host.ReadFileInput{Target: r.in.Target, Path: store, Missing: "empty"})
+		if err != nil || !st.Exists {
+			return "", err
+		}
+		return "", r.storeClient(ctx, store, store)
 	}
-	dir = path.Dir(certFile)
-	// The kubelet's certificate store keeps kubelet-client-current.pem a
-	// link to a dated file and refuses a file in its place: write where
-	// the link points.
+	return path.Dir(certFile), r.storeClient(ctx, certFile, keyFile)
+}
+
+// storeClient writes the kubelet's new client certificate and key to the
+// files its kubeconfig or its store names. The kubelet's certificate
+// store keeps kubelet-client-current.pem a link to a dated file and
+// refuses a file in its place: it writes where the link points.
+func (r *rotation) storeClient(ctx context.Context, certFile, keyFile string) error {
+	kc := r.in.KubeletClient
+	var err error
 	if certFile, err = r.a.Hosts.RealPath(ctx, r.in.Target, certFile); err != nil {
-		return "", err
+		return err
 	}
 	if keyFile, err = r.a.Hosts.RealPath(ctx, r.in.Target, keyFile); err != nil {
-		return "", err
+		return err
 	}
 	c := credential{cert: certFile, key: keyFile, reader: "kubelet"}
 	file, err := r.a.Hosts.ReadFile(ctx, host.ReadFileInput{Target: r.in.Target, Path: certFile})
 	if err != nil {
-		return "", err
+		return err
 	}
 	var key host.FileStat
 	if keyFile != certFile {
 		if key, err = r.a.Hosts.Stat(ctx, r.in.Target, keyFile); err != nil {
-			return "", err
+			return err
 		}
 	}
 	files, err := c.replace(file, key, r.in.Kind, kc.Certificate, kc.PrivateKey)
 	if err != nil {
-		return "", invalid(fmt.Sprintf("%s on %s: %v", certFile, r.in.Target.Node, err))
+		return invalid(fmt.Sprintf("%s on %s: %v", certFile, r.in.Target.Node, err))
 	}
-	r.res.Reissued[len(r.res.Reissued)-1] = certFile
+	r.res.Reissued = append(r.res.Reissued, certFile)
 	for _, f := range files {
 		r.add(f, "kubelet")
 	}
-	return dir, nil
+	return nil
 }
 
 // kubeletServing issues anew, from the new CA, the kubelet's serving

@@ -386,33 +386,39 @@ func TestRotateCAReissueRefusesAnUnsplitSigner(t *testing.T) {
 }
 
 // A kubelet whose client certificate is embedded in its kubeconfig (a
-// controller Kedge's bootstrap made) also serves with a certificate the
-// old CA signed (cert-renewal's kubelet.crt, where the layout says it
-// is): the reissue stage issues it anew from the new CA, beside the new
-// client certificate.
-func TestRotateCAReissuesTheServingCertificateOfAnEmbeddedKubelet(t *testing.T) {
+// controller Kedge's bootstrap made) and that rotates its certificates
+// copied it to its store at its first start, and presents the store's;
+// it also serves with a certificate the old CA signed (cert-renewal's
+// kubelet.crt, where the layout says it is). The reissue stage writes
+// the new client certificate to both, the store's still a link to a dated
+// file, and issues the serving certificate anew from the new CA.
+func TestRotateCAReissuesAnEmbeddedKubeletsStoreAndServingCertificate(t *testing.T) {
 	h := newRotationHost(t)
 	f := h.files
 	kpki := filepath.Join(filepath.Dir(f[layout.FileKubeletKubecfg]), "pki")
+	current := filepath.Join(kpki, "kubelet-client-current.pem")
 	f[layout.FileKubeletServingCert], f[layout.FileKubeletServingKey] = filepath.Join(kpki, "kubelet.crt"), filepath.Join(kpki, "kubelet.key")
+	f[layout.FileKubeletClientCurrent] = current
 	oldCert, oldKey := h.ca.leaf(t, "system:node:tyc1", time.Now().Add(time.Hour))
 	embedded := "    client-certificate-data: " + base64.StdEncoding.EncodeToString([]byte(oldCert)) + "\n    client-key-data: " + base64.StdEncoding.EncodeToString([]byte(oldKey)) + "\n"
 	writeOwned(t, f[layout.FileKubeletKubecfg], kubeconfigDoc(h.ca.pem, embedded), 0o600, 0, 0)
-	for _, p := range []string{"kubelet-client-current.pem", "kubelet-client-2026-01-01.pem"} {
-		if err := os.Remove(filepath.Join(kpki, p)); err != nil {
-			t.Fatal(err)
-		}
-	}
 
 	kcert, kkey := h.next.leaf(t, "system:node:tyc1", time.Now().Add(time.Hour))
 	res := h.rotate(t, api.StageReissue, api.ScopeKubelet, api.KubeletClient{Certificate: kcert, PrivateKey: kkey})
 	if c, err := embeddedCert([]byte(read(t, f[layout.FileKubeletKubecfg]))); err != nil || c.CheckSignatureFrom(h.next.cert) != nil {
 		t.Errorf("the kubelet's embedded client certificate after reissue: %v %v", c, err)
 	}
+	if got := read(t, current); got != kcert+kkey {
+		t.Errorf("the kubelet's store after reissue:\n%s", got)
+	}
+	if fi, err := os.Lstat(current); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("kubelet-client-current.pem is no longer a link: %v", err)
+	}
 	if serving, _ := firstCert([]byte(read(t, f[layout.FileKubeletServingCert]))); serving.CheckSignatureFrom(h.next.cert) != nil || serving.Subject.CommonName != "system:node:tyc1" {
 		t.Errorf("the kubelet's serving certificate after reissue is from %q", serving.Issuer.CommonName)
 	}
-	if !slices.Equal(res.Reissued, []string{f[layout.FileKubeletKubecfg], f[layout.FileKubeletServingCert]}) || !slices.Equal(res.Restart, []string{"kubelet"}) {
+	dated := filepath.Join(kpki, "kubelet-client-2026-01-01.pem")
+	if !slices.Equal(res.Reissued, []string{f[layout.FileKubeletKubecfg], dated, f[layout.FileKubeletServingCert]}) || !slices.Equal(res.Restart, []string{"kubelet"}) {
 		t.Errorf("reissued %v, restart %v", res.Reissued, res.Restart)
 	}
 	if again := h.rotate(t, api.StageReissue, api.ScopeKubelet, api.KubeletClient{Certificate: kcert, PrivateKey: kkey}); slices.Contains(again.Reissued, f[layout.FileKubeletServingCert]) {

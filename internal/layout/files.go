@@ -148,22 +148,26 @@ const defaultKubeletCertDir = "/var/lib/kubelet/pki"
 
 // servingFiles names the kubelet's serving certificate and key on the
 // host: its tlsCertFile and tlsPrivateKeyFile, or kubelet.crt and .key
-// in its --cert-dir, which it makes self-signed when they are missing.
-// Files off the kubelet's volumes are left unnamed.
+// in its --cert-dir, which it makes self-signed when they are missing;
+// and its client certificate store in that directory. Files off the
+// kubelet's volumes are left unnamed.
 func servingFiles(l *Layout, cfg kubeletConfig) {
 	k := l.Kubelet
+	dir := flagValue(k.Args, "cert-dir")
+	if dir == "" {
+		dir = defaultKubeletCertDir
+	}
 	cert, key := cfg.TLSCertFile, cfg.TLSKeyFile
 	if cert == "" || key == "" {
-		dir := flagValue(k.Args, "cert-dir")
-		if dir == "" {
-			dir = defaultKubeletCertDir
-		}
 		cert, key = path.Join(dir, "kubelet.crt"), path.Join(dir, "kubelet.key")
 	}
 	c, okc := hostPath(k.Volumes, cert)
 	kp, okk := hostPath(k.Volumes, key)
 	if okc && okk {
 		l.Files[FileKubeletServingCert], l.Files[FileKubeletServingKey] = c, kp
+	}
+	if p, ok := hostPath(k.Volumes, path.Join(dir, "kubelet-client-current.pem")); ok {
+		l.Files[FileKubeletClientCurrent] = p
 	}
 }
 

@@ -228,6 +228,12 @@ const (
 	// the cluster CA signed.
 	FileKubeletServingCert = "kubelet-serving-cert"
 	FileKubeletServingKey  = "kubelet-serving-key"
+	// FileKubeletClientCurrent is the kubelet's client certificate store
+	// (rotateCertificates): kubelet-client-current.pem in its --cert-dir,
+	// a link to a dated file holding certificate and key. Once there it
+	// wins over a credential embedded in the kubelet's kubeconfig, which
+	// the kubelet copies there at its first start.
+	FileKubeletClientCurrent = "kubelet-client-current"
 	// The controller manager's CSR signer certificate
 	// (--cluster-signing-cert-file), the CA it publishes to every
 	// namespace (--root-ca-file) and the CA it trusts clients with

@@ -196,6 +196,7 @@ func TestDiscoverTyphoonFlatcarController(t *testing.T) {
 		FileKubeletKubecfg: "/var/lib/kubelet/kubeconfig", FileBootstrapKubecfg: "/etc/kubernetes/kubeconfig",
 		// The kubelet's serving certificate, in its default --cert-dir.
 		FileKubeletServingCert: "/var/lib/kubelet/pki/kubelet.crt", FileKubeletServingKey: "/var/lib/kubelet/pki/kubelet.key",
+		FileKubeletClientCurrent: "/var/lib/kubelet/pki/kubelet-client-current.pem",
 		// The API server's kubelet client certificate is its serving one.
 		FileAPIServerKubeletCert: "/etc/kubernetes/pki/apiserver.crt", FileAPIServerKubeletKey: "/etc/kubernetes/pki/apiserver.key",
 		FileControllerManagerKC: "/etc/kubernetes/pki/controller-manager.conf", FileSchedulerKC: "/etc/kubernetes/pki/scheduler.conf",
@@ -305,6 +306,9 @@ func TestDiscoverKedge(t *testing.T) {
 	// names.
 	if l.Files[FileKubeletServingCert] != "/var/lib/kubelet/pki/kubelet.crt" || l.Files[FileKubeletServingKey] != "/var/lib/kubelet/pki/kubelet.key" {
 		t.Errorf("serving certificate %q key %q", l.Files[FileKubeletServingCert], l.Files[FileKubeletServingKey])
+	}
+	if l.Files[FileKubeletClientCurrent] != "/var/lib/kubelet/pki/kubelet-client-current.pem" {
+		t.Errorf("client certificate store %q", l.Files[FileKubeletClientCurrent])
 	}
 	m[render.KubeletConfigDropInDir+"/60-tls.conf"] = []byte("tlsCertFile: /var/lib/kubelet/serving/tls.crt\ntlsPrivateKeyFile: /var/lib/kubelet/serving/tls.key\n")
 	if l, err = Discover(f, m); err != nil {
