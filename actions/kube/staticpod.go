@@ -13,7 +13,10 @@ type WaitStaticPodInput struct {
 	Pod         string      `json:"pod" kedge:"required" doc:"the static pod's name, e.g. kube-apiserver (its mirror pod is NAME-NODE)"`
 	Namespace   string      `json:"namespace,omitempty" doc:"its namespace (default kube-system)"`
 	RestartedAt string      `json:"restartedAt,omitempty" doc:"wait for the pod of this host.restart-static-pod (its restartedAt output)"`
-	Timeout     string      `json:"timeout,omitempty" kedge:"duration" doc:"give up after this long (default 5m)"`
+	// RestartedAfter waits for the pod of a restart later than this one:
+	// an undo's restart, whose own time no step output holds.
+	RestartedAfter string `json:"restartedAfter,omitempty" doc:"wait for the pod of a host.restart-static-pod later than this RFC 3339 time (e.g. the restart an undo follows)"`
+	Timeout        string `json:"timeout,omitempty" kedge:"duration" doc:"give up after this long (default 5m)"`
 	// MaxRestarts bounds the wait for a pod that crash-loops: once a
 	// container has exited this many times and is not running, waiting
 	// longer brings nothing.

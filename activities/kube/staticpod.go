@@ -47,6 +47,14 @@ func (a *Activities) WaitStaticPod(ctx context.Context, in WaitStaticPodInput) (
 		maxRestarts = DefaultMaxRestarts
 	}
 	name := in.Pod + "-" + in.Node
+	var after *time.Time
+	if in.RestartedAfter != "" {
+		t, err := time.Parse(time.RFC3339, in.RestartedAfter)
+		if err != nil {
+			return WaitStaticPodResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("restartedAfter %q is not an RFC 3339 time", in.RestartedAfter), ErrTypeInvalidInput, nil)
+		}
+		after = &t
+	}
 	deadline := time.Now().Add(timeout)
 	last := "not seen yet"
 	for {
@@ -59,7 +67,8 @@ func (a *Activities) WaitStaticPod(ctx context.Context, in WaitStaticPodInput) (
 		case err == nil:
 			ready, restarts, why := podReady(p)
 			switch {
-			case in.RestartedAt != "" && p.Annotations[layout.RestartedAtAnnotation] != in.RestartedAt:
+			case in.RestartedAt != "" && p.Annotations[layout.RestartedAtAnnotation] != in.RestartedAt,
+				after != nil && !restartedAfter(p.Annotations[layout.RestartedAtAnnotation], *after):
 				last = fmt.Sprintf("the kubelet runs the pod from before the restart (%s %q)", layout.RestartedAtAnnotation, p.Annotations[layout.RestartedAtAnnotation])
 			case !ready:
 				last = why
@@ -143,4 +152,10 @@ func podReady(p *corev1.Pod) (bool, int32, string) {
 		}
 	}
 	return true, restarts, ""
+}
+
+// restartedAfter: the restart annotation v is a time later than t.
+func restartedAfter(v string, t time.Time) bool {
+	at, err := time.Parse(time.RFC3339, v)
+	return err == nil && at.After(t)
 }

@@ -94,3 +94,30 @@ func TestWaitStaticPodWaitsOutAFewRestarts(t *testing.T) {
 		t.Errorf("maxRestarts -1: %v", err)
 	}
 }
+
+// After an undo's restart, whose time no output holds: the pod from the
+// restart the undo follows does not count, ready as it is; the pod of a
+// later restart does.
+func TestWaitStaticPodRestartedAfter(t *testing.T) {
+	a, cs := fakeActs()
+	ctx := context.Background()
+	const forward = "2026-11-26T10:00:00.5Z"
+	if _, err := cs.CoreV1().Pods("kube-system").Create(ctx, mirrorPod(forward, 0, true), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	in := WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", RestartedAfter: forward, Timeout: "1s"}
+	if _, err := a.WaitStaticPod(ctx, in); err == nil || !strings.Contains(err.Error(), "from before the restart") {
+		t.Fatalf("the pod of the restart before counted: %v", err)
+	}
+	if _, err := cs.CoreV1().Pods("kube-system").Update(ctx, mirrorPod("2026-11-26T10:05:00.25Z", 0, true), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	in.Timeout = "1m"
+	if res, err := a.WaitStaticPod(ctx, in); err != nil || !res.Ready {
+		t.Errorf("the pod of a later restart: %+v %v", res, err)
+	}
+	in.RestartedAfter = "yesterday"
+	if _, err := a.WaitStaticPod(ctx, in); err == nil {
+		t.Error("restartedAfter yesterday accepted")
+	}
+}
