@@ -16,11 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"kedge.dev/kedge/integration/images"
 	"kedge.dev/kedge/integration/realnode"
-	"kedge.dev/kedge/integration/vaultlab"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -38,71 +36,15 @@ func TestRealKubeletBootstrapAndCertRenewal(t *testing.T) {
 	tools := realKubeletTools(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
-	v, tokenFile := labVault(t)
-	bin, err := images.KubeletBinary(ctx, tools, images.KubeVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	image := images.KubeletRef(images.KubeVersion)
-	cpImages, err := images.ControlPlane(tools)
-	if err != nil {
-		t.Fatal(err)
-	}
-	archives, err := images.Build(cpImages...)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	start := time.Now()
-	var opts []realnode.Options
-	for _, name := range []string{"real-boot-1", "real-boot-2", "real-boot-3"} {
-		opts = append(opts, realnode.Options{Name: name, NoPodNetwork: true, Routed: true, KubeProxy: true})
-	}
-	nodes := startRealSSHNodes(ctx, t, opts, realnode.KubeletImage{Ref: image, Binary: bin})
-	ctl := nodes[0]
-	for _, n := range nodes {
-		// The control plane's on the controller, kube-proxy's everywhere:
-		// importing them all is as quick.
-		if err := n.node.Import(ctx, archives...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Logf("three bare nodes with the control-plane and kube-proxy images: %s", time.Since(start).Round(time.Millisecond))
-
-	kubeconfig := filepath.Join(t.TempDir(), "admin.conf")
-	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: kedge/v1\nkind: Cluster\nmetadata:\n  name: realboot\n")
-	fmt.Fprintf(&b, "ssh:\n  user: core\n  become: sudo\n  identityFile: %s\n  knownHostsFile: %s\n", ctl.lab.IdentityFile, ctl.lab.KnownHostsFile)
-	fmt.Fprintf(&b, "kubernetes:\n  kubeconfig: %s\n  kubeletImage: %s\n  clusterDNS: [10.96.0.10]\n", kubeconfig, image)
-	fmt.Fprintf(&b, "vault:\n  address: %s\n  tokenFile: %s\n  pki: %s\n  role: %s\n  kv: %s\n", v.Address, tokenFile, vaultlab.PKIPath, vaultlab.PKIRole, vaultlab.KVPath)
-	fmt.Fprintf(&b, "controllers:\n  - name: %s\n    address: %s\n", ctl.node.Name, ctl.node.NodeIP)
-	b.WriteString("workers:\n")
-	for _, w := range nodes[1:] {
-		fmt.Fprintf(&b, "  - name: %s\n    address: %s\n", w.node.Name, w.node.NodeIP)
-	}
-	inv := writeInventory(t, b.String())
-
-	start = time.Now()
-	p, code, errOut := runWaitInv(t, "bootstrap", inv)
-	if code != 0 || p.State != workflows.StateSucceeded {
-		t.Fatalf("bootstrap: exit %d: %s\n%+v%s", code, errOut, p, ctl.node.UnitLog(ctl.host, "kubelet"))
-	}
-	t.Logf("bootstrap of 1 controller + 2 workers on real kubelets: %s", time.Since(start).Round(time.Millisecond))
-
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := bootstrapRealCluster(ctx, t, tools, "realboot", "real-boot")
+	nodes, ctl, inv, cs := rc.nodes, rc.ctl, rc.inventory, rc.client
 	checkRealCluster(t, cs, nodes)
 
 	// The control plane is the controller's static pods, run by its
 	// containerd: their mirror pods are Running on the controller.
 	for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
 		var pod *corev1.Pod
+		var err error
 		deadline := time.Now().Add(time.Minute)
 		for {
 			pod, err = cs.CoreV1().Pods("kube-system").Get(ctx, c+"-"+ctl.node.Name, metav1.GetOptions{})

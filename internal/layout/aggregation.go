@@ -15,22 +15,27 @@ const (
 	FileAggregationKey  = "aggregation-client-key"
 	// FileAdminKC is the cluster-admin kubeconfig a controller keeps
 	// (Typhoon: admin.conf beside the PKI, which bootstrap.service's
-	// kubectl uses; no process flag names it).
+	// kubectl uses; Kedge: /etc/kubernetes/admin.conf; no process flag
+	// names it).
 	FileAdminKC = "admin-kubeconfig"
 )
 
-// readAdminKubeconfig finds Typhoon's admin.conf: in the directory of the
-// cluster CA the API server names, where Typhoon's layout script moves
-// auth/admin.conf.
+// readAdminKubeconfig finds a controller's admin.conf: Typhoon's in the
+// directory of the cluster CA the API server names, where Typhoon's
+// layout script moves auth/admin.conf; Kedge's beside the controller
+// manager's kubeconfig, where bootstrap writes both.
 func readAdminKubeconfig(l *Layout, r Reader) error {
-	if l.Kind != KindTyphoonFlatcar && l.Kind != KindTyphoonFCOS {
+	var beside string
+	switch l.Kind {
+	case KindTyphoonFlatcar, KindTyphoonFCOS:
+		beside = l.Files[FileClusterCA]
+	case KindKedge:
+		beside = l.Files[FileControllerManagerKC]
+	}
+	if beside == "" {
 		return nil
 	}
-	ca := l.Files[FileClusterCA]
-	if ca == "" {
-		return nil
-	}
-	p := path.Join(path.Dir(ca), "admin.conf")
+	p := path.Join(path.Dir(beside), "admin.conf")
 	if _, err := r.ReadFile(p); err != nil {
 		if isNotExist(err) {
 			return nil

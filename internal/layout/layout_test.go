@@ -454,3 +454,32 @@ func TestASwapWritesWhereTheOperatorSetsTheImage(t *testing.T) {
 		})
 	}
 }
+
+// A Kedge controller's admin.conf, beside the controller manager's
+// kubeconfig where bootstrap writes both: a credential of the old CA a
+// CA rotation and cert-renewal must reach, though no process names it.
+func TestDiscoverKedgeAdminKubeconfig(t *testing.T) {
+	m, f := kedgeHost(t, "controller-1", "controller-1")
+	pods, err := render.StaticPods(render.ControlPlaneInput{Node: "controller-1", NodeIP: "10.0.0.11", ServiceCIDR: "10.96.0.0/12",
+		Images: render.ControlPlaneImages{Etcd: "e:1", APIServer: "a:1", ControllerManager: "c:1", Scheduler: "s:1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range pods {
+		m[render.ManifestsDir+"/"+name] = b
+	}
+	l, err := Discover(f, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := l.Files[FileAdminKC]; ok {
+		t.Errorf("admin.conf named before there is one: %q", l.Files[FileAdminKC])
+	}
+	m[render.KubernetesDir+"/admin.conf"] = []byte("apiVersion: v1\nkind: Config\n")
+	if l, err = Discover(f, m); err != nil {
+		t.Fatal(err)
+	}
+	if l.Kind != KindKedge || l.Files[FileControllerManagerKC] != render.ControllerManagerKubeconfigPath || l.Files[FileAdminKC] != render.KubernetesDir+"/admin.conf" {
+		t.Errorf("kind %q, controller-manager.conf %q, admin.conf %q", l.Kind, l.Files[FileControllerManagerKC], l.Files[FileAdminKC])
+	}
+}

@@ -1,0 +1,101 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"kedge.dev/kedge/integration/images"
+	"kedge.dev/kedge/integration/realnode"
+	"kedge.dev/kedge/integration/vaultlab"
+	"kedge.dev/kedge/workflows"
+)
+
+// realCluster is a cluster Kedge's bootstrap built on three real
+// kubelets: its first node the controller, the others workers.
+type realCluster struct {
+	nodes      []*realSSHNode
+	ctl        *realSSHNode
+	inventory  string
+	kubeconfig string // the admin kubeconfig the inventory names
+	client     kubernetes.Interface
+	archives   []string // the control-plane images, imported on every node
+}
+
+// bootstrapRealCluster starts three bare real nodes named prefix-1..3
+// (their own namespaces and containerd, no pod network, no kubelet unit,
+// reached over SSH as core with sudo, routed to each other through the
+// machine) with the control-plane and kube-proxy images, and runs
+// bootstrap on them as the cluster name: its CAs in Vault, the
+// controller's PKI, kubeconfigs and static pods (etcd among them) run by
+// its real kubelet, the workers joined through TLS bootstrap. It logs the
+// time of each part.
+func bootstrapRealCluster(ctx context.Context, t *testing.T, tools, name, prefix string) *realCluster {
+	t.Helper()
+	v, tokenFile := labVault(t)
+	bin, err := images.KubeletBinary(ctx, tools, images.KubeVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := images.KubeletRef(images.KubeVersion)
+	cpImages, err := images.ControlPlane(tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archives, err := images.Build(cpImages...)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	var opts []realnode.Options
+	for i := 1; i <= 3; i++ {
+		opts = append(opts, realnode.Options{Name: fmt.Sprintf("%s-%d", prefix, i), NoPodNetwork: true, Routed: true, KubeProxy: true})
+	}
+	nodes := startRealSSHNodes(ctx, t, opts, realnode.KubeletImage{Ref: image, Binary: bin})
+	ctl := nodes[0]
+	for _, n := range nodes {
+		// The control plane's on the controller, kube-proxy's everywhere:
+		// importing them all is as quick.
+		if err := n.node.Import(ctx, archives...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("three bare nodes with the control-plane and kube-proxy images: %s", time.Since(start).Round(time.Millisecond))
+
+	kubeconfig := filepath.Join(t.TempDir(), "admin.conf")
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: kedge/v1\nkind: Cluster\nmetadata:\n  name: %s\n", name)
+	fmt.Fprintf(&b, "ssh:\n  user: core\n  become: sudo\n  identityFile: %s\n  knownHostsFile: %s\n", ctl.lab.IdentityFile, ctl.lab.KnownHostsFile)
+	fmt.Fprintf(&b, "kubernetes:\n  kubeconfig: %s\n  kubeletImage: %s\n  clusterDNS: [10.96.0.10]\n", kubeconfig, image)
+	fmt.Fprintf(&b, "vault:\n  address: %s\n  tokenFile: %s\n  pki: %s\n  role: %s\n  kv: %s\n", v.Address, tokenFile, vaultlab.PKIPath, vaultlab.PKIRole, vaultlab.KVPath)
+	fmt.Fprintf(&b, "controllers:\n  - name: %s\n    address: %s\n", ctl.node.Name, ctl.node.NodeIP)
+	b.WriteString("workers:\n")
+	for _, w := range nodes[1:] {
+		fmt.Fprintf(&b, "  - name: %s\n    address: %s\n", w.node.Name, w.node.NodeIP)
+	}
+	inv := writeInventory(t, b.String())
+
+	start = time.Now()
+	p, code, errOut := runWaitInv(t, "bootstrap", inv)
+	if code != 0 || p.State != workflows.StateSucceeded {
+		t.Fatalf("bootstrap: exit %d: %s\n%+v%s", code, errOut, p, ctl.node.UnitLog(ctl.host, "kubelet"))
+	}
+	t.Logf("bootstrap of 1 controller + 2 workers on real kubelets: %s", time.Since(start).Round(time.Millisecond))
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &realCluster{nodes: nodes, ctl: ctl, inventory: inv, kubeconfig: kubeconfig, client: cs, archives: archives}
+}
