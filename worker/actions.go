@@ -55,6 +55,7 @@ func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities
 		kube.ClusterInfoAction:            k.ClusterInfo,
 		kube.SaveKubeconfigAction:         k.SaveKubeconfig,
 		kube.UpdateKubeconfigAction:       k.UpdateKubeconfig,
+		kube.RestartWorkloadsAction:       k.RestartWorkloads,
 		kube.InstallKubeProxyAction:       k.InstallKubeProxy,
 		kube.WaitStaticPodAction:          k.WaitStaticPod,
 		kube.CheckServiceAccountKeyAction: k.CheckServiceAccountKey,

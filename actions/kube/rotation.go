@@ -37,6 +37,10 @@ type WaitRootCAInput struct {
 	Cluster target.Kube `json:"cluster"`
 	Bundle  string      `json:"bundle" kedge:"required" doc:"the certificates (PEM) every kube-root-ca.crt must hold in ca.crt, no more and no fewer, in any order"`
 	Timeout string      `json:"timeout,omitempty" kedge:"duration" doc:"give up after this long (default 3m)"`
+	// Settle is how long to wait once every ConfigMap holds the bundle:
+	// kubelets refresh the copies mounted in running pods on their own
+	// period (syncFrequency, 1m by default), and nothing reports when.
+	Settle string `json:"settle,omitempty" kedge:"duration" doc:"then wait this long for kubelets to refresh the copies mounted in running pods (their syncFrequency, 1m by default; default 0)"`
 }
 
 // WaitRootCAResult is how many namespaces hold the bundle.

@@ -371,6 +371,10 @@ func (a *Activities) WaitRootCA(ctx context.Context, in WaitRootCAInput) (WaitRo
 	if err != nil {
 		return WaitRootCAResult{}, err
 	}
+	settle, err := parseDuration(in.Settle, 0)
+	if err != nil {
+		return WaitRootCAResult{}, err
+	}
 	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
 		return WaitRootCAResult{}, err
@@ -385,7 +389,7 @@ func (a *Activities) WaitRootCA(ctx context.Context, in WaitRootCAInput) (WaitRo
 		case err != nil:
 			last = err.Error()
 		case len(b) == 0:
-			return WaitRootCAResult{Namespaces: total}, nil
+			return WaitRootCAResult{Namespaces: total}, a.settle(ctx, settle, prog)
 		default:
 			behind, last = b, ""
 			prog.Matching, prog.Namespaces = total-len(b), total
@@ -400,6 +404,21 @@ func (a *Activities) WaitRootCA(ctx context.Context, in WaitRootCAInput) (WaitRo
 		case <-time.After(a.poll()):
 		}
 	}
+}
+
+// settle heartbeats for d: the time kubelets take to refresh what running
+// pods mount.
+func (a *Activities) settle(ctx context.Context, d time.Duration, prog rootCAProgress) error {
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		heartbeat(ctx, prog)
+		select {
+		case <-ctx.Done():
+			return temporal.NewCanceledError(ctx.Err().Error())
+		case <-time.After(min(time.Until(end), 10*time.Second)):
+		}
+	}
+	return nil
 }
 
 func rootCATimedOut(want []*x509.Certificate, behind []string, prog rootCAProgress, timeout time.Duration, last string) error {

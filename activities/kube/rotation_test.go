@@ -482,3 +482,22 @@ func TestCheckNodesRefusesBadInput(t *testing.T) {
 		}
 	}
 }
+
+// With settle, the wait goes on that long once the ConfigMaps hold the
+// bundle: the kubelets' time to refresh what running pods mount.
+func TestWaitRootCASettles(t *testing.T) {
+	a, cs := fakeActs()
+	ca := newTestCA(t, "new-ca")
+	namespaces(t, cs, "default")
+	putRootCA(t, cs, "default", ca.pem)
+	began := time.Now()
+	if _, err := a.WaitRootCA(context.Background(), WaitRootCAInput{Bundle: ca.pem, Settle: "300ms"}); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(began); took < 300*time.Millisecond {
+		t.Errorf("returned after %s, before the settle time", took)
+	}
+	if _, err := a.WaitRootCA(context.Background(), WaitRootCAInput{Bundle: ca.pem, Settle: "a while"}); err == nil {
+		t.Error("settle a while accepted")
+	}
+}
