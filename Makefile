@@ -40,7 +40,7 @@ IT_LOCK ?= /tmp/kedge-it.lock
 ## fresh machine the builds are CPU-bound: run beside the lint they took
 ## 5 minutes longer than one after the other.)
 test: deps lint kube-tools vault-tools temporal-tools kedge-temporal
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) KEDGE_SERVER_TOOLS=$$(bash scripts/kedge-temporal.sh) flock -o $(IT_LOCK) $(GO) test -count=1 -timeout 45m ./...
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) KEDGE_SERVER_TOOLS=$$(bash scripts/kedge-temporal.sh) flock -o $(IT_LOCK) $(GO) test -count=1 -timeout 80m ./...
 
 ## chaos: the full set of seeded fault runs against the team install; prints
 ## a table (fault, runs, completed, paused, violations), fails on a violation.
@@ -52,7 +52,7 @@ unit:
 	$(GO) test -count=1 -short ./...
 
 integration: deps kube-tools vault-tools temporal-tools kedge-temporal
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) KEDGE_SERVER_TOOLS=$$(bash scripts/kedge-temporal.sh) flock -o $(IT_LOCK) $(GO) test -count=1 -timeout 45m ./integration/...
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) KEDGE_SERVER_TOOLS=$$(bash scripts/kedge-temporal.sh) flock -o $(IT_LOCK) $(GO) test -count=1 -timeout 80m ./integration/...
 
 ## kube-tools: build etcd and the Kubernetes control plane for the test world
 ## (cached per pinned version; minutes the first time on a machine)
