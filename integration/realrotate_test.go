@@ -15,7 +15,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -256,47 +255,16 @@ func TestRealKubeletCARotation(t *testing.T) {
 		}
 	}
 	before := pods(cs)
-	token := func(c kubernetes.Interface) string {
-		t.Helper()
-		ttl := int64(7200)
-		tr, err := c.CoreV1().ServiceAccounts("default").CreateToken(ctx, "default", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &ttl}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tr.Status.Token
-	}
-	authenticated := func(c kubernetes.Interface, tok string) bool {
-		t.Helper()
-		r, err := c.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: tok}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.Status.Authenticated
-	}
-	oldToken := token(cs)
+	oldToken := saToken(t, cs, nil)
 
 	ready := watchReady(t, rc.kubeconfig, "api-client")
 	began := time.Now()
 	id := startRunInv(t, "ca-rotation", inv)
-	eventually(t, 30*time.Minute, "ca-rotation to wait at approve-drop", func() bool {
-		pr, err := queryProgress(id)
-		if err != nil {
-			return false
-		}
-		for _, s := range pr.Steps {
-			if s.State == workflows.StateFailed || s.State == workflows.StateWaiting && s.ID != "approve-drop" {
-				t.Fatalf("ca-rotation: step %s %s: %s\n%+v", s.ID, s.State, s.LastError, pr)
-			}
-			if s.ID == "approve-drop" && s.State == workflows.StateWaiting {
-				return true
-			}
-		}
-		return false
-	})
+	waitForDropGate(t, id, 30*time.Minute)
 	t.Logf("ca-rotation to the drop gate: %s", time.Since(began).Round(time.Second))
 
 	cs = kubeClient(t, rc.kubeconfig)
-	newToken := token(cs)
+	newToken := saToken(t, cs, nil)
 	v, _ := labVault(t)
 	kv := v.Client.KVv2(vaultlab.KVPath)
 	newCA := map[string]*x509.Certificate{}
@@ -363,8 +331,8 @@ func TestRealKubeletCARotation(t *testing.T) {
 		if b, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz/etcd").DoRaw(ctx); err != nil {
 			t.Errorf("etcd after the rotation: %s (%v)", b, err)
 		}
-		if authenticated(cs, oldToken) || !authenticated(cs, newToken) {
-			t.Errorf("after the drop: a token from before accepted %v (want false), one from after %v (want true)", authenticated(cs, oldToken), authenticated(cs, newToken))
+		if tokenAccepted(t, cs, oldToken) || !tokenAccepted(t, cs, newToken) {
+			t.Errorf("after the drop: a token from before accepted %v (want false), one from after %v (want true)", tokenAccepted(t, cs, oldToken), tokenAccepted(t, cs, newToken))
 		}
 		cm, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
 		if err != nil {

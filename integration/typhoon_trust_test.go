@@ -316,12 +316,7 @@ func TestCARotationAbortedOnTyphoonCluster(t *testing.T) {
 		served[ep] = servedCert(t, ep).SerialNumber.String()
 	}
 	files := trustFiles(t, cs)
-	ttl := int64(3600)
-	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, "default",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &ttl}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := saToken(t, cs, nil)
 
 	// While an etcd member is down: refused before anything changes, no
 	// new CA made.
@@ -367,21 +362,7 @@ func TestCARotationAbortedOnTyphoonCluster(t *testing.T) {
 	t.Logf("worker killed in the trust stage on tyc2, %s into the run", time.Since(began).Round(time.Second))
 	startWorker(t, queue, inv)
 
-	eventually(t, 30*time.Minute, "ca-rotation to wait at approve-drop", func() bool {
-		pr, err := queryProgress(id)
-		if err != nil {
-			return false
-		}
-		for _, s := range pr.Steps {
-			if s.State == workflows.StateFailed {
-				t.Fatalf("ca-rotation: step %s failed: %s", s.ID, s.LastError)
-			}
-			if s.ID == "approve-drop" && s.State == workflows.StateWaiting {
-				return true
-			}
-		}
-		return false
-	})
+	waitForDropGate(t, id, 30*time.Minute)
 	t.Logf("to the drop gate with a worker killed: %s", time.Since(began).Round(time.Second))
 	for _, ep := range endpoints {
 		if servedCert(t, ep).SerialNumber.String() == served[ep] {
@@ -433,9 +414,8 @@ func TestCARotationAbortedOnTyphoonCluster(t *testing.T) {
 	if err := waitTyphoonReady(ctx, cs, typhoonNodesNow(t, cs)); err != nil {
 		t.Error(err)
 	}
-	r, err := cs.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: tr.Status.Token}}, metav1.CreateOptions{})
-	if err != nil || !r.Status.Authenticated {
-		t.Errorf("a token from before, after the undo: %+v (%v)", r.Status, err)
+	if !tokenAccepted(t, cs, tok) {
+		t.Error("a token from before is refused after the undo")
 	}
 	typhoonBuilt.client = cs
 }
@@ -493,53 +473,18 @@ func TestCARotationOnTyphoonCluster(t *testing.T) {
 		_, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		return err == nil
 	})
-	token := func(c kubernetes.Interface, pod *corev1.Pod) string {
-		t.Helper()
-		ttl := int64(7200)
-		spec := authenticationv1.TokenRequestSpec{ExpirationSeconds: &ttl}
-		if pod != nil {
-			spec.BoundObjectRef = &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}
-		}
-		tr, err := c.CoreV1().ServiceAccounts("default").CreateToken(ctx, "default", &authenticationv1.TokenRequest{Spec: spec}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tr.Status.Token
-	}
-	authenticated := func(c kubernetes.Interface, tok string) bool {
-		t.Helper()
-		r, err := c.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: tok}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.Status.Authenticated
-	}
-	before := token(cs, nil)
+	before := saToken(t, cs, nil)
 
 	poll := startAPIPoller(t, typhoonBuilt.kubeconfig, addrs(controllers, ":6443"))
 	began := time.Now()
 	id := startRunInv(t, "ca-rotation", inv)
-	eventually(t, 40*time.Minute, "ca-rotation to wait at approve-drop", func() bool {
-		pr, err := queryProgress(id)
-		if err != nil {
-			return false
-		}
-		for _, s := range pr.Steps {
-			if s.State == workflows.StateFailed || s.State == workflows.StateWaiting && s.ID != "approve-drop" {
-				t.Fatalf("ca-rotation: step %s %s: %s", s.ID, s.State, s.LastError)
-			}
-			if s.ID == "approve-drop" && s.State == workflows.StateWaiting {
-				return true
-			}
-		}
-		return false
-	})
+	waitForDropGate(t, id, 40*time.Minute)
 	t.Logf("ca-rotation to the drop gate: %s", time.Since(began).Round(time.Second))
 
 	// Kedge's kubeconfig now trusts the new CA and holds a credential
 	// from it.
 	cs = kubeClient(t, typhoonBuilt.kubeconfig)
-	after := token(cs, nil)
+	after := saToken(t, cs, nil)
 	// The new CAs, as Vault keeps them beside the old until the end.
 	v, _ := labVault(t)
 	kv := v.Client.KVv2(vaultlab.KVPath)
@@ -559,8 +504,8 @@ func TestCARotationOnTyphoonCluster(t *testing.T) {
 			}
 		}
 	}
-	if !authenticated(cs, before) || !authenticated(cs, after) {
-		t.Errorf("at the gate: a token from before accepted %v, one from after %v", authenticated(cs, before), authenticated(cs, after))
+	if !tokenAccepted(t, cs, before) || !tokenAccepted(t, cs, after) {
+		t.Errorf("at the gate: a token from before accepted %v, one from after %v", tokenAccepted(t, cs, before), tokenAccepted(t, cs, after))
 	}
 
 	if out, errOut, code := kedge(t, "approve", id, "--by", "sre-on-call", "--output", "json"); code != 0 {
@@ -684,7 +629,7 @@ func TestCARotationOnTyphoonCluster(t *testing.T) {
 	if got := certsIn(t, []byte(cm.Data["ca.crt"])); len(got) != 1 || !got[0].Equal(newCA["cluster"]) {
 		t.Errorf("kube-root-ca.crt holds %d certificates, not the new CA alone", len(got))
 	}
-	podTok := token(cs, &pods[0])
+	podTok := saToken(t, cs, &pods[0])
 	podCfg := &rest.Config{Host: "https://" + controllers[1] + ":6443", BearerToken: podTok,
 		TLSClientConfig: rest.TLSClientConfig{CAData: []byte(cm.Data["ca.crt"]), ServerName: typhoonAPIServer}}
 	podClient, err := kubernetes.NewForConfig(podCfg)
@@ -695,8 +640,8 @@ func TestCARotationOnTyphoonCluster(t *testing.T) {
 		r.Status.UserInfo.Username != "system:serviceaccount:default:default" {
 		t.Errorf("a pod's view of the API after the rotation: %+v (%v)", r, err)
 	}
-	if authenticated(cs, before) || !authenticated(cs, after) {
-		t.Errorf("after the drop: a token from before accepted %v (want false), one from after %v (want true)", authenticated(cs, before), authenticated(cs, after))
+	if tokenAccepted(t, cs, before) || !tokenAccepted(t, cs, after) {
+		t.Errorf("after the drop: a token from before accepted %v (want false), one from after %v (want true)", tokenAccepted(t, cs, before), tokenAccepted(t, cs, after))
 	}
 	if !bytes.Contains(readTyphoonFile(t, "tyc1", typhoon.ControllerManagerK), []byte("client-certificate-data")) {
 		t.Error("controller-manager.conf lost its credential")
@@ -720,6 +665,53 @@ func clientCertIn(t *testing.T, content []byte) *x509.Certificate {
 		}
 	}
 	return nil
+}
+
+// waitForDropGate waits until a ca-rotation run waits at its approve-drop
+// gate; a step that failed or waits for anything else fails the test.
+func waitForDropGate(t *testing.T, id string, within time.Duration) {
+	t.Helper()
+	eventually(t, within, "ca-rotation to wait at approve-drop", func() bool {
+		pr, err := queryProgress(id)
+		if err != nil {
+			return false
+		}
+		for _, s := range pr.Steps {
+			if s.State == workflows.StateFailed || s.State == workflows.StateWaiting && s.ID != "approve-drop" {
+				t.Fatalf("ca-rotation: step %s %s: %s\n%+v", s.ID, s.State, s.LastError, pr)
+			}
+			if s.ID == "approve-drop" && s.State == workflows.StateWaiting {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// saToken is a 2-hour token of the default ServiceAccount in default,
+// bound to pod when one is given (as the kubelet mounts it).
+func saToken(t *testing.T, c kubernetes.Interface, pod *corev1.Pod) string {
+	t.Helper()
+	ttl := int64(7200)
+	spec := authenticationv1.TokenRequestSpec{ExpirationSeconds: &ttl}
+	if pod != nil {
+		spec.BoundObjectRef = &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}
+	}
+	tr, err := c.CoreV1().ServiceAccounts("default").CreateToken(t.Context(), "default", &authenticationv1.TokenRequest{Spec: spec}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// tokenAccepted says whether the API servers accept a token now.
+func tokenAccepted(t *testing.T, c kubernetes.Interface, tok string) bool {
+	t.Helper()
+	r, err := c.AuthenticationV1().TokenReviews().Create(t.Context(), &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: tok}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Status.Authenticated
 }
 
 func addrs(hosts []string, port string) []string {

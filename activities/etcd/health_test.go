@@ -143,11 +143,10 @@ func clientPair(t *testing.T) fakeIssuer {
 		key: string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd}))}
 }
 
-// etcd.health lists the members through the endpoint given and asks the
-// others at their own client URLs; it reads the gateway's numbers; a
-// member that stops answering is a refusal naming it, and no member
-// answering at all is retried.
-func TestHealthAsksEachMemberForItself(t *testing.T) {
+// threeMembers are the gateways of three members, c1 to c3 (ids 11 to
+// 13), each saying leader is the leader, and the CA they serve with.
+func threeMembers(t *testing.T, leader string) ([]*fakeMember, string) {
+	t.Helper()
 	var fakes []*fakeMember
 	list := func() []member {
 		var out []member
@@ -157,12 +156,20 @@ func TestHealthAsksEachMemberForItself(t *testing.T) {
 		return out
 	}
 	for _, id := range []string{"11", "12", "13"} {
-		f := &fakeMember{id: id, leader: "12", members: list}
+		f := &fakeMember{id: id, leader: leader, members: list}
 		f.srv = httptest.NewTLSServer(f)
 		t.Cleanup(f.srv.Close)
 		fakes = append(fakes, f)
 	}
-	ca := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: fakes[0].srv.Certificate().Raw}))
+	return fakes, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: fakes[0].srv.Certificate().Raw}))
+}
+
+// etcd.health lists the members through the endpoint given and asks the
+// others at their own client URLs; it reads the gateway's numbers; a
+// member that stops answering is a refusal naming it, and no member
+// answering at all is retried.
+func TestHealthAsksEachMemberForItself(t *testing.T) {
+	fakes, ca := threeMembers(t, "12")
 	a := &Activities{Vault: clientPair(t), Timeout: 2 * time.Second}
 	in := HealthInput{Endpoints: []string{fakes[0].srv.URL}, CACert: ca, Issuer: "etcd", ExpectMembers: 3}
 	res, err := a.Health(context.Background(), in)
@@ -194,21 +201,7 @@ func TestHealthAsksEachMemberForItself(t *testing.T) {
 // With wait, etcd that is not healthy yet (a member just restarted, no
 // leader elected) is asked again until it is; without, refused at once.
 func TestHealthWaitsForALeader(t *testing.T) {
-	var fakes []*fakeMember
-	list := func() []member {
-		var out []member
-		for i, f := range fakes {
-			out = append(out, member{ID: f.id, Name: "c" + string(rune('1'+i)), ClientURLs: []string{f.srv.URL}})
-		}
-		return out
-	}
-	for _, id := range []string{"11", "12", "13"} {
-		f := &fakeMember{id: id, leader: "0", members: list}
-		f.srv = httptest.NewTLSServer(f)
-		t.Cleanup(f.srv.Close)
-		fakes = append(fakes, f)
-	}
-	ca := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: fakes[0].srv.Certificate().Raw}))
+	fakes, ca := threeMembers(t, "0")
 	a := &Activities{Vault: clientPair(t), Timeout: 2 * time.Second}
 	in := HealthInput{Endpoints: []string{fakes[0].srv.URL}, CACert: ca, Issuer: "etcd", ExpectMembers: 3}
 	var ae *temporal.ApplicationError
