@@ -160,6 +160,17 @@ var ErrNoPath = errors.New("no codec key file: give --codec-key or $KEDGE_CODEC_
 // ActiveKey is the id of the key that seals.
 func (c *Codec) ActiveKey() string { return c.active }
 
+// AEAD is the AES-256-GCM of the key with that id, for what seals with
+// the codec key outside Temporal's payloads (internal/sealstream: etcd
+// snapshots). ErrUnknownKey when the key file has no such key.
+func (c *Codec) AEAD(id string) (cipher.AEAD, error) {
+	aead, ok := c.keys[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownKey, id)
+	}
+	return aead, nil
+}
+
 // AcceptUnbound returns a codec that also opens, in a context, payloads
 // sealed by a Kedge without bindings: only while the runs started before
 // an upgrade finish (`kedge worker --accept-unbound-payloads`).

@@ -143,3 +143,29 @@ func TestNoDefaultPathWithoutAConfigDir(t *testing.T) {
 		t.Errorf("Generate: %v", err)
 	}
 }
+
+// AEAD hands out a key by id, for what seals outside Temporal: the
+// active key's, which a codec loading the same file opens, and none for
+// an id the file does not hold.
+func TestAEADByKeyID(t *testing.T) {
+	path, c := newKeyFile(t)
+	again, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seal, err := c.AEAD(c.ActiveKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	open, err := again.AEAD(c.ActiveKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonce := make([]byte, seal.NonceSize())
+	if plain, err := open.Open(nil, nonce, seal.Seal(nil, nonce, []byte("snapshot"), nil), nil); err != nil || string(plain) != "snapshot" {
+		t.Errorf("sealed with the active key, opened with the same key loaded again: %q, %v", plain, err)
+	}
+	if _, err := c.AEAD("kedge-00000000"); !errors.Is(err, ErrUnknownKey) || !strings.Contains(err.Error(), "kedge-00000000") {
+		t.Errorf("an id not in the file: %v", err)
+	}
+}
