@@ -39,6 +39,7 @@ func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities
 		host.RestartStaticPodAction: h.RestartStaticPod,
 		host.KubeletFilesAction:     h.KubeletFiles,
 		host.CheckReadableAction:    h.CheckReadable,
+		host.WaitPodTokensAction:    h.WaitPodTokens,
 		host.PrepareNodeAction:      h.PrepareNode,
 
 		kube.CordonAction:                 k.Cordon,

@@ -45,6 +45,9 @@ const (
 	CAStillPresented = "CAStillPresented"
 	// NotStaged: no successor was staged at PATH-next to promote.
 	NotStaged = "NotStaged"
+	// OldKeyInUse: a pod still mounts a service-account token the key to
+	// be dropped signed (not retried: the step pauses).
+	OldKeyInUse = "OldKeyInUse"
 )
 
 // SSH and the host.
@@ -98,6 +101,18 @@ const (
 	VaultConflict = "VaultConflict"
 	// EtcdUnavailable: no etcd member answered (retried).
 	EtcdUnavailable = "EtcdUnavailable"
+	// EtcdSnapshotCorrupt: a snapshot etcd sent failed its own check
+	// (its trailing sha256 or its size) and was not stored (retried).
+	EtcdSnapshotCorrupt = "EtcdSnapshotCorrupt"
+	// ObjectStore: the snapshot destination failed a write, list or
+	// delete (retried).
+	ObjectStore = "ObjectStore"
+	// ObjectStoreDenied: the destination refused the credentials or the
+	// access (not retried).
+	ObjectStoreDenied = "ObjectStoreDenied"
+	// NoSealKey: the worker has no codec key to seal a backup with (not
+	// retried).
+	NoSealKey = "NoSealKey"
 	// EndpointUnreachable: a TLS endpoint could not be reached (retried).
 	EndpointUnreachable = "EndpointUnreachable"
 	// CertificateUntrusted: the endpoint's certificate does not verify.

@@ -21,6 +21,9 @@ type Activities struct {
 	// next boot, such as the record of a restart done (default
 	// /run/kedge).
 	RunDir string
+	// KubeletDir is the kubelet's root directory on the hosts (default
+	// /var/lib/kubelet), where it keeps its pods' volumes.
+	KubeletDir string
 }
 
 // DefaultRunDir is RunDir's default: on tmpfs, cleared at boot.
@@ -31,6 +34,13 @@ func (a *Activities) runDir() string {
 		return a.RunDir
 	}
 	return DefaultRunDir
+}
+
+func (a *Activities) kubeletDir() string {
+	if a.KubeletDir != "" {
+		return a.KubeletDir
+	}
+	return "/var/lib/kubelet"
 }
 
 func (a *Activities) backupDir() string {

@@ -24,11 +24,14 @@ const (
 	KubeletFilesAction     = api.KubeletFilesAction
 	PrepareNodeAction      = api.PrepareNodeAction
 	CheckReadableAction    = api.CheckReadableAction
+	WaitPodTokensAction    = api.WaitPodTokensAction
 )
 
 // Inputs and results of the actions, and the types they hold.
 type (
 	PreflightInput         = api.PreflightInput
+	WaitPodTokensInput     = api.WaitPodTokensInput
+	WaitPodTokensResult    = api.WaitPodTokensResult
 	PreflightResult        = api.PreflightResult
 	LayoutInput            = api.LayoutInput
 	LayoutResult           = api.LayoutResult

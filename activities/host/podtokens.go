@@ -1,0 +1,146 @@
+package host
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"kedge.dev/kedge/actions/errtype"
+)
+
+// ErrTypeOldKeyInUse: a pod still mounts a token the old key signed.
+const ErrTypeOldKeyInUse = errtype.OldKeyInUse
+
+// maxTokenWait bounds WaitPodTokensInput.Wait below the action's
+// start-to-close timeout.
+const maxTokenWait = 2*time.Hour + 50*time.Minute
+
+// tokenPoll is how often WaitPodTokens looks again.
+var tokenPoll = 10 * time.Second
+
+// podTokensScript prints, for every projected service-account token the
+// kubelet keeps for the host's pods, the token's header and its path (the
+// part before the first dot): the header names the key that signed the
+// token and is no secret; the rest of the token never leaves the host.
+const podTokensScript = `for f in "$KEDGE_KUBELET_DIR"/pods/*/volumes/kubernetes.io~projected/*/token; do
+  [ -f "$f" ] || continue
+  h=
+  IFS=. read -r h _ <"$f"
+  printf '%s %s\n' "${h:--}" "$f"
+done`
+
+// WaitPodTokens waits until no pod on the host mounts a projected
+// service-account token signed by the old key (host.wait-pod-tokens):
+// before a CA rotation drops the old key from the API servers, every
+// pod's token must come from the new one, or the pod loses the API until
+// its kubelet renews the token. The kubelet renews a projected token at
+// 80% of its life (48 minutes for the hour it asks for by default); a
+// restarted pod gets a new one at once.
+func (a *Activities) WaitPodTokens(ctx context.Context, in WaitPodTokensInput) (WaitPodTokensResult, error) {
+	res, err := a.waitPodTokens(ctx, in)
+	return res, toTemporal(err)
+}
+
+func (a *Activities) waitPodTokens(ctx context.Context, in WaitPodTokensInput) (WaitPodTokensResult, error) {
+	kid, err := keyID(in.OldPublicKey)
+	if err != nil {
+		return WaitPodTokensResult{}, invalid("oldPublicKey: " + err.Error())
+	}
+	var wait time.Duration
+	if in.Wait != "" {
+		if wait, err = time.ParseDuration(in.Wait); err != nil || wait < 0 || wait > maxTokenWait {
+			return WaitPodTokensResult{}, invalid(fmt.Sprintf("wait %q: want a duration from 0 to %s", in.Wait, maxTokenWait))
+		}
+	}
+	res := WaitPodTokensResult{KeyID: kid, OldKey: []string{}}
+	stop := a.heartbeat(ctx, func() any { return map[string]any{"tokens": res.Tokens, "oldKey": len(res.OldKey)} })
+	defer stop()
+	deadline := time.Now().Add(wait)
+	for {
+		out, err := a.exec(ctx, in.Target, execSpec{env: "export KEDGE_KUBELET_DIR=" + quote(a.kubeletDir()) + "\n", script: podTokensScript, timeout: time.Minute, limit: 4 << 20})
+		if err != nil {
+			return res, err
+		}
+		if out.ExitCode != 0 {
+			return res, &typedError{typ: ErrTypeCommandFailed, msg: fmt.Sprintf("list the pods' tokens on %s: exit %d%s", in.Target.Name(), out.ExitCode, tailLine(out.Stderr))}
+		}
+		res.Tokens, res.OldKey = tokensSignedBy(out.Stdout, kid)
+		if len(res.OldKey) == 0 {
+			return res, nil
+		}
+		if !time.Now().Before(deadline) {
+			return res, &typedError{typ: ErrTypeOldKeyInUse, nonRetryable: true, msg: fmt.Sprintf(
+				"%d of %d pod tokens on %s are still signed by the old service-account key (kid %s) after %s: pods %s; "+
+					"their kubelet renews a projected token at 80%% of its life: restart those pods or wait, then continue",
+				len(res.OldKey), res.Tokens, in.Target.Name(), kid, wait, strings.Join(res.OldKey, ", "))}
+		}
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(min(tokenPoll, time.Until(deadline))):
+		}
+	}
+}
+
+// tokensSignedBy reads podTokensScript's output: how many tokens there
+// are, and the UIDs of the pods with one whose header names kid.
+func tokensSignedBy(out, kid string) (int, []string) {
+	n, pods := 0, []string{}
+	for line := range strings.Lines(out) {
+		header, path, ok := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
+		if !ok {
+			continue
+		}
+		n++
+		raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(header, "="))
+		var h struct {
+			KeyID string `json:"kid"`
+		}
+		if err != nil || json.Unmarshal(raw, &h) != nil || h.KeyID != kid {
+			continue
+		}
+		// KUBELET_DIR/pods/UID/volumes/kubernetes.io~projected/VOLUME/token
+		if f := strings.Split(path, "/"); len(f) > 5 && !slices.Contains(pods, f[len(f)-5]) {
+			pods = append(pods, f[len(f)-5])
+		}
+	}
+	slices.Sort(pods)
+	return n, pods
+}
+
+// keyID is the key ID the API server writes into the header of the
+// tokens a public key's private key signs: the unpadded base64url SHA-256
+// of its PKIX DER.
+func keyID(publicKey string) (string, error) {
+	block, _ := pem.Decode([]byte(publicKey))
+	if block == nil {
+		return "", fmt.Errorf("not a PEM public key")
+	}
+	var der []byte
+	switch block.Type {
+	case "PUBLIC KEY":
+		if _, err := x509.ParsePKIXPublicKey(block.Bytes); err != nil {
+			return "", err
+		}
+		der = block.Bytes
+	case "RSA PUBLIC KEY":
+		pub, err := x509.ParsePKCS1PublicKey(block.Bytes)
+		if err != nil {
+			return "", err
+		}
+		if der, err = x509.MarshalPKIXPublicKey(pub); err != nil {
+			return "", err
+		}
+	default:
+		return "", fmt.Errorf("a PEM %q block, not a public key", block.Type)
+	}
+	sum := sha256.Sum256(der)
+	return base64.RawURLEncoding.EncodeToString(sum[:]), nil
+}
