@@ -34,13 +34,21 @@ const (
 type Activities struct {
 	Hosts Hosts
 	Vault Vault
+	// RotationDir is where pki.rotate-ca keeps each step's journal on the
+	// host (default DefaultRotationDir).
+	RotationDir string
+
+	// loseAfter, in tests, loses the worker after a write of
+	// pki.rotate-ca's journal: plan, mark, install or done.
+	loseAfter func(what string) error
 }
 
-// Hosts is what the pki actions do on a host: read a file, look at one's
-// owner and mode, resolve its links, install a bundle of files all or
-// none.
+// Hosts is what the pki actions do on a host: read and write a file, look
+// at one's owner and mode, resolve its links, install a bundle of files
+// all or none.
 type Hosts interface {
 	ReadFile(ctx context.Context, in host.ReadFileInput) (host.ReadFileResult, error)
+	WriteFile(ctx context.Context, in host.WriteFileInput) (host.WriteFileResult, error)
 	Stat(ctx context.Context, t sshpool.Target, path string) (host.FileStat, error)
 	RealPath(ctx context.Context, t sshpool.Target, path string) (string, error)
 	InstallBundle(ctx context.Context, in host.InstallBundleInput) (host.InstallBundleResult, error)

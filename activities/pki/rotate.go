@@ -74,14 +74,24 @@ func (a *Activities) RotateCA(ctx context.Context, in api.RotateCAInput) (api.Ro
 	if err != nil {
 		return api.RotateCAResult{}, err
 	}
+	// An attempt after one whose worker was lost finishes that one's
+	// install, from the plan it made (the layout given is from before
+	// it), or returns its result (rotatejournal.go).
+	j, rec, err := a.openJournal(ctx, in)
+	switch {
+	case err != nil:
+		return api.RotateCAResult{}, err
+	case rec != nil && rec.Done:
+		return rec.Result, nil
+	case rec != nil:
+		return j.install(ctx, rec)
+	}
 	if err := r.plan(ctx); err != nil {
 		return r.res, err
 	}
 	if len(r.files) == 0 {
 		return r.res, nil
 	}
-	installed, err := a.Hosts.InstallBundle(ctx, host.InstallBundleInput{Target: in.Target, Files: r.files})
-	r.res.Changed, r.res.Files, r.res.Backup, r.res.Created = installed.Changed, installed.Files, installed.Backup, installed.Created
 	for _, f := range r.files {
 		r.res.Readers = append(r.res.Readers, fileReader(f.Path, r.readers[f.Path], in.RunAs))
 	}
@@ -90,6 +100,18 @@ func (a *Activities) RotateCA(ctx context.Context, in api.RotateCAInput) (api.Ro
 			r.res.Restart = append(r.res.Restart, c)
 		}
 	}
+	if j != nil {
+		rec, err := j.begin(ctx, r)
+		if err != nil {
+			return r.res, err
+		}
+		if rec != nil {
+			return j.install(ctx, rec)
+		}
+	}
+	// Outside a run, or nothing to change: installed at once.
+	installed, err := a.Hosts.InstallBundle(ctx, host.InstallBundleInput{Target: in.Target, Files: r.files})
+	r.res.Changed, r.res.Files, r.res.Backup, r.res.Created = installed.Changed, installed.Files, installed.Backup, installed.Created
 	return r.res, err
 }
 

@@ -139,6 +139,7 @@ func newRotationHost(t *testing.T) *rotationHost {
 		t.Fatal(err)
 	}
 	c.acts.Hosts = localLinks{c.acts.Hosts.(*host.Activities)}
+	c.acts.RotationDir = filepath.Join(t.TempDir(), "rotation")
 	if err := os.Chmod(filepath.Dir(files[layout.FileEtcdServerCA]), 0o700); err != nil {
 		t.Fatal(err)
 	}
