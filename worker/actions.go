@@ -57,6 +57,7 @@ func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities
 		kube.SaveKubeconfigAction:         k.SaveKubeconfig,
 		kube.UpdateKubeconfigAction:       k.UpdateKubeconfig,
 		kube.RestartWorkloadsAction:       k.RestartWorkloads,
+		kube.LegacyTokensAction:           k.LegacyTokens,
 		kube.InstallKubeProxyAction:       k.InstallKubeProxy,
 		kube.WaitStaticPodAction:          k.WaitStaticPod,
 		kube.CheckServiceAccountKeyAction: k.CheckServiceAccountKey,

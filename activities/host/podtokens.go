@@ -2,17 +2,13 @@ package host
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/base64"
-	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/internal/satoken"
 )
 
 // ErrTypeOldKeyInUse: a pod still mounts a token the old key signed.
@@ -49,7 +45,7 @@ func (a *Activities) WaitPodTokens(ctx context.Context, in WaitPodTokensInput) (
 }
 
 func (a *Activities) waitPodTokens(ctx context.Context, in WaitPodTokensInput) (WaitPodTokensResult, error) {
-	kid, err := keyID(in.OldPublicKey)
+	kid, err := satoken.KeyID(in.OldPublicKey)
 	if err != nil {
 		return WaitPodTokensResult{}, invalid("oldPublicKey: " + err.Error())
 	}
@@ -99,11 +95,7 @@ func tokensSignedBy(out, kid string) (int, []string) {
 			continue
 		}
 		n++
-		raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(header, "="))
-		var h struct {
-			KeyID string `json:"kid"`
-		}
-		if err != nil || json.Unmarshal(raw, &h) != nil || h.KeyID != kid {
+		if satoken.HeaderKeyID(header) != kid {
 			continue
 		}
 		// KUBELET_DIR/pods/UID/volumes/kubernetes.io~projected/VOLUME/token
@@ -113,34 +105,4 @@ func tokensSignedBy(out, kid string) (int, []string) {
 	}
 	slices.Sort(pods)
 	return n, pods
-}
-
-// keyID is the key ID the API server writes into the header of the
-// tokens a public key's private key signs: the unpadded base64url SHA-256
-// of its PKIX DER.
-func keyID(publicKey string) (string, error) {
-	block, _ := pem.Decode([]byte(publicKey))
-	if block == nil {
-		return "", fmt.Errorf("not a PEM public key")
-	}
-	var der []byte
-	switch block.Type {
-	case "PUBLIC KEY":
-		if _, err := x509.ParsePKIXPublicKey(block.Bytes); err != nil {
-			return "", err
-		}
-		der = block.Bytes
-	case "RSA PUBLIC KEY":
-		pub, err := x509.ParsePKCS1PublicKey(block.Bytes)
-		if err != nil {
-			return "", err
-		}
-		if der, err = x509.MarshalPKIXPublicKey(pub); err != nil {
-			return "", err
-		}
-	default:
-		return "", fmt.Errorf("a PEM %q block, not a public key", block.Type)
-	}
-	sum := sha256.Sum256(der)
-	return base64.RawURLEncoding.EncodeToString(sum[:]), nil
 }

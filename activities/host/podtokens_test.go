@@ -35,24 +35,6 @@ func publicKeyPEM(t *testing.T) (string, string) {
 	return string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})), base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
-func TestKeyIDOfBothPEMForms(t *testing.T) {
-	pub, want := publicKeyPEM(t)
-	if got, err := keyID(pub); err != nil || got != want {
-		t.Errorf("PKIX: %q %v, want %q", got, err, want)
-	}
-	block, _ := pem.Decode([]byte(pub))
-	key, _ := x509.ParsePKIXPublicKey(block.Bytes)
-	pkcs1 := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PUBLIC KEY", Bytes: x509.MarshalPKCS1PublicKey(key.(*rsa.PublicKey))}))
-	if got, err := keyID(pkcs1); err != nil || got != want {
-		t.Errorf("PKCS#1: %q %v, want %q", got, err, want)
-	}
-	for _, bad := range []string{"", "not pem", "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"} {
-		if _, err := keyID(bad); err == nil {
-			t.Errorf("keyID(%q) accepted", bad)
-		}
-	}
-}
-
 // A host whose kubelet keeps two pods' tokens: the one the old key
 // signed is named until it is renewed, and only the headers are read.
 func TestWaitPodTokensNamesThePodsOnTheOldKey(t *testing.T) {
