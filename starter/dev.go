@@ -211,7 +211,7 @@ func RunDev(ctx context.Context, o DevOptions, out io.Writer) error {
 		return cli.Exit(fmt.Sprintf("kedge dev: connect to the embedded server: %v", err), ExitUnreachable)
 	}
 	defer cl.Close()
-	w := worker.New(cl, worker.Options{TaskQueue: o.TaskQueue, Logger: log, Clusters: clusters, DataConverter: copts.DataConverter,
+	w := worker.New(cl, worker.Options{TaskQueue: o.TaskQueue, Logger: log, Clusters: clusters, DataConverter: copts.DataConverter, SealKeys: cd,
 		ResponseURLAllowed: func(u string) bool { return chat.ResponseURLAllowed(webhookCfg.ResponseURLs, u) }})
 	if err := w.Start(); err != nil {
 		return failed("dev: start worker: %v", err)

@@ -56,6 +56,10 @@ func workerCommand() *cli.Command {
 				reg = metrics.New(log, metrics.DefaultInterval)
 				defer reg.Close()
 			}
+			sealKeys, err := loadCodec(codecKeyPath(c)) // etcd snapshots are sealed with the payloads' key
+			if err != nil {
+				return err
+			}
 			var dc converter.DataConverter
 			cl, err := dial(c, func(o *client.Options) {
 				if reg != nil {
@@ -68,7 +72,7 @@ func workerCommand() *cli.Command {
 			}
 			defer cl.Close()
 			w := worker.New(cl, worker.Options{TaskQueue: c.String("task-queue"), Identity: c.String("identity"), Logger: log, Clusters: clusters,
-				ResponseURLAllowed: responseURLs, DataConverter: dc})
+				ResponseURLAllowed: responseURLs, DataConverter: dc, SealKeys: sealKeys})
 			if err := w.Start(); err != nil {
 				return failed("start worker: %v", err)
 			}

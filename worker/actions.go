@@ -79,6 +79,7 @@ func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities
 
 		etcd.RemoveMemberAction: e.RemoveMember,
 		etcd.HealthAction:       e.Health,
+		etcd.SnapshotAction:     e.Snapshot,
 		check.Action:            check.Check,
 		certinfo.CheckAction:    certinfo.Check,
 		certinfo.ScanCAAction:   certinfo.ScanCA,
@@ -101,12 +102,22 @@ func registerActions(r registry, opts Options) (*sshpool.Pool, error) {
 	pool := sshpool.New(opts.SSH)
 	hosts := &host.Activities{Pool: pool, HeartbeatInterval: opts.HeartbeatInterval}
 	impls := implementations(hosts, &kube.Activities{Logger: opts.Logger}, va,
-		&pki.Activities{Hosts: hosts, Vault: va}, &etcd.Activities{Vault: va})
+		&pki.Activities{Hosts: hosts, Vault: va}, etcdActivities(va, opts))
 	if err := register(r, actions.All(), impls); err != nil {
 		_ = pool.Close()
 		return nil, err
 	}
 	return pool, nil
+}
+
+// etcdActivities are the etcd actions, with the codec keys etcd.snapshot
+// seals with when the worker has them.
+func etcdActivities(va *vault.Activities, opts Options) *etcd.Activities {
+	e := &etcd.Activities{Vault: va}
+	if opts.SealKeys != nil {
+		e.Keys = opts.SealKeys
+	}
+	return e
 }
 
 type registry interface {

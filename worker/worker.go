@@ -12,6 +12,7 @@ import (
 
 	"kedge.dev/kedge/activities/chat"
 	"kedge.dev/kedge/activities/sshpool"
+	"kedge.dev/kedge/internal/codec"
 	"kedge.dev/kedge/internal/resume"
 	"kedge.dev/kedge/internal/trust"
 	"kedge.dev/kedge/workflows"
@@ -44,6 +45,10 @@ type Options struct {
 	// (internal/resume). Nil: Temporal's default, which opens no sealed
 	// payload, so with the codec such an attempt starts over.
 	DataConverter converter.DataConverter
+	// SealKeys are the codec's keys (the client's --codec-key): what
+	// leaves the worker for storage off the hosts (etcd snapshots) is
+	// sealed with them. Nil: etcd.snapshot refuses.
+	SealKeys *codec.Codec
 }
 
 // Worker is a Temporal worker with Kedge's workflows and activities.

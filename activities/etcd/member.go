@@ -19,6 +19,7 @@ import (
 	"kedge.dev/kedge/actions/errtype"
 	api "kedge.dev/kedge/actions/etcd"
 	"kedge.dev/kedge/actions/vault"
+	"kedge.dev/kedge/internal/sealstream"
 )
 
 // RemoveMemberAction is the action name of RemoveMember.
@@ -39,6 +40,8 @@ type Activities struct {
 	Vault Issuer
 	// Timeout bounds each request to a member (default 5s).
 	Timeout time.Duration
+	// Keys are the codec keys etcd.snapshot seals with (nil: it refuses).
+	Keys sealstream.Keys
 }
 
 // Issuer issues the short-lived client certificate the etcd actions
