@@ -11,7 +11,7 @@ LAB_HOSTS ?= 3
 STATICCHECK_VERSION   := v0.8.2
 WORKFLOWCHECK_VERSION := v0.6.0
 
-.PHONY: all build dev team chaos test unit integration lint bench fuzz deps tools clean record-histories kube-tools vault-tools temporal-tools kedge-temporal
+.PHONY: all build dev team chaos test unit integration lint bench fuzz deps tools clean record-histories kube-tools vault-tools s3-tools temporal-tools kedge-temporal
 
 all: build
 
@@ -22,15 +22,15 @@ build:
 
 ## dev: start the local lab (Ctrl-C stops it); then, in another shell:
 ##   bin/kedge run examples/hello.yaml --inventory .lab/inventory.yaml --wait
-dev: deps build kube-tools vault-tools
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) $(BIN)/kedge-lab --dir $(LAB_DIR) --hosts $(LAB_HOSTS)
+dev: deps build kube-tools vault-tools s3-tools
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_S3_TOOLS=$$(bash scripts/s3-tools.sh) $(BIN)/kedge-lab --dir $(LAB_DIR) --hosts $(LAB_HOSTS)
 
 ## team: the lab's hosts with the team install of docker-compose.yml run
 ## as local processes (Temporal on PostgreSQL with mutual TLS, Web UI, codec
 ## server, two workers, webhook); then, in another shell:
 ##   set -a; . .lab/team.env; set +a; bin/kedge list
-team: deps build kube-tools vault-tools temporal-tools kedge-temporal
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) KEDGE_SERVER_TOOLS=$$(bash scripts/kedge-temporal.sh) $(BIN)/kedge-lab --team --dir $(LAB_DIR) --hosts $(LAB_HOSTS)
+team: deps build kube-tools vault-tools s3-tools temporal-tools kedge-temporal
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_S3_TOOLS=$$(bash scripts/s3-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) KEDGE_SERVER_TOOLS=$$(bash scripts/kedge-temporal.sh) $(BIN)/kedge-lab --team --dir $(LAB_DIR) --hosts $(LAB_HOSTS)
 
 # The test world's hosts listen on fixed loopback addresses: one run at a
 # time per machine (the lock waits for the other).
@@ -39,8 +39,8 @@ IT_LOCK ?= /tmp/kedge-it.lock
 ## test: lint, unit tests, integration tests against real servers. (On a
 ## fresh machine the builds are CPU-bound: run beside the lint they took
 ## 5 minutes longer than one after the other.)
-test: deps lint kube-tools vault-tools temporal-tools kedge-temporal
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) KEDGE_SERVER_TOOLS=$$(bash scripts/kedge-temporal.sh) flock -o $(IT_LOCK) $(GO) test -count=1 -timeout 80m ./...
+test: deps lint kube-tools vault-tools s3-tools temporal-tools kedge-temporal
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_S3_TOOLS=$$(bash scripts/s3-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) KEDGE_SERVER_TOOLS=$$(bash scripts/kedge-temporal.sh) flock -o $(IT_LOCK) $(GO) test -count=1 -timeout 80m ./...
 
 ## chaos: the full set of seeded fault runs against the team install; prints
 ## a table (fault, runs, completed, paused, violations), fails on a violation.
@@ -51,8 +51,8 @@ chaos: deps kube-tools vault-tools temporal-tools kedge-temporal
 unit:
 	$(GO) test -count=1 -short ./...
 
-integration: deps kube-tools vault-tools temporal-tools kedge-temporal
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) KEDGE_SERVER_TOOLS=$$(bash scripts/kedge-temporal.sh) flock -o $(IT_LOCK) $(GO) test -count=1 -timeout 80m ./integration/...
+integration: deps kube-tools vault-tools s3-tools temporal-tools kedge-temporal
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_S3_TOOLS=$$(bash scripts/s3-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) KEDGE_SERVER_TOOLS=$$(bash scripts/kedge-temporal.sh) flock -o $(IT_LOCK) $(GO) test -count=1 -timeout 80m ./integration/...
 
 ## kube-tools: build etcd and the Kubernetes control plane for the test world
 ## (cached per pinned version; minutes the first time on a machine)
@@ -63,6 +63,11 @@ kube-tools:
 ## (cached per pinned version; minutes the first time on a machine)
 vault-tools:
 	@bash scripts/vault-tools.sh >/dev/null
+
+## s3-tools: build SeaweedFS, the S3-compatible object store of the test
+## world (cached per pinned version; minutes the first time on a machine)
+s3-tools:
+	@bash scripts/s3-tools.sh >/dev/null
 
 ## temporal-tools: build temporal-server, temporal-sql-tool and the Web UI
 ## server at go.mod's versions for the team topology (cached)

@@ -139,7 +139,7 @@ func (s *S3) List(ctx context.Context, prefix string) ([]Object, error) {
 	var objs []Object
 	for o := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
 		if o.Err != nil {
-			return nil, s3Error("list", prefix, o.Err)
+			return nil, s3Error("list", fmt.Sprintf("%q", prefix), o.Err)
 		}
 		if ValidKey(o.Key) != nil {
 			continue
