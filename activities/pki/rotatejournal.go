@@ -95,7 +95,7 @@ func stepKey(ctx context.Context, in api.RotateCAInput) (string, error) {
 		return "", err
 	}
 	h := sha256.New()
-	for _, s := range []string{info.WorkflowNamespace, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, info.ActivityType.Name, node} {
+	for _, s := range []string{info.Namespace, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, info.ActivityType.Name, node} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
