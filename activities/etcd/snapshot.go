@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -65,6 +66,10 @@ const (
 	// etcdHashSize is etcd's trailing sha256.
 	etcdHashSize = sha256.Size
 )
+
+// snapshotStall is how long a member may send nothing in a snapshot
+// (a variable for tests).
+var snapshotStall = time.Minute
 
 // Snapshot takes a snapshot of etcd (etcd.snapshot) from a healthy
 // voting member through its maintenance API, checks it against etcd's
@@ -195,6 +200,13 @@ type snapshotMessage struct {
 // that fails never makes a whole sealed stream.
 func (a *Activities) pull(ctx context.Context, cl *client, src source, estimate int64, out io.Writer) (pulled, error) {
 	var p pulled
+	// A member that stops sending is given up after snapshotStall, not
+	// at the activity's timeout.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var stalled atomic.Bool
+	stall := time.AfterFunc(snapshotStall, func() { stalled.Store(true); cancel() })
+	defer stall.Stop()
 	sw, err := sealstream.NewWriter(out, a.Keys)
 	if err != nil {
 		return p, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeNoSealKey, err)
@@ -207,6 +219,9 @@ func (a *Activities) pull(ctx context.Context, cl *client, src source, estimate 
 	// The stream lasts as long as the snapshot: bounded by ctx (the
 	// activity's timeout), not by the client's per-request timeout.
 	resp, err := (&http.Client{Transport: cl.http.Transport}).Do(req)
+	if err != nil && stalled.Load() {
+		err = fmt.Errorf("no answer within %s", snapshotStall)
+	}
 	if err != nil {
 		return p, temporal.NewApplicationError(fmt.Sprintf("snapshot from %s at %s: %v", src.name, src.endpoint, err), ErrTypeUnavailable)
 	}
@@ -224,9 +239,12 @@ func (a *Activities) pull(ctx context.Context, cl *client, src source, estimate 
 		var msg snapshotMessage
 		if err := dec.Decode(&msg); errors.Is(err, io.EOF) {
 			break
+		} else if stalled.Load() {
+			return p, temporal.NewApplicationError(fmt.Sprintf("snapshot from %s: nothing came for %s after %d bytes", src.name, snapshotStall, p.size), ErrTypeUnavailable)
 		} else if err != nil {
 			return p, temporal.NewApplicationError(fmt.Sprintf("snapshot from %s broke after %d bytes: %v", src.name, p.size, err), ErrTypeUnavailable)
 		}
+		stall.Reset(snapshotStall)
 		if msg.Error != nil {
 			return p, temporal.NewApplicationError(fmt.Sprintf("snapshot from %s failed after %d bytes: %s", src.name, p.size, msg.Error.Message), ErrTypeUnavailable)
 		}

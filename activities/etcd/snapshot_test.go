@@ -18,10 +18,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 
 	api "kedge.dev/kedge/actions/etcd"
 	"kedge.dev/kedge/actions/target"
@@ -442,5 +446,64 @@ func TestS3CredentialsFile(t *testing.T) {
 	wantType(t, "credentials readable by others", err, ErrTypeInvalidInput, true, "is open to other users (mode 0644)")
 	if err != nil && strings.Contains(err.Error(), "s3cr3t") {
 		t.Errorf("the error holds the secret: %v", err)
+	}
+}
+
+// Inside an activity the snapshot heartbeats its bytes done of the
+// total etcd announced.
+func TestSnapshotHeartbeatsItsProgress(t *testing.T) {
+	data := snapshotBytes(300 << 10)
+	endpoint, ca := snapshotGateway(t, func(w http.ResponseWriter) { streamOf(w, data, 32<<10) })
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	var mu sync.Mutex
+	var beats []SnapshotProgress
+	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, d converter.EncodedValues) {
+		var p SnapshotProgress
+		if d.Get(&p) == nil {
+			mu.Lock()
+			beats = append(beats, p)
+			mu.Unlock()
+		}
+	})
+	a := &Activities{Vault: clientPair(t), Keys: testKeys(t), Timeout: 2 * time.Second}
+	env.RegisterActivityWithOptions(a.Snapshot, activity.RegisterOptions{Name: SnapshotAction})
+	if _, err := env.ExecuteActivity(SnapshotAction, SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{endpoint}, CACert: ca,
+		Issuer: "etcd", Destination: api.Destination{Kind: api.DestinationLocal, Path: t.TempDir()}}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	total := int64(len(data))
+	// The SDK throttles what reaches the server: the first heartbeat
+	// always does.
+	if len(beats) == 0 || beats[0] != (SnapshotProgress{Member: "c1", Done: 32 << 10, Total: total}) {
+		t.Errorf("heartbeats %+v, want the first at the first message's bytes of %d", beats, total)
+	}
+}
+
+// A member that stops sending mid-snapshot is given up (retried), not
+// waited on until the activity's timeout, and nothing is stored.
+func TestStalledSnapshotIsGivenUp(t *testing.T) {
+	defer func(d time.Duration) { snapshotStall = d }(snapshotStall)
+	snapshotStall = 300 * time.Millisecond
+	data := snapshotBytes(100 << 10)
+	release := make(chan struct{})
+	defer close(release)
+	endpoint, ca := snapshotGateway(t, func(w http.ResponseWriter) {
+		rec := httptest.NewRecorder()
+		streamOf(rec, data, 32<<10)
+		first, _, _ := bytes.Cut(rec.Body.Bytes(), []byte("\n"))
+		_, _ = w.Write(append(first, '\n'))
+		w.(http.Flusher).Flush()
+		<-release
+	})
+	dir := t.TempDir()
+	a := &Activities{Vault: clientPair(t), Keys: testKeys(t), Timeout: 2 * time.Second}
+	_, err := a.Snapshot(context.Background(), SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{endpoint}, CACert: ca,
+		Issuer: "etcd", Destination: api.Destination{Kind: api.DestinationLocal, Path: dir}})
+	wantType(t, "stalled", err, ErrTypeUnavailable, false, "snapshot from c1: nothing came for 300ms after 32768 bytes")
+	if stored, _ := filepath.Glob(filepath.Join(dir, "mercury", "etcd", "*")); len(stored) != 0 {
+		t.Errorf("stored %v", stored)
 	}
 }
