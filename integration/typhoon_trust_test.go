@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/integration/typhoon"
 	"kedge.dev/kedge/integration/vaultlab"
 	"kedge.dev/kedge/workflows"
@@ -294,8 +295,10 @@ func must[T any](v T, err error) T {
 	return v
 }
 
-// A ca-rotation whose worker is killed in the middle of its trust stage
-// goes on on a new worker; rejected at the drop gate (after stage 3: every
+// A ca-rotation whose worker is killed in the middle of its trust stage,
+// inside tyc2's pki.rotate-ca install (some files renamed into place, the
+// controller manager's manifest not), goes on on a new worker, which
+// finishes that install; rejected at the drop gate (after stage 3: every
 // certificate from the new CAs, every kubelet's client certificate signed
 // by the switched signer), it undoes every stage: every file on every
 // host and the worker's kubeconfig is as it was, every served certificate
@@ -349,26 +352,31 @@ func TestCARotationAbortedOnTyphoonCluster(t *testing.T) {
 	const queue = "ca-rotation-abort"
 	first := startWorker(t, queue, inv)
 	began := time.Now()
+	// The worker is killed inside tyc2's pki.rotate-ca install: its
+	// script held at the rename of the controller manager's manifest,
+	// the files before it (ca.crt the bundle, ca-signer.*) in place.
+	hold := holdManifestRename(t, tyc2)
 	id := startRunInv(t, "ca-rotation", inv, "--task-queue", queue)
 	ro := rolloutOf(t, id, "trust-controllers")
-	// Killed between tyc2's steps, once its files are installed: a worker
-	// lost inside pki.rotate-ca's own install is a known gap
-	// (docs/status.md: the retry reads the layout from before the install
-	// and refuses the split manifest).
-	eventually(t, 10*time.Minute, "the trust stage done on tyc1 and tyc2's files installed", func() bool {
-		p, ok := progressOf(t, ro)
-		if !ok || step(t, p, "tyc1").State != workflows.StateSucceeded || step(t, p, "tyc2").State != workflows.StateRunning {
-			return false
-		}
-		c, ok := progressOf(t, step(t, p, "tyc2").Child)
-		return ok && step(t, c, "rotate").State == workflows.StateSucceeded
+	eventually(t, 10*time.Minute, "tyc2's install held at the controller manager's manifest", func() bool {
+		_, err := tyc2.ReadFile(holdHeld)
+		return err == nil
 	})
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = first.Wait()
-	t.Logf("worker killed in the trust stage on tyc2, %s into the run", time.Since(began).Round(time.Second))
+	t.Logf("worker killed inside tyc2's install in the trust stage, %s into the run", time.Since(began).Round(time.Second))
+	hold() // the lost script renames nothing more
 	startWorker(t, queue, inv)
+	eventually(t, 10*time.Minute, "the trust stage done on tyc2", func() bool {
+		p, ok := progressOf(t, ro)
+		return ok && step(t, p, "tyc2").State == workflows.StateSucceeded
+	})
+	p, _ := progressOf(t, ro)
+	if c, ok := progressOf(t, step(t, p, "tyc2").Child); !ok || step(t, c, "rotate").Attempts < 2 {
+		t.Errorf("tyc2's rotate step: %+v, want a second attempt after the lost one", step(t, c, "rotate"))
+	}
 
 	waitForDropGate(t, id, 30*time.Minute)
 	t.Logf("to the drop gate with a worker killed: %s", time.Since(began).Round(time.Second))
@@ -426,6 +434,66 @@ func TestCARotationAbortedOnTyphoonCluster(t *testing.T) {
 		t.Error("a token from before is refused after the undo")
 	}
 	typhoonBuilt.client = cs
+}
+
+// The files holdManifestRename uses on its host: the hold, while it is
+// there, and the mark of a rename held.
+const (
+	holdFile = "/run/kedge-test-hold"
+	holdHeld = "/run/kedge-test-held"
+)
+
+// holdManifestRename holds, on h, the rename that puts a controller
+// manager's manifest in place (host.install-bundle's `mv -f` of it, a
+// stand-in mv in front of the real one) until the returned func is
+// called; the held mv then fails, as a script lost with its worker would
+// rename nothing more, and the stand-in goes.
+func holdManifestRename(t *testing.T, h *testhosts.Host) (release func()) {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "mv")
+	script := `#!/bin/sh
+for dst; do :; done
+case "$dst" in
+*/kube-controller-manager.yaml)
+	if [ -e ` + holdFile + ` ]; then
+		touch ` + holdHeld + `
+		while [ -e ` + holdFile + ` ]; do sleep 0.1; done
+		exit 1
+	fi ;;
+esac
+exec /bin/mv "$@"
+`
+	if err := os.WriteFile(src, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stand, err := h.InstallProgram("mv", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.WriteFile(holdFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	released := false
+	release = func() {
+		if released {
+			return
+		}
+		released = true
+		ctx := context.WithoutCancel(t.Context())
+		if out, err := h.Exec(ctx, "rm", "-f", holdFile); err != nil {
+			t.Errorf("release the hold on %s: %v: %s", h.Name, err, out)
+		}
+		// The held mv, if it still runs, sees the hold gone and fails.
+		eventually(t, time.Minute, "the held mv on "+h.Name+" to end", func() bool {
+			_, err := h.Exec(ctx, "pgrep", "-f", stand)
+			return err != nil
+		})
+		if out, err := h.Exec(ctx, "rm", "-f", stand, holdHeld); err != nil {
+			t.Errorf("remove the stand-in mv on %s: %v: %s", h.Name, err, out)
+		}
+	}
+	t.Cleanup(release)
+	return release
 }
 
 // ca-rotation on the Typhoon-built cluster (its CAs as Typhoon makes
