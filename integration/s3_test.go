@@ -73,6 +73,9 @@ func TestObjectStoreS3(t *testing.T) {
 	if err := st.Check(ctx); err != nil {
 		t.Fatalf("check: %v", err)
 	}
+	if objs, err := st.List(ctx, ""); err != nil || len(objs) != 0 {
+		t.Fatalf("a new bucket holds %+v (%v)", objs, err)
+	}
 
 	const size = 20 << 20
 	const key = "lab/etcd/snapshot-1.db.sealed"

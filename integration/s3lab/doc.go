@@ -5,9 +5,11 @@
 //
 // Each server gets its own temporary data directory and free loopback
 // ports, signs requests with a random access key and secret (an S3
-// identities file), and has one bucket created before Start returns. Two
-// identities are configured: the lab's administrator, which creates the
+// identities file), and has one empty bucket created before Start returns.
+// Two identities are configured: the lab's administrator, which creates the
 // bucket, and Kedge's, which may only read, write and list that bucket.
+// Start also waits until a write succeeds, into a probe bucket of its own
+// so that nothing of the probe ever shows in Kedge's bucket.
 //
 // Stop (registered as a test Cleanup by StartT) kills the server's process
 // group and removes its directory, also when the test failed.

@@ -239,21 +239,22 @@ func serverEnv() []string {
 	return env
 }
 
+// probeBucket holds the write probe, apart from Bucket: a probe request
+// that timed out on this side may still land on the server later, and
+// must never show up in what Kedge lists.
+const probeBucket = "s3lab-probe"
+
 // createBucket creates the bucket as the administrator, retrying until the
-// S3 gateway, its filer and a volume server answer: then writes and
-// deletes a probe object as Kedge's identity, so the server is ready for
-// writes when Start returns.
+// S3 gateway and its filer answer, then writes a probe object into another
+// bucket until a write succeeds (the filer's lock ring forms seconds after
+// the gateway answers), so the server takes writes when Start returns.
 func (s *Server) createBucket(ctx context.Context, admin credential) error {
 	ac, err := s.client(admin)
 	if err != nil {
 		return err
 	}
-	kc, err := s.client(credential{s.AccessKey, s.SecretKey})
-	if err != nil {
-		return err
-	}
 	deadline := time.Now().Add(90 * time.Second)
-	step := "create bucket " + s.Bucket
+	var step string
 	for {
 		select {
 		case <-s.done:
@@ -262,17 +263,20 @@ func (s *Server) createBucket(ctx context.Context, admin credential) error {
 			return ctx.Err()
 		default:
 		}
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err = ac.MakeBucket(rctx, s.Bucket, minio.MakeBucketOptions{Region: s.Region})
-		if err != nil && minio.ToErrorResponse(err).Code == minio.BucketAlreadyOwnedByYou {
-			err = nil
+		rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		for _, b := range []string{s.Bucket, probeBucket} {
+			step = "create bucket " + b
+			err = ac.MakeBucket(rctx, b, minio.MakeBucketOptions{Region: s.Region})
+			if err != nil && minio.ToErrorResponse(err).Code == minio.BucketAlreadyOwnedByYou {
+				err = nil
+			}
+			if err != nil {
+				break
+			}
 		}
 		if err == nil {
 			step = "write a probe object"
-			_, err = kc.PutObject(rctx, s.Bucket, "s3lab-probe", strings.NewReader("probe"), 5, minio.PutObjectOptions{})
-		}
-		if err == nil {
-			err = kc.RemoveObject(rctx, s.Bucket, "s3lab-probe", minio.RemoveObjectOptions{})
+			_, err = ac.PutObject(rctx, probeBucket, "probe", strings.NewReader("probe"), 5, minio.PutObjectOptions{})
 		}
 		cancel()
 		if err == nil {
