@@ -140,8 +140,11 @@ func runWorld(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer world.client.Close()
+	// The worker seals what leaves it for storage (etcd snapshots) with
+	// the world's codec key, as `kedge worker` and `kedge dev` do.
 	w := worker.New(world.client, worker.Options{Clusters: &world.clusters, ResponseURLAllowed: worldResponseURL, DataConverter: copts.DataConverter,
-		Logger: slog.New(slog.NewTextHandler(io.MultiWriter(os.Stderr, &world.workerLog), &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		SealKeys: world.codec,
+		Logger:   slog.New(slog.NewTextHandler(io.MultiWriter(os.Stderr, &world.workerLog), &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err := w.Start(); err != nil {
 		return 0, err
 	}

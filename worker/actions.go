@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"kedge.dev/kedge/actions"
+	etcdapi "kedge.dev/kedge/actions/etcd"
 	"kedge.dev/kedge/activities/assets"
 	"kedge.dev/kedge/activities/certinfo"
 	"kedge.dev/kedge/activities/check"
@@ -18,6 +19,7 @@ import (
 	"kedge.dev/kedge/activities/pki"
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/activities/vault"
+	"kedge.dev/kedge/internal/trust"
 )
 
 // implementations wires every action of the table to the function that
@@ -111,13 +113,29 @@ func registerActions(r registry, opts Options) (*sshpool.Pool, error) {
 }
 
 // etcdActivities are the etcd actions, with the codec keys etcd.snapshot
-// seals with when the worker has them.
+// seals with when the worker has them, and the backup destinations its
+// inventories define.
 func etcdActivities(va *vault.Activities, opts Options) *etcd.Activities {
-	e := &etcd.Activities{Vault: va}
+	e := &etcd.Activities{Vault: va, Destinations: inventoryBackups{opts.Clusters}}
 	if opts.SealKeys != nil {
 		e.Keys = opts.SealKeys
 	}
 	return e
+}
+
+// inventoryBackups are the backup destinations of the worker's own
+// inventories (their backups sections): the only ones a run can name.
+type inventoryBackups struct{ clusters trust.Registry }
+
+func (b inventoryBackups) Destination(cluster, name string) (etcdapi.Destination, error) {
+	if b.clusters == nil {
+		return etcdapi.Destination{}, fmt.Errorf("this worker serves no cluster (--clusters FILE|DIR)")
+	}
+	c, err := b.clusters.Cluster(cluster)
+	if err != nil {
+		return etcdapi.Destination{}, err
+	}
+	return c.Backup(name)
 }
 
 type registry interface {

@@ -20,8 +20,12 @@ type SnapshotInput struct {
 	Issuer    string       `json:"issuer" kedge:"required" doc:"etcd's CA's Vault issuer: Kedge's client certificate comes from it"`
 	// Member, when set, is the member to take the snapshot from; it must
 	// be healthy. Empty: a healthy follower, else the leader.
-	Member      string      `json:"member,omitempty" doc:"the member to take the snapshot from, by name (refused unless it is a healthy voting member); default: a healthy follower, else the leader"`
-	Destination Destination `json:"destination" kedge:"required" doc:"where the sealed snapshot goes: {kind: local, path: /var/lib/kedge/backups} on the worker, or {kind: s3, endpoint: https://HOST[:PORT], bucket, region, credentialsFile, caFile, insecure}"`
+	Member string `json:"member,omitempty" doc:"the member to take the snapshot from, by name (refused unless it is a healthy voting member); default: a healthy follower, else the leader"`
+	// Destination names where the sealed snapshot goes: one of the
+	// destinations the worker's own inventory of the cluster defines
+	// under backups. A run names one; what it is (a directory, an S3
+	// endpoint, credentials) only the worker's operator says.
+	Destination string `json:"destination" kedge:"required" doc:"the name of a backup destination the worker's inventory of the cluster defines under backups: (e.g. local, offsite); never a path or an endpoint"`
 	// KeepLast and KeepFor are the retention: after the upload, the
 	// cluster's older snapshots that neither keeps are deleted (never
 	// the one just written). Neither set: every snapshot is kept.
@@ -29,8 +33,9 @@ type SnapshotInput struct {
 	KeepFor  string `json:"keepFor,omitempty" kedge:"duration" doc:"keep the snapshots younger than this, e.g. 168h (with keepLast: those it keeps too); empty: no age"`
 }
 
-// Destination is where snapshots are kept: a directory on the worker or
-// an S3-compatible bucket. Objects are named
+// Destination is where snapshots are kept, as an inventory's backups
+// section defines it: a directory on the worker or an S3-compatible
+// bucket. Objects are named
 // CLUSTER/etcd/TIMESTAMP-revREVISION.snap.kseal, each with its manifest
 // (.json) beside it.
 type Destination struct {

@@ -42,6 +42,9 @@ type Activities struct {
 	Timeout time.Duration
 	// Keys are the codec keys etcd.snapshot seals with (nil: it refuses).
 	Keys sealstream.Keys
+	// Destinations are the backup destinations the worker's inventories
+	// define, which etcd.snapshot stores into (nil: it refuses).
+	Destinations Destinations
 }
 
 // Issuer issues the short-lived client certificate the etcd actions

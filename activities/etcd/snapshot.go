@@ -41,6 +41,9 @@ const (
 	ErrTypeObjectStoreDenied = errtype.ObjectStoreDenied
 	// ErrTypeNoSealKey: the worker has no codec key. Not retried.
 	ErrTypeNoSealKey = errtype.NoSealKey
+	// ErrTypeDestinationRefused: the run named a destination the
+	// worker's inventory does not define. Not retried.
+	ErrTypeDestinationRefused = errtype.CredentialRefused
 )
 
 // Snapshot's input and result, declared in actions/etcd.
@@ -74,12 +77,13 @@ var snapshotStall = time.Minute
 // Snapshot takes a snapshot of etcd (etcd.snapshot) from a healthy
 // voting member through its maintenance API, checks it against etcd's
 // own trailing sha256 and its size as it streams, seals it with the codec
-// key (internal/sealstream) and stores it at the destination with a
+// key (internal/sealstream) and stores it at the destination the run
+// names (one the worker's inventory defines under backups:) with a
 // manifest beside it; then deletes the cluster's older snapshots that the
 // retention does not keep. The snapshot is never held whole: one gateway
 // message and one sealed chunk at a time.
 func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotResult, error) {
-	cluster, keepFor, err := checkSnapshotInput(in)
+	cluster, keepFor, dest, err := a.checkSnapshotInput(in)
 	if err != nil {
 		return SnapshotResult{}, err
 	}
@@ -87,7 +91,7 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotRe
 		return SnapshotResult{}, temporal.NewNonRetryableApplicationError(
 			"the worker has no codec key to seal the snapshot with: start it with --codec-key (or $KEDGE_CODEC_KEY)", ErrTypeNoSealKey, nil)
 	}
-	store, err := openStore(ctx, in.Destination)
+	store, err := openStore(ctx, dest)
 	if err != nil {
 		return SnapshotResult{}, err
 	}

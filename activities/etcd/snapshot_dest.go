@@ -7,12 +7,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
+
+	"go.temporal.io/sdk/temporal"
 
 	api "kedge.dev/kedge/actions/etcd"
 	"kedge.dev/kedge/internal/objstore"
@@ -20,104 +19,67 @@ import (
 )
 
 // checkSnapshotInput refuses what etcd.snapshot cannot use before
-// anything is asked of etcd, and returns the cluster (the first segment
-// of every key) and keepFor.
-func checkSnapshotInput(in SnapshotInput) (string, time.Duration, error) {
+// anything is asked of etcd or of a destination, and returns the cluster
+// (the first segment of every key), keepFor and the destination the
+// worker's operator defined under the name the run gives.
+func (a *Activities) checkSnapshotInput(in SnapshotInput) (string, time.Duration, api.Destination, error) {
+	var none api.Destination
 	if err := checkEndpoints(in.Endpoints); err != nil {
-		return "", 0, err
+		return "", 0, none, err
 	}
 	cluster := in.Vault.Cluster
 	if cluster == "" || strings.Contains(cluster, "/") || objstore.ValidKey(cluster) != nil {
-		return "", 0, invalid(fmt.Sprintf("cluster %q cannot name snapshots: letters, digits, '.', '_' and '-', starting with a letter or digit", cluster))
+		return "", 0, none, invalid(fmt.Sprintf("cluster %q cannot name snapshots: letters, digits, '.', '_' and '-', starting with a letter or digit", cluster))
 	}
 	if in.KeepLast < 0 {
-		return "", 0, invalid("keepLast must not be negative")
+		return "", 0, none, invalid("keepLast must not be negative")
 	}
 	var keepFor time.Duration
 	if in.KeepFor != "" {
 		d, err := time.ParseDuration(in.KeepFor)
 		if err != nil || d <= 0 {
-			return "", 0, invalid(fmt.Sprintf("keepFor %q is not a positive duration", in.KeepFor))
+			return "", 0, none, invalid(fmt.Sprintf("keepFor %q is not a positive duration", in.KeepFor))
 		}
 		keepFor = d
 	}
-	if err := checkDestination(in.Destination); err != nil {
-		return "", 0, err
-	}
-	return cluster, keepFor, nil
+	dest, err := a.destination(cluster, in.Destination)
+	return cluster, keepFor, dest, err
 }
 
-// bucketName is S3's rule for bucket names (no dots next to each other
-// or to a dash is left to the server).
-var (
-	bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
-	regionName = regexp.MustCompile(`^[a-z0-9-]{0,32}$`)
-)
-
-// checkDestination refuses a destination before any of its values
-// reaches a path or a URL: a local path that is not absolute and clean;
-// an S3 endpoint that is not https://HOST[:PORT] (http:// only with
-// insecure), a bucket or region outside S3's names, a credentials or CA
-// file that is not an absolute clean path.
-func checkDestination(d api.Destination) error {
-	switch d.Kind {
-	case api.DestinationLocal:
-		if err := checkPath("destination.path", d.Path, true); err != nil {
-			return err
-		}
-		if d.Endpoint != "" || d.Bucket != "" || d.CredentialsFile != "" {
-			return invalid("a local destination takes a path only")
-		}
-		return nil
-	case api.DestinationS3:
-		if _, err := endpointHost(d); err != nil {
-			return err
-		}
-		if !bucketName.MatchString(d.Bucket) || strings.Contains(d.Bucket, "..") {
-			return invalid(fmt.Sprintf("destination.bucket %q is not an S3 bucket name (3 to 63 lowercase letters, digits, '.' and '-')", d.Bucket))
-		}
-		if !regionName.MatchString(d.Region) {
-			return invalid(fmt.Sprintf("destination.region %q is not a region name", d.Region))
-		}
-		if err := checkPath("destination.credentialsFile", d.CredentialsFile, true); err != nil {
-			return err
-		}
-		if d.Path != "" {
-			return invalid("an s3 destination takes no path")
-		}
-		return checkPath("destination.caFile", d.CAFile, false)
-	}
-	return invalid(fmt.Sprintf("destination.kind %q: want %s or %s", d.Kind, api.DestinationLocal, api.DestinationS3))
+// Destinations are the backup destinations the worker's operator
+// defined: the backups sections of the worker's own inventories.
+type Destinations interface {
+	// Destination is the cluster's destination called name; an error
+	// when the worker does not serve the cluster or its inventory
+	// defines no such destination.
+	Destination(cluster, name string) (api.Destination, error)
 }
 
-func checkPath(name, p string, required bool) error {
-	switch {
-	case p == "" && !required:
-		return nil
-	case p == "":
-		return invalid(name + " is required")
-	case !filepath.IsAbs(p) || filepath.Clean(p) != p || strings.ContainsRune(p, 0):
-		return invalid(fmt.Sprintf("%s %q is not an absolute, clean path on the worker", name, p))
+// destination resolves the name a run gives through the worker's
+// Destinations, and checks what it finds. A run never says where a
+// snapshot goes, only which of the operator's destinations: a name that
+// is not one (a path, a URL) or that the worker's inventory does not
+// define is refused, not retried, before anything is written or asked.
+func (a *Activities) destination(cluster, name string) (api.Destination, error) {
+	if !api.ValidDestinationName(name) {
+		return api.Destination{}, refused(fmt.Sprintf("destination %q is not a destination's name: a run names one of the destinations the worker's inventory of cluster %s defines under backups:, never a path or an endpoint", name, cluster))
 	}
-	return nil
+	if a.Destinations == nil {
+		return api.Destination{}, refused(fmt.Sprintf("destination %s: this worker knows no backup destinations (they are defined under backups: in the inventory of the cluster it serves)", name))
+	}
+	d, err := a.Destinations.Destination(cluster, name)
+	if err != nil {
+		return api.Destination{}, refused(fmt.Sprintf("destination %s: %v", name, err))
+	}
+	if err := d.Check(); err != nil {
+		return api.Destination{}, refused(fmt.Sprintf("destination %s (the worker's inventory of cluster %s, backups.%s): %v", name, cluster, name, err))
+	}
+	return d, nil
 }
 
-// endpointHost is the S3 endpoint's HOST[:PORT], checked.
-func endpointHost(d api.Destination) (string, error) {
-	u, err := url.Parse(d.Endpoint)
-	if err != nil || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" ||
-		u.Hostname() == "" || strings.ContainsAny(u.Host, " \t") {
-		return "", invalid(fmt.Sprintf("destination.endpoint %q is not https://HOST[:PORT]", d.Endpoint))
-	}
-	switch {
-	case u.Scheme == "https":
-	case u.Scheme == "http" && d.Insecure:
-	case u.Scheme == "http":
-		return "", invalid(fmt.Sprintf("destination.endpoint %q is plain http: refused unless insecure is set", d.Endpoint))
-	default:
-		return "", invalid(fmt.Sprintf("destination.endpoint %q is not https://HOST[:PORT]", d.Endpoint))
-	}
-	return u.Host, nil
+// refused is a destination the worker will not use: not retried.
+func refused(msg string) error {
+	return temporal.NewNonRetryableApplicationError(msg, ErrTypeDestinationRefused, nil)
 }
 
 // openStore opens the checked destination: a local directory (made,
@@ -132,22 +94,22 @@ func openStore(ctx context.Context, d api.Destination) (objstore.Store, error) {
 		}
 		return s, nil
 	}
-	host, err := endpointHost(d)
+	host, err := d.EndpointHost()
 	if err != nil {
-		return nil, err
+		return nil, invalid(err.Error())
 	}
 	access, secret, err := readS3Credentials(d.CredentialsFile)
 	if err != nil {
-		return nil, invalid(fmt.Sprintf("destination.credentialsFile: %v", err))
+		return nil, invalid(fmt.Sprintf("destination credentialsFile: %v", err))
 	}
 	var roots *x509.CertPool
 	if d.CAFile != "" {
 		pem, err := os.ReadFile(d.CAFile)
 		if err != nil {
-			return nil, invalid(fmt.Sprintf("destination.caFile: %v", err))
+			return nil, invalid(fmt.Sprintf("destination caFile: %v", err))
 		}
 		if roots = x509.NewCertPool(); !roots.AppendCertsFromPEM(pem) {
-			return nil, invalid(fmt.Sprintf("destination.caFile %s holds no certificate", d.CAFile))
+			return nil, invalid(fmt.Sprintf("destination caFile %s holds no certificate", d.CAFile))
 		}
 	}
 	s3, err := objstore.NewS3(objstore.S3Config{Endpoint: host, Bucket: d.Bucket, Region: d.Region, Secure: !strings.HasPrefix(d.Endpoint, "http:"),

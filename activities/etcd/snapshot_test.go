@@ -73,9 +73,9 @@ func TestSnapshotOfARealEtcd(t *testing.T) {
 	}
 	keys := testKeys(t)
 	dir := t.TempDir()
-	a := &Activities{Vault: e.issuer, Keys: keys, Timeout: 5 * time.Second}
+	a := &Activities{Vault: e.issuer, Keys: keys, Timeout: 5 * time.Second, Destinations: localDest(dir)}
 	in := SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{e.endpoint}, CACert: e.caPEM, Issuer: "etcd",
-		Destination: api.Destination{Kind: api.DestinationLocal, Path: dir}}
+		Destination: "local"}
 	start := time.Now()
 	res, err := a.Snapshot(context.Background(), in)
 	if err != nil {
@@ -169,9 +169,9 @@ func TestSnapshotRetention(t *testing.T) {
 	put("venus/etcd/" + now.Add(-100*time.Hour).Format(stampLayout) + "-rev1.snap.kseal")
 	put("mercury/etcd/notes.txt")
 
-	a := &Activities{Vault: e.issuer, Keys: testKeys(t)}
+	a := &Activities{Vault: e.issuer, Keys: testKeys(t), Destinations: localDest(dir)}
 	in := SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{e.endpoint}, CACert: e.caPEM, Issuer: "etcd",
-		Destination: api.Destination{Kind: api.DestinationLocal, Path: dir}, KeepLast: 2, KeepFor: "48h"}
+		Destination: "local", KeepLast: 2, KeepFor: "48h"}
 	res, err := a.Snapshot(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -338,9 +338,9 @@ func TestCorruptSnapshotIsNotStored(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			endpoint, ca := snapshotGateway(t, c.stream)
 			dir := t.TempDir()
-			a := &Activities{Vault: clientPair(t), Keys: testKeys(t), Timeout: 2 * time.Second}
+			a := &Activities{Vault: clientPair(t), Keys: testKeys(t), Timeout: 2 * time.Second, Destinations: localDest(dir)}
 			res, err := a.Snapshot(context.Background(), SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{endpoint}, CACert: ca,
-				Issuer: "etcd", Destination: api.Destination{Kind: api.DestinationLocal, Path: dir}})
+				Issuer: "etcd", Destination: "local"})
 			stored, _ := filepath.Glob(filepath.Join(dir, "mercury", "etcd", "*"))
 			if c.typ == "" {
 				if err != nil || res.Size != int64(len(good)) || len(stored) != 2 {
@@ -375,50 +375,67 @@ func TestTrailerFindsTheLastBytesHoweverCut(t *testing.T) {
 	}
 }
 
-// Nothing reaches a path or a URL unchecked; the worker needs its key.
-func TestSnapshotInputRefused(t *testing.T) {
-	local := api.Destination{Kind: api.DestinationLocal, Path: t.TempDir()}
-	s3 := api.Destination{Kind: api.DestinationS3, Endpoint: "https://s3.example:9000", Bucket: "kedge-backups", CredentialsFile: "/etc/kedge/s3.credentials"}
-	base := SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{"https://127.0.0.1:2379"}, CACert: "x", Issuer: "etcd", Destination: local}
-	with := func(f func(*SnapshotInput)) SnapshotInput { in := base; f(&in); return in }
-	dest := func(f func(*api.Destination)) SnapshotInput {
-		in := base
-		in.Destination = s3
-		f(&in.Destination)
-		return in
+// dests are a worker's backup destinations, by "CLUSTER/NAME": what its
+// inventories define.
+type dests map[string]api.Destination
+
+func (d dests) Destination(cluster, name string) (api.Destination, error) {
+	if dest, ok := d[cluster+"/"+name]; ok {
+		return dest, nil
 	}
+	return api.Destination{}, fmt.Errorf("cluster %s: the inventory defines no backup destination %q", cluster, name)
+}
+
+// localDest is a worker whose inventory of mercury defines the
+// destination local: the directory dir.
+func localDest(dir string) dests {
+	return dests{"mercury/local": {Kind: api.DestinationLocal, Path: dir}}
+}
+
+// Nothing of the input reaches a path or a URL unchecked: the run names
+// a destination of the worker's inventory, and anything else is refused
+// before a directory is made or a server asked; the worker needs its key.
+func TestSnapshotInputRefused(t *testing.T) {
+	dir := t.TempDir()
+	operators := filepath.Join(dir, "backups")
+	worker := dests{"mercury/local": {Kind: api.DestinationLocal, Path: operators},
+		"mercury/broken": {Kind: api.DestinationLocal, Path: "backups"}}
+	base := SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{"https://127.0.0.1:2379"}, CACert: "x", Issuer: "etcd", Destination: "local"}
+	with := func(f func(*SnapshotInput)) SnapshotInput { in := base; f(&in); return in }
+	named := func(name string) SnapshotInput { return with(func(in *SnapshotInput) { in.Destination = name }) }
 	for _, c := range []struct {
 		name string
 		in   SnapshotInput
+		typ  string
 		says string
 	}{
-		{"no cluster", with(func(in *SnapshotInput) { in.Vault.Cluster = "" }), `cluster "" cannot name snapshots`},
-		{"a cluster with a slash", with(func(in *SnapshotInput) { in.Vault.Cluster = "a/b" }), `cluster "a/b" cannot name snapshots`},
-		{"a cluster ..", with(func(in *SnapshotInput) { in.Vault.Cluster = ".." }), `cluster ".." cannot name snapshots`},
-		{"an http endpoint", with(func(in *SnapshotInput) { in.Endpoints = []string{"http://127.0.0.1:2379"} }), "is not https://HOST:PORT"},
-		{"keepLast negative", with(func(in *SnapshotInput) { in.KeepLast = -1 }), "keepLast must not be negative"},
-		{"keepFor not a duration", with(func(in *SnapshotInput) { in.KeepFor = "7d" }), `keepFor "7d" is not a positive duration`},
-		{"no kind", with(func(in *SnapshotInput) { in.Destination = api.Destination{Path: "/tmp"} }), `destination.kind "": want local or s3`},
-		{"a relative path", with(func(in *SnapshotInput) { in.Destination.Path = "backups" }), `destination.path "backups" is not an absolute, clean path`},
-		{"a path with ..", with(func(in *SnapshotInput) { in.Destination.Path = "/var/lib/../../etc" }), "is not an absolute, clean path"},
-		{"a local path with a bucket", with(func(in *SnapshotInput) { in.Destination.Bucket = "b" }), "a local destination takes a path only"},
-		{"plain http", dest(func(d *api.Destination) { d.Endpoint = "http://s3.example:9000" }), "is plain http: refused unless insecure is set"},
-		{"another scheme", dest(func(d *api.Destination) { d.Endpoint = "file:///etc" }), "is not https://HOST[:PORT]"},
-		{"an endpoint with a path", dest(func(d *api.Destination) { d.Endpoint = "https://s3.example/other" }), "is not https://HOST[:PORT]"},
-		{"an endpoint with a user", dest(func(d *api.Destination) { d.Endpoint = "https://me:pw@s3.example" }), "is not https://HOST[:PORT]"},
-		{"an endpoint with a query", dest(func(d *api.Destination) { d.Endpoint = "https://s3.example?x=1" }), "is not https://HOST[:PORT]"},
-		{"a bucket with a slash", dest(func(d *api.Destination) { d.Bucket = "a/b" }), `destination.bucket "a/b" is not an S3 bucket name`},
-		{"a bucket in capitals", dest(func(d *api.Destination) { d.Bucket = "Backups" }), "is not an S3 bucket name"},
-		{"a region with a slash", dest(func(d *api.Destination) { d.Region = "us/east" }), `destination.region "us/east" is not a region name`},
-		{"no credentials file", dest(func(d *api.Destination) { d.CredentialsFile = "" }), "destination.credentialsFile is required"},
-		{"a relative credentials file", dest(func(d *api.Destination) { d.CredentialsFile = "creds" }), `destination.credentialsFile "creds" is not an absolute`},
-		{"a relative CA file", dest(func(d *api.Destination) { d.CAFile = "../ca.pem" }), `destination.caFile "../ca.pem" is not an absolute`},
+		{"no cluster", with(func(in *SnapshotInput) { in.Vault.Cluster = "" }), ErrTypeInvalidInput, `cluster "" cannot name snapshots`},
+		{"a cluster with a slash", with(func(in *SnapshotInput) { in.Vault.Cluster = "a/b" }), ErrTypeInvalidInput, `cluster "a/b" cannot name snapshots`},
+		{"a cluster ..", with(func(in *SnapshotInput) { in.Vault.Cluster = ".." }), ErrTypeInvalidInput, `cluster ".." cannot name snapshots`},
+		{"an http endpoint", with(func(in *SnapshotInput) { in.Endpoints = []string{"http://127.0.0.1:2379"} }), ErrTypeInvalidInput, "is not https://HOST:PORT"},
+		{"keepLast negative", with(func(in *SnapshotInput) { in.KeepLast = -1 }), ErrTypeInvalidInput, "keepLast must not be negative"},
+		{"keepFor not a duration", with(func(in *SnapshotInput) { in.KeepFor = "7d" }), ErrTypeInvalidInput, `keepFor "7d" is not a positive duration`},
+		{"a path", named(filepath.Join(dir, "elsewhere")), ErrTypeDestinationRefused, "is not a destination's name: a run names one of the destinations the worker's inventory of cluster mercury defines under backups:, never a path or an endpoint"},
+		{"an endpoint", named("https://s3.example:9000"), ErrTypeDestinationRefused, "never a path or an endpoint"},
+		{"a name and a path", named("local/../../etc"), ErrTypeDestinationRefused, "never a path or an endpoint"},
+		{"no name", named(""), ErrTypeDestinationRefused, `destination "" is not a destination's name`},
+		{"a name not defined", named("offsite"), ErrTypeDestinationRefused, `destination offsite: cluster mercury: the inventory defines no backup destination "offsite"`},
+		{"another cluster's name", with(func(in *SnapshotInput) { in.Vault.Cluster = "venus" }), ErrTypeDestinationRefused, `cluster venus: the inventory defines no backup destination "local"`},
+		{"a definition that fails its checks", named("broken"), ErrTypeDestinationRefused, `destination broken (the worker's inventory of cluster mercury, backups.broken): path "backups" is not an absolute, clean path`},
 	} {
-		_, err := (&Activities{Keys: testKeys(t)}).Snapshot(context.Background(), c.in)
-		wantType(t, c.name, err, ErrTypeInvalidInput, true, c.says)
+		_, err := (&Activities{Keys: testKeys(t), Destinations: worker}).Snapshot(context.Background(), c.in)
+		wantType(t, c.name, err, c.typ, true, c.says)
 	}
-	_, err := (&Activities{}).Snapshot(context.Background(), base)
+	_, err := (&Activities{Keys: testKeys(t)}).Snapshot(context.Background(), base)
+	wantType(t, "a worker with no destinations", err, ErrTypeDestinationRefused, true, "this worker knows no backup destinations")
+	_, err = (&Activities{Destinations: worker}).Snapshot(context.Background(), base)
 	wantType(t, "no codec key", err, ErrTypeNoSealKey, true, "the worker has no codec key")
+	if _, err := os.Stat(operators); err == nil {
+		t.Errorf("a refused snapshot made %s", operators)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("a refused snapshot wrote %v", entries)
+	}
 }
 
 // The S3 credentials come from a file only its owner may read; a file
@@ -440,9 +457,9 @@ func TestS3CredentialsFile(t *testing.T) {
 		t.Errorf("no secret: %v", err)
 	}
 	open := write("open", "aws_access_key_id = A\naws_secret_access_key = s3cr3t-value\n", 0o644)
-	in := SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{"https://127.0.0.1:2379"}, CACert: "x", Issuer: "etcd",
-		Destination: api.Destination{Kind: api.DestinationS3, Endpoint: "https://127.0.0.1:1", Bucket: "kedge-backups", CredentialsFile: open}}
-	_, err := (&Activities{Keys: testKeys(t)}).Snapshot(context.Background(), in)
+	in := SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{"https://127.0.0.1:2379"}, CACert: "x", Issuer: "etcd", Destination: "offsite"}
+	offsite := dests{"mercury/offsite": {Kind: api.DestinationS3, Endpoint: "https://127.0.0.1:1", Bucket: "kedge-backups", CredentialsFile: open}}
+	_, err := (&Activities{Keys: testKeys(t), Destinations: offsite}).Snapshot(context.Background(), in)
 	wantType(t, "credentials readable by others", err, ErrTypeInvalidInput, true, "is open to other users (mode 0644)")
 	if err != nil && strings.Contains(err.Error(), "s3cr3t") {
 		t.Errorf("the error holds the secret: %v", err)
@@ -466,10 +483,10 @@ func TestSnapshotHeartbeatsItsProgress(t *testing.T) {
 			mu.Unlock()
 		}
 	})
-	a := &Activities{Vault: clientPair(t), Keys: testKeys(t), Timeout: 2 * time.Second}
+	a := &Activities{Vault: clientPair(t), Keys: testKeys(t), Timeout: 2 * time.Second, Destinations: localDest(t.TempDir())}
 	env.RegisterActivityWithOptions(a.Snapshot, activity.RegisterOptions{Name: SnapshotAction})
 	if _, err := env.ExecuteActivity(SnapshotAction, SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{endpoint}, CACert: ca,
-		Issuer: "etcd", Destination: api.Destination{Kind: api.DestinationLocal, Path: t.TempDir()}}); err != nil {
+		Issuer: "etcd", Destination: "local"}); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -499,9 +516,9 @@ func TestStalledSnapshotIsGivenUp(t *testing.T) {
 		<-release
 	})
 	dir := t.TempDir()
-	a := &Activities{Vault: clientPair(t), Keys: testKeys(t), Timeout: 2 * time.Second}
+	a := &Activities{Vault: clientPair(t), Keys: testKeys(t), Timeout: 2 * time.Second, Destinations: localDest(dir)}
 	_, err := a.Snapshot(context.Background(), SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{endpoint}, CACert: ca,
-		Issuer: "etcd", Destination: api.Destination{Kind: api.DestinationLocal, Path: dir}})
+		Issuer: "etcd", Destination: "local"})
 	wantType(t, "stalled", err, ErrTypeUnavailable, false, "snapshot from c1: nothing came for 300ms after 32768 bytes")
 	if stored, _ := filepath.Glob(filepath.Join(dir, "mercury", "etcd", "*")); len(stored) != 0 {
 		t.Errorf("stored %v", stored)

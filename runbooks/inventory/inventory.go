@@ -2,7 +2,9 @@ package inventory
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -12,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"kedge.dev/kedge/actions/etcd"
 	"kedge.dev/kedge/actions/target"
 	"kedge.dev/kedge/runbooks/source"
 )
@@ -41,6 +44,29 @@ type Cluster struct {
 	// cluster is scheduled there unless its node names another. Empty:
 	// the queue the runbook itself runs on.
 	TaskQueue string `json:"taskQueue,omitempty"`
+	// Backups are the destinations a run may store the cluster's
+	// backups in (etcd.snapshot), by name. Only the worker's own
+	// inventory defines them: a run names one, never a path or an
+	// endpoint.
+	Backups map[string]Backup `json:"backups,omitempty"`
+}
+
+// Backup is one backup destination: a directory on the worker
+// ({kind: local, path}) or an S3-compatible bucket ({kind: s3, endpoint,
+// bucket, region, credentialsFile, caFile, insecure}).
+type Backup = etcd.Destination
+
+// Backup is the cluster's backup destination called name.
+func (c *Cluster) Backup(name string) (Backup, error) {
+	if b, ok := c.Backups[name]; ok {
+		return b, nil
+	}
+	names := slices.Sorted(maps.Keys(c.Backups))
+	defined := "none"
+	if len(names) > 0 {
+		defined = strings.Join(names, ", ")
+	}
+	return Backup{}, fmt.Errorf("cluster %s: the inventory defines no backup destination %q under backups: (it defines: %s)", c.Name, name, defined)
 }
 
 // SSH holds the connection defaults of every node.
@@ -286,6 +312,7 @@ func Decode(doc source.Document) (*Cluster, error) {
 			c.TaskQueue = source.String(f, v, "taskQueue", errs)
 			checkTaskQueue(f, v, c.TaskQueue, errs)
 		},
+		"backups":     d.backups,
 		"controllers": d.nodeList(RoleController),
 		"workers":     d.nodeList(RoleWorker),
 	})
@@ -412,6 +439,56 @@ func (d *decoder) vault(v *yaml.Node) {
 		"role":      str("role", &vc.Role),
 		"kv":        str("kv", &vc.KV),
 	})
+}
+
+// backups reads the backups section: destinations by name, each checked
+// as etcd.snapshot checks it before use, an error at the field it is
+// about.
+func (d *decoder) backups(v *yaml.Node) {
+	f, errs := d.f, &d.errs
+	if v.Kind != yaml.MappingNode {
+		errs.Addf(source.At(f, v), "backups must map names to destinations, got %s", source.KindName(v))
+		return
+	}
+	d.c.Backups = map[string]Backup{}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		key, val := v.Content[i], v.Content[i+1]
+		name := key.Value
+		if !etcd.ValidDestinationName(name) {
+			errs.Addf(source.At(f, key), "backups.%s: a destination's name is a DNS label (lowercase letters, digits and '-')", name)
+			continue
+		}
+		what := "backups." + name
+		if _, dup := d.c.Backups[name]; dup {
+			errs.Addf(source.At(f, key), "%s is defined twice", what)
+			continue
+		}
+		var b Backup
+		at := map[string]*yaml.Node{}
+		str := func(field string, dst *string) func(*yaml.Node) {
+			return func(v *yaml.Node) { *dst = source.String(f, v, what+"."+field, errs); at[field] = v }
+		}
+		source.Fields(f, val, what, errs, map[string]func(*yaml.Node){
+			"kind":            str("kind", &b.Kind),
+			"path":            str("path", &b.Path),
+			"endpoint":        str("endpoint", &b.Endpoint),
+			"bucket":          str("bucket", &b.Bucket),
+			"region":          str("region", &b.Region),
+			"credentialsFile": str("credentialsFile", &b.CredentialsFile),
+			"caFile":          str("caFile", &b.CAFile),
+			"insecure":        func(v *yaml.Node) { b.Insecure = source.Bool(f, v, what+".insecure", errs); at["insecure"] = v },
+		})
+		if err := b.Check(); err != nil {
+			pos := source.At(f, val)
+			var de *etcd.DestinationError
+			if errors.As(err, &de) && at[de.Field] != nil {
+				pos = source.At(f, at[de.Field])
+			}
+			errs.Addf(pos, "%s.%v", what, err)
+			continue
+		}
+		d.c.Backups[name] = b
+	}
 }
 
 // nodeList reads the controllers or workers list.
