@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"kedge.dev/kedge/integration/lab"
+	"kedge.dev/kedge/workflows"
 )
 
 // snapshotAttackRunbook is a runbook an author writes to have the worker
@@ -59,20 +61,35 @@ func TestEtcdSnapshotDestinationFromTheRunbookRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	chosen := filepath.Join(dir, "authors-choice")
-	for _, c := range []struct{ name, destination string }{
-		{"a local destination object", fmt.Sprintf("{kind: local, path: %s}", chosen)},
-		{"a raw path", chosen},
-		{"an S3 destination object", fmt.Sprintf("{kind: s3, endpoint: %s, bucket: stolen, insecure: true, credentialsFile: %s}", s3.URL, creds)},
-		{"a raw endpoint", s3.URL},
-		{"a name the inventory does not define", "offsite"},
-		{"a name with a path in it", "local/../../etc"},
+	notAName := "is not a destination's name: a run names one of the destinations the worker's inventory of cluster snapattack defines under backups:, never a path or an endpoint"
+	for _, c := range []struct{ name, destination, says string }{
+		{"a local destination object", fmt.Sprintf("{kind: local, path: %s}", chosen), "input destination must be a string, got a mapping"},
+		{"a raw path", chosen, notAName},
+		{"an S3 destination object", fmt.Sprintf("{kind: s3, endpoint: %s, bucket: stolen, insecure: true, credentialsFile: %s}", s3.URL, creds), "input destination must be a string, got a mapping"},
+		{"a raw endpoint", s3.URL, notAName},
+		{"a name the inventory does not define", "offsite", `the inventory defines no backup destination "offsite" under backups: (it defines: local)`},
+		{"a name with a path in it", "local/../../etc", notAName},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p, code, errOut := runWaitInv(t, writeRunbook(t, snapshotAttackRunbook(c.destination)), inv)
+			// Refused before the run starts (kedge run prints no
+			// progress) or by the worker (the run fails).
+			out, errOut, code := kedge(t, "run", writeRunbook(t, snapshotAttackRunbook(c.destination)), "--inventory", inv, "--wait", "--output", "json")
 			if code == 0 {
-				t.Fatalf("a runbook's destination %s was accepted: %+v", c.destination, p)
+				t.Fatalf("a runbook's destination %s was accepted: %s", c.destination, out)
 			}
-			t.Logf("refused (exit %d): %s %s", code, strings.TrimSpace(errOut), p.Error)
+			var p workflows.Progress
+			if json.Unmarshal([]byte(out), &p) == nil && len(p.Steps) > 0 {
+				st := step(t, p, "snap")
+				if st.Attempts != 1 || !strings.Contains(st.LastError, c.says) {
+					t.Errorf("the worker's refusal: %d attempts: %s; want %q", st.Attempts, st.LastError, c.says)
+				}
+				t.Logf("refused by the worker: %s", st.LastError)
+			} else {
+				if !strings.Contains(errOut, c.says) {
+					t.Errorf("refused before the run: %s; want %q", errOut, c.says)
+				}
+				t.Logf("refused before the run (exit %d): %s", code, strings.TrimSpace(errOut))
+			}
 			if _, err := os.Stat(chosen); err == nil {
 				t.Errorf("the author's directory %s was made", chosen)
 			}
