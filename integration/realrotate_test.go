@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -159,6 +160,32 @@ func mountedCA(t *testing.T, nodes []*realSSHNode, p corev1.Pod) string {
 		return fmt.Sprintf("; its mounted ca.crt holds %q", names)
 	}
 	return ""
+}
+
+// serviceRoute is, for a failure, where the kubernetes Service leads
+// from each node: kube-proxy's rules for it, the route, and the
+// certificate whatever answers there presents; and kube-proxy's pods and
+// their last log lines.
+func serviceRoute(ctx context.Context, cs kubernetes.Interface, nodes []*realSSHNode) string {
+	var b strings.Builder
+	script := `iptables-save -t nat | grep -c KUBE-SEP; iptables-save -t nat | grep -E '10.96.0.1/32|KUBE-SEP.*DNAT' | head -4; ip route get 10.96.0.1
+openssl s_client -connect 10.96.0.1:443 </dev/null 2>/dev/null | openssl x509 -noout -subject -issuer`
+	for _, n := range nodes {
+		out, err := n.node.Command(ctx, "sh", "-c", script).CombinedOutput()
+		fmt.Fprintf(&b, "\n%s: %s %v", n.node.Name, out, err)
+	}
+	out, _ := exec.CommandContext(ctx, "sh", "-c", "iptables-save -t nat | grep -E '10.96.0.1/32' | head -3").CombinedOutput()
+	fmt.Fprintf(&b, "\nthis machine: %s", out)
+	pods, err := cs.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-proxy"})
+	if err != nil {
+		return b.String() + err.Error()
+	}
+	for _, p := range pods.Items {
+		fmt.Fprintf(&b, "\n%s on %s: %s, ready %v", p.Name, p.Spec.NodeName, p.Status.Phase, podReady(&p))
+		logs, err := cs.CoreV1().Pods("kube-system").GetLogs(p.Name, &corev1.PodLogOptions{TailLines: ptr.To[int64](15)}).DoRaw(ctx)
+		fmt.Fprintf(&b, "\n%s %v", logs, err)
+	}
+	return b.String()
 }
 
 // podEvents is an app's pods' phases and their events, for a failure.
@@ -380,6 +407,7 @@ func TestRealKubeletCARotation(t *testing.T) {
 		}
 		if t.Failed() {
 			t.Log(podEvents(ctx, cs, "api-client"))
+			t.Log(serviceRoute(ctx, cs, nodes))
 		}
 		t.Logf("the pods' longest time not Ready through the rotation: %v", ready.report())
 	})
