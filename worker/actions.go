@@ -82,6 +82,7 @@ func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities
 		etcd.RemoveMemberAction: e.RemoveMember,
 		etcd.HealthAction:       e.Health,
 		etcd.SnapshotAction:     e.Snapshot,
+		etcd.RestoreDrillAction: e.RestoreDrill,
 		check.Action:            check.Check,
 		certinfo.CheckAction:    certinfo.Check,
 		certinfo.ScanCAAction:   certinfo.ScanCA,

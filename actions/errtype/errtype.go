@@ -113,6 +113,16 @@ const (
 	// NoSealKey: the worker has no codec key to seal a backup with (not
 	// retried).
 	NoSealKey = "NoSealKey"
+	// EtcdSnapshotInvalid: a stored snapshot failed a check before it was
+	// restored: its seal (changed, cut short, or sealed with a key the
+	// worker does not hold), its manifest, its size or sha256 against the
+	// manifest, or etcd's own trailing sha256 (not retried).
+	EtcdSnapshotInvalid = "EtcdSnapshotInvalid"
+	// EtcdDrillFailed: a restore drill found no snapshot to restore, or
+	// the restored etcd lacks a key expected or the manifest's revision
+	// (not retried); or the snapshot did not restore or its etcd did not
+	// start (retried).
+	EtcdDrillFailed = "EtcdDrillFailed"
 	// EndpointUnreachable: a TLS endpoint could not be reached (retried).
 	EndpointUnreachable = "EndpointUnreachable"
 	// CertificateUntrusted: the endpoint's certificate does not verify.
