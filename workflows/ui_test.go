@@ -297,6 +297,8 @@ func TestActivitySummaries(t *testing.T) {
 		{"kube.wait-static-pod", "controller-1", map[string]any{"pod": "kube-apiserver", "gone": true}, "wait until static pod kube-apiserver is gone from controller-1 (step drain)"},
 		{"host.prepare-node", "worker-9", map[string]any{"modules": []any{"br_netfilter"}, "start": []any{"containerd.service"}}, "prepare worker-9 for its kubelet (step drain)"},
 		{"host.prepare-node", "worker-9", map[string]any{"stop": []any{"containerd.service"}, "disable": []any{}}, "take back the units enabled or started on worker-9 (step drain)"},
+		{"etcd.snapshot", "", map[string]any{"destination": "offsite", "member": "tyc2", "caCert": "SECRET"}, "take a sealed etcd snapshot from tyc2 into offsite (step drain)"},
+		{"etcd.restore-drill", "", map[string]any{"destination": "offsite", "expectKeys": []any{"/registry/SECRET"}}, "restore the newest etcd snapshot into a throwaway etcd and check it (step drain)"},
 	} {
 		a, ok := actions.Lookup(c.action)
 		if !ok {
@@ -307,13 +309,14 @@ func TestActivitySummaries(t *testing.T) {
 		}
 	}
 	// Every action reads like an operation, and none echoes an input
-	// value that is not a name or a path.
+	// value that is not a name or a path (a backup destination is a name
+	// the worker's inventory defines, never a path or an endpoint).
 	for _, a := range actions.All() {
 		in := map[string]any{}
 		for _, i := range a.Inputs {
 			in[i.Name] = "SECRET"
 		}
-		for _, name := range []string{"path", "unit", "name", "commonName", "address", "node", "kubeletVersion", "action", "image", "member", "pod", "manifest"} {
+		for _, name := range []string{"path", "unit", "name", "commonName", "address", "node", "kubeletVersion", "action", "image", "member", "pod", "manifest", "destination"} {
 			delete(in, name)
 		}
 		got := activitySummary("s", a, "worker-1", in)
