@@ -194,7 +194,7 @@ var table = []Action{
 		summary: `take a sealed etcd snapshot{{with .In "member"}} from {{.}}{{end}} into {{.In "destination"}}`}),
 	describe(row{name: etcd.RestoreDrillAction, doc: "restore a stored etcd snapshot (the cluster's newest with a manifest, or the one named) from the destination the run names (one the worker's inventory defines under backups:) into a throwaway etcd on the worker and check it: streamed through the codec key's seal to a 0600 file in a directory of its own (never held whole), checked against its manifest's size, sha256 and key id and etcd's own trailing sha256, restored with etcd's own code and started as one member on loopback (random ports, TLS from a CA made for the drill); it must answer at the manifest's revision or later and hold every key expected; then stopped and its directory removed, even on failure. A tampered snapshot is refused before etcd starts; a missing key fails the drill naming it (neither retried)",
 		in: etcd.RestoreDrillInput{}, out: etcd.RestoreDrillResult{}, timeout: time.Hour, heartbeat: time.Minute,
-		summary: `restore {{if .Has "snapshot"}}the etcd snapshot named{{else}}the newest etcd snapshot{{end}} into a throwaway etcd and check it`}),
+		summary: `restore {{if .In "snapshot"}}the etcd snapshot named{{else}}the newest etcd snapshot{{end}} into a throwaway etcd and check it`}),
 	describe(row{name: host.SystemdAction, doc: "daemon-reload, enable/disable, start/stop/restart a systemd unit and wait until it settles",
 		in: host.SystemdInput{}, out: host.SystemdResult{}, timeout: 10 * time.Minute, heartbeat: 15 * time.Second,
 		summary: `{{with .In "action"}}{{if eq . "none"}}configure{{else}}{{.}}{{end}}{{else}}configure{{end}} {{.In "unit"}}{{.On}}`}),

@@ -299,6 +299,8 @@ func TestActivitySummaries(t *testing.T) {
 		{"host.prepare-node", "worker-9", map[string]any{"stop": []any{"containerd.service"}, "disable": []any{}}, "take back the units enabled or started on worker-9 (step drain)"},
 		{"etcd.snapshot", "", map[string]any{"destination": "offsite", "member": "tyc2", "caCert": "SECRET"}, "take a sealed etcd snapshot from tyc2 into offsite (step drain)"},
 		{"etcd.restore-drill", "", map[string]any{"destination": "offsite", "expectKeys": []any{"/registry/SECRET"}}, "restore the newest etcd snapshot into a throwaway etcd and check it (step drain)"},
+		{"etcd.restore-drill", "", map[string]any{"destination": "offsite", "snapshot": ""}, "restore the newest etcd snapshot into a throwaway etcd and check it (step drain)"},
+		{"etcd.restore-drill", "", map[string]any{"destination": "offsite", "snapshot": "SECRET.snap.kseal"}, "restore the etcd snapshot named into a throwaway etcd and check it (step drain)"},
 	} {
 		a, ok := actions.Lookup(c.action)
 		if !ok {
