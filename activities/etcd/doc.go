@@ -13,6 +13,25 @@
 // the clear; the S3 credentials are read from a file only its owner may
 // read and never appear in an error or a result.
 //
+// etcd.restore-drill proves a stored snapshot can be restored, without
+// touching the cluster: it reads the cluster's newest snapshot (or the
+// one named) back from the destination the run names, through the codec
+// key's seal into a 0600 file in a directory made for the drill under the
+// worker's $TMPDIR, and checks it against its manifest (size, sha256, key
+// id) and etcd's own trailing sha256 before anything is restored: a
+// tampered, truncated or foreign object is refused (EtcdSnapshotInvalid,
+// not retried). It then restores the file with etcd's own code (etcdutl)
+// into a new one-member cluster, started in the worker's process with
+// etcd's embed package on loopback only (random ports, client and peer
+// TLS from a CA made for the drill and thrown away with it), and asks it
+// its revision, its key count and the keys expected: fewer than the
+// manifest's revision or a key missing fails the drill (EtcdDrillFailed,
+// not retried, the result in the failure's details). The throwaway etcd
+// is stopped and its directory removed whatever happened; it never
+// listens beyond loopback and never joins a cluster of the inventory's.
+// The runbook etcd-restore-drill runs it with the keys every Kubernetes
+// cluster holds, and is meant to be scheduled weekly.
+//
 // The action's name and its input and result types are declared in
 // kedge.dev/kedge/actions/etcd (pure data); the ones here are aliases.
 package etcd
