@@ -61,11 +61,14 @@ type SnapshotProgress struct {
 }
 
 // snapshotSuffix and manifestSuffix end the names of a snapshot and of
-// its manifest; stampLayout is the UTC time they start with.
+// its manifest; stampLayout is the UTC time they start with, to the
+// millisecond (a run takes well under a second: two in one second must
+// not share a name). Names to the second (secondsLayout) are read too.
 const (
 	snapshotSuffix = ".snap.kseal"
 	manifestSuffix = ".json"
-	stampLayout    = "20060102T150405Z"
+	stampLayout    = "20060102T150405.000Z"
+	secondsLayout  = "20060102T150405Z"
 	// etcdHashSize is etcd's trailing sha256.
 	etcdHashSize = sha256.Size
 )
@@ -479,7 +482,9 @@ func parseSnapshotKey(prefix, key string) (snapshotName, bool) {
 	}
 	t, err := time.Parse(stampLayout, stamp)
 	if err != nil {
-		return snapshotName{}, false
+		if t, err = time.Parse(secondsLayout, stamp); err != nil {
+			return snapshotName{}, false
+		}
 	}
 	n, err := strconv.ParseInt(rev, 10, 64)
 	if err != nil || n < 0 {

@@ -524,3 +524,48 @@ func TestStalledSnapshotIsGivenUp(t *testing.T) {
 		t.Errorf("stored %v", stored)
 	}
 }
+
+// Snapshots taken within one second, at one revision, are kept apart:
+// each run stores its own, and retention counts them as two.
+func TestSnapshotsInOneSecondKeepTheirOwnNames(t *testing.T) {
+	data := snapshotBytes(64 << 10)
+	endpoint, ca := snapshotGateway(t, func(w http.ResponseWriter) { streamOf(w, data, 32<<10) })
+	dir := t.TempDir()
+	a := &Activities{Vault: clientPair(t), Keys: testKeys(t), Timeout: 2 * time.Second, Destinations: localDest(dir)}
+	in := SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{endpoint}, CACert: ca, Issuer: "etcd", Destination: "local", KeepLast: 2}
+	var keys []string
+	for range 3 {
+		res, err := a.Snapshot(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, res.Key)
+	}
+	stored, _ := filepath.Glob(filepath.Join(dir, "mercury", "etcd", "*.snap.kseal"))
+	if keys[0] == keys[1] || keys[1] == keys[2] || len(stored) != 2 {
+		t.Errorf("three snapshots in a row named %v; stored %v, want the newest two", keys, stored)
+	}
+	if _, err := os.Stat(filepath.Join(dir, keys[0])); err == nil {
+		t.Errorf("the oldest, %s, was kept", keys[0])
+	}
+}
+
+// Names to the millisecond, and the names to the second written before,
+// are read back; anything else under the prefix is not a snapshot.
+func TestParseSnapshotKey(t *testing.T) {
+	for key, want := range map[string]string{
+		"mercury/etcd/20261127T034019.123Z-rev412.snap.kseal": "2026-11-27T03:40:19.123Z",
+		"mercury/etcd/20261127T034019Z-rev412.snap.kseal":     "2026-11-27T03:40:19Z",
+	} {
+		s, ok := parseSnapshotKey("mercury/etcd/", key)
+		if !ok || s.created.Format(time.RFC3339Nano) != want || s.revision != 412 {
+			t.Errorf("%s: %+v %v", key, s, ok)
+		}
+	}
+	for _, key := range []string{"mercury/etcd/x-rev4.snap.kseal", "mercury/etcd/20261127T034019Z-revx.snap.kseal",
+		"mercury/etcd/20261127T034019Z-rev4.json", "mercury/etcd/sub/20261127T034019Z-rev4.snap.kseal", "venus/etcd/20261127T034019Z-rev4.snap.kseal"} {
+		if s, ok := parseSnapshotKey("mercury/etcd/", key); ok {
+			t.Errorf("%s read as a snapshot: %+v", key, s)
+		}
+	}
+}
