@@ -359,3 +359,77 @@ steps:
 		t.Errorf("a host key mismatch was retried: %s", out)
 	}
 }
+
+// A run that fails after a child runbook and a rollout of child runbooks
+// completed undoes what they did, newest first, before the steps' own
+// undo lists (workflows' undo-children): every file they wrote is gone.
+func TestFailureUndoesCompletedChildRunbooks(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{"undo-child.yaml": `
+apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: undo-child}
+params:
+  node: {type: string, required: true}
+  tag: {type: string, required: true}
+steps:
+  - id: write
+    action: host.write-file
+    on: ${ params.node }
+    with: {path: "/etc/undo/child-${ params.tag }.conf", content: "child\n"}
+    undo:
+      - action: host.restore-file
+        with:
+          path: "/etc/undo/child-${ params.tag }.conf"
+          backup: ${ steps.write.outputs.backup }
+          existed: ${ steps.write.outputs.existed }
+      - action: host.run
+        with: {command: "echo undo \"$TAG\" >> /var/lib/undo-children", env: {TAG: "${ params.tag }"}}
+`, "undo-parent.yaml": `
+apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: undo-parent}
+steps:
+  - id: one
+    runbook: undo-child
+    with: {node: worker-1, tag: one}
+  - id: many
+    needs: [one]
+    runbook: undo-child
+    rollout: {over: "${ ['worker-1', 'worker-2'] }", maxUnavailable: 1}
+    with: {node: "${ item }", tag: "many-${ item }"}
+  - id: boom
+    needs: [many]
+    action: host.run
+    on: worker-1
+    retry: {maxAttempts: 1}
+    with: {command: "echo broken >&2; exit 3"}
+`} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, code, _ := runWait(t, filepath.Join(dir, "undo-parent.yaml"))
+	if code == 0 || p.State != workflows.StateFailed {
+		t.Fatalf("want failure, got exit %d state %s", code, p.State)
+	}
+	for node, files := range map[string][]string{"worker-1": {"one", "many-worker-1"}, "worker-2": {"many-worker-2"}} {
+		for _, f := range files {
+			if hostFileExists(t, node, "/etc/undo/child-"+f+".conf") {
+				t.Errorf("%s: the child's /etc/undo/child-%s.conf is still there", node, f)
+			}
+		}
+	}
+	// The rollout's children are undone before the first child, the
+	// newest first: worker-2's then worker-1's.
+	if got := readHostFile(t, "worker-1", "/var/lib/undo-children"); got != "undo many-worker-1\nundo one\n" {
+		t.Errorf("worker-1's undo log = %q", got)
+	}
+	if got := readHostFile(t, "worker-2", "/var/lib/undo-children"); got != "undo many-worker-2\n" {
+		t.Errorf("worker-2's undo log = %q", got)
+	}
+	recordHistory(t, p.WorkflowID, "undo-children")
+	for _, n := range []string{"worker-1", "worker-2"} {
+		_, _ = host(t, n).Exec(t.Context(), "rm", "-f", "/var/lib/undo-children")
+	}
+}

@@ -244,6 +244,16 @@ mkdir -p /srv/other/x && mount -t tmpfs tmpfs /srv/other/x'`)
 	if out, _ := hostSh(t, h, "grep -c ' /srv/other/x ' /proc/self/mountinfo"); out != "0" {
 		t.Errorf("a mount under a private volume reached the host: %q", out)
 	}
+	// A second container on the same volume (the kubelet restarted) sees
+	// the pod's mount as it is, and starting it takes nothing from the
+	// host: the pods keep the very mount the kubelet goes on writing to.
+	if out := mustSh(t, h, `docker run --rm --privileged -v /var/lib/kubelet:/var/lib/kubelet:rshared lab.example/sh:1 -c '
+cat /var/lib/kubelet/pods/p1/token; grep -c " /var/lib/kubelet/pods/p1 " /proc/self/mountinfo'`); out != "token\n1" {
+		t.Errorf("a second container on the rshared volume saw %q, want the pod's mount", out)
+	}
+	if out, _ := hostSh(t, h, "cat /var/lib/kubelet/pods/p1/token; grep -c ' /var/lib/kubelet/pods/p1 ' /proc/self/mountinfo"); out != "token\n1" {
+		t.Errorf("after a second container on the rshared volume, the host has: %q", out)
+	}
 	mustSh(t, h, "umount /var/lib/kubelet/pods/p1")
 	if out, _ := hostSh(t, h, "docker run --rm -v /srv/private:/srv/private:rshared lab.example/sh:1 -c true; echo rc=$?"); !strings.Contains(out, "path /srv/private is mounted on /srv/private but it is not a shared mount") || !strings.HasSuffix(out, "rc=125") {
 		t.Errorf("rshared volume on a private mount: %q", out)

@@ -276,10 +276,28 @@ func (fileInfo) IsDir() bool { return false }
 
 // enterRoot makes root the process's root and drops the host's.
 func enterRoot(root string) error {
+	oldRoot, err := os.Open("/")
+	if err != nil {
+		return err
+	}
+	defer oldRoot.Close()
 	if err := os.Chdir(root); err != nil {
 		return err
 	}
 	if err := syscall.PivotRoot(".", "."); err == nil {
+		// Back in the host's root, now stacked over ours, which becomes
+		// a slave before it goes, as runc does: detaching it while the
+		// volumes in it are still shared would propagate its unmounts to
+		// the host, taking the mounts the host has under a shared volume
+		// (the tmpfs of every pod's projected volume under
+		// /var/lib/kubelet, which a restarted kubelet would then mount
+		// anew while the pods keep the old one, never updated again).
+		if err := syscall.Fchdir(int(oldRoot.Fd())); err != nil {
+			return fmt.Errorf("back to the host's root: %w", err)
+		}
+		if err := syscall.Mount("", ".", "", syscall.MS_SLAVE|syscall.MS_REC, ""); err != nil {
+			return fmt.Errorf("make the host's root a slave: %w", err)
+		}
 		if err := syscall.Unmount(".", syscall.MNT_DETACH); err != nil {
 			return fmt.Errorf("detach the host's root: %w", err)
 		}
