@@ -31,10 +31,21 @@ func library(c *cli.Context) *runbooks.Library {
 	return lib
 }
 
-// parseSets turns --set k=v flags into a map.
+// parseSets turns --set k=v flags into a map. The flag library splits a
+// flag's value at its commas, so an item with no "=" is the rest of the
+// one before it: --set cas=cluster,etcd is one list param (a list value
+// whose items hold "=" needs --set-file).
 func parseSets(sets []string) (map[string]any, error) {
-	out := map[string]any{}
+	var joined []string
 	for _, s := range sets {
+		if len(joined) > 0 && !strings.Contains(s, "=") {
+			joined[len(joined)-1] += "," + s
+			continue
+		}
+		joined = append(joined, s)
+	}
+	out := map[string]any{}
+	for _, s := range joined {
 		k, v, ok := strings.Cut(s, "=")
 		k = strings.TrimSpace(k)
 		if !ok || k == "" {

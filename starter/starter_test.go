@@ -2,6 +2,7 @@ package starter
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -167,5 +168,27 @@ func TestRunIDMustNameItsRunbookAndCluster(t *testing.T) {
 		if code != ExitUsage || !strings.Contains(errOut, "must start with deploy/mercury/") {
 			t.Errorf("--id %s: exit %d: %s", id, code, errOut)
 		}
+	}
+}
+
+// A list param through --set: the flag library splits the value at its
+// commas, and the parts without "=" are put back together.
+func TestSetOfAListParam(t *testing.T) {
+	got, err := parseSets([]string{"cas=cluster", "etcd", "caLabel=2027", "restartNamespaces=kube-system", "apps"})
+	if err != nil || got["cas"] != "cluster,etcd" || got["caLabel"] != "2027" || got["restartNamespaces"] != "kube-system,apps" || len(got) != 3 {
+		t.Errorf("parseSets: %v %v", got, err)
+	}
+	if _, err := parseSets([]string{"etcd"}); err == nil {
+		t.Error("a first item without NAME= accepted")
+	}
+	out, errOut, code := runCLI(t, "plan", "ca-rotation", "--inventory", labInventory, "--set", "cas=cluster,etcd", "--output", "json")
+	if code != 0 {
+		t.Fatalf("kedge plan ca-rotation --set cas=cluster,etcd: exit %d: %s", code, errOut)
+	}
+	var p struct {
+		Params map[string]any `json:"params"`
+	}
+	if err := json.Unmarshal([]byte(out), &p); err != nil || fmt.Sprint(p.Params["cas"]) != "[cluster etcd]" {
+		t.Errorf("the plan's cas: %v (%v)", p.Params["cas"], err)
 	}
 }
