@@ -2,19 +2,9 @@ package integration
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +12,7 @@ import (
 	"time"
 
 	api "kedge.dev/kedge/actions/etcd"
-	"kedge.dev/kedge/integration/controlplane"
+	"kedge.dev/kedge/integration/etcdlab"
 	"kedge.dev/kedge/integration/s3lab"
 )
 
@@ -34,12 +24,12 @@ import (
 // held whole.
 func BenchmarkEtcdSnapshot256MiB(b *testing.B) {
 	dir := b.TempDir()
-	e := startBenchEtcd(b, dir)
+	e := etcdlab.Start(b, dir, etcdlab.Options{Name: "bench", QuotaBackendBytes: 2 << 30})
 	value := make([]byte, 1<<20)
 	began := time.Now()
 	for i := range 256 {
 		_, _ = rand.Read(value)
-		e.put(b, fmt.Sprintf("/registry/bench/value-%03d", i), value)
+		e.Put(b, fmt.Sprintf("/registry/bench/value-%03d", i), value)
 	}
 	b.Logf("etcd filled with 256 MiB in %s", time.Since(began).Round(time.Millisecond))
 	srv := s3lab.StartT(b, s3lab.Options{})
@@ -55,7 +45,7 @@ func BenchmarkEtcdSnapshot256MiB(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		var stdout, stderr bytes.Buffer
-		cmd := exec.Command(bin, "-endpoint", e.endpoint, "-ca", e.caFile, "-cert", e.certFile, "-key", e.keyFile, "-codec-key", world.codecKey, "-s3", string(dest))
+		cmd := exec.Command(bin, "-endpoint", e.Endpoint, "-ca", e.CAFile, "-cert", e.ClientCertFile, "-key", e.ClientKeyFile, "-codec-key", world.codecKey, "-s3", string(dest))
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {
 			b.Fatalf("snapbench: %v\n%s", err, stderr.String())
@@ -81,136 +71,5 @@ func BenchmarkEtcdSnapshot256MiB(b *testing.B) {
 		if rss >= 128 {
 			b.Errorf("peak RSS %.0f MiB: over the 128 MiB target", rss)
 		}
-	}
-}
-
-// benchEtcd is one etcd member serving its clients over TLS, with a client
-// certificate from its CA in files.
-type benchEtcd struct {
-	endpoint                  string
-	caFile, certFile, keyFile string
-	http                      *http.Client
-}
-
-// startBenchEtcd starts etcd (the tools' binary) on loopback with its own
-// CA and waits until it answers.
-func startBenchEtcd(b *testing.B, dir string) *benchEtcd {
-	b.Helper()
-	tools, err := controlplane.Tools()
-	if err != nil {
-		b.Fatal(err)
-	}
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "bench etcd CA"}, IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(24 * time.Hour)}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	write := func(name string, typ string, der []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			b.Fatal(err)
-		}
-		return p
-	}
-	leaf := func(name, cn string, usage ...x509.ExtKeyUsage) (string, string) {
-		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-		tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: usage, NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(24 * time.Hour)}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			b.Fatal(err)
-		}
-		kd, _ := x509.MarshalECPrivateKey(key)
-		return write(name+".crt", "CERTIFICATE", der), write(name+".key", "EC PRIVATE KEY", kd)
-	}
-	e := &benchEtcd{caFile: write("ca.crt", "CERTIFICATE", caDER)}
-	// etcd's gateway reaches its own gRPC server with the server's
-	// certificate as a client: it needs both usages.
-	serverCert, serverKey := leaf("server", "etcd-server", x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
-	e.certFile, e.keyFile = leaf("client", "kedge-etcd-client", x509.ExtKeyUsageClientAuth)
-	ports := make([]string, 2)
-	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, ports[i], _ = net.SplitHostPort(ln.Addr().String())
-		_ = ln.Close()
-	}
-	e.endpoint = "https://127.0.0.1:" + ports[0]
-	peer := "http://127.0.0.1:" + ports[1]
-	logFile, err := os.Create(filepath.Join(dir, "etcd.log"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(filepath.Join(tools, "etcd"), "--name", "bench", "--data-dir", filepath.Join(dir, "etcd"),
-		"--listen-client-urls", e.endpoint, "--advertise-client-urls", e.endpoint,
-		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "bench="+peer,
-		"--cert-file", serverCert, "--key-file", serverKey, "--trusted-ca-file", e.caFile, "--client-cert-auth",
-		"--quota-backend-bytes", fmt.Sprint(2<<30), "--log-level", "warn")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	b.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		_ = logFile.Close()
-	})
-	pair, err := tls.LoadX509KeyPair(e.certFile, e.keyFile)
-	if err != nil {
-		b.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(ca)
-	e.http = &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{pair}}}}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var st struct {
-			Leader string `json:"leader"`
-		}
-		err := e.call("/v3/maintenance/status", map[string]any{}, &st)
-		if err == nil && st.Leader != "" && st.Leader != "0" {
-			return e
-		}
-		select {
-		case err := <-exited:
-			log, _ := os.ReadFile(filepath.Join(dir, "etcd.log"))
-			b.Fatalf("etcd exited (%v):\n%s", err, log)
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("etcd did not answer within 30s: %v", err)
-		}
-	}
-}
-
-func (e *benchEtcd) call(path string, req, out any) error {
-	body, _ := json.Marshal(req)
-	resp, err := e.http.Post(e.endpoint+path, "application/json", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", path, resp.Status)
-	}
-	if out == nil {
-		return nil
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
-}
-
-// put writes a key through the gateway.
-func (e *benchEtcd) put(b *testing.B, key string, value []byte) {
-	b.Helper()
-	if err := e.call("/v3/kv/put", map[string]any{"key": base64.StdEncoding.EncodeToString([]byte(key)), "value": base64.StdEncoding.EncodeToString(value)}, nil); err != nil {
-		b.Fatal(err)
 	}
 }
