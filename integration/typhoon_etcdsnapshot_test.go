@@ -146,6 +146,24 @@ func TestEtcdSnapshotOnTyphoonCluster(t *testing.T) {
 		t.Logf("the scheduled etcd-snapshot stored a snapshot %s after its trigger", time.Since(began).Round(time.Millisecond))
 	})
 
+	// A runbook that changes controllers takes one first (snapshot=auto:
+	// the inventory's first destination, local, as none is called
+	// default).
+	t.Run("cert-renewal takes one first", func(t *testing.T) {
+		store := stores["local"](t)
+		before := storedSnapshots(t, store)
+		p, code, errOut := runWaitInv(t, "cert-renewal", inv, "--set", "threshold=1h")
+		if code != 0 || p.State != workflows.StateSucceeded {
+			t.Fatalf("cert-renewal: exit %d: %s\n%+v", code, errOut, p)
+		}
+		if s := step(t, p, "etcd-snapshot"); s.State != workflows.StateSucceeded {
+			t.Errorf("cert-renewal's etcd-snapshot: %+v", s)
+		}
+		if after := storedSnapshots(t, store); len(after) != len(before)+1 {
+			t.Errorf("snapshots before cert-renewal %v, after %v: want one more", before, after)
+		}
+	})
+
 	t.Run("refused", func(t *testing.T) {
 		store := stores["local"](t)
 		before := storedSnapshots(t, store)

@@ -192,3 +192,60 @@ func TestSetOfAListParam(t *testing.T) {
 		t.Errorf("the plan's cas: %v (%v)", p.Params["cas"], err)
 	}
 }
+
+// The runbooks that change controllers take an etcd snapshot first: into
+// the inventory's destination called default, else its first, unless the
+// run names one or none; skipped when the inventory defines none; and for
+// node-remove only when the node is a controller.
+func TestSnapshotFirst(t *testing.T) {
+	const backups = "testdata/lab-inventory-backups.yaml"
+	snapshotStep := func(t *testing.T, args ...string) (skipped bool, destination any) {
+		t.Helper()
+		out, errOut, code := runCLI(t, append(append([]string{"plan"}, args...), "--output", "json")...)
+		if code != 0 {
+			t.Fatalf("kedge plan %v: exit %d: %s", args, code, errOut)
+		}
+		var p struct {
+			Steps []struct {
+				ID      string `json:"id"`
+				Skipped bool   `json:"skipped"`
+				Child   *struct {
+					Params map[string]any `json:"params"`
+				} `json:"child"`
+			} `json:"steps"`
+		}
+		if err := json.Unmarshal([]byte(out), &p); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range p.Steps {
+			if s.ID == "etcd-snapshot" {
+				if s.Child == nil {
+					return s.Skipped, nil
+				}
+				if s.Child.Params["requireHealthy"] != true {
+					t.Errorf("%v: the snapshot does not require a healthy etcd: %v", args, s.Child.Params)
+				}
+				return s.Skipped, s.Child.Params["destination"]
+			}
+		}
+		t.Fatalf("kedge plan %v: no etcd-snapshot step", args)
+		return false, nil
+	}
+	for _, rb := range [][]string{{"ca-rotation"}, {"cert-renewal"}, {"node-remove", "--set", "node=lab-1"}} {
+		if skipped, d := snapshotStep(t, append(rb, "--inventory", backups)...); skipped || d != "local" {
+			t.Errorf("%s, two destinations: skipped %v, into %v (want local, the first)", rb[0], skipped, d)
+		}
+		if skipped, d := snapshotStep(t, append(rb, "--inventory", backups, "--set", "snapshot=offsite")...); skipped || d != "offsite" {
+			t.Errorf("%s, snapshot=offsite: skipped %v, into %v", rb[0], skipped, d)
+		}
+		if skipped, _ := snapshotStep(t, append(rb, "--inventory", backups, "--set", "snapshot=none")...); !skipped {
+			t.Errorf("%s, snapshot=none: not skipped", rb[0])
+		}
+		if skipped, _ := snapshotStep(t, append(rb, "--inventory", labInventory)...); !skipped {
+			t.Errorf("%s, no destination defined: not skipped", rb[0])
+		}
+	}
+	if skipped, _ := snapshotStep(t, "node-remove", "--set", "node=lab-2", "--inventory", backups); !skipped {
+		t.Error("node-remove of a worker takes a snapshot")
+	}
+}

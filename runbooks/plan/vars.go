@@ -2,7 +2,9 @@ package plan
 
 import (
 	"cmp"
+	"maps"
 	"net/url"
+	"slices"
 
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/inventory"
@@ -29,7 +31,8 @@ func withHost(vars map[string]any, cluster *inventory.Cluster, name string) map[
 }
 
 // ClusterVar is the `cluster` variable: name, controllers, workers (each a
-// list of {name, address, role, labels, taints}) and nodes (all of them).
+// list of {name, address, role, labels, taints}), nodes (all of them),
+// kubernetes and backups (the backup destinations' names).
 func ClusterVar(c *inventory.Cluster) map[string]any {
 	if c == nil {
 		return map[string]any{}
@@ -47,7 +50,18 @@ func ClusterVar(c *inventory.Cluster) map[string]any {
 		"workers":     list(c.Workers),
 		"nodes":       list(c.Nodes()),
 		"kubernetes":  KubernetesVar(c),
+		"backups":     backupNames(c),
 	}
+}
+
+// backupNames are the names of the inventory's backup destinations,
+// sorted (cluster.backups): where they are is the worker's business.
+func backupNames(c *inventory.Cluster) []any {
+	out := []any{}
+	for _, name := range slices.Sorted(maps.Keys(c.Backups)) {
+		out = append(out, name)
+	}
+	return out
 }
 
 // KubernetesVar is the inventory's kubernetes section as expressions see
