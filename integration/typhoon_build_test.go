@@ -48,11 +48,7 @@ const (
 // A spare host is a bare machine of its flavour on the cluster's
 // network, in no inventory until node-join adds it: the provisioner has
 // given it its OS and nothing else.
-var typhoonHosts = []struct {
-	name, flavor string
-	controller   bool
-	spare        bool
-}{
+var typhoonHosts = []typhoonHostSpec{
 	{"tyc1", typhoon.Flatcar, true, false},
 	{"tyc2", typhoon.FCOS, true, false},
 	{"tyc3", typhoon.Flatcar, true, false},
@@ -60,6 +56,15 @@ var typhoonHosts = []struct {
 	{"tyw2", typhoon.FCOS, false, false},
 	{"tyw3", typhoon.Flatcar, false, true},
 	{"tyw4", typhoon.FCOS, false, true},
+}
+
+// typhoonHostSpec is one host of a Typhoon world. A spare controller is
+// a machine Typhoon's provisioner would make a controller of, given its OS
+// and nothing else (no Ignition yet, in no etcd's initial cluster).
+type typhoonHostSpec struct {
+	name, flavor string
+	controller   bool
+	spare        bool
 }
 
 // typhoonFQDN is the world's host called name's DNS name: its Node name.
@@ -83,22 +88,22 @@ func typhoonNodes() []string {
 // on controllers, assets_dist copied as one bundle and unpacked by
 // Typhoon's own /opt/bootstrap/layout — and what bootstrap.service's
 // kubectl apply does, done with client-go.
-func buildTyphoon(t *testing.T) error {
+func buildTyphoon(t *testing.T, w *typhoonLab) error {
 	ctx := context.Background()
 	tools, err := controlplane.Tools()
 	if err != nil {
 		return err
 	}
 	v, tokenFile := labVault(t)
-	dir := filepath.Join(world.dir, "typhoon")
+	dir := filepath.Join(world.dir, w.dir)
 	var all, nodes []string
 	var controllers []typhoon.Host
-	for _, h := range typhoonHosts {
+	for _, h := range w.hosts {
 		all = append(all, h.name)
 		if !h.spare {
 			nodes = append(nodes, typhoonFQDN(h.name))
 		}
-		if h.controller {
+		if h.controller && !h.spare {
 			controllers = append(controllers, typhoon.Host{Name: h.name, Domain: typhoonFQDN(h.name), Flavor: h.flavor, Controller: true})
 		}
 	}
@@ -106,17 +111,17 @@ func buildTyphoon(t *testing.T) error {
 	if err != nil {
 		return err
 	}
-	typhoonBuilt.lab = l
-	world.cleanups = append(world.cleanups, closeTyphoon)
+	w.lab = l
+	world.cleanups = append(world.cleanups, w.close)
 	var etcdServers []string
 	for _, c := range controllers {
 		etcdServers = append(etcdServers, c.Domain)
 	}
-	p, err := typhoon.NewPKI(typhoon.Cluster{Name: typhoonCluster, APIServer: typhoonAPIServer, EtcdServers: etcdServers})
+	p, err := typhoon.NewPKI(typhoon.Cluster{Name: w.name, APIServer: typhoonAPIServer, EtcdServers: etcdServers})
 	if err != nil {
 		return err
 	}
-	typhoonBuilt.pki = p
+	w.pki = p
 	assets, err := p.Assets()
 	if err != nil {
 		return err
@@ -139,7 +144,7 @@ func buildTyphoon(t *testing.T) error {
 	hosts := string(base)
 	for i, h := range l.Hosts {
 		hosts += fmt.Sprintf("%s %s\n", h.Address, typhoonFQDN(h.Name))
-		if typhoonHosts[i].controller {
+		if w.hosts[i].controller && !w.hosts[i].spare {
 			hosts += fmt.Sprintf("%s %s\n", h.Address, typhoonAPIServer)
 		}
 	}
@@ -150,7 +155,7 @@ func buildTyphoon(t *testing.T) error {
 	}
 
 	for i, h := range l.Hosts {
-		spec := typhoonHosts[i]
+		spec := w.hosts[i]
 		if err := provisionTyphoonHost(ctx, h, spec.flavor, hosts, images); err != nil {
 			return err
 		}
@@ -195,7 +200,7 @@ func buildTyphoon(t *testing.T) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(l.Hosts))
 	for i, h := range l.Hosts {
-		if typhoonHosts[i].spare {
+		if w.hosts[i].spare {
 			continue
 		}
 		wg.Add(1)
@@ -215,11 +220,11 @@ func buildTyphoon(t *testing.T) error {
 	if err != nil {
 		return err
 	}
-	typhoonBuilt.kubeconfig = filepath.Join(dir, "admin.conf")
-	if err := os.WriteFile(typhoonBuilt.kubeconfig, admin, 0o600); err != nil {
+	w.kubeconfig = filepath.Join(dir, "admin.conf")
+	if err := os.WriteFile(w.kubeconfig, admin, 0o600); err != nil {
 		return err
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", typhoonBuilt.kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", w.kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -227,7 +232,7 @@ func buildTyphoon(t *testing.T) error {
 	if err != nil {
 		return err
 	}
-	typhoonBuilt.client = cs
+	w.client = cs
 	if err := applyTyphoonManifests(ctx, cs, assets); err != nil {
 		return err
 	}
@@ -243,24 +248,24 @@ func buildTyphoon(t *testing.T) error {
 	}
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: kedge/v1\nkind: Cluster\nmetadata:\n  name: %s\n", typhoonCluster)
+	fmt.Fprintf(&b, "apiVersion: kedge/v1\nkind: Cluster\nmetadata:\n  name: %s\n", w.name)
 	fmt.Fprintf(&b, "ssh:\n  user: core\n  become: sudo\n  identityFile: %s\n  knownHostsFile: %s\n", l.IdentityFile, l.KnownHostsFile)
 	fmt.Fprintf(&b, "kubernetes:\n  kubeconfig: %s\n  server: https://%s:6443\n  kubeletImage: %s\n  clusterDNS: [%s]\n",
-		typhoonBuilt.kubeconfig, typhoonAPIServer, typhoonKubelet, typhoon.ClusterDNS)
+		w.kubeconfig, typhoonAPIServer, typhoonKubelet, typhoon.ClusterDNS)
 	fmt.Fprintf(&b, "vault:\n  address: %s\n  tokenFile: %s\n  pki: %s\n  role: %s\n  kv: %s\n", v.Address, tokenFile, vaultlab.PKIPath, vaultlab.PKIRole, vaultlab.KVPath)
 	for i, h := range l.Hosts {
 		switch {
-		case typhoonHosts[i].spare:
+		case w.hosts[i].spare:
 			continue
 		case i == 0:
 			b.WriteString("controllers:\n")
-		case !typhoonHosts[i].controller && typhoonHosts[i-1].controller:
+		case !w.hosts[i].controller && w.hosts[i-1].controller:
 			b.WriteString("workers:\n")
 		}
 		fmt.Fprintf(&b, "  - name: %s\n    nodeName: %s\n    address: %s\n    port: %d\n", h.Name, typhoonFQDN(h.Name), h.Address, h.Port)
 	}
-	typhoonBuilt.inventory = filepath.Join(dir, "inventory.yaml")
-	return os.WriteFile(typhoonBuilt.inventory, []byte(b.String()), 0o644)
+	w.inventory = filepath.Join(dir, "inventory.yaml")
+	return os.WriteFile(w.inventory, []byte(b.String()), 0o644)
 }
 
 // provisionTyphoonHost gives a host what the world, not Typhoon, must:

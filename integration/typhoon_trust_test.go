@@ -40,20 +40,26 @@ import (
 // the cluster's: adopt is not run again.
 func adoptTyphoon(t *testing.T) {
 	t.Helper()
-	if typhoonBuilt.adopted {
+	adoptTyphoonLab(t, typhoonBuilt)
+}
+
+// adoptTyphoonLab runs adopt on w, once.
+func adoptTyphoonLab(t *testing.T, w *typhoonLab) {
+	t.Helper()
+	if w.adopted {
 		return
 	}
 	keys := t.TempDir()
 	etcdKey, aggKey := filepath.Join(keys, "etcd-ca.key"), filepath.Join(keys, "aggregation-ca.key")
-	for f, k := range map[string][]byte{etcdKey: typhoonBuilt.pki.EtcdCAKey(), aggKey: typhoonBuilt.pki.AggregationCAKey()} {
+	for f, k := range map[string][]byte{etcdKey: w.pki.EtcdCAKey(), aggKey: w.pki.AggregationCAKey()} {
 		if err := os.WriteFile(f, k, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if p, code, errOut := runWaitInv(t, "adopt", typhoonBuilt.inventory, "--set-file", "etcdCAKey="+etcdKey, "--set-file", "aggregationCAKey="+aggKey); code != 0 {
-		t.Fatalf("adopt: exit %d: %s\n%+v", code, errOut, p)
+	if p, code, errOut := runWaitInv(t, "adopt", w.inventory, "--set-file", "etcdCAKey="+etcdKey, "--set-file", "aggregationCAKey="+aggKey); code != 0 {
+		t.Fatalf("adopt %s: exit %d: %s\n%+v", w.name, code, errOut, p)
 	}
-	typhoonBuilt.adopted = true
+	w.adopted = true
 }
 
 // typhoonInventoryOfNodes is the world's inventory with every spare host

@@ -34,7 +34,15 @@ import (
 // kube-apiserver, controller-manager and scheduler), and two workers
 // (Flatcar, Fedora CoreOS). Every kubelet runs from Typhoon's own
 // kubelet.service, started by kubelet.path.
-var typhoonBuilt struct {
+var typhoonBuilt = &typhoonLab{name: typhoonCluster, dir: "typhoon", hosts: typhoonHosts}
+
+// typhoonLab is one Typhoon world: the shared one (typhoonBuilt), or
+// one a disaster-recovery test builds for itself (typhoonDRWorld).
+type typhoonLab struct {
+	// name is the cluster's name (the inventory's, Vault's paths); dir
+	// the world's directory under world.dir; hosts what it is built of.
+	name, dir  string
+	hosts      []typhoonHostSpec
 	once       sync.Once
 	lab        *testhosts.Lab
 	pki        *typhoon.PKI
@@ -47,15 +55,18 @@ var typhoonBuilt struct {
 	closed  sync.Once
 }
 
-// closeTyphoon stops the Typhoon world's hosts (and everything they
-// run), once: after the last test that uses it, or at the end.
-func closeTyphoon() {
-	typhoonBuilt.closed.Do(func() {
-		if typhoonBuilt.lab != nil {
-			_ = typhoonBuilt.lab.Close()
+// closeTyphoon stops the shared Typhoon world's hosts (and everything
+// they run), once: after the last test that uses it, or at the end.
+func closeTyphoon() { typhoonBuilt.close() }
+
+// close stops the world's hosts, once.
+func (w *typhoonLab) close() {
+	w.closed.Do(func() {
+		if w.lab != nil {
+			_ = w.lab.Close()
 		}
-		if typhoonBuilt.err == nil {
-			typhoonBuilt.err = fmt.Errorf("the Typhoon world was stopped after TestNodeRemoveOnTyphoonCluster (its last test)")
+		if w.err == nil {
+			w.err = fmt.Errorf("the Typhoon world %s was stopped after its last test", w.name)
 		}
 	})
 }
@@ -69,7 +80,7 @@ func typhoonWorld(t *testing.T) {
 		// before these) are over by now, whichever of them ran.
 		closeBootstrapped()
 		began := time.Now()
-		typhoonBuilt.err = buildTyphoon(t)
+		typhoonBuilt.err = buildTyphoon(t, typhoonBuilt)
 		t.Logf("Typhoon-built cluster of 3 controllers + 2 workers: %s", time.Since(began).Round(time.Second))
 	})
 	if typhoonBuilt.err != nil {
@@ -243,7 +254,7 @@ func TestNodeJoinOnTyphoonCluster(t *testing.T) {
 	// as tyw1's.
 	var controllers []typhoon.Host
 	for _, c := range typhoonHosts {
-		if c.controller {
+		if c.controller && !c.spare {
 			controllers = append(controllers, typhoon.Host{Name: c.name, Domain: typhoonFQDN(c.name), Flavor: c.flavor, Controller: true})
 		}
 	}
@@ -491,20 +502,26 @@ func TestNodeRemoveOnTyphoonCluster(t *testing.T) {
 	}
 }
 
-// etcdMembers lists etcd's members by name, asking tyc1's etcd with the
-// API server's etcd client certificate.
+// etcdMembers lists the shared world's etcd members by name (etcdMembersVia).
 func etcdMembers(t *testing.T) []string {
 	t.Helper()
-	h := typhoonHost(t, "tyc1")
-	certPEM, keyPEM := readTyphoonFile(t, "tyc1", typhoon.EtcdClientCert), readTyphoonFile(t, "tyc1", typhoon.EtcdClientKey)
+	return typhoonBuilt.etcdMembersVia(t, "tyc1")
+}
+
+// etcdMembersVia lists etcd's members by name, asking the etcd of the
+// controller called via with the API server's etcd client certificate.
+func (w *typhoonLab) etcdMembersVia(t *testing.T, via string) []string {
+	t.Helper()
+	h := w.host(t, via)
+	certPEM, keyPEM := must(h.ReadFile(typhoon.EtcdClientCert)), must(h.ReadFile(typhoon.EtcdClientKey))
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
 	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(typhoonBuilt.pki.EtcdCA())
+	roots.AppendCertsFromPEM(w.pki.EtcdCA())
 	// After a CA rotation, the CA etcd's certificates come from now.
-	roots.AppendCertsFromPEM(readTyphoonFile(t, "tyc1", typhoon.EtcdServerCA))
+	roots.AppendCertsFromPEM(must(h.ReadFile(typhoon.EtcdServerCA)))
 	cl := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
 		Certificates: []tls.Certificate{pair}, RootCAs: roots, ServerName: "localhost"}}}
 	resp, err := cl.Post("https://"+h.Address+":2379/v3/cluster/member/list", "application/json", strings.NewReader("{}"))

@@ -1,0 +1,72 @@
+package integration
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"kedge.dev/kedge/integration/testhosts"
+	"kedge.dev/kedge/integration/typhoon"
+)
+
+// Disaster-recovery tests break their cluster (members killed, data
+// directories deleted, a controller's host lost): each builds a world of
+// its own and stops it at its end. Their files are named world_dr_* so
+// that they run after every test of the shared worlds, which they stop
+// first (both bind ports the new world needs).
+
+// typhoonDRHosts are a disaster-recovery Typhoon world's hosts: the
+// shared world's, and a spare controller, tyc4: a machine Typhoon's
+// provisioner would make a controller of, its OS given and nothing else.
+var typhoonDRHosts = append(slices.Clone(typhoonHosts), typhoonHostSpec{"tyc4", typhoon.FCOS, true, true})
+
+// typhoonDRWorld builds a Typhoon world for the calling test alone, as
+// buildTyphoon builds the shared one (3 controllers with real etcd
+// members, 2 workers, the spares) under the cluster name name, and
+// adopts it into Vault. It is stopped when the test ends, failed or not.
+func typhoonDRWorld(t *testing.T, name string) *typhoonLab {
+	t.Helper()
+	closeBootstrapped()
+	closeTyphoon()
+	w := &typhoonLab{name: name, dir: "typhoon-" + name, hosts: typhoonDRHosts}
+	t.Cleanup(w.close)
+	began := time.Now()
+	if err := buildTyphoon(t, w); err != nil {
+		t.Fatalf("Typhoon world %s: %v", name, err)
+	}
+	adoptTyphoonLab(t, w)
+	t.Logf("Typhoon world %s (3 controllers + 2 workers), adopted: %s", name, time.Since(began).Round(time.Second))
+	return w
+}
+
+// host is the world's host called name.
+func (w *typhoonLab) host(t *testing.T, name string) *testhosts.Host {
+	t.Helper()
+	for _, h := range w.lab.Hosts {
+		if h.Name == name {
+			return h
+		}
+	}
+	t.Fatalf("no host %s in the Typhoon world %s", name, w.name)
+	return nil
+}
+
+// TestTyphoonDRWorld checks the fixture itself: a world of its own,
+// its three etcd members healthy, its spare controller reachable and
+// bare, its inventory naming its own cluster.
+func TestTyphoonDRWorld(t *testing.T) {
+	w := typhoonDRWorld(t, "typhoon-dr-check")
+	if got := w.etcdMembersVia(t, "tyc1"); !slices.Equal(got, []string{"tyc1", "tyc2", "tyc3"}) {
+		t.Fatalf("etcd members: %v", got)
+	}
+	spare := w.host(t, "tyc4")
+	if out, err := spare.Exec(t.Context(), "sh", "-c", "test ! -e /etc/systemd/system/etcd-member.service && test ! -e /etc/kubernetes/kubeconfig && echo bare"); err != nil || string(out) != "bare\n" {
+		t.Errorf("tyc4 is not a bare machine: %q (%v)", out, err)
+	}
+	inv := string(must(os.ReadFile(w.inventory)))
+	if lines := strings.Split(inv, "\n"); !slices.Contains(lines, "  name: typhoon-dr-check") || slices.Contains(lines, "  - name: tyc4") {
+		t.Errorf("inventory:\n%s", inv)
+	}
+}
