@@ -80,6 +80,7 @@ func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities
 		pki.CheckCALifeAction: pki.CheckCALife,
 
 		etcd.RemoveMemberAction: e.RemoveMember,
+		etcd.AddMemberAction:    e.AddMember,
 		etcd.HealthAction:       e.Health,
 		etcd.SnapshotAction:     e.Snapshot,
 		etcd.RestoreDrillAction: e.RestoreDrill,

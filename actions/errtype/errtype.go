@@ -37,6 +37,9 @@ const (
 	DrainBlocked = "DrainBlocked"
 	// EtcdQuorum: removing the member would lose etcd's quorum.
 	EtcdQuorum = "EtcdQuorum"
+	// EtcdMemberNotLost: a member said to be lost (its host gone) still
+	// answers: node-remove takes a live controller out (not retried).
+	EtcdMemberNotLost = "EtcdMemberNotLost"
 	// EtcdUnhealthy: a member did not answer, has an alarm, or etcd has
 	// no leader or not the members expected.
 	EtcdUnhealthy = "EtcdUnhealthy"

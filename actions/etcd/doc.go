@@ -1,5 +1,5 @@
 // Package etcd declares the actions that reach an etcd cluster through
-// its API (etcd.remove-member, which changes its membership, etcd.health,
+// its API (etcd.remove-member and etcd.add-member, which change its membership, etcd.health,
 // which checks every member, and etcd.snapshot, which backs it up sealed
 // off the hosts): their names and their input and result types, as
 // runbooks and the workflow see them, and the manifest stored beside

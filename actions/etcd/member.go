@@ -14,6 +14,10 @@ type RemoveMemberInput struct {
 	Issuer    string       `json:"issuer" kedge:"required" doc:"etcd's CA's Vault issuer: Kedge's client certificate comes from it"`
 	// DryRun checks the member could be removed and removes nothing.
 	DryRun bool `json:"dryRun,omitempty" doc:"only check the member could be removed (before anything changes)"`
+	// Lost says the member's host is gone (powered off, unreachable): it
+	// is refused while the member still answers as itself, at one of its
+	// own client URLs or at an endpoint given.
+	Lost bool `json:"lost,omitempty" doc:"the member's host is gone: refuse, before anything changes, while the member still answers at any of its own client URLs or the endpoints given (a live controller is taken out by node-remove)"`
 }
 
 // RemoveMemberResult says what was done.
@@ -22,4 +26,36 @@ type RemoveMemberResult struct {
 	// Members are the members left, by name.
 	Members []string `json:"members"`
 	Healthy int      `json:"healthy"`
+}
+
+// AddMemberAction is the action name of AddMember.
+const AddMemberAction = "etcd.add-member"
+
+// AddMemberInput names the member to add and the members to ask, as
+// etcd.remove-member does.
+type AddMemberInput struct {
+	Vault     target.Vault `json:"vault"`
+	Endpoints []string     `json:"endpoints" kedge:"required" doc:"client URLs of the members, e.g. https://10.0.0.12:2379"`
+	CACert    string       `json:"caCert" kedge:"required" doc:"etcd's CA (PEM): the members' certificates must chain to it"`
+	Issuer    string       `json:"issuer" kedge:"required" doc:"etcd's CA's Vault issuer: Kedge's client certificate comes from it"`
+	Name      string       `json:"name" kedge:"required" doc:"the new member's name (its ETCD_NAME / --name), named in initialCluster"`
+	PeerURL   string       `json:"peerURL" kedge:"required" doc:"the new member's peer URL, https://HOST:2380, as its etcd will advertise it"`
+}
+
+// AddMemberResult is etcd's membership with the new member, and the
+// initial cluster the new member starts with.
+type AddMemberResult struct {
+	// Added is false when a member with the peer URL was already there
+	// (a second run).
+	Added bool `json:"added"`
+	// ID is the new member's id in hex, as etcdctl shows it.
+	ID string `json:"id"`
+	// Members are every member, by name, the new one included.
+	Members []string `json:"members"`
+	// InitialCluster is "name=peerURL,..." of every member, the new one
+	// under its name: what etcd's --initial-cluster and
+	// ETCD_INITIAL_CLUSTER want (with state existing).
+	InitialCluster string `json:"initialCluster"`
+	// Healthy is how many members answered before the add.
+	Healthy int `json:"healthy"`
 }

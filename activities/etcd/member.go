@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -10,7 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,6 +34,9 @@ const (
 	ErrTypeQuorum = errtype.EtcdQuorum
 	// ErrTypeUnavailable: no member answered. Retried.
 	ErrTypeUnavailable = errtype.EtcdUnavailable
+	// ErrTypeNotLost: a member said to be lost still answers. Not
+	// retried.
+	ErrTypeNotLost = errtype.EtcdMemberNotLost
 )
 
 // Activities are the etcd actions.
@@ -70,34 +74,22 @@ type member struct {
 // RemoveMember removes a member from etcd (etcd.remove-member) once the
 // others can carry on: the members left must be at least one, and the
 // healthy ones among them a quorum of them. A member already gone is
-// success, so a re-run node-remove goes on.
+// success, so a re-run node-remove goes on. With lost, a member that
+// still answers as itself is refused: its host is not gone.
 func (a *Activities) RemoveMember(ctx context.Context, in RemoveMemberInput) (RemoveMemberResult, error) {
 	if strings.TrimSpace(in.Member) == "" || len(in.Endpoints) == 0 {
 		return RemoveMemberResult{}, invalid("member and endpoints are required")
 	}
-	for _, e := range in.Endpoints {
-		if u, err := url.Parse(e); err != nil || u.Scheme != "https" || u.Host == "" || u.Path != "" {
-			return RemoveMemberResult{}, invalid(fmt.Sprintf("endpoint %q is not https://HOST:PORT", e))
-		}
+	if err := checkEndpoints(in.Endpoints); err != nil {
+		return RemoveMemberResult{}, err
 	}
 	cl, err := a.client(ctx, in)
 	if err != nil {
 		return RemoveMemberResult{}, err
 	}
-	var members []member
-	var from string
-	var lastErr error
-	for _, e := range in.Endpoints {
-		var out struct {
-			Members []member `json:"members"`
-		}
-		if lastErr = cl.call(ctx, e, "/v3/cluster/member/list", map[string]any{"linearizable": true}, &out); lastErr == nil {
-			members, from = out.Members, e
-			break
-		}
-	}
-	if members == nil {
-		return RemoveMemberResult{}, temporal.NewApplicationError(fmt.Sprintf("no etcd member answered (%s): %v", strings.Join(in.Endpoints, ", "), lastErr), ErrTypeUnavailable)
+	members, from, err := listMembers(ctx, cl, in.Endpoints)
+	if err != nil {
+		return RemoveMemberResult{}, err
 	}
 	var target *member
 	var rest []member
@@ -115,29 +107,22 @@ func (a *Activities) RemoveMember(ctx context.Context, in RemoveMemberInput) (Re
 	if target == nil {
 		return res, nil
 	}
+	up := answering(ctx, cl, in.Endpoints)
+	if in.Lost {
+		if at, ok := stillAnswers(ctx, cl, *target, in.Endpoints, up); ok {
+			return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+				"%s is not lost: it answers as etcd member %s at %s; node-remove takes a live controller out", in.Member, hexID(target.ID), at), ErrTypeNotLost, nil)
+		}
+	}
 	if len(rest) == 0 {
 		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s is etcd's last member: removing it would end the cluster", in.Member), ErrTypeQuorum, nil)
 	}
-	// A member is healthy when one of the endpoints given answers as it
-	// (the members' own client URLs may be names the worker cannot
-	// resolve).
-	up := map[string]bool{}
-	for _, e := range in.Endpoints {
-		var st struct {
-			Header struct {
-				MemberID string `json:"member_id"`
-			} `json:"header"`
-		}
-		if cl.call(ctx, e, "/v3/maintenance/status", map[string]any{}, &st) == nil {
-			up[st.Header.MemberID] = true
-		}
-	}
 	var sick []string
 	for _, m := range rest {
-		if up[m.ID] {
+		if up[m.ID] != "" {
 			res.Healthy++
 		} else {
-			sick = append(sick, m.Name)
+			sick = append(sick, cmp.Or(m.Name, "member "+hexID(m.ID)+" (not started)"))
 		}
 	}
 	if quorum := len(rest)/2 + 1; res.Healthy < quorum {
@@ -153,6 +138,62 @@ func (a *Activities) RemoveMember(ctx context.Context, in RemoveMemberInput) (Re
 	}
 	res.Removed = true
 	return res, nil
+}
+
+// listMembers lists etcd's members (linearizable: through a quorum)
+// through the first endpoint that answers, and says which.
+func listMembers(ctx context.Context, cl *client, endpoints []string) ([]member, string, error) {
+	var lastErr error
+	for _, e := range endpoints {
+		var out struct {
+			Members []member `json:"members"`
+		}
+		if lastErr = cl.call(ctx, e, "/v3/cluster/member/list", map[string]any{"linearizable": true}, &out); lastErr == nil {
+			return out.Members, e, nil
+		}
+	}
+	return nil, "", temporal.NewApplicationError(fmt.Sprintf("no etcd member answered (%s): %v", strings.Join(endpoints, ", "), lastErr), ErrTypeUnavailable)
+}
+
+// answering asks each endpoint which member it is: the members that
+// answered, by id, each with the endpoint that answered for it. A member
+// is healthy when one of the endpoints given answers as it (the members'
+// own client URLs may be names the worker cannot resolve).
+func answering(ctx context.Context, cl *client, endpoints []string) map[string]string {
+	up := map[string]string{}
+	for _, e := range endpoints {
+		var st struct {
+			Header struct {
+				MemberID string `json:"member_id"`
+			} `json:"header"`
+		}
+		if cl.call(ctx, e, "/v3/maintenance/status", map[string]any{}, &st) == nil && up[st.Header.MemberID] == "" {
+			up[st.Header.MemberID] = e
+		}
+	}
+	return up
+}
+
+// stillAnswers says where m answers as itself: at an endpoint given (up,
+// from answering) or at one of its own client URLs.
+func stillAnswers(ctx context.Context, cl *client, m member, endpoints []string, up map[string]string) (string, bool) {
+	if e := up[m.ID]; e != "" {
+		return e, true
+	}
+	for _, u := range m.ClientURLs {
+		if slices.Contains(endpoints, u) {
+			continue // asked already
+		}
+		var st struct {
+			Header struct {
+				MemberID string `json:"member_id"`
+			} `json:"header"`
+		}
+		if cl.call(ctx, u, "/v3/maintenance/status", map[string]any{}, &st) == nil && st.Header.MemberID == m.ID {
+			return u, true
+		}
+	}
+	return "", false
 }
 
 type client struct {
