@@ -48,6 +48,7 @@ func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities
 		kube.UncordonAction:               k.Uncordon,
 		kube.DrainAction:                  k.Drain,
 		kube.DeleteNodeAction:             k.DeleteNode,
+		kube.DeleteLostNodeAction:         k.DeleteLostNode,
 		kube.GetNodeAction:                k.GetNode,
 		kube.WaitNodeAction:               k.WaitNode,
 		kube.LabelTaintAction:             k.LabelTaint,

@@ -292,6 +292,7 @@ func TestActivitySummaries(t *testing.T) {
 		{"kube.install-kube-proxy", "", map[string]any{"image": "registry.k8s.io/kube-proxy:v1.35.4", "server": "https://10.0.0.1:6443"}, "install kube-proxy (step drain)"},
 		{"etcd.remove-member", "", map[string]any{"member": "etcd2", "dryRun": true, "caCert": "SECRET"}, "check etcd keeps a quorum without etcd2 (step drain)"},
 		{"etcd.add-member", "", map[string]any{"name": "tyc4", "peerURL": "https://tyc4.typhoon.test:2380", "caCert": "SECRET"}, "add etcd member tyc4 (step drain)"},
+		{"kube.delete-lost-node", "", map[string]any{"name": "tyc2.typhoon.test"}, "delete node tyc2.typhoon.test (step drain)"},
 		{"pki.renew-in-place", "controller-1", map[string]any{"files": map[string]any{"apiserver-key": "/k"}}, "renew certificates in place on controller-1 (step drain)"},
 		{"host.check-readable", "controller-1", map[string]any{"files": []any{map[string]any{"path": "/k"}, map[string]any{"path": "/c"}}}, "check 2 files can be read by their processes on controller-1 (step drain)"},
 		{"pki.check-ca-life", "", map[string]any{"cas": []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}}}, "check 2 CAs end after the renewal window (step drain)"},

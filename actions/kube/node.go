@@ -11,6 +11,9 @@ const (
 	GetNodeAction    = "kube.get-node"
 	WaitNodeAction   = "kube.wait-node"
 	LabelTaintAction = "kube.label-taint"
+	// DeleteLostNodeAction deletes a Node by its name, which need not be
+	// a host of the inventory: the Node of a host that is gone.
+	DeleteLostNodeAction = "kube.delete-lost-node"
 )
 
 // Every input names the cluster it acts on (json "cluster", a target.Kube
@@ -80,4 +83,12 @@ type LabelTaintInput struct {
 	Node    string      `json:"node"`
 	Labels  []string    `json:"labels,omitempty" doc:"key=value labels to set"`
 	Taints  []string    `json:"taints,omitempty" doc:"key=value:Effect taints to add"`
+}
+
+// DeleteLostNodeInput names a Node to delete by its name in Kubernetes:
+// the Node of a host that is gone, which the inventory may no longer list
+// (kube.delete-node takes an inventory host with on:).
+type DeleteLostNodeInput struct {
+	Cluster target.Kube `json:"cluster"`
+	Name    string      `json:"name" kedge:"required" doc:"the Node's name in Kubernetes, e.g. tyc2.example.com"`
 }

@@ -321,6 +321,16 @@ func (a *Activities) DeleteNode(ctx context.Context, in NodeInput) (NodeResult, 
 	return NodeResult{Changed: true}, nil
 }
 
+// DeleteLostNode deletes a Node by its name (kube.delete-lost-node): the
+// Node of a host that is gone, which need not be a host of the inventory.
+// A Node already gone is success.
+func (a *Activities) DeleteLostNode(ctx context.Context, in DeleteLostNodeInput) (NodeResult, error) {
+	if strings.TrimSpace(in.Name) == "" {
+		return NodeResult{}, temporal.NewNonRetryableApplicationError("name is required", errtype.InvalidInput, nil)
+	}
+	return a.DeleteNode(ctx, NodeInput{Cluster: in.Cluster, Node: in.Name})
+}
+
 // GetNode reports whether the Node exists and its state (kube.get-node):
 // a missing Node is an answer, not an error.
 func (a *Activities) GetNode(ctx context.Context, in NodeInput) (GetNodeResult, error) {

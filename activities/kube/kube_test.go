@@ -71,6 +71,26 @@ func TestMissingNodeIsNotRetried(t *testing.T) {
 	}
 }
 
+// The Node of a host that is gone is deleted by its name; a second
+// delete is success; no name is refused.
+func TestDeleteLostNode(t *testing.T) {
+	a, cs := fakeActs(node("tyc2.example.com", false, "v1.35.4"))
+	ctx := context.Background()
+	if res, err := a.DeleteLostNode(ctx, DeleteLostNodeInput{Name: "tyc2.example.com"}); err != nil || !res.Changed {
+		t.Fatalf("delete: %+v %v", res, err)
+	}
+	if _, err := cs.CoreV1().Nodes().Get(ctx, "tyc2.example.com", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Node after its delete: %v", err)
+	}
+	if res, err := a.DeleteLostNode(ctx, DeleteLostNodeInput{Name: "tyc2.example.com"}); err != nil || res.Changed {
+		t.Errorf("a second delete: %+v %v", res, err)
+	}
+	var app *temporal.ApplicationError
+	if _, err := a.DeleteLostNode(ctx, DeleteLostNodeInput{Name: " "}); !errors.As(err, &app) || !app.NonRetryable() {
+		t.Errorf("no name: %v", err)
+	}
+}
+
 func TestWaitNodeWaitsForVersion(t *testing.T) {
 	a, cs := fakeActs(node("w1", true, "v1.35.3"))
 	go func() {

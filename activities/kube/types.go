@@ -14,6 +14,8 @@ const (
 	GetNodeAction    = api.GetNodeAction
 	WaitNodeAction   = api.WaitNodeAction
 	LabelTaintAction = api.LabelTaintAction
+	// DeleteLostNodeAction: kube.delete-lost-node.
+	DeleteLostNodeAction = api.DeleteLostNodeAction
 )
 
 // Cluster says how to reach a cluster's API server. The workflow fills it
@@ -30,4 +32,6 @@ type (
 	WaitNodeInput   = api.WaitNodeInput
 	WaitNodeResult  = api.WaitNodeResult
 	LabelTaintInput = api.LabelTaintInput
+	// DeleteLostNodeInput is kube.delete-lost-node's input.
+	DeleteLostNodeInput = api.DeleteLostNodeInput
 )
