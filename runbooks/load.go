@@ -92,7 +92,10 @@ func decodeStep(f string, n *yaml.Node, errs *source.Errors) (Step, *stepSource)
 		"approval": field("approval", func(v *yaml.Node) {
 			s.Approval = &Approval{}
 			source.Fields(f, v, "approval", errs, map[string]func(*yaml.Node){
-				"prompt": func(v *yaml.Node) { s.Approval.Prompt = source.String(f, v, "approval.prompt", errs) },
+				"prompt": func(v *yaml.Node) {
+					s.Approval.Prompt = source.String(f, v, "approval.prompt", errs)
+					ss.prompt = v
+				},
 			})
 		}),
 		"on": field("on", func(v *yaml.Node) { s.On = source.String(f, v, "on", errs) }),

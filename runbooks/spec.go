@@ -202,6 +202,7 @@ type stepSource struct {
 	withVals map[string]*yaml.Node
 	undos    []undoSource
 	rollout  map[string]*yaml.Node
+	prompt   *yaml.Node // approval.prompt's value
 }
 
 type undoSource struct {

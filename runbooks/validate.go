@@ -222,6 +222,13 @@ func (v *validator) step(i int, anc map[string]bool) {
 		if len(s.Undo) > 0 {
 			v.errs.Addf(ss.pos(v.f, "undo"), "step %s: an approval has nothing to undo", s.ID)
 		}
+		// The prompt may show what earlier steps found: its ${ } are
+		// rendered when the gate opens, for everyone who may see the run:
+		// never a secret param.
+		promptNode := cmpNode(ss.prompt, ss.fields["approval"])
+		if v.templates(s.Approval.Prompt, promptNode, scope) {
+			v.promptSecrets(s.ID, s.Approval.Prompt, v.at(promptNode))
+		}
 	}
 	if s.When != "" {
 		v.expression(s.When, ss.fields["when"], scope, true)
@@ -593,6 +600,29 @@ func (v *validator) expression(s string, n *yaml.Node, scope exprScope, conditio
 		}
 	}
 	return found
+}
+
+// promptSecrets refuses an approval prompt that shows a secret param.
+func (v *validator) promptSecrets(id, prompt string, pos source.Pos) {
+	t, err := expr.ParseTemplate(prompt)
+	if err != nil {
+		return // reported by templates
+	}
+	secret := v.rb.SecretParams()
+	for _, seg := range t {
+		if !seg.IsExpr {
+			continue
+		}
+		refs, err := expr.Check(seg.Expr)
+		if err != nil {
+			continue
+		}
+		for _, p := range refs.Params {
+			if slices.Contains(secret, p) {
+				v.errs.Addf(pos, "step %s: approval.prompt shows the secret param %q: a prompt is shown to whoever may see the run", id, p)
+			}
+		}
+	}
 }
 
 func (v *validator) on(who, on string, pos source.Pos, scope exprScope) {

@@ -237,7 +237,7 @@ func (r *run) runStep(ctx workflow.Context, i int) {
 	case s.spec.Runbook != "":
 		err = r.runChild(ctx, i, vars)
 	case s.spec.Approval != nil:
-		err = r.waitApproval(ctx, i)
+		err = r.waitApproval(ctx, i, vars)
 	}
 	switch {
 	case err == nil:
@@ -601,8 +601,16 @@ func (r *run) approve(ctx workflow.Context, d Decision) (Decision, error) {
 	return d, nil
 }
 
-func (r *run) waitApproval(ctx workflow.Context, i int) error {
+func (r *run) waitApproval(ctx workflow.Context, i int, vars map[string]any) error {
 	s := r.steps[i]
+	// What the operator decides on may be what earlier steps found: the
+	// prompt's ${ } are rendered as the gate opens. A prompt that cannot
+	// be rendered fails the step before anyone can approve it.
+	prompt, err := expr.RenderValue(s.spec.Approval.Prompt, vars)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError("approval.prompt: "+err.Error(), errtype.InvalidInput, err)
+	}
+	s.p.Prompt = expr.Stringify(prompt)
 	s.p.State = StateWaiting
 	s.p.Attempts = 1
 	s.p.Nonce = pauseNonce(r.exec.RunID, "approval/"+s.spec.ID)

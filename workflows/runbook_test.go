@@ -485,6 +485,48 @@ func TestApprovalApprove(t *testing.T) {
 	}
 }
 
+// An approval's prompt shows what earlier steps found: its ${ } are
+// rendered as the gate opens, and the operator reads the result.
+func TestApprovalPromptShowsEarlierOutputs(t *testing.T) {
+	env, _ := newEnv(t)
+	var shown string
+	var u updateResult
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(ProgressQuery)
+		if err != nil {
+			t.Errorf("query: %v", err)
+		} else {
+			var p Progress
+			if err := v.Get(&p); err != nil {
+				t.Error(err)
+			}
+			shown = stepState(p, "gate").Prompt
+		}
+		env.UpdateWorkflow(ApproveUpdate, "1", &u, bind(t, env, Decision{Step: "gate", Decision: DecisionApprove, By: "alice"}))
+	}, time.Minute)
+	env.ExecuteWorkflow(Runbook, input(t, `
+apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: gated}
+params:
+  what: {type: string, default: etcd}
+steps:
+  - id: look
+    action: host.run
+    on: controller-1
+    with: {command: look}
+  - id: gate
+    needs: [look]
+    approval: {prompt: "Restore ${ params.what } from ${ steps.look.outputs.stdout } on ${ steps.look.outputs.outputs.node }?"}
+`, nil))
+	if _, err := result(t, env); err != nil {
+		t.Fatalf("workflow failed: %v", err)
+	}
+	if want := "Restore etcd from look on controller-1?"; shown != want {
+		t.Errorf("the gate showed %q, want %q", shown, want)
+	}
+}
+
 func TestApprovalReject(t *testing.T) {
 	env, f := newEnv(t)
 	var u updateResult
