@@ -99,6 +99,10 @@ type ControlPlaneInput struct {
 	// EtcdMembers are every controller's etcd member, this one included,
 	// in a stable order (default: this one alone).
 	EtcdMembers []EtcdMember `json:"etcdMembers,omitempty"`
+	// EtcdInitialCluster, when set, gives the members as etcd's member
+	// add returns them ("name=https://IP:2380,...", this node included)
+	// instead of EtcdMembers: a member joining a running etcd.
+	EtcdInitialCluster string `json:"etcdInitialCluster,omitempty"`
 	// EtcdInitialClusterState is "new" (default) when the members start
 	// together, "existing" when this member joins a running cluster.
 	EtcdInitialClusterState string `json:"etcdInitialClusterState,omitempty"`
@@ -113,6 +117,11 @@ type ControlPlaneInput struct {
 	ServiceAccountIssuer string `json:"serviceAccountIssuer,omitempty"`
 	// APIServerPort is the API server's port (default 6443).
 	APIServerPort int `json:"apiServerPort,omitempty"`
+	// Listen is what the listeners bind: "kubeadm" (default: the API
+	// server on every address, etcd's clients on 127.0.0.1 and NodeIP,
+	// etcd's metrics, the controller manager and the scheduler on
+	// 127.0.0.1) or "node" (every one on NodeIP alone).
+	Listen string `json:"listen,omitempty"`
 	// Images are the components' images, pinned by tag or digest.
 	Images ControlPlaneImages `json:"images"`
 	// Certificates, when set, is put on every pod as the annotation

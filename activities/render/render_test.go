@@ -462,6 +462,24 @@ func TestStaticPods(t *testing.T) {
 		t.Error("kube-controller-manager.yaml allocates pod CIDRs without podCIDR")
 	}
 
+	// Joining a running etcd: the members as etcd's member add gives
+	// them, not the inventory's.
+	in = controlPlane()
+	in.EtcdInitialCluster = "controller-1=https://10.0.0.11:2380,controller-2=https://10.0.0.12:2380,controller-4=https://10.0.0.14:2380"
+	in.EtcdInitialClusterState = "existing"
+	files, err = StaticPods(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"etcd.yaml":           "--initial-cluster=" + in.EtcdInitialCluster + "\n    - --initial-cluster-state=existing\n",
+		"kube-apiserver.yaml": "--etcd-servers=https://10.0.0.11:2379,https://10.0.0.12:2379,https://10.0.0.14:2379\n",
+	} {
+		if !bytes.Contains(files[name], []byte(want)) {
+			t.Errorf("%s lacks %q:\n%s", name, want, files[name])
+		}
+	}
+
 	in = controlPlane()
 	in.Node, in.NodeIP = "controller-6", "fd00::6"
 	in.EtcdMembers = []EtcdMember{{Name: "controller-6", IP: "fd00::6"}}
@@ -471,6 +489,63 @@ func TestStaticPods(t *testing.T) {
 	}
 	if !bytes.Contains(files["etcd.yaml"], []byte("--advertise-client-urls=https://[fd00::6]:2379\n")) {
 		t.Errorf("IPv6 URLs not bracketed:\n%s", files["etcd.yaml"])
+	}
+}
+
+// With listen node, every listener binds the node's address: no
+// loopback or wildcard address anywhere in the manifests, etcd's clients
+// and metrics, the API server, the controller manager and the scheduler
+// on 10.0.0.12, the probes asking there. The kubeadm layout (the
+// default) renders exactly as without the field.
+func TestStaticPodsListenNode(t *testing.T) {
+	in := controlPlane()
+	in.Listen = ListenNode
+	files, err := StaticPods(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range files {
+		golden(t, "listen-node-"+name, data)
+		for _, other := range []string{"127.0.0.1", "0.0.0.0", "localhost", "::"} {
+			if bytes.Contains(data, []byte(other)) {
+				t.Errorf("%s names %s", name, other)
+			}
+		}
+		var pod corev1.Pod
+		if err := yaml.UnmarshalStrict(data, &pod); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		c := pod.Spec.Containers[0]
+		for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
+			if p != nil && p.HTTPGet.Host != "10.0.0.12" {
+				t.Errorf("%s: a probe asks %q", name, p.HTTPGet.Host)
+			}
+		}
+	}
+	for name, want := range map[string][]string{
+		"etcd.yaml": {"--listen-client-urls=https://10.0.0.12:2379\n", "--listen-metrics-urls=http://10.0.0.12:2381\n",
+			"--listen-peer-urls=https://10.0.0.12:2380\n", "--advertise-client-urls=https://10.0.0.12:2379\n"},
+		"kube-apiserver.yaml":          {"--bind-address=10.0.0.12\n", "--etcd-servers=https://10.0.0.11:2379,https://10.0.0.12:2379,https://10.0.0.13:2379\n"},
+		"kube-controller-manager.yaml": {"--bind-address=10.0.0.12\n"},
+		"kube-scheduler.yaml":          {"--bind-address=10.0.0.12\n"},
+	} {
+		for _, w := range want {
+			if !bytes.Contains(files[name], []byte(w)) {
+				t.Errorf("%s lacks %q", name, w)
+			}
+		}
+	}
+
+	in.Listen = ListenKubeadm
+	kubeadm, err := StaticPods(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unset, _ := StaticPods(controlPlane())
+	for name := range unset {
+		if !bytes.Equal(kubeadm[name], unset[name]) {
+			t.Errorf("%s: listen kubeadm differs from the default", name)
+		}
 	}
 }
 
@@ -509,7 +584,9 @@ func TestFlagsKnownToBinaries(t *testing.T) {
 		}
 	}
 
-	files, err := StaticPods(controlPlane())
+	in := controlPlane()
+	in.Listen = ListenNode // every flag of both layouts
+	files, err := StaticPods(in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -641,10 +718,24 @@ func TestInvalidInput(t *testing.T) {
 			_, err := StaticPods(in)
 			return err
 		}},
-		{"static pods: node not a member, bad state, issuer, port", func() error {
+		{"static pods: an initial cluster of garbage", func() error {
+			in := controlPlane()
+			in.EtcdInitialCluster = "controller-1=https://10.0.0.11:2380,controller-2,controller-3=http://10.0.0.13:2380,c4=https://10.0.0.14:2379," +
+				"c5=https://host.example:2380,Controller_6=https://10.0.0.16:2380,controller-1=https://10.0.0.11:2380"
+			_, err := StaticPods(in)
+			return err
+		}},
+		{"static pods: an initial cluster without the node", func() error {
+			in := controlPlane()
+			in.EtcdInitialCluster = "controller-1=https://10.0.0.11:2380,controller-3=https://10.0.0.13:2380"
+			_, err := StaticPods(in)
+			return err
+		}},
+		{"static pods: node not a member, bad state, listen, issuer, port", func() error {
 			in := controlPlane()
 			in.Node = "controller-9"
 			in.EtcdInitialClusterState = "joining"
+			in.Listen = "0.0.0.0"
 			in.ServiceAccountIssuer = "kubernetes.default.svc"
 			in.APIServerPort = 70000
 			_, err := StaticPods(in)

@@ -3,7 +3,9 @@ package render
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,15 +25,32 @@ const (
 const (
 	EtcdClientPort        = 2379
 	EtcdPeerPort          = 2380
-	EtcdMetricsPort       = 2381 // http on 127.0.0.1: /metrics, /livez, /readyz
+	EtcdMetricsPort       = 2381 // http on 127.0.0.1 (see ListenNode): /metrics, /livez, /readyz
 	ControllerManagerPort = 10257
 	SchedulerPort         = 10259
+)
+
+// What the control plane's listeners bind (ControlPlaneInput.Listen).
+const (
+	// ListenKubeadm is kubeadm's layout: the API server on every address,
+	// etcd's clients on 127.0.0.1 and the node's address, etcd's metrics,
+	// the controller manager and the scheduler on 127.0.0.1.
+	ListenKubeadm = "kubeadm"
+	// ListenNode binds every listener to the node's own address, never
+	// 127.0.0.1 or every address: nothing on another address (a second
+	// interface, a VPN, a container sharing the host's loopback) reaches
+	// the control plane, and several control planes can share a network
+	// namespace, each on its own address.
+	ListenNode = "node"
 )
 
 // RestartAnnotation carries ControlPlaneInput.Certificates.
 const RestartAnnotation = "kedge.dev/certificates"
 
 func controlPlaneWithDefaults(in ControlPlaneInput) ControlPlaneInput {
+	if in.EtcdInitialCluster != "" {
+		in.EtcdMembers, _ = initialCluster(&problems{}, in.EtcdInitialCluster) // checked by validateControlPlane
+	}
 	if len(in.EtcdMembers) == 0 {
 		in.EtcdMembers = []EtcdMember{{Name: in.Node, IP: in.NodeIP}}
 	}
@@ -44,6 +63,9 @@ func controlPlaneWithDefaults(in ControlPlaneInput) ControlPlaneInput {
 	if in.APIServerPort == 0 {
 		in.APIServerPort = DefaultAPIServerPort
 	}
+	if in.Listen == "" {
+		in.Listen = ListenKubeadm
+	}
 	return in
 }
 
@@ -51,10 +73,19 @@ func validateControlPlane(in ControlPlaneInput) error {
 	var p problems
 	checkDNSName(&p, "node", in.Node)
 	checkIP(&p, "nodeIP", in.NodeIP)
+	members, field := in.EtcdMembers, "etcdMembers"
+	var at []int // the members' items in etcdInitialCluster
+	if in.EtcdInitialCluster != "" {
+		members, at = initialCluster(&p, in.EtcdInitialCluster)
+		field = "etcdInitialCluster"
+	}
 	names, ips := map[string]bool{}, map[string]bool{}
 	self := false
-	for i, m := range in.EtcdMembers {
-		field := fmt.Sprintf("etcdMembers[%d]", i)
+	for i, m := range members {
+		if at != nil {
+			i = at[i]
+		}
+		field := fmt.Sprintf("%s[%d]", field, i)
 		checkDNSName(&p, field+".name", m.Name)
 		checkIP(&p, field+".ip", m.IP)
 		if names[m.Name] {
@@ -71,11 +102,14 @@ func validateControlPlane(in ControlPlaneInput) error {
 			}
 		}
 	}
-	if !self {
-		p.add("etcdMembers", "node %q is not one of the members", in.Node)
+	if !self && len(members) > 0 {
+		p.add(field, "node %q is not one of the members", in.Node)
 	}
 	if s := in.EtcdInitialClusterState; s != "new" && s != "existing" {
 		p.add("etcdInitialClusterState", "%q is not a cluster state (want %s)", s, quoteList("new", "existing"))
+	}
+	if l := in.Listen; l != ListenKubeadm && l != ListenNode {
+		p.add("listen", "%q is not a listen mode (want %s)", l, quoteList(ListenKubeadm, ListenNode))
 	}
 	checkCIDR(&p, "serviceCIDR", in.ServiceCIDR)
 	if in.PodCIDR != "" {
@@ -130,8 +164,50 @@ func StaticPods(in ControlPlaneInput) (map[string][]byte, error) {
 	return out, nil
 }
 
+// initialCluster reads etcd's initial cluster as etcd's member add gives
+// it ("name=https://IP:2380,..."), each item that is not a member of
+// this layout (its peer URL https on the peer port, at an IP) a problem;
+// at gives each member's item.
+func initialCluster(p *problems, s string) (members []EtcdMember, at []int) {
+	for i, item := range strings.Split(s, ",") {
+		field := fmt.Sprintf("etcdInitialCluster[%d]", i)
+		name, peer, ok := strings.Cut(item, "=")
+		if !ok {
+			p.add(field, "%q is not NAME=https://IP:%d", item, EtcdPeerPort)
+			continue
+		}
+		u, err := url.Parse(peer)
+		if err != nil || u.Scheme != "https" || u.Port() != strconv.Itoa(EtcdPeerPort) || net.ParseIP(u.Hostname()) == nil ||
+			(u.Path != "" && u.Path != "/") || u.User != nil || u.RawQuery != "" {
+			p.add(field, "%q is not a peer URL https://IP:%d", peer, EtcdPeerPort)
+			continue
+		}
+		members, at = append(members, EtcdMember{Name: name, IP: u.Hostname()}), append(at, i)
+	}
+	return members, at
+}
+
 func pki(name string) string     { return path.Join(PKIDir, name) }
 func etcdPKI(name string) string { return path.Join(EtcdPKIDir, name) }
+
+// local is the address the listeners that kubeadm binds to loopback bind:
+// 127.0.0.1, or the node's own with ListenNode.
+func local(in ControlPlaneInput) string {
+	if in.Listen == ListenNode {
+		return in.NodeIP
+	}
+	return "127.0.0.1"
+}
+
+// etcdClientURLs are the URLs etcd serves its clients on: 127.0.0.1 and
+// the node's address, or the node's alone with ListenNode.
+func etcdClientURLs(in ControlPlaneInput) string {
+	node := endpoint("https", in.NodeIP, EtcdClientPort)
+	if in.Listen == ListenNode {
+		return node
+	}
+	return endpoint("https", "127.0.0.1", EtcdClientPort) + "," + node
+}
 
 func endpoint(scheme, ip string, port int) string {
 	return scheme + "://" + net.JoinHostPort(ip, strconv.Itoa(port))
@@ -146,13 +222,13 @@ func etcdPod(in ControlPlaneInput) *corev1.Pod {
 		"etcd",
 		"--name=" + in.Node,
 		"--data-dir=" + EtcdDataDir,
-		"--listen-client-urls=" + endpoint("https", "127.0.0.1", EtcdClientPort) + "," + endpoint("https", in.NodeIP, EtcdClientPort),
+		"--listen-client-urls=" + etcdClientURLs(in),
 		"--advertise-client-urls=" + endpoint("https", in.NodeIP, EtcdClientPort),
 		"--listen-peer-urls=" + endpoint("https", in.NodeIP, EtcdPeerPort),
 		"--initial-advertise-peer-urls=" + endpoint("https", in.NodeIP, EtcdPeerPort),
 		"--initial-cluster=" + strings.Join(cluster, ","),
 		"--initial-cluster-state=" + in.EtcdInitialClusterState,
-		"--listen-metrics-urls=" + endpoint("http", "127.0.0.1", EtcdMetricsPort),
+		"--listen-metrics-urls=" + endpoint("http", local(in), EtcdMetricsPort),
 		"--client-cert-auth=true",
 		"--trusted-ca-file=" + etcdPKI("ca.crt"),
 		"--cert-file=" + etcdPKI("server.crt"),
@@ -168,8 +244,8 @@ func etcdPod(in ControlPlaneInput) *corev1.Pod {
 		command:  command,
 		cpu:      "100m",
 		memory:   "100Mi",
-		liveness: httpGet("127.0.0.1", "/livez", EtcdMetricsPort, corev1.URISchemeHTTP),
-		startup:  httpGet("127.0.0.1", "/readyz", EtcdMetricsPort, corev1.URISchemeHTTP),
+		liveness: httpGet(local(in), "/livez", EtcdMetricsPort, corev1.URISchemeHTTP),
+		startup:  httpGet(local(in), "/readyz", EtcdMetricsPort, corev1.URISchemeHTTP),
 		volumes: []hostVolume{
 			{name: "etcd-data", path: EtcdDataDir, kind: corev1.HostPathDirectoryOrCreate},
 			{name: "etcd-pki", path: EtcdPKIDir, kind: corev1.HostPathDirectory, readOnly: true},
@@ -205,6 +281,9 @@ func apiServerPod(in ControlPlaneInput) *corev1.Pod {
 		"--service-account-signing-key-file=" + pki("sa.key"),
 		"--service-cluster-ip-range=" + in.ServiceCIDR,
 	}
+	if in.Listen == ListenNode {
+		command = slices.Insert(command, 2, "--bind-address="+in.NodeIP)
+	}
 	return staticPod(component{
 		name:      "kube-apiserver",
 		image:     in.Images.APIServer,
@@ -225,7 +304,7 @@ func controllerManagerPod(in ControlPlaneInput) *corev1.Pod {
 		"--kubeconfig=" + ControllerManagerKubeconfigPath,
 		"--authentication-kubeconfig=" + ControllerManagerKubeconfigPath,
 		"--authorization-kubeconfig=" + ControllerManagerKubeconfigPath,
-		"--bind-address=127.0.0.1",
+		"--bind-address=" + local(in),
 		"--leader-elect=true",
 		"--controllers=*,bootstrapsigner,tokencleaner",
 		"--use-service-account-credentials=true",
@@ -243,8 +322,8 @@ func controllerManagerPod(in ControlPlaneInput) *corev1.Pod {
 		image:    in.Images.ControllerManager,
 		command:  command,
 		cpu:      "150m",
-		liveness: httpGet("127.0.0.1", "/healthz", ControllerManagerPort, corev1.URISchemeHTTPS),
-		startup:  httpGet("127.0.0.1", "/healthz", ControllerManagerPort, corev1.URISchemeHTTPS),
+		liveness: httpGet(local(in), "/healthz", ControllerManagerPort, corev1.URISchemeHTTPS),
+		startup:  httpGet(local(in), "/healthz", ControllerManagerPort, corev1.URISchemeHTTPS),
 		volumes: []hostVolume{
 			{name: "pki", path: PKIDir, kind: corev1.HostPathDirectory, readOnly: true},
 			{name: "kubeconfig", path: ControllerManagerKubeconfigPath, kind: corev1.HostPathFile, readOnly: true},
@@ -258,7 +337,7 @@ func schedulerPod(in ControlPlaneInput) *corev1.Pod {
 		"--kubeconfig=" + SchedulerKubeconfigPath,
 		"--authentication-kubeconfig=" + SchedulerKubeconfigPath,
 		"--authorization-kubeconfig=" + SchedulerKubeconfigPath,
-		"--bind-address=127.0.0.1",
+		"--bind-address=" + local(in),
 		"--leader-elect=true",
 	}
 	return staticPod(component{
@@ -266,8 +345,8 @@ func schedulerPod(in ControlPlaneInput) *corev1.Pod {
 		image:    in.Images.Scheduler,
 		command:  command,
 		cpu:      "100m",
-		liveness: httpGet("127.0.0.1", "/healthz", SchedulerPort, corev1.URISchemeHTTPS),
-		startup:  httpGet("127.0.0.1", "/healthz", SchedulerPort, corev1.URISchemeHTTPS),
+		liveness: httpGet(local(in), "/healthz", SchedulerPort, corev1.URISchemeHTTPS),
+		startup:  httpGet(local(in), "/healthz", SchedulerPort, corev1.URISchemeHTTPS),
 		volumes: []hostVolume{
 			{name: "kubeconfig", path: SchedulerKubeconfigPath, kind: corev1.HostPathFile, readOnly: true},
 		},

@@ -116,6 +116,14 @@ type Kubernetes struct {
 	Version         string `json:"version,omitempty"`
 	ImageRepository string `json:"imageRepository,omitempty"`
 	EtcdImage       string `json:"etcdImage,omitempty"`
+	// ControlPlaneListen is what the control plane bootstrap renders
+	// binds: "kubeadm" (default, kubeadm's layout: the API server on
+	// every address, etcd's clients on 127.0.0.1 and the node's address,
+	// etcd's metrics, the controller manager and the scheduler on
+	// 127.0.0.1) or "node": every listener on the controller's inventory
+	// address alone, never loopback or every address, so that nothing
+	// on another interface or sharing the host's loopback reaches it.
+	ControlPlaneListen string `json:"controlPlaneListen,omitempty"`
 }
 
 // Vault says how Kedge reaches the cluster's Vault: certificates come from
@@ -418,6 +426,12 @@ func (d *decoder) kubernetes(v *yaml.Node) {
 		},
 		"imageRepository": str("imageRepository", &k.ImageRepository),
 		"etcdImage":       str("etcdImage", &k.EtcdImage),
+		"controlPlaneListen": func(v *yaml.Node) {
+			k.ControlPlaneListen = source.String(f, v, "kubernetes.controlPlaneListen", errs)
+			if l := k.ControlPlaneListen; l != "kubeadm" && l != "node" {
+				errs.Addf(source.At(f, v), "kubernetes.controlPlaneListen must be kubeadm or node, got %q", l)
+			}
+		},
 	})
 }
 

@@ -80,9 +80,10 @@ func KubernetesVar(c *inventory.Cluster) map[string]any {
 	return map[string]any{
 		"server": k.Server, "apiServer": apiServer, "kubeletImage": k.KubeletImage, "runtime": k.Runtime,
 		"clusterDNS": dns, "clusterDomain": k.ClusterDomain, "serviceCIDR": k.ServiceCIDR, "podCIDR": k.PodCIDR,
-		"version":         cmp.Or(k.Version, runbooks.DefaultKubernetesVersion),
-		"imageRepository": cmp.Or(k.ImageRepository, runbooks.DefaultImageRepository),
-		"etcdImage":       cmp.Or(k.EtcdImage, runbooks.DefaultEtcdImage),
+		"version":            cmp.Or(k.Version, runbooks.DefaultKubernetesVersion),
+		"imageRepository":    cmp.Or(k.ImageRepository, runbooks.DefaultImageRepository),
+		"etcdImage":          cmp.Or(k.EtcdImage, runbooks.DefaultEtcdImage),
+		"controlPlaneListen": cmp.Or(k.ControlPlaneListen, "kubeadm"),
 	}
 }
 
