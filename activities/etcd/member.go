@@ -140,16 +140,21 @@ func (a *Activities) RemoveMember(ctx context.Context, in RemoveMemberInput) (Re
 	return res, nil
 }
 
-// listMembers lists etcd's members (linearizable: through a quorum)
-// through the first endpoint that answers, and says which.
+// listMembers lists etcd's members through the first endpoint that
+// answers, and says which: linearizable (through a quorum) when any
+// member can; else as a member last knew them (serializable), so that a
+// cluster without a quorum is refused for that, naming the members down,
+// rather than as unreachable.
 func listMembers(ctx context.Context, cl *client, endpoints []string) ([]member, string, error) {
 	var lastErr error
-	for _, e := range endpoints {
-		var out struct {
-			Members []member `json:"members"`
-		}
-		if lastErr = cl.call(ctx, e, "/v3/cluster/member/list", map[string]any{"linearizable": true}, &out); lastErr == nil {
-			return out.Members, e, nil
+	for _, linearizable := range []bool{true, false} {
+		for _, e := range endpoints {
+			var out struct {
+				Members []member `json:"members"`
+			}
+			if lastErr = cl.call(ctx, e, "/v3/cluster/member/list", map[string]any{"linearizable": linearizable}, &out); lastErr == nil {
+				return out.Members, e, nil
+			}
 		}
 	}
 	return nil, "", temporal.NewApplicationError(fmt.Sprintf("no etcd member answered (%s): %v", strings.Join(endpoints, ", "), lastErr), ErrTypeUnavailable)
