@@ -249,3 +249,105 @@ func TestSnapshotFirst(t *testing.T) {
 		t.Error("node-remove of a worker takes a snapshot")
 	}
 }
+
+// controller-replace, as planned: every check (the new host known, a
+// reference, the lost member answering nowhere and the quorum, dry) comes
+// before the snapshot, which comes before any change; the snapshot does
+// not need etcd whole; the lost member is asked at its address while the
+// new host is not; the Node deleted is the lost host's; a new host that is
+// not a controller, or no controller left to join through, is refused.
+func TestControllerReplacePlan(t *testing.T) {
+	const replaceInv = "testdata/replace-inventory.yaml"
+	type call struct {
+		Input map[string]any `json:"input"`
+	}
+	type step struct {
+		ID      string `json:"id"`
+		Wave    int    `json:"wave"`
+		Skipped bool   `json:"skipped"`
+		Calls   []call `json:"calls"`
+		Child   *struct {
+			Params map[string]any `json:"params"`
+		} `json:"child"`
+	}
+	plan := func(t *testing.T, sets ...string) map[string]step {
+		t.Helper()
+		args := []string{"plan", "controller-replace", "--inventory", replaceInv, "--output", "json"}
+		for _, s := range sets {
+			args = append(args, "--set", s)
+		}
+		out, errOut, code := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("kedge plan %v: exit %d: %s", sets, code, errOut)
+		}
+		var p struct{ Steps []step }
+		if err := json.Unmarshal([]byte(out), &p); err != nil {
+			t.Fatal(err)
+		}
+		steps := map[string]step{}
+		for _, s := range p.Steps {
+			steps[s.ID] = s
+		}
+		return steps
+	}
+	input := func(t *testing.T, s step) map[string]any {
+		t.Helper()
+		if len(s.Calls) != 1 {
+			t.Fatalf("step %s: %d calls", s.ID, len(s.Calls))
+		}
+		return s.Calls[0].Input
+	}
+	p := plan(t, "lost=tyc2", "node=tyc4")
+	checks := []string{"known", "others", "preflight", "layout", "reference", "reference-is-controller", "typhoon-host", "kedge-host", "etcd-check", "not-a-member"}
+	changes := []string{"remove-member", "delete-node", "add-member", "join-kedge", "join-typhoon", "etcd-healthy"}
+	for _, c := range checks {
+		if p[c].Wave == 0 || p[c].Wave >= p["etcd-snapshot"].Wave {
+			t.Errorf("check %s in wave %d, the snapshot in %d", c, p[c].Wave, p["etcd-snapshot"].Wave)
+		}
+	}
+	for _, c := range changes {
+		if p[c].Wave <= p["etcd-snapshot"].Wave {
+			t.Errorf("change %s in wave %d, the snapshot in %d", c, p[c].Wave, p["etcd-snapshot"].Wave)
+		}
+	}
+	if in := input(t, p["known"]); in["that"] != true {
+		t.Errorf("known: %v", in)
+	}
+	if c := p["etcd-snapshot"].Child; c == nil || c.Params["requireHealthy"] != false || c.Params["destination"] != "local" {
+		t.Errorf("the snapshot: %+v", c)
+	}
+	check := input(t, p["etcd-check"])
+	if check["lost"] != true || check["dryRun"] != true || check["member"] != "tyc2" ||
+		fmt.Sprint(check["endpoints"]) != "[https://127.0.21.1:2379 https://127.0.21.2:2379 https://127.0.21.3:2379]" {
+		t.Errorf("the lost member's check: %v", check)
+	}
+	if rm := input(t, p["remove-member"]); rm["lost"] != true || rm["dryRun"] != nil {
+		t.Errorf("the removal: %v", rm)
+	}
+	if add := input(t, p["add-member"]); fmt.Sprint(add["endpoints"]) != "[https://127.0.21.1:2379 https://127.0.21.3:2379]" || add["name"] != "tyc4" {
+		t.Errorf("the add: %v", add)
+	}
+	if del := input(t, p["delete-node"]); del["name"] != "tyc2.lab.test" {
+		t.Errorf("the lost Node: %v", del)
+	}
+	if del := input(t, plan(t, "lost=tyc9", "node=tyc4")["delete-node"]); del["name"] != "tyc9" {
+		t.Errorf("the lost Node of a host the inventory does not list: %v", del)
+	}
+	if del := input(t, plan(t, "lost=tyc2", "node=tyc4", "lostNode=old-tyc2")["delete-node"]); del["name"] != "old-tyc2" {
+		t.Errorf("the lost Node given: %v", del)
+	}
+	if !plan(t, "lost=tyc2", "node=tyc4", "snapshot=none")["etcd-snapshot"].Skipped {
+		t.Error("snapshot=none: the snapshot is not skipped")
+	}
+	if in := input(t, plan(t, "lost=tyc2", "node=tyw1")["known"]); in["that"] != false || !strings.Contains(fmt.Sprint(in["message"]), "tyw1 is not a controller of the inventory") {
+		t.Errorf("a worker as the new host: %v", in)
+	}
+	// A host rebuilt under the lost one's name: asked as the lost member.
+	same := plan(t, "lost=tyc2", "node=tyc2")
+	if in := input(t, same["etcd-check"]); fmt.Sprint(in["endpoints"]) != "[https://127.0.21.1:2379 https://127.0.21.2:2379 https://127.0.21.3:2379 https://127.0.21.4:2379]" {
+		t.Errorf("tyc2 rebuilt: the check asks %v", in["endpoints"])
+	}
+	if in := input(t, same["others"]); in["that"] != true {
+		t.Errorf("tyc2 rebuilt: others %v", in)
+	}
+}

@@ -3,7 +3,12 @@
 // port), authenticated with a short-lived client certificate Vault issues
 // from etcd's CA on the worker: etcd.remove-member takes a controller's
 // member out before the controller goes, and refuses when the members
-// left could not keep a quorum; etcd.health has every member answer for
+// left could not keep a quorum (with lost, also while the member still
+// answers as itself: its host is not gone); etcd.add-member adds a new
+// controller's member before its etcd starts, only while the healthy
+// members stay a quorum of the new size, and gives the initial cluster
+// the new member starts with (a member already there with its peer URL
+// is success); etcd.health has every member answer for
 // itself and refuses a member that does not, an alarm, no leader, or
 // not the members expected (a CA rotation's gate); etcd.snapshot streams
 // a snapshot from a healthy voting member, checks it against etcd's own
