@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -55,29 +56,58 @@ func closeBootstrapped() {
 
 const bootstrapImage = "quay.io/poseidon/kubelet:v1.35.4"
 
-// bootLab starts the four bare hosts. The controller's container runtime
-// stand-in maps the control plane's images to the binaries the tools
-// module built; every host maps the kubelet image to the simulator.
+// bootLab starts the four bare hosts: controller boot-1, workers
+// boot-2..4.
 func bootLab(t *testing.T) (*testhosts.Lab, string) {
+	t.Helper()
+	return kedgeLab(t, kedgeLabSpec{cluster: "boot", dir: "boot", baseIP: "127.0.25.",
+		controllers: []string{"boot-1"}, workers: []string{"boot-2", "boot-3", "boot-4"},
+		labels: map[string]string{"boot-4": "node.kubernetes.io/pool=edge"},
+	}, func(l *testhosts.Lab) {
+		bootstrapped.lab = l
+		world.cleanups = append(world.cleanups, closeBootstrapped)
+	})
+}
+
+// kedgeLabSpec is a lab of bare hosts the bootstrap runbook builds a
+// cluster of Kedge's layout on.
+type kedgeLabSpec struct {
+	cluster, dir, baseIP string // dir: under the world's
+	controllers, workers []string
+	spares               []string          // started, their images known, not in the inventory
+	labels               map[string]string // a node's inventory labels
+	kubernetes           string            // more lines of the inventory's kubernetes section
+}
+
+// kedgeLab starts a spec's hosts, handing the lab to started at once
+// (to stop it), and writes its inventory (Vault: labVault). The
+// container runtime stand-in of each controller and spare maps the
+// control plane's images to the binaries the tools module built; every
+// host maps the kubelet image to the simulator.
+func kedgeLab(t *testing.T, s kedgeLabSpec, started func(*testhosts.Lab)) (*testhosts.Lab, string) {
 	t.Helper()
 	tools, err := controlplane.Tools()
 	if err != nil {
 		t.Fatal(err)
 	}
 	v, tokenFile := labVault(t)
-	dir := filepath.Join(world.dir, "boot")
-	names := []string{"boot-1", "boot-2", "boot-3", "boot-4"}
-	l, err := testhosts.Start(context.Background(), testhosts.Options{Count: 4, Names: names, BaseIP: "127.0.25.", Dir: filepath.Join(dir, "hosts")})
+	dir := filepath.Join(world.dir, s.dir)
+	names := slices.Concat(s.controllers, s.workers, s.spares)
+	l, err := testhosts.Start(context.Background(), testhosts.Options{Count: len(names), Names: names, BaseIP: s.baseIP, Dir: filepath.Join(dir, "hosts")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bootstrapped.lab = l
-	world.cleanups = append(world.cleanups, closeBootstrapped)
+	started(l)
 	images := "quay.io/poseidon/kubelet /usr/local/sbin/kubelet-sim\n"
 	for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
-		p, err := l.Hosts[0].InstallProgram(c, filepath.Join(tools, c))
-		if err != nil {
-			t.Fatal(err)
+		var p string
+		for _, h := range l.Hosts {
+			if slices.Contains(s.workers, h.Name) {
+				continue
+			}
+			if p, err = h.InstallProgram(c, filepath.Join(tools, c)); err != nil {
+				t.Fatal(err)
+			}
 		}
 		images += "registry.k8s.io/" + c + " " + p + "\n"
 	}
@@ -87,20 +117,24 @@ func bootLab(t *testing.T) (*testhosts.Lab, string) {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: kedge/v1\nkind: Cluster\nmetadata:\n  name: boot\n")
+	fmt.Fprintf(&b, "apiVersion: kedge/v1\nkind: Cluster\nmetadata:\n  name: %s\n", s.cluster)
 	fmt.Fprintf(&b, "ssh:\n  user: core\n  become: sudo\n  identityFile: %s\n  knownHostsFile: %s\n", l.IdentityFile, l.KnownHostsFile)
 	kubeconfig := filepath.Join(dir, "admin.conf")
-	fmt.Fprintf(&b, "kubernetes:\n  kubeconfig: %s\n  kubeletImage: %s\n  clusterDNS: [10.96.0.10]\n", kubeconfig, bootstrapImage)
+	fmt.Fprintf(&b, "kubernetes:\n  kubeconfig: %s\n  kubeletImage: %s\n  clusterDNS: [10.96.0.10]\n%s", kubeconfig, bootstrapImage, s.kubernetes)
 	fmt.Fprintf(&b, "vault:\n  address: %s\n  tokenFile: %s\n  pki: %s\n  role: %s\n  kv: %s\n", v.Address, tokenFile, vaultlab.PKIPath, vaultlab.PKIRole, vaultlab.KVPath)
-	for i, h := range l.Hosts {
-		if i == 0 {
-			b.WriteString("controllers:\n")
-		} else if i == 1 {
-			b.WriteString("workers:\n")
+	for _, group := range []struct {
+		key   string
+		names []string
+	}{{"controllers", s.controllers}, {"workers", s.workers}} {
+		if len(group.names) == 0 {
+			continue
 		}
-		fmt.Fprintf(&b, "  - name: %s\n    address: %s\n", h.Name, h.Address)
-		if i == 3 {
-			b.WriteString("    labels: [node.kubernetes.io/pool=edge]\n")
+		fmt.Fprintf(&b, "%s:\n", group.key)
+		for _, name := range group.names {
+			fmt.Fprintf(&b, "  - name: %s\n    address: %s\n", name, hostIn(l, name).Address)
+			if labels := s.labels[name]; labels != "" {
+				fmt.Fprintf(&b, "    labels: [%s]\n", labels)
+			}
 		}
 	}
 	inv := filepath.Join(dir, "inventory.yaml")

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"kedge.dev/kedge/actions/errtype"
 	api "kedge.dev/kedge/actions/etcd"
@@ -159,7 +160,14 @@ func TestEtcdRestoreDrillOnTyphoonCluster(t *testing.T) {
 // written.
 func drillSecret(t *testing.T, name string) *corev1.Secret {
 	t.Helper()
-	secrets := typhoonBuilt.client.CoreV1().Secrets("default")
+	return writeSecret(t, typhoonBuilt.client, name)
+}
+
+// writeSecret writes a Secret default/NAME through cs (replacing one an
+// earlier run left) and returns it as written.
+func writeSecret(t *testing.T, cs kubernetes.Interface, name string) *corev1.Secret {
+	t.Helper()
+	secrets := cs.CoreV1().Secrets("default")
 	if err := secrets.Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatalf("delete an earlier %s: %v", name, err)
 	}
@@ -171,11 +179,18 @@ func drillSecret(t *testing.T, name string) *corev1.Secret {
 	return s
 }
 
-// typhoonBackupsInventory is the Typhoon world's inventory with two
-// backup destinations: local, a directory on the worker (returned), and
-// offsite, a bucket of a real S3-compatible server started for the test.
-// The world's worker serves its own inventory again after the test.
+// typhoonBackupsInventory is the Typhoon world's inventory with the
+// destinations of backupsInventory.
 func typhoonBackupsInventory(t *testing.T) (inv, local string, srv *s3lab.Server) {
+	t.Helper()
+	return backupsInventory(t, typhoonBuilt.inventory)
+}
+
+// backupsInventory is the inventory base with two backup destinations:
+// local, a directory on the worker (returned), and offsite, a bucket of
+// a real S3-compatible server started for the test. The world's worker
+// serves base again after the test.
+func backupsInventory(t *testing.T, base string) (inv, local string, srv *s3lab.Server) {
 	t.Helper()
 	srv = s3lab.StartT(t, s3lab.Options{})
 	dir := t.TempDir()
@@ -184,7 +199,7 @@ func typhoonBackupsInventory(t *testing.T) (inv, local string, srv *s3lab.Server
 	if err := os.WriteFile(creds, fmt.Appendf(nil, "[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", srv.AccessKey, srv.SecretKey), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	base, err := os.ReadFile(typhoonBuilt.inventory)
+	data, err := os.ReadFile(base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,10 +208,10 @@ func typhoonBackupsInventory(t *testing.T) (inv, local string, srv *s3lab.Server
   local: {kind: local, path: %s}
   offsite: {kind: s3, endpoint: "http://%s", insecure: true, bucket: %s, region: %q, credentialsFile: %s}
 `, local, srv.Endpoint, srv.Bucket, srv.Region, creds)
-	if err := os.WriteFile(inv, append(base, backups...), 0o644); err != nil {
+	if err := os.WriteFile(inv, append(data, backups...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { workerServes(typhoonBuilt.inventory) })
+	t.Cleanup(func() { workerServes(base) })
 	return inv, local, srv
 }
 

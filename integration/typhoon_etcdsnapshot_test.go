@@ -223,7 +223,14 @@ func TestEtcdSnapshotOnTyphoonCluster(t *testing.T) {
 // cluster in store, oldest first (their keys sort by time).
 func storedSnapshots(t *testing.T, store objstore.Store) []string {
 	t.Helper()
-	objs, err := store.List(t.Context(), typhoonCluster+"/etcd/")
+	return storedSnapshotsOf(t, store, typhoonCluster)
+}
+
+// storedSnapshotsOf are the sealed snapshots of cluster in store,
+// oldest first.
+func storedSnapshotsOf(t *testing.T, store objstore.Store, cluster string) []string {
+	t.Helper()
+	objs, err := store.List(t.Context(), cluster+"/etcd/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +287,7 @@ func checkSealedSnapshot(t *testing.T, store objstore.Store, object, key string)
 		t.Fatalf("open %s with the codec key: %v", object, err)
 	}
 	sum := sha256.Sum256(snap)
-	if hex.EncodeToString(sum[:]) != m.SHA256 || int64(len(snap)) != m.Size || m.KeyID != sr.KeyID() || m.Object != object || m.Cluster != typhoonCluster {
+	if hex.EncodeToString(sum[:]) != m.SHA256 || int64(len(snap)) != m.Size || m.KeyID != sr.KeyID() || m.Object != object || m.Cluster == "" || !strings.HasPrefix(object, m.Cluster+"/") {
 		t.Errorf("%s opens to %d bytes, sha256 %x, key %s; its manifest: %+v", object, len(snap), sum, sr.KeyID(), m)
 	}
 	if inner := sha256.Sum256(snap[:len(snap)-sha256.Size]); !bytes.Equal(inner[:], snap[len(snap)-sha256.Size:]) {
