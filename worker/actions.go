@@ -85,6 +85,13 @@ func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities
 		etcd.HealthAction:       e.Health,
 		etcd.SnapshotAction:     e.Snapshot,
 		etcd.RestoreDrillAction: e.RestoreDrill,
+
+		etcd.QuorumLostAction:        e.QuorumLost,
+		etcd.RestorePlanAction:       e.RestorePlan,
+		etcd.StopControlPlaneAction:  e.StopControlPlane,
+		etcd.RestoreMemberAction:     e.RestoreMember,
+		etcd.StartControlPlaneAction: e.StartControlPlane,
+
 		check.Action:            check.Check,
 		certinfo.CheckAction:    certinfo.Check,
 		certinfo.ScanCAAction:   certinfo.ScanCA,
@@ -107,7 +114,7 @@ func registerActions(r registry, opts Options) (*sshpool.Pool, error) {
 	pool := sshpool.New(opts.SSH)
 	hosts := &host.Activities{Pool: pool, HeartbeatInterval: opts.HeartbeatInterval}
 	impls := implementations(hosts, &kube.Activities{Logger: opts.Logger}, va,
-		&pki.Activities{Hosts: hosts, Vault: va}, etcdActivities(va, opts))
+		&pki.Activities{Hosts: hosts, Vault: va}, etcdActivities(va, opts, hosts, pool))
 	if err := register(r, actions.All(), impls); err != nil {
 		_ = pool.Close()
 		return nil, err
@@ -118,8 +125,8 @@ func registerActions(r registry, opts Options) (*sshpool.Pool, error) {
 // etcdActivities are the etcd actions, with the codec keys etcd.snapshot
 // seals with when the worker has them, and the backup destinations its
 // inventories define.
-func etcdActivities(va *vault.Activities, opts Options) *etcd.Activities {
-	e := &etcd.Activities{Vault: va, Destinations: inventoryBackups{opts.Clusters}}
+func etcdActivities(va *vault.Activities, opts Options, hosts *host.Activities, pool *sshpool.Pool) *etcd.Activities {
+	e := &etcd.Activities{Vault: va, Destinations: inventoryBackups{opts.Clusters}, Hosts: hosts, Files: pool}
 	if opts.SealKeys != nil {
 		e.Keys = opts.SealKeys
 	}

@@ -126,6 +126,15 @@ const (
 	// (not retried); or the snapshot did not restore or its etcd did not
 	// start (retried).
 	EtcdDrillFailed = "EtcdDrillFailed"
+	// EtcdMajorityHealthy: a restore was refused because a majority of
+	// etcd's members answers healthy (its quorum is not lost; not
+	// retried).
+	EtcdMajorityHealthy = "EtcdMajorityHealthy"
+	// EtcdRestoreFailed: a host step of a restore failed: a process that
+	// would not stop, a data directory that could not be moved or
+	// restored (retried; the restore's journal on the host lets the next
+	// attempt go on).
+	EtcdRestoreFailed = "EtcdRestoreFailed"
 	// EndpointUnreachable: a TLS endpoint could not be reached (retried).
 	EndpointUnreachable = "EndpointUnreachable"
 	// CertificateUntrusted: the endpoint's certificate does not verify.

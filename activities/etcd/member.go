@@ -49,6 +49,11 @@ type Activities struct {
 	// Destinations are the backup destinations the worker's inventories
 	// define, which etcd.snapshot stores into (nil: it refuses).
 	Destinations Destinations
+	// Hosts and Files reach the controllers etcd-restore restores etcd
+	// on (nil: etcd.stop-control-plane, etcd.start-control-plane and
+	// etcd.restore-member refuse).
+	Hosts Hosts
+	Files Files
 }
 
 // Issuer issues the short-lived client certificate the etcd actions
