@@ -92,9 +92,9 @@ func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities
 		etcd.RestoreMemberAction:     e.RestoreMember,
 		etcd.StartControlPlaneAction: e.StartControlPlane,
 
-		check.Action:            check.Check,
-		certinfo.CheckAction:    certinfo.Check,
-		certinfo.ScanCAAction:   certinfo.ScanCA,
+		check.Action:          check.Check,
+		certinfo.CheckAction:  certinfo.Check,
+		certinfo.ScanCAAction: certinfo.ScanCA,
 
 		assets.KubeconfigAction:    assets.Kubeconfig,
 		assets.KubeletConfigAction: assets.KubeletConfig,
