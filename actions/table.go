@@ -211,7 +211,7 @@ var table = []Action{
 		in: etcd.StopControlPlaneInput{}, out: etcd.StopControlPlaneResult{}, timeout: 10 * time.Minute,
 		summary: `stop the API server and etcd{{.On}}`}),
 	describe(row{name: etcd.RestoreMemberAction, doc: "restore one member's etcd data directory from a stored snapshot, once per token: streamed through the codec key's seal to a file on the worker (never held whole) and checked as etcd.restore-drill checks it, restored with etcd's own code as the member of the new cluster (its name and peer URL, the initial cluster, the new token), shipped over SFTP beside the data directory and moved into place with the old one's owner and mode; the old one moved aside and kept, never deleted; journaled on the host, so an attempt after a lost worker finishes the job and one that finds the member restored changes nothing",
-		in: etcd.RestoreMemberInput{}, out: etcd.RestoreMemberResult{}, timeout: time.Hour, heartbeat: time.Minute,
+		in: etcd.RestoreMemberInput{}, out: etcd.RestoreMemberResult{}, timeout: time.Hour, heartbeat: 30 * time.Second,
 		summary: `restore etcd member {{.In "name"}}'s data from the snapshot{{.On}}`}),
 	describe(row{name: etcd.StartControlPlaneAction, doc: "start etcd or the API server again after a restore: the manifest etcd.stop-control-plane moved aside put back (copied beside it under a name the kubelet skips, then renamed), or Typhoon's etcd unit started without waiting (a member waits for its peers); a manifest already back is left",
 		in: etcd.StartControlPlaneInput{}, out: etcd.StartControlPlaneResult{}, timeout: 5 * time.Minute,

@@ -144,7 +144,7 @@ func (a *Activities) StopControlPlane(ctx context.Context, in StopControlPlaneIn
 	default:
 		return StopControlPlaneResult{}, invalid(fmt.Sprintf("etcdMode %q: want static-pod or host-unit", in.EtcdMode))
 	}
-	env := map[string]string{"JOURNAL": api.RestoreJournal, "TOKEN": in.Token, "API_MANIFEST": in.APIServerManifest,
+	env := map[string]string{"JOURNAL": restoreJournal, "TOKEN": in.Token, "API_MANIFEST": in.APIServerManifest,
 		"ETCD_MODE": in.EtcdMode, "ETCD_MANIFEST": in.EtcdManifest, "ETCD_UNIT": in.EtcdUnit, "WAIT": strconv.Itoa(int(wait.Seconds()))}
 	out, err := a.hostScript(ctx, in.Target, "stop the control plane", stopScript, env, 2*wait+time.Minute)
 	if err != nil {
@@ -185,7 +185,7 @@ func (a *Activities) StartControlPlane(ctx context.Context, in StartControlPlane
 	case in.Component == "etcd" && in.EtcdMode == "host-unit" && !unitName.MatchString(in.EtcdUnit):
 		return StartControlPlaneResult{}, invalid(fmt.Sprintf("etcdUnit %q is not a unit's name", in.EtcdUnit))
 	}
-	env := map[string]string{"JOURNAL": api.RestoreJournal, "TOKEN": in.Token, "COMPONENT": in.Component, "ETCD_MODE": in.EtcdMode, "ETCD_UNIT": in.EtcdUnit}
+	env := map[string]string{"JOURNAL": restoreJournal, "TOKEN": in.Token, "COMPONENT": in.Component, "ETCD_MODE": in.EtcdMode, "ETCD_UNIT": in.EtcdUnit}
 	out, err := a.hostScript(ctx, in.Target, "start "+in.Component, startScript, env, 2*time.Minute)
 	if err != nil {
 		return StartControlPlaneResult{}, err
@@ -268,7 +268,7 @@ func (a *Activities) RestoreMember(ctx context.Context, in RestoreMemberInput) (
 	if owner == "" {
 		owner = "0:0"
 	}
-	env := map[string]string{"JOURNAL": api.RestoreJournal, "TOKEN": in.Token, "NAME": in.Name, "DATA": in.DataDir,
+	env := map[string]string{"JOURNAL": restoreJournal, "TOKEN": in.Token, "NAME": in.Name, "DATA": in.DataDir,
 		"STAGING": in.DataDir + ".restoring-" + in.Token, "KEPT": in.DataDir + ".before-" + in.Token, "OWNER": owner}
 	res := RestoreMemberResult{DataDir: in.DataDir}
 	st, err := a.hostScript(ctx, in.Target, "read the restore's journal", memberStateScript, env, 2*time.Minute)
@@ -301,7 +301,9 @@ func (a *Activities) RestoreMember(ctx context.Context, in RestoreMemberInput) (
 		return res, temporal.NewApplicationErrorWithCause(fmt.Sprintf("ship the restored data directory to %s: %v", in.Target.Name(), err), ErrTypeRestoreFailed, err)
 	}
 	if afterShip != nil {
-		afterShip()
+		if err := afterShip(); err != nil {
+			return res, err
+		}
 	}
 	done, err := a.hostScript(ctx, in.Target, "put the restored data directory in place", installScript, env, 2*time.Minute)
 	if err != nil {
@@ -312,9 +314,19 @@ func (a *Activities) RestoreMember(ctx context.Context, in RestoreMemberInput) (
 	return res, nil
 }
 
-// afterShip, when set, runs between the shipping and the install (tests
-// cut an attempt there).
-var afterShip func()
+// revisionBump is added to the restored revision, the same on every
+// member, and the revisions before it marked compacted, as Kubernetes
+// asks of a restore: a client or an API server's cache that saw a
+// revision after the snapshot's never sees those numbers again for other
+// writes, and its watch is told to list again.
+const revisionBump = 1_000_000_000
+
+// afterShip, when set, runs between the shipping and the install; its
+// error ends the attempt there (tests cut an attempt so).
+var afterShip func() error
+
+// restoreJournal is api.RestoreJournal (a variable for tests).
+var restoreJournal = api.RestoreJournal
 
 func checkRestoreMember(in RestoreMemberInput) error {
 	if err := checkToken(in.Token); err != nil {
@@ -358,7 +370,8 @@ func (a *Activities) restoreLocally(ctx context.Context, in RestoreMemberInput, 
 	}
 	prog.setPhase(phaseRestore)
 	if err := snapshot.NewV3(zap.NewNop()).Restore(snapshot.RestoreConfig{SnapshotPath: file, Name: in.Name, OutputDataDir: filepath.Join(dir, "data"),
-		PeerURLs: []string{in.PeerURL}, InitialCluster: in.InitialCluster, InitialClusterToken: in.Token}); err != nil {
+		PeerURLs: []string{in.PeerURL}, InitialCluster: in.InitialCluster, InitialClusterToken: in.Token,
+		RevisionBump: revisionBump, MarkCompacted: true}); err != nil {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("etcd's restore of %s as %s: %v", snap.name.key, in.Name, err), ErrTypeRestoreFailed, err)
 	}
 	_ = os.Remove(file)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,6 +90,8 @@ func (a *Activities) QuorumLost(ctx context.Context, in QuorumLostInput) (Quorum
 // quorum of the members.
 func majorityVerdict(members []member, answers map[string]answer) (QuorumLostResult, error) {
 	res := QuorumLostResult{Members: []string{}, Healthy: []string{}, Quorum: len(members)/2 + 1}
+	members = slices.Clone(members)
+	slices.SortFunc(members, func(a, b member) int { return strings.Compare(displayName(a), displayName(b)) })
 	var down []string
 	for _, m := range members {
 		name := displayName(m)
