@@ -218,14 +218,17 @@ report no
 // refused, never replaced.
 const installScript = restoreShell + `if [ ! -e "$J/$NAME.installed" ]; then
   if [ ! -e "$J/$NAME.moved" ]; then
-    if [ -e "$DATA" ]; then
+    if [ -d "$DATA" ]; then
       stat -c '%u:%g' "$DATA" > "$J/$NAME.owner"
       stat -c '%a' "$DATA" > "$J/$NAME.mode"
-      mv "$DATA" "$KEPT"
-      printf '%s\n' "$KEPT" > "$J/$NAME.kept"
     else
       printf '%s\n' "$OWNER" > "$J/$NAME.owner"
       echo 700 > "$J/$NAME.mode"
+    fi
+    if [ -e "$DATA" ] || [ -L "$DATA" ]; then
+      mv "$DATA" "$KEPT"
+      printf '%s\n' "$KEPT" > "$J/$NAME.kept"
+    else
       : > "$J/$NAME.kept"
     fi
     touch "$J/$NAME.moved"

@@ -429,6 +429,22 @@ func TestRestoreMemberOfALostDataDirectory(t *testing.T) {
 	if err != nil || !res.Restored || res.Kept != "" || res.Owner != "0:0" || res.Mode != "700" {
 		t.Fatalf("%+v %v", res, err)
 	}
+	// A data directory that is not one (a disk that broke) is kept, and
+	// gives neither its owner nor its mode.
+	broken := newRestoreWorld(t)
+	if err := os.RemoveAll(broken.data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(broken.data, []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err = broken.a.RestoreMember(context.Background(), broken.in)
+	if fi, serr := os.Stat(broken.data); err != nil || !res.Restored || res.Kept != broken.kept() || res.Mode != "700" || serr != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("a data directory that is a file: %+v %v (%v)", res, err, serr)
+	}
+	if b, _ := os.ReadFile(broken.kept()); string(b) != "not a directory" {
+		t.Errorf("the broken data directory kept: %q", b)
+	}
 	var ae *temporal.ApplicationError
 	for _, bad := range []func(*RestoreMemberInput){
 		func(in *RestoreMemberInput) { in.DataDir = "/" },
