@@ -298,7 +298,7 @@ func TestControllerReplacePlan(t *testing.T) {
 		return s.Calls[0].Input
 	}
 	p := plan(t, "lost=tyc2", "node=tyc4")
-	checks := []string{"known", "others", "preflight", "layout", "reference", "reference-is-controller", "typhoon-host", "kedge-host", "etcd-check", "not-a-member"}
+	checks := []string{"known", "others", "preflight", "layout", "reference", "reference-is-controller", "typhoon-host", "kedge-host", "etcd-check", "lost-known", "not-a-member"}
 	changes := []string{"remove-member", "delete-node", "add-member", "join-kedge", "join-typhoon", "etcd-healthy"}
 	for _, c := range checks {
 		if p[c].Wave == 0 || p[c].Wave >= p["etcd-snapshot"].Wave {

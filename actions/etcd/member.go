@@ -22,8 +22,11 @@ type RemoveMemberInput struct {
 
 // RemoveMemberResult says what was done.
 type RemoveMemberResult struct {
-	Removed bool `json:"removed"` // false: it was not a member (a second run)
-	// Members are the members left, by name.
+	Removed bool `json:"removed"` // false: it was not a member (a second run), or a dry run
+	// Found says the member was one of etcd's when asked.
+	Found bool `json:"found"`
+	// Members are the members left, by name ("" for one added that has
+	// not started).
 	Members []string `json:"members"`
 	Healthy int      `json:"healthy"`
 }

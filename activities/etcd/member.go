@@ -109,9 +109,11 @@ func (a *Activities) RemoveMember(ctx context.Context, in RemoveMemberInput) (Re
 	for _, m := range rest {
 		res.Members = append(res.Members, m.Name)
 	}
+	slices.Sort(res.Members)
 	if target == nil {
 		return res, nil
 	}
+	res.Found = true
 	up := answering(ctx, cl, in.Endpoints)
 	if in.Lost {
 		if at, ok := stillAnswers(ctx, cl, *target, in.Endpoints, up); ok {

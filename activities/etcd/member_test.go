@@ -134,7 +134,7 @@ func TestRemoveLostMemberRefusedWhileItAnswers(t *testing.T) {
 
 	// Without lost, the same member is removed (node-remove).
 	in.Lost, in.DryRun = false, true
-	if res, err := a.RemoveMember(context.Background(), in); err != nil || res.Healthy != 2 || res.Removed {
+	if res, err := a.RemoveMember(context.Background(), in); err != nil || res.Healthy != 2 || res.Removed || !res.Found {
 		t.Fatalf("dry run without lost: %+v %v", res, err)
 	}
 
@@ -149,7 +149,7 @@ func TestRemoveLostMemberRefusedWhileItAnswers(t *testing.T) {
 	if err != nil || !res.Removed || strings.Join(res.Members, ",") != "c1,c3" {
 		t.Fatalf("c2 lost: %+v %v", res, err)
 	}
-	if res, err := a.RemoveMember(context.Background(), in); err != nil || res.Removed {
+	if res, err := a.RemoveMember(context.Background(), in); err != nil || res.Removed || res.Found {
 		t.Fatalf("second run: %+v %v", res, err)
 	}
 }
