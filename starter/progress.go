@@ -3,8 +3,10 @@ package starter
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"kedge.dev/kedge/workflows"
 )
@@ -66,7 +68,35 @@ func rowLine(r workflows.Row, id string) (string, bool) {
 	if r.Elapsed != "" && workflows.Ended(r.State) {
 		fmt.Fprintf(&b, " (%s)", r.Elapsed)
 	}
+	// A waiting approval's line clips its prompt: the whole of it
+	// follows, for the operator to decide on.
+	if r.Prompt != "" && !strings.Contains(r.What, strconv.Quote(r.Prompt)) {
+		for _, l := range wrap(r.Prompt, 76) {
+			fmt.Fprintf(&b, "\n%s    %s", strings.Repeat("  ", r.Depth), l)
+		}
+	}
 	return b.String(), true
+}
+
+// wrap breaks text into lines of at most width runes at spaces (a longer
+// word gets a line of its own).
+func wrap(text string, width int) []string {
+	var lines []string
+	var line strings.Builder
+	for _, w := range strings.Fields(text) {
+		if line.Len() > 0 && utf8.RuneCountInString(line.String())+1+utf8.RuneCountInString(w) > width {
+			lines = append(lines, line.String())
+			line.Reset()
+		}
+		if line.Len() > 0 {
+			line.WriteByte(' ')
+		}
+		line.WriteString(w)
+	}
+	if line.Len() > 0 {
+		lines = append(lines, line.String())
+	}
+	return lines
 }
 
 // rowNotes is what the terminal (lines and bars) says after a row's state

@@ -172,3 +172,27 @@ func TestRolloutStepLineCountsItemsAndShowsThePause(t *testing.T) {
 		t.Errorf("item lines: want the failed item and no pending ones:\n%s", out.String())
 	}
 }
+
+// A waiting approval's line clips its prompt to 80 characters; the
+// whole prompt follows it, wrapped, for the operator to decide on.
+func TestWaitingApprovalShowsItsWholePrompt(t *testing.T) {
+	prompt := "Restore etcd of mercury from mercury/etcd/20261127T063911.252Z-rev374.snap.kseal, taken 2026-11-27T06:39:11Z (1m1s ago) at revision 374? Everything written since then is lost."
+	p := workflows.Progress{WorkflowID: "etcd-restore/mercury", State: workflows.StateRunning, Steps: []workflows.StepProgress{
+		{ID: "approve", Kind: "approval", State: workflows.StateWaiting, Prompt: prompt},
+		{ID: "done", Kind: "approval", State: workflows.StateSucceeded, Prompt: prompt},
+	}}
+	var out strings.Builder
+	newProgressPrinter(&out, true, p.WorkflowID).update(p)
+	text := out.String()
+	if got := strings.Join(strings.Fields(text), " "); !strings.Contains(got, "at revision 374? Everything written since then is lost.") {
+		t.Errorf("the waiting gate's whole prompt is not shown:\n%s", text)
+	}
+	if strings.Count(text, "revision 374") != 1 {
+		t.Errorf("the prompt is shown for a gate no longer waiting:\n%s", text)
+	}
+	for _, l := range strings.Split(text, "\n") {
+		if len(l) > 200 {
+			t.Errorf("line not wrapped (%d): %q", len(l), l)
+		}
+	}
+}

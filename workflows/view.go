@@ -84,7 +84,10 @@ type Row struct {
 	WaitingForApproval bool   `json:"waitingForApproval,omitempty"`
 	// Paused: a rollout waiting for continue or abort at its failure
 	// budget.
-	Paused  bool   `json:"paused,omitempty"`
+	Paused bool `json:"paused,omitempty"`
+	// Prompt is a waiting approval's whole prompt (What clips it): what
+	// the operator decides on.
+	Prompt  string `json:"prompt,omitempty"`
 	Decided string `json:"decided,omitempty"` // "approved by alice"
 	Undo    string `json:"undo,omitempty"`    // the state of the step's undo
 	Child   string `json:"child,omitempty"`   // the workflow that runs it
@@ -257,6 +260,9 @@ func (o ViewOptions) stepRow(s StepProgress, depth int, path, runbook string) Ro
 	r := Row{Depth: depth, Path: path, Step: s.ID, Kind: s.Kind, What: progressWhat(s, runbook), State: s.State, Mark: StateMark(s.State),
 		Attempts: s.Attempts, Elapsed: elapsed(s.StartedAt, s.EndedAt, o.Now), Error: shownError(s.State, s.LastError),
 		WaitingForApproval: s.WaitsForApproval(), Paused: s.Paused, Undo: s.Undo, Child: s.Child}
+	if r.WaitingForApproval {
+		r.Prompt = s.Prompt
+	}
 	if s.Decision != nil {
 		r.Decided = fmt.Sprintf("%sd by %s", s.Decision.Decision, s.Decision.By)
 	}
