@@ -297,7 +297,7 @@ func (a *Activities) RestoreMember(ctx context.Context, in RestoreMemberInput) (
 	prog := startDrillProgress(ctx, in.Snapshot, 0)
 	defer prog.stop()
 	if err := a.restoreLocally(ctx, in, cluster, dest, dir, prog); err != nil {
-		return res, err
+		return res, asRestoreError(err)
 	}
 	n, err := a.ship(ctx, in.Target, filepath.Join(dir, "data"), env["STAGING"])
 	if err != nil {

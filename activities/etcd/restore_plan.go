@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -138,7 +139,7 @@ func (a *Activities) RestorePlan(ctx context.Context, in RestorePlanInput) (Rest
 	}
 	snap, err := pickDrillSnapshot(ctx, store, cluster, in.Snapshot)
 	if err != nil {
-		return RestorePlanResult{}, err
+		return RestorePlanResult{}, asRestoreError(err)
 	}
 	m, err := readManifest(ctx, store, cluster, snap.name)
 	if err != nil {
@@ -178,4 +179,18 @@ func (a *Activities) opens(ctx context.Context, store objstore.Store, key, keyID
 		return sealError(key, err)
 	}
 	return nil
+}
+
+// asRestoreError gives a failure the drill's code typed as the drill's
+// (no snapshot, a file it could not write) the restore's type, its
+// message and retryability kept.
+func asRestoreError(err error) error {
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) || ae.Type() != ErrTypeDrillFailed {
+		return err
+	}
+	if ae.NonRetryable() {
+		return temporal.NewNonRetryableApplicationError(ae.Message(), ErrTypeRestoreFailed, err)
+	}
+	return temporal.NewApplicationErrorWithCause(ae.Message(), ErrTypeRestoreFailed, err)
 }

@@ -93,6 +93,11 @@ func TestRestorePlan(t *testing.T) {
 	if _, err := other.RestorePlan(context.Background(), in); !errors.As(err, &ae) || ae.Type() != ErrTypeSnapshotInvalid || !ae.NonRetryable() {
 		t.Errorf("sealed with another key: %v", err)
 	}
+	empty := &Activities{Keys: w.a.Keys, Destinations: drillDests{"prod/local": {Kind: "local", Path: t.TempDir()}}}
+	if _, err := empty.RestorePlan(context.Background(), RestorePlanInput{Vault: in.Vault, Destination: "local"}); !errors.As(err, &ae) ||
+		ae.Type() != ErrTypeRestoreFailed || !ae.NonRetryable() || !strings.Contains(err.Error(), "no snapshot of cluster prod in the destination") {
+		t.Errorf("no snapshot: %v", err)
+	}
 	in.Destination = "/var/backups"
 	if _, err := w.a.RestorePlan(context.Background(), in); err == nil {
 		t.Error("a path for a destination's name was taken")
