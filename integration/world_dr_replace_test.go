@@ -116,7 +116,8 @@ func apiThrough(t *testing.T, w *typhoonLab, name string) kubernetes.Interface {
 // TestControllerReplaceOnTyphoonCluster replaces a Typhoon controller
 // whose host is gone. The spare tyc4 is provisioned as Typhoon provisions
 // a controller (Ignition, no secrets). While tyc2 still answers, the
-// replace is refused as not lost; with tyc2's and tyc3's etcd down it is
+// replace is refused as not lost, and lost=tyc9 (no member) is refused;
+// with tyc2's and tyc3's etcd down it is
 // refused for the quorum; neither changes etcd or the Nodes. Then tyc2's
 // host is made unreachable (every process of it killed, its SSH gone) and
 // controller-replace lost=tyc2 node=tyc4 snapshots etcd, removes tyc2's
@@ -162,6 +163,13 @@ func TestControllerReplaceOnTyphoonCluster(t *testing.T) {
 		t.Fatalf("controller-replace of a live tyc2: exit %d, etcd-check %+v: %s", code, st, errOut)
 	}
 	unchanged(t, "after the refusal of a live tyc2")
+
+	// A name that is no member (a typo) would add a fourth: refused.
+	p, code, errOut = runWaitInv(t, "controller-replace", inv, "--set", "lost=tyc9", "--set", "node=tyc4")
+	if st := step(t, p, "lost-known"); code == 0 || st.State != workflows.StateFailed || !strings.Contains(st.LastError, "tyc9 is neither a member of etcd (its members: tyc1, tyc2, tyc3) nor a controller") {
+		t.Fatalf("controller-replace lost=tyc9: exit %d, lost-known %+v: %s", code, st, errOut)
+	}
+	unchanged(t, "after the refusal of tyc9")
 
 	// tyc2's and tyc3's etcd down: tyc1 alone is no quorum of tyc1 and tyc3.
 	for _, h := range []string{"tyc2", "tyc3"} {
