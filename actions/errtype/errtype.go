@@ -130,9 +130,10 @@ const (
 	// etcd's members answers healthy (its quorum is not lost; not
 	// retried).
 	EtcdMajorityHealthy = "EtcdMajorityHealthy"
-	// EtcdRestoreFailed: a host step of a restore failed: a process that
-	// would not stop, a data directory that could not be moved or
-	// restored (retried; the restore's journal on the host lets the next
+	// EtcdRestoreFailed: a restore found no snapshot, or etcd's own
+	// restore refused it (not retried); or a host step failed: a process
+	// that would not stop, a data directory that could not be shipped or
+	// moved (retried; the restore's journal on the host lets the next
 	// attempt go on).
 	EtcdRestoreFailed = "EtcdRestoreFailed"
 	// EndpointUnreachable: a TLS endpoint could not be reached (retried).
