@@ -303,6 +303,10 @@ func TestActivitySummaries(t *testing.T) {
 		{"etcd.restore-drill", "", map[string]any{"destination": "offsite", "expectKeys": []any{"/registry/SECRET"}}, "restore the newest etcd snapshot into a throwaway etcd and check it (step drain)"},
 		{"etcd.restore-drill", "", map[string]any{"destination": "offsite", "snapshot": ""}, "restore the newest etcd snapshot into a throwaway etcd and check it (step drain)"},
 		{"etcd.restore-drill", "", map[string]any{"destination": "offsite", "snapshot": "SECRET.snap.kseal"}, "restore the etcd snapshot named into a throwaway etcd and check it (step drain)"},
+		{"etcd.restore-plan", "", map[string]any{"destination": "offsite", "snapshot": "latest"}, "read the newest etcd snapshot a restore would bring back (step drain)"},
+		{"etcd.restore-plan", "", map[string]any{"destination": "offsite", "snapshot": "SECRET.snap.kseal"}, "read the etcd snapshot named a restore would bring back (step drain)"},
+		{"etcd.start-control-plane", "controller-1", map[string]any{"component": "etcd"}, "start etcd on controller-1 (step drain)"},
+		{"etcd.start-control-plane", "controller-1", map[string]any{"component": "kube-apiserver"}, "start the API server on controller-1 (step drain)"},
 	} {
 		a, ok := actions.Lookup(c.action)
 		if !ok {

@@ -92,6 +92,10 @@ type StartControlPlaneInput struct {
 // already.
 type StartControlPlaneResult struct {
 	Started []string `json:"started"`
+	// StartedAt is the host's clock (RFC 3339) just before it started
+	// them: a kubelet's Lease renewed since reaches the API as it is now
+	// (kube.wait-node's leaseAfter).
+	StartedAt string `json:"startedAt"`
 }
 
 // RestoreMemberInput is one member's restore: the snapshot, the member's

@@ -68,6 +68,12 @@ type WaitNodeInput struct {
 	// a status the old kubelet posted before a restart is not the new
 	// kubelet's.
 	ReadyAfter string `json:"readyAfter,omitempty" doc:"count Ready only when its last heartbeat is not earlier than this RFC 3339 time (e.g. the restart's startedAt)"`
+	// LeaseAfter, an RFC 3339 time, also waits for the kubelet to renew
+	// the Node's Lease (kube-node-lease) at or after it: the kubelet
+	// reaches the API as it is now. After an etcd restore the Node's
+	// Ready condition is the snapshot's, posted long before; the Lease is
+	// renewed every 10 s.
+	LeaseAfter string `json:"leaseAfter,omitempty" doc:"also wait until the kubelet renews the Node's Lease at or after this RFC 3339 time (e.g. after an etcd restore, when the API servers started)"`
 	Timeout    string `json:"timeout,omitempty" kedge:"duration" doc:"give up after this long (default 5m)"`
 }
 

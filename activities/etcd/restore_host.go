@@ -158,7 +158,8 @@ var unitName = regexp.MustCompile(`^[A-Za-z0-9:_.@-]{1,200}\.service$`)
 // startScript puts a manifest moved aside back (copied beside it under a
 // name the kubelet skips, then renamed), or starts etcd's unit without
 // waiting: a member waits for its peers.
-const startScript = restoreShell + `if [ -e "$J/$COMPONENT.manifest" ]; then
+const startScript = restoreShell + `echo "startedAt=$(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$KEDGE_OUTPUT"
+if [ -e "$J/$COMPONENT.manifest" ]; then
   p=$(cat "$J/$COMPONENT.path")
   tmp="$(dirname "$p")/.$(basename "$p").kedge-restore"
   cp -p "$J/$COMPONENT.manifest" "$tmp"
@@ -190,7 +191,7 @@ func (a *Activities) StartControlPlane(ctx context.Context, in StartControlPlane
 	if err != nil {
 		return StartControlPlaneResult{}, err
 	}
-	return StartControlPlaneResult{Started: append([]string{}, strings.Fields(out.Stdout)...)}, nil
+	return StartControlPlaneResult{Started: append([]string{}, strings.Fields(out.Stdout)...), StartedAt: out.Outputs["startedAt"]}, nil
 }
 
 // memberStateScript says whether the member was restored already with

@@ -365,10 +365,15 @@ func (a *Activities) WaitNode(ctx context.Context, in WaitNodeInput) (WaitNodeRe
 	if err != nil {
 		return WaitNodeResult{}, err
 	}
-	var after time.Time
+	var after, leaseAfter time.Time
 	if in.ReadyAfter != "" {
 		if after, err = time.Parse(time.RFC3339, in.ReadyAfter); err != nil {
 			return WaitNodeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("readyAfter %q is not an RFC 3339 time", in.ReadyAfter), ErrTypeInvalidInput, nil)
+		}
+	}
+	if in.LeaseAfter != "" {
+		if leaseAfter, err = time.Parse(time.RFC3339, in.LeaseAfter); err != nil {
+			return WaitNodeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("leaseAfter %q is not an RFC 3339 time", in.LeaseAfter), ErrTypeInvalidInput, nil)
 		}
 	}
 	// A wait a lost worker began keeps its deadline.
@@ -385,12 +390,19 @@ func (a *Activities) WaitNode(ctx context.Context, in WaitNodeInput) (WaitNodeRe
 			// second is the new kubelet's (it posts at start), as the
 			// restart's time is taken before the old one stops.
 			fresh := after.IsZero() || !readyHeartbeat(node).Before(after)
-			if last.Ready && fresh && (in.KubeletVersion == "" || last.KubeletVersion == in.KubeletVersion) {
+			renewed, lease := true, ""
+			if !leaseAfter.IsZero() {
+				renewed, lease = leaseRenewed(ctx, cs, in.Node, leaseAfter)
+			}
+			if last.Ready && fresh && renewed && (in.KubeletVersion == "" || last.KubeletVersion == in.KubeletVersion) {
 				return last, nil
 			}
 			lastErr = fmt.Sprintf("ready=%t kubelet %s", last.Ready, last.KubeletVersion)
 			if !fresh {
 				lastErr += fmt.Sprintf(", last heartbeat %s is before %s", readyHeartbeat(node).UTC().Format(time.RFC3339), in.ReadyAfter)
+			}
+			if !renewed {
+				lastErr += ", " + lease
 			}
 		case apierrors.IsNotFound(err):
 			lastErr = "not registered"
@@ -413,6 +425,21 @@ func (a *Activities) WaitNode(ctx context.Context, in WaitNodeInput) (WaitNodeRe
 		case <-time.After(a.poll()):
 		}
 	}
+}
+
+// leaseRenewed says whether the node's Lease was renewed at or after
+// after, else why not.
+func leaseRenewed(ctx context.Context, cs kubernetes.Interface, node string, after time.Time) (bool, string) {
+	l, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, node, metav1.GetOptions{})
+	switch {
+	case err != nil:
+		return false, "its Lease: " + err.Error()
+	case l.Spec.RenewTime == nil:
+		return false, "its Lease was never renewed"
+	case l.Spec.RenewTime.Before(&metav1.MicroTime{Time: after}):
+		return false, fmt.Sprintf("its Lease was last renewed %s, before %s", l.Spec.RenewTime.UTC().Format(time.RFC3339), after.UTC().Format(time.RFC3339))
+	}
+	return true, ""
 }
 
 // readyHeartbeat is when the node's Ready condition was last posted.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/temporal"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -157,6 +158,38 @@ func TestWaitNodeWantsAHeartbeatAfterTheRestart(t *testing.T) {
 	in.ReadyAfter = "yesterday"
 	if _, err := a.WaitNode(context.Background(), in); !errors.As(err, &app) || app.Type() != ErrTypeInvalidInput {
 		t.Errorf("readyAfter that is not a time: %v", err)
+	}
+}
+
+// After an etcd restore the Node's Ready condition is the snapshot's:
+// with leaseAfter only a Lease the kubelet renewed since counts.
+func TestWaitNodeWantsALeaseRenewedAfter(t *testing.T) {
+	started := time.Date(2026, 11, 27, 7, 0, 0, 0, time.UTC)
+	a, cs := fakeActs(node("w1", true, "v1.35.4"))
+	ctx := context.Background()
+	in := WaitNodeInput{Node: "w1", LeaseAfter: started.Format(time.RFC3339), Timeout: "100ms"}
+	var app *temporal.ApplicationError
+	if _, err := a.WaitNode(ctx, in); !errors.As(err, &app) || app.Type() != ErrTypeNotReady || !strings.Contains(err.Error(), "Lease") {
+		t.Fatalf("no Lease: want NodeNotReady naming it, got %v", err)
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "w1", Namespace: corev1.NamespaceNodeLease},
+		Spec: coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: started.Add(-3 * time.Second)}}}
+	if _, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.WaitNode(ctx, in); !errors.As(err, &app) || !strings.Contains(err.Error(), "last renewed 2026-11-27T06:59:57Z, before") {
+		t.Fatalf("a Lease renewed before: want NodeNotReady naming it, got %v", err)
+	}
+	lease.Spec.RenewTime = &metav1.MicroTime{Time: started.Add(400 * time.Millisecond)}
+	if _, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := a.WaitNode(ctx, in); err != nil || !res.Ready {
+		t.Errorf("a Lease renewed after: %+v %v", res, err)
+	}
+	in.LeaseAfter = "soon"
+	if _, err := a.WaitNode(ctx, in); !errors.As(err, &app) || app.Type() != ErrTypeInvalidInput {
+		t.Errorf("leaseAfter that is not a time: %v", err)
 	}
 }
 
