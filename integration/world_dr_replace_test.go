@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -123,7 +124,8 @@ func apiThrough(t *testing.T, w *typhoonLab, name string) kubernetes.Interface {
 // controller-replace lost=tyc2 node=tyc4 snapshots etcd, removes tyc2's
 // member and Node, adds tyc4's member and joins it: etcd has 3 healthy
 // members (tyc1, tyc3, tyc4), tyc4's API server answers and its Node is
-// Ready. Last, tyc3 (a live controller) as the new host is refused.
+// Ready, also after tyc4 reboots. Last, tyc3 (a live controller) as the
+// new host is refused.
 func TestControllerReplaceOnTyphoonCluster(t *testing.T) {
 	w := typhoonDRWorld(t, "typhoon-replace")
 	ctx := t.Context()
@@ -254,6 +256,30 @@ func TestControllerReplaceOnTyphoonCluster(t *testing.T) {
 		t.Error(err)
 	}
 
+	// tyc4 comes back after a reboot as Typhoon's controllers do: its
+	// etcd rejoins from its data, kubelet.path starts its kubelet.
+	rebooted := time.Now()
+	if err := tyc4.Reboot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*time.Minute, "tyc4's API server answering after its reboot", func() bool {
+		_, err := api.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil
+	})
+	t.Logf("tyc4 rebooted, its API server answering: %s", time.Since(rebooted).Round(time.Millisecond))
+	eventually(t, 2*time.Minute, "tyc4's etcd member answering after its reboot", func() bool {
+		_, err := tyc4.Exec(ctx, "systemctl", "is-active", "etcd-member.service")
+		if err != nil {
+			out, _ := tyc4.Exec(ctx, "systemctl", "status", "etcd-member.service")
+			t.Logf("tyc4's etcd-member.service: %v\n%s", err, out)
+		}
+		return err == nil && health(ctx, tyc4.Address) == nil
+	})
+	t.Logf("tyc4 rebooted, its etcd member answering: %s", time.Since(rebooted).Round(time.Millisecond))
+	if got := w.etcdMembersVia(t, "tyc4"); !slices.Equal(got, []string{"tyc1", "tyc3", "tyc4"}) {
+		t.Errorf("etcd members after tyc4's reboot: %v", got)
+	}
+
 	// A live controller is never taken for the new host: tyc3 in tyc2's
 	// place is refused before anything changes.
 	p, code, errOut = runWaitInv(t, "controller-replace", inv, "--set", "lost=tyc2", "--set", "node=tyc3")
@@ -276,4 +302,15 @@ func writeReadThrough(ctx context.Context, via, other kubernetes.Interface) erro
 		return fmt.Errorf("read tyc4's Secret through tyc1: %w", err)
 	}
 	return nil
+}
+
+// health is nil once something answers TLS on address:2379 (etcd's
+// client port; its certificate is not checked here).
+func health(ctx context.Context, address string) error {
+	d := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // a liveness probe only
+	c, err := d.DialContext(ctx, "tcp", address+":2379")
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }
