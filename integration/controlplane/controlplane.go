@@ -134,6 +134,8 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 		"--tls-cert-file=" + p.path("apiserver.crt"), "--tls-private-key-file=" + p.path("apiserver.key"),
 		"--client-ca-file=" + p.path("ca.crt"),
 		"--kubelet-client-certificate=" + p.path("apiserver-kubelet-client.crt"), "--kubelet-client-key=" + p.path("apiserver-kubelet-client.key"),
+		// As Kedge's API server: a test node's name resolves nowhere.
+		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
 		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file=" + p.path("sa.pub"),
 		"--service-account-signing-key-file=" + p.path("sa.key"), "--service-cluster-ip-range=10.96.0.0/16",
 		"--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction", "--enable-bootstrap-token-auth=true",

@@ -161,6 +161,9 @@ func (n *Node) KubeletConfig() ([]byte, error) {
 //   - resolvConf: /etc/resolv.conf, only when the file named does not
 //     exist here (Kedge names systemd-resolved's, and this machine has no
 //     systemd-resolved): pods could not be given DNS settings otherwise.
+//   - evictionHard (EvictionHard: the disk signals at 1%) and image
+//     garbage collection only on a full disk: the nodes share this
+//     machine's disk, which is not theirs to keep free.
 func ForThisMachine(config []byte, cgroupRoot string) ([]byte, error) {
 	var m map[string]any
 	if err := yaml.Unmarshal(config, &m); err != nil {
@@ -181,6 +184,7 @@ func ForThisMachine(config []byte, cgroupRoot string) ([]byte, error) {
 			m["resolvConf"] = "/etc/resolv.conf"
 		}
 	}
+	machineKubelet(m)
 	out, err := yaml.Marshal(m)
 	if err != nil {
 		return nil, err
@@ -197,8 +201,11 @@ const MachineDropInPath = render.KubeletConfigDropInDir + "/50-test-machine.conf
 // MachineDropIn is a KubeletConfiguration drop-in (--config-dir) holding
 // only what ForThisMachine changes, so the config Kedge renders is used
 // unchanged and the real kubelet merges the two: failCgroupV1 on cgroup
-// v1, the cgroupfs driver, the node's cgroupRoot and, without
-// systemd-resolved, /etc/resolv.conf.
+// v1, the cgroupfs driver, the node's cgroupRoot, without
+// systemd-resolved, /etc/resolv.conf, and the eviction and image
+// garbage collection thresholds of a disk shared with the machine.
+// Written before Kedge starts the kubelet, it holds for every kubelet the
+// node runs: bootstrap's, node-join's, InstallKubelet's.
 func MachineDropIn(cgroupRoot string) ([]byte, error) {
 	m := map[string]any{
 		"apiVersion":   "kubelet.config.k8s.io/v1beta1",
@@ -214,6 +221,7 @@ func MachineDropIn(cgroupRoot string) ([]byte, error) {
 	if _, err := os.Stat(render.SystemdResolvConf); err != nil {
 		m["resolvConf"] = "/etc/resolv.conf"
 	}
+	machineKubelet(m)
 	out, err := yaml.Marshal(m)
 	if err != nil {
 		return nil, err

@@ -262,7 +262,8 @@ func TestForThisMachineChangesOnlyWhatThisMachineNeeds(t *testing.T) {
 			t.Errorf("%s removed", k)
 		}
 	}
-	allowed := map[string]bool{"failCgroupV1": true, "cgroupDriver": true, "cgroupRoot": true, "resolvConf": true}
+	allowed := map[string]bool{"failCgroupV1": true, "cgroupDriver": true, "cgroupRoot": true, "resolvConf": true,
+		"evictionHard": true, "imageGCHighThresholdPercent": true, "imageGCLowThresholdPercent": true}
 	for k := range changed {
 		if !allowed[k] {
 			t.Errorf("%s changed: %v -> %v", k, before[k], after[k])
@@ -362,6 +363,11 @@ func TestRealKubelets(t *testing.T) {
 		}
 		if internal != node1.NodeIP {
 			t.Errorf("node addresses %v, want InternalIP %s", node.Status.Addresses, node1.NodeIP)
+		}
+		// The kubelet took this machine's eviction thresholds: no disk
+		// pressure on a machine whose disk is nearly full.
+		if err := CheckEviction(ctx, cp.Client, node1.Name); err != nil {
+			t.Error(err)
 		}
 		// It is the node, and only the node: its credentials are
 		// system:node:real-1's, which may not read the cluster's secrets.

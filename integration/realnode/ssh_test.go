@@ -62,6 +62,11 @@ func TestNodeIsAnSSHHostRunningKedgesKubeletUnit(t *testing.T) {
 		return ready(node) && node.Status.NodeInfo.KubeletVersion == images.SwapVersion
 	})
 	t.Logf("podman kubelet.service start to Ready: %s", time.Since(start).Round(time.Millisecond))
+	// The machine's drop-in (MachineDropIn, in --config-dir) reached
+	// the kubelet Kedge's unit runs.
+	if err := CheckEviction(ctx, cp.Client, n.Name); err != nil {
+		t.Error(err)
+	}
 
 	// Over SSH, as Kedge reaches it: core, then sudo.
 	key, err := os.ReadFile(l.IdentityFile)
