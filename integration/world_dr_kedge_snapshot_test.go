@@ -16,7 +16,8 @@ import (
 // every member healthy into the worker's directory and into a real
 // S3-compatible server; each stored object is ciphertext (no bbolt
 // magic, no key name) that opens with the codec key, and the drill
-// restores it into a throwaway etcd holding the Secret.
+// restores it into a throwaway etcd holding the Secret. A second
+// snapshot with keepLast 1 deletes the first.
 func TestEtcdSnapshotOnKedgeLayout(t *testing.T) {
 	w := kedgeHAWorld(t)
 	canary := writeSecret(t, w.client, "kedge-layout-canary")
@@ -53,6 +54,15 @@ func TestEtcdSnapshotOnKedgeLayout(t *testing.T) {
 			}
 			t.Logf("etcd-restore-drill of Kedge's layout from %s: %s end to end (%.1f MiB, revision %d, %d keys; fetched and checked in %d ms, restored and answering in %d ms)",
 				dest, drillTook.Round(time.Millisecond), float64(res.Size)/(1<<20), res.Revision, res.Keys, res.FetchMillis, res.RestoreMillis)
+
+			// Retention: with keepLast 1 (and no keepFor) a second
+			// snapshot deletes the first.
+			if p, code, errOut := runWaitInv(t, "etcd-snapshot", inv, "--set", "destination="+dest, "--set", "keepLast=1", "--set", "keepFor=0s"); code != 0 {
+				t.Fatalf("second etcd-snapshot into %s: exit %d: %s\n%+v", dest, code, errOut, p)
+			}
+			if after := storedSnapshotsOf(t, stores[dest], w.cluster); len(after) != 1 || after[0] == snaps[0] {
+				t.Errorf("after a second snapshot with keepLast=1 in %s: %v; the first was %s", dest, after, snaps[0])
+			}
 		})
 	}
 }
