@@ -106,8 +106,9 @@ func TestRealKubeletBootstrapAndCertRenewal(t *testing.T) {
 }
 
 // checkRealCluster checks every node is Ready, its real kubelet at
-// images.KubeVersion, and the controller carries its role's label and
-// taint.
+// images.KubeVersion with the test machine's eviction thresholds
+// (realnode.CheckEviction), and the controller carries its role's label
+// and taint.
 func checkRealCluster(t *testing.T, cs kubernetes.Interface, nodes []*realSSHNode) {
 	t.Helper()
 	for i, r := range nodes {
@@ -131,6 +132,10 @@ func checkRealCluster(t *testing.T, cs kubernetes.Interface, nodes []*realSSHNod
 		_, controller := n.Labels["node-role.kubernetes.io/controller"]
 		if (i == 0) != controller {
 			t.Errorf("node %s: labels %v", n.Name, n.Labels)
+		}
+		// The machine's drop-in reached the kubelet bootstrap started.
+		if err := realnode.CheckEviction(t.Context(), cs, n.Name); err != nil {
+			t.Error(err)
 		}
 	}
 }

@@ -154,6 +154,10 @@ func checkJoined(t *testing.T, cp *controlplane.ControlPlane, r *realSSHNode, im
 			t.Errorf("Ready condition reason %q", c.Reason)
 		}
 	}
+	// The machine's drop-in reached the kubelet node-join started.
+	if err := realnode.CheckEviction(t.Context(), cp.Client, r.node.Name); err != nil {
+		t.Error(err)
+	}
 	// A link to the dated file, as the kubelet keeps it: read inside the
 	// node.
 	pemData, err := r.host.Exec(t.Context(), "cat", "/var/lib/kubelet/pki/kubelet-client-current.pem")

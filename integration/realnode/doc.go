@@ -36,7 +36,9 @@
 //     configuration is the one Kedge renders, changed by ForThisMachine
 //     only where this machine needs it (cgroup v1, no systemd, a cgroupRoot
 //     of its own: /kedge-realnode-N, made beforehand in every cgroup
-//     hierarchy).
+//     hierarchy; eviction at 1% free disk and no image garbage collection
+//     before the disk is full, since the nodes share the machine's disk:
+//     EvictionHard, CheckEviction).
 //
 // # A node as an SSH test host
 //
