@@ -52,6 +52,11 @@ type WaitAPIServerInput struct {
 	// kubeconfig's: the controller just restarted. Its certificate is
 	// still checked against the kubeconfig's CA and server name.
 	Address string `json:"address,omitempty" doc:"host:port of one API server to ask instead of the kubeconfig's server, e.g. a controller just restarted (its certificate must still name the kubeconfig's server)"`
+	// ServerName is the name Address's certificate must carry instead
+	// of the kubeconfig's server: a controller that joined, whose
+	// certificate names its own address (still checked against the
+	// kubeconfig's CA).
+	ServerName string `json:"serverName,omitempty" doc:"with address: the DNS name or IP its certificate must name instead of the kubeconfig's server (e.g. a new controller's own address)"`
 }
 
 // WaitAPIServerResult reports the server once it is ready.

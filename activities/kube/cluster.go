@@ -17,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
@@ -275,7 +276,15 @@ func (a *Activities) WaitAPIServer(ctx context.Context, in WaitAPIServerInput) (
 		if cfg.TLSClientConfig.ServerName == "" {
 			cfg.TLSClientConfig.ServerName = u.Hostname()
 		}
+		if in.ServerName != "" {
+			if net.ParseIP(in.ServerName) == nil && len(validation.IsDNS1123Subdomain(in.ServerName)) > 0 {
+				return WaitAPIServerResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("serverName %q is neither a DNS name nor an IP", in.ServerName), ErrTypeInvalidInput, nil)
+			}
+			cfg.TLSClientConfig.ServerName = in.ServerName
+		}
 		cfg.Host = "https://" + in.Address
+	} else if in.ServerName != "" {
+		return WaitAPIServerResult{}, temporal.NewNonRetryableApplicationError("serverName needs address", ErrTypeInvalidInput, nil)
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
