@@ -11,6 +11,12 @@
 // Start also waits until a write succeeds, into a probe bucket of its own
 // so that nothing of the probe ever shows in Kedge's bucket.
 //
+// With Options.TLS the S3 endpoint serves HTTPS only (weed's
+// -s3.cert.file and -s3.key.file, no -s3.port.https), with a certificate
+// for 127.0.0.1 signed by a CA made for that server alone (Server.CAFile,
+// Server.RootCAs). NewAuthority makes other throwaway CAs, e.g. a man in
+// the middle's.
+//
 // Stop (registered as a test Cleanup by StartT) kills the server's process
 // group and removes its directory, also when the test failed.
 //

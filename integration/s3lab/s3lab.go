@@ -3,6 +3,8 @@ package s3lab
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -34,16 +36,24 @@ type Options struct {
 	Bucket string
 	// Parent of the server's temporary directory; empty: os.TempDir().
 	Parent string
+	// TLS: the S3 endpoint serves HTTPS only, with a certificate for
+	// 127.0.0.1 signed by a CA made for this server (Server.CAFile).
+	TLS bool
 }
 
 // Server is a running SeaweedFS S3 gateway with one bucket.
 type Server struct {
-	Endpoint  string // 127.0.0.1:port, plain HTTP
+	Endpoint  string // 127.0.0.1:port, plain HTTP or, with Options.TLS, HTTPS
 	Region    string
 	Bucket    string
 	AccessKey string // Kedge's identity: read, write and list Bucket
 	SecretKey string
+	// CAFile (PEM) and RootCAs hold the CA that signed the endpoint's
+	// certificate, with Options.TLS; empty otherwise.
+	CAFile  string
+	RootCAs *x509.CertPool
 
+	admin   credential
 	dir     string
 	log     string
 	sockets []string // weed's fixed-path gRPC sockets
@@ -120,12 +130,22 @@ func start(ctx context.Context, bin string, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.admin = admin
 	ports, err := freePorts(8)
 	if err != nil {
 		return nil, err
 	}
 	s.Endpoint = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[6]))
-	if err := s.run(bin, ports); err != nil {
+	var tlsArgs []string
+	if o.TLS {
+		cert, key, err := s.writeTLS()
+		if err != nil {
+			return nil, err
+		}
+		// Without -s3.port.https, the S3 port itself serves HTTPS.
+		tlsArgs = []string{"-s3.cert.file=" + cert, "-s3.key.file=" + key}
+	}
+	if err := s.run(bin, ports, tlsArgs...); err != nil {
 		return nil, err
 	}
 	if err := s.createBucket(ctx, admin); err != nil {
@@ -186,7 +206,16 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-func (s *Server) run(bin string, p []int) error {
+// URL is the endpoint as an inventory names it: https:// with
+// Options.TLS, http:// otherwise.
+func (s *Server) URL() string {
+	if s.RootCAs != nil {
+		return "https://" + s.Endpoint
+	}
+	return "http://" + s.Endpoint
+}
+
+func (s *Server) run(bin string, p []int, extra ...string) error {
 	data := filepath.Join(s.dir, "data")
 	if err := os.Mkdir(data, 0o700); err != nil {
 		return err
@@ -200,18 +229,19 @@ func (s *Server) run(bin string, p []int) error {
 	for i, name := range []string{"master", "volume", "filer", "s3"} {
 		s.sockets = append(s.sockets, fmt.Sprintf("/tmp/seaweedfs-%s-grpc-%d.sock", name, p[2*i+1]))
 	}
-	cmd := exec.Command(bin, "server",
-		"-dir="+data, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-		"-master.port="+port(0), "-master.port.grpc="+port(1), "-master.telemetry=false",
+	args := []string{"server",
+		"-dir=" + data, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+		"-master.port=" + port(0), "-master.port.grpc=" + port(1), "-master.telemetry=false",
 		"-master.volumeSizeLimitMB=64",
-		"-volume.port="+port(2), "-volume.port.grpc="+port(3), "-volume.max=16", "-volume.preStopSeconds=0",
-		"-filer", "-filer.port="+port(4), "-filer.port.grpc="+port(5),
-		"-filer.localSocket="+filepath.Join(s.dir, "filer.sock"),
-		"-s3", "-s3.port="+port(6), "-s3.port.grpc="+port(7),
-		"-s3.localSocket="+filepath.Join(s.dir, "s3.sock"),
+		"-volume.port=" + port(2), "-volume.port.grpc=" + port(3), "-volume.max=16", "-volume.preStopSeconds=0",
+		"-filer", "-filer.port=" + port(4), "-filer.port.grpc=" + port(5),
+		"-filer.localSocket=" + filepath.Join(s.dir, "filer.sock"),
+		"-s3", "-s3.port=" + port(6), "-s3.port.grpc=" + port(7),
+		"-s3.localSocket=" + filepath.Join(s.dir, "s3.sock"),
 		"-s3.port.iceberg=0", "-s3.port.lance=0", "-s3.autoCreateBucket=false",
-		"-s3.config="+filepath.Join(s.dir, "s3.json"),
-	)
+		"-s3.config=" + filepath.Join(s.dir, "s3.json"),
+	}
+	cmd := exec.Command(bin, append(args, extra...)...)
 	cmd.Dir = s.dir
 	cmd.Env = serverEnv()
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -290,10 +320,37 @@ func (s *Server) createBucket(ctx context.Context, admin credential) error {
 }
 
 func (s *Server) client(c credential) (*minio.Client, error) {
-	return minio.New(s.Endpoint, &minio.Options{
+	o := &minio.Options{
 		Creds:  credentials.NewStaticV4(c.AccessKey, c.SecretKey, ""),
 		Region: s.Region,
-	})
+	}
+	if s.RootCAs != nil {
+		tr, err := minio.DefaultTransport(true)
+		if err != nil {
+			return nil, err
+		}
+		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: s.RootCAs}
+		o.Secure, o.Transport = true, tr
+	}
+	return minio.New(s.Endpoint, o)
+}
+
+// Keys lists every object in the bucket as the lab's administrator sees
+// it, whatever Kedge's identity may do: what a test checks was, or was
+// not, written.
+func (s *Server) Keys(ctx context.Context) ([]string, error) {
+	ac, err := s.client(s.admin)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for o := range ac.ListObjects(ctx, s.Bucket, minio.ListObjectsOptions{Recursive: true}) {
+		if o.Err != nil {
+			return nil, o.Err
+		}
+		keys = append(keys, o.Key)
+	}
+	return keys, nil
 }
 
 func (s *Server) logTail() string {
