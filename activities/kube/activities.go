@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/kubectl/pkg/drain"
@@ -327,6 +328,9 @@ func (a *Activities) DeleteNode(ctx context.Context, in NodeInput) (NodeResult, 
 func (a *Activities) DeleteLostNode(ctx context.Context, in DeleteLostNodeInput) (NodeResult, error) {
 	if strings.TrimSpace(in.Name) == "" {
 		return NodeResult{}, temporal.NewNonRetryableApplicationError("name is required", errtype.InvalidInput, nil)
+	}
+	if errs := validation.IsDNS1123Subdomain(in.Name); len(errs) > 0 {
+		return NodeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("name %q is not a Node's name: %s", in.Name, strings.Join(errs, "; ")), errtype.InvalidInput, nil)
 	}
 	return a.DeleteNode(ctx, NodeInput{Cluster: in.Cluster, Node: in.Name})
 }

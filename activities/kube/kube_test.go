@@ -90,6 +90,12 @@ func TestDeleteLostNode(t *testing.T) {
 	if _, err := a.DeleteLostNode(ctx, DeleteLostNodeInput{Name: " "}); !errors.As(err, &app) || !app.NonRetryable() {
 		t.Errorf("no name: %v", err)
 	}
+	// A name from a param is a Node's name, never a path.
+	for _, name := range []string{"../namespaces/kube-system", "tyc2/status", "TYC2"} {
+		if _, err := a.DeleteLostNode(ctx, DeleteLostNodeInput{Name: name}); !errors.As(err, &app) || app.Type() != ErrTypeInvalidInput {
+			t.Errorf("name %q: %v", name, err)
+		}
+	}
 }
 
 func TestWaitNodeWaitsForVersion(t *testing.T) {
