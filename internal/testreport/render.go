@@ -1,0 +1,98 @@
+package testreport
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Report is a run's summary with its budget check: what `make test`
+// prints at its end, and `--output json` gives scripts.
+type Report struct {
+	Summary
+	Slowest []Result `json:"slowest"`
+	Factor  float64  `json:"machineFactor"`
+	// Calibration is how long Calibrate took at the start and the end.
+	Calibration []float64   `json:"calibrationSeconds,omitempty"`
+	Violations  []Violation `json:"violations"`
+	// Unused are budget lines whose test ran in none of the packages
+	// this run finished: renamed or removed tests.
+	Unused []string `json:"unusedBudgets,omitempty"`
+}
+
+// NewReport checks s against b (nil: no budgets) and keeps the top
+// slowest tests.
+func NewReport(s Summary, b *Budgets, factor float64, top int) Report {
+	r := Report{Summary: s, Factor: factor, Violations: []Violation{}}
+	r.Slowest = s.Tests[:min(top, len(s.Tests))]
+	if b == nil {
+		return r
+	}
+	r.Violations = append(r.Violations, b.Check(s.Tests, factor)...)
+	ran := map[string]bool{}
+	for _, p := range s.Packages {
+		ran[p.Package] = true
+	}
+	seen := map[string]bool{}
+	for _, t := range s.Tests {
+		seen[t.Package+"\x00"+t.Test] = true
+	}
+	for key, bud := range b.Tests {
+		if ran[bud.Package] && !seen[key] {
+			r.Unused = append(r.Unused, fmt.Sprintf("%s:%d: %s %s did not run", b.File, bud.Line, bud.Package, bud.Test))
+		}
+	}
+	return r
+}
+
+// WriteJSON writes the report as one JSON document.
+func (r Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes the tables: packages by wall time, the slowest tests,
+// then any budget violation.
+func (r Report) WriteText(w io.Writer, module string) error {
+	short := func(pkg string) string {
+		if rel, ok := strings.CutPrefix(pkg, module+"/"); ok {
+			return rel
+		}
+		return pkg
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "\n== packages by wall time (run %s, machine factor %.2f)\n", seconds(r.Wall), r.Factor)
+	fmt.Fprintln(tw, "seconds\tresult\t package\t")
+	for _, p := range r.Packages {
+		if p.Seconds < 0.05 && p.Result == "skip" {
+			continue
+		}
+		fmt.Fprintf(tw, "%.1f\t%s\t %s\t\n", p.Seconds, p.Result, short(p.Package))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n== %d slowest tests\n", len(r.Slowest))
+	fmt.Fprintln(tw, "seconds\tresult\t test\t package\t")
+	for _, t := range r.Slowest {
+		fmt.Fprintf(tw, "%.1f\t%s\t %s\t %s\t\n", t.Seconds, t.Result, t.Test, short(t.Package))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, u := range r.Unused {
+		fmt.Fprintln(w, "note:", u)
+	}
+	for _, v := range r.Violations {
+		fmt.Fprintf(w, "BUDGET: %s (%s) took %.1fs, allowed %.1fs: %s\n", v.Test, short(v.Package), v.Seconds, v.Allowed, v.Why)
+	}
+	return nil
+}
+
+func seconds(s float64) string {
+	m := int(s) / 60
+	return fmt.Sprintf("%dm%02ds", m, int(s)-60*m)
+}
