@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/kubectl/pkg/drain"
 
@@ -44,6 +45,9 @@ type Activities struct {
 	Clients func(Cluster) (kubernetes.Interface, error)
 	// PollInterval paces waits (default 1s).
 	PollInterval time.Duration
+	// RequestTimeout bounds each request to the API (default
+	// DefaultRequestTimeout).
+	RequestTimeout time.Duration
 	// APIOutage is how long node actions wait out an API server that
 	// does not answer (default DefaultAPIOutage).
 	APIOutage time.Duration
@@ -66,8 +70,7 @@ func (a *Activities) client(ctx context.Context, c Cluster) (kubernetes.Interfac
 	if err != nil {
 		return nil, err
 	}
-	cfg.QPS, cfg.Burst = 50, 100
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := a.newClient(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -76,6 +79,27 @@ func (a *Activities) client(ctx context.Context, c Cluster) (kubernetes.Interfac
 	}
 	a.cache[c] = cs
 	return cs, nil
+}
+
+// DefaultRequestTimeout bounds each request to the API: an API server
+// that is restarting, or waiting on an etcd that is, may hold a request
+// for a minute, and an action blocked in one sends no heartbeat: at its
+// 30 s heartbeat timeout the attempt would be thrown away as a lost
+// worker's (seen on every controller of a CA rotation: two waits for
+// static pods lost each time). A wait's request cut short is tried again
+// at its next poll; another action's fails as a retried API error.
+const DefaultRequestTimeout = 10 * time.Second
+
+// newClient is the clientset actions use: requests bounded by
+// a.RequestTimeout, and a rate that drains and rollouts do not queue on.
+func (a *Activities) newClient(cfg *rest.Config) (kubernetes.Interface, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 50, 100
+	cfg.Timeout = a.RequestTimeout
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultRequestTimeout
+	}
+	return kubernetes.NewForConfig(cfg)
 }
 
 func (a *Activities) poll() time.Duration {

@@ -2,8 +2,14 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,5 +125,43 @@ func TestWaitStaticPodRestartedAfter(t *testing.T) {
 	in.RestartedAfter = "yesterday"
 	if _, err := a.WaitStaticPod(ctx, in); err == nil {
 		t.Error("restartedAfter yesterday accepted")
+	}
+}
+
+// An API server that holds a request (restarting, or waiting on an etcd
+// that is) does not hold the wait with it: the request is cut at
+// RequestTimeout and the wait polls again, heartbeating, and sees the pod
+// once the API answers. Without the bound, the wait hangs in its first
+// request past its heartbeat timeout.
+func TestWaitStaticPodOutlivesAnAPIServerThatHoldsRequests(t *testing.T) {
+	ready, _ := json.Marshal(mirrorPod("t1", 0, true))
+	var held atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/namespaces/kube-system/pods/kube-apiserver-tyc1" {
+			http.NotFound(w, r)
+			return
+		}
+		if held.Add(1) <= 2 {
+			<-r.Context().Done() // held until the client gives up
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(ready)
+	}))
+	defer srv.Close()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: "+srv.URL+
+		"\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\nusers:\n- name: u\n  user:\n    token: t\ncurrent-context: c\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := &Activities{PollInterval: 10 * time.Millisecond, RequestTimeout: 200 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res, err := a.WaitStaticPod(ctx, WaitStaticPodInput{Cluster: Cluster{Name: "c", Kubeconfig: kubeconfig}, Node: "tyc1", Pod: "kube-apiserver", RestartedAt: "t1", Timeout: "1m"})
+	if err != nil || !res.Ready {
+		t.Fatalf("want the pod ready once the API answers, got %+v, %v", res, err)
+	}
+	if n := held.Load(); n != 3 {
+		t.Errorf("%d requests, want the two held ones cut and a third", n)
 	}
 }
