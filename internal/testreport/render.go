@@ -20,6 +20,9 @@ type Report struct {
 	// Unused are budget lines whose test ran in none of the packages
 	// this run finished: renamed or removed tests.
 	Unused []string `json:"unusedBudgets,omitempty"`
+	// OverGoal are the tests that took longer than Goal (stretched by
+	// the machine's factor): the next ones to split or speed up.
+	OverGoal []Result `json:"overGoal,omitempty"`
 }
 
 // NewReport checks s against b (nil: no budgets) and keeps the top
@@ -27,6 +30,11 @@ type Report struct {
 func NewReport(s Summary, b *Budgets, factor float64, top int) Report {
 	r := Report{Summary: s, Factor: factor, Violations: []Violation{}}
 	r.Slowest = s.Tests[:min(top, len(s.Tests))]
+	for _, t := range s.Tests {
+		if t.Seconds > Goal.Seconds()*factor {
+			r.OverGoal = append(r.OverGoal, t)
+		}
+	}
 	if b == nil {
 		return r
 	}
@@ -82,6 +90,9 @@ func (r Report) WriteText(w io.Writer, module string) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, t := range r.OverGoal {
+		fmt.Fprintf(w, "over the %s goal: %s (%s) took %.1fs\n", Goal, t.Test, short(t.Package), t.Seconds)
 	}
 	for _, u := range r.Unused {
 		fmt.Fprintln(w, "note:", u)
