@@ -11,7 +11,7 @@ LAB_HOSTS ?= 3
 STATICCHECK_VERSION   := v0.8.2
 WORKFLOWCHECK_VERSION := v0.6.0
 
-.PHONY: all build dev team chaos test unit integration lint bench fuzz deps tools clean record-histories kube-tools vault-tools s3-tools temporal-tools kedge-temporal
+.PHONY: all build dev team chaos test test-tools test-report unit integration lint bench fuzz deps tools clean record-histories kube-tools vault-tools s3-tools temporal-tools kedge-temporal
 
 all: build
 
@@ -36,11 +36,24 @@ team: deps build kube-tools vault-tools s3-tools temporal-tools kedge-temporal
 # time per machine (the lock waits for the other).
 IT_LOCK ?= /tmp/kedge-it.lock
 
-## test: lint, unit tests, integration tests against real servers. (On a
-## fresh machine the builds are CPU-bound: run beside the lint they took
-## 5 minutes longer than one after the other.)
-test: deps lint kube-tools vault-tools s3-tools temporal-tools kedge-temporal
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_S3_TOOLS=$$(bash scripts/s3-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) KEDGE_SERVER_TOOLS=$$(bash scripts/kedge-temporal.sh) flock -o $(IT_LOCK) $(GO) test -count=1 -timeout 80m ./...
+## test: lint, unit tests, integration tests against real servers; ends
+## with each package's wall time and the 20 slowest tests, and fails when a
+## test runs past its budget (integration/budget.txt). One build after
+## another, lint first: it compiles Kedge's packages, the embedded Temporal
+## server among them, which the Temporal tools then find in Go's build
+## cache. (Built side by side, the builds compile the same packages twice
+## at once: the tools alone took 47 minutes on a fresh 2-core machine.)
+test: deps lint test-tools
+	$(GO) build -o $(BIN)/testreport ./internal/testreport/cmd/testreport
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_S3_TOOLS=$$(bash scripts/s3-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) KEDGE_SERVER_TOOLS=$$(bash scripts/kedge-temporal.sh) flock -o $(IT_LOCK) $(BIN)/testreport run --budget integration/budget.txt -- $(GO) test -json -count=1 -timeout 80m ./...
+
+## test-tools: every server binary the test world runs
+test-tools: kedge-temporal temporal-tools kube-tools vault-tools s3-tools
+
+## test-report: the last `make test`'s tables again (OUTPUT=json for scripts)
+OUTPUT ?= text
+test-report:
+	@$(GO) run ./internal/testreport/cmd/testreport show --output $(OUTPUT)
 
 ## chaos: the full set of seeded fault runs against the team install; prints
 ## a table (fault, runs, completed, paused, violations), fails on a violation.

@@ -513,7 +513,8 @@ func childTimes(t *testing.T, workers []string) (starts, ends []time.Time) {
 // takes it over: the lost attempt's heartbeat (when it began) reaches the
 // next attempt, sealed, and the wait ends at the first attempt's deadline,
 // naming when it began, not a whole timeout after the new worker picked
-// it up.
+// it up. The wait's 45 s outlast the 30 s heartbeat timeout that hands it
+// to the new worker.
 func TestKubeWaitNodeResumesAfterTheWorkerIsKilled(t *testing.T) {
 	_, inv := kubeLab(t)
 	const queue = "resume-wait"
@@ -526,7 +527,7 @@ steps:
     action: kube.wait-node
     on: controller-1
     retry: {maxAttempts: 1}
-    with: {timeout: 75s, kubeletVersion: v0.0.0-never}
+    with: {timeout: 45s, kubeletVersion: v0.0.0-never}
 `)
 	first := startWorker(t, queue, inv)
 	out, errOut, code := kedge(t, "run", rb, "--inventory", inv, "--task-queue", queue, "--output", "json")

@@ -9,7 +9,7 @@ import (
 
 // Calibrate times a fixed CPU-bound job spread over every CPU: the
 // machine's own measure of its speed at that moment, busy or not. About
-// a tenth of a second on the reference machine.
+// a fifth of a second on the reference machine.
 func Calibrate() time.Duration {
 	n := runtime.NumCPU()
 	buf := make([]byte, 1<<20)
@@ -33,4 +33,4 @@ func Calibrate() time.Duration {
 }
 
 // calibrationRounds is the job's size: MiB hashed in all.
-const calibrationRounds = 128
+const calibrationRounds = 512

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 )
 
 // Report is a run's summary with its budget check: what `make test`
@@ -71,25 +70,18 @@ func (r Report) WriteText(w io.Writer, module string) error {
 		}
 		return pkg
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "\n== packages by wall time (run %s, machine factor %.2f)\n", seconds(r.Wall), r.Factor)
-	fmt.Fprintln(tw, "seconds\tresult\t package\t")
+	fmt.Fprintf(w, "%9s  %-6s  %s\n", "seconds", "result", "package")
 	for _, p := range r.Packages {
 		if p.Seconds < 0.05 && p.Result == "skip" {
 			continue
 		}
-		fmt.Fprintf(tw, "%.1f\t%s\t %s\t\n", p.Seconds, p.Result, short(p.Package))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
+		fmt.Fprintf(w, "%9.1f  %-6s  %s\n", p.Seconds, p.Result, short(p.Package))
 	}
 	fmt.Fprintf(w, "\n== %d slowest tests\n", len(r.Slowest))
-	fmt.Fprintln(tw, "seconds\tresult\t test\t package\t")
+	fmt.Fprintf(w, "%9s  %-6s  %-50s  %s\n", "seconds", "result", "test", "package")
 	for _, t := range r.Slowest {
-		fmt.Fprintf(tw, "%.1f\t%s\t %s\t %s\t\n", t.Seconds, t.Result, t.Test, short(t.Package))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
+		fmt.Fprintf(w, "%9.1f  %-6s  %-50s  %s\n", t.Seconds, t.Result, t.Test, short(t.Package))
 	}
 	for _, t := range r.OverGoal {
 		fmt.Fprintf(w, "over the %s goal: %s (%s) took %.1fs\n", Goal, t.Test, short(t.Package), t.Seconds)
