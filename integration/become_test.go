@@ -30,7 +30,7 @@ func startLabOf(t *testing.T, base string, o testhosts.Options) *testhosts.Lab {
 	return l
 }
 
-func writeInventory(t *testing.T, text string) string {
+func writeInventory(t testing.TB, text string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "inventory.yaml")
 	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net"
 	"os"
@@ -19,7 +18,6 @@ import (
 
 	"kedge.dev/kedge/integration/images"
 	"kedge.dev/kedge/integration/realnode"
-	"kedge.dev/kedge/workflows"
 )
 
 // bootstrap and cert-renewal on real kubelets: three bare nodes (their
@@ -36,8 +34,8 @@ func TestRealKubeletBootstrapAndCertRenewal(t *testing.T) {
 	tools := realKubeletTools(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
-	rc := bootstrapRealCluster(ctx, t, tools, "realboot", "real-boot")
-	nodes, ctl, inv, cs := rc.nodes, rc.ctl, rc.inventory, rc.client
+	rc := sharedRealCluster(t, tools)
+	nodes, ctl, cs := rc.nodes, rc.ctl, rc.client
 	checkRealCluster(t, cs, nodes)
 
 	// The control plane is the controller's static pods, run by its
@@ -76,31 +74,15 @@ func TestRealKubeletBootstrapAndCertRenewal(t *testing.T) {
 	})
 
 	t.Run("cert-renewal", func(t *testing.T) {
-		endpoints := []string{net.JoinHostPort(ctl.node.NodeIP, "6443"), net.JoinHostPort(ctl.node.NodeIP, "2379")}
-		for _, n := range nodes {
-			endpoints = append(endpoints, net.JoinHostPort(n.node.NodeIP, "10250"))
-		}
-		before := map[string]*x509.Certificate{}
-		for _, ep := range endpoints {
-			before[ep] = servedCert(t, ep)
-		}
-		caBefore := []byte(ctl.file(t, "/etc/kubernetes/pki/ca.crt"))
-		etcdCABefore := []byte(ctl.file(t, "/etc/kubernetes/pki/etcd/ca.crt"))
-
-		start := time.Now()
 		// Every certificate due (5 years), not the 10-year CA.
-		p, code, errOut := runWaitInv(t, "cert-renewal", inv, "--set", "threshold=43800h")
-		if code != 0 || p.State != workflows.StateSucceeded {
-			t.Fatalf("cert-renewal: exit %d: %s\n%+v%s", code, errOut, p, ctl.node.UnitLog(ctl.host, "kubelet"))
-		}
-		t.Logf("cert-renewal of every certificate on real kubelets: %s", time.Since(start).Round(time.Millisecond))
-
+		_, r := renewedRealCluster(t, tools)
+		t.Logf("cert-renewal of every certificate on real kubelets: %s", r.took.Round(time.Millisecond))
 		caPEM := []byte(ctl.file(t, "/etc/kubernetes/pki/ca.crt"))
 		etcdCAPEM := []byte(ctl.file(t, "/etc/kubernetes/pki/etcd/ca.crt"))
-		if !bytes.Equal(caPEM, caBefore) || !bytes.Equal(etcdCAPEM, etcdCABefore) {
+		if !bytes.Equal(caPEM, r.caBefore) || !bytes.Equal(etcdCAPEM, r.etcdCABefore) {
 			t.Error("the renewal changed the cluster CA or etcd's CA")
 		}
-		checkRenewed(t, endpoints, before, firstCert(t, caPEM), firstCert(t, etcdCAPEM))
+		checkRenewed(t, r.endpoints, r.before, firstCert(t, caPEM), firstCert(t, etcdCAPEM))
 		checkRealCluster(t, cs, nodes)
 	})
 }

@@ -2,9 +2,12 @@ package integration
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +23,7 @@ import (
 // realCluster is a cluster Kedge's bootstrap built on three real
 // kubelets: its first node the controller, the others workers.
 type realCluster struct {
+	name       string // the cluster's (the inventory's, Vault's paths)
 	nodes      []*realSSHNode
 	ctl        *realSSHNode
 	inventory  string
@@ -36,7 +40,7 @@ type realCluster struct {
 // controller's PKI, kubeconfigs and static pods (etcd among them) run by
 // its real kubelet, the workers joined through TLS bootstrap. It logs the
 // time of each part.
-func bootstrapRealCluster(ctx context.Context, t *testing.T, tools, name, prefix string) *realCluster {
+func bootstrapRealCluster(ctx context.Context, t testing.TB, tools, name, prefix string) *realCluster {
 	t.Helper()
 	v, tokenFile := labVault(t)
 	bin, err := images.KubeletBinary(ctx, tools, images.KubeVersion)
@@ -97,5 +101,91 @@ func bootstrapRealCluster(ctx context.Context, t *testing.T, tools, name, prefix
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &realCluster{nodes: nodes, ctl: ctl, inventory: inv, kubeconfig: kubeconfig, client: cs, archives: archives}
+	return &realCluster{name: name, nodes: nodes, ctl: ctl, inventory: inv, kubeconfig: kubeconfig, client: cs, archives: archives}
+}
+
+// realShared is the real-kubelet cluster bootstrap builds once for the
+// tests that need one as bootstrap leaves it:
+// TestRealKubeletBootstrapAndCertRenewal checks the bootstrap and the
+// renewal, TestRealKubeletCARotation then replaces its CAs and closes it.
+var realShared struct {
+	once  sync.Once
+	scope *sharedScope
+	rc    *realCluster
+	err   error
+
+	renewOnce sync.Once
+	renewal   *realRenewal
+	renewErr  error
+}
+
+// sharedRealCluster is the shared real-kubelet cluster, bootstrapped by
+// the first test that asks.
+func sharedRealCluster(t *testing.T, tools string) *realCluster {
+	t.Helper()
+	realShared.once.Do(func() {
+		// Left set if the build stops the building test (t.Fatal).
+		realShared.err = fmt.Errorf("the shared real cluster was not built: %s failed building it", t.Name())
+		realShared.scope = newSharedScope(t, "realboot")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		realShared.rc = bootstrapRealCluster(ctx, realShared.scope, tools, "realboot", "real-boot")
+		realShared.err = nil
+	})
+	if realShared.err != nil {
+		t.Fatal(realShared.err)
+	}
+	return realShared.rc
+}
+
+// closeSharedRealCluster stops the shared cluster's nodes: its last test
+// is over.
+func closeSharedRealCluster() {
+	if realShared.scope != nil {
+		realShared.scope.close()
+	}
+	realShared.err = fmt.Errorf("the shared real cluster was stopped after its last test")
+}
+
+// realRenewal is what cert-renewal with every certificate due did to the
+// shared cluster: the endpoints it serves, their certificates and the CAs
+// before it, and how long it took.
+type realRenewal struct {
+	endpoints              []string
+	before                 map[string]*x509.Certificate
+	caBefore, etcdCABefore []byte
+	took                   time.Duration
+}
+
+// renewedRealCluster is the shared cluster once cert-renewal renewed
+// every certificate it serves (a 5-year threshold, not the 10-year CAs):
+// run by the first test that asks, which fails if the run did.
+func renewedRealCluster(t *testing.T, tools string) (*realCluster, *realRenewal) {
+	t.Helper()
+	rc := sharedRealCluster(t, tools)
+	realShared.renewOnce.Do(func() {
+		realShared.renewErr = fmt.Errorf("cert-renewal of the shared real cluster: %s failed running it", t.Name())
+		ctl := rc.ctl
+		r := &realRenewal{endpoints: []string{net.JoinHostPort(ctl.node.NodeIP, "6443"), net.JoinHostPort(ctl.node.NodeIP, "2379")},
+			before: map[string]*x509.Certificate{}}
+		for _, n := range rc.nodes {
+			r.endpoints = append(r.endpoints, net.JoinHostPort(n.node.NodeIP, "10250"))
+		}
+		for _, ep := range r.endpoints {
+			r.before[ep] = servedCert(t, ep)
+		}
+		r.caBefore = []byte(ctl.file(t, "/etc/kubernetes/pki/ca.crt"))
+		r.etcdCABefore = []byte(ctl.file(t, "/etc/kubernetes/pki/etcd/ca.crt"))
+		start := time.Now()
+		p, code, errOut := runWaitInv(t, "cert-renewal", rc.inventory, "--set", "threshold=43800h")
+		if code != 0 || p.State != workflows.StateSucceeded {
+			t.Fatalf("cert-renewal: exit %d: %s\n%+v%s", code, errOut, p, ctl.node.UnitLog(ctl.host, "kubelet"))
+		}
+		r.took = time.Since(start)
+		realShared.renewal, realShared.renewErr = r, nil
+	})
+	if realShared.renewErr != nil {
+		t.Fatal(realShared.renewErr)
+	}
+	return rc, realShared.renewal
 }

@@ -42,7 +42,7 @@ func startRealSSHNode(ctx context.Context, t *testing.T, o realnode.Options, kub
 
 // startRealSSHNodes starts real nodes as startRealSSHNode does, one for
 // each of opts, reached with the same client key and known_hosts file.
-func startRealSSHNodes(ctx context.Context, t *testing.T, opts []realnode.Options, kubelets ...realnode.KubeletImage) []*realSSHNode {
+func startRealSSHNodes(ctx context.Context, t testing.TB, opts []realnode.Options, kubelets ...realnode.KubeletImage) []*realSSHNode {
 	t.Helper()
 	var nodes []*realnode.Node
 	var names, addrs []string

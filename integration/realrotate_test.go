@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"kedge.dev/kedge/integration/images"
+	"kedge.dev/kedge/integration/realnode"
 	"kedge.dev/kedge/integration/vaultlab"
 	"kedge.dev/kedge/workflows"
 )
@@ -247,7 +248,12 @@ func TestRealKubeletCARotation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Minute)
 	defer cancel()
 	client := apiClientImage(ctx, t, tools)
-	rc := bootstrapRealCluster(ctx, t, tools, "realrotate", "real-rot")
+	// The cluster TestRealKubeletBootstrapAndCertRenewal checked, after
+	// its cert-renewal: every kubelet serves a certificate from the
+	// cluster CA. The rotation replaces its CAs: no other test may use it
+	// after this one.
+	rc, _ := renewedRealCluster(t, tools)
+	defer closeSharedRealCluster()
 	nodes, ctl, inv := rc.nodes, rc.ctl, rc.inventory
 	for _, n := range nodes {
 		if err := n.node.Import(ctx, client); err != nil {
@@ -255,12 +261,6 @@ func TestRealKubeletCARotation(t *testing.T) {
 		}
 	}
 	checkRealCluster(t, rc.client, nodes)
-
-	start := time.Now()
-	if p, code, errOut := runWaitInv(t, "cert-renewal", inv, "--set", "threshold=43800h"); code != 0 || p.State != workflows.StateSucceeded {
-		t.Fatalf("cert-renewal: exit %d: %s\n%+v", code, errOut, p)
-	}
-	t.Logf("cert-renewal, every kubelet serving a certificate from the cluster CA: %s", time.Since(start).Round(time.Second))
 
 	old := map[string]*x509.Certificate{
 		"cluster": firstCert(t, []byte(ctl.file(t, "/etc/kubernetes/pki/ca.crt"))),
@@ -304,7 +304,10 @@ func TestRealKubeletCARotation(t *testing.T) {
 
 	ready := watchReady(t, rc.kubeconfig, "api-client")
 	began := time.Now()
-	id := startRunInv(t, "ca-rotation", inv)
+	// The kubelets sync their pods every realnode.SyncFrequency (checked
+	// by checkRealCluster): the mounted kube-root-ca.crt follows within
+	// one and a half of it.
+	id := startRunInv(t, "ca-rotation", inv, "--set", "podSettle="+(3*realnode.SyncFrequency).String())
 	waitForDropGate(t, id, 30*time.Minute)
 	t.Logf("ca-rotation to the drop gate: %s", time.Since(began).Round(time.Second))
 
@@ -314,7 +317,7 @@ func TestRealKubeletCARotation(t *testing.T) {
 	kv := v.Client.KVv2(vaultlab.KVPath)
 	newCA := map[string]*x509.Certificate{}
 	for name, path := range map[string]string{"cluster": "ca", "etcd": "etcd-ca"} {
-		rec, err := kv.Get(ctx, "kedge/clusters/realrotate/"+path+"-next")
+		rec, err := kv.Get(ctx, "kedge/clusters/"+rc.name+"/"+path+"-next")
 		if err != nil {
 			t.Fatalf("the new %s CA in Vault: %v", name, err)
 		}

@@ -191,7 +191,7 @@ func host(t testing.TB, name string) *testhosts.Host {
 }
 
 // kedge runs the real CLI in-process against the world's server.
-func kedge(t *testing.T, args ...string) (stdout, stderr string, code int) {
+func kedge(t testing.TB, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), cliDeadline)
@@ -225,7 +225,7 @@ func runWait(t *testing.T, file string, args ...string) (workflows.Progress, int
 }
 
 // runWaitInv is runWait with another inventory.
-func runWaitInv(t *testing.T, file, inv string, args ...string) (workflows.Progress, int, string) {
+func runWaitInv(t testing.TB, file, inv string, args ...string) (workflows.Progress, int, string) {
 	t.Helper()
 	all := append([]string{"run", file, "--inventory", inv, "--wait", "--output", "json"}, args...)
 	out, errOut, code := kedge(t, all...)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 )
@@ -34,9 +35,17 @@ const (
 	imageGCLow  = 99
 )
 
+// SyncFrequency is the test world's clock for a kubelet's pod syncs
+// (syncFrequency, 1m by default): how soon a running pod's mounted
+// ConfigMaps, such as kube-root-ca.crt, follow the API. A CA rotation's
+// podSettle on the test nodes is a few of these, not a minute and a half.
+const SyncFrequency = 10 * time.Second
+
 // machineKubelet sets in m what every test node's kubelet needs whatever
-// the machine: EvictionHard and the image garbage collection thresholds.
+// the machine: EvictionHard and the image garbage collection thresholds;
+// and the test world's clock, SyncFrequency.
 func machineKubelet(m map[string]any) {
+	m["syncFrequency"] = SyncFrequency.String()
 	eh := map[string]any{}
 	for k, v := range EvictionHard {
 		eh[k] = v
@@ -48,9 +57,9 @@ func machineKubelet(m map[string]any) {
 
 // CheckEviction reads the configuration node's running kubelet uses (its
 // configz, through the API server's proxy to the node) and fails unless
-// its evictionHard is EvictionHard and image garbage collection starts
-// only on a full disk: what the kubelet made of the config and its
-// drop-ins, not what the files say.
+// its evictionHard is EvictionHard, image garbage collection starts only
+// on a full disk and it syncs pods every SyncFrequency: what the kubelet
+// made of the config and its drop-ins, not what the files say.
 func CheckEviction(ctx context.Context, cs kubernetes.Interface, node string) error {
 	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "configz").DoRaw(ctx)
 	if err != nil {
@@ -61,6 +70,7 @@ func CheckEviction(ctx context.Context, cs kubernetes.Interface, node string) er
 			EvictionHard map[string]string `json:"evictionHard"`
 			GCHigh       int               `json:"imageGCHighThresholdPercent"`
 			GCLow        int               `json:"imageGCLowThresholdPercent"`
+			Sync         string            `json:"syncFrequency"`
 		} `json:"kubeletconfig"`
 	}
 	if err := json.Unmarshal(raw, &z); err != nil {
@@ -72,6 +82,9 @@ func CheckEviction(ctx context.Context, cs kubernetes.Interface, node string) er
 	}
 	if kc.GCHigh != imageGCHigh || kc.GCLow != imageGCLow {
 		return fmt.Errorf("the kubelet of %s collects images from %d%% down to %d%%, want %d%% and %d%%", node, kc.GCHigh, kc.GCLow, imageGCHigh, imageGCLow)
+	}
+	if d, err := time.ParseDuration(kc.Sync); err != nil || d != SyncFrequency {
+		return fmt.Errorf("the kubelet of %s syncs its pods every %q, want %s", node, kc.Sync, SyncFrequency)
 	}
 	return nil
 }

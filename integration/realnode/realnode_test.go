@@ -263,7 +263,7 @@ func TestForThisMachineChangesOnlyWhatThisMachineNeeds(t *testing.T) {
 		}
 	}
 	allowed := map[string]bool{"failCgroupV1": true, "cgroupDriver": true, "cgroupRoot": true, "resolvConf": true,
-		"evictionHard": true, "imageGCHighThresholdPercent": true, "imageGCLowThresholdPercent": true}
+		"evictionHard": true, "imageGCHighThresholdPercent": true, "imageGCLowThresholdPercent": true, "syncFrequency": true}
 	for k := range changed {
 		if !allowed[k] {
 			t.Errorf("%s changed: %v -> %v", k, before[k], after[k])
