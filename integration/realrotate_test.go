@@ -344,6 +344,7 @@ func TestRealKubeletCARotation(t *testing.T) {
 		}
 	}
 	t.Logf("ca-rotation on 1 controller + 2 workers, real kubelets: %s in all; %s", total.Round(time.Second), strings.Join(times, ", "))
+	t.Logf("the controller's stages:%s", runStepTimes(ctx, rc.name+"/node/"+ctl.node.Name))
 	cs = kubeClient(t, rc.kubeconfig)
 
 	t.Run("served certificates chain to the new CAs only", func(t *testing.T) {

@@ -1,10 +1,19 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"kedge.dev/kedge/workflows"
 )
 
 // sharedScope is what a world shared by several tests is built with: a
@@ -94,4 +103,48 @@ func (s *sharedScope) close() {
 	for i := len(fs) - 1; i >= 0; i-- {
 		fs[i]()
 	}
+}
+
+// runStepTimes says where a node runbook's time went: every run under
+// id (a node's runs share its lock's ID), oldest first, with its steps
+// that took over a second. For the log of a slow test; an error is told,
+// never fatal.
+func runStepTimes(ctx context.Context, id string) string {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var runs []*workflowpb.WorkflowExecutionInfo
+	var token []byte
+	for {
+		resp, err := world.client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query: fmt.Sprintf("WorkflowId = '%s'", id), NextPageToken: token})
+		if err != nil {
+			return fmt.Sprintf("runs of %s: %v", id, err)
+		}
+		runs = append(runs, resp.Executions...)
+		if token = resp.NextPageToken; len(token) == 0 {
+			break
+		}
+	}
+	slices.SortFunc(runs, func(a, b *workflowpb.WorkflowExecutionInfo) int {
+		return a.GetStartTime().AsTime().Compare(b.GetStartTime().AsTime())
+	})
+	var b strings.Builder
+	for _, r := range runs {
+		fmt.Fprintf(&b, "\n%s %s:", r.GetType().GetName(), r.GetStartTime().AsTime().Format(time.TimeOnly))
+		v, err := world.client.QueryWorkflow(ctx, id, r.GetExecution().GetRunId(), workflows.ProgressQuery)
+		var p workflows.Progress
+		if err == nil {
+			err = v.Get(&p)
+		}
+		if err != nil {
+			fmt.Fprintf(&b, " %v", err)
+			continue
+		}
+		for _, s := range p.Steps {
+			if s.StartedAt != nil && s.EndedAt != nil && s.EndedAt.Sub(*s.StartedAt) > time.Second {
+				fmt.Fprintf(&b, " %s %s", s.ID, s.EndedAt.Sub(*s.StartedAt).Round(time.Second))
+			}
+		}
+	}
+	return b.String()
 }
