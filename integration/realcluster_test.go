@@ -138,11 +138,11 @@ func sharedRealCluster(t *testing.T, tools string) *realCluster {
 	return realShared.rc
 }
 
-// closeSharedRealCluster stops the shared cluster's nodes: its last test
-// is over.
-func closeSharedRealCluster() {
+// closeSharedRealCluster stops the shared cluster's nodes: t, its last
+// test, is over, and fails if the teardown leaves anything behind.
+func closeSharedRealCluster(t *testing.T) {
 	if realShared.scope != nil {
-		realShared.scope.close()
+		realShared.scope.close(t)
 	}
 	realShared.err = fmt.Errorf("the shared real cluster was stopped after its last test")
 }

@@ -253,7 +253,7 @@ func TestRealKubeletCARotation(t *testing.T) {
 	// cluster CA. The rotation replaces its CAs: no other test may use it
 	// after this one.
 	rc, _ := renewedRealCluster(t, tools)
-	defer closeSharedRealCluster()
+	defer closeSharedRealCluster(t)
 	nodes, ctl, inv := rc.nodes, rc.ctl, rc.inventory
 	for _, n := range nodes {
 		if err := n.node.Import(ctx, client); err != nil {

@@ -26,7 +26,8 @@ type sharedScope struct {
 	name string
 
 	mu       sync.Mutex
-	ended    bool // the building test is over
+	ended    bool       // the building test is over
+	closer   testing.TB // the test closing the world, while it does
 	cleanups []func()
 	closed   bool
 }
@@ -40,7 +41,7 @@ func newSharedScope(t *testing.T, name string) *sharedScope {
 		s.ended = true
 		s.mu.Unlock()
 	})
-	world.cleanups = append(world.cleanups, s.close)
+	world.cleanups = append(world.cleanups, func() { s.close(nil) })
 	return s
 }
 
@@ -60,49 +61,66 @@ func (s *sharedScope) TempDir() string {
 	return dir
 }
 
-// over says whether the building test has ended: testing panics on a
-// log of a finished test.
-func (s *sharedScope) over() bool {
+// reporter is the test that hears what the world says now: the building
+// test while it runs, then the one closing it; nil when neither (at the
+// package's end): testing panics on a log of a finished test.
+func (s *sharedScope) reporter() testing.TB {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.ended
+	switch {
+	case !s.ended:
+		return s.T
+	case s.closer != nil:
+		return s.closer
+	}
+	return nil
 }
 
 func (s *sharedScope) Logf(format string, args ...any) {
-	if s.over() {
+	r := s.reporter()
+	if r == nil {
 		fmt.Fprintf(os.Stderr, "%s: %s\n", s.name, fmt.Sprintf(format, args...))
 		return
 	}
-	s.T.Helper()
-	s.T.Logf(format, args...)
+	r.Helper()
+	r.Logf(format, args...)
 }
 
 func (s *sharedScope) Log(args ...any) { s.Logf("%s", fmt.Sprint(args...)) }
 
+// Errorf fails the building test while it runs, then the test closing
+// the world (a teardown that leaves something behind fails it); at the
+// package's end it fails the package (world.teardownFailed).
 func (s *sharedScope) Errorf(format string, args ...any) {
-	if s.over() {
+	r := s.reporter()
+	if r == nil {
 		fmt.Fprintf(os.Stderr, "%s: error: %s\n", s.name, fmt.Sprintf(format, args...))
+		world.teardownFailed = true
 		return
 	}
-	s.T.Helper()
-	s.T.Errorf(format, args...)
+	r.Helper()
+	r.Errorf(format, args...)
 }
 
 func (s *sharedScope) Error(args ...any) { s.Errorf("%s", fmt.Sprint(args...)) }
 
-// close runs the cleanups, once.
-func (s *sharedScope) close() {
+// close runs the cleanups, once; what they report goes to t (nil at the
+// package's end).
+func (s *sharedScope) close(t testing.TB) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return
 	}
-	s.closed = true
+	s.closed, s.closer = true, t
 	fs := s.cleanups
 	s.mu.Unlock()
 	for i := len(fs) - 1; i >= 0; i-- {
 		fs[i]()
 	}
+	s.mu.Lock()
+	s.closer = nil
+	s.mu.Unlock()
 }
 
 // runStepTimes says where a node runbook's time went: every run under
@@ -147,4 +165,46 @@ func runStepTimes(ctx context.Context, id string) string {
 		}
 	}
 	return b.String()
+}
+
+// errorRecorder is a test that keeps what it is told to fail with.
+type errorRecorder struct {
+	*testing.T
+	errs []string
+}
+
+func (r *errorRecorder) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+// A shared world outlives the test that builds it: its cleanups run when
+// its last test closes it, last registered first, and a teardown that
+// leaves something behind fails that test, not a finished one.
+func TestSharedScopeClosesOnItsLastTestAndFailsIt(t *testing.T) {
+	var s *sharedScope
+	var order []string
+	t.Run("builds", func(t *testing.T) {
+		s = newSharedScope(t, "scope-test")
+		dir := s.TempDir()
+		s.Cleanup(func() { order = append(order, "first") })
+		s.Cleanup(func() {
+			if _, err := os.Stat(dir); err != nil {
+				s.Errorf("the temp dir went with the building test: %v", err)
+			}
+			order = append(order, "second")
+			s.Errorf("left behind: %s", "a process")
+		})
+	})
+	if len(order) != 0 {
+		t.Fatalf("the cleanups ran when the building test ended: %v", order)
+	}
+	last := &errorRecorder{T: t}
+	s.close(last)
+	s.close(last) // once
+	if strings.Join(order, ",") != "second,first" {
+		t.Errorf("cleanups ran %v, want the last registered first, once", order)
+	}
+	if len(last.errs) != 1 || last.errs[0] != "left behind: a process" {
+		t.Errorf("the closing test was told %q, want the teardown's one failure", last.errs)
+	}
 }

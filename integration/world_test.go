@@ -54,6 +54,9 @@ var world struct {
 		prefixes []string
 	}
 	cleanups []func()
+	// teardownFailed: a shared world closed at the package's end left
+	// something behind (sharedScope.Errorf): the package fails.
+	teardownFailed bool
 }
 
 const labHosts = 3
@@ -72,6 +75,10 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "integration world:", err)
 		os.Exit(1)
+	}
+	if world.teardownFailed && code == 0 {
+		fmt.Fprintln(os.Stderr, "integration world: a shared world's teardown failed (above)")
+		code = 1
 	}
 	os.Exit(code)
 }
