@@ -337,13 +337,7 @@ func TestRealKubeletCARotation(t *testing.T) {
 	if pr.State != workflows.StateSucceeded {
 		t.Fatalf("ca-rotation: %s\n%+v", pr.State, pr)
 	}
-	var times []string
-	for _, s := range pr.Steps {
-		if s.StartedAt != nil && s.EndedAt != nil && s.EndedAt.Sub(*s.StartedAt) > time.Second {
-			times = append(times, fmt.Sprintf("%s %s", s.ID, s.EndedAt.Sub(*s.StartedAt).Round(time.Second)))
-		}
-	}
-	t.Logf("ca-rotation on 1 controller + 2 workers, real kubelets: %s in all; %s", total.Round(time.Second), strings.Join(times, ", "))
+	t.Logf("ca-rotation on 1 controller + 2 workers, real kubelets: %s in all; %s", total.Round(time.Second), slowSteps(pr))
 	t.Logf("the controller's stages:%s", runStepTimes(ctx, rc.name+"/node/"+ctl.node.Name))
 	cs = kubeClient(t, rc.kubeconfig)
 

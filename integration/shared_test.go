@@ -158,13 +158,21 @@ func runStepTimes(ctx context.Context, id string) string {
 			fmt.Fprintf(&b, " %v", err)
 			continue
 		}
-		for _, s := range p.Steps {
-			if s.StartedAt != nil && s.EndedAt != nil && s.EndedAt.Sub(*s.StartedAt) > time.Second {
-				fmt.Fprintf(&b, " %s %s", s.ID, s.EndedAt.Sub(*s.StartedAt).Round(time.Second))
-			}
-		}
+		fmt.Fprintf(&b, " %s", slowSteps(p))
 	}
 	return b.String()
+}
+
+// slowSteps is "ID DURATION" of each of a run's steps that took over a
+// second, comma-separated: where its time went.
+func slowSteps(p workflows.Progress) string {
+	var times []string
+	for _, s := range p.Steps {
+		if s.StartedAt != nil && s.EndedAt != nil && s.EndedAt.Sub(*s.StartedAt) > time.Second {
+			times = append(times, fmt.Sprintf("%s %s", s.ID, s.EndedAt.Sub(*s.StartedAt).Round(time.Second)))
+		}
+	}
+	return strings.Join(times, ", ")
 }
 
 // errorRecorder is a test that keeps what it is told to fail with.

@@ -599,13 +599,7 @@ func TestCARotationOnTyphoonCluster(t *testing.T) {
 	}
 	total := time.Since(began)
 	pr, _ := queryProgress(id)
-	var times []string
-	for _, s := range pr.Steps {
-		if s.StartedAt != nil && s.EndedAt != nil && s.EndedAt.Sub(*s.StartedAt) > time.Second {
-			times = append(times, fmt.Sprintf("%s %s", s.ID, s.EndedAt.Sub(*s.StartedAt).Round(time.Second)))
-		}
-	}
-	t.Logf("ca-rotation on 3 controllers + %d nodes: %s in all; %s", len(typhoonNodesNow(t, cs)), total.Round(time.Second), strings.Join(times, ", "))
+	t.Logf("ca-rotation on 3 controllers + %d nodes: %s in all; %s", len(typhoonNodesNow(t, cs)), total.Round(time.Second), slowSteps(pr))
 	// The new CA's key, the service-account key and every reissued key
 	// went through the run sealed: no history holds one in plain text.
 	ids := []string{id}
