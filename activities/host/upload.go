@@ -29,6 +29,10 @@ type bundleProgress struct {
 // uploadChunk is how much of a bundle is written between heartbeats.
 var uploadChunk = 256 << 10
 
+// uploadWrote, set by tests, is told each range of a bundle written to a
+// host (heartbeats are throttled: they cannot show every write).
+var uploadWrote func(off, end int64)
+
 // uploadBundle puts archive at bundle on the host, through bundle.part,
 // heartbeating how much is written. What a lost attempt wrote is kept
 // when the host's copy hashes the same.
@@ -70,6 +74,9 @@ func (a *Activities) uploadBundle(ctx context.Context, t sshpool.Target, bundle 
 			end := min(off+int64(uploadChunk), int64(len(archive)))
 			if _, err := f.Write(archive[off:end]); err != nil {
 				return err
+			}
+			if uploadWrote != nil {
+				uploadWrote(off, end)
 			}
 			off = end
 			if activity.IsActivity(ctx) {
