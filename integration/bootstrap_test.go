@@ -65,7 +65,7 @@ func bootLab(t *testing.T) (*testhosts.Lab, string) {
 		labels: map[string]string{"boot-4": "node.kubernetes.io/pool=edge"},
 	}, func(l *testhosts.Lab) {
 		bootstrapped.lab = l
-		world.cleanups = append(world.cleanups, closeBootstrapped)
+		atWorldEnd(closeBootstrapped)
 	})
 }
 

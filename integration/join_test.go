@@ -45,7 +45,7 @@ func joinLab(t *testing.T) *testhosts.Lab {
 			return
 		}
 		joinWorld.lab = l
-		world.cleanups = append(world.cleanups, func() { _ = l.Close() })
+		atWorldEnd(func() { _ = l.Close() })
 		for _, h := range l.Hosts {
 			if err := h.WriteFile("/etc/kedge-lab/images", []byte("quay.io/poseidon/kubelet /usr/local/sbin/kubelet-sim\n"), 0o644); err != nil {
 				joinWorld.err = err

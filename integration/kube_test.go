@@ -43,7 +43,7 @@ func kubeLab(t testing.TB) (*controlplane.ControlPlane, string) {
 		if kubeWorld.err != nil {
 			return
 		}
-		world.cleanups = append(world.cleanups, func() { _ = kubeWorld.cp.Stop() })
+		atWorldEnd(func() { _ = kubeWorld.cp.Stop() })
 		inv := labInventory(world.lab, world.lab.KnownHostsFile)
 		inv = strings.Replace(inv, "controllers:\n", "kubernetes:\n  kubeconfig: "+kubeWorld.cp.AdminKubeconfig+"\ncontrollers:\n", 1)
 		kubeWorld.inventory = filepath.Join(dir, "inventory.yaml")
@@ -417,7 +417,7 @@ func fiveWorkers(t *testing.T) (*controlplane.ControlPlane, *testhosts.Lab, stri
 			return
 		}
 		five.lab = l
-		world.cleanups = append(world.cleanups, func() { _ = l.Close() })
+		atWorldEnd(func() { _ = l.Close() })
 		text := strings.Replace(lab.Inventory("five", l, l.KnownHostsFile), "controllers:\n", "kubernetes:\n  kubeconfig: "+cp.AdminKubeconfig+"\ncontrollers:\n", 1)
 		text = strings.ReplaceAll(text, "name: worker-", "name: five-worker-")
 		five.inventory = filepath.Join(dir, "inventory.yaml")

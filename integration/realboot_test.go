@@ -31,6 +31,7 @@ import (
 // network is on it. cert-renewal with everything due then renews every
 // served certificate from the same CAs while the cluster keeps working.
 func TestRealKubeletBootstrapAndCertRenewal(t *testing.T) {
+	realLane.join(t)
 	tools := realKubeletTools(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()

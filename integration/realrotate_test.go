@@ -244,6 +244,7 @@ func podReady(p *corev1.Pod) bool {
 // the pods are the same and Ready, the token from before the drop is
 // refused and the one from after accepted.
 func TestRealKubeletCARotation(t *testing.T) {
+	realLane.join(t)
 	tools := realKubeletTools(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Minute)
 	defer cancel()

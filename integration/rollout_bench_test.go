@@ -95,7 +95,7 @@ func fiftyNodes(b *testing.B) (string, []string) {
 			return
 		}
 		swapLab.lab = l
-		world.cleanups = append(world.cleanups, func() { _ = l.Close() })
+		atWorldEnd(func() { _ = l.Close() })
 		text := strings.Replace(lab.Inventory("fifty", l, l.KnownHostsFile), "controllers:\n", "kubernetes:\n  kubeconfig: "+cp.AdminKubeconfig+"\ncontrollers:\n", 1)
 		text = strings.ReplaceAll(text, "name: worker-", "name: fifty-worker-")
 		swapLab.inventory = filepath.Join(dir, "inventory.yaml")

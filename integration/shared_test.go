@@ -41,7 +41,7 @@ func newSharedScope(t *testing.T, name string) *sharedScope {
 		s.ended = true
 		s.mu.Unlock()
 	})
-	world.cleanups = append(world.cleanups, func() { s.close(nil) })
+	atWorldEnd(func() { s.close(nil) })
 	return s
 }
 
@@ -95,7 +95,7 @@ func (s *sharedScope) Errorf(format string, args ...any) {
 	r := s.reporter()
 	if r == nil {
 		fmt.Fprintf(os.Stderr, "%s: error: %s\n", s.name, fmt.Sprintf(format, args...))
-		world.teardownFailed = true
+		world.teardownFailed.Store(true)
 		return
 	}
 	r.Helper()

@@ -35,6 +35,7 @@ import (
 // running as 65534; a service-account token issued before is still
 // accepted; etcd and every node stay healthy.
 func TestAdoptTyphoonAndRenewInPlace(t *testing.T) {
+	typhoonLane.join(t)
 	typhoonWorld(t)
 	t.Cleanup(func() {
 		if t.Failed() {

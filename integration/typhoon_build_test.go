@@ -107,12 +107,12 @@ func buildTyphoon(t *testing.T, w *typhoonLab) error {
 			controllers = append(controllers, typhoon.Host{Name: h.name, Domain: typhoonFQDN(h.name), Flavor: h.flavor, Controller: true})
 		}
 	}
-	l, err := testhosts.Start(ctx, testhosts.Options{Count: len(all), Names: all, BaseIP: "127.0.45.", Dir: filepath.Join(dir, "hosts")})
+	l, err := testhosts.Start(ctx, testhosts.Options{Count: len(all), Names: all, BaseIP: w.baseIP, Dir: filepath.Join(dir, "hosts")})
 	if err != nil {
 		return err
 	}
 	w.lab = l
-	world.cleanups = append(world.cleanups, w.close)
+	atWorldEnd(w.close)
 	var etcdServers []string
 	for _, c := range controllers {
 		etcdServers = append(etcdServers, c.Domain)
@@ -536,6 +536,7 @@ func (r *runtimeRaw) UnmarshalJSON(b []byte) error {
 // hosts' domains, and the OS's units Typhoon's config enables run
 // (containerd on Fedora CoreOS, docker on Flatcar).
 func TestTyphoonWorldAsTyphoonBuildsIt(t *testing.T) {
+	typhoonLane.join(t)
 	typhoonWorld(t)
 	ctx := t.Context()
 	for i, h := range typhoonBuilt.lab.Hosts {

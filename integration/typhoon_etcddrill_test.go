@@ -39,6 +39,7 @@ var kubernetesKeys = []string{"/registry/namespaces/default", "/registry/namespa
 // (EtcdSnapshotInvalid). Scheduled weekly as the README's team setup
 // does, a triggered run of the drill succeeds.
 func TestEtcdRestoreDrillOnTyphoonCluster(t *testing.T) {
+	typhoonLane.join(t)
 	typhoonWorld(t)
 	adoptTyphoon(t)
 	ctx := t.Context()

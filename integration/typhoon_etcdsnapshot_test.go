@@ -42,6 +42,7 @@ var boltMagic = []byte{0xed, 0xda, 0x0c, 0xed}
 // refused before anything is stored, and so is any snapshot with
 // requireHealthy; one without a member named comes from a healthy one.
 func TestEtcdSnapshotOnTyphoonCluster(t *testing.T) {
+	typhoonLane.join(t)
 	typhoonWorld(t)
 	adoptTyphoon(t)
 	ctx := t.Context()

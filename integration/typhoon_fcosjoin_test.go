@@ -44,6 +44,7 @@ var fcosHostFiles = []string{
 // the inventory's labels and taint only, again after a reboot. A
 // controller as the reference is refused before anything changes.
 func TestNodeJoinFCOSOnTyphoonCluster(t *testing.T) {
+	typhoonLane.join(t)
 	typhoonWorld(t)
 	cs, ctx := typhoonBuilt.client, t.Context()
 	ref, h := typhoonHost(t, fcosReference), typhoonHost(t, fcosSpare)

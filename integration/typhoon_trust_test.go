@@ -311,6 +311,7 @@ func must[T any](v T, err error) T {
 // is the one from before, and the cluster is healthy: etcd's 3 members,
 // every Node Ready, a token from before still accepted.
 func TestCARotationAbortedOnTyphoonCluster(t *testing.T) {
+	typhoonLane.join(t)
 	typhoonWorld(t)
 	adoptTyphoon(t)
 	ctx := t.Context()
@@ -514,6 +515,7 @@ exec /bin/mv "$@"
 // from after accepted. No API server was out for longer than a restart,
 // and one always answered.
 func TestCARotationOnTyphoonCluster(t *testing.T) {
+	typhoonLane.join(t)
 	typhoonWorld(t)
 	adoptTyphoon(t)
 	t.Cleanup(func() {
@@ -600,6 +602,7 @@ func TestCARotationOnTyphoonCluster(t *testing.T) {
 	total := time.Since(began)
 	pr, _ := queryProgress(id)
 	t.Logf("ca-rotation on 3 controllers + %d nodes: %s in all; %s", len(typhoonNodesNow(t, cs)), total.Round(time.Second), slowSteps(pr))
+	t.Logf("tyc1's stages:%s", runStepTimes(ctx, typhoonCluster+"/node/tyc1"))
 	// The new CA's key, the service-account key and every reissued key
 	// went through the run sealed: no history holds one in plain text.
 	ids := []string{id}

@@ -34,14 +34,16 @@ import (
 // kube-apiserver, controller-manager and scheduler), and two workers
 // (Flatcar, Fedora CoreOS). Every kubelet runs from Typhoon's own
 // kubelet.service, started by kubelet.path.
-var typhoonBuilt = &typhoonLab{name: typhoonCluster, dir: "typhoon", hosts: typhoonHosts}
+var typhoonBuilt = &typhoonLab{name: typhoonCluster, dir: "typhoon", hosts: typhoonHosts, baseIP: "127.0.45."}
 
 // typhoonLab is one Typhoon world: the shared one (typhoonBuilt), or
 // one a disaster-recovery test builds for itself (typhoonDRWorld).
 type typhoonLab struct {
 	// name is the cluster's name (the inventory's, Vault's paths); dir
-	// the world's directory under world.dir; hosts what it is built of.
+	// the world's directory under world.dir; hosts what it is built of,
+	// from baseIP+1 on.
 	name, dir  string
+	baseIP     string
 	hosts      []typhoonHostSpec
 	once       sync.Once
 	lab        *testhosts.Lab
@@ -127,6 +129,7 @@ func typhoonHost(t *testing.T, name string) *testhosts.Host {
 // reports the version the image holds; each node's image was pulled
 // before its cordon; the control plane and etcd keep serving.
 func TestKubeletImageSwapOnTyphoonCluster(t *testing.T) {
+	typhoonLane.join(t)
 	typhoonWorld(t)
 	cs := typhoonBuilt.client
 	const image = "quay.io/poseidon/kubelet:v1.35.6-amd64"
@@ -184,6 +187,7 @@ func TestKubeletImageSwapOnTyphoonCluster(t *testing.T) {
 // inventory's labels beside Typhoon's, and comes back after its units
 // restart (a reboot). A controller is refused before anything changes.
 func TestNodeJoinOnTyphoonCluster(t *testing.T) {
+	typhoonLane.join(t)
 	typhoonWorld(t)
 	cs := typhoonBuilt.client
 	ctx := t.Context()
@@ -342,6 +346,7 @@ func TestNodeJoinOnTyphoonCluster(t *testing.T) {
 // and the API stay healthy. Removing it again succeeds and changes
 // nothing.
 func TestNodeRemoveOnTyphoonCluster(t *testing.T) {
+	typhoonLane.join(t)
 	typhoonWorld(t)
 	// The last test of the Typhoon world (it removes nodes): its 3
 	// control planes stop with it rather than run beside later tests.

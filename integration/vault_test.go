@@ -45,7 +45,7 @@ func labVault(t testing.TB) (*vaultlab.Vault, string) {
 		if vaultWorld.err != nil {
 			return
 		}
-		world.cleanups = append(world.cleanups, vaultWorld.v.Stop)
+		atWorldEnd(vaultWorld.v.Stop)
 		vaultWorld.tokenFile = filepath.Join(dir, "token")
 		vaultWorld.err = os.WriteFile(vaultWorld.tokenFile, []byte(vaultWorld.v.Token+"\n"), 0o600)
 	})

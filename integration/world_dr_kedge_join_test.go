@@ -27,6 +27,7 @@ import (
 // node at its address, and one with an item that is no member's, are
 // refused naming the field, before the host is changed.
 func TestControllerJoinKedge(t *testing.T) {
+	kedgeHALane.join(t)
 	w := kedgeHAWorld(t)
 	kha1, kha3, spare := w.controllers[0], w.controllers[2], w.spare
 	inv := w.controllerInventory(t, "kha-3")

@@ -27,6 +27,7 @@ import (
 // etcd has 3 healthy members (kha-1, kha-3, kha-5), kha-5's API server
 // answers at its own address and its Node is Ready as a controller.
 func TestControllerReplaceOnKedgeLayout(t *testing.T) {
+	kedgeHALane.join(t)
 	w := kedgeHAWorld(t)
 	ctx := t.Context()
 	kha1, kha2, kha3, spare := w.controllers[0], w.controllers[1], w.controllers[2], w.spare

@@ -19,6 +19,7 @@ import (
 // restores it into a throwaway etcd holding the Secret. A second
 // snapshot with keepLast 1 deletes the first.
 func TestEtcdSnapshotOnKedgeLayout(t *testing.T) {
+	kedgeHALane.join(t)
 	w := kedgeHAWorld(t)
 	canary := writeSecret(t, w.client, "kedge-layout-canary")
 	key := "/registry/secrets/default/kedge-layout-canary"

@@ -46,12 +46,12 @@ var kedgeHABuilt atomic.Int32
 
 // kedgeHAWorld bootstraps a kedgeHA world for the calling test alone and
 // stops its hosts (and everything they run) when the test ends, failed
-// or not. The shared worlds are stopped first: their API servers and
-// etcd members bind ports this one needs.
+// or not. Its addresses are kedgeHALane's. The bootstrapped cluster
+// (which binds :6443 on every address) is stopped first: its tests run
+// before any lane's, so only a -run that picks this test alone finds it.
 func kedgeHAWorld(t *testing.T) *kedgeHA {
 	t.Helper()
 	closeBootstrapped()
-	closeTyphoon()
 	n := kedgeHABuilt.Add(1)
 	w := &kedgeHA{cluster: fmt.Sprintf("kedge-ha-%d", n)}
 	spec := kedgeLabSpec{cluster: w.cluster, dir: w.cluster, baseIP: "127.0.61.",
@@ -193,6 +193,7 @@ func loopbackListeners(t *testing.T) []string {
 // named for the controllers, every Node Ready, no control-plane listener
 // on loopback or every address, the spare bare and reachable.
 func TestKedgeHAWorld(t *testing.T) {
+	kedgeHALane.join(t)
 	w := kedgeHAWorld(t)
 	if got := memberNames(w.members(t, w.controllers[0])); !slices.Equal(got, []string{"kha-1", "kha-2", "kha-3"}) {
 		t.Errorf("etcd members: %v", got)

@@ -127,6 +127,7 @@ func apiThrough(t *testing.T, w *typhoonLab, name string) kubernetes.Interface {
 // Ready, also after tyc4 reboots. Last, tyc3 (a live controller) as the
 // new host is refused.
 func TestControllerReplaceOnTyphoonCluster(t *testing.T) {
+	typhoonDRLane.join(t)
 	w := typhoonDRWorld(t, "typhoon-replace")
 	ctx := t.Context()
 	t.Cleanup(func() {

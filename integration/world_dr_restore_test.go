@@ -78,6 +78,7 @@ func hostPath(h *testhosts.Host, path string) string {
 // a snapshot after it lost its quorum (restoreAfterQuorumLost), its
 // members stopped with their units.
 func TestEtcdRestoreOnTyphoonCluster(t *testing.T) {
+	typhoonDRLane.join(t)
 	w := typhoonDRWorld(t, "typhoon-restore")
 	inv, _ := localBackupsInventory(t, w.inventory)
 	t.Cleanup(func() {
@@ -100,6 +101,7 @@ func TestEtcdRestoreOnTyphoonCluster(t *testing.T) {
 // deleted; the kubelet starts them again, and they refuse to bootstrap a
 // member the survivor knows.
 func TestEtcdRestoreOnKedgeLayout(t *testing.T) {
+	kedgeHALane.join(t)
 	w := kedgeHAWorld(t)
 	inv, _ := localBackupsInventory(t, w.inventory)
 	restoreAfterQuorumLost(t, restoreCase{inv: inv, client: w.client, controllers: w.controllers,

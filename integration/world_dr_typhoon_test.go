@@ -13,9 +13,9 @@ import (
 
 // Disaster-recovery tests break their cluster (members killed, data
 // directories deleted, a controller's host lost): each builds a world of
-// its own and stops it at its end. Their files are named world_dr_* so
-// that they run after every test of the shared worlds, which they stop
-// first (both bind ports the new world needs).
+// its own and stops it at its end. The worlds of one kind share their
+// addresses, so their tests run in one lane (typhoonDRLane,
+// kedgeHALane), beside the shared worlds' lanes.
 
 // typhoonDRHosts are a disaster-recovery Typhoon world's hosts: the
 // shared world's, and a spare controller, tyc4: a machine Typhoon's
@@ -25,12 +25,12 @@ var typhoonDRHosts = append(slices.Clone(typhoonHosts), typhoonHostSpec{"tyc4", 
 // typhoonDRWorld builds a Typhoon world for the calling test alone, as
 // buildTyphoon builds the shared one (3 controllers with real etcd
 // members, 2 workers, the spares) under the cluster name name, and
-// adopts it into Vault. It is stopped when the test ends, failed or not.
+// adopts it into Vault, on typhoonDRLane's addresses (the shared world's
+// lane runs beside it). It is stopped when the test ends, failed or not.
 func typhoonDRWorld(t *testing.T, name string) *typhoonLab {
 	t.Helper()
 	closeBootstrapped()
-	closeTyphoon()
-	w := &typhoonLab{name: name, dir: "typhoon-" + name, hosts: typhoonDRHosts}
+	w := &typhoonLab{name: name, dir: "typhoon-" + name, hosts: typhoonDRHosts, baseIP: "127.0.47."}
 	t.Cleanup(w.close)
 	began := time.Now()
 	if err := buildTyphoon(t, w); err != nil {
@@ -57,6 +57,7 @@ func (w *typhoonLab) host(t *testing.T, name string) *testhosts.Host {
 // its three etcd members healthy, its spare controller reachable and
 // bare, its inventory naming its own cluster.
 func TestTyphoonDRWorld(t *testing.T) {
+	typhoonDRLane.join(t)
 	w := typhoonDRWorld(t, "typhoon-dr-check")
 	if got := w.etcdMembersVia(t, "tyc1"); !slices.Equal(got, []string{"tyc1", "tyc2", "tyc3"}) {
 		t.Fatalf("etcd members: %v", got)

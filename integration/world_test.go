@@ -10,8 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,16 +55,44 @@ var world struct {
 		sync.Mutex
 		prefixes []string
 	}
-	cleanups []func()
+	// cleanups run at the package's end, after every test (atWorldEnd).
+	cleanupsMu sync.Mutex
+	cleanups   []func()
 	// teardownFailed: a shared world closed at the package's end left
 	// something behind (sharedScope.Errorf): the package fails.
-	teardownFailed bool
+	teardownFailed atomic.Bool
+}
+
+// atWorldEnd has f run at the package's end (or when the watchdog ends a
+// hung run), after every test; safe from tests running side by side.
+func atWorldEnd(f func()) {
+	world.cleanupsMu.Lock()
+	defer world.cleanupsMu.Unlock()
+	world.cleanups = append(world.cleanups, f)
+}
+
+// worldCleanups runs what atWorldEnd was given, in the order given.
+func worldCleanups() {
+	world.cleanupsMu.Lock()
+	fs := world.cleanups
+	world.cleanupsMu.Unlock()
+	for _, f := range fs {
+		f()
+	}
 }
 
 const labHosts = 3
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// Every lane's tests at once (lane.join): fewer slots than lane tests
+	// could leave a lane's next test waiting for a slot that tests
+	// waiting for their turn in that lane hold.
+	if f := flag.Lookup("test.parallel"); f != nil {
+		if n, err := strconv.Atoi(f.Value.String()); err == nil && n < laneParallel {
+			_ = f.Value.Set(strconv.Itoa(laneParallel))
+		}
+	}
 	if testing.Short() {
 		fmt.Println("integration: skipped in -short mode")
 		os.Exit(0)
@@ -76,7 +106,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "integration world:", err)
 		os.Exit(1)
 	}
-	if world.teardownFailed && code == 0 {
+	if world.teardownFailed.Load() && code == 0 {
 		fmt.Fprintln(os.Stderr, "integration world: a shared world's teardown failed (above)")
 		code = 1
 	}
@@ -89,9 +119,7 @@ func watchdogTeardown() {
 	if fanOut.lab != nil {
 		_ = fanOut.lab.Close()
 	}
-	for _, f := range world.cleanups {
-		f()
-	}
+	worldCleanups()
 	if world.lab != nil {
 		_ = world.lab.Close()
 	}
@@ -169,9 +197,7 @@ func runWorld(m *testing.M) (int, error) {
 		if fanOut.lab != nil {
 			_ = fanOut.lab.Close()
 		}
-		for _, f := range world.cleanups {
-			f()
-		}
+		worldCleanups()
 	}()
 	world.inventory = filepath.Join(dir, "inventory.yaml")
 	if err := os.WriteFile(world.inventory, []byte(labInventory(world.lab, world.lab.KnownHostsFile)), 0o644); err != nil {

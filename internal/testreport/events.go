@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -27,7 +28,16 @@ type Result struct {
 	Test    string  `json:"test,omitempty"`
 	Seconds float64 `json:"seconds"`
 	Result  string  `json:"result"` // pass, fail, skip
+	// Waited is how long a parallel test waited for its turn in its lane
+	// (LaneWait), taken out of Seconds: the time the test itself took.
+	Waited float64 `json:"waitedSeconds,omitempty"`
 }
+
+// LaneWait is the line a test logs when it waited for the tests before it
+// in its lane (tests that share a world and run one at a time, beside
+// the other lanes), e.g. "waited 3m12.5s for its turn in lane typhoon".
+// The wait is not the test's own time: the report takes it out.
+var LaneWait = regexp.MustCompile(`: waited ([0-9a-zµ.]+) for its turn in lane [\w-]+$`)
 
 // Collector follows a run: it echoes what a non-verbose `go test` prints
 // and keeps each top-level test's and package's result.
@@ -40,13 +50,14 @@ type Collector struct {
 	tests    map[string]*Result  // "pkg\x00Test"
 	packages map[string]*Result  // by import path
 	held     map[string][]string // output of running tests, by key
+	waited   map[string]float64  // lane waits of running tests, by key
 	start    time.Time
 	end      time.Time
 }
 
 // NewCollector echoes to out.
 func NewCollector(out io.Writer) *Collector {
-	return &Collector{out: out, tests: map[string]*Result{}, packages: map[string]*Result{}, held: map[string][]string{}}
+	return &Collector{out: out, tests: map[string]*Result{}, packages: map[string]*Result{}, held: map[string][]string{}, waited: map[string]float64{}}
 }
 
 // Read follows a whole stream; lines that are not events (a tool's own
@@ -94,17 +105,25 @@ func (c *Collector) Feed(e Event) {
 		// Framing included: in a failing test it says which subtest
 		// printed what.
 		c.held[key] = append(c.held[key], e.Output)
+		if m := LaneWait.FindStringSubmatch(strings.TrimSpace(e.Output)); m != nil && !sub {
+			if d, err := time.ParseDuration(m[1]); err == nil {
+				c.waited[key] += d.Seconds()
+			}
+		}
 	case "pass", "fail", "skip":
 		if sub {
 			return
 		}
-		c.tests[key] = &Result{Package: e.Package, Test: e.Test, Seconds: e.Elapsed, Result: e.Action}
+		waited := min(c.waited[key], e.Elapsed)
+		r := &Result{Package: e.Package, Test: e.Test, Seconds: e.Elapsed - waited, Result: e.Action, Waited: waited}
+		c.tests[key] = r
 		if e.Action == "fail" {
 			fmt.Fprint(c.out, strings.Join(c.held[key], ""))
-		} else if c.Progress > 0 && e.Action == "pass" && e.Elapsed >= c.Progress.Seconds() {
-			fmt.Fprintf(c.out, "--- PASS: %s (%.1fs) %s\n", e.Test, e.Elapsed, e.Package)
+		} else if c.Progress > 0 && e.Action == "pass" && r.Seconds >= c.Progress.Seconds() {
+			fmt.Fprintf(c.out, "--- PASS: %s (%.1fs) %s\n", e.Test, r.Seconds, e.Package)
 		}
 		delete(c.held, key)
+		delete(c.waited, key)
 	}
 }
 

@@ -79,9 +79,14 @@ func (r Report) WriteText(w io.Writer, module string) error {
 		fmt.Fprintf(w, "%9.1f  %-6s  %s\n", p.Seconds, p.Result, short(p.Package))
 	}
 	fmt.Fprintf(w, "\n== %d slowest tests\n", len(r.Slowest))
-	fmt.Fprintf(w, "%9s  %-6s  %-50s  %s\n", "seconds", "result", "test", "package")
+	// waited: before its turn in its lane, not counted in seconds.
+	fmt.Fprintf(w, "%9s  %7s  %-6s  %-50s  %s\n", "seconds", "waited", "result", "test", "package")
 	for _, t := range r.Slowest {
-		fmt.Fprintf(w, "%9.1f  %-6s  %-50s  %s\n", t.Seconds, t.Result, t.Test, short(t.Package))
+		waited := ""
+		if t.Waited > 0 {
+			waited = fmt.Sprintf("%.1f", t.Waited)
+		}
+		fmt.Fprintf(w, "%9.1f  %7s  %-6s  %-50s  %s\n", t.Seconds, waited, t.Result, t.Test, short(t.Package))
 	}
 	for _, t := range r.OverGoal {
 		fmt.Fprintf(w, "over the %s goal: %s (%s) took %.1fs\n", Goal, t.Test, short(t.Package), t.Seconds)

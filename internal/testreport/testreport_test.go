@@ -223,3 +223,44 @@ func TestReportNamesTestsOverTheGoal(t *testing.T) {
 		t.Errorf("factor 2: %+v", r.OverGoal)
 	}
 }
+
+// A parallel test's wait for its turn in its lane is not its own time:
+// the report takes it out (and says it), so a budget holds the test to
+// what it takes, whatever ran before it in the lane.
+func TestLaneWaitIsNotTheTestsTime(t *testing.T) {
+	var out bytes.Buffer
+	c := NewCollector(&out)
+	c.Progress = time.Second
+	at := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
+	for _, e := range []Event{
+		{Time: at, Action: "run", Package: "p", Test: "TestLate"},
+		{Time: at, Action: "output", Package: "p", Test: "TestLate", Output: "    lane_test.go:40: waited 2m30.5s for its turn in lane typhoon\n"},
+		{Time: at, Action: "output", Package: "p", Test: "TestLate/sub", Output: "        x_test.go:9: waited 9m for its turn in lane other\n"},
+		{Time: at, Action: "pass", Package: "p", Test: "TestLate", Elapsed: 200.5},
+		{Time: at, Action: "run", Package: "p", Test: "TestPlain"},
+		{Time: at, Action: "output", Package: "p", Test: "TestPlain", Output: "    a_test.go:3: waited for nothing\n"},
+		{Time: at, Action: "pass", Package: "p", Test: "TestPlain", Elapsed: 3},
+	} {
+		c.Feed(e)
+	}
+	got := map[string]Result{}
+	for _, r := range c.Summary().Tests {
+		got[r.Test] = r
+	}
+	if r := got["TestLate"]; r.Seconds != 50 || r.Waited != 150.5 {
+		t.Errorf("TestLate: %+v, want 50 s of its own after 150.5 s waited (a subtest's line is not the test's wait)", r)
+	}
+	if r := got["TestPlain"]; r.Seconds != 3 || r.Waited != 0 {
+		t.Errorf("TestPlain: %+v", r)
+	}
+	if !strings.Contains(out.String(), "--- PASS: TestLate (50.0s) p") {
+		t.Errorf("progress line: %q", out.String())
+	}
+	var text bytes.Buffer
+	if err := NewReport(c.Summary(), nil, 1, 20).WriteText(&text, "m"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "     50.0    150.5  pass    TestLate") {
+		t.Errorf("table:\n%s", text.String())
+	}
+}
