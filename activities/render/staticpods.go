@@ -375,9 +375,14 @@ func staticPod(c component) *corev1.Pod {
 		requests[corev1.ResourceMemory] = resource.MustParse(c.memory)
 	}
 	if c.startup != nil {
-		// Give a slow first start (etcd replaying its log, the API
-		// server filling its caches) four minutes before liveness counts.
-		c.startup.FailureThreshold = 24
+		// Asked every 2 s from the start, a restarted component is
+		// Ready (and the rolling restart of a cert-renewal or a
+		// ca-rotation goes on to the next one) within 2 s of answering,
+		// not up to 20 s later as after kubeadm's 10 s delay and period;
+		// a slow first start (etcd replaying its log, the API server
+		// filling its caches) still gets four minutes before liveness
+		// counts.
+		c.startup.InitialDelaySeconds, c.startup.PeriodSeconds, c.startup.FailureThreshold = 0, 2, 120
 	}
 	var volumes []corev1.Volume
 	var mounts []corev1.VolumeMount
