@@ -100,6 +100,15 @@ func (r *receiver) wait(t *testing.T, within time.Duration, what string, match f
 	return got
 }
 
+// resultHead is the head of chat.follow's result post, the last it posts
+// for a run (its progress posts say "is running").
+var resultHead = regexp.MustCompile(`^\S+ \*[^*]+\* on \*[^*]+\* (succeeded|failed|was cancelled)`)
+
+// resultPost matches the result posted to path.
+func resultPost(path string) func(posted) bool {
+	return func(p posted) bool { return p.Path == path && resultHead.MatchString(p.Text) }
+}
+
 type syncLog struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -417,9 +426,7 @@ func TestWebhookSlackSwapKubeletOnALabCluster(t *testing.T) {
 	})
 
 	// The worker's chat.follow posts the result to the command's response_url.
-	final := c.recv.wait(t, 3*time.Minute, "the result posted to the response_url", func(p posted) bool {
-		return p.Path == "/commands/trigger-swap-1" && strings.Contains(p.Text, "kubelet-image-swap* on *lab* ")
-	})
+	final := c.recv.wait(t, 3*time.Minute, "the result posted to the response_url", resultPost("/commands/trigger-swap-1"))
 	t.Logf("posted: %s", final.Text)
 	for _, want := range []string{":white_check_mark: *kubelet-image-swap* on *lab* succeeded", "`workers` succeeded — 2 items: 2 succeeded", link, "started by slack:sre (U0SRE)"} {
 		if !strings.Contains(final.Text, want) {
@@ -457,9 +464,9 @@ func TestWebhookSlackSwapKubeletOnALabCluster(t *testing.T) {
 	} else if err := waitClosed(t, back, 3*time.Minute); err != nil {
 		t.Fatalf("the swap back failed: %v", err)
 	}
-	c.recv.wait(t, time.Minute, "the second swap's result", func(p posted) bool {
-		return p.Path == "/commands/trigger-swap-5" && strings.Contains(p.Text, "succeeded")
-	})
+	if p := c.recv.wait(t, time.Minute, "the second swap's result", resultPost("/commands/trigger-swap-5")); !strings.Contains(p.Text, " succeeded") {
+		t.Errorf("the second swap: %s", p.Text)
+	}
 }
 
 const flakyNode = `apiVersion: kedge/v1
@@ -583,9 +590,7 @@ func TestWebhookContinueButtonResumesAPausedRollout(t *testing.T) {
 	if len(d) != 1 || d[0].Decision != workflows.DecisionContinue || d[0].By != "slack:sre (U0SRE)" {
 		t.Errorf("the rollout's history records %+v, want one continue by slack:sre (U0SRE)", d)
 	}
-	final := c.recv.wait(t, time.Minute, "the result posted", func(p posted) bool {
-		return p.Path == "/commands/trigger-flaky" && strings.Contains(p.Text, "succeeded")
-	})
+	final := c.recv.wait(t, time.Minute, "the result posted", resultPost("/commands/trigger-flaky"))
 	if !strings.Contains(final.Text, "`nodes` succeeded — 2 items: 1 succeeded, 1 failed") {
 		t.Errorf("result: %s", final.Text)
 	}

@@ -218,6 +218,9 @@ func approveCommand() *cli.Command {
 			defer cl.Close()
 			p, err := runs.Progress(c.Context, cl, id, "")
 			if err != nil {
+				p, err = progressAgain(c.Context, cl, id, "", err)
+			}
+			if err != nil {
 				return failed("query %s: %v", id, err)
 			}
 			pause, err := choosePause(id, runs.FindPauses(c.Context, cl, p, id), decision, c.String("step"))

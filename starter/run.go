@@ -1,14 +1,17 @@
 package starter
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -148,10 +151,15 @@ func follow(c *cli.Context, cl client.Client, id, runID string) error {
 			return c.Context.Err()
 		}
 		p, err := runs.Progress(c.Context, cl, id, runID)
-		if err != nil {
-			if finished {
-				break
+		if err != nil && finished {
+			// Its end is known; what it did is read once more, from a
+			// worker that may be busy: never an exit without it.
+			p, err = progressAgain(c.Context, cl, id, runID, err)
+			if err != nil {
+				return cli.Exit(fmt.Sprintf("kedge: %s ended (%s), but its progress could not be read: %v", id, endedAs(runErr), err), ExitFailed)
 			}
+		}
+		if err != nil {
 			continue // not started yet, or a worker is not polling
 		}
 		runs.ExpandRollouts(c.Context, cl, &p, expanded)
@@ -173,4 +181,49 @@ func follow(c *cli.Context, cl client.Client, id, runID string) error {
 		fmt.Fprintf(c.App.Writer, "%s succeeded\n", id)
 	}
 	return nil
+}
+
+// busyReadFor bounds how long a run's progress is asked for again when a
+// query went unanswered where the command cannot go on without it (an
+// ended run's last view, a decision's pause): a query is answered by a
+// worker (replaying a closed run's history), which a busy one may be
+// slow to do.
+var busyReadFor, busyReadEvery = time.Minute, time.Second
+
+// progressAgain asks for a run's progress until a worker answers or
+// busyReadFor passes (err is the first attempt's error). Only a timeout
+// is asked again: a run that is not there, or a query refused, is told
+// at once.
+func progressAgain(ctx context.Context, cl client.Client, id, runID string, err error) (workflows.Progress, error) {
+	deadline := time.Now().Add(busyReadFor)
+	for time.Now().Before(deadline) && isTimeout(err) {
+		select {
+		case <-ctx.Done():
+			return workflows.Progress{}, ctx.Err()
+		case <-time.After(busyReadEvery):
+		}
+		var p workflows.Progress
+		if p, err = runs.Progress(ctx, cl, id, runID); err == nil {
+			return p, nil
+		}
+	}
+	return workflows.Progress{}, err
+}
+
+// endedAs says how a run ended, from its result's error.
+func endedAs(runErr error) string {
+	switch {
+	case runErr == nil:
+		return "succeeded"
+	case temporal.IsCanceledError(runErr):
+		return "cancelled"
+	}
+	return "failed: " + runs.RootMessage(runErr)
+}
+
+// isTimeout says whether a query went unanswered in time (the client's
+// deadline, or the server's for a worker to answer).
+func isTimeout(err error) bool {
+	var dl *serviceerror.DeadlineExceeded
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &dl)
 }

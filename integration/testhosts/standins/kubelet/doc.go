@@ -19,8 +19,8 @@
 //   - The node is NotReady (KubeletNotReady, "container runtime network
 //     not ready: ... cni plugin not initialized") until a valid CNI config
 //     (*.conf, *.conflist, *.json) is in /etc/cni/net.d, and only
-//     host-network pods run meanwhile; it is Ready at the next heartbeat
-//     after one appears.
+//     host-network pods run meanwhile; it posts Ready within a
+//     KEDGE_LAB_HEARTBEAT of one appearing.
 //
 //   - --config reads a KubeletConfiguration (kubelet.config.k8s.io/v1beta1):
 //     staticPodPath, podLogsDir, authentication (x509 clientCAFile,
@@ -34,7 +34,8 @@
 //
 //   - It registers its Node (--hostname-override, --node-ip, --node-labels,
 //     registerWithTaints or --register-with-taints, which replaces it),
-//     posts its status with heartbeats and a Lease,
+//     posts its status at start, when it changes and every 5 minutes,
+//     and renews its Lease every 10 s (the real kubelet's cadence),
 //     reports the version of the image it was started with (so an image
 //     swap shows), marks the pods scheduled to it Running and Ready, and
 //     completes the deletion of pods evicted from it.
@@ -60,7 +61,8 @@
 // Flags of the real kubelet it does not simulate are accepted and ignored.
 // Its own settings, for tests, are environment variables, not flags:
 // KEDGE_LAB_IMAGES (the image map), KEDGE_LAB_NODE_IP_FILE,
-// KEDGE_LAB_HEARTBEAT (how often the Node status is posted, 2s),
+// KEDGE_LAB_HEARTBEAT (how often it looks at its network, Node and pods,
+// 2s; what it posts follows the real kubelet's cadence),
 // KEDGE_LAB_CNI_CONF_DIR (/etc/cni/net.d) and KEDGE_LAB_HOST_MOUNT_NS (the
 // mount namespace static pods run in: /proc/1/ns/mnt when readable, else
 // the simulator's own; "none" for the simulator's own).

@@ -8,6 +8,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +29,10 @@ type node struct {
 	network string // the network config last found, "" for none
 
 	networkChecked bool
+	// The heartbeat's clocks: when the Node was last looked at (with the
+	// network it then had), its status last posted, its Lease renewed.
+	checkedAt, reportedAt, renewedAt time.Time
+	postedNetwork                    string
 }
 
 // hostIP is the address pods on the node report as their host's.
@@ -85,41 +90,97 @@ func register(ctx context.Context, cs kubernetes.Interface, o options, n *node, 
 	}
 }
 
-// postStatus posts the Node's status (Ready, addresses, the endpoint, the
-// version) and renews its Lease.
-func postStatus(ctx context.Context, cs kubernetes.Interface, n *node) error {
-	now := metav1.Now()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+// The real kubelet's cadence (its defaults): it looks at its Node every
+// nodeStatusUpdateFrequency and posts its status only when it changed or
+// nodeStatusReportFrequency passed since the last post; it renews its
+// Lease, the heartbeat the node lifecycle controller reads, every
+// quarter of the Lease's 40 s. A simulator posting every tick wrote ten
+// times as much to the API server and etcd as a real node does.
+const (
+	statusUpdateEvery = 10 * time.Second
+	statusReportEvery = 5 * time.Minute
+	leaseRenewEvery   = 10 * time.Second
+	leaseSeconds      = 40
+)
+
+// heartbeat keeps the node's status and Lease as the real kubelet does:
+// at start, at once when its own state changed (a network config
+// appeared or went), and on the cadence above.
+func (n *node) heartbeat(ctx context.Context, cs kubernetes.Interface, now time.Time) error {
+	if n.checkedAt.IsZero() || n.network != n.postedNetwork || now.Sub(n.checkedAt) >= statusUpdateEvery {
+		if err := postStatus(ctx, cs, n, now); err != nil {
+			return err
+		}
+		n.checkedAt, n.postedNetwork = now, n.network
+	}
+	if n.renewedAt.IsZero() || now.Sub(n.renewedAt) >= leaseRenewEvery {
+		if err := renewLease(ctx, cs, n, now); err != nil {
+			return err
+		}
+		n.renewedAt = now
+	}
+	return nil
+}
+
+// postStatus posts the node's status when it differs from the Node's (a
+// condition's status, reason or message, the version, the addresses, the
+// capacity, the port), or when statusReportEvery passed since the last
+// post.
+func postStatus(ctx context.Context, cs kubernetes.Interface, n *node, at time.Time) error {
+	now := metav1.NewTime(at)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := cs.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		n.uid = cur.UID
-		cur.Status.Conditions = conditions(cur.Status.Conditions, now, n.network != "")
-		cur.Status.NodeInfo.KubeletVersion = n.version
-		cur.Status.NodeInfo.OperatingSystem = runtime.GOOS
-		cur.Status.NodeInfo.Architecture = runtime.GOARCH
-		cur.Status.Capacity = corev1.ResourceList{"cpu": resource.MustParse("8"), "memory": resource.MustParse("16Gi"), "pods": resource.MustParse("110")}
-		cur.Status.Allocatable = cur.Status.Capacity
-		cur.Status.DaemonEndpoints.KubeletEndpoint.Port = n.port
+		want := cur.DeepCopy()
+		want.Status.Conditions = conditions(cur.Status.Conditions, now, n.network != "")
+		want.Status.NodeInfo.KubeletVersion = n.version
+		want.Status.NodeInfo.OperatingSystem = runtime.GOOS
+		want.Status.NodeInfo.Architecture = runtime.GOARCH
+		want.Status.Capacity = corev1.ResourceList{"cpu": resource.MustParse("8"), "memory": resource.MustParse("16Gi"), "pods": resource.MustParse("110")}
+		want.Status.Allocatable = want.Status.Capacity
+		want.Status.DaemonEndpoints.KubeletEndpoint.Port = n.port
 		var addrs []corev1.NodeAddress
 		for _, ip := range n.ips {
 			addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
 		}
-		cur.Status.Addresses = append(addrs, corev1.NodeAddress{Type: corev1.NodeHostName, Address: n.name})
-		_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-		return err
+		want.Status.Addresses = append(addrs, corev1.NodeAddress{Type: corev1.NodeHostName, Address: n.name})
+		if !statusChanged(cur.Status, want.Status) && !n.reportedAt.IsZero() && at.Sub(n.reportedAt) < statusReportEvery {
+			return nil
+		}
+		if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, want, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		n.reportedAt = at
+		return nil
 	})
-	if err != nil {
-		return err
+}
+
+// statusChanged says whether a node status differs from another in more
+// than its conditions' times.
+func statusChanged(a, b corev1.NodeStatus) bool {
+	strip := func(s corev1.NodeStatus) corev1.NodeStatus {
+		s = *s.DeepCopy()
+		for i := range s.Conditions {
+			s.Conditions[i].LastHeartbeatTime, s.Conditions[i].LastTransitionTime = metav1.Time{}, metav1.Time{}
+		}
+		return s
 	}
+	return !equality.Semantic.DeepEqual(strip(a), strip(b))
+}
+
+// renewLease renews the node's Lease, made when missing (owned by the
+// Node, as the real kubelet makes it).
+func renewLease(ctx context.Context, cs kubernetes.Interface, n *node, at time.Time) error {
 	leases := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease)
 	lease, err := leases.Get(ctx, n.name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		lease = &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: n.name},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(n.name), LeaseDurationSeconds: ptr.To(int32(40)),
-				RenewTime: &metav1.MicroTime{Time: now.Time}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(n.name), LeaseDurationSeconds: ptr.To(int32(leaseSeconds)),
+				RenewTime: &metav1.MicroTime{Time: at}},
 		}
 		if n.uid != "" {
 			lease.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.name, UID: n.uid}}
@@ -130,7 +191,7 @@ func postStatus(ctx context.Context, cs kubernetes.Interface, n *node) error {
 	if err != nil {
 		return err
 	}
-	lease.Spec.RenewTime = &metav1.MicroTime{Time: now.Time}
+	lease.Spec.RenewTime = &metav1.MicroTime{Time: at}
 	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
 	return err
 }

@@ -32,7 +32,7 @@ const (
 const (
 	envImages      = "KEDGE_LAB_IMAGES"       // the image map (default /etc/kedge-lab/images)
 	envNodeIPFile  = "KEDGE_LAB_NODE_IP_FILE" // the host's IP when --node-ip is not given
-	envHeartbeat   = "KEDGE_LAB_HEARTBEAT"    // how often the Node status is posted (2s)
+	envHeartbeat   = "KEDGE_LAB_HEARTBEAT"    // how often the node, its network and pods are looked at (2s)
 	envCNIConfDir  = "KEDGE_LAB_CNI_CONF_DIR" // where the network config is looked for (/etc/cni/net.d)
 	defaultCNIConf = "/etc/cni/net.d"
 	envHostMountNS = "KEDGE_LAB_HOST_MOUNT_NS" // the mount namespace static pods run in (/proc/1/ns/mnt; "none": the simulator's)

@@ -74,7 +74,7 @@ func run(ctx context.Context, o options, logger *log.Logger) error {
 	defer t.Stop()
 	for {
 		n.checkNetwork(logger)
-		if err := postStatus(ctx, cs, n); err != nil && ctx.Err() == nil {
+		if err := n.heartbeat(ctx, cs, time.Now()); err != nil && ctx.Err() == nil {
 			logger.Printf("node status: %v", err)
 		}
 		if pods, err := nodePods(ctx, cs, n); err != nil {
