@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -23,24 +25,79 @@ import (
 // fill the machine's idle time.
 type lane struct {
 	name string
+	rank int // the order lanes get the machine in (laneSlots)
 
 	mu      sync.Mutex
 	turn    *sync.Cond
-	tickets int // handed out, in source order
-	serving int // the ticket whose test runs now
+	tickets int  // handed out, in source order
+	serving int  // the ticket whose test runs now
+	holds   bool // a slot of the machine, from its first test to its last
+}
+
+// laneSlots is how many lanes run at once (KEDGE_IT_LANES, 2 by
+// default). A lane holds its slot from its first test to its last (its
+// world lives that long); lanes waiting for one get it in their rank's
+// order, the longest lane first. Every lane at once overloaded the
+// 2-core machine: its worlds' API servers and etcd members alone took
+// every CPU, queries and TLS handshakes timed out, tests failed.
+var laneSlots = struct {
+	mu      sync.Mutex
+	free    *sync.Cond
+	n       int
+	waiting map[*lane]bool
+}{n: lanesAtOnce(), waiting: map[*lane]bool{}}
+
+func init() { laneSlots.free = sync.NewCond(&laneSlots.mu) }
+
+// lanesAtOnce is KEDGE_IT_LANES, or 2.
+func lanesAtOnce() int {
+	if n, err := strconv.Atoi(os.Getenv("KEDGE_IT_LANES")); err == nil && n > 0 {
+		return n
+	}
+	return 2
+}
+
+// takeSlot waits for a slot of the machine, after every waiting lane of
+// a lower rank.
+func (l *lane) takeSlot() {
+	laneSlots.mu.Lock()
+	defer laneSlots.mu.Unlock()
+	for laneSlots.n == 0 || l.outranked() {
+		laneSlots.free.Wait()
+	}
+	delete(laneSlots.waiting, l)
+	laneSlots.n--
+	laneSlots.free.Broadcast()
+}
+
+// outranked says whether a waiting lane goes before l.
+func (l *lane) outranked() bool {
+	for o := range laneSlots.waiting {
+		if o.rank < l.rank {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *lane) giveSlot() {
+	laneSlots.mu.Lock()
+	defer laneSlots.mu.Unlock()
+	laneSlots.n++
+	laneSlots.free.Broadcast()
 }
 
 // The package's lanes. A world's IP range belongs to one lane.
 var (
-	// realLane: the real kubelets' cluster (realSharedCluster).
-	realLane = newLane("real-kubelets")
 	// typhoonLane: the shared Typhoon world (typhoonWorld), 127.0.45.x.
-	typhoonLane = newLane("typhoon")
+	typhoonLane = newLane("typhoon", 0)
+	// realLane: the real kubelets' cluster (realSharedCluster).
+	realLane = newLane("real-kubelets", 1)
+	// kedgeHALane: a Kedge HA world per test (kedgeHAWorld), 127.0.61.x.
+	kedgeHALane = newLane("kedge-ha", 2)
 	// typhoonDRLane: a disaster-recovery Typhoon world per test
 	// (typhoonDRWorld), 127.0.47.x.
-	typhoonDRLane = newLane("typhoon-dr")
-	// kedgeHALane: a Kedge HA world per test (kedgeHAWorld), 127.0.61.x.
-	kedgeHALane = newLane("kedge-ha")
+	typhoonDRLane = newLane("typhoon-dr", 3)
 )
 
 // laneParallel is the package's -test.parallel: every lane's tests at
@@ -48,8 +105,8 @@ var (
 // so that one lane's queue never keeps another lane from running.
 const laneParallel = 64
 
-func newLane(name string) *lane {
-	l := &lane{name: name}
+func newLane(name string, rank int) *lane {
+	l := &lane{name: name, rank: rank}
 	l.turn = sync.NewCond(&l.mu)
 	return l
 }
@@ -64,6 +121,13 @@ func (l *lane) join(t *testing.T) {
 	ticket := l.tickets
 	l.tickets++
 	l.mu.Unlock()
+	if ticket == 0 {
+		// In line for a slot from now (every lane joins before any
+		// runs), so that lanes get theirs by rank, not by a race.
+		laneSlots.mu.Lock()
+		laneSlots.waiting[l] = true
+		laneSlots.mu.Unlock()
+	}
 
 	t.Parallel()
 	began := time.Now()
@@ -71,10 +135,18 @@ func (l *lane) join(t *testing.T) {
 	for l.serving != ticket {
 		l.turn.Wait()
 	}
+	first, last := !l.holds, ticket == l.tickets-1
+	l.holds = true
 	l.mu.Unlock()
+	if first {
+		l.takeSlot()
+	}
 	// Registered first, so it runs last: the next test starts after this
 	// one's cleanups (a world's teardown among them).
 	t.Cleanup(func() {
+		if last {
+			l.giveSlot()
+		}
 		l.mu.Lock()
 		l.serving++
 		l.turn.Broadcast()
@@ -91,7 +163,7 @@ func TestLaneRunsItsTestsInOrderAndSaysItsWait(t *testing.T) {
 	if got := "    lane_test.go:80: waited 1m2.5s for its turn in lane typhoon-dr"; testreport.LaneWait.FindStringSubmatch(got) == nil {
 		t.Errorf("testreport does not read %q", got)
 	}
-	l := newLane("lane-test")
+	l := newLane("lane-test", 99)
 	var mu sync.Mutex
 	var order []int
 	t.Run("group", func(t *testing.T) {
