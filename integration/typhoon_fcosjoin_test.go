@@ -196,17 +196,20 @@ func TestNodeJoinFCOSOnTyphoonCluster(t *testing.T) {
 
 	// containerd is enabled: after a reboot it runs again, and the
 	// kubelet with it.
+	// A heartbeat has whole seconds, and the kubelet posts its status
+	// at start (then only when it changes, as the real one): one from
+	// the reboot's second on is the new kubelet's.
+	rebooting := time.Now().Truncate(time.Second)
 	if err := h.Reboot(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rebooted := time.Now()
 	eventually(t, 2*time.Minute, fcosSpare+" Ready after its reboot", func() bool {
 		n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return false
 		}
 		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && c.LastHeartbeatTime.After(rebooted) {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && !c.LastHeartbeatTime.Time.Before(rebooting) {
 				return true
 			}
 		}

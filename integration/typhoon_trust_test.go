@@ -294,6 +294,14 @@ func unmarked(t *testing.T, name, content string) string {
 	return string(b)
 }
 
+// typhoonPodSettle is the Typhoon world's ca-rotation podSettle. What
+// podSettle waits for, kubelets refreshing the kube-root-ca.crt mounted
+// in running pods, the kubelet simulator does not do (it mounts nothing):
+// here the default 90 s would only pass time. TestRealKubeletCARotation
+// checks the wait on real kubelets, with a settle of three of their
+// sync periods.
+const typhoonPodSettle = "podSettle=5s"
+
 func must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)
@@ -363,7 +371,7 @@ func TestCARotationAbortedOnTyphoonCluster(t *testing.T) {
 	// script held at the rename of the controller manager's manifest,
 	// the files before it (ca.crt the bundle, ca-signer.*) in place.
 	hold := holdManifestRename(t, tyc2)
-	id := startRunInv(t, "ca-rotation", inv, "--task-queue", queue)
+	id := startRunInv(t, "ca-rotation", inv, "--task-queue", queue, "--set", typhoonPodSettle)
 	ro := rolloutOf(t, id, "trust-controllers")
 	eventually(t, 10*time.Minute, "tyc2's install held at the controller manager's manifest", func() bool {
 		_, err := tyc2.ReadFile(holdHeld)
@@ -561,7 +569,7 @@ func TestCARotationOnTyphoonCluster(t *testing.T) {
 
 	poll := startAPIPoller(t, typhoonBuilt.kubeconfig, addrs(controllers, ":6443"))
 	began := time.Now()
-	id := startRunInv(t, "ca-rotation", inv)
+	id := startRunInv(t, "ca-rotation", inv, "--set", typhoonPodSettle)
 	waitForDropGate(t, id, 40*time.Minute)
 	t.Logf("ca-rotation to the drop gate: %s", time.Since(began).Round(time.Second))
 
