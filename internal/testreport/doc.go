@@ -10,6 +10,9 @@
 // the project's 2-core machine; a slower machine's own measure (a fixed
 // CPU-bound job timed at the start and end of the run) stretches them.
 //
+// A parallel test that logs its wait for its turn in its lane (LaneWait)
+// is timed without it: the time it took itself.
+//
 // It never decides what a test asserts; it only times tests and refuses
 // a run whose slow tests are not accounted for.
 package testreport
