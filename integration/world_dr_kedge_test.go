@@ -76,6 +76,7 @@ func kedgeHAWorld(t *testing.T) *kedgeHA {
 	t.Logf("bootstrap of %s (3 controllers + 1 worker, listeners on the nodes' addresses): %s", w.cluster, time.Since(began).Round(time.Second))
 	w.kubeconfig = filepath.Join(filepath.Dir(inv), "admin.conf")
 	w.client = kubeClient(t, w.kubeconfig)
+	w.check(t)
 	return w
 }
 
@@ -189,12 +190,13 @@ func loopbackListeners(t *testing.T) []string {
 	return out
 }
 
-// TestKedgeHAWorld checks the fixture: three healthy etcd members
-// named for the controllers, every Node Ready, no control-plane listener
-// on loopback or every address, the spare bare and reachable.
-func TestKedgeHAWorld(t *testing.T) {
-	kedgeHALane.join(t)
-	w := kedgeHAWorld(t)
+// check checks a world before its test breaks it: three healthy etcd
+// members named for the controllers, every Node Ready, no control-plane
+// listener on loopback or every address, the spare bare and reachable,
+// the inventories with the spare, the admin kubeconfig. (Each DR test
+// checks its world: no test builds one only to check it.)
+func (w *kedgeHA) check(t *testing.T) {
+	t.Helper()
 	if got := memberNames(w.members(t, w.controllers[0])); !slices.Equal(got, []string{"kha-1", "kha-2", "kha-3"}) {
 		t.Errorf("etcd members: %v", got)
 	}

@@ -38,6 +38,7 @@ func typhoonDRWorld(t *testing.T, name string) *typhoonLab {
 	}
 	adoptTyphoonLab(t, w)
 	t.Logf("Typhoon world %s (3 controllers + 2 workers), adopted: %s", name, time.Since(began).Round(time.Second))
+	w.check(t)
 	return w
 }
 
@@ -53,21 +54,21 @@ func (w *typhoonLab) host(t *testing.T, name string) *testhosts.Host {
 	return nil
 }
 
-// TestTyphoonDRWorld checks the fixture itself: a world of its own,
-// its three etcd members healthy, its spare controller reachable and
-// bare, its inventory naming its own cluster.
-func TestTyphoonDRWorld(t *testing.T) {
-	typhoonDRLane.join(t)
-	w := typhoonDRWorld(t, "typhoon-dr-check")
+// check checks a disaster-recovery world before its test breaks it: a
+// world of its own, its three etcd members healthy, its spare controller
+// reachable and bare, its inventory naming its own cluster. (Each DR test
+// checks its world: no test builds one only to check it.)
+func (w *typhoonLab) check(t *testing.T) {
+	t.Helper()
 	if got := w.etcdMembersVia(t, "tyc1"); !slices.Equal(got, []string{"tyc1", "tyc2", "tyc3"}) {
-		t.Fatalf("etcd members: %v", got)
+		t.Fatalf("Typhoon world %s: etcd members: %v", w.name, got)
 	}
 	spare := w.host(t, "tyc4")
 	if out, err := spare.Exec(t.Context(), "sh", "-c", "test ! -e /etc/systemd/system/etcd-member.service && test ! -e /etc/kubernetes/kubeconfig && echo bare"); err != nil || string(out) != "bare\n" {
-		t.Errorf("tyc4 is not a bare machine: %q (%v)", out, err)
+		t.Fatalf("Typhoon world %s: tyc4 is not a bare machine: %q (%v)", w.name, out, err)
 	}
 	inv := string(must(os.ReadFile(w.inventory)))
-	if lines := strings.Split(inv, "\n"); !slices.Contains(lines, "  name: typhoon-dr-check") || slices.Contains(lines, "  - name: tyc4") {
-		t.Errorf("inventory:\n%s", inv)
+	if lines := strings.Split(inv, "\n"); !slices.Contains(lines, "  name: "+w.name) || slices.Contains(lines, "  - name: tyc4") {
+		t.Fatalf("Typhoon world %s: inventory:\n%s", w.name, inv)
 	}
 }
