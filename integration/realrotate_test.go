@@ -340,6 +340,7 @@ func TestRealKubeletCARotation(t *testing.T) {
 	}
 	t.Logf("ca-rotation on 1 controller + 2 workers, real kubelets: %s in all; %s", total.Round(time.Second), slowSteps(pr))
 	t.Logf("the controller's stages:%s", runStepTimes(ctx, rc.name+"/node/"+ctl.node.Name))
+	t.Logf("the controller's kubelet on its static pods:%s", staticPodLines(ctl))
 	cs = kubeClient(t, rc.kubeconfig)
 
 	t.Run("served certificates chain to the new CAs only", func(t *testing.T) {
@@ -498,4 +499,27 @@ func certsOfFile(t *testing.T, content []byte) []*x509.Certificate {
 		out = append(out, certsIn(t, b)...)
 	}
 	return out
+}
+
+// staticPodLines are the controller kubelet's log lines on what it did
+// with the static pods through a rotation (mirror pods deleted and made,
+// containers killed and started), for where a restart's minute goes.
+func staticPodLines(n *realSSHNode) string {
+	b, err := n.host.ReadFile("/var/log/units/kubelet.service.log")
+	if err != nil {
+		return " " + err.Error()
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		for _, m := range []string{"mirror pod", "Killing container", "Failed creating", "SyncLoop ADD", "SyncLoop REMOVE", "probe"} {
+			if strings.Contains(l, m) && (strings.Contains(l, "etcd") || strings.Contains(l, "kube-apiserver")) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	if len(out) > 150 {
+		out = out[len(out)-150:]
+	}
+	return "\n" + strings.Join(out, "\n")
 }
