@@ -91,7 +91,8 @@ func (l *lane) giveSlot() {
 var (
 	// typhoonLane: the shared Typhoon world (typhoonWorld), 127.0.45.x.
 	typhoonLane = newLane("typhoon", 0)
-	// realLane: the real kubelets' cluster (realSharedCluster).
+	// realLane: the real kubelets' cluster (sharedRealCluster), and the
+	// tests that start real nodes of their own beside it.
 	realLane = newLane("real-kubelets", 1)
 	// kedgeHALane: a Kedge HA world per test (kedgeHAWorld), 127.0.61.x.
 	kedgeHALane = newLane("kedge-ha", 2)

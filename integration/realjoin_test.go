@@ -56,6 +56,7 @@ func realKubeletTools(t *testing.T) string {
 // leaving what the machine's own provisioning put there. Joined again, the
 // node comes back.
 func TestRealKubeletJoinAndRemove(t *testing.T) {
+	realLane.join(t)
 	tools := realKubeletTools(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()

@@ -162,6 +162,7 @@ func waitRealNode(t *testing.T, cp *controlplane.ControlPlane, r *realSSHNode, v
 // A swap to an image whose kubelet still reports the old version fails at
 // the wait and is undone.
 func TestRealKubeletImageSwap(t *testing.T) {
+	realLane.join(t)
 	tools := realKubeletTools(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
