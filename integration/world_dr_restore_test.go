@@ -123,7 +123,10 @@ func TestEtcdRestoreOnKedgeLayout(t *testing.T) {
 // directory is kept beside the new one.
 func restoreAfterQuorumLost(t *testing.T, c restoreCase) {
 	ctx := t.Context()
-	const queue = "etcd-restore"
+	// A queue of this test's own: the Kedge HA and Typhoon DR lanes
+	// restore side by side, each with a worker that serves only its
+	// world.
+	queue := "etcd-restore-" + strings.ToLower(t.Name())
 	var names []string
 	for _, h := range c.controllers {
 		names = append(names, h.Name)
