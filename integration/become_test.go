@@ -43,6 +43,7 @@ func writeInventory(t testing.TB, text string) string {
 // preflight, once, with an error naming the host and the user: the node
 // is never cordoned and nothing is written on it.
 func TestSwapStopsBeforeCordonWhenSudoWantsAPassword(t *testing.T) {
+	mainLane.join(t)
 	cp, _ := kubeLab(t)
 	l := startLabOf(t, "127.0.27.", testhosts.Options{Names: []string{"controller-1", "pw-worker"}, SudoPassword: []string{"pw-worker"}})
 	installKubelet(t, cp, l.Hosts[1], "pw-worker", "quay.io/poseidon/kubelet:v1.35.3")
@@ -88,6 +89,7 @@ func TestSwapStopsBeforeCordonWhenSudoWantsAPassword(t *testing.T) {
 // Root inventories keep working on hosts that allow root; a non-root login
 // without become is refused by the preflight, saying what to set.
 func TestRootInventoryAndMissingBecome(t *testing.T) {
+	mainLane.join(t)
 	l := startLabOf(t, "127.0.28.", testhosts.Options{Names: []string{"root-host"}, RootLogin: true})
 	base := strings.Replace(lab.Inventory("rooted", l, l.KnownHostsFile), "controllers:\n", "workers:\n", 1)
 	rb := writeRunbook(t, `

@@ -41,8 +41,7 @@ var bootstrapped struct {
 }
 
 // closeBootstrapped stops the bootstrapped cluster's hosts, once: after
-// its last test (its API server binds every address on :6443, which the
-// Typhoon world's API servers need later), or at the end.
+// its last test, or at the end.
 func closeBootstrapped() {
 	bootstrapped.closed.Do(func() {
 		if bootstrapped.lab != nil {
@@ -63,6 +62,10 @@ func bootLab(t *testing.T) (*testhosts.Lab, string) {
 	return kedgeLab(t, kedgeLabSpec{cluster: "boot", dir: "boot", baseIP: "127.0.25.",
 		controllers: []string{"boot-1"}, workers: []string{"boot-2", "boot-3", "boot-4"},
 		labels: map[string]string{"boot-4": "node.kubernetes.io/pool=edge"},
+		// Every listener on the node's address: the lanes' worlds run
+		// beside it (kubeadm's listeners are the real kubelets'
+		// cluster's, in network namespaces of its own).
+		kubernetes: "  controlPlaneListen: node\n",
 	}, func(l *testhosts.Lab) {
 		bootstrapped.lab = l
 		atWorldEnd(closeBootstrapped)
@@ -183,6 +186,7 @@ func tail(s string, n int) string {
 }
 
 func TestBootstrapBuildsAClusterFromItsOwnAssets(t *testing.T) {
+	mainLane.join(t)
 	bootCluster(t)
 	ctx := t.Context()
 	cs := bootstrapped.client
@@ -247,6 +251,7 @@ func TestBootstrapBuildsAClusterFromItsOwnAssets(t *testing.T) {
 // port. etcd's CA is an intermediate of Vault's root, apart from the
 // cluster CA.
 func TestBootstrapEtcdTrustsOnlyItsOwnCA(t *testing.T) {
+	mainLane.join(t)
 	bootCluster(t)
 	l := bootstrapped.lab
 	ctl := l.Hosts[0].Address
@@ -368,6 +373,7 @@ func runIDs(p workflows.Progress, cluster string, nodes ...string) []string {
 // the CA's, every certificate is due: each endpoint then serves a newer
 // one from the cluster CA, and the cluster still works.
 func TestCertRenewalRenewsEveryServedCertificate(t *testing.T) {
+	mainLane.join(t)
 	bootCluster(t)
 	t.Cleanup(closeBootstrapped) // the last test of this cluster
 	l := bootstrapped.lab

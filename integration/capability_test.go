@@ -19,6 +19,7 @@ import (
 // and the worker refuses its input, so no activity is ever scheduled and
 // the host is untouched. The same runbook started with the key runs.
 func TestAClientWithoutTheKeyRunsNothing(t *testing.T) {
+	mainLane.join(t)
 	h := host(t, "worker-1")
 	const marker = "/tmp/kedge-unsealed-start"
 	_, _ = h.Exec(t.Context(), "rm", "-f", marker)

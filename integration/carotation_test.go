@@ -31,6 +31,7 @@ import (
 // CA's key never reaches Temporal in plain text, and a second run returns
 // the same new CA without making another.
 func TestStageCABesideTheOneInUse(t *testing.T) {
+	mainLane.join(t)
 	v, tokenFile := labVault(t)
 	inv := filepath.Join(t.TempDir(), "inventory.yaml")
 	body := labInventory(world.lab, world.lab.KnownHostsFile) + fmt.Sprintf(
@@ -214,6 +215,7 @@ func vaultInventory(t *testing.T) (*vaultlab.Vault, string) {
 // new CA; run again it changes nothing. The service-account key pair
 // moves the same way. With nothing staged it is refused.
 func TestPromoteCAMovesTheRecordsInVault(t *testing.T) {
+	mainLane.join(t)
 	v, inv := vaultInventory(t)
 	base := "kedge/it/promote-" + randomHex(t, 4)
 	ca, sa := base+"/ca", base+"/service-account"
@@ -423,6 +425,7 @@ func startTLSEtcd(t *testing.T, v *vaultlab.Vault, issuer, caPEM string) string 
 // the CA in use. Expecting three members, the health check is refused;
 // refusing the CA in use, the scan is, naming the endpoint.
 func TestEtcdHealthAndScanCAOnARealEtcd(t *testing.T) {
+	mainLane.join(t)
 	v, inv := vaultInventory(t)
 	path := "kedge/it/etcd-gates-" + randomHex(t, 4) + "/etcd-ca"
 	stage := writeRunbook(t, `

@@ -118,6 +118,7 @@ var loginLink = regexp.MustCompile(`open (http://127\.0\.0\.1:\d+/login\?code=[0
 // operator's browser, logged in once through the link kedge dev printed,
 // decodes as before.
 func TestCodecEndpointOfKedgeDevAnswersOnlyTheOperatorsUI(t *testing.T) {
+	mainLane.join(t)
 	dir := t.TempDir()
 	uiAddr := freeLoopbackAddr(t)
 	out := &syncLog{}

@@ -41,6 +41,7 @@ func rawHistory(t *testing.T, id string) string {
 // A secret param, a command's output and an error message that carry a
 // secret all reach Temporal sealed: the stored history holds none of it.
 func TestSecretsNeverReachHistoryInPlainText(t *testing.T) {
+	mainLane.join(t)
 	const token = "kedge-test-token-5f1c0ffee"
 	const keyMarker = "BEGIN FAKE PRIVATE KEY"
 	rb := writeRunbook(t, `
@@ -144,6 +145,7 @@ func walkPayloads(m protoreflect.Message, where string, f func(string, *commonpb
 // (or from another origin) it decodes nothing; a browser logged in with
 // the token decodes from the UI's pages, the CLI with it as a Bearer.
 func TestCodecServerDecodesStoredPayloadsForTheWebUI(t *testing.T) {
+	mainLane.join(t)
 	const marker = "kedge-ui-can-read-this-0b5e"
 	rb := writeRunbook(t, `
 apiVersion: kedge/v1

@@ -46,6 +46,7 @@ func continueParentWorkflow(ctx workflow.Context, in workflows.RolloutInput) (wo
 }
 
 func TestRolloutContinuesAsNew(t *testing.T) {
+	mainLane.join(t)
 	w := sdkworker.New(world.client, continueQueue, sdkworker.Options{})
 	w.RegisterWorkflowWithOptions(continueParentWorkflow, workflow.RegisterOptions{Name: continueParent})
 	if err := w.Start(); err != nil {

@@ -33,6 +33,7 @@ import (
 // worker does not serve is refused at the first action, without retry,
 // with an audit line in the worker's log.
 func TestAKeyHolderGetsOnlyTheWorkersCredentials(t *testing.T) {
+	mainLane.join(t)
 	dir := t.TempDir()
 	secret := func(name, content string) string {
 		p := filepath.Join(dir, name)

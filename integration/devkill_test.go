@@ -76,6 +76,7 @@ func devCLI(t *testing.T, addr string, args ...string) (string, string, int) {
 // same data directory; the run goes on from its history: completed steps
 // are not run again, the interrupted one is retried once.
 func TestDevServerKilledMidRunResumes(t *testing.T) {
+	mainLane.join(t)
 	// A loopback address of its own: the server comes back on it after
 	// the kill, and no other test's server can take it meanwhile.
 	const addr = "127.0.47.1:7233"

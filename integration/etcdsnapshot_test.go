@@ -41,6 +41,7 @@ steps:
 // are defined by the worker's operator, in the inventory's backups
 // section, and a run names one.
 func TestEtcdSnapshotDestinationFromTheRunbookRefused(t *testing.T) {
+	mainLane.join(t)
 	dir := t.TempDir()
 	defined := filepath.Join(dir, "operators-backups")
 	inv := filepath.Join(dir, "inventory.yaml")

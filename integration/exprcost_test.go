@@ -26,6 +26,7 @@ import (
 // is the worker alone: its peak resident set, VmHWM in /proc/PID/status)
 // stays under 300 MB.
 func TestCostlyExpressionFailsItsStepAndTheWorkerStaysSmall(t *testing.T) {
+	mainLane.join(t)
 	const queue = "exprcost"
 	worker := startWorker(t, queue)
 	pid := worker.Process.Pid

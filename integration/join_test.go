@@ -80,6 +80,7 @@ func joinInventory(t *testing.T, cp *controlplane.ControlPlane, l *testhosts.Lab
 }
 
 func TestNodeJoinWithTLSBootstrap(t *testing.T) {
+	mainLane.join(t)
 	cp, _ := kubeLab(t)
 	l := joinLab(t)
 	inv := joinInventory(t, cp, l, "")
@@ -160,6 +161,7 @@ func TestNodeJoinWithTLSBootstrap(t *testing.T) {
 // A failed join revokes its token too: here the kubelet never comes up
 // (its image maps to nothing), so wait-node times out.
 func TestNodeJoinFailureRevokesTheToken(t *testing.T) {
+	mainLane.join(t)
 	cp, _ := kubeLab(t)
 	l := joinLab(t)
 	inv := joinInventory(t, cp, l, "")
@@ -183,6 +185,7 @@ func TestNodeJoinFailureRevokesTheToken(t *testing.T) {
 // controller is refused before anything starts, naming file, line and
 // field.
 func TestNodeJoinRejectsLabelsOnAController(t *testing.T) {
+	mainLane.join(t)
 	cp, _ := kubeLab(t)
 	l := joinLab(t)
 	inv := joinInventory(t, cp, l, "    labels: [team=ml]\n")

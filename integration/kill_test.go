@@ -43,6 +43,7 @@ func remoteProcs(t *testing.T, marker string) string {
 // command cannot rely on them: a timeout must still stop every process
 // the command started, background ones included.
 func TestTimeoutKillsTheWholeRemoteCommand(t *testing.T) {
+	mainLane.join(t)
 	acts, target := directHost(t)
 	start := time.Now()
 	_, err := acts.Run(t.Context(), hostacts.RunInput{Target: target, Timeout: "500ms",
@@ -57,6 +58,7 @@ func TestTimeoutKillsTheWholeRemoteCommand(t *testing.T) {
 }
 
 func TestCancelKillsACommandThatIgnoresSIGTERM(t *testing.T) {
+	mainLane.join(t)
 	acts, target := directHost(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(500*time.Millisecond, cancel)

@@ -78,6 +78,7 @@ func readyNode(t *testing.T, cp *controlplane.ControlPlane, name, version string
 }
 
 func TestKubeActionsAgainstARealAPIServer(t *testing.T) {
+	mainLane.join(t)
 	cp, inv := kubeLab(t)
 	readyNode(t, cp, "worker-1", "v1.35.4")
 	readyNode(t, cp, "worker-2", "v1.35.4")
@@ -128,6 +129,7 @@ steps:
 }
 
 func TestKubeWaitNodeTimesOutWithAClearError(t *testing.T) {
+	mainLane.join(t)
 	_, inv := kubeLab(t)
 	rb := writeRunbook(t, `
 apiVersion: kedge/v1
@@ -174,6 +176,7 @@ func nodeIsReady(n *corev1.Node) bool {
 }
 
 func TestKubeletImageSwapOnOneNode(t *testing.T) {
+	mainLane.join(t)
 	cp, inv := kubeLab(t)
 	startKubelet(t, cp, "controller-1", "quay.io/poseidon/kubelet:v1.35.3")
 	p, code, errOut := runWaitInv(t, "kubelet-image-swap-node", inv,
@@ -303,6 +306,7 @@ func runningPods(t *testing.T, cp *controlplane.ControlPlane, app string) map[st
 }
 
 func TestNodeRemoveDrainsStopsDeletesAndCleans(t *testing.T) {
+	mainLane.join(t)
 	cp, inv := kubeLab(t)
 	freshNodes(t, cp, "worker-1", "worker-2")
 	ctx := t.Context()
@@ -350,6 +354,7 @@ func TestNodeRemoveDrainsStopsDeletesAndCleans(t *testing.T) {
 }
 
 func TestDrainBlockedByPodDisruptionBudget(t *testing.T) {
+	mainLane.join(t)
 	cp, inv := kubeLab(t)
 	freshNodes(t, cp, "worker-1")
 	ctx := t.Context()
@@ -445,6 +450,7 @@ func fiveWorkers(t *testing.T) (*controlplane.ControlPlane, *testhosts.Lab, stri
 }
 
 func TestRollingKubeletImageSwapOverFiveWorkers(t *testing.T) {
+	mainLane.join(t)
 	cp, l, inv, workers := fiveWorkers(t)
 	p, code, errOut := runWaitInv(t, "kubelet-image-swap", inv, "--set", "image=quay.io/poseidon/kubelet:v1.35.4",
 		"--set", "nodes=workers", "--set", "maxUnavailable=2", "--set", "approveControllers=false")
@@ -516,6 +522,7 @@ func childTimes(t *testing.T, workers []string) (starts, ends []time.Time) {
 // it up. The wait's 45 s outlast the 30 s heartbeat timeout that hands it
 // to the new worker.
 func TestKubeWaitNodeResumesAfterTheWorkerIsKilled(t *testing.T) {
+	mainLane.join(t)
 	_, inv := kubeLab(t)
 	const queue = "resume-wait"
 	rb := writeRunbook(t, `

@@ -91,6 +91,7 @@ func adminCertData(t *testing.T) (cert, key string) {
 // the save, once, as CredentialRefused with an audit line; nothing runs,
 // nothing is sent, and the same runbook with what bootstrap saves works.
 func TestAKeyHolderCannotPlantAKubeconfig(t *testing.T) {
+	mainLane.join(t)
 	dir := t.TempDir()
 	token := filepath.Join(dir, "vault-token")
 	if err := os.WriteFile(token, []byte("s.the-workers-vault-token\n"), 0o600); err != nil {

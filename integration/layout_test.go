@@ -55,6 +55,7 @@ func writeTyphoonHost(t *testing.T, h *testhosts.Host, th typhoon.Host, controll
 // kubeadm-style host Kedge does not know. A runbook refuses the unknown
 // host at its layout step, before the cordon, once, naming what it found.
 func TestInspectLayoutsAndRefuseUnknown(t *testing.T) {
+	mainLane.join(t)
 	l := startLabOf(t, "127.0.29.", testhosts.Options{Names: []string{"ty-ctl", "ty-worker", "bare", "kubeadm"}})
 	ctl := typhoon.Host{Name: "node1", Domain: "node1.mercury.example", Flavor: typhoon.Flatcar, Controller: true}
 	writeTyphoonHost(t, l.Hosts[0], ctl, []typhoon.Host{ctl}, true)

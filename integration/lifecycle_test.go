@@ -72,6 +72,7 @@ func lines(t *testing.T, h, path, word string) int {
 }
 
 func TestResumeAfterWorkerKilled(t *testing.T) {
+	mainLane.join(t)
 	const queue = "resume"
 	rb := writeRunbook(t, `
 apiVersion: kedge/v1
@@ -128,6 +129,7 @@ steps:
 }
 
 func TestCancelStopsRunningStepsAndUndoes(t *testing.T) {
+	mainLane.join(t)
 	rb := writeRunbook(t, `
 apiVersion: kedge/v1
 kind: Runbook
@@ -178,6 +180,7 @@ steps:
 }
 
 func TestApprovalFromTheCLI(t *testing.T) {
+	mainLane.join(t)
 	rb := writeRunbook(t, `
 apiVersion: kedge/v1
 kind: Runbook
@@ -219,6 +222,7 @@ steps:
 // gate under the run, records the approver on the child's step, and the
 // parent goes on once the child is done.
 func TestApprovalInAChildRunbookFromTheCLI(t *testing.T) {
+	mainLane.join(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "gated-child.yaml"), []byte(`
 apiVersion: kedge/v1
@@ -299,6 +303,7 @@ func gateWaiting(id string) bool {
 }
 
 func TestInvalidRunbookStartsNothing(t *testing.T) {
+	mainLane.join(t)
 	before := countRuns(t)
 	bad := writeRunbook(t, `
 apiVersion: kedge/v1

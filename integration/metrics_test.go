@@ -49,6 +49,7 @@ func sample(scrape, name string, match ...string) float64 {
 // A real `kedge worker --metrics-listen` serves /healthz and Prometheus
 // metrics; running a rollout moves Kedge's counters and the SDK's.
 func TestMetricsWorkerCountsStepsAndNodes(t *testing.T) {
+	mainLane.join(t)
 	const queue = "metrics"
 	m := siteWorker(t, queue, "kedge-metrics", regexp.MustCompile(`metrics on (http://\S+)/metrics`), "--metrics-listen", "127.0.0.1:0")
 	base := m[1]

@@ -127,6 +127,7 @@ func refused(t *testing.T, who, what string, err error) {
 //   - a worker cannot start, signal or terminate, nor poll a queue its
 //     certificate does not name.
 func TestTeamTemporalAuthorizesByRole(t *testing.T) {
+	mainLane.join(t)
 	team := startAuthzTeam(t)
 	kd := team.KedgeDir()
 	ctx := t.Context()

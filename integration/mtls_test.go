@@ -18,6 +18,7 @@ import (
 // theirs run a runbook on a host; a client with no certificate, with only
 // the CA, or with a certificate from another CA gets nothing.
 func TestTemporalWithMutualTLS(t *testing.T) {
+	mainLane.join(t)
 	dir := t.TempDir()
 	certs := filepath.Join(dir, "tls")
 	if _, errOut, code := kedge(t, "setup", "tls", "--out", certs, "--client", "kedge-worker", "--client", "operator"); code != 0 {

@@ -23,6 +23,7 @@ import (
 // evicted) before it stops the kubelet, takes the cluster's secrets off
 // the host, and a second run changes nothing.
 func TestNodeNamesResolvedFromTheHost(t *testing.T) {
+	mainLane.join(t)
 	cp, _ := kubeLab(t)
 	l := startLabOf(t, "127.0.46.", testhosts.Options{Names: []string{"nn-ctl", "nn-worker"}})
 	h := l.Hosts[1]

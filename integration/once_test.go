@@ -66,6 +66,7 @@ func hookAnswer(t *testing.T, r reply) chatops.HookResponse {
 // answers with the run it started, and starts nothing. Slack retrying
 // the command (same trigger_id, signed anew) gets the same answer.
 func TestOnceSlackReplayAfterAnotherRun(t *testing.T) {
+	mainLane.join(t)
 	c := onceChat(t)
 	base := typeCount(t, "hello-once")
 	first := c.slashRequest("U0SRE", "run hello-once lab message=first", "trigger-once-1", time.Now(), itSigningSecret)
@@ -104,6 +105,7 @@ func TestOnceSlackReplayAfterAnotherRun(t *testing.T) {
 // captured: it answers with the run the request started, and starts
 // nothing.
 func TestOnceHookReplayAfterRestart(t *testing.T) {
+	mainLane.join(t)
 	before := onceChat(t)
 	base := typeCount(t, "hello-once")
 	body := `{"runbook":"hello-once","inventory":"lab","params":{"message":"no-id"}}`
@@ -132,6 +134,7 @@ func TestOnceHookReplayAfterRestart(t *testing.T) {
 // A request ID starts one run, ever: sent again (signed anew) after
 // another request's run started and ended, it answers with its own run.
 func TestOnceRequestIDAfterAnotherRun(t *testing.T) {
+	mainLane.join(t)
 	c := onceChat(t)
 	base := typeCount(t, "hello-once")
 	body := `{"runbook":"hello-once","inventory":"lab","params":{"message":"ci"}}`

@@ -17,6 +17,7 @@ import (
 // run, action, task queue (two sites' workers) and input, but for the one
 // input the plan says is known only at run time.
 func TestPlanIsWhatRanOnTheLab(t *testing.T) {
+	mainLane.join(t)
 	inv := sitesInventory(t, "plansites", "plan-a", "plan-b")
 	siteWorker(t, "plan-a", "kedge-plan-a", regexp.MustCompile(`polling task queue plan-a`), "--clusters", inv)
 	siteWorker(t, "plan-b", "kedge-plan-b", regexp.MustCompile(`polling task queue plan-b`), "--clusters", inv)

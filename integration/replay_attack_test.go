@@ -112,6 +112,7 @@ steps:
 // under its own ID again, and a Temporal reset of that run: the host step
 // never runs again.
 func TestACopiedStartOrAResetRunsNothingAgain(t *testing.T) {
+	mainLane.join(t)
 	_, _ = host(t, "worker-1").Exec(t.Context(), "rm", "-f", replayCounter)
 	p, code, errOut := runWait(t, writeRunbook(t, replayedRunbook))
 	if code != 0 {
@@ -205,6 +206,7 @@ func TestACopiedStartOrAResetRunsNothingAgain(t *testing.T) {
 // A start with no input, or an empty one, fails before any step: no fake
 // successful runs in the list and the Web UI.
 func TestAnEmptyStartFails(t *testing.T) {
+	mainLane.join(t)
 	mallory := keyless(t)
 	for _, typeName := range []string{workflows.RunbookWorkflow, workflows.RolloutWorkflow, workflows.CompensateWorkflow, workflows.TypeOf("hello")} {
 		for name, input := range map[string]*commonpb.Payloads{"no input": nil, "nil": {Payloads: []*commonpb.Payload{{Metadata: map[string][]byte{"encoding": []byte("binary/null")}}}}} {
@@ -225,6 +227,7 @@ func TestAnEmptyStartFails(t *testing.T) {
 // A sealed approval copied from one run's history does not approve
 // another run's gate.
 func TestACopiedApprovalApprovesNothing(t *testing.T) {
+	mainLane.join(t)
 	// Two runbooks alike but for their names: one run of a runbook per
 	// cluster at a time, so the two runs waiting side by side are of two.
 	gated := func(name string) string {

@@ -109,6 +109,7 @@ func kubeletStarts(t *testing.T, h *testhosts.Host, version string) int {
 }
 
 func TestRolloutPausedByABlockedDrainIsAbortedAndUndone(t *testing.T) {
+	mainLane.join(t)
 	cp, l, inv, workers := fiveWorkers(t)
 	before := kubeletVersions(t, cp, workers)
 	for n, v := range before {
@@ -210,6 +211,7 @@ func TestRolloutPausedByABlockedDrainIsAbortedAndUndone(t *testing.T) {
 }
 
 func TestRolloutSurvivesItsWorkerKilled(t *testing.T) {
+	mainLane.join(t)
 	const queue = "rollout-kill"
 	cp, l, inv, workers := fiveWorkers(t)
 	for n, v := range kubeletVersions(t, cp, workers) {

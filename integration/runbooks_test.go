@@ -14,6 +14,7 @@ import (
 )
 
 func TestHelloExampleRunsOnEveryHostAndIsIdempotent(t *testing.T) {
+	mainLane.join(t)
 	example, _ := filepath.Abs("../examples/hello.yaml")
 	p, code, errOut := runWait(t, example, "--set", "greeting=hi")
 	if code != 0 || p.State != workflows.StateSucceeded {
@@ -55,6 +56,7 @@ func inode(t *testing.T, h, path string) string {
 }
 
 func TestParallelBranchesOverlap(t *testing.T) {
+	mainLane.join(t)
 	rb := writeRunbook(t, `
 apiVersion: kedge/v1
 kind: Runbook
@@ -88,6 +90,7 @@ steps:
 }
 
 func TestStepFailsTwiceThenSucceeds(t *testing.T) {
+	mainLane.join(t)
 	rb := writeRunbook(t, `
 apiVersion: kedge/v1
 kind: Runbook
@@ -118,6 +121,7 @@ steps:
 }
 
 func TestWhenAndOutputsFlow(t *testing.T) {
+	mainLane.join(t)
 	rb := writeRunbook(t, `
 apiVersion: kedge/v1
 kind: Runbook
@@ -161,6 +165,7 @@ steps:
 }
 
 func TestFailureUndoesCompletedStepsInReverse(t *testing.T) {
+	mainLane.join(t)
 	h := host(t, "worker-1")
 	if err := h.WriteFile("/etc/undo/existing.conf", []byte("original\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -232,6 +237,7 @@ steps:
 }
 
 func TestWriteFileIsAtomic(t *testing.T) {
+	mainLane.join(t)
 	// Two 512 KiB contents; a reader loop on the host hashes the file as
 	// fast as it can while Kedge replaces it. Every read must be whole.
 	a := strings.Repeat("a", 512<<10)
@@ -311,6 +317,7 @@ func runWaitNoT(file string) (workflows.Progress, int, string) {
 }
 
 func TestHostKeyMismatchIsRefused(t *testing.T) {
+	mainLane.join(t)
 	// A known_hosts that pins worker-1's address to worker-2's key.
 	var lines []string
 	for _, h := range world.lab.Hosts {
@@ -364,6 +371,7 @@ steps:
 // completed undoes what they did, newest first, before the steps' own
 // undo lists (workflows' undo-children): every file they wrote is gone.
 func TestFailureUndoesCompletedChildRunbooks(t *testing.T) {
+	mainLane.join(t)
 	dir := t.TempDir()
 	for name, body := range map[string]string{"undo-child.yaml": `
 apiVersion: kedge/v1

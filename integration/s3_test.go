@@ -64,6 +64,7 @@ func s3Store(t *testing.T, s *s3lab.Server, secret string) *objstore.S3 {
 // real S3-compatible server (SeaweedFS) in parts, and checks that a wrong
 // secret is refused and a cancelled upload leaves nothing.
 func TestObjectStoreS3(t *testing.T) {
+	mainLane.join(t)
 	began := time.Now()
 	srv := s3lab.StartT(t, s3lab.Options{})
 	t.Logf("s3 server at %s ready in %v", srv.Endpoint, time.Since(began).Round(time.Millisecond))

@@ -51,6 +51,7 @@ func wantUnknownAuthority(t *testing.T, what string, err error) {
 // certificate of his own CA, every request is refused at the handshake
 // with an x509 error, and nothing is written or received.
 func TestObjectStoreS3TLS(t *testing.T) {
+	mainLane.join(t)
 	began := time.Now()
 	srv := s3lab.StartT(t, s3lab.Options{TLS: true})
 	t.Logf("s3 server at %s ready in %v", srv.URL(), time.Since(began).Round(time.Millisecond))

@@ -56,6 +56,7 @@ func triggered(t *testing.T, h client.ScheduleHandle, n int) *client.ScheduleWor
 // cluster, naming that run, and the schedule's next run, once the cluster
 // is free, runs.
 func TestScheduledRunIsSkippedBesideAnOpenRun(t *testing.T) {
+	mainLane.join(t)
 	rb := writeRunbook(t, scheduledGated)
 	id := startRun(t, rb)
 	open := []string{id}

@@ -7,6 +7,7 @@ import (
 )
 
 func TestScheduleCreatesThenUpdates(t *testing.T) {
+	mainLane.join(t)
 	for i, every := range []string{"24h", "12h"} {
 		out, errOut, code := kedge(t, "schedule", "../examples/hello.yaml", "--inventory", world.inventory,
 			"--every", every, "--paused", "--id", "hello/lab-schedule", "--output", "json")

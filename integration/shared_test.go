@@ -189,6 +189,7 @@ func (r *errorRecorder) Errorf(format string, args ...any) {
 // its last test closes it, last registered first, and a teardown that
 // leaves something behind fails that test, not a finished one.
 func TestSharedScopeClosesOnItsLastTestAndFailsIt(t *testing.T) {
+	mainLane.join(t)
 	var s *sharedScope
 	var order []string
 	t.Run("builds", func(t *testing.T) {

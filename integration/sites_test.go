@@ -90,6 +90,7 @@ func sitesInventory(t *testing.T, name, siteA, siteB string) string {
 // world's worker on the default queue, which runs the workflows, runs
 // none of them.
 func TestSitesEachWorkerRunsOnlyItsSitesSteps(t *testing.T) {
+	mainLane.join(t)
 	inv := sitesInventory(t, "sites", "site-a", "site-b")
 	siteWorker(t, "site-a", "kedge-site-a", regexp.MustCompile(`polling task queue site-a`), "--clusters", inv)
 	siteWorker(t, "site-b", "kedge-site-b", regexp.MustCompile(`polling task queue site-b`), "--clusters", inv)

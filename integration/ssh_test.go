@@ -28,6 +28,7 @@ steps:
 `
 
 func TestAuthFailureIsClassifiedAndNotRetried(t *testing.T) {
+	mainLane.join(t)
 	dir := t.TempDir()
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	block, _ := ssh.MarshalPrivateKey(priv, "")
@@ -53,6 +54,7 @@ func TestAuthFailureIsClassifiedAndNotRetried(t *testing.T) {
 }
 
 func TestUnreachableHostIsRetried(t *testing.T) {
+	mainLane.join(t)
 	dir := t.TempDir()
 	kh := filepath.Join(dir, "known_hosts")
 	known, _ := os.ReadFile(world.lab.KnownHostsFile)
@@ -76,6 +78,7 @@ func TestUnreachableHostIsRetried(t *testing.T) {
 }
 
 func TestOneConnectionPerHostAndDeadOnesAreReplaced(t *testing.T) {
+	mainLane.join(t)
 	var sb strings.Builder
 	sb.WriteString("apiVersion: kedge/v1\nkind: Runbook\nmetadata: {name: parallel-on-one-host}\nsteps:\n")
 	for i := range 8 {

@@ -69,6 +69,7 @@ func startTyphoonKubelet(t *testing.T, cp *controlplane.ControlPlane, h *testhos
 // before the cordon, the drop-in takes effect (systemd reports the new
 // image), the kubelet runs it and reports the version the image holds.
 func TestKubeletImageSwapOnTyphoonNodes(t *testing.T) {
+	mainLane.join(t)
 	cp, _ := kubeLab(t)
 	// The inventory's controller (the first host) is not touched: the
 	// Typhoon workers are the two others.
@@ -134,6 +135,7 @@ func TestKubeletImageSwapOnTyphoonNodes(t *testing.T) {
 // disabled; after a reboot of the host's units the Node does not come
 // back.
 func TestNodeRemoveOnTyphoonNodes(t *testing.T) {
+	mainLane.join(t)
 	cp, _ := kubeLab(t)
 	l := startLabOf(t, "127.0.43.", testhosts.Options{Names: []string{"tyr-ctl", "tyr-flatcar", "tyr-fcos"}})
 	workers := l.Hosts[1:]

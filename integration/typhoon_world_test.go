@@ -77,10 +77,6 @@ func (w *typhoonLab) close() {
 func typhoonWorld(t *testing.T) {
 	t.Helper()
 	typhoonBuilt.once.Do(func() {
-		// Kedge's bootstrapped API server binds every address on :6443,
-		// the port of the Typhoon world's three: its tests (sorting
-		// before these) are over by now, whichever of them ran.
-		closeBootstrapped()
 		began := time.Now()
 		typhoonBuilt.err = buildTyphoon(t, typhoonBuilt)
 		t.Logf("Typhoon-built cluster of 3 controllers + 2 workers: %s", time.Since(began).Round(time.Second))

@@ -132,6 +132,7 @@ func history(t *testing.T, id string) []*historypb.HistoryEvent {
 // on the lab and reads it back as the Web UI does. (Its name holds
 // "Approval" so `make record-histories` records its histories too.)
 func TestUIReadsLikeTheRunbookThroughApproval(t *testing.T) {
+	mainLane.join(t)
 	dir := t.TempDir()
 	for name, body := range map[string]string{"ui-swap": uiSwap, "ui-node": uiNode} {
 		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(body), 0o644); err != nil {
@@ -383,6 +384,7 @@ func watchInTerminal(t *testing.T, id string) func() string {
 // the command that fixes it; `kedge setup` adds them (the same code as
 // `kedge dev`), after which runs start.
 func TestUISetupRegistersSearchAttributes(t *testing.T) {
+	mainLane.join(t)
 	const ns = "ui-bare"
 	_, err := world.client.WorkflowService().RegisterNamespace(t.Context(), &workflowservice.RegisterNamespaceRequest{
 		Namespace: ns, WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour),

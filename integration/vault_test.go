@@ -98,6 +98,7 @@ func hostStat(t *testing.T, h *testhosts.Host, path string) string {
 // onto a host, and reads a KV secret; neither the key, nor the token, nor
 // the secret reaches Temporal in plain text.
 func TestIssueCertFromVaultOntoAHost(t *testing.T) {
+	mainLane.join(t)
 	v, tokenFile := labVault(t)
 	secret := "kedge-it-" + randomHex(t, 12)
 	if _, err := v.Client.KVv2(vaultlab.KVPath).Put(t.Context(), "kedge/it/issue-cert", map[string]any{"password": secret}); err != nil {
@@ -259,6 +260,7 @@ steps:
 // that may not sign for the user, or a host that does not trust the CA,
 // fails the step at once as an authentication failure.
 func TestSSHLoginWithVaultCertificate(t *testing.T) {
+	mainLane.join(t)
 	v, tokenFile := labVault(t)
 	dir := t.TempDir()
 	hostCA := sshtest.NewSigner(t)

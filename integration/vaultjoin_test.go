@@ -124,6 +124,7 @@ func (o *outage) up(t *testing.T) {
 // is retried (not failed as an authentication error), the join completes
 // once Vault answers again, and the join's bootstrap token is revoked.
 func TestNodeJoinRidesOutVaultDown(t *testing.T) {
+	mainLane.join(t)
 	cp, _ := kubeLab(t)
 	v, tokenFile := labVault(t)
 	u, err := url.Parse(v.Address)

@@ -372,6 +372,7 @@ func decisions(t *testing.T, id string) []workflows.Decision {
 // 3 s, retries and a second swap start nothing, and the worker posts the
 // result to the response_url.
 func TestWebhookSlackSwapKubeletOnALabCluster(t *testing.T) {
+	mainLane.join(t)
 	cp, inv := kubeLab(t)
 	freshNodes(t, cp, "worker-1", "worker-2")
 	c := startChat(t, inv, t.TempDir())
@@ -501,6 +502,7 @@ steps:
 // click resumes it with the Slack user recorded as the approver; forged,
 // stale, unauthorized and replayed clicks change nothing.
 func TestWebhookContinueButtonResumesAPausedRollout(t *testing.T) {
+	mainLane.join(t)
 	dir := t.TempDir()
 	for name, text := range map[string]string{"flaky-node.yaml": flakyNode, "flaky-rollout.yaml": flakyRollout} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
@@ -618,6 +620,7 @@ steps:
 // POST /hooks/run, signed with an HMAC key: one run per request ID, and
 // nothing started for a forged, stale, unauthorized or ill-typed request.
 func TestWebhookHooksRun(t *testing.T) {
+	mainLane.join(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "hello-hook.yaml"), []byte(helloHook), 0o644); err != nil {
 		t.Fatal(err)
@@ -709,6 +712,7 @@ func TestWebhookHooksRun(t *testing.T) {
 // configured it makes one and says where; a command signed with it starts
 // a runbook on dev's own Temporal, and dev's worker posts the result.
 func TestWebhookStartedByKedgeDev(t *testing.T) {
+	mainLane.join(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "hello-hook.yaml"), []byte(helloHook), 0o644); err != nil {
 		t.Fatal(err)
@@ -802,6 +806,7 @@ steps:
 // button on the next rejects it, and the run ends failed with the reason
 // posted.
 func TestWebhookApprovalGates(t *testing.T) {
+	mainLane.join(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "gated.yaml"), []byte(gated), 0o644); err != nil {
 		t.Fatal(err)

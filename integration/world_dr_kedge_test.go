@@ -46,12 +46,9 @@ var kedgeHABuilt atomic.Int32
 
 // kedgeHAWorld bootstraps a kedgeHA world for the calling test alone and
 // stops its hosts (and everything they run) when the test ends, failed
-// or not. Its addresses are kedgeHALane's. The bootstrapped cluster
-// (which binds :6443 on every address) is stopped first: its tests run
-// before any lane's, so only a -run that picks this test alone finds it.
+// or not. Its addresses are kedgeHALane's.
 func kedgeHAWorld(t *testing.T) *kedgeHA {
 	t.Helper()
-	closeBootstrapped()
 	n := kedgeHABuilt.Add(1)
 	w := &kedgeHA{cluster: fmt.Sprintf("kedge-ha-%d", n)}
 	spec := kedgeLabSpec{cluster: w.cluster, dir: w.cluster, baseIP: "127.0.61.",

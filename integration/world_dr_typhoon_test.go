@@ -29,7 +29,6 @@ var typhoonDRHosts = append(slices.Clone(typhoonHosts), typhoonHostSpec{"tyc4", 
 // lane runs beside it). It is stopped when the test ends, failed or not.
 func typhoonDRWorld(t *testing.T, name string) *typhoonLab {
 	t.Helper()
-	closeBootstrapped()
 	w := &typhoonLab{name: name, dir: "typhoon-" + name, hosts: typhoonDRHosts, baseIP: "127.0.47."}
 	t.Cleanup(w.close)
 	began := time.Now()
