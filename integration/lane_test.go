@@ -25,8 +25,9 @@ import (
 // etcd members catching up, kubelets rotating), so lanes side by side
 // fill the machine's idle time.
 type lane struct {
-	name string
-	rank int // the order lanes get the machine in (laneSlots)
+	name  string
+	rank  int    // the order lanes get the machine in (slots)
+	slots *slots // what it takes a slot of
 	// light: the lane holds no slot of the machine. Its world lives in
 	// network namespaces of its own, binds none of the others'
 	// addresses, and mostly waits on the servers it runs.
@@ -39,20 +40,28 @@ type lane struct {
 	holds   bool // a slot of the machine, from its first test to its last
 }
 
-// laneSlots is how many lanes run at once (KEDGE_IT_LANES, 2 by
-// default). A lane holds its slot from its first test to its last (its
-// world lives that long); lanes waiting for one get it in their rank's
-// order, the longest lane first. Every lane at once overloaded the
-// 2-core machine: its worlds' API servers and etcd members alone took
-// every CPU, queries and TLS handshakes timed out, tests failed.
-var laneSlots = struct {
+// slots are the machine's share-out between lanes: how many run at once.
+// A lane holds its slot from its first test to its last (its world lives
+// that long); lanes waiting for one get it in their rank's order, the
+// longest lane first.
+type slots struct {
 	mu      sync.Mutex
 	free    *sync.Cond
 	n       int
 	waiting map[*lane]bool
-}{n: lanesAtOnce(), waiting: map[*lane]bool{}}
+}
 
-func init() { laneSlots.free = sync.NewCond(&laneSlots.mu) }
+func newSlots(n int) *slots {
+	s := &slots{n: n, waiting: map[*lane]bool{}}
+	s.free = sync.NewCond(&s.mu)
+	return s
+}
+
+// machine is the package's slots: KEDGE_IT_LANES, 2 by default. Every
+// lane at once overloaded the 2-core machine: its worlds' API servers
+// and etcd members alone took every CPU, queries and TLS handshakes
+// timed out, tests failed.
+var machine = newSlots(lanesAtOnce())
 
 // lanesAtOnce is KEDGE_IT_LANES, or 2.
 func lanesAtOnce() int {
@@ -65,19 +74,20 @@ func lanesAtOnce() int {
 // takeSlot waits for a slot of the machine, after every waiting lane of
 // a lower rank.
 func (l *lane) takeSlot() {
-	laneSlots.mu.Lock()
-	defer laneSlots.mu.Unlock()
-	for laneSlots.n == 0 || l.outranked() {
-		laneSlots.free.Wait()
+	s := l.slots
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.n == 0 || l.outranked() {
+		s.free.Wait()
 	}
-	delete(laneSlots.waiting, l)
-	laneSlots.n--
-	laneSlots.free.Broadcast()
+	delete(s.waiting, l)
+	s.n--
+	s.free.Broadcast()
 }
 
 // outranked says whether a waiting lane goes before l.
 func (l *lane) outranked() bool {
-	for o := range laneSlots.waiting {
+	for o := range l.slots.waiting {
 		if o.rank < l.rank {
 			return true
 		}
@@ -86,10 +96,11 @@ func (l *lane) outranked() bool {
 }
 
 func (l *lane) giveSlot() {
-	laneSlots.mu.Lock()
-	defer laneSlots.mu.Unlock()
-	laneSlots.n++
-	laneSlots.free.Broadcast()
+	s := l.slots
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	s.free.Broadcast()
 }
 
 // The package's lanes. A world's IP range belongs to one lane.
@@ -114,13 +125,17 @@ var (
 	typhoonDRLane = newLane("typhoon-dr", 3)
 )
 
-// laneParallel is the package's -test.parallel: every lane's tests at
-// once (each waits for its turn in its lane, holding a slot meanwhile),
-// so that one lane's queue never keeps another lane from running.
-const laneParallel = 64
+// laneParallel is the package's -test.parallel: more than the package
+// has tests, so every test is let go at once to wait for its turn in its
+// lane. With fewer, the tests let go could all be waiting behind a lane's
+// next test that is not (every test of the package is parallel).
+const laneParallel = 1024
 
-func newLane(name string, rank int) *lane {
-	l := &lane{name: name, rank: rank}
+func newLane(name string, rank int) *lane { return newLaneOf(machine, name, rank) }
+
+// newLaneOf is a lane that takes its slot of s.
+func newLaneOf(s *slots, name string, rank int) *lane {
+	l := &lane{name: name, rank: rank, slots: s}
 	l.turn = sync.NewCond(&l.mu)
 	return l
 }
@@ -145,9 +160,9 @@ func (l *lane) join(t *testing.T) {
 	if ticket == 0 && !l.light {
 		// In line for a slot from now (every lane joins before any
 		// runs), so that lanes get theirs by rank, not by a race.
-		laneSlots.mu.Lock()
-		laneSlots.waiting[l] = true
-		laneSlots.mu.Unlock()
+		l.slots.mu.Lock()
+		l.slots.waiting[l] = true
+		l.slots.mu.Unlock()
 	}
 
 	t.Parallel()
@@ -184,7 +199,9 @@ func TestLaneRunsItsTestsInOrderAndSaysItsWait(t *testing.T) {
 	if got := "    lane_test.go:80: waited 1m2.5s for its turn in lane typhoon-dr"; testreport.LaneWait.FindStringSubmatch(got) == nil {
 		t.Errorf("testreport does not read %q", got)
 	}
-	l := newLane("lane-test", 99)
+	// Slots of its own: the package's lanes wait in the machine's for
+	// this test, which runs before them.
+	l := newLaneOf(newSlots(1), "lane-test", 0)
 	var mu sync.Mutex
 	var order []int
 	t.Run("group", func(t *testing.T) {
@@ -207,20 +224,9 @@ func TestLaneRunsItsTestsInOrderAndSaysItsWait(t *testing.T) {
 
 // A light lane's tests run while every slot of the machine is taken.
 func TestALightLaneRunsWithoutASlot(t *testing.T) {
-	laneSlots.mu.Lock()
-	held := laneSlots.n
-	laneSlots.n = 0 // every slot taken
-	laneSlots.mu.Unlock()
-	restore := func() {
-		laneSlots.mu.Lock()
-		laneSlots.n += held
-		held = 0
-		laneSlots.free.Broadcast()
-		laneSlots.mu.Unlock()
-	}
-	defer restore()
-
-	l := newLightLane("light-lane-test", 98)
+	full := newSlots(0)
+	l := newLaneOf(full, "light-lane-test", 0)
+	l.light = true
 	ran := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -236,7 +242,10 @@ func TestALightLaneRunsWithoutASlot(t *testing.T) {
 	case <-ran:
 	case <-time.After(10 * time.Second):
 		t.Error("the light lane's test waited for a slot of the machine")
+		full.mu.Lock()
+		full.n++ // let it end
+		full.free.Broadcast()
+		full.mu.Unlock()
 	}
-	restore()
 	<-done
 }
