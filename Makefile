@@ -3,6 +3,11 @@
 #   make test   every unit and integration test (installs what it needs)
 
 GO        ?= go
+# Builds name files by module path, not by where the tree lies
+# (-trimpath): a fresh clone reuses everything Go's build cache holds
+# from another clone (compiled packages, linked test binaries) instead of
+# compiling Kedge and linking every test binary again.
+export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 BIN       := $(CURDIR)/bin
 TOOLS     := $(shell $(GO) env GOPATH)/bin
 LAB_DIR   ?= $(CURDIR)/.lab

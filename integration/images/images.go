@@ -13,6 +13,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+
+	"kedge.dev/kedge/integration/srcroot"
 )
 
 // Versions and names of the images, as Kedge's runbooks name them when the
@@ -65,16 +67,14 @@ const binDir = "/usr/local/bin"
 
 var pathEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 
-// repoRoot is the root of Kedge's source tree.
-func repoRoot() string {
-	_, self, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(self), "..", "..")
-}
-
 // PauseBinary builds integration/images/pause (static, CGO_ENABLED=0)
 // into the cache, once per source and Go version, and returns its path.
 func PauseBinary(ctx context.Context) (string, error) {
-	src := filepath.Join(repoRoot(), "integration", "images", "pause")
+	root, err := srcroot.Dir()
+	if err != nil {
+		return "", err
+	}
+	src := filepath.Join(root, "integration", "images", "pause")
 	main, err := os.ReadFile(filepath.Join(src, "main.go"))
 	if err != nil {
 		return "", err
@@ -200,7 +200,11 @@ func KubeletBinary(ctx context.Context, tools, version string) (string, error) {
 	if strings.ContainsAny(version, " \t'\"") || !strings.HasPrefix(version, "v") {
 		return "", fmt.Errorf("kubelet version %q: want vMAJOR.MINOR.PATCH[-suffix]", version)
 	}
-	mod := filepath.Join(repoRoot(), "integration", "tools", "kube")
+	root, err := srcroot.Dir()
+	if err != nil {
+		return "", err
+	}
+	mod := filepath.Join(root, "integration", "tools", "kube")
 	sum, err := os.ReadFile(filepath.Join(mod, "go.sum"))
 	if err != nil {
 		return "", err

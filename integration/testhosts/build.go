@@ -7,9 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"syscall"
+
+	"kedge.dev/kedge/integration/srcroot"
 )
 
 // The stand-in programs installed on every host, by file name, and the
@@ -40,11 +41,11 @@ func standins() (map[string]string, error) {
 }
 
 func buildStandins() (map[string]string, error) {
-	_, self, _, ok := runtime.Caller(0)
-	if !ok {
-		return nil, fmt.Errorf("testhosts: cannot find the stand-ins' source")
+	root, err := srcroot.Dir()
+	if err != nil {
+		return nil, fmt.Errorf("testhosts: the stand-ins' source: %w", err)
 	}
-	src := filepath.Join(filepath.Dir(self), "standins")
+	src := filepath.Join(root, "integration", "testhosts", "standins")
 	h := sha256.New()
 	files, _ := filepath.Glob(filepath.Join(src, "*", "*.go"))
 	for _, f := range files {

@@ -5,9 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
+
+	"kedge.dev/kedge/integration/srcroot"
 )
 
 // Dir resolves one tools directory, once per process.
@@ -29,8 +30,11 @@ func (d *Dir) Get() (string, error) {
 			d.dir = v
 			return
 		}
-		_, self, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(self), "..", "..")
+		root, err := srcroot.Dir()
+		if err != nil {
+			d.err = fmt.Errorf("build %s (scripts/%s): %w", d.What, d.Script, err)
+			return
+		}
 		cmd := exec.Command("bash", filepath.Join(root, "scripts", d.Script))
 		cmd.Stderr = os.Stderr
 		out, err := cmd.Output()
