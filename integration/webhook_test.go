@@ -738,7 +738,6 @@ allow:
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	t.Setenv("KEDGE_SLACK_SIGNING_SECRET", "")
 	out := &syncLog{}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})

@@ -97,6 +97,11 @@ func TestMain(m *testing.M) {
 		fmt.Println("integration: skipped in -short mode")
 		os.Exit(0)
 	}
+	// The world's webhooks sign with secrets of their own (kedge dev
+	// makes one without this); tests are parallel, so none may set the
+	// environment (t.Setenv) for itself.
+	os.Unsetenv("KEDGE_SLACK_SIGNING_SECRET")
+	os.Unsetenv("KEDGE_SLACK_SIGNING_SECRET_FILE")
 	// A hung test is named at the tail of the log, and the world torn
 	// down, before -timeout's goroutine dump.
 	disarm := watchdog.Start("kedge.dev/kedge/integration", os.Stderr, watchdogTeardown)
