@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -18,12 +17,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/kubectl/pkg/drain"
 
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/internal/resume"
@@ -162,16 +159,9 @@ func (a *Activities) setUnschedulable(ctx context.Context, in NodeInput, on bool
 	}
 	var res NodeResult
 	err = a.whileAway(ctx, "set unschedulable", func() error {
-		node, err := cs.CoreV1().Nodes().Get(ctx, in.Node, metav1.GetOptions{})
-		if err != nil || node.Spec.Unschedulable == on {
-			return err
-		}
-		patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, on)
-		if _, err := cs.CoreV1().Nodes().Patch(ctx, in.Node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-			return err
-		}
-		res.Changed = true
-		return nil
+		changed, err := markUnschedulable(ctx, cs, in.Node, on)
+		res.Changed = res.Changed || changed
+		return err
 	})
 	return res, apiError(in.Node, err)
 }
@@ -205,16 +195,10 @@ func (a *Activities) Drain(ctx context.Context, in DrainInput) (DrainResult, err
 	progress := func() drainProgress { // under mu
 		return drainProgress{StartedAt: prog.StartedAt, Evicted: slices.Clone(res.Evicted)}
 	}
-	grace := -1
-	if in.GracePeriodSeconds > 0 {
-		grace = in.GracePeriodSeconds
-	}
-	h := &drain.Helper{
-		Ctx: ctx, Client: cs, Force: in.Force, GracePeriodSeconds: grace,
-		IgnoreAllDaemonSets: true, DeleteEmptyDirData: in.DeleteEmptyDirData,
-		Timeout: budget, EvictErrorRetryDelay: delay,
-		Out: io.Discard, ErrOut: io.Discard,
-		OnPodDeletedOrEvicted: func(pod *corev1.Pod, _ bool) {
+	opts := drainOptions{
+		Node: in.Node, Force: in.Force, DeleteEmptyDirData: in.DeleteEmptyDirData,
+		Timeout: budget, RetryDelay: delay, Poll: a.poll(),
+		Evicted: func(pod *corev1.Pod) {
 			mu.Lock()
 			if name := pod.Namespace + "/" + pod.Name; !slices.Contains(res.Evicted, name) {
 				res.Evicted = append(res.Evicted, name)
@@ -224,20 +208,19 @@ func (a *Activities) Drain(ctx context.Context, in DrainInput) (DrainResult, err
 			heartbeat(ctx, p)
 		},
 	}
+	if in.GracePeriodSeconds > 0 { // else each pod's own
+		opts.GracePeriod = new(int64(in.GracePeriodSeconds))
+	}
 	// An API server that stops answering (restarted, say) is waited
 	// out: the drain starts again where the node is.
 	evicting := false // the error, if any, is the eviction's
 	err = a.whileAwayBeating(ctx, "drain", func() error {
 		evicting = false
-		node, err := cs.CoreV1().Nodes().Get(ctx, in.Node, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if err := drain.RunCordonOrUncordon(h, node, true); err != nil {
-			return err
+		if _, err := markUnschedulable(ctx, cs, in.Node, true); err != nil {
+			return fmt.Errorf("cordon %s: %w", in.Node, err)
 		}
 		evicting = true
-		err = a.runDrain(ctx, h, in.Node, &mu, progress)
+		err := a.runDrain(ctx, cs, opts, &mu, progress)
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			return &drainTimedOut{after: timeout, err: err}
 		}
@@ -256,7 +239,7 @@ func (a *Activities) Drain(ctx context.Context, in DrainInput) (DrainResult, err
 }
 
 // runDrain evicts the node's pods, heartbeating while evictions wait.
-func (a *Activities) runDrain(ctx context.Context, h *drain.Helper, node string, mu *sync.Mutex, progress func() drainProgress) error {
+func (a *Activities) runDrain(ctx context.Context, cs kubernetes.Interface, opts drainOptions, mu *sync.Mutex, progress func() drainProgress) error {
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() { // heartbeat while waiting on evictions that do not finish
@@ -274,7 +257,7 @@ func (a *Activities) runDrain(ctx context.Context, h *drain.Helper, node string,
 			}
 		}
 	}()
-	return drain.RunNodeDrain(h, node)
+	return drainNode(ctx, cs, opts)
 }
 
 // blocked explains a failed drain: which pods are left and which

@@ -30,8 +30,8 @@ func (a *Activities) apiOutage() time.Duration {
 
 // away says whether err means the API server did not answer (refused or
 // dropped connections, timeouts, 429, 503, 504), not that it answered
-// no. Errors from kubectl's drain lose their types on the way (%v), so
-// their text is read too.
+// no. An error that reaches it as text only (a library that formats
+// its cause with %v) is read by its text too.
 func away(err error) bool {
 	var own *drainTimedOut
 	if err == nil || errors.Is(err, context.Canceled) || errors.As(err, &own) {

@@ -38,7 +38,6 @@ func resumeDrain(ctx context.Context) (drainProgress, bool) {
 
 // minLastLook is the time a drain resumed past its deadline still gets:
 // one look at the node, which succeeds when nothing is left to evict.
-// (kubectl's drain reads a zero timeout as none.)
 const minLastLook = 2 * time.Second
 
 // remaining is what is left of timeout for a drain begun at start.
