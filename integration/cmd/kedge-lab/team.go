@@ -4,12 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"kedge.dev/kedge/integration/srcroot"
 	"kedge.dev/kedge/integration/teamlab"
 )
 
@@ -18,7 +18,7 @@ import (
 // codec server, two workers, the webhook) run as local processes, in
 // place of `kedge dev`. It writes DIR/team.env for the operator's shell.
 func runTeam(ctx context.Context, dir string, served []string) error {
-	repo, err := repoRoot()
+	repo, err := srcroot.Dir()
 	if err != nil {
 		return err
 	}
@@ -94,23 +94,4 @@ func teamSetup(kedgeDir string, served []string) error {
 	}
 	return os.WriteFile(filepath.Join(kedgeDir, "webhook", "webhook.yaml"), []byte("apiVersion: kedge/v1\nkind: ChatOps\nclusters:\n"+clusters.String()+
 		"allow:\n  - name: lab\n    slackUsers: [U0LAB]\n    clusters: [\"*\"]\n    start: [\"*\"]\n    approve: [\"*\"]\n"), 0o600)
-}
-
-// repoRoot is the repository `make team` runs in: the first directory up
-// from here with docker-compose.yml.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "docker-compose.yml")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no docker-compose.yml here or above: run `make team` in the repository")
-		}
-		dir = parent
-	}
 }
