@@ -90,10 +90,17 @@ func releaseSysctls() error {
 var HoldDir = filepath.Join(os.TempDir(), "kedge-realnode-sysctls")
 
 // machineHold registers pid as a holder, saving the sysctls first when no
-// live process holds them.
+// live process holds them. A holder that died holding them (a test
+// binary that panicked) left them as its nodes set them: what it saved
+// is put back first.
 func machineHold(pid int) error {
 	return underHoldLock(func() error {
-		if len(liveHolders(pid)) == 0 {
+		if live, died := liveHolders(pid); len(live) == 0 {
+			if died {
+				if err := restoreSaved(); err != nil {
+					return err
+				}
+			}
 			saved, err := ReadSysctls()
 			if err != nil {
 				return fmt.Errorf("save sysctls: %w", err)
@@ -119,32 +126,37 @@ func machineRelease(pid int) error {
 		if err := os.Remove(filepath.Join(HoldDir, "holder-"+strconv.Itoa(pid))); err != nil && !os.IsNotExist(err) {
 			return err
 		}
-		if len(liveHolders(pid)) > 0 {
+		if live, _ := liveHolders(pid); len(live) > 0 {
 			return nil
 		}
-		b, err := os.ReadFile(filepath.Join(HoldDir, "saved"))
-		if err != nil {
-			return fmt.Errorf("restore sysctls: %w", err)
-		}
-		var errs []error
-		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			k, v, ok := strings.Cut(line, " ")
-			if !ok || !slices.Contains(KubeletSysctls, k) {
-				continue
-			}
-			if err := os.WriteFile(filepath.Join(procSys, k), []byte(v+"\n"), 0o644); err != nil {
-				errs = append(errs, fmt.Errorf("restore %s=%s: %w", strings.ReplaceAll(k, "/", "."), v, err))
-			}
-		}
-		return errors.Join(errs...)
+		return restoreSaved()
 	})
 }
 
-// liveHolders are the registered processes other than self still alive;
-// the registrations of dead ones are removed.
-func liveHolders(self int) []int {
+// restoreSaved writes back the sysctls the first holder saved.
+func restoreSaved() error {
+	b, err := os.ReadFile(filepath.Join(HoldDir, "saved"))
+	if err != nil {
+		return fmt.Errorf("restore sysctls: %w", err)
+	}
+	var errs []error
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		k, v, ok := strings.Cut(line, " ")
+		if !ok || !slices.Contains(KubeletSysctls, k) {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(procSys, k), []byte(v+"\n"), 0o644); err != nil {
+			errs = append(errs, fmt.Errorf("restore %s=%s: %w", strings.ReplaceAll(k, "/", "."), v, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// liveHolders are the registered processes other than self still alive,
+// and whether any registered one died; the registrations of dead ones are
+// removed.
+func liveHolders(self int) (live []int, died bool) {
 	files, _ := filepath.Glob(filepath.Join(HoldDir, "holder-*"))
-	var live []int
 	for _, f := range files {
 		pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(f), "holder-"))
 		if err != nil || pid == self {
@@ -155,8 +167,9 @@ func liveHolders(self int) []int {
 			continue
 		}
 		_ = os.Remove(f)
+		died = true
 	}
-	return live
+	return live, died
 }
 
 // machineOriginal is what the last holder to let go restored (or will),
@@ -165,7 +178,7 @@ func machineOriginal() (map[string]string, []int, error) {
 	saved := map[string]string{}
 	var others []int
 	err := underHoldLock(func() error {
-		others = liveHolders(os.Getpid())
+		others, _ = liveHolders(os.Getpid())
 		b, err := os.ReadFile(filepath.Join(HoldDir, "saved"))
 		if err != nil {
 			return err
