@@ -49,9 +49,13 @@ type Input struct {
 	// Shell is set for shell text (host.run's command and script): it is
 	// literal text, no expression in it, not even the whole value (the
 	// run-command runbook's one param passed through whole aside).
-	Shell bool   `json:"shell,omitempty"`
-	Elem  string `json:"elem,omitempty"` // item type of a list
-	Doc   string `json:"doc,omitempty"`
+	Shell bool `json:"shell,omitempty"`
+	// Env is set for environment variables a command runs with: a map
+	// whose keys are literal variable names (host.CheckEnvName), never
+	// chosen by an expression.
+	Env  bool   `json:"env,omitempty"`
+	Elem string `json:"elem,omitempty"` // item type of a list
+	Doc  string `json:"doc,omitempty"`
 }
 
 // Action describes one action.
@@ -175,6 +179,8 @@ func describe(r row) Action {
 				input.Type = TypeMode
 			case opt == "shell":
 				input.Shell = true
+			case opt == "env":
+				input.Env = true
 			case strings.HasPrefix(opt, "enum="):
 				input.Enum = strings.Split(strings.TrimPrefix(opt, "enum="), "|")
 			}

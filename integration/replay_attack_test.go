@@ -137,6 +137,17 @@ func TestACopiedStartOrAResetRunsNothingAgain(t *testing.T) {
 		}
 	})
 
+	t.Run("under its ID and a time, as a schedule names its runs", func(t *testing.T) {
+		id := p.WorkflowID + "-" + time.Now().UTC().Format(time.RFC3339)
+		runID := startRaw(t, mallory, id, typeName, start.GetInput())
+		if err := endsWith(t, id, runID); err == nil || !strings.Contains(err.Error(), "belongs to another workflow") {
+			t.Fatalf("the copied start ended with %v", err)
+		}
+		if acts := scheduledActivities(t, mallory, id, runID); len(acts) != 0 {
+			t.Errorf("the copied start scheduled %v", acts)
+		}
+	})
+
 	t.Run("under its own workflow ID", func(t *testing.T) {
 		runID := startRaw(t, mallory, p.WorkflowID, typeName, start.GetInput())
 		err := endsWith(t, p.WorkflowID, runID)

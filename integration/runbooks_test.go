@@ -239,11 +239,16 @@ steps:
 func TestWriteFileIsAtomic(t *testing.T) {
 	mainLane.join(t)
 	// Two 512 KiB contents; a reader loop on the host hashes the file as
-	// fast as it can while Kedge replaces it. Every read must be whole.
+	// fast as it can while Kedge replaces it, from before the first write
+	// to after the last (marker files: on a busy machine a reader of a
+	// fixed 4 s ended before the first write). Every read must be whole.
 	a := strings.Repeat("a", 512<<10)
 	b := strings.Repeat("b", 512<<10)
 	sum := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
 	h := host(t, "worker-2")
+	if out, err := h.Exec(t.Context(), "rm", "-f", "/var/lib/atomic-reading", "/var/lib/atomic-stop", "/var/lib/atomic-sums"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
 	if err := h.WriteFile("/etc/atomic/data", []byte(a), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -257,8 +262,9 @@ steps:
     on: worker-2
     with:
       command: |
-        end=$(( $(date +%s) + 4 ))
-        while [ "$(date +%s)" -lt "$end" ]; do sha256sum /etc/atomic/data | cut -d' ' -f1; done | sort | uniq -c >> /var/lib/atomic-sums
+        end=$(( $(date +%s) + 300 ))
+        touch /var/lib/atomic-reading
+        while [ ! -e /var/lib/atomic-stop ] && [ "$(date +%s)" -lt "$end" ]; do sha256sum /etc/atomic/data | cut -d' ' -f1; done | sort | uniq -c >> /var/lib/atomic-sums
 `)
 	writer := writeRunbook(t, `
 apiVersion: kedge/v1
@@ -274,7 +280,10 @@ steps:
 `)
 	done := make(chan int)
 	go func() { _, code, _ := runWaitNoT(reader); done <- code }()
-	time.Sleep(1500 * time.Millisecond)
+	eventually(t, 2*time.Minute, "the reader reading", func() bool {
+		_, err := h.ReadFile("/var/lib/atomic-reading")
+		return err == nil
+	})
 	for i := range 4 {
 		content := b
 		if i%2 == 1 {
@@ -283,6 +292,9 @@ steps:
 		if _, code, errOut := runWait(t, writer, "--set", "content="+content); code != 0 {
 			t.Fatalf("write %d failed: %s", i, errOut)
 		}
+	}
+	if err := h.WriteFile("/var/lib/atomic-stop", nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	if code := <-done; code != 0 {
 		t.Fatal("reader runbook failed")

@@ -59,6 +59,17 @@ func siteWorker(t *testing.T, queue, identity string, want *regexp.Regexp, args 
 	}
 }
 
+// queueKey is queue's key file, derived from the world's by `kedge codec
+// derive`, as an operator gives one to a site's worker.
+func queueKey(t *testing.T, queue string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), queue+".key")
+	if _, errOut, code := kedge(t, "codec", "derive", "--queue", queue, "--out", out); code != 0 {
+		t.Fatalf("kedge codec derive --queue %s: exit %d: %s", queue, code, errOut)
+	}
+	return out
+}
+
 // sitesInventory puts controller-1 and worker-1 on site A's queue (the
 // cluster's) and worker-2 on site B's.
 func sitesInventory(t *testing.T, name, siteA, siteB string) string {
@@ -92,8 +103,9 @@ func sitesInventory(t *testing.T, name, siteA, siteB string) string {
 func TestSitesEachWorkerRunsOnlyItsSitesSteps(t *testing.T) {
 	mainLane.join(t)
 	inv := sitesInventory(t, "sites", "site-a", "site-b")
-	siteWorker(t, "site-a", "kedge-site-a", regexp.MustCompile(`polling task queue site-a`), "--clusters", inv)
-	siteWorker(t, "site-b", "kedge-site-b", regexp.MustCompile(`polling task queue site-b`), "--clusters", inv)
+	// Each site's worker holds its queue's keys alone.
+	siteWorker(t, "site-a", "kedge-site-a", regexp.MustCompile(`polling the activities of task queue site-a`), "--clusters", inv, "--codec-key", queueKey(t, "site-a"))
+	siteWorker(t, "site-b", "kedge-site-b", regexp.MustCompile(`polling the activities of task queue site-b`), "--clusters", inv, "--codec-key", queueKey(t, "site-b"))
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "site-node.yaml"), []byte(`
 apiVersion: kedge/v1

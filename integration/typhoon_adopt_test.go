@@ -74,6 +74,15 @@ func TestAdoptTyphoonAndRenewInPlace(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut+step(t, p0, "ca").LastError, "adopt the cluster first") {
 		t.Fatalf("cert-renewal before adopt: exit %d: %s\n%+v", code, errOut, p0)
 	}
+	// ca-rotation too, and it makes no service-account key pair either
+	// (one made here would make adopt below refuse: a key recorded).
+	prot, code, errOut := runWaitInv(t, "ca-rotation", inv)
+	if code == 0 || !strings.Contains(errOut+step(t, prot, "ca").LastError, "adopt the cluster first") {
+		t.Fatalf("ca-rotation before adopt: exit %d: %s\n%+v", code, errOut, prot)
+	}
+	if st := step(t, prot, "service-account").State; st == workflows.StateSucceeded {
+		t.Errorf("ca-rotation before adopt read or made a service-account key pair (step %s)", st)
+	}
 
 	keys := t.TempDir()
 	etcdKey, aggKey := filepath.Join(keys, "etcd-ca.key"), filepath.Join(keys, "aggregation-ca.key")

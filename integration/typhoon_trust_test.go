@@ -236,12 +236,12 @@ func certsIn(t *testing.T, content []byte) []*x509.Certificate {
 // trustFiles is every file on the world's hosts a CA rotation may
 // change, with its content (the kubelet's client certificate read on the
 // host: a link with an absolute target), and the worker's kubeconfig.
-func trustFiles(t *testing.T, cs kubernetes.Interface) map[string]string {
+func (w *typhoonLab) trustFiles(t *testing.T, cs kubernetes.Interface) map[string]string {
 	t.Helper()
-	out := map[string]string{"worker:kubeconfig": string(must(os.ReadFile(typhoonBuilt.kubeconfig)))}
+	out := map[string]string{"worker:kubeconfig": string(must(os.ReadFile(w.kubeconfig)))}
 	nodes := typhoonNodesNow(t, cs)
-	for i, spec := range typhoonHosts {
-		h := typhoonBuilt.lab.Hosts[i]
+	for i, spec := range w.hosts {
+		h := w.lab.Hosts[i]
 		if spec.spare && !slices.Contains(nodes, typhoonFQDN(h.Name)) {
 			continue
 		}
@@ -318,27 +318,30 @@ func must[T any](v T, err error) T {
 // host and the worker's kubeconfig is as it was, every served certificate
 // is the one from before, and the cluster is healthy: etcd's 3 members,
 // every Node Ready, a token from before still accepted.
+//
+// It runs on a Typhoon world of its own in the disaster-recovery lane:
+// on the shared world, after the others of its lane, it made that lane
+// the package's longest.
 func TestCARotationAbortedOnTyphoonCluster(t *testing.T) {
-	typhoonLane.join(t)
-	typhoonWorld(t)
-	adoptTyphoon(t)
+	typhoonDRLane.join(t)
+	w := typhoonDRWorld(t, "typhoon-abort")
 	ctx := t.Context()
-	cs := typhoonBuilt.client
-	inv := typhoonInventoryOfNodes(t)
+	cs := w.client
+	inv := w.inventory
 	var endpoints []string
-	for _, h := range typhoonBuilt.lab.Hosts[:3] {
+	for _, h := range w.lab.Hosts[:3] {
 		endpoints = append(endpoints, h.Address+":6443", h.Address+":2379", h.Address+":2380")
 	}
 	served := map[string]string{}
 	for _, ep := range endpoints {
 		served[ep] = servedCert(t, ep).SerialNumber.String()
 	}
-	files := trustFiles(t, cs)
+	files := w.trustFiles(t, cs)
 	tok := saToken(t, cs, nil)
 
 	// While an etcd member is down: refused before anything changes, no
 	// new CA made.
-	tyc2 := typhoonHost(t, "tyc2")
+	tyc2 := w.host(t, "tyc2")
 	if out, err := tyc2.Exec(ctx, "systemctl", "stop", "etcd-member.service"); err != nil {
 		t.Fatalf("stop etcd on tyc2: %v: %s", err, out)
 	}
@@ -350,7 +353,7 @@ func TestCARotationAbortedOnTyphoonCluster(t *testing.T) {
 		t.Errorf("the refused rotation staged a CA: %+v", st)
 	}
 	v, _ := labVault(t)
-	if _, err := v.Client.KVv2(vaultlab.KVPath).Get(ctx, "kedge/clusters/"+typhoonCluster+"/ca-next"); err == nil {
+	if _, err := v.Client.KVv2(vaultlab.KVPath).Get(ctx, "kedge/clusters/"+w.name+"/ca-next"); err == nil {
 		t.Error("the refused rotation left a new CA in Vault")
 	}
 	if out, err := tyc2.Exec(ctx, "systemctl", "start", "etcd-member.service"); err != nil {
@@ -416,13 +419,13 @@ func TestCARotationAbortedOnTyphoonCluster(t *testing.T) {
 	}
 	// The undo waits for each static pod it restarts; etcd and the API
 	// servers behind them settle within moments.
-	for _, h := range typhoonBuilt.lab.Hosts[:3] {
+	for _, h := range w.lab.Hosts[:3] {
 		eventually(t, 2*time.Minute, h.Name+"'s API server ready after the undo", func() bool {
-			return readyz(ctx, typhoonBuilt.kubeconfig, h.Address+":6443") == nil
+			return readyz(ctx, w.kubeconfig, h.Address+":6443") == nil
 		})
 	}
-	cs = kubeClient(t, typhoonBuilt.kubeconfig)
-	after := trustFiles(t, cs)
+	cs = kubeClient(t, w.kubeconfig)
+	after := w.trustFiles(t, cs)
 	// A restart marks the manifest it restarts (kedge.dev/restarted-at):
 	// that mark aside, every file is as it was.
 	for k, v := range files {
@@ -435,7 +438,7 @@ func TestCARotationAbortedOnTyphoonCluster(t *testing.T) {
 			t.Errorf("after the undo %s serves serial %s, not %s from before", ep, got, served[ep])
 		}
 	}
-	if got := etcdMembers(t); strings.Join(got, ",") != "tyc1,tyc2,tyc3" {
+	if got := w.etcdMembersVia(t, "tyc1"); strings.Join(got, ",") != "tyc1,tyc2,tyc3" {
 		t.Errorf("etcd members after the undo: %v", got)
 	}
 	eventually(t, time.Minute, "etcd ready through the API", func() bool {
@@ -448,7 +451,6 @@ func TestCARotationAbortedOnTyphoonCluster(t *testing.T) {
 	if !tokenAccepted(t, cs, tok) {
 		t.Error("a token from before is refused after the undo")
 	}
-	typhoonBuilt.client = cs
 }
 
 // The files holdManifestRename uses on its host: the hold, while it is

@@ -121,8 +121,9 @@ steps:
     action: vault.issue-cert
     with:
       commonName: system:node:worker-1
-      altNames: [worker-1, worker-1.lab.kedge.test]
-      ipSANs: [`+h.Address+`]
+      altNames: [worker-1]
+      # An inventory's address and name as they come: each where it belongs.
+      sans: [worker-1.lab.kedge.test, `+h.Address+`]
       ttl: 2h
   - id: write-cert
     needs: [cert]

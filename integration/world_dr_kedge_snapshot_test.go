@@ -17,10 +17,12 @@ import (
 // S3-compatible server; each stored object is ciphertext (no bbolt
 // magic, no key name) that opens with the codec key, and the drill
 // restores it into a throwaway etcd holding the Secret. A second
-// snapshot with keepLast 1 deletes the first.
+// snapshot with keepLast 1 deletes the first. It changes nothing of
+// the world, which goes on to the lane's next test (the restore).
 func TestEtcdSnapshotOnKedgeLayout(t *testing.T) {
 	kedgeHALane.join(t)
 	w := kedgeHAWorld(t)
+	w.handOn = true
 	canary := writeSecret(t, w.client, "kedge-layout-canary")
 	key := "/registry/secrets/default/kedge-layout-canary"
 	inv, local, srv := backupsInventory(t, w.inventory)

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,23 +39,52 @@ type kedgeHA struct {
 	controllers []*testhosts.Host
 	worker      *testhosts.Host
 	spare       *testhosts.Host
+	// handOn: the test using the world leaves it whole; if it passes, the
+	// lane's next test gets it instead of building one.
+	handOn bool
 }
 
 // kedgeHABuilt counts the worlds built: each has a cluster name of its
 // own (its node workflows, its CAs in Vault).
 var kedgeHABuilt atomic.Int32
 
-// kedgeHAWorld bootstraps a kedgeHA world for the calling test alone and
-// stops its hosts (and everything they run) when the test ends, failed
-// or not. Its addresses are kedgeHALane's.
+// kedgeHANext is the world a test that passed left whole (handOn) for
+// the lane's next test: a world is ~35 s and ~30 CPU seconds to build
+// (three API servers' and etcd members' first starts).
+var kedgeHANext struct {
+	sync.Mutex
+	w *kedgeHA
+}
+
+// kedgeHAWorld returns a kedgeHA world for the calling test alone: the
+// one the lane's last test handed on (checked whole first), or one
+// bootstrapped now. Its hosts (and everything they run) stop when the
+// test ends, failed or not, unless the test hands the world on and
+// passes. Its addresses are kedgeHALane's.
 func kedgeHAWorld(t *testing.T) *kedgeHA {
 	t.Helper()
+	kedgeHANext.Lock()
+	w := kedgeHANext.w
+	kedgeHANext.w = nil
+	kedgeHANext.Unlock()
+	if w != nil {
+		t.Cleanup(func() { w.release(t) })
+		t.Logf("%s: handed on by the lane's last test", w.cluster)
+		w.check(t)
+		if t.Failed() {
+			t.FailNow()
+		}
+		return w
+	}
 	n := kedgeHABuilt.Add(1)
-	w := &kedgeHA{cluster: fmt.Sprintf("kedge-ha-%d", n)}
+	w = &kedgeHA{cluster: fmt.Sprintf("kedge-ha-%d", n)}
 	spec := kedgeLabSpec{cluster: w.cluster, dir: w.cluster, baseIP: "127.0.61.",
 		controllers: []string{"kha-1", "kha-2", "kha-3"}, workers: []string{"kha-4"}, spares: []string{"kha-5"},
 		kubernetes: "  controlPlaneListen: node\n"}
-	l, inv := kedgeLab(t, spec, func(l *testhosts.Lab) { t.Cleanup(func() { _ = l.Close() }) })
+	l, inv := kedgeLab(t, spec, func(l *testhosts.Lab) {
+		w.lab = l
+		t.Cleanup(func() { w.release(t) })
+	})
 	w.lab, w.inventory = l, inv
 	for _, name := range spec.controllers {
 		w.controllers = append(w.controllers, hostIn(l, name))
@@ -75,6 +105,28 @@ func kedgeHAWorld(t *testing.T) *kedgeHA {
 	w.client = kubeClient(t, w.kubeconfig)
 	w.check(t)
 	return w
+}
+
+// release ends t's use of the world: handed on to the lane's next test
+// when t asked for that and passed, its hosts stopped otherwise. A world
+// handed on that no test takes stops at the package's end.
+func (w *kedgeHA) release(t *testing.T) {
+	if !w.handOn || t.Failed() {
+		_ = w.lab.Close()
+		return
+	}
+	w.handOn = false
+	kedgeHANext.Lock()
+	kedgeHANext.w = w
+	kedgeHANext.Unlock()
+	atWorldEnd(func() {
+		kedgeHANext.Lock()
+		defer kedgeHANext.Unlock()
+		if kedgeHANext.w == w {
+			_ = w.lab.Close()
+			kedgeHANext.w = nil
+		}
+	})
 }
 
 // controllerInventory writes the world's inventory with the spare listed

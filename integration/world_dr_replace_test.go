@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	hostapi "kedge.dev/kedge/actions/host"
 	"kedge.dev/kedge/integration/controlplane"
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/integration/typhoon"
@@ -203,8 +205,13 @@ func TestControllerReplaceOnTyphoonCluster(t *testing.T) {
 	if err := syscall.Kill(w.host(t, "tyc2").PID(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	// The replace itself on the inventory as bare-metal Typhoon names its
+	// hosts, by DNS name, served by a worker that resolves them as a
+	// site's DNS would: the new member's certificates name it.
+	byName := namedInventory(t, w, inv, "typhoon-named")
+	namedWorker(t, w, "typhoon-named", byName)
 	began = time.Now()
-	p, code, errOut = runWaitInv(t, "controller-replace", inv, "--set", "lost=tyc2", "--set", "node=tyc4")
+	p, code, errOut = runWaitInv(t, "controller-replace", byName, "--set", "lost=tyc2", "--set", "node=tyc4")
 	took := time.Since(began)
 	t.Logf("controller-replace lost=tyc2 node=tyc4 on Typhoon's layout: %s", took.Round(time.Second))
 	for _, s := range p.Steps {
@@ -220,6 +227,20 @@ func TestControllerReplaceOnTyphoonCluster(t *testing.T) {
 	}
 	if got := w.etcdMembersVia(t, "tyc4"); !slices.Equal(got, []string{"tyc1", "tyc3", "tyc4"}) {
 		t.Errorf("etcd members, as tyc4 answers: %v", got)
+	}
+	// What still names tyc2 on the controllers left is listed for the
+	// operator: each API server's --etcd-servers and etcd's initial
+	// cluster, by file and line.
+	if st := step(t, p, "still-named"); st.State != workflows.StateSucceeded {
+		t.Errorf("still-named: %+v", st)
+	}
+	named := stillNamed(t, p.WorkflowID)
+	for _, h := range []string{"tyc1", "tyc3"} {
+		for _, f := range []string{"/etc/kubernetes/manifests/kube-apiserver.yaml:", typhoon.EtcdEnv + ":"} {
+			if !slices.ContainsFunc(named[h], func(s string) bool { return strings.HasPrefix(s, f) }) {
+				t.Errorf("still-named on %s lists %q, want a line of %s", h, named[h], strings.TrimSuffix(f, ":"))
+			}
+		}
 	}
 	if entries, _ := os.ReadDir(filepath.Join(backups, w.name, "etcd")); len(entries) != 2 {
 		t.Errorf("snapshot before the replace: %v, want one snapshot and its manifest", entries)
@@ -248,6 +269,14 @@ func TestControllerReplaceOnTyphoonCluster(t *testing.T) {
 	if m := string(must(tyc4.ReadFile("/etc/kubernetes/manifests/kube-apiserver.yaml"))); !strings.Contains(m,
 		"--etcd-servers=https://tyc1.typhoon.test:2379,https://tyc3.typhoon.test:2379,https://tyc4.typhoon.test:2379\n") {
 		t.Errorf("tyc4's kube-apiserver manifest:\n%s", m)
+	}
+	// Its etcd certificates name it as Typhoon's do, by its DNS name (the
+	// inventory's address), loopback as the IP.
+	for _, f := range []string{typhoon.EtcdServerCert, typhoon.EtcdPeerCert} {
+		c := firstCert(t, must(tyc4.ReadFile(f)))
+		if !slices.Contains(c.DNSNames, "tyc4.typhoon.test") || len(c.IPAddresses) != 1 || !c.IPAddresses[0].Equal(net.IPv4(127, 0, 0, 1)) {
+			t.Errorf("tyc4's %s names %v and %v, want tyc4.typhoon.test and 127.0.0.1 alone", f, c.DNSNames, c.IPAddresses)
+		}
 	}
 	if out, err := tyc4.Exec(ctx, "stat", "-c", "%U %a", typhoon.EtcdServerKey); err != nil || strings.TrimSpace(string(out)) != "etcd 500" {
 		t.Errorf("tyc4's etcd server key: %q (%v)", out, err)
@@ -314,4 +343,28 @@ func health(ctx context.Context, address string) error {
 		return err
 	}
 	return c.Close()
+}
+
+// stillNamed reads controller-replace's still-named step from the run's
+// history: each host's outputs.files, by the node its call was for.
+func stillNamed(t *testing.T, id string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	inputs := map[int64]string{}
+	for _, e := range events(t, world.client, id, "") {
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == hostapi.RunAction {
+			var in hostapi.RunInput
+			if err := world.codec.DataConverter().FromPayloads(a.GetInput(), &in); err == nil && strings.Contains(in.Script, "LOST_URLS") {
+				inputs[e.GetEventId()] = in.Target.Node
+			}
+		}
+		if a := e.GetActivityTaskCompletedEventAttributes(); a != nil && inputs[a.GetScheduledEventId()] != "" {
+			var res hostapi.RunResult
+			if err := world.codec.DataConverter().FromPayloads(a.GetResult(), &res); err != nil {
+				t.Fatalf("decode a still-named result: %v", err)
+			}
+			out[inputs[a.GetScheduledEventId()]] = strings.Fields(res.Outputs["files"])
+		}
+	}
+	return out
 }

@@ -104,6 +104,17 @@ func TestEtcdRestoreOnKedgeLayout(t *testing.T) {
 	kedgeHALane.join(t)
 	w := kedgeHAWorld(t)
 	inv, _ := localBackupsInventory(t, w.inventory)
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, h := range w.controllers {
+				logs, _ := filepath.Glob(hostPath(h, "var/log/pods/*etcd*/etcd.log"))
+				for _, l := range logs {
+					b, _ := os.ReadFile(l)
+					t.Logf("%s %s tail:\n%s", h.Name, filepath.Base(filepath.Dir(l)), tail(string(b), 3000))
+				}
+			}
+		}
+	})
 	restoreAfterQuorumLost(t, restoreCase{inv: inv, client: w.client, controllers: w.controllers,
 		members: func(t *testing.T, via *testhosts.Host) []string { return memberNames(w.members(t, via)) },
 		kill:    "kill -9 $(pgrep -x etcd) && rm -rf /var/lib/etcd"})

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	chatmsg "kedge.dev/kedge/activities/chat"
+	"kedge.dev/kedge/integration/gobin"
 	"kedge.dev/kedge/integration/lab"
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/integration/watchdog"
@@ -175,6 +175,7 @@ func runWorld(m *testing.M) (int, error) {
 	copts := client.Options{HostPort: world.srv.FrontendAddress(), Namespace: world.srv.Namespace(),
 		Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))}
 	world.codec.Apply(&copts)
+	copts.ConnectionOptions.GrpcCompression = &client.GrpcCompressionNone{} // as kedge on loopback
 	world.client, err = client.Dial(copts)
 	if err != nil {
 		return 0, err
@@ -208,9 +209,8 @@ func runWorld(m *testing.M) (int, error) {
 	if err := os.WriteFile(world.inventory, []byte(labInventory(world.lab, world.lab.KnownHostsFile)), 0o644); err != nil {
 		return 0, err
 	}
-	world.kedgeBin = filepath.Join(dir, "kedge")
-	if out, err := exec.Command("go", "build", "-o", world.kedgeBin, "kedge.dev/kedge/cmd/kedge").CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("build kedge: %v\n%s", err, out)
+	if world.kedgeBin, err = gobin.Build("kedge.dev/kedge/cmd/kedge"); err != nil {
+		return 0, err
 	}
 	return m.Run(), nil
 }

@@ -1,18 +1,23 @@
 package runbooks
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/json"
 	"fmt"
+	"io/fs"
 	"maps"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"kedge.dev/kedge/actions"
+	hostapi "kedge.dev/kedge/actions/host"
 	"kedge.dev/kedge/runbooks/expr"
 	"kedge.dev/kedge/runbooks/inventory"
 	"kedge.dev/kedge/runbooks/source"
@@ -36,7 +41,22 @@ func validate(rb *Runbook, children childLookup, cluster *inventory.Cluster) sou
 	v := &validator{rb: rb, f: rb.src.file, children: children, cluster: cluster}
 	v.params()
 	v.steps()
+	v.paramFilesRun()
+	v.runCost()
 	return v.errs
+}
+
+// runCost refuses a runbook whose expressions may cost more in one run
+// than a run may spend (expr.RunCostLimit): each expression's estimate,
+// once, or once per host or rollout item (taken as expr.AssumedSize) when
+// it is rendered for each. What validation lets through then renders
+// within the run's budget; the meter still holds each render and the run
+// to their limits.
+func (v *validator) runCost() {
+	if v.cost > expr.RunCostLimit {
+		v.errs.Addf(source.At(v.f, v.rb.src.root), "runbook %s: its expressions may cost up to %d operations in one run (each rendered once, or once per host and per rollout item, taken as %d), more than a run may spend (%d): fewer costly conditions, or smaller lists in them",
+			v.rb.Name, v.cost, expr.AssumedSize, expr.RunCostLimit)
+	}
 }
 
 type validator struct {
@@ -46,6 +66,7 @@ type validator struct {
 	cluster  *inventory.Cluster
 	errs     source.Errors
 	index    map[string]int // step id -> index
+	cost     uint64         // the most the run's renders may cost (runCost)
 }
 
 func (v *validator) at(n *yaml.Node) source.Pos { return source.At(v.f, n) }
@@ -231,7 +252,9 @@ func (v *validator) step(i int, anc map[string]bool) {
 		}
 	}
 	if s.When != "" {
-		v.expression(s.When, ss.fields["when"], scope, true)
+		whenScope := scope
+		whenScope.once = true // a step's condition renders once, whatever its hosts
+		v.expression(s.When, ss.fields["when"], whenScope, true)
 	}
 	for k, u := range s.Undo {
 		us := ss.undos[k]
@@ -300,6 +323,7 @@ type exprScope struct {
 	anc  map[string]bool // steps whose outputs are readable
 	host bool            // `host` is defined
 	item bool            // `item` is defined (inside a rollout's with)
+	once bool            // rendered once in a run, even in a step with on:
 }
 
 func (v *validator) action(who, name, on string, with map[string]any, actPos, onPos source.Pos, keys, vals map[string]*yaml.Node, withPos source.Pos, scope exprScope) {
@@ -330,6 +354,9 @@ func (v *validator) action(who, name, on string, with map[string]any, actPos, on
 		if in.Shell {
 			v.shellText(who, name, k, with[k], vals[k])
 		}
+		if in.Env {
+			v.envNames(who, name, k, with[k], vals[k])
+		}
 	}
 	for _, in := range a.Inputs {
 		if _, ok := with[in.Name]; in.Required && !ok {
@@ -354,6 +381,41 @@ func (v *validator) action(who, name, on string, with map[string]any, actPos, on
 // only (chatops.ByNameOnly).
 const RunCommand = "run-command"
 
+// isRunCommand reports whether rb is Kedge's own run-command: its name,
+// and the params and steps of the file Kedge ships. A runbook of that name
+// written anywhere else (a runbook directory is searched before the
+// built-ins) is an ordinary runbook, and its shell text is checked like
+// any other's.
+func isRunCommand(rb *Runbook) bool {
+	if rb.Name != RunCommand {
+		return false
+	}
+	shipped := shippedRunCommand()
+	return shipped != nil && sameJSON(rb.Params, shipped.Params) && sameJSON(rb.Steps, shipped.Steps)
+}
+
+var shippedRunCommand = sync.OnceValue(func() *Runbook {
+	data, err := fs.ReadFile(Builtin, RunCommand+".yaml")
+	if err != nil {
+		return nil
+	}
+	docs, err := source.Parse("builtin:"+RunCommand+".yaml", data)
+	if err != nil || len(docs) != 1 {
+		return nil
+	}
+	rb, errs := decode(docs[0])
+	if len(errs) > 0 {
+		return nil
+	}
+	return rb
+})
+
+func sameJSON(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
+}
+
 // shellText refuses an expression in shell text (host.run's command and
 // script): a value that holds a quote, a semicolon or $( ) would run as
 // shell code, as root. That holds for an expression that is the whole of
@@ -369,7 +431,7 @@ func (v *validator) shellText(who, action, input string, val any, n *yaml.Node) 
 		return
 	}
 	t, err := expr.ParseTemplate(s)
-	if err != nil || (v.rb.Name == RunCommand && t.Single() && wholeParamRE.MatchString(t[0].Expr)) {
+	if err != nil || (isRunCommand(v.rb) && t.Single() && wholeParamRE.MatchString(t[0].Expr)) {
 		return
 	}
 	for _, part := range t {
@@ -378,6 +440,119 @@ func (v *validator) shellText(who, action, input string, val any, n *yaml.Node) 
 			return
 		}
 	}
+}
+
+// envNames refuses environment names a value could choose or that run
+// code: env is a map written out, its keys literal variable names, and
+// none the shell or the loader reads to run code (BASH_ENV, LD_PRELOAD,
+// PS4, ...), since its values may come from params, chat and the hosts.
+func (v *validator) envNames(who, action, input string, val any, n *yaml.Node) {
+	m, ok := val.(map[string]any)
+	if !ok {
+		v.errs.Addf(v.at(n), "step %s: %s %s must be a map written out (NAME: value), not %s: an expression would choose the variables' names", who, action, input, describe(val))
+		return
+	}
+	keys := map[string]*yaml.Node{}
+	if n != nil && n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			keys[n.Content[i].Value] = n.Content[i]
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		at := keys[k]
+		if at == nil {
+			at = n
+		}
+		if strings.Contains(k, "${") {
+			v.errs.Addf(v.at(at), "step %s: %s %s name %q is an expression: names are literal, values may be expressions", who, action, input, k)
+			continue
+		}
+		if err := hostapi.CheckEnvName(k); err != nil {
+			v.errs.Addf(v.at(at), "step %s: %s %s: %v", who, action, input, err)
+		}
+	}
+}
+
+// codeDirs are where a file is run as code or read as configuration that
+// runs code (units, cron, login scripts, sudo's rules, udev's rules).
+var codeDirs = []string{"/etc/systemd/", "/lib/systemd/", "/usr/lib/systemd/", "/run/systemd/", "/etc/cron", "/var/spool/cron/",
+	"/etc/profile", "/etc/bash", "/etc/sudoers", "/etc/udev/", "/etc/rc.local", "/etc/init.d/", "/root/.", "/etc/ld.so.preload", "/etc/ld.so.conf"}
+
+// paramFilesRun refuses a param written to a file that runs as code: a
+// host.write-file whose content reads a param, to a path that a host.run
+// of this runbook names in its shell text (`sh /tmp/x.sh` after writing
+// ${ params.script } there) or under a directory whose files run as code.
+// That is the param in shell text by another road, and whoever shapes the
+// value (a chat user, a webhook caller) runs code as root.
+func (v *validator) paramFilesRun() {
+	type write struct {
+		step, path, param string
+		at                *yaml.Node
+	}
+	var writes []write
+	var shellTexts []string
+	add := func(id, action string, with map[string]any, vals map[string]*yaml.Node) {
+		switch action {
+		case hostapi.WriteFileAction:
+			path, _ := with["path"].(string)
+			if path == "" || strings.Contains(path, "${") {
+				return
+			}
+			for _, k := range []string{"content", "contentBase64"} {
+				src, ok := with[k].(string)
+				if !ok {
+					continue
+				}
+				if p := paramRead(src); p != "" {
+					writes = append(writes, write{step: id, path: path, param: p, at: vals[k]})
+				}
+			}
+		case hostapi.RunAction:
+			for _, k := range []string{"command", "script"} {
+				if text, ok := with[k].(string); ok {
+					shellTexts = append(shellTexts, text)
+				}
+			}
+		}
+	}
+	for i, s := range v.rb.Steps {
+		ss := v.rb.src.steps[i]
+		add(s.ID, s.Action, s.With, ss.withVals)
+		for j, u := range s.Undo {
+			var vals map[string]*yaml.Node
+			if j < len(ss.undos) {
+				vals = ss.undos[j].vals
+			}
+			add(s.ID, u.Action, u.With, vals)
+		}
+	}
+	for _, w := range writes {
+		run := slices.ContainsFunc(shellTexts, func(text string) bool { return strings.Contains(text, w.path) })
+		code := slices.ContainsFunc(codeDirs, func(dir string) bool { return strings.HasPrefix(w.path, dir) })
+		switch {
+		case run:
+			v.errs.Addf(v.at(w.at), "step %s: writes params.%s into %s, which a host.run of this runbook runs as shell text: a quote, ; or $( ) in the value would run as shell code; pass the value in env and write \"$VALUE\" in the command", w.step, w.param, w.path)
+		case code:
+			v.errs.Addf(v.at(w.at), "step %s: writes params.%s into %s, where files run as code: a value there runs as root; write the file from literal text or a rendering action", w.step, w.param, w.path)
+		}
+	}
+}
+
+// paramRead is a param an expression in the template src reads, or "".
+func paramRead(src string) string {
+	t, err := expr.ParseTemplate(src)
+	if err != nil {
+		return ""
+	}
+	for _, seg := range t {
+		if !seg.IsExpr {
+			continue
+		}
+		if refs, err := expr.Check(seg.Expr); err == nil && len(refs.Params) > 0 {
+			return refs.Params[0]
+		}
+	}
+	return ""
 }
 
 // shellParams are the params of rb that become shell text whole (only
@@ -573,6 +748,11 @@ func (v *validator) expression(s string, n *yaml.Node, scope exprScope, conditio
 			v.errs.Addf(posAt(off), "bad expression %q: %v", seg.Expr, err)
 			continue
 		}
+		n := refs.Cost
+		if scope.item || scope.host && !scope.once {
+			n *= expr.AssumedSize
+		}
+		v.cost = min(v.cost+n, 1<<62)
 		pos := posAt(seg.Offset)
 		for _, name := range refs.Vars {
 			switch {
@@ -629,6 +809,7 @@ func (v *validator) on(who, on string, pos source.Pos, scope exprScope) {
 	t, err := expr.ParseTemplate(on)
 	if err != nil || t.HasExpr() {
 		n := &yaml.Node{Kind: yaml.ScalarNode, Line: pos.Line, Column: pos.Col}
+		scope.once = true // a step's on: renders once
 		v.expression(on, n, scope, false)
 		return
 	}

@@ -64,6 +64,33 @@ func codecCommand() *cli.Command {
 				return nil
 			},
 		}, {
+			Name:  "derive",
+			Usage: "write a site worker's key file (mode 0600): the keys of one task queue, derived from the full key file; its worker runs that queue's activities and nothing else",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "codec-key", Usage: "the full key `FILE` (default: $KEDGE_CODEC_KEY, else the user config directory's)", EnvVars: []string{codec.EnvKeyFile}},
+				&cli.StringFlag{Name: "queue", Usage: "the site's task `QUEUE`", Required: true},
+				&cli.StringFlag{Name: "out", Usage: "key `FILE` to write; refuses to overwrite one", Required: true},
+				outputFlag,
+			},
+			Action: func(c *cli.Context) error {
+				full, err := loadCodec(codecKeyPath(c))
+				if err != nil {
+					return err
+				}
+				if err := codec.CheckQueueName(c.String("queue")); err != nil {
+					return usageError("--queue: %v", err)
+				}
+				if err := writeQueueKeys(full, c.String("queue"), c.String("out")); err != nil {
+					return failed("codec derive: %v", err)
+				}
+				if jsonOutput(c) {
+					return writeJSON(c.App.Writer, map[string]string{"file": c.String("out"), "queue": c.String("queue")})
+				}
+				fmt.Fprintf(c.App.Writer, "task queue %s's keys written to %s: give it to that site's worker (kedge worker --task-queue %s --codec-key %s)\n",
+					c.String("queue"), c.String("out"), c.String("queue"), c.String("out"))
+				return nil
+			},
+		}, {
 			Name:  "token",
 			Usage: "write a new token for `kedge codec-server --token-file` (mode 0600); refuses to overwrite one",
 			Flags: []cli.Flag{&cli.StringFlag{Name: "out", Usage: "token `FILE`", Required: true}, outputFlag},
@@ -79,6 +106,21 @@ func codecCommand() *cli.Command {
 			},
 		}},
 	}
+}
+
+// writeQueueKeys writes queue's key file at path, owner-only, never over
+// a file.
+func writeQueueKeys(full *codec.Codec, queue, path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := full.WriteQueueKeys(f, queue); err != nil {
+		f.Close()
+		_ = os.Remove(path)
+		return err
+	}
+	return f.Close()
 }
 
 // writeToken writes a new random codec server token to path, owner-only;
@@ -122,7 +164,8 @@ func codecServerCommand() *cli.Command {
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8234", Usage: "`HOST:PORT` to listen on"},
 			&cli.StringSliceFlag{Name: "ui-origin", Value: cli.NewStringSlice("http://127.0.0.1:8233"), Usage: "Web UI `ORIGIN` allowed to call it (repeatable; the first is where a login returns to)"},
 			&cli.StringSliceFlag{Name: "host", Usage: "`HOST:PORT` browsers reach it as (repeatable; default: the listen address when it is loopback, else any)"},
-			&cli.StringFlag{Name: "token-file", Usage: "`FILE` (owner-only; `kedge codec token` makes one) with the token a request needs: as `Authorization: Bearer TOKEN` (the CLI, an authenticating proxy), or pasted once at /login by a browser, which then holds a session cookie", EnvVars: []string{"KEDGE_CODEC_TOKEN_FILE"}},
+			&cli.StringFlag{Name: "token-file", Usage: "`FILE` (owner-only; `kedge codec token` makes one) with the token a request needs: as `Authorization: Bearer TOKEN` (the CLI, an authenticating proxy), or pasted once at /login by a browser, which then holds a session cookie of its own for 30 days (POST /logout ends it)", EnvVars: []string{"KEDGE_CODEC_TOKEN_FILE"}},
+			&cli.TimestampFlag{Name: "sessions-not-before", Layout: time.RFC3339, Usage: "refuse browser sessions logged in before `TIME` (RFC 3339): every browser logs in again, the token stays (a cookie that may have leaked; also after a restart, which forgets logouts)", EnvVars: []string{"KEDGE_CODEC_SESSIONS_NOT_BEFORE"}},
 		},
 		Action: func(c *cli.Context) error {
 			f := c.String("token-file")
@@ -147,7 +190,11 @@ func codecServerCommand() *cli.Command {
 			if len(hosts) == 0 {
 				hosts = codec.LoopbackHosts(ln.Addr().String())
 			}
-			h, err := cd.Endpoint(codec.EndpointOptions{Token: token, Origins: c.StringSlice("ui-origin"), Hosts: hosts})
+			opts := codec.EndpointOptions{Token: token, Origins: c.StringSlice("ui-origin"), Hosts: hosts}
+			if t := c.Timestamp("sessions-not-before"); t != nil {
+				opts.SessionsNotBefore = *t
+			}
+			h, err := cd.Endpoint(opts)
 			if err != nil {
 				return usageError("codec-server: %v", err)
 			}

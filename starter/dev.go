@@ -205,6 +205,7 @@ func RunDev(ctx context.Context, o DevOptions, out io.Writer) error {
 	}
 	defer srv.Stop()
 	copts := client.Options{HostPort: srv.FrontendAddress(), Namespace: srv.Namespace(), Logger: quietLogger()}
+	copts.ConnectionOptions.GrpcCompression = &client.GrpcCompressionNone{} // the server is in this process
 	cd.Apply(&copts)
 	cl, err := client.DialContext(ctx, copts)
 	if err != nil {

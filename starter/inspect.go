@@ -101,7 +101,7 @@ func inspectOnWorker(c *cli.Context, cluster *inventory.Cluster, names []string)
 		TaskQueue:                c.String("task-queue"),
 		WorkflowExecutionTimeout: c.Duration("timeout"),
 		StaticSummary:            fmt.Sprintf("inspect %d hosts of %s", len(names), cluster.Name),
-	}, workflows.InspectWorkflow, workflows.InspectInput{Cluster: *cluster, Nodes: names})
+	}, workflows.InspectWorkflow, workflows.InspectInput{Cluster: *cluster, Nodes: names, Admission: workflows.Admission{IssuedAt: time.Now().UTC()}})
 	if err != nil {
 		return nil, failed("start inspect: %v", err)
 	}

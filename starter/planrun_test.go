@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"kedge.dev/kedge/actions"
+	"kedge.dev/kedge/activities/check"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/inventory"
 	"kedge.dev/kedge/runbooks/plan"
@@ -107,7 +108,18 @@ func setArgs(sets map[string]string) []string {
 // task queue, and the values of its secret params.
 func runRecorded(t *testing.T, name string, sets map[string]string, answer outputs) (ran []plan.Ran, ownQueue string, secrets []string) {
 	t.Helper()
-	cluster, err := inventory.LoadFile(labInventory)
+	ran, ownQueue, secrets, err := runRecordedOn(t, labInventory, name, sets, answer)
+	if err != nil {
+		t.Fatalf("the run failed: %v", err)
+	}
+	return ran, ownQueue, secrets
+}
+
+// runRecordedOn runs the built-in runbook name on the inventory at inv
+// against recording fakes, and returns what it called and how it ended.
+func runRecordedOn(t *testing.T, inv, name string, sets map[string]string, answer outputs) (ran []plan.Ran, ownQueue string, secrets []string, runErr error) {
+	t.Helper()
+	cluster, err := inventory.LoadFile(inv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,6 +164,13 @@ func runRecorded(t *testing.T, name string, sets map[string]string, answer outpu
 			mu.Lock()
 			ran = append(ran, plan.Ran{Workflow: info.WorkflowExecution.ID, Action: a.Name, TaskQueue: info.TaskQueue, Input: in})
 			mu.Unlock()
+			if a.Name == check.Action { // the real guard: a false condition stops the run
+				that, _ := in["that"].(bool)
+				message, _ := in["message"].(string)
+				if _, err := check.Check(ctx, check.Input{That: that, Message: message}); err != nil {
+					return nil, err
+				}
+			}
 			out := cloneJSON(t, zero)
 			for _, answer := range []outputs{labAnswers, answer} {
 				if answer == nil {
@@ -173,10 +192,7 @@ func runRecorded(t *testing.T, name string, sets map[string]string, answer outpu
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("the run did not complete")
 	}
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatalf("the run failed: %v", err)
-	}
-	return ran, ownQueue, secrets
+	return ran, ownQueue, secrets, env.GetWorkflowError()
 }
 
 func zeroResult(t *testing.T, typ reflect.Type) map[string]any {

@@ -43,12 +43,24 @@ func scheduleCommand() *cli.Command {
 				id = comp.loaded.Runbook.Name + "/" + comp.cluster.Name
 			}
 			spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}}
-			in := workflows.AdmitScheduled(comp.input(), time.Now())
+			in := workflows.AdmitScheduled(comp.input(), time.Now(), id)
 			md := workflows.Describe(in)
+			// Temporal names each run ID-TIME: under RUNBOOK/CLUSTER/,
+			// like every run, where chat and the busy check look.
+			actionID := workflows.ScheduledWorkflowID(comp.loaded.Runbook.Name, comp.cluster.Name)
+			// The input is sealed for this schedule's runs alone: it opens
+			// under actionID and a time, and its runs are admitted while
+			// this schedule exists unchanged and lists them.
+			cd, err := loadCodec(codecKeyPath(c))
+			if err != nil {
+				return err
+			}
+			sealed, err := cd.SealScheduleAction(c.String("namespace"), id, actionID, in)
+			if err != nil {
+				return failed("seal the schedule's action: %v", err)
+			}
 			action := &client.ScheduleWorkflowAction{
-				// Temporal names each run ID-TIME: under RUNBOOK/CLUSTER/,
-				// like every run, where chat and the busy check look.
-				ID: workflows.ScheduledWorkflowID(comp.loaded.Runbook.Name, comp.cluster.Name), Workflow: md.WorkflowType, Args: []any{in},
+				ID: actionID, Workflow: md.WorkflowType, Args: []any{sealed},
 				TaskQueue:             c.String("task-queue"),
 				StaticSummary:         fmt.Sprintf("%s, every %s", md.StaticSummary, every),
 				StaticDetails:         md.StaticDetails,

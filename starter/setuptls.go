@@ -22,6 +22,7 @@ func setupTLSCommand() *cli.Command {
 			"  operator  start, signal, approve, cancel, reset and terminate runs, schedules; read\n" +
 			"  viewer    read only: list, describe, history, query (the Web UI's certificate)\n" +
 			"  worker    poll its --task-queue queues and answer their tasks; read\n" +
+			"  site      a site's worker: poll the activity tasks of its --site-queue queues and answer them; read; never a workflow task\n" +
 			"  admin     everything: namespaces, search attributes (kedge setup, the temporal CLI)\n" +
 			"The default clients have theirs (kedge-worker worker, kedge-webhook operator, kedge-setup admin,\n" +
 			"temporal-ui viewer, temporal-admin admin, operator, viewer); name another as NAME:ROLE, e.g. --client alice:operator.\n" +
@@ -33,6 +34,7 @@ func setupTLSCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "host", Usage: "another `NAME|IP` of the frontend, repeatable"},
 			&cli.StringSliceFlag{Name: "client", Value: cli.NewStringSlice(mtls.DefaultClients...), Usage: "client certificate `NAME[:ROLE]` (NAME is its CN; ROLE operator, viewer, worker or admin), repeatable"},
 			&cli.StringSliceFlag{Name: "task-queue", Value: cli.NewStringSlice(workflows.DefaultTaskQueue), Usage: "task `QUEUE` the worker certificates made by this run may poll, repeatable"},
+			&cli.StringSliceFlag{Name: "site-queue", Usage: "task `QUEUE` whose activity tasks the site certificates (role site) made by this run may poll, repeatable (e.g. --client lyon-1:site --site-queue lyon)"},
 			&cli.DurationFlag{Name: "valid", Value: 365 * 24 * time.Hour, Usage: "life of the server and client certificates"},
 			outputFlag,
 		},
@@ -41,7 +43,7 @@ func setupTLSCommand() *cli.Command {
 				return usageError("setup tls takes no arguments, got %q", c.Args().First())
 			}
 			res, err := mtls.Generate(mtls.Options{Dir: c.String("out"), ServerName: c.String("server-name"),
-				Hosts: c.StringSlice("host"), Clients: c.StringSlice("client"), TaskQueues: c.StringSlice("task-queue"), Valid: c.Duration("valid")})
+				Hosts: c.StringSlice("host"), Clients: c.StringSlice("client"), TaskQueues: c.StringSlice("task-queue"), SiteQueues: c.StringSlice("site-queue"), Valid: c.Duration("valid")})
 			if err != nil {
 				return failed("setup tls: %v", err)
 			}
@@ -56,6 +58,8 @@ func setupTLSCommand() *cli.Command {
 				switch {
 				case f.Role == mtls.RoleWorker:
 					fmt.Fprintf(c.App.Writer, "%s%s (worker of %s)\n", what, f.Path, strings.Join(f.TaskQueues, ", "))
+				case f.Role == mtls.RoleSite:
+					fmt.Fprintf(c.App.Writer, "%s%s (site worker: the activities of %s)\n", what, f.Path, strings.Join(f.TaskQueues, ", "))
 				case f.Role != "":
 					fmt.Fprintf(c.App.Writer, "%s%s (%s)\n", what, f.Path, f.Role)
 				default:

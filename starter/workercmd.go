@@ -60,6 +60,11 @@ func workerCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			// A site's key file (one queue's keys): that queue's activities
+			// only, never a workflow.
+			if q := sealKeys.Queue(); q != "" && q != c.String("task-queue") {
+				return usageError("--codec-key holds task queue %s's keys only: run this worker with --task-queue %s (or give it the full key file)", q, q)
+			}
 			var dc converter.DataConverter
 			cl, err := dial(c, func(o *client.Options) {
 				if reg != nil {
@@ -72,7 +77,7 @@ func workerCommand() *cli.Command {
 			}
 			defer cl.Close()
 			w := worker.New(cl, worker.Options{TaskQueue: c.String("task-queue"), Identity: c.String("identity"), Logger: log, Clusters: clusters,
-				ResponseURLAllowed: responseURLs, DataConverter: dc, SealKeys: sealKeys})
+				ResponseURLAllowed: responseURLs, DataConverter: dc, SealKeys: sealKeys, ActivitiesOnly: sealKeys.Queue() != ""})
 			if err := w.Start(); err != nil {
 				return failed("start worker: %v", err)
 			}
@@ -87,7 +92,11 @@ func workerCommand() *cli.Command {
 				}()
 				fmt.Fprintf(c.App.ErrWriter, "kedge worker metrics on http://%s/metrics, health on /healthz\n", ln.Addr())
 			}
-			fmt.Fprintf(c.App.ErrWriter, "kedge worker polling task queue %s on %s (namespace %s)\n", c.String("task-queue"), c.String("address"), c.String("namespace"))
+			what := "task queue"
+			if sealKeys.Queue() != "" {
+				what = "the activities of task queue" // a site's key: no workflow
+			}
+			fmt.Fprintf(c.App.ErrWriter, "kedge worker polling %s %s on %s (namespace %s)\n", what, c.String("task-queue"), c.String("address"), c.String("namespace"))
 			<-ctx.Done()
 			return nil
 		},

@@ -49,6 +49,9 @@ type Options struct {
 	// leaves the worker for storage off the hosts (etcd snapshots) is
 	// sealed with them. Nil: etcd.snapshot refuses.
 	SealKeys *codec.Codec
+	// ActivitiesOnly runs no workflow: a site's worker, holding its
+	// queue's keys alone (codec.Codec.Queue), runs its queue's activities.
+	ActivitiesOnly bool
 }
 
 // Worker is a Temporal worker with Kedge's workflows and activities.
@@ -66,14 +69,18 @@ func New(c client.Client, opts Options) *Worker {
 		opts.SSH.Logger = opts.Logger
 	}
 	w := sdkworker.New(c, opts.TaskQueue, sdkworker.Options{
-		Identity: opts.Identity,
+		Identity:                 opts.Identity,
+		DeadlockDetectionTimeout: workflows.DeadlockDetectionTimeout,
+		DisableWorkflowWorker:    opts.ActivitiesOnly,
 		Interceptors: []interceptor.WorkerInterceptor{
 			&kedgeMetrics{},
 			&trust.Guard{Registry: opts.Clusters, Logger: opts.Logger},
 			&resume.Interceptor{DataConverter: opts.DataConverter}, // a lost attempt's progress to the next
 		},
 	})
-	workflows.Register(w)
+	if !opts.ActivitiesOnly {
+		workflows.Register(w)
+	}
 	w.RegisterActivityWithOptions((&admitter{client: c}).AdmitRun, activity.RegisterOptions{Name: workflows.AdmitRunActivity})
 	notifier := chat.NewNotifier(c, opts.Logger) // posts chat-started runs' progress to Slack
 	notifier.ResponseURLAllowed = opts.ResponseURLAllowed

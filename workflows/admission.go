@@ -20,6 +20,10 @@ type Admission struct {
 	// Scheduled marks a schedule's action, sealed once when the schedule
 	// was made and started by Temporal each time it fires.
 	Scheduled bool `json:"scheduled,omitempty"`
+	// Schedule is the ID of the schedule the action was sealed for: its
+	// runs are admitted only while that schedule exists unchanged and
+	// lists them as its own.
+	Schedule string `json:"schedule,omitempty"`
 	// Parent is the run that starts this one as its child.
 	Parent *Execution `json:"parent,omitempty"`
 }
@@ -34,6 +38,15 @@ type Execution struct {
 // its input was sealed (clocks of operators' machines included).
 const AdmissionWindow = 15 * time.Minute
 
+// ScheduleSealWindow is how far a schedule's last change (its creation,
+// or its last update) may be from the time its action was sealed:
+// `kedge schedule` seals the action and sends it at once. Anything
+// further is an action put back into the schedule later, by someone
+// without the key; the schedule's runs are then refused until `kedge
+// schedule` seals the action anew. It holds the operator's clock to
+// within two minutes of the Temporal server's.
+const ScheduleSealWindow = 2 * time.Minute
+
 // AdmitRunActivity is the activity a top-level run asks first: is it the
 // only run ever started under its workflow ID (the worker looks in
 // Temporal)? A sealed input replayed under the ID of a run that ended is
@@ -44,15 +57,19 @@ const AdmitRunActivity = "kedge.admit-run"
 type AdmitRunInput struct {
 	WorkflowID string `json:"workflowId"`
 	RunID      string `json:"runId"`
-	// Runbook and Cluster name the run's runbook and cluster, and
-	// Scheduled is Admission.Scheduled, all from its sealed input: the
-	// worker refuses a schedule's run, which no front door checked, while
-	// an earlier run of the runbook is open on the cluster (one run per
-	// cluster at a time, the rule the front doors check before a start).
-	// Runs started before these fields send none and are not checked.
-	Runbook   string `json:"runbook,omitempty"`
-	Cluster   string `json:"cluster,omitempty"`
-	Scheduled bool   `json:"scheduled,omitempty"`
+	// Runbook and Cluster name the run's runbook and cluster, from its
+	// sealed input: the worker refuses the run while an earlier run of the
+	// runbook is open on the cluster (one run per cluster at a time, the
+	// rule the front doors check before a start). Runs started before
+	// these fields send none and are not checked.
+	Runbook string `json:"runbook,omitempty"`
+	Cluster string `json:"cluster,omitempty"`
+	// Scheduled, ScheduleID and IssuedAt are the sealed input's
+	// Admission: the worker admits a schedule's run only when that
+	// schedule started it and was not changed since IssuedAt.
+	Scheduled  bool      `json:"scheduled,omitempty"`
+	ScheduleID string    `json:"scheduleId,omitempty"`
+	IssuedAt   time.Time `json:"issuedAt,omitzero"`
 }
 
 // AdmitRunResult echoes the run it admitted: a sealed answer, bound to
@@ -70,9 +87,9 @@ func Admit(in RunbookInput, now time.Time) RunbookInput {
 	return in
 }
 
-// AdmitScheduled stamps the input of a schedule's action.
-func AdmitScheduled(in RunbookInput, now time.Time) RunbookInput {
-	in.Admission = Admission{IssuedAt: now.UTC(), Scheduled: true}
+// AdmitScheduled stamps the input of the action of schedule id.
+func AdmitScheduled(in RunbookInput, now time.Time, id string) RunbookInput {
+	in.Admission = Admission{IssuedAt: now.UTC(), Scheduled: true, Schedule: id}
 	return in
 }
 
@@ -137,8 +154,8 @@ func admitRunbook(ctx workflow.Context, in *RunbookInput) error {
 }
 
 // admitOnce asks the worker whether another run under this workflow ID
-// exists, or, for a schedule's run, an earlier run of the runbook is open
-// on the cluster.
+// exists or an earlier run of the runbook is open on the cluster, and,
+// for a schedule's run, whether its schedule started it.
 func admitOnce(ctx workflow.Context, in *RunbookInput) error {
 	info := workflow.GetInfo(ctx)
 	// Retried while Temporal's visibility store does not answer (a
@@ -150,7 +167,8 @@ func admitOnce(ctx workflow.Context, in *RunbookInput) error {
 		Summary:                "admit this run (the only one under its ID; a schedule's, the only one of its runbook on its cluster)",
 	})
 	want := AdmitRunInput{WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
-		Runbook: in.Runbook.Name, Cluster: in.Cluster.Name, Scheduled: in.Admission.Scheduled}
+		Runbook: in.Runbook.Name, Cluster: in.Cluster.Name,
+		Scheduled: in.Admission.Scheduled, ScheduleID: in.Admission.Schedule, IssuedAt: in.Admission.IssuedAt}
 	var res AdmitRunResult
 	if err := workflow.ExecuteActivity(actx, AdmitRunActivity, want).Get(ctx, &res); err != nil {
 		return notAdmitted("could not check it is the only run of %s: %v", want.WorkflowID, err)
@@ -163,6 +181,31 @@ func admitOnce(ctx workflow.Context, in *RunbookInput) error {
 		return notAdmitted("%s", reason)
 	}
 	return nil
+}
+
+// admitTool checks a run of one of Kedge's own workflows that a front
+// door starts beside runbooks (inspect, chat-follow): not reset, started
+// within AdmissionWindow of when its input was sealed, and the only run
+// under its ID. A copy of its input started again re-reads every host or
+// posts to chat again: refused like a runbook's. change versions the
+// check for each workflow: runs started before it replay without.
+func admitTool(ctx workflow.Context, change string, issued time.Time) error {
+	refuseReset(ctx)
+	if workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	info := workflow.GetInfo(ctx)
+	if info.ParentWorkflowExecution != nil {
+		return notAdmitted("%s runs only on its own, not as the child of %s", info.WorkflowType.Name, info.ParentWorkflowExecution.ID)
+	}
+	if issued.IsZero() {
+		return notAdmitted("its input carries no admission")
+	}
+	if d := info.WorkflowStartTime.Sub(issued); d > AdmissionWindow || d < -AdmissionWindow {
+		return notAdmitted("its input was sealed at %s, %s from its start: an old input replayed, or a clock far off",
+			issued.Format(time.RFC3339), d.Round(time.Second))
+	}
+	return admitOnce(ctx, &RunbookInput{})
 }
 
 // admitChild checks a rollout or compensation run: these are only ever

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"kedge.dev/kedge/activities/host"
+	"kedge.dev/kedge/runbooks/inventory"
 )
 
 func refusedWith(t *testing.T, env *testsuite.TestWorkflowEnvironment, want string) {
@@ -115,12 +117,13 @@ func TestAdmissionNamesTheRunbookClusterAndSchedule(t *testing.T) {
 			}, activity.RegisterOptions{Name: AdmitRunActivity})
 			in := input(t, approvalRunbook, nil)
 			if scheduled {
-				in = AdmitScheduled(in, time.Now())
+				in = AdmitScheduled(in, time.Now(), "nightly")
 			}
 			env.ExecuteWorkflow(Runbook, in)
 			refusedWith(t, env, in.Runbook.Name+" already runs on "+in.Cluster.Name+": x")
-			want := AdmitRunInput{WorkflowID: asked.WorkflowID, RunID: asked.RunID, Runbook: in.Runbook.Name, Cluster: in.Cluster.Name, Scheduled: scheduled}
-			if asked != want || asked.Runbook == "" || asked.Cluster == "" {
+			want := AdmitRunInput{WorkflowID: asked.WorkflowID, RunID: asked.RunID, Runbook: in.Runbook.Name, Cluster: in.Cluster.Name,
+				Scheduled: scheduled, ScheduleID: in.Admission.Schedule, IssuedAt: in.Admission.IssuedAt}
+			if !reflect.DeepEqual(asked, want) || asked.Runbook == "" || asked.Cluster == "" || asked.IssuedAt.IsZero() || scheduled && asked.ScheduleID != "nightly" {
 				t.Errorf("asked %+v, want %+v", asked, want)
 			}
 			if len(f.calls) != 0 {
@@ -205,5 +208,59 @@ func TestARolloutDecisionOfAnEarlierPauseIsRefused(t *testing.T) {
 	var app *temporal.ApplicationError
 	if err := env.GetWorkflowError(); !errors.As(err, &app) || !strings.Contains(err.Error(), "abort") {
 		t.Errorf("want the rollout aborted, got %v", err)
+	}
+}
+
+// A copy of inspect's or chat-follow's input started again (later, or
+// under its own ID once more) reads no host and posts nothing: refused
+// before its first activity, as a runbook's copied start is.
+func TestACopiedInspectOrChatFollowStartsNothing(t *testing.T) {
+	type start struct {
+		name     string
+		workflow string
+		input    func(issued time.Time) any
+	}
+	for _, w := range []start{
+		{"inspect", InspectWorkflow, func(issued time.Time) any {
+			return InspectInput{Cluster: inventory.Cluster{Name: "mercury"}, Nodes: []string{"eve"}, Admission: Admission{IssuedAt: issued}}
+		}},
+		{"chat-follow", ChatFollowWorkflow, func(issued time.Time) any {
+			return ChatFollowInput{WorkflowID: "hello/lab/1", RunID: "r1", ResponseURL: "https://hooks.example/x", StartedAt: issued}
+		}},
+	} {
+		for name, c := range map[string]struct {
+			issued time.Time
+			other  bool // another run of its ID exists
+			want   string
+		}{
+			"sealed an hour before": {issued: time.Now().Add(-time.Hour), want: "from its start: an old input replayed"},
+			"with no admission":     {want: "its input carries no admission"},
+			"under its ID again":    {issued: time.Now(), other: true, want: "another run exists"},
+		} {
+			t.Run(w.name+"/"+name, func(t *testing.T) {
+				var s testsuite.WorkflowTestSuite
+				env := s.NewTestWorkflowEnvironment()
+				Register(env)
+				var acted []string
+				env.RegisterActivityWithOptions(func(_ context.Context, in AdmitRunInput) (AdmitRunResult, error) {
+					res := AdmitRunResult{WorkflowID: in.WorkflowID, RunID: in.RunID, Admitted: !c.other}
+					if c.other {
+						res.Reason = "another run exists"
+					}
+					return res, nil
+				}, activity.RegisterOptions{Name: AdmitRunActivity})
+				for _, name := range []string{ChatFollowActivity, host.LayoutAction} {
+					env.RegisterActivityWithOptions(func(ctx context.Context) error {
+						acted = append(acted, activity.GetInfo(ctx).ActivityType.Name)
+						return nil
+					}, activity.RegisterOptions{Name: name})
+				}
+				env.ExecuteWorkflow(w.workflow, w.input(c.issued))
+				refusedWith(t, env, c.want)
+				if len(acted) != 0 {
+					t.Errorf("it acted: %v", acted)
+				}
+			})
+		}
 	}
 }

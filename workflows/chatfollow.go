@@ -28,16 +28,23 @@ type ChatFollowInput struct {
 	StartedAt   time.Time `json:"startedAt"` // when the response_url was issued
 }
 
+// chatFollowAdmissionChange versions chat-follow's admission check: a
+// follower started again from a copied input would post to chat again.
+const chatFollowAdmissionChange = "kedge-chat-follow-admission"
+
 // ChatFollowResult is what the follower posted.
 type ChatFollowResult struct {
 	Posts int    `json:"posts"`
 	State string `json:"state"` // how the run ended
 }
 
-// ChatFollow is the chat-follow workflow: it runs chat.follow until the run it
-// follows has ended and its result is posted. Deterministic: all it does is
-// call the activity.
+// ChatFollow is the chat-follow workflow: admitted like a runbook's run
+// (started near StartedAt, the only run of its ID), it runs chat.follow
+// until the run it follows has ended and its result is posted.
 func ChatFollow(ctx workflow.Context, in ChatFollowInput) (ChatFollowResult, error) {
+	if err := admitTool(ctx, chatFollowAdmissionChange, in.StartedAt); err != nil {
+		return ChatFollowResult{}, err
+	}
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 7 * 24 * time.Hour,
 		HeartbeatTimeout:    time.Minute,

@@ -26,6 +26,9 @@ const InspectWorkflow = "kedge.inspect"
 type InspectInput struct {
 	Cluster inventory.Cluster `json:"cluster"`
 	Nodes   []string          `json:"nodes"`
+	// Admission is when `kedge inspect` sealed the input: a copy started
+	// again later, or under the same ID, reads nothing.
+	Admission Admission `json:"admission,omitzero"`
 }
 
 // InspectResult holds one report per host, in the order asked.
@@ -65,6 +68,9 @@ func InspectWorkflowID(cluster, unique string) string {
 	return RunWorkflowID(InspectWorkflow, cluster, unique)
 }
 
+// inspectAdmissionChange versions inspect's admission check.
+const inspectAdmissionChange = "kedge-inspect-admission"
+
 // inspectAtOnce bounds the hosts read at the same time.
 const inspectAtOnce = 16
 
@@ -72,8 +78,10 @@ const inspectAtOnce = 16
 // kubeconfig, the Node its kubelet registers as. A host that cannot be
 // read is reported, not failed: the run fails only on bad input.
 func Inspect(ctx workflow.Context, in InspectInput) (InspectResult, error) {
-	refuseReset(ctx)
 	res := InspectResult{Hosts: make([]HostReport, len(in.Nodes))}
+	if err := admitTool(ctx, inspectAdmissionChange, in.Admission.IssuedAt); err != nil {
+		return res, err
+	}
 	for _, name := range in.Nodes {
 		if _, ok := in.Cluster.Node(name); !ok {
 			return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("no node %q in cluster %s", name, in.Cluster.Name), errtype.InvalidInput, nil)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -59,7 +60,8 @@ func TestInspectReadsEachHostOnItsSite(t *testing.T) {
 		return kube.GetNodeResult{Exists: in.Node == "controller-1", Ready: true, KubeletVersion: "v1.35.4", InternalIP: "10.0.0.1"}, nil
 	}, activity.RegisterOptions{Name: kube.GetNodeAction})
 
-	env.ExecuteWorkflow(InspectWorkflow, InspectInput{Cluster: *cluster, Nodes: []string{"controller-1", "worker-1", "worker-2"}})
+	registerAdmit(env)
+	env.ExecuteWorkflow(InspectWorkflow, InspectInput{Cluster: *cluster, Nodes: []string{"controller-1", "worker-1", "worker-2"}, Admission: Admission{IssuedAt: time.Now()}})
 	var res InspectResult
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
@@ -90,7 +92,8 @@ func TestInspectRefusesAHostNotInTheInventory(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	Register(env)
-	env.ExecuteWorkflow(InspectWorkflow, InspectInput{Cluster: inventory.Cluster{Name: "mercury"}, Nodes: []string{"eve"}})
+	registerAdmit(env)
+	env.ExecuteWorkflow(InspectWorkflow, InspectInput{Cluster: inventory.Cluster{Name: "mercury"}, Nodes: []string{"eve"}, Admission: Admission{IssuedAt: time.Now()}})
 	var app *temporal.ApplicationError
 	if err := env.GetWorkflowError(); !errors.As(err, &app) || app.Type() != errtype.InvalidInput || !strings.Contains(app.Error(), `no node "eve"`) {
 		t.Errorf("got %v", err)

@@ -1,6 +1,17 @@
 package workflows
 
-import "go.temporal.io/sdk/workflow"
+import (
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// DeadlockDetectionTimeout is how long a workflow task may run before the
+// worker fails it as deadlocked (the SDK's default is one second): a task
+// renders up to expr.TaskCostLimit and one render more, under half a
+// second on an idle 2-core machine and several times that on a busy one.
+// It stays well inside the workflow task timeout (10 s).
+const DeadlockDetectionTimeout = 5 * time.Second
 
 func workflowOptions() workflow.RegisterOptions {
 	return workflow.RegisterOptions{Name: RunbookWorkflow}

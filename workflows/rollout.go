@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -11,6 +12,7 @@ import (
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/internal/searchattr"
 	"kedge.dev/kedge/runbooks"
+	"kedge.dev/kedge/runbooks/expr"
 	"kedge.dev/kedge/runbooks/inventory"
 	"kedge.dev/kedge/runbooks/plan"
 )
@@ -91,6 +93,9 @@ type rollout struct {
 	aborting bool
 	ui       ui
 	exec     Execution // this run: decisions must name it
+	// spend is what this run's renders of items' params may spend
+	// (nil in runs started before the budget).
+	spend *expr.Spend
 }
 
 // Rollout runs a child runbook per item with at most MaxUnavailable at a
@@ -116,6 +121,9 @@ func Rollout(ctx workflow.Context, in RolloutInput) (RolloutResult, error) {
 	e := workflow.GetInfo(ctx).WorkflowExecution
 	ro := &rollout{in: in, running: map[string]string{}, ui: newUI(ctx), exec: Execution{WorkflowID: e.ID, RunID: e.RunID}}
 	ro.st = &ro.in.State
+	if workflow.GetVersion(ctx, renderSpendChange, workflow.DefaultVersion, 1) == 1 {
+		ro.spend = expr.NewSpend()
+	}
 	decisions := workflow.NewBufferedChannel(ctx, 16)
 	if err := workflow.SetQueryHandlerWithOptions(ctx, ProgressQuery, func() (Progress, error) { return ro.progress(), nil }, workflow.QueryHandlerOptions{
 		Description: "every item: done, running, failed or pending, and whether the rollout is paused",
@@ -237,7 +245,8 @@ func (ro *rollout) start(ctx workflow.Context, sel workflow.Selector, item strin
 		r.Compensation = res.Compensation
 		ro.st.Done = append(ro.st.Done, r)
 	}
-	params, err := plan.ItemParams(&ro.in.Runbook, ro.in.With, ro.in.Vars, item, &ro.in.Cluster)
+	pace(ctx, ro.spend)
+	params, err := plan.ItemParams(&ro.in.Runbook, ro.in.With, expr.WithSpend(maps.Clone(ro.in.Vars), ro.spend), item, &ro.in.Cluster)
 	if err != nil {
 		f, set := workflow.NewFuture(ctx)
 		set.SetError(temporal.NewNonRetryableApplicationError(err.Error(), errtype.InvalidInput, err))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
@@ -42,12 +43,44 @@ func Runbook(ctx workflow.Context, in RunbookInput) (RunbookResult, error) {
 		return RunbookResult{}, err
 	}
 	r.undoChildren = workflow.GetVersion(ctx, undoChange, workflow.DefaultVersion, 1) == 1
+	if workflow.GetVersion(ctx, renderSpendChange, workflow.DefaultVersion, 1) == 1 {
+		r.sc.Spend, r.undoSpend = expr.NewSpend(), expr.NewSpend()
+	}
 	err := r.execute(ctx)
 	res := RunbookResult{Progress: r.snapshot()}
 	if err == nil {
-		res.Compensation = r.compensation()
+		res.Compensation = r.compensation(ctx)
 	}
 	return res, err
+}
+
+// renderSpendChange versions the run's render budget (expr.Spend) and the
+// pacing of renders across workflow tasks: runs started before replay
+// without either.
+const renderSpendChange = "kedge-render-spend"
+
+// pace ends the workflow task before more renders once this task has
+// rendered expr.TaskCostLimit: a runbook of many costly conditions, or
+// many undos, then renders across several short tasks instead of one that
+// outlives its timeout and is retried for ever. A task is told from the
+// next by the history's length when it began.
+func pace(ctx workflow.Context, sp *expr.Spend) {
+	if sp == nil {
+		return
+	}
+	for {
+		before := int64(workflow.GetInfo(ctx).GetCurrentHistoryLength())
+		sp.Task(before)
+		if !sp.MustYield() {
+			return
+		}
+		if err := workflow.Sleep(ctx, time.Millisecond); err != nil {
+			return // cancelled: the renders that follow fail or are skipped on their own
+		}
+		if int64(workflow.GetInfo(ctx).GetCurrentHistoryLength()) == before {
+			sp.Task(before - 1) // a history that does not count (the SDK's test environment): the sleep ended a task
+		}
+	}
 }
 
 type run struct {
@@ -60,7 +93,8 @@ type run struct {
 	// walks it backwards.
 	completed []completion
 	done      workflow.Channel
-	sc        plan.Scope // what the run's calls are decided against
+	sc        plan.Scope  // what the run's calls are decided against
+	undoSpend *expr.Spend // what its undo's renders may spend
 	ui        ui
 	exec      Execution // this run: decisions must name it
 	// undoChildren: the undo of a failed run includes what its completed
@@ -216,6 +250,7 @@ func (r *run) ready(i int) bool {
 
 func (r *run) runStep(ctx workflow.Context, i int) {
 	s := r.steps[i]
+	pace(ctx, r.sc.Spend)
 	vars := r.vars()
 	if s.spec.When != "" {
 		ok, err := plan.When(s.spec.When, vars)
@@ -473,8 +508,12 @@ func (r *run) runChild(ctx workflow.Context, i int, vars map[string]any) error {
 }
 
 // compensation renders the undo actions of every completed step, newest
-// step first, each step's actions in the order written.
-func (r *run) compensation() []UndoCall {
+// step first, each step's actions in the order written. Its renders draw
+// on a budget of their own (undoSpend): a run that spent its budget on its
+// steps can still be undone.
+func (r *run) compensation(ctx workflow.Context) []UndoCall {
+	sc := r.sc
+	sc.Spend = r.undoSpend
 	var calls []UndoCall
 	for k := len(r.completed) - 1; k >= 0; k-- {
 		c := r.completed[k]
@@ -486,10 +525,11 @@ func (r *run) compensation() []UndoCall {
 			}
 		}
 		for _, u := range s.spec.Undo {
+			pace(ctx, sc.Spend)
 			vars := r.vars()
 			steps := vars["steps"].(map[string]any)
 			steps[s.spec.ID] = map[string]any{"state": s.p.State, "outputs": s.outputs}
-			uc, err := r.sc.Undo(s.spec.ID, u, c.host, vars)
+			uc, err := sc.Undo(s.spec.ID, u, c.host, expr.WithSpend(vars, sc.Spend))
 			call := UndoCall{Step: s.spec.ID, Action: u.Action, Host: uc.Host, Input: uc.Input, TaskQueue: uc.TaskQueue, Retry: s.spec.Retry, Timeout: s.spec.Timeout}
 			if err != nil {
 				call.Error = err.Error()
@@ -543,7 +583,7 @@ func toAny(s []string) []any {
 // the runbook was cancelled.
 func (r *run) undo(ctx workflow.Context) {
 	uctx, _ := workflow.NewDisconnectedContext(ctx)
-	for _, call := range r.compensation() {
+	for _, call := range r.compensation(uctx) {
 		s := r.steps[r.index[call.Step]]
 		if s.p.Undo == "" {
 			s.p.Undo = StateUndoing

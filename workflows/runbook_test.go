@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"kedge.dev/kedge/activities/host"
 	"kedge.dev/kedge/runbooks"
@@ -121,6 +122,7 @@ var childName = regexp.MustCompile(`name: ([a-z-]+)`)
 func newEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeHosts) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: DeadlockDetectionTimeout}) // the worker's own
 	Register(env)
 	registerAdmit(env)
 	f := &fakeHosts{}

@@ -29,6 +29,9 @@ type RemoveMemberResult struct {
 	// not started).
 	Members []string `json:"members"`
 	Healthy int      `json:"healthy"`
+	// URLs are the member's peer and client URLs as etcd listed them
+	// (when found): what other controllers' files name it by.
+	URLs []string `json:"urls,omitempty"`
 }
 
 // AddMemberAction is the action name of AddMember.

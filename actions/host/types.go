@@ -26,7 +26,7 @@ type RunInput struct {
 	Target          target.SSH        `json:"target"`
 	Command         string            `json:"command,omitempty" kedge:"shell" doc:"shell command, run with sh -c (one of command/script); values go in env, not into the text"`
 	Script          string            `json:"script,omitempty" kedge:"shell" doc:"shell script fed to sh -s (one of command/script); values go in env, not into the text"`
-	Env             map[string]string `json:"env,omitempty" doc:"environment variables exported before the command"`
+	Env             map[string]string `json:"env,omitempty" kedge:"env" doc:"environment variables exported before the command: literal names, values may be expressions"`
 	Timeout         string            `json:"timeout,omitempty" kedge:"duration" doc:"kill the command after this long (default: the step's timeout)"`
 	AcceptExitCodes []int             `json:"acceptExitCodes,omitempty" doc:"exit codes that count as success (default [0])"`
 	OutputLimit     int               `json:"outputLimit,omitempty" doc:"bytes of stdout and of stderr kept (default 65536); the tail is kept"`

@@ -41,6 +41,10 @@ type ClusterCAResult struct {
 type KeyPairInput struct {
 	Vault target.Vault `json:"vault"`
 	Path  string       `json:"path" kedge:"required" doc:"KV path that keeps the key pair, e.g. kedge/clusters/mercury/service-account"`
+	// MustExist refuses to make the key pair: a rotation reads the one in
+	// use, and a key pair made before adopt would block adopt (it
+	// records the cluster's own).
+	MustExist bool `json:"mustExist,omitempty" doc:"fail (NotAdopted) instead of making a key pair when Vault keeps none at path"`
 }
 
 // KeyPairResult is a PEM private key (sealed in Temporal) and its public

@@ -14,8 +14,11 @@ type IssueCertInput struct {
 	CommonName string       `json:"commonName" kedge:"required" doc:"the certificate's CN, e.g. system:node:worker-1"`
 	AltNames   []string     `json:"altNames,omitempty" doc:"DNS subject alternative names"`
 	IPSANs     []string     `json:"ipSANs,omitempty" doc:"IP subject alternative names"`
-	TTL        string       `json:"ttl,omitempty" kedge:"duration" doc:"lifetime (default: the role's)"`
-	Role       string       `json:"role,omitempty" doc:"PKI role (default: the inventory's vault.role, else kubernetes)"`
+	// SANs takes addresses as inventories give them, names or IPs alike
+	// (bare-metal Typhoon names its hosts by DNS name).
+	SANs []string `json:"sans,omitempty" doc:"subject alternative names of either kind, e.g. a host's address from the inventory: each IP address goes in the IP SANs, each DNS name in the DNS SANs"`
+	TTL  string   `json:"ttl,omitempty" kedge:"duration" doc:"lifetime (default: the role's)"`
+	Role string   `json:"role,omitempty" doc:"PKI role (default: the inventory's vault.role, else kubernetes)"`
 	// Organization sets the subject's O (Kubernetes groups, e.g.
 	// system:masters). Vault's issue endpoint cannot, so the key is made
 	// on the worker and Vault signs its CSR verbatim.

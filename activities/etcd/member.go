@@ -114,6 +114,7 @@ func (a *Activities) RemoveMember(ctx context.Context, in RemoveMemberInput) (Re
 		return res, nil
 	}
 	res.Found = true
+	res.URLs = append(slices.Clone(target.PeerURLs), target.ClientURLs...)
 	up := answering(ctx, cl, in.Endpoints)
 	if in.Lost {
 		if at, ok := stillAnswers(ctx, cl, *target, in.Endpoints, up); ok {

@@ -90,7 +90,7 @@ func (a *Activities) kubeletFiles(ctx context.Context, in KubeletFilesInput) (Ku
 			labels = append(labels, lb)
 		}
 	}
-	if files, err = layout.Relabel(files, labels, in.Taints); err != nil {
+	if files, err = layout.Relabel(files, labels, in.Taints, l.Role == layout.RoleController); err != nil {
 		return KubeletFilesResult{}, invalid(fmt.Sprintf("%s: %v", t.Name(), err))
 	}
 	setup, err := a.hostSetup(ctx, t, l)

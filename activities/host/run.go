@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	api "kedge.dev/kedge/actions/host"
 	"kedge.dev/kedge/activities/sshpool"
 )
 
@@ -89,11 +90,8 @@ func (a *Activities) run(ctx context.Context, in RunInput) (RunResult, error) {
 func exports(env map[string]string) (string, error) {
 	keys := make([]string, 0, len(env))
 	for k, v := range env {
-		if !envNameRE.MatchString(k) {
-			return "", invalid(fmt.Sprintf("env name %q is not a valid variable name", k))
-		}
-		if k == "KEDGE_OUTPUT" {
-			return "", invalid("env cannot set KEDGE_OUTPUT: host.run sets it")
+		if err := api.CheckEnvName(k); err != nil {
+			return "", invalid(err.Error())
 		}
 		if strings.ContainsRune(v, 0) {
 			return "", invalid(fmt.Sprintf("env %s holds a NUL byte", k))

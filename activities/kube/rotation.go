@@ -396,7 +396,7 @@ func (a *Activities) WaitRootCA(ctx context.Context, in WaitRootCAInput) (WaitRo
 		}
 		heartbeat(ctx, prog)
 		if time.Now().After(deadline) {
-			return WaitRootCAResult{}, rootCATimedOut(want, behind, prog, timeout, last)
+			return WaitRootCAResult{}, rootCATimedOut(want, behind, prog, timeout, last, controllerManagerState(ctx, cs))
 		}
 		select {
 		case <-ctx.Done():
@@ -421,7 +421,7 @@ func (a *Activities) settle(ctx context.Context, d time.Duration, prog rootCAPro
 	return nil
 }
 
-func rootCATimedOut(want []*x509.Certificate, behind []string, prog rootCAProgress, timeout time.Duration, last string) error {
+func rootCATimedOut(want []*x509.Certificate, behind []string, prog rootCAProgress, timeout time.Duration, last, manager string) error {
 	msg := fmt.Sprintf("%s does not hold the bundle (%s) in %d of %d namespaces after %s", rootCAConfigMap, subjects(want), len(behind), prog.Namespaces, timeout)
 	if len(behind) > 0 {
 		const shown = 5
@@ -430,11 +430,71 @@ func rootCATimedOut(want []*x509.Certificate, behind []string, prog rootCAProgre
 			msg += fmt.Sprintf(" and %d more", len(behind)-shown)
 		}
 		msg += "; is the controller manager's --root-ca-file the bundle, and has it restarted since?"
+		if manager != "" {
+			msg += " " + manager
+		}
 	}
 	if last != "" {
 		msg += " (last: " + last + ")"
 	}
 	return temporal.NewApplicationError(msg, ErrTypeRootCANotShown)
+}
+
+// controllerManagerState says who leads the controller managers (the one
+// that publishes kube-root-ca.crt) and how each controller manager's pod
+// fares: a publisher that never wrote the bundle is most often a
+// controller manager that lost its lease or restarts over and over.
+func controllerManagerState(ctx context.Context, cs kubernetes.Interface) string {
+	const name = "kube-controller-manager"
+	var parts []string
+	switch l, err := cs.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, name, metav1.GetOptions{}); {
+	case err != nil:
+		parts = append(parts, "its Lease: "+err.Error())
+	case l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "":
+		parts = append(parts, "its Lease has no holder")
+	default:
+		held := "its Lease is held by " + *l.Spec.HolderIdentity
+		if l.Spec.RenewTime != nil {
+			held += fmt.Sprintf(", renewed %s ago", time.Since(l.Spec.RenewTime.Time).Round(time.Second))
+		}
+		if l.Spec.LeaseTransitions != nil {
+			held += fmt.Sprintf(" (%d transitions)", *l.Spec.LeaseTransitions)
+		}
+		parts = append(parts, held)
+	}
+	pods, err := cs.CoreV1().Pods(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		parts = append(parts, "its pods: "+err.Error())
+	}
+	for _, p := range pods.Items {
+		if strings.HasPrefix(p.Name, name+"-") {
+			parts = append(parts, p.Name+": "+containerState(p.Status.ContainerStatuses))
+		}
+	}
+	return "The controller manager: " + strings.Join(parts, "; ") + "."
+}
+
+// containerState is a pod's first container: running since when, its
+// restarts and how it last ended.
+func containerState(st []corev1.ContainerStatus) string {
+	if len(st) == 0 {
+		return "no container status"
+	}
+	c := st[0]
+	var s string
+	switch {
+	case c.State.Running != nil:
+		s = "running since " + c.State.Running.StartedAt.UTC().Format(time.TimeOnly)
+	case c.State.Waiting != nil:
+		s = "waiting (" + c.State.Waiting.Reason + ")"
+	default:
+		s = "not running"
+	}
+	s += fmt.Sprintf(", %d restarts", c.RestartCount)
+	if t := c.LastTerminationState.Terminated; t != nil {
+		s += fmt.Sprintf(", last ended %s (exit %d) at %s", t.Reason, t.ExitCode, t.FinishedAt.UTC().Format(time.TimeOnly))
+	}
+	return s
 }
 
 // rootCABehind lists, by namespace, the namespaces whose kube-root-ca.crt

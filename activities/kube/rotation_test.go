@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	certificatesv1 "k8s.io/api/certificates/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -417,9 +418,28 @@ func TestWaitRootCATimesOutNamingWhatDiffers(t *testing.T) {
 	for _, ns := range []string{"a2", "a3", "a4", "a5", "a6"} {
 		putRootCA(t, cs, ns, old.pem) // one short
 	}
+	// The controller manager that publishes them restarts over and over.
+	holder, transitions := "ctl-1_0a1b", int32(4)
+	if _, err := cs.CoordinationV1().Leases("kube-system").Create(t.Context(), &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-controller-manager", Namespace: "kube-system"},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseTransitions: &transitions},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Pods("kube-system").Create(t.Context(), &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-controller-manager-ctl-1", Namespace: "kube-system"},
+		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			RestartCount:         6,
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}},
+		}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	_, err := a.WaitRootCA(context.Background(), WaitRootCAInput{Bundle: old.pem + next.pem, Timeout: "200ms"})
 	appErr(t, err, ErrTypeRootCANotShown, false, "7 of 8 namespaces",
-		"a0 (CN=old-ca, CN=new-ca, CN=stray-ca)", "a1 (no kube-root-ca.crt)", "a2 (CN=old-ca)", "and 2 more")
+		"a0 (CN=old-ca, CN=new-ca, CN=stray-ca)", "a1 (no kube-root-ca.crt)", "a2 (CN=old-ca)", "and 2 more",
+		"Lease is held by ctl-1_0a1b (4 transitions)", "kube-controller-manager-ctl-1: waiting (CrashLoopBackOff), 6 restarts, last ended Error (exit 1)")
 	if strings.Contains(err.Error(), "a5") || strings.Contains(err.Error(), "ok (") {
 		t.Errorf("error %q names more than 5 namespaces", err)
 	}

@@ -280,6 +280,13 @@ func apiServerPod(in ControlPlaneInput) *corev1.Pod {
 		"--service-account-key-file=" + pki("sa.pub"),
 		"--service-account-signing-key-file=" + pki("sa.key"),
 		"--service-cluster-ip-range=" + in.ServiceCIDR,
+		// On SIGTERM, end the watches within 5 s and exit. Without it the
+		// server waits for them until its 60 s shutdown timeout and the
+		// kubelet kills it at the pod's grace period: every restart of a
+		// renewal or rotation held the controller's API for 30 s more
+		// (measured: exit 60 s after SIGTERM with a controller manager and a
+		// scheduler watching; 1.1 s with this).
+		"--shutdown-watch-termination-grace-period=5s",
 	}
 	if in.Listen == ListenNode {
 		command = slices.Insert(command, 2, "--bind-address="+in.NodeIP)

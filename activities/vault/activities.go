@@ -124,6 +124,11 @@ func (a *Activities) IssueCert(ctx context.Context, in IssueCertInput) (IssueCer
 	if strings.TrimSpace(in.CommonName) == "" {
 		return IssueCertResult{}, invalid("commonName is required")
 	}
+	dns, ips, err := in.Names()
+	if err != nil {
+		return IssueCertResult{}, invalid(err.Error())
+	}
+	in.AltNames, in.IPSANs, in.SANs = dns, ips, nil
 	cl, err := a.client(in.Vault)
 	if err != nil {
 		return IssueCertResult{}, err

@@ -161,6 +161,10 @@ func (a *Activities) KeyPair(ctx context.Context, in KeyPairInput) (KeyPairResul
 		}
 		return KeyPairResult{PrivateKey: have["privateKey"], PublicKey: have["publicKey"]}, nil
 	}
+	if in.MustExist {
+		return KeyPairResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("Vault keeps no key pair at %s: adopt the cluster first (kedge run adopt), Kedge will not make a service-account key for it", in.Path), ErrTypeNotAdopted, nil)
+	}
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return KeyPairResult{}, err

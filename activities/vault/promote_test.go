@@ -216,3 +216,27 @@ func TestPromoteCAMovesKeyPairsAndRefusesMismatches(t *testing.T) {
 		t.Errorf("a CA kept in Vault staged for an exported one: %v", err)
 	}
 }
+
+// A rotation on a cluster Kedge has not adopted reads the service-account
+// key pair and must not make one: adopt would then refuse, a key already
+// recorded. With mustExist nothing is written and the error says adopt.
+func TestKeyPairMustExistMakesNothing(t *testing.T) {
+	f, a, cfg := newPromoteFake(t)
+	ctx := context.Background()
+	path := "kedge/clusters/m/service-account"
+	_, err := a.KeyPair(ctx, KeyPairInput{Vault: cfg, Path: path, MustExist: true})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != ErrTypeNotAdopted || !strings.Contains(err.Error(), "adopt the cluster first") {
+		t.Fatalf("a missing key pair with mustExist: %v", err)
+	}
+	if _, ok := f.kv[path]; ok {
+		t.Fatal("mustExist made a key pair")
+	}
+	made, err := a.KeyPair(ctx, KeyPairInput{Vault: cfg, Path: path})
+	if err != nil || !made.Created {
+		t.Fatalf("without mustExist: %+v %v", made, err)
+	}
+	if got, err := a.KeyPair(ctx, KeyPairInput{Vault: cfg, Path: path, MustExist: true}); err != nil || got.PublicKey != made.PublicKey || got.Created {
+		t.Errorf("an existing key pair with mustExist: %+v %v", got, err)
+	}
+}

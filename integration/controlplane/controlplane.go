@@ -139,7 +139,9 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file=" + p.path("sa.pub"),
 		"--service-account-signing-key-file=" + p.path("sa.key"), "--service-cluster-ip-range=10.96.0.0/16",
 		"--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction", "--enable-bootstrap-token-auth=true",
-		"--allow-privileged=true", "--v=0"}
+		"--allow-privileged=true", "--v=0",
+		// Exits within seconds of SIGTERM, as Kedge's own manifests have it.
+		"--shutdown-watch-termination-grace-period=5s"}
 	cp.api = len(cp.procs)
 	if err := cp.run(tools, logs, "kube-apiserver", cp.apiArgs...); err != nil {
 		return nil, cp.fail(err)

@@ -99,6 +99,12 @@ func checkRestored(t *testing.T, before machineState, nodes ...*Node) {
 		t.Errorf("the machine's saved sysctls: %v", err)
 	case len(others) > 0:
 		t.Logf("sysctls held by processes %v (real nodes of theirs): the last to end restores %v", others, original)
+	case original == nil:
+		// Never held on this machine (a new one, no kubelet run yet):
+		// they must be as they were before the test.
+		if !reflect.DeepEqual(before.sysctls, after.sysctls) {
+			t.Errorf("sysctls changed: before %v, after %v", before.sysctls, after.sysctls)
+		}
 	case !reflect.DeepEqual(original, after.sysctls):
 		t.Errorf("sysctls not restored: saved %v, after %v (before this test %v)", original, after.sysctls, before.sysctls)
 	}

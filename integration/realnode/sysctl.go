@@ -173,13 +173,18 @@ func liveHolders(self int) (live []int, died bool) {
 }
 
 // machineOriginal is what the last holder to let go restored (or will),
-// and the processes other than this one that hold the sysctls now.
+// nil when no process ever held the sysctls on this machine, and the
+// processes other than this one that hold them now.
 func machineOriginal() (map[string]string, []int, error) {
 	saved := map[string]string{}
 	var others []int
 	err := underHoldLock(func() error {
 		others, _ = liveHolders(os.Getpid())
 		b, err := os.ReadFile(filepath.Join(HoldDir, "saved"))
+		if os.IsNotExist(err) {
+			saved = nil // never held on this machine: nothing saved, nothing to restore
+			return nil
+		}
 		if err != nil {
 			return err
 		}

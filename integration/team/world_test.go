@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"kedge.dev/kedge/integration/controlplane"
+	"kedge.dev/kedge/integration/gobin"
 	"kedge.dev/kedge/integration/lab"
 	"kedge.dev/kedge/integration/teamlab"
 	"kedge.dev/kedge/integration/testhosts"
@@ -83,9 +83,9 @@ func runWorld(m *testing.M) (int, error) {
 	ctx := context.Background()
 	start := time.Now()
 
-	kedgeBin := filepath.Join(dir, "kedge")
-	if out, err := exec.Command("go", "build", "-o", kedgeBin, "kedge.dev/kedge/cmd/kedge").CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("build kedge: %v\n%s", err, out)
+	kedgeBin, err := gobin.Build("kedge.dev/kedge/cmd/kedge")
+	if err != nil {
+		return 0, err
 	}
 	if world.cp, err = controlplane.Start(ctx, controlplane.Options{Dir: filepath.Join(dir, "kube")}); err != nil {
 		return 0, fmt.Errorf("control plane: %w", err)

@@ -8,8 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 
+	"kedge.dev/kedge/integration/gobin"
 	"kedge.dev/kedge/integration/srcroot"
 )
 
@@ -67,7 +67,7 @@ func buildStandins() (map[string]string, error) {
 	// Test packages run as separate processes, several at once: one builds
 	// while the others wait, and each binary appears whole (renamed from a
 	// name private to this process).
-	unlock, err := lockFile(filepath.Join(out, ".lock"))
+	unlock, err := gobin.Lock(filepath.Join(out, ".lock"))
 	if err != nil {
 		return nil, err
 	}
@@ -92,17 +92,4 @@ func buildStandins() (map[string]string, error) {
 		}
 	}
 	return paths, nil
-}
-
-// lockFile takes an exclusive flock on path, waiting for any holder.
-func lockFile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_CLOEXEC, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	return func() { f.Close() }, nil
 }

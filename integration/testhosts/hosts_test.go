@@ -119,6 +119,32 @@ E`))
 	if pid2 == pid1 || pid2 == "0" {
 		t.Errorf("restart kept pid %s -> %s", pid1, pid2)
 	}
+	// A stop returns only once the unit's supervisor has recorded its
+	// main process's end, as systemd waits for a unit's processes: with
+	// the supervisor held (SIGSTOP) for 4 s the stop takes as long, and
+	// the start after it is not failed by the late supervisor's record.
+	sup := sh(t, c1, asRoot("cat /run/systemctl/sleeper.service.supervisor"))
+	sh(t, c1, asRoot("kill -STOP "+sup))
+	const held = 4 * time.Second
+	released := make(chan error, 1)
+	go func() {
+		time.Sleep(held)
+		s, err := c1.NewSession()
+		if err == nil {
+			defer s.Close()
+			_, err = s.CombinedOutput(asRoot("kill -CONT " + sup))
+		}
+		released <- err
+	}()
+	began := time.Now()
+	sh(t, c1, asRoot("systemctl stop sleeper"))
+	if took := time.Since(began); took < held {
+		t.Errorf("systemctl stop returned after %s while the unit's supervisor was held for %s", took.Round(time.Millisecond), held)
+	}
+	if err := <-released; err != nil {
+		t.Fatal(err)
+	}
+	sh(t, c1, asRoot("systemctl start sleeper"))
 	sh(t, c1, asRoot("systemctl stop sleeper"))
 	if got := sh(t, c1, asRoot("systemctl is-active sleeper || true")); got != "inactive" {
 		t.Errorf("after stop: %q", got)
@@ -134,10 +160,15 @@ E`))
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	// Killed processes end when the kernel gets to them: on a busy
+	// machine that is not at once, so each is waited for, a while.
 	for _, p := range append(children, pid) {
+		deadline := time.Now().Add(15 * time.Second)
+		for syscall.Kill(p, 0) == nil && !isZombie(p) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
 		if syscall.Kill(p, 0) == nil && !isZombie(p) {
-			t.Errorf("process %d survived Close", p)
+			t.Errorf("process %d survived Close by 15 s", p)
 		}
 	}
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")

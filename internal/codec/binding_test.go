@@ -6,6 +6,7 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
+	"google.golang.org/protobuf/proto"
 )
 
 func wfCtx(id string) converter.SerializationContext {
@@ -91,16 +92,52 @@ func TestUnboundPayloadsOpenInAContextOnlyWhenAccepted(t *testing.T) {
 	}
 }
 
-// A schedule seals its action once for the action's ID; each run it starts
-// is that ID, "-" and the nominal time.
-func TestAScheduledRunOpensItsSchedulesAction(t *testing.T) {
+// A schedule's action is sealed once, bound to the schedule's ID and the
+// action's workflow ID; each run the schedule starts is that ID, "-" and
+// the nominal time. Only such a payload opens under a suffixed ID: a
+// run's own input copied under its ID and a time does not.
+func TestAScheduledRunOpensItsSchedulesActionOnly(t *testing.T) {
 	_, c := newKeyFile(t)
-	action := seal(t, c, wfCtx("cert-renewal/lab/schedule"), "renew")
-	if _, err := open(c, wfCtx("cert-renewal/lab/schedule-2026-11-26T03:00:00Z"), action); err != nil {
-		t.Errorf("a scheduled run: %v", err)
+	action, err := c.SealScheduleAction("default", "nightly-renewal", "cert-renewal/lab/scheduled", "renew")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := open(c, wfCtx("cert-renewal/lab/schedule-now"), action); !errors.Is(err, ErrMisbound) {
-		t.Errorf("a suffix that is no time: %v", err)
+	if v, err := open(c, wfCtx("cert-renewal/lab/scheduled-2026-11-26T03:00:00Z"), action); err != nil || v != "renew" {
+		t.Errorf("a scheduled run: %q %v", v, err)
+	}
+	for name, ctx := range map[string]converter.SerializationContext{
+		"a suffix that is no time": wfCtx("cert-renewal/lab/scheduled-now"),
+		"the action's bare ID":     wfCtx("cert-renewal/lab/scheduled"),
+		"another namespace":        converter.WorkflowSerializationContext{Namespace: "prod", WorkflowID: "cert-renewal/lab/scheduled-2026-11-26T03:00:00Z"},
+		"an activity of a run":     actCtx("cert-renewal/lab/scheduled-2026-11-26T03:00:00Z", "host.run"),
+		"another runbook's run":    wfCtx("etcd-restore/lab/scheduled-2026-11-26T03:00:00Z"),
+		"a run of another cluster": wfCtx("cert-renewal/prod/scheduled-2026-11-26T03:00:00Z"),
+	} {
+		if _, err := open(c, ctx, action); !errors.Is(err, ErrMisbound) {
+			t.Errorf("the action opened in %s: %v", name, err)
+		}
+	}
+	// What an attacker without the key does with a run started from the
+	// CLI, chat or a webhook: start its input again under its ID and a
+	// time, the shape of a scheduled run's ID.
+	input := seal(t, c, wfCtx("cert-renewal/lab/20261126-030000-ab12"), "renew")
+	if _, err := open(c, wfCtx("cert-renewal/lab/20261126-030000-ab12-2026-11-26T03:05:00Z"), input); !errors.Is(err, ErrMisbound) {
+		t.Errorf("a run's input opened under its ID and a time: %v", err)
+	}
+	// Schedule actions sealed before they were bound to their schedule
+	// open in their runs only while a worker accepts pre-upgrade payloads.
+	old := seal(t, c, wfCtx("cert-renewal/lab/scheduled"), "renew")
+	if _, err := open(c, wfCtx("cert-renewal/lab/scheduled-2026-11-26T03:00:00Z"), old); !errors.Is(err, ErrMisbound) {
+		t.Errorf("a schedule action sealed before the binding opened: %v", err)
+	}
+	if _, err := open(c.AcceptUnbound(), wfCtx("cert-renewal/lab/scheduled-2026-11-26T03:00:00Z"), old); err != nil {
+		t.Errorf("a pre-upgrade schedule action with --accept-unbound-payloads: %v", err)
+	}
+	// The schedule's ID is sealed with the rest: rewriting it breaks the seal.
+	forged := proto.Clone(action).(*commonpb.Payload)
+	forged.Metadata[MetadataBinding] = []byte(`["schedule","default","cert-renewal/lab/scheduled","other"]`)
+	if _, err := open(c, wfCtx("cert-renewal/lab/scheduled-2026-11-26T03:00:00Z"), forged); err == nil {
+		t.Error("an action whose schedule ID was rewritten opened")
 	}
 }
 

@@ -13,12 +13,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/proto"
+
+	"kedge.dev/kedge/internal/secretfile"
 )
 
 // Metadata of a sealed payload.
@@ -46,10 +49,19 @@ const EnvKeyFile = "KEDGE_CODEC_KEY"
 type Codec struct {
 	active string
 	keys   map[string]cipher.AEAD
+	// raw are a full key file's keys (queue keys are derived from them),
+	// order their ids as the file lists them; queue is the task queue a
+	// queue key file's keys are for ("" for a full file: queue.go).
+	raw     map[string][]byte
+	order   []string
+	queue   string
+	derived *sync.Map // "ID/QUEUE" -> cipher.AEAD
 	// bind is this view's binding ("" without a context).
 	bind *binding
 	// acceptUnbound lets payloads sealed before bindings existed open in
-	// a context: for the runs in flight when workers are upgraded.
+	// a context, and schedule actions sealed before they were bound to
+	// their schedule open in the schedule's runs: for the runs in flight
+	// when workers are upgraded.
 	acceptUnbound bool
 	// replayedIn is the namespace a replayed history was recorded in
 	// (ReplayedIn).
@@ -66,14 +78,15 @@ func Load(path string) (*Codec, error) {
 	if path == "" {
 		return nil, ErrNoPath
 	}
-	data, err := os.ReadFile(path)
+	// A secret like every other: its owner's alone, and owned by the
+	// user reading it or root (whoever owns it could put a key of their
+	// own in its place, and read every run).
+	data, err := secretfile.Read(path)
 	if err != nil {
 		return nil, fmt.Errorf("codec key file: %w", err)
 	}
-	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("codec key file %s is readable by others (mode %04o): chmod 600 it", path, fi.Mode().Perm())
-	}
-	c := &Codec{keys: map[string]cipher.AEAD{}}
+	c := &Codec{keys: map[string]cipher.AEAD{}, raw: map[string][]byte{}, derived: &sync.Map{}}
+	scoped := false
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for line := 1; sc.Scan(); line++ {
 		text := strings.TrimSpace(sc.Text())
@@ -89,6 +102,16 @@ func Load(path string) (*Codec, error) {
 		if err != nil || len(key) != keySize {
 			return nil, fmt.Errorf("%s:%d: key %s: want %d bytes in base64", path, line, id, keySize)
 		}
+		id, queue, isQueue := strings.Cut(id, QueueKeySep)
+		switch {
+		case len(c.keys) > 0 && isQueue != scoped:
+			return nil, fmt.Errorf("%s:%d: key %s: a key file holds full keys or one task queue's keys, not both", path, line, id)
+		case isQueue && c.queue != "" && queue != c.queue:
+			return nil, fmt.Errorf("%s:%d: key %s is task queue %s's, the file's first is %s's: one queue a file", path, line, id, queue, c.queue)
+		case isQueue && CheckQueueName(queue) != nil:
+			return nil, fmt.Errorf("%s:%d: key %s: %w", path, line, id, CheckQueueName(queue))
+		}
+		scoped = isQueue
 		if _, dup := c.keys[id]; dup {
 			return nil, fmt.Errorf("%s:%d: key id %s appears twice", path, line, id)
 		}
@@ -97,6 +120,12 @@ func Load(path string) (*Codec, error) {
 			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
 		c.keys[id] = aead
+		c.order = append(c.order, id)
+		if isQueue {
+			c.queue = queue
+		} else {
+			c.raw[id] = key
+		}
 		if c.active == "" {
 			c.active = id
 		}
@@ -157,23 +186,30 @@ func DefaultPath() string {
 // ErrNoPath is a key file path that is not given and has no default.
 var ErrNoPath = errors.New("no codec key file: give --codec-key or $KEDGE_CODEC_KEY (there is no user config directory for the default: $HOME and $XDG_CONFIG_HOME are unset)")
 
-// ActiveKey is the id of the key that seals.
-func (c *Codec) ActiveKey() string { return c.active }
+// ActiveKey is the id of the key that seals: with a queue key file, the
+// id and the queue ("ID/QUEUE").
+func (c *Codec) ActiveKey() string {
+	if c.queue != "" {
+		return c.active + QueueKeySep + c.queue
+	}
+	return c.active
+}
 
 // AEAD is the AES-256-GCM of the key with that id, for what seals with
 // the codec key outside Temporal's payloads (internal/sealstream: etcd
-// snapshots). ErrUnknownKey when the key file has no such key.
+// snapshots): "ID" a full key, "ID/QUEUE" a queue's key (a full key file
+// derives it). ErrUnknownKey when the key file has no such key,
+// ErrQueueKey when a queue key file is asked for another's.
 func (c *Codec) AEAD(id string) (cipher.AEAD, error) {
-	aead, ok := c.keys[id]
-	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownKey, id)
-	}
-	return aead, nil
+	id, queue, _ := strings.Cut(id, QueueKeySep)
+	return c.aeadFor(id, queue)
 }
 
 // AcceptUnbound returns a codec that also opens, in a context, payloads
-// sealed by a Kedge without bindings: only while the runs started before
-// an upgrade finish (`kedge worker --accept-unbound-payloads`).
+// sealed by a Kedge without bindings, and a schedule action sealed for
+// its workflow ID alone in the runs of that ID and a time: only while the
+// runs started before an upgrade finish (`kedge worker
+// --accept-unbound-payloads`).
 func (c *Codec) AcceptUnbound() *Codec {
 	cp := *c
 	cp.acceptUnbound = true
@@ -212,10 +248,15 @@ func (c *Codec) WithSerializationContext(sc converter.SerializationContext) conv
 // Encode seals each payload whole (metadata and data), bound to this
 // view's context when it has one.
 func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
-	aead := c.keys[c.active]
 	var bound []byte
+	queue := ""
 	if c.bind != nil {
 		bound = c.bind.encode()
+		queue = c.bind.Queue
+	}
+	aead, err := c.aeadFor(c.active, queue)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]*commonpb.Payload, len(payloads))
 	for i, p := range payloads {
@@ -235,6 +276,26 @@ func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 		out[i] = &commonpb.Payload{Metadata: md, Data: sealed}
 	}
 	return out, nil
+}
+
+// SealScheduleAction seals v as the action of the schedule scheduleID in
+// namespace, whose runs Temporal names actionID, "-" and a time: it opens
+// in those runs only, never under actionID itself or any other ID, and
+// the run's admission asks the schedule whether it started the run. The
+// payload goes into the schedule's action as it is (the SDK sends a
+// *commonpb.Payload argument unchanged).
+func (c *Codec) SealScheduleAction(namespace, scheduleID, actionID string, v any) (*commonpb.Payload, error) {
+	p, err := converter.GetDefaultDataConverter().ToPayload(v)
+	if err != nil {
+		return nil, err
+	}
+	cp := *c
+	cp.bind = &binding{Kind: "schedule", Namespace: namespace, Workflow: actionID, Schedule: scheduleID}
+	out, err := cp.Encode([]*commonpb.Payload{p})
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
 }
 
 // ErrUnknownKey is a payload sealed with a key this codec does not have.
@@ -269,21 +330,24 @@ func (c *Codec) decode(payloads []*commonpb.Payload, strict bool) ([]*commonpb.P
 			continue
 		}
 		id := string(p.GetMetadata()[MetadataKeyID])
-		aead, ok := c.keys[id]
-		if !ok {
-			return nil, fmt.Errorf("%w: %q", ErrUnknownKey, id)
-		}
-		if len(p.Data) < aead.NonceSize() {
-			return nil, fmt.Errorf("sealed payload too short")
-		}
 		bound, hasBinding := p.GetMetadata()[MetadataBinding]
 		if strict && c.bind != nil {
 			if err := c.bind.admits(bound, hasBinding, c.acceptUnbound); err != nil {
 				return nil, err
 			}
 		}
+		queue := ""
 		if !hasBinding {
 			bound = nil
+		} else if b, err := decodeBinding(bound); err == nil {
+			queue = b.Queue
+		}
+		aead, err := c.aeadFor(id, queue)
+		if err != nil {
+			return nil, err
+		}
+		if len(p.Data) < aead.NonceSize() {
+			return nil, fmt.Errorf("sealed payload too short")
 		}
 		n := aead.NonceSize()
 		plain, err := aead.Open(nil, p.Data[:n], p.Data[n:], additionalData(id, bound))
@@ -309,7 +373,28 @@ func (c *Codec) DataConverter() converter.DataConverter {
 func (c *Codec) Apply(o *client.Options) {
 	dc := c.DataConverter()
 	o.DataConverter = dc
-	o.FailureConverter = temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{
+	o.FailureConverter = newFailures(dc)
+}
+
+// failures seals error messages and stack traces as payloads are sealed,
+// bound to where the SDK converts them: an activity's error with its
+// queue's key (a site's worker holds no other), a workflow's with the
+// full key. (The SDK's default failure converter would seal them with
+// the codec outside any context.)
+type failures struct {
+	converter.FailureConverter
+	dc converter.DataConverter
+}
+
+var _ converter.FailureConverterWithSerializationContext = (*failures)(nil)
+
+func newFailures(dc converter.DataConverter) *failures {
+	return &failures{dc: dc, FailureConverter: temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{
 		DataConverter: dc, EncodeCommonAttributes: true,
-	})
+	})}
+}
+
+// WithSerializationContext is the converter for sc.
+func (f *failures) WithSerializationContext(sc converter.SerializationContext) converter.FailureConverter {
+	return newFailures(converter.WithDataConverterSerializationContext(f.dc, sc))
 }

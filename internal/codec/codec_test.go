@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	commonpb "go.temporal.io/api/common/v1"
+
+	"kedge.dev/kedge/internal/secretfile"
 )
 
 func newKeyFile(t *testing.T) (string, *Codec) {
@@ -111,7 +113,7 @@ func TestKeyFileErrorsNameFileAndLine(t *testing.T) {
 		"short":  {"# c\nk1 c2hvcnQ=\n", "short:2: key k1: want 32 bytes", 0o600},
 		"form":   {"just-one-field\n", "form:1: want \"ID BASE64-KEY\"", 0o600},
 		"empty":  {"# nothing\n", "empty: no key", 0o600},
-		"public": {"k1 AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n", "readable by others", 0o644},
+		"public": {"k1 AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n", "is open to other users (mode 0644)", 0o644},
 	} {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(tc.text), tc.mode); err != nil {
@@ -123,6 +125,32 @@ func TestKeyFileErrorsNameFileAndLine(t *testing.T) {
 	}
 	if _, err := Generate(filepath.Join(dir, "short")); err == nil {
 		t.Error("Generate overwrote an existing file")
+	}
+}
+
+// A key file another account owns is refused, even at mode 0600: that
+// account could put a key of its own in its place and read every run.
+func TestAKeyFileSomeoneElseOwnsIsRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving a file away takes root")
+	}
+	p := filepath.Join(t.TempDir(), "codec.key")
+	if _, err := Generate(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(p, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(p)
+	var oe *secretfile.OwnerError
+	if !errors.As(err, &oe) || !strings.Contains(err.Error(), p) {
+		t.Fatalf("a key file owned by uid 65534 loaded, or was refused for another reason: %v", err)
+	}
+	if err := os.Chown(p, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(p); err != nil {
+		t.Errorf("root's own key file: %v", err)
 	}
 }
 

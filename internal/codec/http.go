@@ -2,6 +2,7 @@ package codec
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -11,8 +12,10 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
@@ -45,6 +48,10 @@ type EndpointOptions struct {
 	// LoginCode, when set, logs one browser in, once, from a link:
 	// `kedge dev` prints it to its operator.
 	LoginCode string
+	// SessionsNotBefore refuses every session cookie issued before it:
+	// all browsers log in again (a cookie that may have leaked), while
+	// the token stays.
+	SessionsNotBefore time.Time
 }
 
 // Endpoint serves the remote codec protocol's POST /decode to the Web UI
@@ -82,18 +89,64 @@ func (c *Codec) Endpoint(o EndpointOptions) (http.Handler, error) {
 		// only, and its name differs per token, since browsers keep cookies
 		// per host, not per port (two kedge devs on one machine).
 		cookie:  "kedge-codec-" + mac("kedge codec cookie name")[:8],
-		session: mac("kedge codec session v1"),
+		key:     []byte(mac("kedge codec session v2")),
+		now:     time.Now,
+		revoked: map[string]time.Time{},
 	}, nil
 }
 
 type endpoint struct {
-	opts    EndpointOptions
-	inner   http.Handler
-	cookie  string
-	session string
+	opts   EndpointOptions
+	inner  http.Handler
+	cookie string
+	// key signs session cookies: each login gets its own, naming a random
+	// ID and when it was issued; the endpoint refuses one past
+	// sessionDays, issued before SessionsNotBefore, or logged out.
+	key []byte
+	now func() time.Time
 
 	mu       sync.Mutex
 	codeUsed bool
+	revoked  map[string]time.Time // session ID -> when it would have expired
+}
+
+// newSession is a session cookie's value for one login.
+func (e *endpoint) newSession() string {
+	id := make([]byte, 16)
+	_, _ = rand.Read(id)
+	msg := hex.EncodeToString(id) + "." + strconv.FormatInt(e.now().Unix(), 10)
+	return msg + "." + e.sign(msg)
+}
+
+func (e *endpoint) sign(msg string) string {
+	m := hmac.New(sha256.New, e.key)
+	m.Write([]byte(msg))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// session checks a cookie's value: signed by this endpoint, issued within
+// sessionDays and not before SessionsNotBefore, not logged out. It
+// returns the session's ID.
+func (e *endpoint) session(v string) (string, bool) {
+	i := strings.LastIndexByte(v, '.')
+	if i < 0 || !hmac.Equal([]byte(v[i+1:]), []byte(e.sign(v[:i]))) {
+		return "", false
+	}
+	id, at, ok := strings.Cut(v[:i], ".")
+	unix, err := strconv.ParseInt(at, 10, 64)
+	if !ok || err != nil {
+		return "", false
+	}
+	issued := time.Unix(unix, 0)
+	if e.now().Sub(issued) > sessionDays*24*time.Hour || issued.Before(e.opts.SessionsNotBefore.Truncate(time.Second)) {
+		return "", false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, out := e.revoked[id]; out {
+		return "", false
+	}
+	return id, true
 }
 
 func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -108,6 +161,8 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.decode(w, r)
 	case strings.HasSuffix(r.URL.Path, "/login"):
 		e.login(w, r)
+	case strings.HasSuffix(r.URL.Path, "/logout"):
+		e.logout(w, r)
 	default:
 		http.Error(w, "this codec server only decodes", http.StatusForbidden)
 	}
@@ -157,14 +212,41 @@ func (e *endpoint) bearer(r *http.Request) bool {
 	return subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) == 1
 }
 
-// loggedIn says whether r carries the session cookie.
+// loggedIn says whether r carries a live session cookie.
 func (e *endpoint) loggedIn(r *http.Request) bool {
 	for _, c := range r.CookiesNamed(e.cookie) {
-		if subtle.ConstantTimeCompare([]byte(c.Value), []byte(e.session)) == 1 {
+		if _, ok := e.session(c.Value); ok {
 			return true
 		}
 	}
 	return false
+}
+
+// logout ends the session r carries (POST): its cookie opens nothing from
+// then on, wherever a copy of it went, and the browser's is cleared.
+func (e *endpoint) logout(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "POST to log out", http.StatusMethodNotAllowed)
+		return
+	}
+	now := e.now()
+	e.mu.Lock()
+	for id, until := range e.revoked {
+		if now.After(until) {
+			delete(e.revoked, id) // expired anyway
+		}
+	}
+	e.mu.Unlock()
+	for _, c := range r.CookiesNamed(e.cookie) {
+		if id, ok := e.session(c.Value); ok {
+			e.mu.Lock()
+			e.revoked[id] = now.Add(sessionDays * 24 * time.Hour)
+			e.mu.Unlock()
+		}
+	}
+	http.SetCookie(w, &http.Cookie{Name: e.cookie, Value: "", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // login shows the login form (GET), takes the token from it (POST), or
@@ -202,7 +284,7 @@ func (e *endpoint) login(w http.ResponseWriter, r *http.Request) {
 	// port of the same host, or a sibling name), so its calls carry the
 	// cookie; no other site's do. No Path: the browser scopes it to where
 	// /login is, behind a proxy's prefix too.
-	http.SetCookie(w, &http.Cookie{Name: e.cookie, Value: e.session, MaxAge: sessionDays * 24 * 3600,
+	http.SetCookie(w, &http.Cookie{Name: e.cookie, Value: e.newSession(), MaxAge: sessionDays * 24 * 3600,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	http.Redirect(w, r, strings.TrimRight(e.opts.Origins[0], "/")+"/", http.StatusSeeOther)
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
 )
@@ -230,5 +231,97 @@ func TestEndpointNeedsATokenAndAnOrigin(t *testing.T) {
 	// Listening on another loopback address, it answers to that one too.
 	if hosts := LoopbackHosts("127.0.50.7:8234"); !slices.Contains(hosts, "127.0.50.7:8234") || slices.Contains(hosts, "127.0.50.8:8234") {
 		t.Errorf("LoopbackHosts(127.0.50.7:8234) = %v", hosts)
+	}
+}
+
+// Written from the side of someone who got a copy of an operator's
+// session cookie (a backup of a browser profile, a shared machine): each
+// login has a cookie of its own, a copy of one stops working when that
+// browser logs out, after 30 days whatever the cookie's Max-Age says, and
+// for every browser at once when the server refuses sessions issued
+// before a time; a cookie whose ID or time was changed opens nothing.
+func TestEndpointSessionsAreEachLoginsOwnAndEnd(t *testing.T) {
+	_, c := newKeyFile(t)
+	body := sealedBody(t, c)
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	serve := func(notBefore time.Time) *httptest.Server {
+		h, err := c.Endpoint(EndpointOptions{Token: []byte(testToken), Origins: []string{testUI}, SessionsNotBefore: notBefore})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.(*endpoint).now = func() time.Time { return now }
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	srv := serve(time.Time{})
+	loginAt := func(srv *httptest.Server) *http.Cookie {
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).PostForm(srv.URL+"/login", url.Values{"token": {testToken}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if cs := resp.Cookies(); len(cs) == 1 {
+			return cs[0]
+		}
+		t.Fatalf("no session cookie: %v", resp.Cookies())
+		return nil
+	}
+	login := func() *http.Cookie { return loginAt(srv) }
+	with := func(srv *httptest.Server, ck *http.Cookie) codecAnswer {
+		return call(t, http.DefaultClient, http.MethodPost, srv.URL+"/decode", body, map[string]string{"Origin": testUI, "Cookie": ck.Name + "=" + ck.Value})
+	}
+	alice, bob := login(), login()
+	if alice.Value == bob.Value {
+		t.Fatal("two logins got the same session cookie")
+	}
+	stolen := *alice
+	if a := with(srv, &stolen); a.status != http.StatusOK || !a.decoded {
+		t.Fatalf("a copy of a live session: %d", a.status)
+	}
+	for name, v := range map[string]string{
+		"another ID":   strings.Repeat("0", 32) + alice.Value[32:],
+		"another time": alice.Value[:33] + "9" + alice.Value[34:],
+		"no signature": alice.Value[:strings.LastIndexByte(alice.Value, '.')],
+	} {
+		if a := with(srv, &http.Cookie{Name: alice.Name, Value: v}); a.status != http.StatusUnauthorized || a.decoded {
+			t.Errorf("a cookie with %s: %d (decoded: %v)", name, a.status, a.decoded)
+		}
+	}
+
+	// Alice logs out: her cookie, and every copy of it, opens nothing;
+	// Bob's session goes on.
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/logout", nil)
+	req.AddCookie(alice)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("logout: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if a := with(srv, &stolen); a.status != http.StatusUnauthorized || a.decoded {
+		t.Errorf("a copy of a logged-out session: %d (decoded: %v)", a.status, a.decoded)
+	}
+	if a := with(srv, bob); a.status != http.StatusOK {
+		t.Errorf("another browser's session after a logout: %d", a.status)
+	}
+
+	// 30 days on, the server refuses Bob's cookie whatever his browser
+	// keeps.
+	now = now.Add(30*24*time.Hour + time.Minute)
+	if a := with(srv, bob); a.status != http.StatusUnauthorized {
+		t.Errorf("a session 30 days old: %d", a.status)
+	}
+
+	// A server told to refuse sessions from before now: every earlier
+	// cookie is out, a new login works.
+	now = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	old := login()
+	now = now.Add(time.Hour)
+	cut := serve(now.Add(-time.Minute))
+	if a := with(cut, old); a.status != http.StatusUnauthorized {
+		t.Errorf("a session from before --sessions-not-before: %d", a.status)
+	}
+	if a := with(cut, loginAt(cut)); a.status != http.StatusOK || !a.decoded {
+		t.Errorf("a login after --sessions-not-before: %d", a.status)
 	}
 }

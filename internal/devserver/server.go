@@ -318,6 +318,8 @@ func (s *Server) dial(ctx context.Context) (client.Client, error) {
 		Namespace: s.cfg.Namespace,
 		Logger:    sdkLog{},
 	}
+	// Its own frontend, in this process: gzip would only cost CPU.
+	opts.ConnectionOptions.GrpcCompression = &client.GrpcCompressionNone{}
 	if s.cfg.TLS != nil {
 		tc, err := s.cfg.TLS.clientConfig()
 		if err != nil {

@@ -127,7 +127,7 @@ func joinLike(t *testing.T, ref dirHost, from, to Identity, labels, taints []str
 		}
 		files = append(files, CopyFile{Path: p, Content: string(b), Mode: "0644"})
 	}
-	if files, err = Relabel(files, labels, taints); err != nil {
+	if files, err = Relabel(files, labels, taints, l.Role == RoleController); err != nil {
 		t.Fatal(err)
 	}
 	s, err := ReadHostSetup(l, ref)
@@ -287,9 +287,10 @@ func pathsOfFiles(files []CopyFile) []string {
 }
 
 // A controller's labels and taint never reach a worker made from its
-// kubelet.service (node-join refuses a controller reference before; this
-// is the unit's own guarantee): Typhoon's controller ends its command
-// with the taint, so the command then ends where the flags were.
+// kubelet.service (node-join's reference when the cluster has no other
+// worker): Typhoon's controller ends its command with the taint, so the
+// command then ends where the flags were, with Typhoon's worker role
+// label last, as a worker made from a worker has it.
 func TestRelabelTakesOutAControllersLabelAndTaint(t *testing.T) {
 	unit := UnitDir + "/" + KubeletService
 	b, err := dirHost(filepath.Join(rendered, "fcos-controller-node1")).ReadFile(unit)
@@ -300,11 +301,11 @@ func TestRelabelTakesOutAControllersLabelAndTaint(t *testing.T) {
 		labels, taints []string
 		want           string
 	}{
-		{nil, nil, "  --kubeconfig=/var/lib/kubelet/kubeconfig\nExecStop="},
+		{nil, nil, "  --kubeconfig=/var/lib/kubelet/kubeconfig \\\n  --node-labels=node.kubernetes.io/node\nExecStop="},
 		{[]string{"node.kubernetes.io/pool=green"}, []string{"x=y:NoExecute"},
-			"  --kubeconfig=/var/lib/kubelet/kubeconfig \\\n  --node-labels=node.kubernetes.io/pool=green \\\n  --register-with-taints=x=y:NoExecute\nExecStop="},
+			"  --kubeconfig=/var/lib/kubelet/kubeconfig \\\n  --node-labels=node.kubernetes.io/pool=green \\\n  --register-with-taints=x=y:NoExecute \\\n  --node-labels=node.kubernetes.io/node\nExecStop="},
 	} {
-		out, err := Relabel([]CopyFile{{Path: unit, Content: string(b)}}, c.labels, c.taints)
+		out, err := Relabel([]CopyFile{{Path: unit, Content: string(b)}}, c.labels, c.taints, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -328,7 +329,7 @@ func TestRelabelEdges(t *testing.T) {
 	ub, _ := ref.ReadFile(unit)
 	cb, _ := ref.ReadFile(config)
 	run := func(u, c string, labels, taints []string) (string, error) {
-		out, err := Relabel([]CopyFile{{Path: unit, Content: u}, {Path: config, Content: c}}, labels, taints)
+		out, err := Relabel([]CopyFile{{Path: unit, Content: u}, {Path: config, Content: c}}, labels, taints, false)
 		if err != nil {
 			return "", err
 		}

@@ -79,7 +79,7 @@ type Layout struct {
 	Kind string `json:"kind"`
 	// Why is the evidence for Kind, or what Kedge could not read.
 	Why string `json:"why"`
-	// Role is controller (it runs an API server static pod or etcd),
+	// Role is RoleController (it runs an API server static pod or etcd),
 	// worker, or "" with no kubelet.
 	Role string `json:"role,omitempty"`
 	// NodeName is the Node's name as the kubelet registers it
@@ -305,12 +305,18 @@ func Discover(f Facts, r Reader) (Layout, error) {
 	if err := readRunAs(&l, es, r); err != nil {
 		return l, err
 	}
-	l.Role = "worker"
+	l.Role = RoleWorker
 	if l.StaticPods["kube-apiserver"] != "" || l.Etcd.Mode != EtcdNone {
-		l.Role = "controller"
+		l.Role = RoleController
 	}
 	return l, nil
 }
+
+// The roles a host's layout gives it.
+const (
+	RoleController = "controller"
+	RoleWorker     = "worker"
+)
 
 // readKubelet merges kubelet.service's files and reads its run command.
 func readKubelet(ks, ps UnitState, r Reader) (*Kubelet, []byte, error) {

@@ -3,6 +3,7 @@ package layout
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -157,7 +158,9 @@ var flagLineRE = regexp.MustCompile(`^([ \t]*)--(node-labels|register-with-taint
 var labelTaintRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/=:-]*$`)
 
 // Relabel makes a worker's kubelet files (KubeletFiles) register the new
-// node with its own labels and taints, never the reference's: in the
+// node with its own labels and taints, never the reference's, and with
+// Typhoon's worker role label when the reference is a controller
+// (fromController): in the
 // kubelet's units every --node-labels and --register-with-taints is
 // taken out but Typhoon's worker role label (WorkerRoleLabel), and the
 // new node's labels, then taints, each a flag on its own line, are put
@@ -165,7 +168,7 @@ var labelTaintRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/=:-]*$`)
 // templates order them). Flags Kedge cannot take out whole (not on a line
 // of their own) and a KubeletConfiguration that registers with taints
 // are refused, naming the file and line.
-func Relabel(files []CopyFile, labels, taints []string) ([]CopyFile, error) {
+func Relabel(files []CopyFile, labels, taints []string, fromController bool) ([]CopyFile, error) {
 	var add []string
 	for _, l := range labels {
 		if !labelTaintRE.MatchString(l) || !strings.Contains(l, "=") {
@@ -181,6 +184,14 @@ func Relabel(files []CopyFile, labels, taints []string) ([]CopyFile, error) {
 			return nil, fmt.Errorf("taint %q is not key[=value]:Effect", t)
 		}
 		add = append(add, "--"+taintsFlag+"="+t)
+	}
+	// A worker made from a controller (a cluster with no other worker)
+	// registers with Typhoon's worker role label all the same, after its
+	// own labels and taints, as Typhoon's worker template writes it.
+	if fromController && !slices.ContainsFunc(files, func(f CopyFile) bool {
+		return strings.HasPrefix(f.Path, UnitDir+"/") && strings.Contains(f.Content, "--"+nodeLabelsFlag+"="+WorkerRoleLabel)
+	}) {
+		add = append(add, "--"+nodeLabelsFlag+"="+WorkerRoleLabel)
 	}
 	out := make([]CopyFile, len(files))
 	copy(out, files)

@@ -36,6 +36,9 @@ type Options struct {
 	// TaskQueues are the queues the worker certificates made by this run
 	// may poll.
 	TaskQueues []string
+	// SiteQueues are the queues the site certificates (role site) made
+	// by this run may poll for activity tasks.
+	SiteQueues []string
 	// Valid is the life of the server and client certificates (the CA's
 	// is ten years).
 	Valid time.Duration
@@ -96,6 +99,10 @@ func Generate(o Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	siteQueues, err := taskQueueURIs(o.SiteQueues)
+	if err != nil {
+		return Result{}, err
+	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return Result{}, err
 	}
@@ -132,11 +139,17 @@ func Generate(o Options) (Result, error) {
 			Subject:     pkix.Name{CommonName: c.name, Organization: []string{"kedge"}, OrganizationalUnit: []string{string(c.role)}},
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 		}}
-		if c.role == RoleWorker {
+		switch c.role {
+		case RoleWorker:
 			if len(queues) == 0 {
 				return Result{}, fmt.Errorf("client %s: a worker's certificate needs the task queues it polls", c.name)
 			}
 			l.tmpl.URIs = queues
+		case RoleSite:
+			if len(siteQueues) == 0 {
+				return Result{}, fmt.Errorf("client %s: a site's certificate needs the task queues whose activities it runs (--site-queue)", c.name)
+			}
+			l.tmpl.URIs = siteQueues
 		}
 		leaves = append(leaves, l)
 	}
@@ -160,8 +173,11 @@ func Generate(o Options) (Result, error) {
 			return Result{}, err
 		}
 		var q []string
-		if l.role == RoleWorker {
+		switch l.role {
+		case RoleWorker:
 			q = o.TaskQueues
+		case RoleSite:
+			q = o.SiteQueues
 		}
 		res.Files = append(res.Files, File{Path: cert, Written: true, Role: l.role, TaskQueues: q}, File{Path: key, Written: true})
 	}

@@ -28,6 +28,11 @@ const (
 	// the tasks it got, and reads (the SDK fetches histories; chat.follow
 	// describes and queries the run it follows).
 	RoleWorker Role = "worker"
+	// RoleSite is a site's worker (one that holds its queue's codec keys
+	// alone): it polls the activity tasks of the queues its certificate
+	// names and answers them, and reads; it never polls or answers a
+	// workflow task, which would let it decide what runs.
+	RoleSite Role = "site"
 	// RoleAdmin is Temporal's administrator: namespaces, search
 	// attributes, the admin service (`kedge setup`, the temporal CLI).
 	RoleAdmin Role = "admin"
@@ -38,7 +43,7 @@ const (
 
 // ClientRoles are the roles a client certificate may have (the server's
 // is RoleSystem).
-var ClientRoles = []Role{RoleOperator, RoleViewer, RoleWorker, RoleAdmin}
+var ClientRoles = []Role{RoleOperator, RoleViewer, RoleWorker, RoleSite, RoleAdmin}
 
 // DefaultClients are the programs of the team install that dial Temporal
 // and the people who do, each made with the role it needs.
@@ -70,7 +75,7 @@ const taskQueueURI = "urn:kedge:task-queue:"
 type Identity struct {
 	Name       string   `json:"name"` // the subject's CN
 	Role       Role     `json:"role"`
-	TaskQueues []string `json:"taskQueues,omitempty"` // a worker's
+	TaskQueues []string `json:"taskQueues,omitempty"` // a worker's or a site's
 }
 
 // ErrNoRole is returned by IdentityOf for a certificate that gives no
@@ -104,10 +109,11 @@ func IdentityOf(cert *x509.Certificate) (Identity, error) {
 		}
 		id.TaskQueues = append(id.TaskQueues, q)
 	}
-	if id.Role == RoleWorker && len(id.TaskQueues) == 0 {
-		return id, fmt.Errorf("certificate CN=%q: a worker's certificate names no task queue", id.Name)
+	polls := id.Role == RoleWorker || id.Role == RoleSite
+	if polls && len(id.TaskQueues) == 0 {
+		return id, fmt.Errorf("certificate CN=%q: a %s's certificate names no task queue", id.Name, id.Role)
 	}
-	if id.Role != RoleWorker && len(id.TaskQueues) > 0 {
+	if !polls && len(id.TaskQueues) > 0 {
 		return id, fmt.Errorf("certificate CN=%q: task queues on a %s's certificate", id.Name, id.Role)
 	}
 	return id, nil

@@ -90,12 +90,14 @@ func (a *Authorizer) Authorize(_ context.Context, claims *authorization.Claims, 
 	case id.Role == mtls.RoleAdmin || id.Role == mtls.RoleSystem:
 	case !may(id.Role, c):
 		reason = fmt.Sprintf("%s certificate CN=%s may not call %s", id.Role, id.Name, api.MethodName(target.APIName))
+	case c == poll && id.Role == mtls.RoleSite && !isActivityPoll(target.Request):
+		reason = fmt.Sprintf("site certificate CN=%s may poll activity tasks only, never a workflow's", id.Name)
 	case c == poll:
 		if q, ok := pollQueue(target.Request); !ok || !slices.Contains(id.TaskQueues, q) {
-			reason = fmt.Sprintf("worker certificate CN=%s may poll task queues %q only, not %q", id.Name, id.TaskQueues, q)
+			reason = fmt.Sprintf("%s certificate CN=%s may poll task queues %q only, not %q", id.Role, id.Name, id.TaskQueues, q)
 		}
-	case c == operate && batchDeletes(target.Request):
-		reason = fmt.Sprintf("%s certificate CN=%s may not delete runs", id.Role, id.Name)
+	case c == operate && operatorRefuses(target.Request) != "":
+		reason = fmt.Sprintf("%s certificate CN=%s may not %s", id.Role, id.Name, operatorRefuses(target.Request))
 	}
 	if reason != "" {
 		a.log().Warn("temporal: call refused", "audit", true, "api", api.MethodName(target.APIName),
@@ -131,9 +133,33 @@ func pollQueue(req any) (string, bool) {
 	return tq.GetName(), tq.GetName() != ""
 }
 
-// batchDeletes says whether a call is a batch operation that deletes
-// runs, which only an admin may do (as DeleteWorkflowExecution).
-func batchDeletes(req any) bool {
-	r, ok := req.(*workflowservice.StartBatchOperationRequest)
-	return ok && r.GetDeletionOperation() != nil
+func isActivityPoll(req any) bool {
+	_, ok := req.(*workflowservice.PollActivityTaskQueueRequest)
+	return ok
+}
+
+// operatorRefuses says what an operator's call would do that only an
+// admin may ("" when nothing): delete runs in a batch (as
+// DeleteWorkflowExecution), or reset a step's attempts or change its
+// options, one by one or in a batch (as ResetActivity and
+// UpdateActivityOptions).
+func operatorRefuses(req any) string {
+	switch r := req.(type) {
+	case *workflowservice.StartBatchOperationRequest:
+		switch {
+		case r.GetDeletionOperation() != nil || r.GetDeleteActivitiesOperation() != nil:
+			return "delete runs"
+		case r.GetResetActivitiesOperation() != nil:
+			return "reset activities' attempts"
+		case r.GetUpdateActivityOptionsOperation() != nil:
+			return "change activities' options"
+		case r.GetUnpauseActivitiesOperation().GetResetAttempts():
+			return "reset activities' attempts"
+		}
+	case *workflowservice.UnpauseActivityRequest:
+		if r.GetResetAttempts() {
+			return "reset activities' attempts"
+		}
+	}
+	return ""
 }

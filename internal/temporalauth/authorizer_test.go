@@ -43,6 +43,9 @@ func certs(t *testing.T) map[string]*x509.Certificate {
 	if _, err := mtls.Generate(mtls.Options{Dir: dir, ServerName: "temporal", Clients: []string{"lyon-1:worker"}, TaskQueues: []string{"lyon"}}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := mtls.Generate(mtls.Options{Dir: dir, ServerName: "temporal", Clients: []string{"lyon-site:site"}, SiteQueues: []string{"lyon"}}); err != nil {
+		t.Fatal(err)
+	}
 	out := map[string]*x509.Certificate{}
 	files, _ := filepath.Glob(filepath.Join(dir, "*.pem"))
 	for _, f := range files {
@@ -105,6 +108,12 @@ func TestAuthorizerTable(t *testing.T) {
 			r.Operation = &workflowservice.StartBatchOperationRequest_TerminationOperation{TerminationOperation: o}
 		case *batchpb.BatchOperationDeletion:
 			r.Operation = &workflowservice.StartBatchOperationRequest_DeletionOperation{DeletionOperation: o}
+		case *batchpb.BatchOperationResetActivities:
+			r.Operation = &workflowservice.StartBatchOperationRequest_ResetActivitiesOperation{ResetActivitiesOperation: o}
+		case *batchpb.BatchOperationUpdateActivityOptions:
+			r.Operation = &workflowservice.StartBatchOperationRequest_UpdateActivityOptionsOperation{UpdateActivityOptionsOperation: o}
+		case *batchpb.BatchOperationUnpauseActivities:
+			r.Operation = &workflowservice.StartBatchOperationRequest_UnpauseActivitiesOperation{UnpauseActivitiesOperation: o}
 		}
 		return r
 	}
@@ -141,7 +150,19 @@ func TestAuthorizerTable(t *testing.T) {
 		{wf + "ResetWorkflowExecution", nil, "nynyynn"},
 		{wf + "CreateSchedule", nil, "nynyynn"},
 		{wf + "DeleteSchedule", nil, "nynyynn"},
-		{wf + "ResetActivity", nil, "nynyynn"},
+		// A step's attempts and options: admin only (an operator without
+		// the key would run a maxAttempts: 1 step again, raise its
+		// retries or move it to another queue); pausing, and unpausing
+		// without a reset, stay the operators'.
+		{wf + "ResetActivity", nil, "nnnyynn"},
+		{wf + "UpdateActivityOptions", nil, "nnnyynn"},
+		{wf + "PauseActivity", nil, "nynyynn"},
+		{wf + "UnpauseActivity", &workflowservice.UnpauseActivityRequest{Namespace: ns}, "nynyynn"},
+		{wf + "UnpauseActivity", &workflowservice.UnpauseActivityRequest{Namespace: ns, ResetAttempts: true}, "nnnyynn"},
+		{wf + "StartBatchOperation", batch(&batchpb.BatchOperationResetActivities{}), "nnnyynn"},
+		{wf + "StartBatchOperation", batch(&batchpb.BatchOperationUpdateActivityOptions{}), "nnnyynn"},
+		{wf + "StartBatchOperation", batch(&batchpb.BatchOperationUnpauseActivities{ResetAttempts: true}), "nnnyynn"},
+		{wf + "StartBatchOperation", batch(&batchpb.BatchOperationUnpauseActivities{}), "nynyynn"},
 		{wf + "StartBatchOperation", batch(&batchpb.BatchOperationTermination{}), "nynyynn"},
 		// Deleting history: admin only, one by one or in a batch.
 		{wf + "DeleteWorkflowExecution", nil, "nnnyynn"},
@@ -199,6 +220,50 @@ func TestAuthorizerTable(t *testing.T) {
 			if !got && res.Reason == "" {
 				t.Errorf("%s by %q: refused without a reason", tc.api, w)
 			}
+		}
+	}
+}
+
+// A site's worker, taken over, tries to decide what runs: it polls its
+// own queue's workflow tasks, or a sticky queue standing for it or for
+// the workflow queue (sticky names are in histories), answers a workflow
+// or query task, starts a run. Everything but its own queue's activity
+// tasks, their answers and reads is refused, with the reason.
+func TestASitesWorkerAnswersActivityTasksOnly(t *testing.T) {
+	cs := certs(t)
+	az := &Authorizer{Logger: discard}
+	site := claimsOf(t, cs["lyon-site"])
+	wf := api.WorkflowServicePrefix
+	activityPoll := func(q string) *workflowservice.PollActivityTaskQueueRequest {
+		return &workflowservice.PollActivityTaskQueueRequest{Namespace: ns, TaskQueue: &taskqueuepb.TaskQueue{Name: q}}
+	}
+	for _, c := range []struct {
+		api    string
+		req    any
+		allow  bool
+		reason string
+	}{
+		{wf + "PollActivityTaskQueue", activityPoll("lyon"), true, ""},
+		{wf + "RespondActivityTaskCompleted", nil, true, ""},
+		{wf + "RecordActivityTaskHeartbeat", nil, true, ""},
+		{wf + "RespondActivityTaskFailed", nil, true, ""},
+		{wf + "GetWorkflowExecutionHistory", nil, true, ""},
+		{wf + "PollActivityTaskQueue", activityPoll("kedge"), false, `may poll task queues ["lyon"] only, not "kedge"`},
+		{wf + "PollWorkflowTaskQueue", pollReq("lyon", false), false, "may poll activity tasks only, never a workflow's"},
+		{wf + "PollWorkflowTaskQueue", pollReq("lyon", true), false, "may poll activity tasks only"},
+		{wf + "PollWorkflowTaskQueue", pollReq("kedge", true), false, "may poll activity tasks only"},
+		{wf + "RespondWorkflowTaskCompleted", nil, false, "site certificate CN=lyon-site may not call RespondWorkflowTaskCompleted"},
+		{wf + "RespondWorkflowTaskFailed", nil, false, "may not call"},
+		{wf + "RespondQueryTaskCompleted", nil, false, "may not call"},
+		{wf + "StartWorkflowExecution", nil, false, "may not call"},
+		{wf + "SignalWorkflowExecution", nil, false, "may not call"},
+	} {
+		res, err := az.Authorize(context.Background(), site, &authorization.CallTarget{APIName: c.api, Namespace: ns, Request: c.req})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Decision == authorization.DecisionAllow; got != c.allow || !strings.Contains(res.Reason, c.reason) {
+			t.Errorf("%s (%T) by a site certificate: allowed %v (%q), want %v (%q)", api.MethodName(c.api), c.req, got, res.Reason, c.allow, c.reason)
 		}
 	}
 }

@@ -23,9 +23,14 @@ const (
 	read
 	// operate: changes to runs and schedules, to operators.
 	operate
-	// work: answers to tasks a worker got, to workers.
+	// work: answers to workflow tasks (what a run does next), to
+	// workers.
 	work
-	// poll: a worker's polls, on the task queues its certificate names.
+	// answer: answers to activity tasks, and a worker process's own
+	// lifecycle, to workers and sites.
+	answer
+	// poll: a worker's polls, on the task queues its certificate names
+	// (a site's: activity tasks only).
 	poll
 )
 
@@ -33,7 +38,8 @@ const (
 var allowed = map[mtls.Role][]class{
 	mtls.RoleViewer:   {open, read},
 	mtls.RoleOperator: {open, read, operate},
-	mtls.RoleWorker:   {open, read, work, poll},
+	mtls.RoleWorker:   {open, read, work, answer, poll},
+	mtls.RoleSite:     {open, read, answer, poll},
 }
 
 // workflowService classifies the WorkflowService calls of the Temporal API
@@ -99,15 +105,19 @@ var workflowService = map[string]class{
 	"PauseWorkflowExecution":           operate,
 	"UnpauseWorkflowExecution":         operate,
 	"PauseActivity":                    operate,
-	"UnpauseActivity":                  operate,
-	"ResetActivity":                    operate,
-	"UpdateActivityOptions":            operate,
-	"CreateSchedule":                   operate,
-	"UpdateSchedule":                   operate,
-	"PatchSchedule":                    operate,
-	"DeleteSchedule":                   operate,
-	"StartBatchOperation":              operate, // but a batch deletion: see batchDeletes
-	"StopBatchOperation":               operate,
+	"UnpauseActivity":                  operate, // but not with its attempts reset: see operatorRefuses
+	// A step's attempts and options are its runbook's: resetting its
+	// attempts would run a maxAttempts: 1 step again, and its options
+	// set its retries, timeouts and task queue, none of which the key
+	// sealed. Admin only.
+	"ResetActivity":         adminOnly,
+	"UpdateActivityOptions": adminOnly,
+	"CreateSchedule":        operate,
+	"UpdateSchedule":        operate,
+	"PatchSchedule":         operate,
+	"DeleteSchedule":        operate,
+	"StartBatchOperation":   operate, // but a batch deletion: see batchDeletes
+	"StopBatchOperation":    operate,
 
 	// A worker's polls and its answers to the tasks they gave it.
 	"PollWorkflowTaskQueue":        poll,
@@ -115,13 +125,16 @@ var workflowService = map[string]class{
 	"RespondWorkflowTaskCompleted": work,
 	"RespondWorkflowTaskFailed":    work,
 	"RespondQueryTaskCompleted":    work,
-	"RecordActivityTaskHeartbeat":  work,
-	"RespondActivityTaskCompleted": work,
-	"RespondActivityTaskFailed":    work,
-	"RespondActivityTaskCanceled":  work,
 	"ResetStickyTaskQueue":         work,
-	"ShutdownWorker":               work,
-	"RecordWorkerHeartbeat":        work,
+	// An activity's result is sealed with its queue's codec key: one a
+	// site's worker answers for another queue's activity does not open
+	// in the workflow (internal/codec, queue.go).
+	"RecordActivityTaskHeartbeat":  answer,
+	"RespondActivityTaskCompleted": answer,
+	"RespondActivityTaskFailed":    answer,
+	"RespondActivityTaskCanceled":  answer,
+	"ShutdownWorker":               answer,
+	"RecordWorkerHeartbeat":        answer,
 }
 
 // keptForAdmin are the WorkflowService calls deliberately left to admin

@@ -48,6 +48,7 @@ type Collector struct {
 	Progress time.Duration
 
 	tests    map[string]*Result  // "pkg\x00Test"
+	failures []Failure           // in the order they failed
 	packages map[string]*Result  // by import path
 	held     map[string][]string // output of running tests, by key
 	waited   map[string]float64  // lane waits of running tests, by key
@@ -119,6 +120,7 @@ func (c *Collector) Feed(e Event) {
 		c.tests[key] = r
 		if e.Action == "fail" {
 			fmt.Fprint(c.out, strings.Join(c.held[key], ""))
+			c.failures = append(c.failures, Failure{Package: e.Package, Test: e.Test, Reported: lastReported(c.held[key])})
 		} else if c.Progress > 0 && e.Action == "pass" && r.Seconds >= c.Progress.Seconds() {
 			fmt.Fprintf(c.out, "--- PASS: %s (%.1fs) %s\n", e.Test, r.Seconds, e.Package)
 		}
@@ -151,6 +153,39 @@ func (c *Collector) packageEvent(e Event) {
 	}
 }
 
+// Failure is a failed top-level test and the last lines it reported
+// (file_test.go:LINE: ...): the report repeats them at its end, where a
+// CI log's tail keeps them when the test's whole output is cut.
+type Failure struct {
+	Package  string   `json:"package"`
+	Test     string   `json:"test"`
+	Reported []string `json:"reported"`
+}
+
+// How much of a failed test's report the summary repeats.
+const (
+	failureLines     = 12
+	failureLineBytes = 400
+)
+
+var reportedLine = regexp.MustCompile(`^\s+[\w.-]+_test\.go:\d+: `)
+
+// lastReported keeps the last lines a test reported through t.Log,
+// t.Error or t.Fatal, each cut to failureLineBytes.
+func lastReported(output []string) []string {
+	var out []string
+	for _, o := range strings.Split(strings.Join(output, ""), "\n") {
+		if reportedLine.MatchString(o) {
+			o = strings.TrimSpace(o)
+			if len(o) > failureLineBytes {
+				o = o[:failureLineBytes] + "…"
+			}
+			out = append(out, o)
+		}
+	}
+	return out[max(0, len(out)-failureLines):]
+}
+
 // quietLine is package output that `go test` without -v does not print.
 func quietLine(s string) bool {
 	t := strings.TrimSpace(s)
@@ -164,6 +199,8 @@ type Summary struct {
 	Packages []Result `json:"packages"` // slowest first
 	Tests    []Result `json:"tests"`    // every top-level test, slowest first
 	Failed   bool     `json:"failed"`
+	// Failures are the failed top-level tests and what they reported last.
+	Failures []Failure `json:"failures,omitempty"`
 }
 
 // Summary sorts what was collected.
@@ -181,6 +218,7 @@ func (c *Collector) Summary() Summary {
 	}
 	bySeconds(s.Packages)
 	bySeconds(s.Tests)
+	s.Failures = c.failures
 	return s
 }
 

@@ -97,6 +97,13 @@ func (r Report) WriteText(w io.Writer, module string) error {
 	for _, v := range r.Violations {
 		fmt.Fprintf(w, "BUDGET: %s (%s) took %.1fs, allowed %.1fs: %s\n", v.Test, short(v.Package), v.Seconds, v.Allowed, v.Why)
 	}
+	// Last, where a log's tail keeps it: what each failed test said last.
+	for _, f := range r.Failures {
+		fmt.Fprintf(w, "\n== FAILED %s (%s), its last reports:\n", f.Test, short(f.Package))
+		for _, l := range f.Reported {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package testreport
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -262,5 +263,39 @@ func TestLaneWaitIsNotTheTestsTime(t *testing.T) {
 	}
 	if !strings.Contains(text.String(), "     50.0    150.5  pass    TestLate") {
 		t.Errorf("table:\n%s", text.String())
+	}
+}
+
+// A failed test's last reports are repeated at the report's end, where a
+// CI log's tail keeps them when its whole output is cut: what the test
+// said (t.Log, t.Error), in order, each line cut short, the last twelve.
+func TestReportEndsWithWhatFailedTestsSaid(t *testing.T) {
+	c, _ := collect(t)
+	var held []string
+	for i := range 20 {
+		held = append(held, fmt.Sprintf("    chaos_test.go:%d: run %d %s\n", 100+i, i, strings.Repeat("x", 10*i)))
+	}
+	held = append(held, "    chaos_test.go:200: "+strings.Repeat("long ", 200)+"\n", "not a report line\n")
+	c.Feed(Event{Action: "output", Package: "example.com/sample/e", Test: "TestChaos", Output: strings.Join(held, "")})
+	c.Feed(Event{Action: "fail", Package: "example.com/sample/e", Test: "TestChaos", Elapsed: 3})
+	s := c.Summary()
+	if len(s.Failures) != 2 || s.Failures[0].Test != "TestBroken" || s.Failures[1].Test != "TestChaos" {
+		t.Fatalf("failures %+v", s.Failures)
+	}
+	if got := s.Failures[0].Reported; len(got) == 0 || got[0] != "a_test.go:22: evidence line" {
+		t.Errorf("TestBroken reported %q", got)
+	}
+	got := s.Failures[1].Reported
+	if len(got) != failureLines || !strings.HasPrefix(got[0], "chaos_test.go:109: run 9 ") || !strings.HasPrefix(got[len(got)-1], "chaos_test.go:200: long") || len(got[len(got)-1]) > failureLineBytes+len("…") {
+		t.Errorf("TestChaos reported %d lines: %q", len(got), got)
+	}
+	var out bytes.Buffer
+	if err := NewReport(s, nil, 1, 20).WriteText(&out, module); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	i := strings.LastIndex(text, "== FAILED TestChaos (e), its last reports:\n  chaos_test.go:109: run 9 ")
+	if i < 0 || strings.Contains(text[i:], "== ") && strings.Count(text[i:], "== ") > 1 {
+		t.Errorf("the report does not end with TestChaos's last reports:\n%s", text)
 	}
 }

@@ -45,20 +45,22 @@ func (sizes) EstimateCallCost(_, overloadID string, _ *checker.AstNode, args []c
 	}
 }
 
-// tooCostly reports an expression whose estimated cost is over CostLimit.
-func tooCostly(a *cel.Ast) error {
+// estimate is the most an expression may cost (see sizes), refusing one
+// whose estimate is over CostLimit. Without an estimate it is taken at
+// CostLimit, which the meter holds it to at run time.
+func estimate(a *cel.Ast) (uint64, error) {
 	e, err := environment()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	est, err := e.EstimateCost(a, sizes{})
 	if err != nil {
-		return nil // no estimate: the meter still bounds it at run time
+		return CostLimit, nil
 	}
 	if est.Max > CostLimit {
-		return &Error{Msg: fmt.Sprintf("it may cost up to %s operations, more than one evaluation may spend (%d); lists, maps and strings it cannot size are taken as %d items or bytes", costString(est.Max), CostLimit, AssumedSize)}
+		return 0, &Error{Msg: fmt.Sprintf("it may cost up to %s operations, more than one evaluation may spend (%d); lists, maps and strings it cannot size are taken as %d items or bytes", costString(est.Max), CostLimit, AssumedSize)}
 	}
-	return nil
+	return est.Max, nil
 }
 
 func costString(n uint64) string {

@@ -66,6 +66,9 @@ type Refs struct {
 	Vars   []string // top-level variables used
 	Params []string // params.NAME
 	Steps  []string // steps.ID
+	// Cost is the most evaluating it may cost, estimated (see sizes):
+	// at most CostLimit.
+	Cost uint64
 }
 
 // Error is an expression error with the column (0-based, within the
@@ -119,10 +122,11 @@ func check(src string) (Refs, error) {
 		}
 		return Refs{}, &Error{Offset: off, Msg: msg}
 	}
-	if err := tooCostly(a); err != nil {
+	cost, err := estimate(a)
+	if err != nil {
 		return Refs{}, err
 	}
-	var refs Refs
+	refs := Refs{Cost: cost}
 	ast.PreOrderVisit(a.NativeRep().Expr(), ast.NewExprVisitor(func(x ast.Expr) {
 		switch x.Kind() {
 		case ast.IdentKind:
@@ -203,7 +207,9 @@ func Eval(src string, vars map[string]any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return evalIn(src, act, newBudget())
+	b := budgetFor(vars)
+	v, err := evalIn(src, act, b)
+	return v, b.settle(err)
 }
 
 // activation holds vars made fit for CEL, each the first time an
@@ -485,7 +491,9 @@ func (t Template) Render(vars map[string]any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.render(act, newBudget())
+	b := budgetFor(vars)
+	v, err := t.render(act, b)
+	return v, b.settle(err)
 }
 
 func (t Template) render(act interpreter.Activation, b *budget) (any, error) {
@@ -556,7 +564,9 @@ func RenderValue(v any, vars map[string]any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return renderValue(v, act, newBudget())
+	b := budgetFor(vars)
+	out, err := renderValue(v, act, b)
+	return out, b.settle(err)
 }
 
 func renderValue(v any, act interpreter.Activation, b *budget) (any, error) {

@@ -28,6 +28,10 @@ type budget struct {
 	left  uint64 // cost units
 	bytes uint64 // result bytes (MaxResultBytes)
 	items uint64 // result list items and map entries (MaxResultItems)
+	// run is the run's Spend the render draws on (nil: none), and start
+	// what the render could spend when it began.
+	run   *Spend
+	start uint64
 }
 
 func newBudget() *budget {

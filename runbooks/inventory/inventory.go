@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -615,6 +616,9 @@ func (d *decoder) checkNodes() {
 		}
 		if n.Address == "" {
 			errs.Addf(at("address"), "%s %s: address is required", n.Role, n.Name)
+		} else if net.ParseIP(n.Address) == nil && len(validation.IsDNS1123Subdomain(n.Address)) > 0 {
+			// It is dialled, and certificates for the host name it.
+			errs.Addf(at("address"), "%s %s: address %q is neither an IP address nor a DNS name (lower case letters, digits, '-' and '.')", n.Role, n.Name, n.Address)
 		} else {
 			key := fmt.Sprintf("%s:%d", n.Address, cmp.Or(n.Port, c.SSH.Port, target.DefaultPort))
 			if prev, dup := addrs[key]; dup {

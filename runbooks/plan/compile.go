@@ -82,7 +82,9 @@ func Compile(rb *runbooks.Runbook, children map[string]runbooks.Runbook, given m
 	if err != nil {
 		return nil, &ParamsError{Err: err}
 	}
-	return compile(Scope{Runbook: rb, Children: children, Params: params, Cluster: cluster}, nil)
+	// The whole plan, children and rollout items included, renders on
+	// one run's budget: a plan is bounded as a run is.
+	return compile(Scope{Runbook: rb, Children: children, Params: params, Cluster: cluster, Spend: expr.NewSpend()}, nil)
 }
 
 // ParamsError is a Compile that failed on the params given: each problem
@@ -164,7 +166,7 @@ func (sc Scope) step(ps *Step, s runbooks.Step, vars map[string]any, secrets []s
 		if err != nil {
 			return err
 		}
-		ps.Child, err = compile(Scope{Runbook: &child.Runbook, Children: sc.Children, Params: child.Params, Cluster: sc.Cluster}, secrets)
+		ps.Child, err = compile(Scope{Runbook: &child.Runbook, Children: sc.Children, Params: child.Params, Cluster: sc.Cluster, Spend: sc.Spend}, secrets)
 		return err
 	}
 	return nil
@@ -225,7 +227,7 @@ func (sc Scope) rolloutStep(ps *Step, s runbooks.Step, vars map[string]any, secr
 		var child *Plan
 		if err == nil {
 			focus := sc.Cluster.Focus(item)
-			child, err = compile(Scope{Runbook: &r.Runbook, Children: sc.Children, Params: params, Cluster: &focus}, secrets)
+			child, err = compile(Scope{Runbook: &r.Runbook, Children: sc.Children, Params: params, Cluster: &focus, Spend: sc.Spend}, secrets)
 		}
 		if err != nil {
 			// The first few say why; the count says how many.

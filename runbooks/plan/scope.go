@@ -21,12 +21,16 @@ type Scope struct {
 	Children map[string]runbooks.Runbook
 	Params   map[string]any
 	Cluster  *inventory.Cluster
+	// Spend is what the run's renders may still spend (expr.Spend); nil:
+	// each render is bounded on its own only.
+	Spend *expr.Spend
 }
 
 // Vars are the variables the run's expressions see, with the finished
-// steps' states and outputs (steps may be nil).
+// steps' states and outputs (steps may be nil); their renders draw on the
+// scope's Spend.
 func (sc Scope) Vars(steps map[string]any) map[string]any {
-	return Vars(sc.Params, sc.Cluster, steps)
+	return expr.WithSpend(Vars(sc.Params, sc.Cluster, steps), sc.Spend)
 }
 
 // Call is one action on one host (Host "" for an action on none), ready

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"kedge.dev/kedge/runbooks"
+	"kedge.dev/kedge/runbooks/expr"
 	"kedge.dev/kedge/runbooks/inventory"
 )
 
@@ -27,7 +28,7 @@ func withHost(vars map[string]any, cluster *inventory.Cluster, name string) map[
 	if n, ok := cluster.Node(name); ok {
 		out["host"] = NodeVar(n)
 	}
-	return out
+	return expr.WithSpend(out, expr.SpendOf(vars))
 }
 
 // ClusterVar is the `cluster` variable: name, controllers, workers (each a

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"kedge.dev/kedge/integration/gobin"
 )
 
 // The integration tests run the simulator as a child process on these
@@ -28,34 +30,16 @@ var (
 )
 
 // simBinary builds the simulator once per test process, as the test
-// hosts build it (CGO_ENABLED=0).
+// hosts build it (CGO_ENABLED=0), where the next run finds it built.
 func simBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "kubelet-sim-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "kubelet-sim")
-		cmd := exec.Command("go", "build", "-o", builtBin, ".")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("build the simulator: %w\n%s", err, out)
-		}
+		builtBin, buildErr = gobin.Build("kedge.dev/kedge/integration/testhosts/standins/kubelet", "CGO_ENABLED=0")
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
 	return builtBin
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if builtBin != "" {
-		_ = os.RemoveAll(filepath.Dir(builtBin))
-	}
-	os.Exit(code)
 }
 
 // sim is the simulator running as a child process, its output in a file.

@@ -215,6 +215,20 @@ func exitFile(u string) string { return filepath.Join(stateDir, u+".exit") }
 func logFile(u string) string  { return filepath.Join(logDir, u+".log") }
 func onFile(u string) string   { return filepath.Join(stateDir, u+".active") }
 
+// supervisorFile holds the pid of the unit's supervisor (a stop waits for
+// it to record the main process's end).
+func supervisorFile(u string) string { return filepath.Join(stateDir, u+".supervisor") }
+
+// supervisorAlive says whether the unit's last supervisor still runs.
+func supervisorAlive(u string) bool {
+	data, err := os.ReadFile(supervisorFile(u))
+	if err != nil {
+		return false
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	return pid > 0 && syscall.Kill(pid, 0) == nil && !zombie(pid)
+}
+
 func mainPID(u string) int {
 	data, err := os.ReadFile(pidFile(u))
 	if err != nil {
@@ -362,6 +376,7 @@ func supervise(name string) int {
 		_ = os.WriteFile(exitFile(name), []byte("203"), 0o644)
 		return 1
 	}
+	_ = os.WriteFile(supervisorFile(name), []byte(strconv.Itoa(os.Getpid())), 0o644)
 	_ = os.WriteFile(pidFile(name), []byte(strconv.Itoa(c.Process.Pid)), 0o644)
 	err := c.Wait()
 	code := 0
@@ -419,11 +434,17 @@ func stop(name string) int {
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	for range 300 {
-		if _, err := os.Stat(pidFile(name)); err != nil {
+	// The supervisor records the exit and removes its pid file once the
+	// process has ended. Like systemd, which returns from a stop only
+	// when the unit's processes are gone, wait for it (up to systemd's
+	// default TimeoutStopSec): returning earlier let a slow supervisor
+	// find the stop marker gone, run ExecStopPost= and record an exit
+	// after the next start had begun, which then read that exit as its
+	// own main process's ("main process exited with status 0").
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(pidFile(name)); err != nil || !supervisorAlive(name) {
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	if strings.HasSuffix(name, ".path") {
 		_ = os.Remove(pidFile(name))
