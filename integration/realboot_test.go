@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"os"
@@ -18,6 +19,7 @@ import (
 
 	"kedge.dev/kedge/integration/images"
 	"kedge.dev/kedge/integration/realnode"
+	"kedge.dev/kedge/internal/layout"
 )
 
 // bootstrap and cert-renewal on real kubelets: three bare nodes (their
@@ -83,7 +85,13 @@ func TestRealKubeletBootstrapAndCertRenewal(t *testing.T) {
 		if !bytes.Equal(caPEM, r.caBefore) || !bytes.Equal(etcdCAPEM, r.etcdCABefore) {
 			t.Error("the renewal changed the cluster CA or etcd's CA")
 		}
+		// The run ends with the control plane of the renewal up: the
+		// API server answers at once, and every static pod running is the
+		// one rendered for the renewed certificates (their serial on the
+		// manifests), not the pod from before it, which the kubelet had
+		// yet to restart when the run ended on a busy machine.
 		checkRenewed(t, r.endpoints, r.before, firstCert(t, caPEM), firstCert(t, etcdCAPEM))
+		checkRenewedPods(t, cs, ctl.node.Name, servedCert(t, r.endpoints[0]))
 		checkRealCluster(t, cs, nodes)
 	})
 }
@@ -185,6 +193,33 @@ func checkKubeProxy(ctx context.Context, t *testing.T, cs kubernetes.Interface, 
 		tc.Close()
 		if err != nil {
 			t.Errorf("%s: the kubernetes Service %s: %v", n.node.Name, addr, err)
+		}
+	}
+}
+
+// checkRenewedPods checks the controller's static pods run, each the pod
+// rendered for the API server certificate served (layout's certificates
+// annotation carries its serial, as Vault writes it).
+func checkRenewedPods(t *testing.T, cs kubernetes.Interface, node string, served *x509.Certificate) {
+	t.Helper()
+	var serial []string
+	for _, b := range served.SerialNumber.Bytes() {
+		serial = append(serial, fmt.Sprintf("%02x", b))
+	}
+	want := strings.Join(serial, ":")
+	for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		pod, err := cs.CoreV1().Pods("kube-system").Get(t.Context(), c+"-"+node, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("mirror pod of %s: %v", c, err)
+			continue
+		}
+		if got := pod.Annotations[layout.CertificatesAnnotation]; got != want {
+			t.Errorf("%s runs the pod for certificates %q, not the renewal's %q", pod.Name, got, want)
+		}
+		for _, st := range pod.Status.ContainerStatuses {
+			if st.State.Running == nil {
+				t.Errorf("%s: container %s not running: %+v", pod.Name, st.Name, st.State)
+			}
 		}
 	}
 }

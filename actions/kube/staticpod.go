@@ -16,7 +16,12 @@ type WaitStaticPodInput struct {
 	// RestartedAfter waits for the pod of a restart later than this one:
 	// an undo's restart, whose own time no step output holds.
 	RestartedAfter string `json:"restartedAfter,omitempty" doc:"wait for the pod of a host.restart-static-pod later than this RFC 3339 time (e.g. the restart an undo follows)"`
-	Timeout        string `json:"timeout,omitempty" kedge:"duration" doc:"give up after this long (default 5m)"`
+	// Certificates waits for the pod rendered for these certificates
+	// (Kedge's layout): until the kubelet has read the renewed manifest,
+	// the pod from before the renewal still runs, and the API server even
+	// serves its new certificate (it reloads it from disk).
+	Certificates string `json:"certificates,omitempty" doc:"wait for the pod rendered for these certificates: render.static-pods' certificates input (its kedge.dev/certificates annotation)"`
+	Timeout      string `json:"timeout,omitempty" kedge:"duration" doc:"give up after this long (default 5m)"`
 	// MaxRestarts bounds the wait for a pod that crash-loops: once a
 	// container has exited this many times and is not running, waiting
 	// longer brings nothing.

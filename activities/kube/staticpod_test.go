@@ -165,3 +165,29 @@ func TestWaitStaticPodOutlivesAnAPIServerThatHoldsRequests(t *testing.T) {
 		t.Errorf("%d requests, want the two held ones cut and a third", n)
 	}
 }
+
+// A renewal on Kedge's layout changes the manifests' certificates
+// annotation; the pod from before it (which already serves the renewed
+// certificate, reloaded from disk) does not count, the pod rendered for
+// the renewal does.
+func TestWaitStaticPodCertificates(t *testing.T) {
+	a, cs := fakeActs()
+	ctx := context.Background()
+	old := mirrorPod("", 0, true)
+	old.Annotations = map[string]string{layout.CertificatesAnnotation: "1a:2b"}
+	if _, err := cs.CoreV1().Pods("kube-system").Create(ctx, old, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	in := WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", Certificates: "3c:4d", Timeout: "1s"}
+	if _, err := a.WaitStaticPod(ctx, in); err == nil || !strings.Contains(err.Error(), `from before the renewal (kedge.dev/certificates "1a:2b")`) {
+		t.Fatalf("the pod from before the renewal counted: %v", err)
+	}
+	renewed := mirrorPod("", 0, true)
+	renewed.Annotations = map[string]string{layout.CertificatesAnnotation: "3c:4d"}
+	if _, err := cs.CoreV1().Pods("kube-system").Update(ctx, renewed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := a.WaitStaticPod(ctx, in); err != nil || !res.Ready {
+		t.Errorf("the pod of the renewal: %+v %v", res, err)
+	}
+}

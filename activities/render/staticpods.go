@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"kedge.dev/kedge/internal/layout"
 )
 
 // Defaults of ControlPlaneInput.
@@ -45,7 +47,7 @@ const (
 )
 
 // RestartAnnotation carries ControlPlaneInput.Certificates.
-const RestartAnnotation = "kedge.dev/certificates"
+const RestartAnnotation = layout.CertificatesAnnotation
 
 func controlPlaneWithDefaults(in ControlPlaneInput) ControlPlaneInput {
 	if in.EtcdInitialCluster != "" {
