@@ -145,3 +145,11 @@ type ControlPlaneImages struct {
 	ControllerManager string `json:"controllerManager"`
 	Scheduler         string `json:"scheduler"`
 }
+
+// CertificatesAnnotation is the annotation render.static-pods puts on
+// Kedge's control-plane pods: its certificates input, the API server
+// certificate's serial of each renewal. A new value is a changed
+// manifest, so the kubelet restarts the pods onto the new certificates;
+// the kubelet copies it to the mirror pods, where kube.wait-static-pod
+// tells the pods of a renewal from the ones before it.
+const CertificatesAnnotation = "kedge.dev/certificates"

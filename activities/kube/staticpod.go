@@ -13,6 +13,7 @@ import (
 
 	"kedge.dev/kedge/actions/errtype"
 	api "kedge.dev/kedge/actions/kube"
+	renderapi "kedge.dev/kedge/actions/render"
 	"kedge.dev/kedge/internal/layout"
 )
 
@@ -70,8 +71,8 @@ func (a *Activities) WaitStaticPod(ctx context.Context, in WaitStaticPodInput) (
 			case in.RestartedAt != "" && p.Annotations[layout.RestartedAtAnnotation] != in.RestartedAt,
 				after != nil && !restartedAfter(p.Annotations[layout.RestartedAtAnnotation], *after):
 				last = fmt.Sprintf("the kubelet runs the pod from before the restart (%s %q)", layout.RestartedAtAnnotation, p.Annotations[layout.RestartedAtAnnotation])
-			case in.Certificates != "" && p.Annotations[layout.CertificatesAnnotation] != in.Certificates:
-				last = fmt.Sprintf("the kubelet runs the pod from before the renewal (%s %q)", layout.CertificatesAnnotation, p.Annotations[layout.CertificatesAnnotation])
+			case in.Certificates != "" && p.Annotations[renderapi.CertificatesAnnotation] != in.Certificates:
+				last = fmt.Sprintf("the kubelet runs the pod from before the renewal (%s %q)", renderapi.CertificatesAnnotation, p.Annotations[renderapi.CertificatesAnnotation])
 			case !ready:
 				last = why
 				if msg, looping := crashLooping(p, maxRestarts); looping {

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	renderapi "kedge.dev/kedge/actions/render"
 	"kedge.dev/kedge/internal/layout"
 )
 
@@ -174,7 +175,7 @@ func TestWaitStaticPodCertificates(t *testing.T) {
 	a, cs := fakeActs()
 	ctx := context.Background()
 	old := mirrorPod("", 0, true)
-	old.Annotations = map[string]string{layout.CertificatesAnnotation: "1a:2b"}
+	old.Annotations = map[string]string{renderapi.CertificatesAnnotation: "1a:2b"}
 	if _, err := cs.CoreV1().Pods("kube-system").Create(ctx, old, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestWaitStaticPodCertificates(t *testing.T) {
 		t.Fatalf("the pod from before the renewal counted: %v", err)
 	}
 	renewed := mirrorPod("", 0, true)
-	renewed.Annotations = map[string]string{layout.CertificatesAnnotation: "3c:4d"}
+	renewed.Annotations = map[string]string{renderapi.CertificatesAnnotation: "3c:4d"}
 	if _, err := cs.CoreV1().Pods("kube-system").Update(ctx, renewed, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"kedge.dev/kedge/internal/layout"
+	renderapi "kedge.dev/kedge/actions/render"
 )
 
 // Defaults of ControlPlaneInput.
@@ -47,7 +47,7 @@ const (
 )
 
 // RestartAnnotation carries ControlPlaneInput.Certificates.
-const RestartAnnotation = layout.CertificatesAnnotation
+const RestartAnnotation = renderapi.CertificatesAnnotation
 
 func controlPlaneWithDefaults(in ControlPlaneInput) ControlPlaneInput {
 	if in.EtcdInitialCluster != "" {

@@ -382,14 +382,6 @@ func live(ks, ps UnitState) bool {
 // copies it to the mirror pod, where kube.wait-static-pod looks for it.
 const RestartedAtAnnotation = "kedge.dev/restarted-at"
 
-// CertificatesAnnotation is the annotation render.static-pods puts on
-// Kedge's control-plane pods: its certificates input, the API server
-// certificate's serial of each renewal. A new value is a changed
-// manifest, so the kubelet restarts the pods onto the new certificates;
-// the kubelet copies it to the mirror pods, where kube.wait-static-pod
-// tells the pods of a renewal from the ones before it.
-const CertificatesAnnotation = "kedge.dev/certificates"
-
 // ImageVariable is the unit environment variable holding the kubelet's
 // image in every layout Kedge knows.
 const ImageVariable = "KUBELET_IMAGE"
