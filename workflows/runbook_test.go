@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 
+	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/activities/host"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/inventory"
@@ -289,6 +290,37 @@ steps:
 				t.Errorf("step = %+v", s)
 			}
 		}
+	}
+}
+
+// A failure the step's queue did not vouch for (internal/codec refuses
+// it as RefusedFailure: another site's worker answered the task) fails
+// no step, even one that allows a single attempt: the step runs again.
+func TestARefusedFailureIsNoFailureOfTheStep(t *testing.T) {
+	env, f := newEnv(t)
+	f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
+		if attempt <= 2 {
+			return host.RunResult{}, temporal.NewApplicationError("host.run's failure on task queue paris refused: not sealed", errtype.RefusedFailure)
+		}
+		return host.RunResult{}, nil
+	}
+	env.ExecuteWorkflow(Runbook, input(t, `
+apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: once}
+steps:
+  - id: once
+    action: host.run
+    on: worker-1
+    retry: {maxAttempts: 1}
+    with: {command: x}
+`, nil))
+	res, err := result(t, env)
+	if err != nil {
+		t.Fatalf("two refused failures failed the run: %v", err)
+	}
+	if s := stepState(res.Progress, "once"); s.Attempts != 3 || s.State != StateSucceeded || !strings.Contains(s.LastError, "refused") {
+		t.Errorf("step = %+v", s)
 	}
 }
 

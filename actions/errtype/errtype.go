@@ -53,6 +53,14 @@ const (
 	OldKeyInUse = "OldKeyInUse"
 )
 
+// Temporal.
+const (
+	// RefusedFailure: a worker reported a failure of an activity that its
+	// task queue's key did not seal (another site's worker, or no worker
+	// of Kedge's): the step runs again, the claim is not read (retried).
+	RefusedFailure = "RefusedFailure"
+)
+
 // SSH and the host.
 const (
 	// HostKeyMismatch: the host presented another key (not retried).

@@ -16,11 +16,13 @@ import (
 	"sync"
 
 	commonpb "go.temporal.io/api/common/v1"
+	failurepb "go.temporal.io/api/failure/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/proto"
 
+	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/internal/secretfile"
 )
 
@@ -381,9 +383,22 @@ func (c *Codec) Apply(o *client.Options) {
 // queue's key (a site's worker holds no other), a workflow's with the
 // full key. (The SDK's default failure converter would seal them with
 // the codec outside any context.)
+//
+// In an activity's context it also reads only failures the activity's
+// queue vouches for: a failure a worker reports (an application
+// failure, anywhere in the chain) must carry attributes sealed for that
+// activity on that queue, or it is refused before the SDK reads it.
+// Without this a site's worker could fail another site's step (and
+// start its undo) by answering its task with a failure it made up. What
+// the server makes (timeouts) carries no seal and stands; the causes it
+// wraps are checked.
 type failures struct {
 	converter.FailureConverter
 	dc converter.DataConverter
+	// activity is the activity whose failures this view reads; nil
+	// outside an activity's context and for local activities (run in the
+	// workflow's own worker).
+	activity *binding
 }
 
 var _ converter.FailureConverterWithSerializationContext = (*failures)(nil)
@@ -396,5 +411,38 @@ func newFailures(dc converter.DataConverter) *failures {
 
 // WithSerializationContext is the converter for sc.
 func (f *failures) WithSerializationContext(sc converter.SerializationContext) converter.FailureConverter {
-	return newFailures(converter.WithDataConverterSerializationContext(f.dc, sc))
+	out := newFailures(converter.WithDataConverterSerializationContext(f.dc, sc))
+	if a, ok := sc.(converter.ActivitySerializationContext); ok && !a.IsLocal {
+		out.activity = bindingOf(sc)
+	}
+	return out
+}
+
+// FailureToError is the SDK's conversion, after the vouching check in an
+// activity's context.
+func (f *failures) FailureToError(failure *failurepb.Failure) error {
+	if f.activity != nil {
+		if err := f.vouched(failure); err != nil {
+			return temporal.NewApplicationError(fmt.Sprintf("%s's failure on task queue %s refused: %v", f.activity.Activity, f.activity.Queue, err), errtype.RefusedFailure)
+		}
+	}
+	return f.FailureConverter.FailureToError(failure)
+}
+
+// vouched checks that every application failure in the chain carries
+// attributes that open in this view's context.
+func (f *failures) vouched(failure *failurepb.Failure) error {
+	for n := failure; n != nil; n = n.GetCause() {
+		if n.GetApplicationFailureInfo() == nil {
+			continue
+		}
+		if n.GetEncodedAttributes() == nil {
+			return errors.New("not sealed (made without the queue's key)")
+		}
+		var attrs map[string]any
+		if err := f.dc.FromPayload(n.GetEncodedAttributes(), &attrs); err != nil {
+			return err
+		}
+	}
+	return nil
 }

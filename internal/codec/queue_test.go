@@ -10,9 +10,14 @@ import (
 	"testing"
 
 	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	failurepb "go.temporal.io/api/failure/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/proto"
+
+	"kedge.dev/kedge/actions/errtype"
 )
 
 func queueCtx(id, activity, queue string) converter.SerializationContext {
@@ -202,5 +207,55 @@ func TestASitesWorkerReportsItsActivitysError(t *testing.T) {
 	err := converter.WithFailureConverterSerializationContext(wf.FailureConverter, ctx).FailureToError(f)
 	if err == nil || !strings.Contains(err.Error(), "exit status 3 on worker-2") {
 		t.Errorf("the workflow reads %v", err)
+	}
+}
+
+// A site's worker, taken over, answers another site's step (paris) with
+// a failure of its choosing, non-retryable so the step fails and its
+// undo starts: made with its own queue's key, without any key, or as the
+// cause of a failure the server would make. The workflow reads none of
+// them as the step's failure; it reads Paris' own failures and the
+// server's timeouts as they are.
+func TestASitesWorkerCannotFailAnotherSitesStep(t *testing.T) {
+	_, full := newKeyFile(t)
+	_, lyon := queueKeyFile(t, full, "lyon")
+	_, paris := queueKeyFile(t, full, "paris")
+	const run = "etcd-backup/prod/20261203-1"
+	var lyonOpts, parisOpts, wf client.Options
+	lyon.Apply(&lyonOpts)
+	paris.Apply(&parisOpts)
+	full.Apply(&wf)
+	parisStep := queueCtx(run, "etcd.check-quorum", "paris")
+	forged := temporal.NewNonRetryableApplicationError("quorum lost", "CheckFailed", nil)
+	read := converter.WithFailureConverterSerializationContext(wf.FailureConverter, parisStep)
+
+	withLyonsKey := converter.WithFailureConverterSerializationContext(lyonOpts.FailureConverter, queueCtx(run, "etcd.check-quorum", "lyon")).ErrorToFailure(forged)
+	keyless := temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{}).ErrorToFailure(forged)
+	serverTimeout := &failurepb.Failure{
+		Message:     "activity StartToClose timeout",
+		FailureInfo: &failurepb.Failure_TimeoutFailureInfo{TimeoutFailureInfo: &failurepb.TimeoutFailureInfo{TimeoutType: enumspb.TIMEOUT_TYPE_START_TO_CLOSE}},
+	}
+	wrapped := proto.Clone(serverTimeout).(*failurepb.Failure)
+	wrapped.Cause = keyless
+	for name, f := range map[string]*failurepb.Failure{
+		"sealed with lyon's key": withLyonsKey,
+		"not sealed":             keyless,
+		"under a server timeout": wrapped,
+	} {
+		err := read.FailureToError(f)
+		var app *temporal.ApplicationError
+		if !errors.As(err, &app) || app.Type() != errtype.RefusedFailure || app.NonRetryable() || strings.Contains(err.Error(), "quorum lost") {
+			t.Errorf("%s: the workflow reads %v, want a retryable RefusedFailure that does not repeat the forged message", name, err)
+		}
+	}
+
+	own := converter.WithFailureConverterSerializationContext(parisOpts.FailureConverter, parisStep).ErrorToFailure(forged)
+	var app *temporal.ApplicationError
+	if err := read.FailureToError(own); !errors.As(err, &app) || app.Type() != "CheckFailed" || !app.NonRetryable() || !strings.Contains(err.Error(), "quorum lost") {
+		t.Errorf("paris' own failure reads %v", err)
+	}
+	var timeout *temporal.TimeoutError
+	if err := read.FailureToError(serverTimeout); !errors.As(err, &timeout) {
+		t.Errorf("the server's timeout reads %v", err)
 	}
 }
