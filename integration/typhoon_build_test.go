@@ -56,6 +56,7 @@ var typhoonHosts = []typhoonHostSpec{
 	{"tyw2", typhoon.FCOS, false, false},
 	{"tyw3", typhoon.Flatcar, false, true},
 	{"tyw4", typhoon.FCOS, false, true},
+	{"tyw5", typhoon.Flatcar, false, true},
 }
 
 // typhoonHostSpec is one host of a Typhoon world. A spare controller is

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	vaultapi "github.com/hashicorp/vault/api"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -734,6 +736,103 @@ func TestCARotationOnTyphoonCluster(t *testing.T) {
 	}
 	if !bytes.Contains(readTyphoonFile(t, "tyc1", typhoon.ControllerManagerK), []byte("client-certificate-data")) {
 		t.Error("controller-manager.conf lost its credential")
+	}
+	if st := step(t, pr, "terraform-export"); st.State != workflows.StateSucceeded {
+		t.Fatalf("terraform-export: %+v", st)
+	}
+	addWorkerTheTerraformWay(t, kv, controllers[0], newCA["cluster"])
+}
+
+// addWorkerTheTerraformWay reads what ca-rotation exported for Typhoon's
+// Terraform from Vault, as Terraform's Vault provider would, and checks
+// it: the admin kubeconfig is cluster-admin through the new CA; the
+// assets bundle holds every entry of Terraform's own assets_dist. Then
+// it adds the spare tyw5 as Typhoon's Terraform adds a worker: Ignition
+// from Typhoon's worker config, the exported kubeconfig-kubelet copied as
+// core and moved into /etc/kubernetes, its first boot. It must join:
+// TLS bootstrap with the bootstrap token through the new CA, a client
+// certificate the new CA signed, Ready. Before the export, a worker got
+// Terraform's kubeconfig-kubelet, which trusts the old CA alone.
+func addWorkerTheTerraformWay(t *testing.T, kv *vaultapi.KVv2, controller string, newCA *x509.Certificate) {
+	t.Helper()
+	ctx := t.Context()
+	rec, err := kv.Get(ctx, "kedge/clusters/"+typhoonCluster+"/terraform")
+	if err != nil {
+		t.Fatalf("the export in Vault: %v", err)
+	}
+	field := func(name string) []byte {
+		v, _ := rec.Data[name].(string)
+		if v == "" {
+			t.Fatalf("the export has no %s", name)
+		}
+		return []byte(v)
+	}
+	kubelet, admin, bundle := field("kubeconfig-kubelet"), field("kubeconfig-admin"), field("assets")
+
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Host, cfg.TLSClientConfig.ServerName = "https://"+controller+":6443", typhoonAPIServer
+	adminClient, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adminClient.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("the exported kubeconfig-admin: %v", err)
+	}
+	assets, err := typhoonBuilt.pki.Assets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exported []string
+	for _, m := range regexp.MustCompile(`(?m)^##### (\S+)$`).FindAllSubmatch(bundle, -1) {
+		exported = append(exported, string(m[1]))
+	}
+	if want := slices.Sorted(maps.Keys(assets)); !slices.Equal(exported, want) {
+		t.Errorf("the exported bundle's entries:\n%v\nTerraform's assets_dist:\n%v", exported, want)
+	}
+
+	// Terraform's own kubeconfig-kubelet is what a worker got before.
+	stale, err := typhoonBuilt.pki.BootstrapKubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(stale, kubelet) {
+		t.Fatal("the export is Terraform's kubeconfig-kubelet unchanged")
+	}
+	var controllers []typhoon.Host
+	for _, c := range typhoonHosts {
+		if c.controller && !c.spare {
+			controllers = append(controllers, typhoon.Host{Name: c.name, Domain: typhoonFQDN(c.name), Flavor: c.flavor, Controller: true})
+		}
+	}
+	h := typhoonHost(t, "tyw5")
+	t.Cleanup(func() {
+		// Out of the world again, for the tests after this one.
+		_, _ = h.Exec(context.Background(), "sh", "-c", "systemctl disable --now kubelet.path; systemctl stop kubelet.service")
+		_ = typhoonBuilt.client.CoreV1().Nodes().Delete(context.Background(), typhoonFQDN("tyw5"), metav1.DeleteOptions{})
+	})
+	if err := ignite(ctx, h, typhoon.Host{Name: "tyw5", Domain: typhoonFQDN("tyw5"), Flavor: typhoon.Flatcar}, controllers); err != nil {
+		t.Fatal(err)
+	}
+	if err := copyTyphoonSecrets(ctx, h, kubelet, nil, false, typhoon.Flatcar); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Reboot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cs := typhoonBuilt.client
+	began := time.Now()
+	defer func() {
+		t.Logf("tyw5, added with the export's %d assets' kubeconfig-kubelet, Ready: %s", len(exported), time.Since(began).Round(time.Second))
+	}()
+	eventually(t, 3*time.Minute, "tyw5 Ready, joined with the exported kubeconfig-kubelet", func() bool {
+		n, err := cs.CoreV1().Nodes().Get(ctx, typhoonFQDN("tyw5"), metav1.GetOptions{})
+		return err == nil && nodeIsReady(n)
+	})
+	if c := clientCertIn(t, readTyphoonFile(t, "tyw5", typhoon.KubeletKubeconfig)); c != nil && c.CheckSignatureFrom(newCA) != nil {
+		t.Errorf("tyw5's client certificate is from %q, not the new CA", c.Issuer)
 	}
 }
 

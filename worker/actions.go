@@ -75,10 +75,11 @@ func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities
 		vault.StageCAAction:    v.StageCA,
 		vault.PromoteCAAction:  v.PromoteCA,
 
-		pki.AdoptAction:       p.Adopt,
-		pki.RenewAction:       p.RenewInPlace,
-		pki.RotateCAAction:    p.RotateCA,
-		pki.CheckCALifeAction: pki.CheckCALife,
+		pki.AdoptAction:           p.Adopt,
+		pki.RenewAction:           p.RenewInPlace,
+		pki.RotateCAAction:        p.RotateCA,
+		pki.CheckCALifeAction:     pki.CheckCALife,
+		pki.ExportTerraformAction: p.ExportTerraform,
 
 		etcd.RemoveMemberAction: e.RemoveMember,
 		etcd.AddMemberAction:    e.AddMember,
@@ -114,7 +115,7 @@ func registerActions(r registry, opts Options) (*sshpool.Pool, error) {
 	pool := sshpool.New(opts.SSH)
 	hosts := &host.Activities{Pool: pool, HeartbeatInterval: opts.HeartbeatInterval}
 	impls := implementations(hosts, &kube.Activities{Logger: opts.Logger}, va,
-		&pki.Activities{Hosts: hosts, Vault: va}, etcdActivities(va, opts, hosts, pool))
+		&pki.Activities{Hosts: hosts, Vault: va, Lister: hosts, Secrets: va}, etcdActivities(va, opts, hosts, pool))
 	if err := register(r, actions.All(), impls); err != nil {
 		_ = pool.Close()
 		return nil, err

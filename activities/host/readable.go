@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/pkg/sftp"
@@ -218,5 +219,46 @@ func (a *Activities) RealPath(ctx context.Context, t sshpool.Target, p string) (
 	if err := checkPath(out); err != nil {
 		return "", toTemporal(err)
 	}
+	return out, nil
+}
+
+// maxListed bounds what ListFiles returns.
+const maxListed = 2000
+
+// ListFiles lists the regular files under dir, walked whole, as paths
+// relative to it ("a.yaml", "network/b.yaml"), sorted; none when dir is
+// not there. Refused past maxListed files.
+func (a *Activities) ListFiles(ctx context.Context, t sshpool.Target, dir string) ([]string, error) {
+	if err := checkPath(dir); err != nil {
+		return nil, toTemporal(err)
+	}
+	var out []string
+	err := a.Pool.WithSFTP(ctx, t, func(c *sftp.Client) error {
+		out = nil
+		w := c.Walk(dir)
+		for w.Step() {
+			if err := w.Err(); err != nil {
+				if errors.Is(err, fs.ErrNotExist) && w.Path() == dir {
+					return nil
+				}
+				return err
+			}
+			if !w.Stat().Mode().IsRegular() {
+				continue
+			}
+			rel, ok := strings.CutPrefix(w.Path(), dir+"/")
+			if !ok {
+				return fmt.Errorf("walk of %s gave %s", dir, w.Path())
+			}
+			if out = append(out, rel); len(out) > maxListed {
+				return &typedError{typ: ErrTypeInvalidInput, nonRetryable: true, msg: fmt.Sprintf("%s on %s holds more than %d files", dir, t.Name(), maxListed)}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, toTemporal(a.fileErr(t, "list", dir, err))
+	}
+	slices.Sort(out)
 	return out, nil
 }

@@ -34,10 +34,16 @@ const (
 type Activities struct {
 	Hosts Hosts
 	Vault Vault
+	// Lister and Secrets serve pki.export-terraform.
+	Lister  Lister
+	Secrets Secrets
 	// RotationDir is where pki.rotate-ca keeps each step's journal on the
 	// host (default DefaultRotationDir).
 	RotationDir string
 
+	// root, in tests, is where the host's files are (prefixed to the
+	// fixed paths of Typhoon's layout).
+	root string
 	// loseAfter, in tests, loses the worker after a write of
 	// pki.rotate-ca's journal: plan, mark, install or done.
 	loseAfter func(what string) error

@@ -135,7 +135,7 @@ func (h *rotationHost) rotateAsActivity(t *testing.T, in api.RotateCAInput) (api
 
 func (h *rotationHost) rotateInput(stage, scope string) api.RotateCAInput {
 	return api.RotateCAInput{Target: h.target, Vault: vault.Config{Address: h.vaultURL}, Stage: stage, Scope: scope,
-		Files: maps(h.files), StaticPods: map[string]string{"kube-controller-manager": h.manifest}, Kind: layout.KindTyphoonFlatcar,
+		Files: cloneFiles(h.files), StaticPods: map[string]string{"kube-controller-manager": h.manifest}, Kind: layout.KindTyphoonFlatcar,
 		ClusterCA:      api.CARotation{Old: h.ca.pem, New: h.next.pem, Issuer: "cluster-next", Key: h.nextKey},
 		EtcdCA:         api.CARotation{Old: h.etcdCA.pem, New: h.etcdNext.pem, Issuer: "etcd-next"},
 		ServiceAccount: api.KeyRotation{OldPublic: h.saOld, NewPublic: h.saNew, NewPrivate: h.saNewKey}}
@@ -157,7 +157,7 @@ func (h *rotationHost) relative(t *testing.T, res api.RotateCAResult) string {
 	return relative(t, res, h.root)
 }
 
-func maps(m map[string]string) map[string]string {
+func cloneFiles(m map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range m {
 		out[k] = v

@@ -255,3 +255,17 @@ func (a *Activities) PutIfAbsent(ctx context.Context, c Config, path string, dat
 	}
 	return nil
 }
+
+// Put writes data at path in KV, a new version over what is there (KV v2
+// keeps the earlier ones), and returns its version.
+func (a *Activities) Put(ctx context.Context, c Config, path string, data map[string]any) (int, error) {
+	cl, err := a.client(c)
+	if err != nil {
+		return 0, err
+	}
+	s, err := cl.KVv2(cmp.Or(c.KV, "secret")).Put(ctx, path, data)
+	if err != nil {
+		return 0, classify("write "+path, err)
+	}
+	return s.VersionMetadata.Version, nil
+}
