@@ -660,19 +660,8 @@ func TestCARotationOnTyphoonCluster(t *testing.T) {
 			continue
 		}
 		files := []string{typhoon.BootstrapKubeconfig, typhoon.KubeletKubeconfig, "/etc/kubernetes/ca.crt"}
-		// The kubelet's client certificate, from the new CA through a CSR:
-		// embedded in its kubeconfig, or in the file it names.
-		kc := readTyphoonFile(t, h.Name, typhoon.KubeletKubeconfig)
-		if m := regexp.MustCompile(`client-certificate: *(\S+)`).FindSubmatch(kc); m != nil {
-			// A link with an absolute target (the kubelet's store makes
-			// them): read it on the host.
-			b, err := h.Exec(ctx, "cat", string(m[1]))
-			if err != nil {
-				t.Fatalf("%s: %s: %v", h.Name, m[1], err)
-			}
-			kc = b
-		}
-		if c := clientCertIn(t, kc); c == nil || c.CheckSignatureFrom(newCA["cluster"]) != nil || c.Subject.CommonName != "system:node:"+typhoonFQDN(h.Name) {
+		// The kubelet's client certificate, from the new CA through a CSR.
+		if c := kubeletClientCert(t, h); c == nil || c.CheckSignatureFrom(newCA["cluster"]) != nil || c.Subject.CommonName != "system:node:"+typhoonFQDN(h.Name) {
 			t.Errorf("%s: the kubelet's client certificate after the rotation: %v", h.Name, c)
 		}
 		if spec.controller {
@@ -831,9 +820,25 @@ func addWorkerTheTerraformWay(t *testing.T, kv *vaultapi.KVv2, controller string
 		n, err := cs.CoreV1().Nodes().Get(ctx, typhoonFQDN("tyw5"), metav1.GetOptions{})
 		return err == nil && nodeIsReady(n)
 	})
-	if c := clientCertIn(t, readTyphoonFile(t, "tyw5", typhoon.KubeletKubeconfig)); c != nil && c.CheckSignatureFrom(newCA) != nil {
-		t.Errorf("tyw5's client certificate is from %q, not the new CA", c.Issuer)
+	if c := kubeletClientCert(t, h); c == nil || c.CheckSignatureFrom(newCA) != nil {
+		t.Errorf("tyw5's client certificate is not from the new CA: %v", c)
 	}
+}
+
+// kubeletClientCert is the client certificate h's kubelet presents:
+// embedded in its kubeconfig, or in the file it names (a link with an
+// absolute target, as the kubelet's store makes them: read on the host).
+func kubeletClientCert(t *testing.T, h *testhosts.Host) *x509.Certificate {
+	t.Helper()
+	kc := readTyphoonFile(t, h.Name, typhoon.KubeletKubeconfig)
+	if m := regexp.MustCompile(`client-certificate: *(\S+)`).FindSubmatch(kc); m != nil {
+		b, err := h.Exec(t.Context(), "cat", string(m[1]))
+		if err != nil {
+			t.Fatalf("%s: %s: %v", h.Name, m[1], err)
+		}
+		kc = b
+	}
+	return clientCertIn(t, kc)
 }
 
 // clientCertIn is the leaf client certificate of a kubelet's kubeconfig

@@ -299,9 +299,18 @@ func TestNodeJoinOnTyphoonCluster(t *testing.T) {
 	if l := reports[0].Layout; l.Kind != "typhoon-flatcar" || !slices.Equal(l.ClusterDNS, []string{typhoon.ClusterDNS}) || l.NodeName != typhoonFQDN("tyw3") {
 		t.Errorf("tyw3's layout: %s, cluster DNS %v, node %s", l.Kind, l.ClusterDNS, l.NodeName)
 	}
-	// The join's token is gone; the bootstrap kubeconfig is root's.
-	if got := tokens(); got != before {
-		t.Errorf("bootstrap tokens after the join: %d, before %d", got, before)
+	// tyw3 keeps a standing token of its own, as Typhoon's nodes keep the
+	// cluster's: no expiry, labelled for its Node, the only new one; the
+	// bootstrap kubeconfig is root's.
+	if got := tokens(); got != before+1 {
+		t.Errorf("bootstrap tokens after the join: %d, before %d: want tyw3's standing one more", got, before)
+	}
+	standing, err := cs.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "kedge.dev/bootstrap-node=" + typhoonFQDN("tyw3")})
+	if err != nil || len(standing.Items) != 1 {
+		t.Fatalf("tyw3's standing token: %v (%v)", standing, err)
+	}
+	if exp, ok := standing.Items[0].Data["expiration"]; ok {
+		t.Errorf("tyw3's standing token expires at %s", exp)
 	}
 	if out, err := h.Exec(ctx, "stat", "-c", "%a", typhoon.BootstrapKubeconfig); err != nil || strings.TrimSpace(string(out)) != "600" {
 		t.Errorf("%s mode %q (%v)", typhoon.BootstrapKubeconfig, out, err)
@@ -316,18 +325,40 @@ func TestNodeJoinOnTyphoonCluster(t *testing.T) {
 	if err := h.Reboot(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Minute, "tyw3 Ready after its reboot", func() bool {
-		n, err := cs.CoreV1().Nodes().Get(ctx, typhoonFQDN("tyw3"), metav1.GetOptions{})
-		if err != nil {
+	readySince := func(since time.Time) func() bool {
+		return func() bool {
+			n, err := cs.CoreV1().Nodes().Get(ctx, typhoonFQDN("tyw3"), metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && !c.LastHeartbeatTime.Time.Before(since) {
+					return true
+				}
+			}
 			return false
 		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && !c.LastHeartbeatTime.Time.Before(rebooting) {
-				return true
-			}
-		}
-		return false
-	})
+	}
+	eventually(t, 2*time.Minute, "tyw3 Ready after its reboot", readySince(rebooting))
+
+	// Its client certificate lapses (the node was off longer than the
+	// 72 hours Typhoon's controller manager signs for: the kubelet then
+	// has no valid client credential, as here with none): like Typhoon's
+	// nodes, it bootstraps again with the credential it kept and comes
+	// back Ready, with a new client certificate. Before, the join's token
+	// was revoked and the kubelet got 401 until re-joined by hand.
+	old := kubeletClientCert(t, h)
+	if out, err := h.Exec(ctx, "sh", "-c", "systemctl stop kubelet.service && rm -f "+typhoon.KubeletKubeconfig+" /var/lib/kubelet/pki/kubelet-client-*"); err != nil {
+		t.Fatalf("tyw3: lapse its client credential: %v: %s", err, out)
+	}
+	lapsed := time.Now().Truncate(time.Second)
+	if out, err := h.Exec(ctx, "systemctl", "start", "kubelet.service"); err != nil {
+		t.Fatalf("tyw3: start its kubelet: %v: %s", err, out)
+	}
+	eventually(t, 2*time.Minute, "tyw3 Ready again, bootstrapped with its standing token", readySince(lapsed))
+	if c := kubeletClientCert(t, h); c == nil || old == nil || c.SerialNumber.Cmp(old.SerialNumber) == 0 {
+		t.Errorf("tyw3's client certificate after it bootstrapped again: %v, before %v", c, old)
+	}
 }
 
 // node-remove on the Typhoon-built cluster, whose Nodes are named by the

@@ -15,8 +15,9 @@ const (
 // CreateBootstrapTokenInput mints a bootstrap token.
 type CreateBootstrapTokenInput struct {
 	Cluster     target.Kube `json:"cluster"`
-	TTL         string      `json:"ttl,omitempty" kedge:"duration" doc:"how long the token is valid (default 15m, at most 24h)"`
+	TTL         string      `json:"ttl,omitempty" kedge:"duration" doc:"how long the token is valid (default 15m, at most 24h); none with node"`
 	Description string      `json:"description,omitempty" doc:"why the token exists, stored in its Secret"`
+	ForNode     string      `json:"forNode,omitempty" doc:"the Node this token stays with as its bootstrap credential: no expiry, labelled kedge.dev/bootstrap-node, replacing that Node's earlier one; revoked by kube.delete-bootstrap-token with forNode (node-remove). As Typhoon's nodes keep theirs: a kubelet whose client certificate lapsed bootstraps again"`
 }
 
 // BootstrapTokenResult is the token minted. Token is a credential: it
@@ -24,14 +25,15 @@ type CreateBootstrapTokenInput struct {
 type BootstrapTokenResult struct {
 	TokenID string `json:"tokenID"`
 	Token   string `json:"token"`
-	Expires string `json:"expires"`
-	Secret  string `json:"secret"` // namespace/name of the Secret holding it
+	Expires string `json:"expires"` // "" for a standing token (node)
+	Secret  string `json:"secret"`  // namespace/name of the Secret holding it
 }
 
 // DeleteBootstrapTokenInput revokes a bootstrap token.
 type DeleteBootstrapTokenInput struct {
 	Cluster target.Kube `json:"cluster"`
-	TokenID string      `json:"tokenID" kedge:"required" doc:"the token's id (the part before the dot)"`
+	TokenID string      `json:"tokenID,omitempty" doc:"the token's id (the part before the dot); or node"`
+	ForNode string      `json:"forNode,omitempty" doc:"instead of tokenID: every standing token of this Node (kube.create-bootstrap-token's forNode)"`
 }
 
 // ChangedResult says whether the action changed anything.

@@ -17,9 +17,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
 	api "kedge.dev/kedge/actions/kube"
@@ -113,8 +115,9 @@ func (a *Activities) writeKubeconfig(cluster Cluster, content string) (ChangedRe
 	return ChangedResult{Changed: true}, nil
 }
 
-// CreateBootstrapToken mints a short-lived bootstrap token and stores its
-// Secret in kube-system (kube.create-bootstrap-token). The kubelet
+// CreateBootstrapToken mints a short-lived bootstrap token, or a node's
+// standing one, and stores its Secret in kube-system
+// (kube.create-bootstrap-token). The kubelet
 // authenticates with it as system:bootstrap:<id> in the groups
 // system:bootstrappers and render.BootstrapTokenGroup.
 func (a *Activities) CreateBootstrapToken(ctx context.Context, in CreateBootstrapTokenInput) (BootstrapTokenResult, error) {
@@ -124,6 +127,16 @@ func (a *Activities) CreateBootstrapToken(ctx context.Context, in CreateBootstra
 // createBootstrapToken mints the token of the activity key names (a
 // random one when key is "").
 func (a *Activities) createBootstrapToken(ctx context.Context, in CreateBootstrapTokenInput, key string) (BootstrapTokenResult, error) {
+	if in.ForNode != "" {
+		if in.TTL != "" {
+			return BootstrapTokenResult{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("ttl %s with forNode %s: a node's standing token has no expiry", in.TTL, in.ForNode), ErrTypeInvalidInput, nil)
+		}
+		if errs := validation.IsValidLabelValue(in.ForNode); len(errs) > 0 {
+			return BootstrapTokenResult{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("forNode %q: %s", in.ForNode, strings.Join(errs, "; ")), ErrTypeInvalidInput, nil)
+		}
+	}
 	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
 		return BootstrapTokenResult{}, err
@@ -145,9 +158,16 @@ func (a *Activities) createBootstrapToken(ctx context.Context, in CreateBootstra
 			return BootstrapTokenResult{}, err
 		}
 	}
+	if in.ForNode != "" {
+		tok = tok.Standing()
+	}
 	sec := tok.Secret()
+	sec.Labels = map[string]string{}
 	if key != "" {
-		sec.Labels = map[string]string{MintedByLabel: key[:63]}
+		sec.Labels[MintedByLabel] = key[:63]
+	}
+	if in.ForNode != "" {
+		sec.Labels[NodeTokenLabel] = in.ForNode
 	}
 	_, err = cs.CoreV1().Secrets(sec.Namespace).Create(ctx, sec, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) && key != "" {
@@ -156,20 +176,66 @@ func (a *Activities) createBootstrapToken(ctx context.Context, in CreateBootstra
 	if err != nil {
 		return BootstrapTokenResult{}, clusterError("create the bootstrap token Secret", err)
 	}
-	return BootstrapTokenResult{TokenID: tok.ID, Token: tok.Token, Expires: tok.Expires.UTC().Format(time.RFC3339),
-		Secret: sec.Namespace + "/" + sec.Name}, nil
+	if in.ForNode != "" {
+		// One standing token a node: the earlier ones go.
+		if _, err := deleteNodeTokens(ctx, cs, in.ForNode, sec.Name); err != nil {
+			return BootstrapTokenResult{}, err
+		}
+	}
+	res := BootstrapTokenResult{TokenID: tok.ID, Token: tok.Token, Secret: sec.Namespace + "/" + sec.Name}
+	if !tok.Expires.IsZero() {
+		res.Expires = tok.Expires.UTC().Format(time.RFC3339)
+	}
+	return res, nil
 }
 
-// DeleteBootstrapToken deletes a bootstrap token's Secret; a token already
-// gone is not an error (kube.delete-bootstrap-token).
+// NodeTokenLabel on a standing bootstrap token's Secret names the Node
+// it is the bootstrap credential of.
+const NodeTokenLabel = "kedge.dev/bootstrap-node"
+
+// deleteNodeTokens deletes node's standing tokens but the Secret keep.
+func deleteNodeTokens(ctx context.Context, cs kubernetes.Interface, node, keep string) (bool, error) {
+	list, err := cs.CoreV1().Secrets(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{
+		LabelSelector: labels.SelectorFromSet(labels.Set{NodeTokenLabel: node}).String(),
+		FieldSelector: "type=" + string(bootstrapapi.SecretTypeBootstrapToken),
+	})
+	if err != nil {
+		return false, clusterError("list the node's bootstrap tokens", err)
+	}
+	changed := false
+	for _, s := range list.Items {
+		if s.Name == keep {
+			continue
+		}
+		err := cs.CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, s.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return changed, clusterError("delete the bootstrap token Secret", err)
+		}
+		changed = changed || err == nil
+	}
+	return changed, nil
+}
+
+// DeleteBootstrapToken deletes a bootstrap token's Secret, or every
+// standing token of a Node; a token already gone is not an error
+// (kube.delete-bootstrap-token).
 func (a *Activities) DeleteBootstrapToken(ctx context.Context, in DeleteBootstrapTokenInput) (ChangedResult, error) {
+	switch {
+	case (in.TokenID == "") == (in.ForNode == ""):
+		return ChangedResult{}, temporal.NewNonRetryableApplicationError("give tokenID or forNode, one of them", ErrTypeInvalidInput, nil)
+	case in.ForNode != "" && len(validation.IsValidLabelValue(in.ForNode)) > 0:
+		return ChangedResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("forNode %q is not a Node name", in.ForNode), ErrTypeInvalidInput, nil)
+	case in.TokenID != "" && !bootstraputil.IsValidBootstrapTokenID(in.TokenID):
+		return ChangedResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("tokenID %q is not a bootstrap token id (6 characters [a-z0-9])", in.TokenID), ErrTypeInvalidInput, nil)
+	}
 	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
 		return ChangedResult{}, err
 	}
-	if !bootstraputil.IsValidBootstrapTokenID(in.TokenID) {
-		return ChangedResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("tokenID %q is not a bootstrap token id (6 characters [a-z0-9])", in.TokenID), ErrTypeInvalidInput, nil)
+	if in.ForNode != "" {
+		changed, err := deleteNodeTokens(ctx, cs, in.ForNode, "")
+		return ChangedResult{Changed: changed}, err
 	}
 	name := bootstraputil.BootstrapTokenSecretName(in.TokenID)
 	err = cs.CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, name, metav1.DeleteOptions{})

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 
@@ -50,5 +51,70 @@ func TestCreateBootstrapTokenRetriedMintsOneToken(t *testing.T) {
 	got, _ := cs.CoreV1().Secrets("kube-system").Get(ctx, sec.Name, metav1.GetOptions{})
 	if got.Labels[MintedByLabel] != "another" || string(got.Data["token-secret"]) != strings.Split(second.Token, ".")[1] {
 		t.Errorf("the other Secret changed: %v", got.Labels)
+	}
+}
+
+// A node joined on a cluster whose nodes keep their bootstrap credential
+// (Typhoon's) gets a standing token of its own: no expiry, labelled for
+// the Node, the one of that Node (a re-join replaces it, another Node's
+// stays), revoked by node with kube.delete-bootstrap-token. A ttl with
+// it, or a node name that is not one, is refused.
+func TestAStandingTokenIsTheNodesOwnUntilRevoked(t *testing.T) {
+	a, cs := fakeActs()
+	ctx := context.Background()
+	tokens := func() map[string]string {
+		list, _ := cs.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{})
+		out := map[string]string{}
+		for _, s := range list.Items {
+			if _, expires := s.Data["expiration"]; expires {
+				out[s.Name] = "expires"
+			} else {
+				out[s.Name] = s.Labels[NodeTokenLabel]
+			}
+		}
+		return out
+	}
+	first, err := a.createBootstrapToken(ctx, CreateBootstrapTokenInput{ForNode: "tyw3.example.com", Description: "kedge node-join tyw3"}, strings.Repeat("ab", 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Expires != "" || tokens()["bootstrap-token-"+first.TokenID] != "tyw3.example.com" {
+		t.Fatalf("standing token %+v: Secrets %v", first, tokens())
+	}
+	other, err := a.createBootstrapToken(ctx, CreateBootstrapTokenInput{ForNode: "tyw4.example.com"}, strings.Repeat("cd", 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	join, err := a.createBootstrapToken(ctx, CreateBootstrapTokenInput{TTL: "15m"}, strings.Repeat("ef", 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := a.createBootstrapToken(ctx, CreateBootstrapTokenInput{ForNode: "tyw3.example.com"}, strings.Repeat("01", 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"bootstrap-token-" + again.TokenID: "tyw3.example.com", "bootstrap-token-" + other.TokenID: "tyw4.example.com", "bootstrap-token-" + join.TokenID: "expires"}
+	if got := tokens(); !maps.Equal(got, want) {
+		t.Errorf("after a re-join of tyw3: %v, want %v", got, want)
+	}
+	if res, err := a.DeleteBootstrapToken(ctx, DeleteBootstrapTokenInput{ForNode: "tyw3.example.com"}); err != nil || !res.Changed {
+		t.Fatalf("revoke tyw3's: %+v %v", res, err)
+	}
+	delete(want, "bootstrap-token-"+again.TokenID)
+	if got := tokens(); !maps.Equal(got, want) {
+		t.Errorf("after tyw3's revoke: %v, want %v", got, want)
+	}
+	if res, err := a.DeleteBootstrapToken(ctx, DeleteBootstrapTokenInput{ForNode: "tyw3.example.com"}); err != nil || res.Changed {
+		t.Errorf("a second revoke: %+v %v", res, err)
+	}
+	for _, in := range []CreateBootstrapTokenInput{{ForNode: "tyw3.example.com", TTL: "15m"}, {ForNode: "tyw3 example"}} {
+		if _, err := a.createBootstrapToken(ctx, in, ""); err == nil {
+			t.Errorf("%+v was not refused", in)
+		}
+	}
+	for _, in := range []DeleteBootstrapTokenInput{{}, {ForNode: "a", TokenID: "abcdef"}} {
+		if _, err := a.DeleteBootstrapToken(ctx, in); err == nil {
+			t.Errorf("delete %+v was not refused", in)
+		}
 	}
 }

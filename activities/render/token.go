@@ -33,7 +33,8 @@ type BootstrapToken struct {
 	// Token is ID.TokenSecret, the bearer token.
 	Token string `json:"token"`
 	// Expires is when the API server stops accepting the token and the
-	// token cleaner deletes its Secret.
+	// token cleaner deletes its Secret; zero for a standing token, which
+	// lasts until its Secret is deleted (Standing).
 	Expires time.Time `json:"expires"`
 	// Description says what the token was made for.
 	Description string `json:"description,omitempty"`
@@ -76,22 +77,36 @@ func newBootstrapToken(id, secret string, expires time.Time, description string)
 	}, nil
 }
 
+// Standing is t without an expiry: a node's bootstrap credential, kept
+// on the node as Typhoon keeps its cluster's, until its Secret is
+// deleted.
+func (t BootstrapToken) Standing() BootstrapToken {
+	t.Expires = time.Time{}
+	return t
+}
+
 // String names the token without its secret.
 func (t BootstrapToken) String() string {
+	if t.Expires.IsZero() {
+		return fmt.Sprintf("bootstrap token %s (standing)", t.ID)
+	}
 	return fmt.Sprintf("bootstrap token %s (expires %s)", t.ID, t.Expires.Format(time.RFC3339))
 }
 
 // Secret is the kube-system Secret that makes the API server accept the
 // token (--enable-bootstrap-token-auth): usable to authenticate and to sign
-// the cluster-info ConfigMap, in BootstrapTokenGroup, expiring at Expires.
+// the cluster-info ConfigMap, in BootstrapTokenGroup, expiring at Expires
+// (never, for a standing token).
 func (t BootstrapToken) Secret() *corev1.Secret {
 	data := map[string][]byte{
 		bootstrapapi.BootstrapTokenIDKey:               []byte(t.ID),
 		bootstrapapi.BootstrapTokenSecretKey:           []byte(t.TokenSecret),
-		bootstrapapi.BootstrapTokenExpirationKey:       []byte(t.Expires.UTC().Format(time.RFC3339)),
 		bootstrapapi.BootstrapTokenUsageAuthentication: []byte("true"),
 		bootstrapapi.BootstrapTokenUsageSigningKey:     []byte("true"),
 		bootstrapapi.BootstrapTokenExtraGroupsKey:      []byte(BootstrapTokenGroup),
+	}
+	if !t.Expires.IsZero() {
+		data[bootstrapapi.BootstrapTokenExpirationKey] = []byte(t.Expires.UTC().Format(time.RFC3339))
 	}
 	if t.Description != "" {
 		data[bootstrapapi.BootstrapTokenDescriptionKey] = []byte(t.Description)

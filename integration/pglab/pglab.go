@@ -197,10 +197,13 @@ func (s *Server) start(ctx context.Context, deadline time.Time) error {
 	}
 	s.cmd, s.done = cmd, make(chan struct{})
 	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(s.done)
+	// Ready is accepting connections, as PostgreSQL's own pg_isready says:
+	// after a crash it listens while it recovers, refusing sessions until
+	// its recovery is consistent.
 	for {
-		c, err := net.DialTimeout("tcp", s.Address(), time.Second)
-		if err == nil {
-			c.Close()
+		ready := exec.CommandContext(ctx, filepath.Join(s.bin, "pg_isready"), "-q", "-h", s.opts.Host, "-p", strconv.Itoa(s.opts.Port), "-t", "1")
+		ready.Env = []string{"PATH=/usr/bin:/bin"}
+		if ready.Run() == nil {
 			return nil
 		}
 		select {
@@ -215,7 +218,7 @@ func (s *Server) start(ctx context.Context, deadline time.Time) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("postgres did not listen on %s within a minute", s.Address())
+			return fmt.Errorf("postgres did not accept connections on %s within a minute", s.Address())
 		}
 	}
 }
