@@ -26,6 +26,7 @@ import (
 	"kedge.dev/kedge/integration/controlplane"
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/integration/typhoon"
+	"kedge.dev/kedge/integration/typhoon/upstream"
 	"kedge.dev/kedge/integration/typhoon/butane"
 	"kedge.dev/kedge/integration/vaultlab"
 	"kedge.dev/kedge/internal/layout"
@@ -39,9 +40,20 @@ const (
 	// name; the swap tests move to a later one.
 	typhoonKubelet = "quay.io/poseidon/kubelet:v1.35.4"
 	// typhoonEtcdImage is the etcd image the templates name. The world
-	// runs the etcd it built (scripts/kube-tools.sh) under that name.
-	typhoonEtcdImage = "quay.io/coreos/etcd:v3.5.13"
+	// runs that version of etcd, built by scripts/kube-tools.sh
+	// (typhoonEtcdBinary), under that name.
+	typhoonEtcdImage  = "quay.io/coreos/etcd:v3.5.13"
+	typhoonEtcdBinary = "etcd-v3.5.13"
 )
+
+// typhoonProgram is where the world's tools hold what a Typhoon
+// controller runs as c: its own etcd version, else the world's.
+func typhoonProgram(tools, c string) string {
+	if c == "etcd" {
+		return filepath.Join(tools, typhoonEtcdBinary)
+	}
+	return filepath.Join(tools, c)
+}
 
 // typhoonHosts are the world's hosts: Typhoon's controllers and workers
 // (name, the etcd member name, and domain, the host's and Node's name).
@@ -172,7 +184,7 @@ func buildTyphoon(t *testing.T, w *typhoonLab) error {
 				return err
 			}
 			for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
-				prog, err := h.InstallProgram(c, filepath.Join(tools, c))
+				prog, err := h.InstallProgram(c, typhoonProgram(tools, c))
 				if err != nil {
 					return err
 				}
@@ -540,6 +552,16 @@ func TestTyphoonWorldAsTyphoonBuildsIt(t *testing.T) {
 	typhoonLane.join(t)
 	typhoonWorld(t)
 	ctx := t.Context()
+	// etcd is the version Typhoon's controller config names for its image.
+	if want := strings.TrimPrefix(typhoonEtcdImage[strings.LastIndex(typhoonEtcdImage, ":")+1:], "v"); typhoonBuilt.etcdServerVersion(t, "tyc2") != want {
+		t.Errorf("tyc2's etcd is %s, Typhoon's image %s", typhoonBuilt.etcdServerVersion(t, "tyc2"), typhoonEtcdImage)
+	}
+	for _, flavor := range []string{"flatcar-linux", "fedora-coreos"} {
+		b, err := upstream.ReadFile(upstream.Typhoon + "/bare-metal/" + flavor + "/kubernetes/butane/controller.yaml")
+		if err != nil || !strings.Contains(string(b), "ETCD_IMAGE="+typhoonEtcdImage+"\n") {
+			t.Errorf("Typhoon's %s controller config does not name %s (%v)", flavor, typhoonEtcdImage, err)
+		}
+	}
 	for i, h := range typhoonBuilt.lab.Hosts {
 		spec := typhoonHosts[i]
 		if spec.spare {

@@ -50,7 +50,7 @@ func igniteTyphoonController(t *testing.T, w *typhoonLab, name, flavor string, c
 	}
 	images := string(must(h.ReadFile("/etc/kedge-lab/images")))
 	for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
-		prog, err := h.InstallProgram(c, filepath.Join(tools, c))
+		prog, err := h.InstallProgram(c, typhoonProgram(tools, c))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the test world's Kubernetes binaries (etcd, kube-apiserver,
+# Builds the test world's Kubernetes binaries (etcd, Typhoon's etcd
+# v3.5.13, kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy) from
 # the Go module proxy into a cache directory keyed by the pinned versions,
 # once per machine. Prints the directory. Cold: many minutes on 2 cores (the
@@ -10,12 +11,16 @@ cd "$(dirname "$0")/.."
 
 kube_version=v1.35.4
 etcd_version=v3.6.16
+# Typhoon's controllers run etcd from quay.io/coreos/etcd:v3.5.13: its
+# test world runs that version (integration/tools/etcd35).
+typhoon_etcd=etcd-v3.5.13
 cmds=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy)
 cache="${KEDGE_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kedge/tools}"
 out="$cache/kube-$kube_version-etcd-$etcd_version"
 
 complete() {
   [ -x "$out/etcd" ] || return 1
+  [ -x "$out/$typhoon_etcd" ] || return 1
   for cmd in "${cmds[@]}"; do [ -x "$out/$cmd" ] || return 1; done
 }
 if complete; then
@@ -45,6 +50,12 @@ if [ ! -x "$out/etcd" ]; then
   (cd integration/tools/etcd && go build -o "$tmp/etcd" go.etcd.io/etcd/server/v3) &
   etcd_pid=$!
 fi
+typhoon_pid=
+if [ ! -x "$out/$typhoon_etcd" ]; then
+  step "building $typhoon_etcd (Typhoon's)"
+  (cd integration/tools/etcd35 && go build -o "$tmp/$typhoon_etcd" go.etcd.io/etcd/server/v3) &
+  typhoon_pid=$!
+fi
 missing=()
 for cmd in "${cmds[@]}"; do
   [ -x "$out/$cmd" ] || missing+=("$cmd")
@@ -55,6 +66,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 if [ -n "$etcd_pid" ]; then
   wait "$etcd_pid"
+fi
+if [ -n "$typhoon_pid" ]; then
+  wait "$typhoon_pid"
 fi
 for bin in "$tmp"/*; do
   if [ -e "$bin" ]; then mv "$bin" "$out/"; fi
