@@ -26,8 +26,8 @@ import (
 	"kedge.dev/kedge/integration/controlplane"
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/integration/typhoon"
-	"kedge.dev/kedge/integration/typhoon/upstream"
 	"kedge.dev/kedge/integration/typhoon/butane"
+	"kedge.dev/kedge/integration/typhoon/upstream"
 	"kedge.dev/kedge/integration/vaultlab"
 	"kedge.dev/kedge/internal/layout"
 )
