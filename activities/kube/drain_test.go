@@ -277,13 +277,15 @@ func TestDrainWaitsUntilTheEvictedPodIsGone(t *testing.T) {
 					time.Sleep(200 * time.Millisecond)
 					mu.Lock()
 					defer mu.Unlock()
+					// Taken before the pod goes: the drain may see it gone
+					// before this goroutine runs again.
+					goneAt = time.Now()
 					_ = tr.Delete(podsGVR, ev.Namespace, ev.Name)
 					if replaced { // as a StatefulSet does, on another node
 						p := managedPod("w2", "db-0")
 						p.UID = "uid-new"
 						_ = tr.Add(p)
 					}
-					goneAt = time.Now()
 				}()
 				return nil
 			})
