@@ -18,6 +18,7 @@ import (
 	"kedge.dev/kedge/actions/host"
 	"kedge.dev/kedge/actions/target"
 	"kedge.dev/kedge/activities/sshpool"
+	"kedge.dev/kedge/internal/certfile"
 	"kedge.dev/kedge/internal/layout"
 )
 
@@ -275,21 +276,9 @@ func issuedPair(certPEM, keyPEM string, issuer *x509.Certificate) error {
 
 // onlyCert parses a PEM file of exactly one certificate.
 func onlyCert(s string) (*x509.Certificate, error) {
-	var certs []*x509.Certificate
-	rest := []byte(s)
-	for {
-		var b *pem.Block
-		if b, rest = pem.Decode(rest); b == nil {
-			break
-		}
-		if b.Type != "CERTIFICATE" {
-			continue
-		}
-		c, err := x509.ParseCertificate(b.Bytes)
-		if err != nil {
-			return nil, err
-		}
-		certs = append(certs, c)
+	certs, err := certfile.Parse([]byte(s))
+	if err != nil {
+		return nil, err
 	}
 	if len(certs) != 1 {
 		return nil, fmt.Errorf("holds %d certificates, want one (a bundle: has the rotation dropped the old CA?)", len(certs))
