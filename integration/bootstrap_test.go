@@ -421,6 +421,9 @@ func TestCertRenewalRenewsEveryServedCertificate(t *testing.T) {
 	}
 	etcdCA := firstCert(t, etcdCAPEM)
 	checkRenewed(t, endpoints, before, ca, etcdCA)
+	if t.Failed() {
+		t.Logf("the renewal that exited 0: %+v", p)
+	}
 	peer := firstCert(t, readHostFileIn(t, l, "boot-1", "/etc/kubernetes/pki/etcd/peer.crt"))
 	if peer.SerialNumber.Cmp(filesBefore.SerialNumber) == 0 {
 		t.Error("etcd's peer certificate on disk was not renewed")

@@ -102,7 +102,8 @@ type rollout struct {
 // time: a new item starts as soon as one finishes. When more than
 // FailureBudget items have failed it stops starting items and pauses until
 // an operator decides (update "decide"): continue, or abort, which undoes
-// the items that completed.
+// the items that completed. The last item failing past the budget pauses it
+// too; when no item completed there is nothing to decide and it fails.
 func Rollout(ctx workflow.Context, in RolloutInput) (RolloutResult, error) {
 	if err := admitChild(ctx, "rollout", in.Runbook.Name == ""); err != nil {
 		return RolloutResult{}, err
@@ -124,6 +125,7 @@ func Rollout(ctx workflow.Context, in RolloutInput) (RolloutResult, error) {
 	if workflow.GetVersion(ctx, renderSpendChange, workflow.DefaultVersion, 1) == 1 {
 		ro.spend = expr.NewSpend()
 	}
+	failsAtEnd := workflow.GetVersion(ctx, failedAtEndChange, workflow.DefaultVersion, 1) == 1
 	decisions := workflow.NewBufferedChannel(ctx, 16)
 	if err := workflow.SetQueryHandlerWithOptions(ctx, ProgressQuery, func() (Progress, error) { return ro.progress(), nil }, workflow.QueryHandlerOptions{
 		Description: "every item: done, running, failed or pending, and whether the rollout is paused",
@@ -153,8 +155,13 @@ func Rollout(ctx workflow.Context, in RolloutInput) (RolloutResult, error) {
 			ro.start(ctx, sel, item)
 		}
 		if len(ro.running) == 0 {
-			if ro.aborting || ro.st.Next >= len(in.Items) {
+			if ro.aborting || (ro.st.Next >= len(in.Items) && (!ro.paused || !failsAtEnd)) {
 				break
+			}
+			if ro.st.Next >= len(in.Items) && len(ro.st.Done) == 0 {
+				// Every item that ran failed: nothing to accept or undo.
+				ro.ui.setStatus(ctx, searchattr.StatusFailed)
+				return ro.failed()
 			}
 			if full && !ro.paused {
 				return RolloutResult{}, workflow.NewContinueAsNewError(ctx, RolloutWorkflow, ro.in)
@@ -174,6 +181,23 @@ func Rollout(ctx workflow.Context, in RolloutInput) (RolloutResult, error) {
 	}
 	ro.ui.setStatus(ctx, searchattr.StatusSucceeded)
 	return res, nil
+}
+
+// failedAtEndChange versions the end of a rollout whose failures are past
+// its budget: before, it succeeded with them in its outputs; now it pauses
+// for a decision like a rollout paused mid-way, or fails when no item
+// completed.
+const failedAtEndChange = "kedge-rollout-failed-at-end"
+
+// failed is the error of a rollout in which every item that ran failed.
+func (ro *rollout) failed() (RolloutResult, error) {
+	res := RolloutResult{Failed: items(ro.st.Failed)}
+	var why []string
+	for _, f := range ro.st.Failed {
+		why = append(why, f.Item+": "+clip(f.Error, 400))
+	}
+	msg := fmt.Sprintf("rollout %s: every item failed (%d): %s", ro.in.Step, len(ro.st.Failed), strings.Join(why, "; "))
+	return res, temporal.NewNonRetryableApplicationError(msg, "RolloutFailed", nil, res)
 }
 
 // aborted is the error an aborted rollout ends with: what failed, who

@@ -314,3 +314,84 @@ steps:
 		t.Errorf("swap: undo %q", s.Undo)
 	}
 }
+
+// A rollout whose only item failed has nothing left to decide: it fails,
+// never succeeds with the failure in its outputs (a cert-renewal over one
+// controller once exited 0 after the controller's renewal was undone).
+func TestARolloutWhoseEveryItemFailedFails(t *testing.T) {
+	env, f := newEnv(t)
+	f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
+		if in.Command == "work controller-1" {
+			return host.RunResult{}, temporal.NewNonRetryableApplicationError("broken controller-1", "CommandFailed", nil)
+		}
+		return host.RunResult{}, nil
+	}
+	in := input(t, perNode, map[string]any{"node": "x"})
+	ri := RolloutInput{Step: "renew", Runbook: in.Runbook, Cluster: in.Cluster, Items: []string{"controller-1"},
+		With: map[string]any{"node": "${ item }"}, Vars: map[string]any{"params": map[string]any{}}, MaxUnavailable: 1}
+	asChild(env)
+	env.ExecuteWorkflow(Rollout, ri)
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("rollout did not complete")
+	}
+	err := env.GetWorkflowError()
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != "RolloutFailed" || !strings.Contains(err.Error(), "controller-1") || !strings.Contains(err.Error(), "broken controller-1") {
+		t.Fatalf("want RolloutFailed naming controller-1 and why, got %v", err)
+	}
+	var res RolloutResult
+	if !app.HasDetails() || app.Details(&res) != nil || !slices.Equal(res.Failed, []string{"controller-1"}) || len(res.Done) != 0 {
+		t.Errorf("result: %+v", res)
+	}
+}
+
+// When the last item fails past the budget after others completed, the
+// rollout pauses as it does mid-way: an operator accepts (continue) or
+// undoes the completed ones (abort). Undecided, it never succeeds.
+func TestARolloutWhoseLastItemFailsPausesForADecision(t *testing.T) {
+	for _, decision := range []string{DecisionContinue, DecisionAbort} {
+		t.Run(decision, func(t *testing.T) {
+			env, f := newEnv(t)
+			f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
+				if in.Command == "work worker-2" {
+					return host.RunResult{}, temporal.NewNonRetryableApplicationError("broken worker-2", "CommandFailed", nil)
+				}
+				return host.RunResult{}, nil
+			}
+			in := input(t, perNode, map[string]any{"node": "x"})
+			ri := RolloutInput{Step: "swap", Runbook: in.Runbook, Cluster: in.Cluster, Items: []string{"controller-1", "worker-1", "worker-2"},
+				With: map[string]any{"node": "${ item }"}, Vars: map[string]any{"params": map[string]any{}}, MaxUnavailable: 1}
+			var u updateResult
+			paused := false
+			env.RegisterDelayedCallback(func() {
+				var p Progress
+				if v, err := env.QueryWorkflow(ProgressQuery); err == nil && v.Get(&p) == nil {
+					paused = p.State == StateWaiting
+				}
+				env.UpdateWorkflow(DecideUpdate, "1", &u, bind(t, env, Decision{Decision: decision, By: "bob"}))
+			}, time.Hour)
+			asChild(env)
+			env.ExecuteWorkflow(Rollout, ri)
+			if !env.IsWorkflowCompleted() || u.err != nil {
+				t.Fatalf("rollout did not complete (decision %v)", u.err)
+			}
+			if !paused {
+				t.Error("the rollout was not paused an hour after its last item failed")
+			}
+			err := env.GetWorkflowError()
+			calls := f.Calls()
+			undone := slices.Contains(calls, "restore /etc/x from /var/lib/kedge/backup/x@worker-1")
+			switch decision {
+			case DecisionContinue:
+				var res RolloutResult
+				if err != nil || env.GetWorkflowResult(&res) != nil || !slices.Equal(res.Failed, []string{"worker-2"}) || undone {
+					t.Errorf("continue: %v %+v (undone %v)", err, res, undone)
+				}
+			case DecisionAbort:
+				if err == nil || !strings.Contains(err.Error(), "aborted by bob") || !undone {
+					t.Errorf("abort: %v (undone %v): %v", err, undone, calls)
+				}
+			}
+		})
+	}
+}

@@ -23,9 +23,12 @@ type WaitStaticPodInput struct {
 	Certificates string `json:"certificates,omitempty" doc:"wait for the pod rendered for these certificates: render.static-pods' certificates input (its kedge.dev/certificates annotation)"`
 	Timeout      string `json:"timeout,omitempty" kedge:"duration" doc:"give up after this long (default 5m)"`
 	// MaxRestarts bounds the wait for a pod that crash-loops: once a
-	// container has exited this many times and is not running, waiting
-	// longer brings nothing.
-	MaxRestarts int `json:"maxRestarts,omitempty" doc:"fail at once, not retried (CrashLooping), when a container of the pod has restarted this many times and is not running (default 3; -1: wait out the timeout)"`
+	// container has exited this many times while the wait watched it and
+	// is not running, waiting longer brings nothing. Exits before the wait
+	// first saw the pod do not count: the wait sees it through the API
+	// server, and a controller manager or scheduler exits by itself while
+	// the API server it talks to restarts.
+	MaxRestarts int `json:"maxRestarts,omitempty" doc:"fail at once, not retried (CrashLooping), when a container of the pod has restarted this many times since the wait first saw the pod and is not running (default 3; -1: wait out the timeout)"`
 	// Gone waits instead until the kubelet no longer runs the pod (its
 	// manifest was taken away).
 	Gone bool `json:"gone,omitempty" doc:"wait until the kubelet no longer runs the pod (its mirror pod is gone)"`

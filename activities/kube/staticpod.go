@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"kedge.dev/kedge/actions/errtype"
 	api "kedge.dev/kedge/actions/kube"
@@ -58,6 +59,7 @@ func (a *Activities) WaitStaticPod(ctx context.Context, in WaitStaticPodInput) (
 	}
 	deadline := time.Now().Add(timeout)
 	last := "not seen yet"
+	seen := restartsSeen{}
 	for {
 		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		switch {
@@ -75,7 +77,7 @@ func (a *Activities) WaitStaticPod(ctx context.Context, in WaitStaticPodInput) (
 				last = fmt.Sprintf("the kubelet runs the pod from before the renewal (%s %q)", renderapi.CertificatesAnnotation, p.Annotations[renderapi.CertificatesAnnotation])
 			case !ready:
 				last = why
-				if msg, looping := crashLooping(p, maxRestarts); looping {
+				if msg, looping := crashLooping(p, maxRestarts, seen.since(p)); looping {
 					return WaitStaticPodResult{Restarts: restarts}, temporal.NewNonRetryableApplicationError(
 						fmt.Sprintf("static pod %s/%s is crash-looping: %s; waiting longer brings nothing", ns, name, msg), ErrTypeCrashLooping, nil)
 				}
@@ -111,17 +113,39 @@ const ErrTypeCrashLooping = errtype.CrashLooping
 // kube.wait-static-pod calls it crash-looping.
 const DefaultMaxRestarts = 3
 
+// restartsSeen holds each container's restart count when the wait first
+// saw the pod (by UID: a pod made anew starts afresh).
+type restartsSeen struct {
+	uid   types.UID
+	count map[string]int32
+}
+
+// since returns the counts the pod's restarts are measured from.
+func (r *restartsSeen) since(p *corev1.Pod) map[string]int32 {
+	if r.count == nil || r.uid != p.UID {
+		r.uid, r.count = p.UID, map[string]int32{}
+		for _, c := range p.Status.ContainerStatuses {
+			r.count[c.Name] = c.RestartCount
+		}
+	}
+	return r.count
+}
+
 // crashLooping says whether a container of the pod has restarted max
-// times (max > 0) and is not running, and how it last ended.
-func crashLooping(p *corev1.Pod, max int) (string, bool) {
+// times (max > 0) since the counts in base and is not running, and how it
+// last ended.
+func crashLooping(p *corev1.Pod, max int, base map[string]int32) (string, bool) {
 	if max <= 0 {
 		return "", false
 	}
 	for _, c := range p.Status.ContainerStatuses {
-		if c.Ready || c.State.Running != nil || int(c.RestartCount) < max {
+		if c.Ready || c.State.Running != nil || int(c.RestartCount-base[c.Name]) < max {
 			continue
 		}
 		msg := fmt.Sprintf("container %s restarted %d times", c.Name, c.RestartCount)
+		if b := base[c.Name]; b > 0 {
+			msg += fmt.Sprintf(" (%d since the wait began)", c.RestartCount-b)
+		}
 		last := c.LastTerminationState.Terminated
 		if c.State.Terminated != nil {
 			last = c.State.Terminated

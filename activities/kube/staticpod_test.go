@@ -48,7 +48,7 @@ func TestWaitStaticPodGivesUpOnACrashLoop(t *testing.T) {
 	}
 	go func() {
 		time.Sleep(100 * time.Millisecond)
-		_, _ = cs.CoreV1().Pods("kube-system").UpdateStatus(ctx, mirrorPod("t1", 3, false), metav1.UpdateOptions{})
+		_, _ = cs.CoreV1().Pods("kube-system").UpdateStatus(ctx, mirrorPod("t1", 4, false), metav1.UpdateOptions{})
 	}()
 	began := time.Now()
 	_, err := a.WaitStaticPod(ctx, WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", RestartedAt: "t1", Timeout: "1m"})
@@ -59,11 +59,31 @@ func TestWaitStaticPodGivesUpOnACrashLoop(t *testing.T) {
 	if took := time.Since(began); took > 10*time.Second {
 		t.Errorf("gave up after %s", took)
 	}
-	for _, want := range []string{"kube-system/kube-apiserver-tyc1 is crash-looping", "container kube-apiserver restarted 3 times", "last exited 1 (Error)",
+	for _, want := range []string{"kube-system/kube-apiserver-tyc1 is crash-looping", "container kube-apiserver restarted 4 times (3 since the wait began)", "last exited 1 (Error)",
 		"apiserver.key: permission denied", "[CrashLoopBackOff]"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q lacks %q", err, want)
 		}
+	}
+}
+
+// A controller manager that exited three times while the API server it
+// talks to restarted, before the wait could see it (the wait asks that API
+// server), is no crash loop: once the API server answers it runs. A
+// cert-renewal once failed here and undid the renewal.
+func TestWaitStaticPodCountsOnlyExitsItSaw(t *testing.T) {
+	a, cs := fakeActs()
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Pods("kube-system").Create(ctx, mirrorPod("t1", 3, false), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_, _ = cs.CoreV1().Pods("kube-system").UpdateStatus(ctx, mirrorPod("t1", 4, true), metav1.UpdateOptions{})
+	}()
+	res, err := a.WaitStaticPod(ctx, WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", RestartedAt: "t1", Timeout: "10s"})
+	if err != nil || !res.Ready || res.Restarts != 4 {
+		t.Fatalf("%+v %v", res, err)
 	}
 }
 
