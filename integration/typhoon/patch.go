@@ -17,7 +17,9 @@ import (
 //     ETCD_LISTEN_* URLs), so three members can share the ports;
 //   - kube-apiserver, kube-controller-manager and kube-scheduler bind their
 //     host's address ($(POD_IP), which a static pod with hostNetwork has
-//     as its node's IP), for the same reason;
+//     as its node's IP), for the same reason, and the liveness probes of
+//     the controller manager and the scheduler ask that address (a probe
+//     without a host asks the pod's IP) instead of 127.0.0.1;
 //   - Fedora CoreOS's kubelet.service does not mount /etc/selinux and
 //     /sys/fs/selinux, which this machine does not have (podman refuses a
 //     volume whose source is missing), and its controllers' layout script
@@ -68,7 +70,16 @@ func AssetsPatch() []Edit {
 			New: "    - --use-service-account-credentials=true" + podIP + "\n"},
 		{Path: "static-manifests/kube-scheduler.yaml", Old: "    - --leader-elect=true\n",
 			New: "    - --leader-elect=true\n    - --bind-address=$(POD_IP)" + podIP + "\n"},
+		probeAtPodIP("static-manifests/kube-controller-manager.yaml", 10257),
+		probeAtPodIP("static-manifests/kube-scheduler.yaml", 10259),
 	}
+}
+
+// probeAtPodIP drops the host (127.0.0.1) of the liveness probe on port.
+func probeAtPodIP(path string, port int) Edit {
+	rest := fmt.Sprintf("        path: /healthz\n        port: %d\n", port)
+	return Edit{Path: path, Old: "        host: 127.0.0.1\n" + rest,
+		New: "        # host: the pod's IP, which the patch binds\n" + rest}
 }
 
 // Apply applies edits to files (path to content) in order; a file that

@@ -55,6 +55,9 @@ func TestPatchAppliesToTheRenderedFiles(t *testing.T) {
 		if n := strings.Count(string(assets["static-manifests/"+m+".yaml"]), "--bind-address=$(POD_IP)"); n != 1 {
 			t.Errorf("%s binds $(POD_IP) %d times", m, n)
 		}
+		if m != "kube-apiserver" && strings.Contains(string(assets["static-manifests/"+m+".yaml"]), "host: 127.0.0.1") {
+			t.Errorf("%s's liveness probe still asks 127.0.0.1", m)
+		}
 	}
 	// A second application finds nothing to change: refused, named.
 	if err := Apply(assets, AssetsPatch()); err == nil || !strings.Contains(err.Error(), "kube-apiserver.yaml") {

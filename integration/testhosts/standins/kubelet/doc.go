@@ -51,6 +51,13 @@
 //     kubelet's volumes are, and outlives the kubelet container. (The
 //     process sees the whole host, not only its hostPath volumes.)
 //
+//   - It runs their probes as the kubelet's prober does (probes.go):
+//     startup, then liveness and readiness, httpGet and tcpSocket, at the
+//     pod's IP unless a probe names a host; a container is Started once its
+//     startup probe passed and Ready once its readiness probe passes; one
+//     that fails its startup or liveness probe failureThreshold times in a
+//     row is stopped and restarted (restarts counted, with backoff).
+//
 //   - It serves HTTPS on NODE-IP:10250 (/healthz, /containerLogs) and
 //     /healthz over http on healthzBindAddress:healthzPort (on NODE-IP
 //     instead of loopback: the simulated kubelets of a machine share its

@@ -135,7 +135,8 @@ func mirrorPod(st staticPodStatus, n *node) *corev1.Pod {
 }
 
 // mirrorStatus is the status of a static pod as the kubelet reports it: a
-// container is Ready while its process runs.
+// container is Started while its process runs and its startup probe has
+// passed, and Ready once its readiness probe passes too.
 func mirrorStatus(st staticPodStatus, n *node, prev corev1.PodStatus) corev1.PodStatus {
 	now := metav1.Now()
 	s := corev1.PodStatus{HostIP: n.hostIP(), PodIP: podIP, QOSClass: prev.QOSClass, StartTime: prev.StartTime}
@@ -149,7 +150,7 @@ func mirrorStatus(st staticPodStatus, n *node, prev corev1.PodStatus) corev1.Pod
 	}
 	ready, started, finished, failed := true, false, true, false
 	for _, c := range st.containers {
-		cs := corev1.ContainerStatus{Name: c.name, Image: c.image, RestartCount: int32(c.restarts), Ready: c.running, Started: ptr.To(c.running)}
+		cs := corev1.ContainerStatus{Name: c.name, Image: c.image, RestartCount: int32(c.restarts), Ready: c.ready, Started: ptr.To(c.started)}
 		var last *corev1.ContainerStateTerminated
 		if c.last != nil {
 			reason := "Error"
@@ -177,7 +178,7 @@ func mirrorStatus(st staticPodStatus, n *node, prev corev1.PodStatus) corev1.Pod
 		if last != nil {
 			cs.LastTerminationState.Terminated = last
 		}
-		ready = ready && c.running
+		ready = ready && c.ready
 		finished = finished && c.finished
 		s.ContainerStatuses = append(s.ContainerStatuses, cs)
 	}

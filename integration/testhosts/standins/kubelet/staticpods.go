@@ -66,6 +66,10 @@ type containerRun struct {
 	nextStart time.Time
 	last      *termination
 	finished  bool // exited and, by restartPolicy, not restarted
+	// probes are the running container's; killing is set once a failed
+	// startup or liveness probe has it stopped.
+	probes  *probes
+	killing bool
 }
 
 type termination struct {
@@ -202,6 +206,7 @@ func (m *staticPods) adopt(run *podRun, sp *staticPod) {
 		c.restarts, c.argv, c.proc = old.restarts, old.argv, old.proc
 		if c.proc != nil {
 			m.logger.Printf("static pod %s/%s: adopted container %s (pid %d), its manifest is unchanged", run.namespace, run.name, c.name, c.proc.pid)
+			c.probes = m.startProbes(fresh, c, c.proc.startedAt)
 		}
 		delete(recorded, c.name)
 	}
@@ -223,6 +228,8 @@ func (m *staticPods) beginStop(run *podRun, why string) {
 	}
 	var procs []*proc
 	for _, c := range run.containers {
+		go c.probes.stop()
+		c.probes = nil
 		if c.proc != nil && c.proc.alive() {
 			procs = append(procs, c.proc)
 			m.logger.Printf("static pod %s/%s: stopping container %s (pid %d): %s", run.namespace, run.name, c.name, c.proc.pid, why)
@@ -248,8 +255,15 @@ func (m *staticPods) syncContainer(run *podRun, c *containerRun) {
 			if c.backoff > 0 && now.Sub(c.proc.startedAt) > backoffReset {
 				c.backoff = 0
 			}
+			if _, _, why := c.probes.state(); why != "" && !c.killing {
+				c.killing = true
+				m.logger.Printf("static pod %s/%s: container %s %s, will be restarted", run.namespace, run.name, c.name, why)
+				go c.proc.stop(run.grace)
+			}
 			return
 		}
+		c.probes.stop()
+		c.probes, c.killing = nil, false
 		code := c.proc.exit()
 		c.last = &termination{code: code, startedAt: c.proc.startedAt, finishedAt: now}
 		c.proc = nil
@@ -287,8 +301,25 @@ func (m *staticPods) syncContainer(run *podRun, c *containerRun) {
 		m.logger.Printf("static pod %s/%s: image %s is not in %s; container %s sleeps", run.namespace, run.name, spec.Image, m.imagesFile, c.name)
 	}
 	c.proc, c.argv = pr, p.argv
+	c.probes = m.startProbes(run, c, pr.startedAt)
 	run.dirty = true
 	m.logger.Printf("static pod %s/%s: started container %s, pid %d: %s", run.namespace, run.name, c.name, pr.pid, strings.Join(p.argv, " "))
+}
+
+// startProbes starts the probes of a pod's container that runs since
+// startedAt.
+func (m *staticPods) startProbes(run *podRun, c *containerRun, startedAt time.Time) *probes {
+	for _, spec := range run.pod.Spec.Containers {
+		if spec.Name != c.name {
+			continue
+		}
+		ip := podIP
+		if run.pod.Spec.HostNetwork {
+			ip = m.node.hostIP()
+		}
+		return startProbes(probeTarget{pod: run.namespace + "/" + run.name, container: spec, podIP: ip, startedAt: startedAt, logger: m.logger})
+	}
+	return nil
 }
 
 func exitText(code int) string {

@@ -16,6 +16,8 @@ type staticPodStatus struct {
 type containerStatus struct {
 	name, image string
 	running     bool
+	// started and ready are the probes' word on a running container.
+	started, ready bool
 	startedAt   time.Time
 	restarts    int
 	last        *termination
@@ -37,6 +39,7 @@ func (m *staticPods) statuses() ([]staticPodStatus, bool) {
 			cs := containerStatus{name: c.name, image: c.image, restarts: c.restarts, last: c.last, finished: c.finished}
 			if c.proc != nil && c.proc.alive() {
 				cs.running, cs.startedAt = true, c.proc.startedAt
+				cs.started, cs.ready, _ = c.probes.state()
 			}
 			st.containers = append(st.containers, cs)
 		}
