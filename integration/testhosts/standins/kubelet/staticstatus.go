@@ -18,10 +18,10 @@ type containerStatus struct {
 	running     bool
 	// started and ready are the probes' word on a running container.
 	started, ready bool
-	startedAt   time.Time
-	restarts    int
-	last        *termination
-	finished    bool
+	startedAt      time.Time
+	restarts       int
+	last           *termination
+	finished       bool
 }
 
 // statuses returns the static pods that run (not being stopped), and
