@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -468,10 +469,11 @@ func copyTyphoonSecrets(ctx context.Context, h *testhosts.Host, kubeconfig, bund
 }
 
 // applyTyphoonManifests does what bootstrap.service's `kubectl apply -f
-// /assets/manifests -R` does for the manifests the world needs (the
-// bootstrap token, the kubelets' RBAC, the in-cluster ConfigMaps; not
-// the DaemonSets of CNI, kube-proxy and CoreDNS, which no kubelet here
-// runs), once the API answers.
+// /assets/manifests -R` does: the bootstrap token, the kubelets' RBAC,
+// the in-cluster ConfigMaps, and Typhoon's default components, CoreDNS
+// and Cilium (their pods are scheduled and the simulated kubelets report
+// them running: what a CA rotation restarts in kube-system), once the API
+// answers.
 func applyTyphoonManifests(ctx context.Context, cs kubernetes.Interface, assets map[string][]byte) error {
 	// As the apply script: until it succeeds (the API may answer before
 	// kube-system exists).
@@ -491,7 +493,7 @@ func applyTyphoonManifests(ctx context.Context, cs kubernetes.Interface, assets 
 func applyTyphoonManifestsOnce(ctx context.Context, cs kubernetes.Interface, assets map[string][]byte) error {
 	var names []string
 	for k := range assets {
-		if strings.HasPrefix(k, "manifests/") && strings.Count(k, "/") == 1 {
+		if strings.HasPrefix(k, "manifests/") {
 			names = append(names, k)
 		}
 	}
@@ -521,6 +523,14 @@ func applyTyphoonManifestsOnce(ctx context.Context, cs kubernetes.Interface, ass
 				_, err = cs.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
 			case *rbacv1.ClusterRoleBinding:
 				_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+			case *corev1.ServiceAccount:
+				_, err = cs.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+			case *corev1.Service:
+				_, err = cs.CoreV1().Services(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+			case *appsv1.Deployment:
+				_, err = cs.AppsV1().Deployments(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+			case *appsv1.DaemonSet:
+				_, err = cs.AppsV1().DaemonSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 			default:
 				return fmt.Errorf("%s: the world does not apply %T", name, obj)
 			}
@@ -555,6 +565,18 @@ func TestTyphoonWorldAsTyphoonBuildsIt(t *testing.T) {
 	// etcd is the version Typhoon's controller config names for its image.
 	if want := strings.TrimPrefix(typhoonEtcdImage[strings.LastIndex(typhoonEtcdImage, ":")+1:], "v"); typhoonBuilt.etcdServerVersion(t, "tyc2") != want {
 		t.Errorf("tyc2's etcd is %s, Typhoon's image %s", typhoonBuilt.etcdServerVersion(t, "tyc2"), typhoonEtcdImage)
+	}
+	// Typhoon's default components, as its bootstrap applies them, are
+	// scheduled and run.
+	for deadline := time.Now().Add(3 * time.Minute); ; {
+		pending := componentsPending(ctx, typhoonBuilt.client, false)
+		if len(pending) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Typhoon's components not rolled out after 3m: %v", pending)
+		}
+		time.Sleep(time.Second)
 	}
 	for _, flavor := range []string{"flatcar-linux", "fedora-coreos"} {
 		b, err := upstream.ReadFile(upstream.Typhoon + "/bare-metal/" + flavor + "/kubernetes/butane/controller.yaml")

@@ -570,6 +570,12 @@ func TestCARotationOnTyphoonCluster(t *testing.T) {
 		return err == nil
 	})
 	before := saToken(t, cs, nil)
+	// Typhoon's components (CoreDNS, Cilium) read the in-cluster CA and
+	// their service-account tokens at start: the rotation restarts them.
+	components := componentPods(ctx, t, cs)
+	if len(components) != len(typhoonComponents) {
+		t.Fatalf("Typhoon's components before the rotation: %v", components)
+	}
 
 	poll := startAPIPoller(t, typhoonBuilt.kubeconfig, addrs(controllers, ":6443"))
 	began := time.Now()
@@ -686,6 +692,17 @@ func TestCARotationOnTyphoonCluster(t *testing.T) {
 	}
 	if got := etcdMembers(t); strings.Join(got, ",") != "tyc1,tyc2,tyc3" {
 		t.Errorf("etcd members after the rotation: %v", got)
+	}
+	if pending := componentsPending(ctx, cs, true); len(pending) > 0 {
+		t.Errorf("Typhoon's components after the rotation: %v", pending)
+	}
+	now := componentPods(ctx, t, cs)
+	for name, uids := range components {
+		for _, u := range uids {
+			if slices.Contains(now[name], u) {
+				t.Errorf("%s's pod %s from before the rotation still runs", name, u)
+			}
+		}
 	}
 	if b, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz/etcd").DoRaw(ctx); err != nil {
 		t.Errorf("etcd after the rotation: %s (%v)", b, err)

@@ -619,3 +619,69 @@ func (w *typhoonLab) etcdMembersVia(t *testing.T, via string) []string {
 	slices.Sort(names)
 	return names
 }
+
+// typhoonComponents are the workloads of Typhoon's default components in
+// kube-system, and the label their pods carry.
+var typhoonComponents = []struct{ kind, name, podLabel string }{
+	{"daemonset", "cilium", "k8s-app=cilium-agent"},
+	{"deployment", "cilium-operator", "name=cilium-operator"},
+	{"deployment", "coredns", "k8s-app=coredns"},
+}
+
+// componentsPending lists Typhoon's components not rolled out yet (every
+// pod of the newest template scheduled and available), and with
+// restarted those a kube.restart-workloads has not marked.
+func componentsPending(ctx context.Context, cs kubernetes.Interface, restarted bool) []string {
+	var pending []string
+	for _, c := range typhoonComponents {
+		var gen, observed int64
+		var want, updated, available int32
+		var ann map[string]string
+		switch c.kind {
+		case "daemonset":
+			d, err := cs.AppsV1().DaemonSets("kube-system").Get(ctx, c.name, metav1.GetOptions{})
+			if err != nil {
+				pending = append(pending, c.name+": "+err.Error())
+				continue
+			}
+			gen, observed, ann = d.Generation, d.Status.ObservedGeneration, d.Spec.Template.Annotations
+			want, updated, available = d.Status.DesiredNumberScheduled, d.Status.UpdatedNumberScheduled, d.Status.NumberAvailable
+		default:
+			d, err := cs.AppsV1().Deployments("kube-system").Get(ctx, c.name, metav1.GetOptions{})
+			if err != nil {
+				pending = append(pending, c.name+": "+err.Error())
+				continue
+			}
+			gen, observed, ann = d.Generation, d.Status.ObservedGeneration, d.Spec.Template.Annotations
+			want, updated, available = *d.Spec.Replicas, d.Status.UpdatedReplicas, d.Status.AvailableReplicas
+			if d.Status.Replicas != want {
+				updated = min(updated, want-1) // old pods still there
+			}
+		}
+		switch {
+		case restarted && ann["kedge.dev/restart"] == "":
+			pending = append(pending, fmt.Sprintf("%s/%s: not restarted", c.kind, c.name))
+		case want == 0 || observed < gen || updated != want || available != want:
+			pending = append(pending, fmt.Sprintf("%s/%s: %d of %d updated, %d available", c.kind, c.name, updated, want, available))
+		}
+	}
+	return pending
+}
+
+// componentPods are the UIDs of the components' pods that run.
+func componentPods(ctx context.Context, t *testing.T, cs kubernetes.Interface) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, c := range typhoonComponents {
+		pods, err := cs.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: c.podLabel})
+		if err != nil {
+			t.Fatalf("%s's pods: %v", c.name, err)
+		}
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				out[c.name] = append(out[c.name], string(p.UID))
+			}
+		}
+	}
+	return out
+}

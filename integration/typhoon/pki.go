@@ -114,7 +114,8 @@ func (p *PKI) BootstrapKubeconfig() ([]byte, error) {
 	return []byte(s), err
 }
 
-// Images are the control plane's images: container_images' defaults in
+// Images are the images of the control plane and the default components:
+// container_images' defaults in
 // terraform-render-bootstrap's variables.tf.
 func Images() (map[string]string, error) {
 	b, err := upstream.ReadFile(upstream.Bootstrap + "/variables.tf")
@@ -122,7 +123,7 @@ func Images() (map[string]string, error) {
 		return nil, err
 	}
 	images := map[string]string{}
-	for _, k := range []string{"kube_apiserver", "kube_controller_manager", "kube_scheduler"} {
+	for _, k := range []string{"kube_apiserver", "kube_controller_manager", "kube_scheduler", "coredns", "cilium_agent", "cilium_operator"} {
 		m := regexp.MustCompile(`(?m)^\s*` + k + `\s*=\s*"([^"]+)"`).FindSubmatch(b)
 		if m == nil {
 			return nil, fmt.Errorf("typhoon: %s/variables.tf: no default image for %s", upstream.Bootstrap, k)
@@ -243,10 +244,22 @@ func (p *PKI) manifests(a map[string][]byte) error {
 		"server": p.server(), "apiserver_host": p.c.APIServer, "apiserver_port": 6443,
 		"token_id": p.tokenID, "token_secret": p.tokenSec,
 	}
+	// The components Typhoon installs by default (var.components):
+	// CoreDNS, and Cilium for var.networking "cilium" (conditional.tf;
+	// kube-proxy only beside another CNI).
+	coredns := map[string]any{
+		"coredns_image": images["coredns"], "control_plane_replicas": max(2, len(p.c.EtcdServers)),
+		"cluster_domain_suffix": "cluster.local", "cluster_dns_service_ip": ClusterDNS,
+	}
+	cilium := map[string]any{
+		"cilium_agent_image": images["cilium_agent"], "cilium_operator_image": images["cilium_operator"],
+		"pod_cidr": PodCIDR, "daemonset_tolerations": []any{},
+	}
 	for _, dir := range []struct {
 		from, to string
 		vars     map[string]any
-	}{{upstream.StaticManifests, "static-manifests/", static}, {upstream.Manifests, "manifests/", manifests}} {
+	}{{upstream.StaticManifests, "static-manifests/", static}, {upstream.Manifests, "manifests/", manifests},
+		{upstream.CoreDNS, "manifests/coredns/", coredns}, {upstream.Cilium, "manifests/network/", cilium}} {
 		entries, err := fs.ReadDir(upstream.FS(), dir.from)
 		if err != nil {
 			return err

@@ -30,6 +30,8 @@ const (
 	KubeconfigBootstrap = Bootstrap + "/resources/kubeconfig-bootstrap"
 	StaticManifests     = Bootstrap + "/resources/static-manifests"
 	Manifests           = Bootstrap + "/resources/manifests"
+	CoreDNS             = Bootstrap + "/resources/coredns"
+	Cilium              = Bootstrap + "/resources/cilium"
 )
 
 // FS returns the vendored files under their upstream relative paths,
