@@ -46,24 +46,34 @@ func remoteProcs(t *testing.T, marker string) string {
 // The command obeys SIGTERM: it is stopped by it, not by the SIGKILL
 // that follows after the grace period. Its TERM trap says so on the host
 // (a wall-clock bound said the same until a busy machine took 6 s to
-// connect, run and return).
+// connect, run and return). A timeout that fires before the command has
+// set its trap (it says when it has) proves nothing: the run is made
+// again with a longer one.
 func TestTimeoutKillsTheWholeRemoteCommand(t *testing.T) {
 	mainLane.join(t)
 	acts, target := directHost(t)
-	const marker = "/tmp/kedge-kill-test-term"
+	const marker, ready = "/tmp/kedge-kill-test-term", "/tmp/kedge-kill-test-ready"
 	w := host(t, "worker-2")
-	if out, err := w.Exec(t.Context(), "rm", "-f", marker); err != nil {
-		t.Fatalf("worker-2: %v: %s", err, out)
+	for _, timeout := range []string{"500ms", "2s", "8s"} {
+		if out, err := w.Exec(t.Context(), "rm", "-f", marker, ready); err != nil {
+			t.Fatalf("worker-2: %v: %s", err, out)
+		}
+		_, err := acts.Run(t.Context(), hostacts.RunInput{Target: target, Timeout: timeout,
+			Command: "trap 'echo TERM > " + marker + "; exit 143' TERM; echo > " + ready + "; sleep 4101 & sleep 4102 & wait"})
+		if err == nil || !strings.Contains(err.Error(), "CommandTimeout") {
+			t.Fatalf("want a CommandTimeout error, got %v", err)
+		}
+		waitGone(t, "sleep 410[12]", 3*time.Second)
+		if _, err := w.ReadFile(ready); err != nil {
+			t.Logf("the %s timeout fired before the command set its trap: again, longer", timeout)
+			continue
+		}
+		if got, err := w.ReadFile(marker); err != nil || strings.TrimSpace(string(got)) != "TERM" {
+			t.Errorf("the command was not stopped by SIGTERM (its trap wrote %q, %v): by the SIGKILL after the grace period?", got, err)
+		}
+		return
 	}
-	_, err := acts.Run(t.Context(), hostacts.RunInput{Target: target, Timeout: "500ms",
-		Command: "trap 'echo TERM > " + marker + "; exit 143' TERM; sleep 4101 & sleep 4102 & wait"})
-	if err == nil || !strings.Contains(err.Error(), "CommandTimeout") {
-		t.Fatalf("want a CommandTimeout error, got %v", err)
-	}
-	waitGone(t, "sleep 410[12]", 3*time.Second)
-	if got, err := w.ReadFile(marker); err != nil || strings.TrimSpace(string(got)) != "TERM" {
-		t.Errorf("the command was not stopped by SIGTERM (its trap wrote %q, %v): by the SIGKILL after the grace period?", got, err)
-	}
+	t.Fatal("the command never set its trap before its timeout, even in 8s")
 }
 
 func TestCancelKillsACommandThatIgnoresSIGTERM(t *testing.T) {
