@@ -323,7 +323,8 @@ func must[T any](v T, err error) T {
 //
 // It runs on a Typhoon world of its own in the disaster-recovery lane:
 // on the shared world, after the others of its lane, it made that lane
-// the package's longest.
+// the package's longest. Whole again at its end, the world goes on to
+// the lane's next test.
 func TestCARotationAbortedOnTyphoonCluster(t *testing.T) {
 	typhoonDRLane.join(t)
 	w := typhoonDRWorld(t, "typhoon-abort")
@@ -453,6 +454,8 @@ func TestCARotationAbortedOnTyphoonCluster(t *testing.T) {
 	if !tokenAccepted(t, cs, tok) {
 		t.Error("a token from before is refused after the undo")
 	}
+	// Whole again, as checked: the lane's next test takes the world on.
+	w.handOn = true
 }
 
 // The files holdManifestRename uses on its host: the hold, while it is

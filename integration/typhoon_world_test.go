@@ -55,6 +55,9 @@ type typhoonLab struct {
 	adopted bool
 	err     error
 	closed  sync.Once
+	// handOn: the disaster-recovery test using the world leaves it whole;
+	// if it passes, the lane's next test gets it instead of building one.
+	handOn bool
 }
 
 // closeTyphoon stops the shared Typhoon world's hosts (and everything

@@ -4,6 +4,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,15 +23,34 @@ import (
 // provisioner would make a controller of, its OS given and nothing else.
 var typhoonDRHosts = append(slices.Clone(typhoonHosts), typhoonHostSpec{"tyc4", typhoon.FCOS, true, true})
 
-// typhoonDRWorld builds a Typhoon world for the calling test alone, as
-// buildTyphoon builds the shared one (3 controllers with real etcd
-// members, 2 workers, the spares) under the cluster name name, and
-// adopts it into Vault, on typhoonDRLane's addresses (the shared world's
-// lane runs beside it). It is stopped when the test ends, failed or not.
+// typhoonDRNext is the world a test that passed left whole (handOn) for
+// the lane's next test: a world is a minute or two to build and adopt.
+var typhoonDRNext struct {
+	sync.Mutex
+	w *typhoonLab
+}
+
+// typhoonDRWorld returns a Typhoon world for the calling test alone: the
+// one the lane's last test handed on (checked first, under the name it
+// was built with), or one built now as buildTyphoon builds the shared one
+// (3 controllers with real etcd members, 2 workers, the spares) under the
+// cluster name name and adopted into Vault, on typhoonDRLane's addresses
+// (the shared world's lane runs beside it). It is stopped when the test
+// ends, failed or not, unless the test hands it on and passes.
 func typhoonDRWorld(t *testing.T, name string) *typhoonLab {
 	t.Helper()
-	w := &typhoonLab{name: name, dir: "typhoon-" + name, hosts: typhoonDRHosts, baseIP: "127.0.47."}
-	t.Cleanup(w.close)
+	typhoonDRNext.Lock()
+	w := typhoonDRNext.w
+	typhoonDRNext.w = nil
+	typhoonDRNext.Unlock()
+	if w != nil {
+		t.Cleanup(func() { w.release(t) })
+		t.Logf("Typhoon world %s: handed on by the lane's last test", w.name)
+		w.check(t)
+		return w
+	}
+	w = &typhoonLab{name: name, dir: "typhoon-" + name, hosts: typhoonDRHosts, baseIP: "127.0.47."}
+	t.Cleanup(func() { w.release(t) })
 	began := time.Now()
 	if err := buildTyphoon(t, w); err != nil {
 		t.Fatalf("Typhoon world %s: %v", name, err)
@@ -39,6 +59,29 @@ func typhoonDRWorld(t *testing.T, name string) *typhoonLab {
 	t.Logf("Typhoon world %s (3 controllers + 2 workers), adopted: %s", name, time.Since(began).Round(time.Second))
 	w.check(t)
 	return w
+}
+
+// release ends t's use of a disaster-recovery world: handed on to the
+// lane's next test when t asked for that and passed, its hosts stopped
+// otherwise. A world handed on that no test takes stops at the package's
+// end.
+func (w *typhoonLab) release(t *testing.T) {
+	if !w.handOn || t.Failed() {
+		w.close()
+		return
+	}
+	w.handOn = false
+	typhoonDRNext.Lock()
+	typhoonDRNext.w = w
+	typhoonDRNext.Unlock()
+	atWorldEnd(func() {
+		typhoonDRNext.Lock()
+		defer typhoonDRNext.Unlock()
+		if typhoonDRNext.w == w {
+			w.close()
+			typhoonDRNext.w = nil
+		}
+	})
 }
 
 // host is the world's host called name.
