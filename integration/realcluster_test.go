@@ -182,6 +182,9 @@ func renewedRealCluster(t *testing.T, tools string) (*realCluster, *realRenewal)
 			t.Fatalf("cert-renewal: exit %d: %s\n%+v%s", code, errOut, p, ctl.node.UnitLog(ctl.host, "kubelet"))
 		}
 		r.took = time.Since(start)
+		node := workflows.NodeWorkflowID(rc.name, ctl.node.Name)
+		t.Logf("cert-renewal on real kubelets: %s; %s:%s%s", slowSteps(p), ctl.node.Name,
+			runStepTimes(t.Context(), node), runStepTimes(t.Context(), node+"/renew"))
 		realShared.renewal, realShared.renewErr = r, nil
 	})
 	if realShared.renewErr != nil {
