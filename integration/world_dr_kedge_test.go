@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -51,10 +50,7 @@ var kedgeHABuilt atomic.Int32
 // kedgeHANext is the world a test that passed left whole (handOn) for
 // the lane's next test: a world is ~35 s and ~30 CPU seconds to build
 // (three API servers' and etcd members' first starts).
-var kedgeHANext struct {
-	sync.Mutex
-	w *kedgeHA
-}
+var kedgeHANext nextWorld[kedgeHA]
 
 // kedgeHAWorld returns a kedgeHA world for the calling test alone: the
 // one the lane's last test handed on (checked whole first), or one
@@ -63,11 +59,7 @@ var kedgeHANext struct {
 // passes. Its addresses are kedgeHALane's.
 func kedgeHAWorld(t *testing.T) *kedgeHA {
 	t.Helper()
-	kedgeHANext.Lock()
-	w := kedgeHANext.w
-	kedgeHANext.w = nil
-	kedgeHANext.Unlock()
-	if w != nil {
+	if w := kedgeHANext.take(); w != nil {
 		t.Cleanup(func() { w.release(t) })
 		t.Logf("%s: handed on by the lane's last test", w.cluster)
 		w.check(t)
@@ -77,7 +69,7 @@ func kedgeHAWorld(t *testing.T) *kedgeHA {
 		return w
 	}
 	n := kedgeHABuilt.Add(1)
-	w = &kedgeHA{cluster: fmt.Sprintf("kedge-ha-%d", n)}
+	w := &kedgeHA{cluster: fmt.Sprintf("kedge-ha-%d", n)}
 	spec := kedgeLabSpec{cluster: w.cluster, dir: w.cluster, baseIP: "127.0.61.",
 		controllers: []string{"kha-1", "kha-2", "kha-3"}, workers: []string{"kha-4"}, spares: []string{"kha-5"},
 		kubernetes: "  controlPlaneListen: node\n"}
@@ -116,17 +108,7 @@ func (w *kedgeHA) release(t *testing.T) {
 		return
 	}
 	w.handOn = false
-	kedgeHANext.Lock()
-	kedgeHANext.w = w
-	kedgeHANext.Unlock()
-	atWorldEnd(func() {
-		kedgeHANext.Lock()
-		defer kedgeHANext.Unlock()
-		if kedgeHANext.w == w {
-			_ = w.lab.Close()
-			kedgeHANext.w = nil
-		}
-	})
+	kedgeHANext.give(w, func() { _ = w.lab.Close() })
 }
 
 // controllerInventory writes the world's inventory with the spare listed

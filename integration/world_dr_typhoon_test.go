@@ -25,9 +25,41 @@ var typhoonDRHosts = append(slices.Clone(typhoonHosts), typhoonHostSpec{"tyc4", 
 
 // typhoonDRNext is the world a test that passed left whole (handOn) for
 // the lane's next test: a world is a minute or two to build and adopt.
-var typhoonDRNext struct {
-	sync.Mutex
-	w *typhoonLab
+var typhoonDRNext nextWorld[typhoonLab]
+
+// nextWorld holds a disaster-recovery world a test that passed left whole
+// for its lane's next test.
+type nextWorld[W any] struct {
+	mu sync.Mutex
+	w  *W
+}
+
+// take returns the world handed on, if any, and holds it no more.
+func (n *nextWorld[W]) take() *W {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	w := n.w
+	n.w = nil
+	return w
+}
+
+// give keeps w for the lane's next test; stop stops it at the package's
+// end if no test took it.
+func (n *nextWorld[W]) give(w *W, stop func()) {
+	n.mu.Lock()
+	n.w = w
+	n.mu.Unlock()
+	atWorldEnd(func() {
+		n.mu.Lock()
+		left := n.w == w
+		if left {
+			n.w = nil
+		}
+		n.mu.Unlock()
+		if left {
+			stop()
+		}
+	})
 }
 
 // typhoonDRWorld returns a Typhoon world for the calling test alone: the
@@ -39,17 +71,13 @@ var typhoonDRNext struct {
 // ends, failed or not, unless the test hands it on and passes.
 func typhoonDRWorld(t *testing.T, name string) *typhoonLab {
 	t.Helper()
-	typhoonDRNext.Lock()
-	w := typhoonDRNext.w
-	typhoonDRNext.w = nil
-	typhoonDRNext.Unlock()
-	if w != nil {
+	if w := typhoonDRNext.take(); w != nil {
 		t.Cleanup(func() { w.release(t) })
 		t.Logf("Typhoon world %s: handed on by the lane's last test", w.name)
 		w.check(t)
 		return w
 	}
-	w = &typhoonLab{name: name, dir: "typhoon-" + name, hosts: typhoonDRHosts, baseIP: "127.0.47."}
+	w := &typhoonLab{name: name, dir: "typhoon-" + name, hosts: typhoonDRHosts, baseIP: "127.0.47."}
 	t.Cleanup(func() { w.release(t) })
 	began := time.Now()
 	if err := buildTyphoon(t, w); err != nil {
@@ -71,17 +99,7 @@ func (w *typhoonLab) release(t *testing.T) {
 		return
 	}
 	w.handOn = false
-	typhoonDRNext.Lock()
-	typhoonDRNext.w = w
-	typhoonDRNext.Unlock()
-	atWorldEnd(func() {
-		typhoonDRNext.Lock()
-		defer typhoonDRNext.Unlock()
-		if typhoonDRNext.w == w {
-			w.close()
-			typhoonDRNext.w = nil
-		}
-	})
+	typhoonDRNext.give(w, w.close)
 }
 
 // host is the world's host called name.
