@@ -193,8 +193,11 @@ const failedAtEndChange = "kedge-rollout-failed-at-end"
 func (ro *rollout) failed() (RolloutResult, error) {
 	res := RolloutResult{Failed: items(ro.st.Failed)}
 	var why []string
-	for _, f := range ro.st.Failed {
+	for _, f := range ro.st.Failed[:min(len(ro.st.Failed), 10)] {
 		why = append(why, f.Item+": "+clip(f.Error, 400))
+	}
+	if n := len(ro.st.Failed) - len(why); n > 0 {
+		why = append(why, fmt.Sprintf("and %d more", n))
 	}
 	msg := fmt.Sprintf("rollout %s: every item failed (%d): %s", ro.in.Step, len(ro.st.Failed), strings.Join(why, "; "))
 	return res, temporal.NewNonRetryableApplicationError(msg, "RolloutFailed", nil, res)
