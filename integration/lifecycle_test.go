@@ -17,6 +17,13 @@ import (
 // serving the inventories given (default: the world's).
 func startWorker(t *testing.T, queue string, inventories ...string) *exec.Cmd {
 	t.Helper()
+	return startWorkerEnv(t, queue, nil, inventories...)
+}
+
+// startWorkerEnv is startWorker with env added to the worker's
+// environment.
+func startWorkerEnv(t *testing.T, queue string, env []string, inventories ...string) *exec.Cmd {
+	t.Helper()
 	if len(inventories) == 0 {
 		inventories = []string{world.inventory}
 	}
@@ -26,6 +33,9 @@ func startWorker(t *testing.T, queue string, inventories ...string) *exec.Cmd {
 	}
 	cmd := exec.Command(world.kedgeBin, args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

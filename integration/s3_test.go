@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"hash"
 	"io"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -169,5 +171,12 @@ func TestObjectStoreS3(t *testing.T) {
 	}
 	if _, err := st.Get(ctx, "../x"); !errors.Is(err, objstore.ErrInvalidKey) {
 		t.Errorf("get ../x: %v, want ErrInvalidKey", err)
+	}
+
+	// The server leaves nothing on the machine (glog's files in /tmp).
+	pid := srv.Pid()
+	srv.Stop()
+	if left, _ := filepath.Glob(fmt.Sprintf("/tmp/weed.*.%d", pid)); len(left) > 0 {
+		t.Errorf("left by the server: %v", left)
 	}
 }

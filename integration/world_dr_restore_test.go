@@ -150,7 +150,11 @@ func restoreAfterQuorumLost(t *testing.T, c restoreCase) {
 	t.Logf("etcd-snapshot: %s", time.Since(began).Round(time.Millisecond))
 	writeSecret(t, c.client, "restore-after")
 
-	worker := startWorker(t, queue, c.inv)
+	// The workers' $TMPDIR is the test's: what a killed one leaves there
+	// is seen.
+	workerTmp := t.TempDir()
+	workerEnv := []string{"TMPDIR=" + workerTmp}
+	worker := startWorkerEnv(t, queue, workerEnv, c.inv)
 	dataDirs := func(t *testing.T, what string) {
 		t.Helper()
 		for _, h := range c.controllers {
@@ -216,7 +220,7 @@ func restoreAfterQuorumLost(t *testing.T, c restoreCase) {
 	}
 	_ = worker.Wait()
 	killedAt := time.Since(approved)
-	startWorker(t, queue, c.inv)
+	startWorkerEnv(t, queue, workerEnv, c.inv)
 
 	if err := waitClosed(t, id, 20*time.Minute); err != nil {
 		pr, _ := queryProgress(id)
@@ -237,6 +241,10 @@ func restoreAfterQuorumLost(t *testing.T, c restoreCase) {
 		killedAt.Round(time.Millisecond), total.Round(time.Second), time.Since(approved).Round(time.Second), strings.Join(times, ", "))
 	if st := step(t, pr, "restore"); st.Attempts < 2 {
 		t.Errorf("the restore step ran %d attempts: the killed worker's was not retried", st.Attempts)
+	}
+	// The killed worker's directory (a member's data in clear) is gone.
+	if left, _ := filepath.Glob(filepath.Join(workerTmp, "kedge-etcd-*")); len(left) > 0 {
+		t.Errorf("left on the worker after the restore: %v", left)
 	}
 
 	for _, h := range c.controllers {

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -43,8 +42,8 @@ type (
 	RestoreDrillResult = api.RestoreDrillResult
 )
 
-// drillTempDir is where a drill makes its directory ("": $TMPDIR; a
-// variable for tests).
+// drillTempDir is where a drill or a restore makes its directory ("":
+// $TMPDIR; a variable for tests).
 var drillTempDir = ""
 
 // Bounds of the drill's input and of what it reads before it trusts it.
@@ -94,11 +93,12 @@ func (a *Activities) RestoreDrill(ctx context.Context, in RestoreDrillInput) (Re
 	res := RestoreDrillResult{Snapshot: snap.name.key, Created: created.UTC().Format(time.RFC3339), Age: age.String(), AgeSeconds: int64(age.Seconds()),
 		Size: m.Size, Stored: snap.size, KeyID: m.KeyID, ManifestRevision: m.Revision, Found: []string{}, Missing: []string{}}
 
-	dir, err := os.MkdirTemp(drillTempDir, "kedge-etcd-drill-")
+	work, err := newScratch(drillTempDir, "drill")
 	if err != nil {
 		return res, temporal.NewApplicationError(fmt.Sprintf("a directory for the drill: %v", err), ErrTypeDrillFailed, err)
 	}
-	defer os.RemoveAll(dir)
+	defer work.remove()
+	dir := work.dir
 	prog := startDrillProgress(ctx, snap.name.key, snap.size)
 	defer prog.stop()
 

@@ -290,11 +290,12 @@ func (a *Activities) RestoreMember(ctx context.Context, in RestoreMemberInput) (
 	if a.Keys == nil || a.Files == nil {
 		return res, temporal.NewNonRetryableApplicationError("the worker has no codec key to open the snapshot with, or no SSH pool", ErrTypeNoSealKey, nil)
 	}
-	dir, err := os.MkdirTemp(drillTempDir, "kedge-etcd-restore-")
+	work, err := newScratch(drillTempDir, "restore")
 	if err != nil {
 		return res, temporal.NewApplicationErrorWithCause("a directory for the restore", ErrTypeRestoreFailed, err)
 	}
-	defer os.RemoveAll(dir)
+	defer work.remove()
+	dir := work.dir
 	prog := startDrillProgress(ctx, in.Snapshot, 0)
 	defer prog.stop()
 	if err := a.restoreLocally(ctx, in, cluster, dest, dir, prog); err != nil {

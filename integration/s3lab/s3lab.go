@@ -229,7 +229,9 @@ func (s *Server) run(bin string, p []int, extra ...string) error {
 	for i, name := range []string{"master", "volume", "filer", "s3"} {
 		s.sockets = append(s.sockets, fmt.Sprintf("/tmp/seaweedfs-%s-grpc-%d.sock", name, p[2*i+1]))
 	}
-	args := []string{"server",
+	// -logtostderr: its log to the server's own file only (glog writes
+	// files under /tmp otherwise, left after the server).
+	args := []string{"-logtostderr", "server",
 		"-dir=" + data, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 		"-master.port=" + port(0), "-master.port.grpc=" + port(1), "-master.telemetry=false",
 		"-master.volumeSizeLimitMB=64",
@@ -361,6 +363,9 @@ func (s *Server) logTail() string {
 	}
 	return tail
 }
+
+// Pid is the server process's ID.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
 
 // Stop kills the server's process group and removes its directory and
 // the gRPC sockets weed makes in /tmp. SIGKILL at once: nothing it holds

@@ -367,7 +367,9 @@ func (s *Server) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
 			}
 			cmd := exec.Command("sh", "-c", p.Command)
 			cmd.Dir = s.Dir
-			cmd.Env = append(os.Environ(), "HOME="+s.Dir)
+			// Its own $TMPDIR: what a command killed there leaves (a
+			// wrapper's output files) goes with the server.
+			cmd.Env = append(os.Environ(), "HOME="+s.Dir, "TMPDIR="+s.Dir)
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 			stdin, err := cmd.StdinPipe()
 			if err != nil {
