@@ -102,6 +102,7 @@ func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities
 		assets.KubeletUnitAction:   assets.KubeletUnit,
 		assets.BridgeCNIAction:     assets.BridgeCNI,
 		assets.StaticPodsAction:    assets.StaticPods,
+		assets.SetImageAction:      assets.SetImage,
 	}
 }
 

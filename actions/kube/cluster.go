@@ -59,6 +59,10 @@ type WaitAPIServerInput struct {
 	// certificate names its own address (still checked against the
 	// kubeconfig's CA).
 	ServerName string `json:"serverName,omitempty" doc:"with address: the DNS name or IP its certificate must name instead of the kubeconfig's server (e.g. a new controller's own address)"`
+	// Version waits until the server answers /version with this
+	// release (an upgraded API server): ready is not enough, the old one
+	// is ready too until the kubelet restarts it.
+	Version string `json:"version,omitempty" doc:"and until /version answers this release (e.g. v1.36.3), as an upgraded API server does"`
 }
 
 // WaitAPIServerResult reports the server once it is ready.

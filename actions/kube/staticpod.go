@@ -21,7 +21,11 @@ type WaitStaticPodInput struct {
 	// the pod from before the renewal still runs, and the API server even
 	// serves its new certificate (it reloads it from disk).
 	Certificates string `json:"certificates,omitempty" doc:"wait for the pod rendered for these certificates: render.static-pods' certificates input (its kedge.dev/certificates annotation)"`
-	Timeout      string `json:"timeout,omitempty" kedge:"duration" doc:"give up after this long (default 5m)"`
+	// Image waits for the pod whose containers run this image: an
+	// upgrade's manifest, until the kubelet has read it, leaves the old
+	// version running and answering.
+	Image   string `json:"image,omitempty" doc:"wait for the pod running this image (an upgraded manifest's): the mirror pod's container of the pod's name, or its only container"`
+	Timeout string `json:"timeout,omitempty" kedge:"duration" doc:"give up after this long (default 5m)"`
 	// MaxRestarts bounds the wait for a pod that crash-loops: once a
 	// container has exited this many times while the wait watched it and
 	// is not running, waiting longer brings nothing. Exits before the wait

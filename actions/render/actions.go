@@ -7,6 +7,7 @@ const (
 	KubeletUnitAction   = "render.kubelet-unit"
 	BridgeCNIAction     = "render.bridge-cni"
 	StaticPodsAction    = "render.static-pods"
+	SetImageAction      = "render.set-image"
 )
 
 // FileResult is one rendered file.

@@ -153,3 +153,20 @@ type ControlPlaneImages struct {
 // the kubelet copies it to the mirror pods, where kube.wait-static-pod
 // tells the pods of a renewal from the ones before it.
 const CertificatesAnnotation = "kedge.dev/certificates"
+
+// SetImageInput is a static pod manifest whose container is to run
+// another image (an upgrade): the file is kept byte for byte but for that
+// one value.
+type SetImageInput struct {
+	Manifest  string `json:"manifest" kedge:"required" doc:"the static pod manifest (YAML), e.g. host.read-file's content"`
+	Container string `json:"container,omitempty" doc:"the container whose image changes (default: the pod's only container)"`
+	Image     string `json:"image" kedge:"required" doc:"the image to run, with a tag or a digest, e.g. registry.k8s.io/kube-apiserver:v1.36.3"`
+}
+
+// SetImageResult is the manifest with the new image, and the image it
+// had.
+type SetImageResult struct {
+	Content  string `json:"content"`
+	Previous string `json:"previous"`
+	Changed  bool   `json:"changed"`
+}

@@ -18,6 +18,7 @@ const (
 	KubeletUnitAction   = api.KubeletUnitAction
 	BridgeCNIAction     = api.BridgeCNIAction
 	StaticPodsAction    = api.StaticPodsAction
+	SetImageAction      = api.SetImageAction
 )
 
 // ErrTypeInvalidInput marks input a renderer refused; it is not retried.
@@ -47,6 +48,16 @@ func KubeletUnit(_ context.Context, in render.KubeletUnitInput) (FileResult, err
 // BridgeCNI renders a node's bridge CNI network config (render.bridge-cni).
 func BridgeCNI(_ context.Context, in render.BridgeCNIInput) (FileResult, error) {
 	return file(render.BridgeCNIConfig(in))
+}
+
+// SetImage gives a static pod manifest's container another image
+// (render.set-image).
+func SetImage(_ context.Context, in api.SetImageInput) (api.SetImageResult, error) {
+	res, err := render.SetImage(in)
+	if err != nil {
+		return res, classify(err)
+	}
+	return res, nil
 }
 
 // StaticPods renders the control plane's static pod manifests

@@ -362,10 +362,14 @@ func (a *Activities) WaitAPIServer(ctx context.Context, in WaitAPIServerInput) (
 		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		if err == nil && strings.TrimSpace(string(body)) == "ok" {
 			v, err := cs.Discovery().ServerVersion()
-			if err == nil {
+			switch {
+			case err != nil:
+				last = err.Error()
+			case in.Version != "" && v.GitVersion != in.Version:
+				last = fmt.Sprintf("ready, at %s (waiting for %s)", v.GitVersion, in.Version)
+			default:
 				return WaitAPIServerResult{Version: v.GitVersion}, nil
 			}
-			last = err.Error()
 		} else if err != nil {
 			last = err.Error()
 		} else {

@@ -75,6 +75,8 @@ func (a *Activities) WaitStaticPod(ctx context.Context, in WaitStaticPodInput) (
 				last = fmt.Sprintf("the kubelet runs the pod from before the restart (%s %q)", layout.RestartedAtAnnotation, p.Annotations[layout.RestartedAtAnnotation])
 			case in.Certificates != "" && p.Annotations[renderapi.CertificatesAnnotation] != in.Certificates:
 				last = fmt.Sprintf("the kubelet runs the pod from before the renewal (%s %q)", renderapi.CertificatesAnnotation, p.Annotations[renderapi.CertificatesAnnotation])
+			case in.Image != "" && podImage(p, in.Pod) != in.Image:
+				last = fmt.Sprintf("the kubelet runs the pod of image %s", podImage(p, in.Pod))
 			case !ready:
 				last = why
 				if msg, looping := crashLooping(p, maxRestarts, seen.since(p)); looping {
@@ -103,6 +105,21 @@ func (a *Activities) WaitStaticPod(ctx context.Context, in WaitStaticPodInput) (
 		case <-time.After(a.poll()):
 		}
 	}
+}
+
+// podImage is the image of the pod's container named as the static pod,
+// else of its first container.
+func podImage(p *corev1.Pod, name string) string {
+	cs := p.Spec.Containers
+	for _, c := range cs {
+		if c.Name == name {
+			return c.Image
+		}
+	}
+	if len(cs) > 0 {
+		return cs[0].Image
+	}
+	return ""
 }
 
 // ErrTypeCrashLooping is a static pod whose container keeps exiting. Not

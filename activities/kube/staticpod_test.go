@@ -212,3 +212,28 @@ func TestWaitStaticPodCertificates(t *testing.T) {
 		t.Errorf("the pod of the renewal: %+v %v", res, err)
 	}
 }
+
+// An upgrade's wait counts only the pod of the new image: the old API
+// server is ready and answers until the kubelet has read the manifest.
+func TestWaitStaticPodImage(t *testing.T) {
+	a, cs := fakeActs()
+	ctx := context.Background()
+	withImage := func(image string) *corev1.Pod {
+		p := mirrorPod("", 0, true)
+		p.Spec.Containers = []corev1.Container{{Name: "kube-apiserver", Image: image}}
+		return p
+	}
+	if _, err := cs.CoreV1().Pods("kube-system").Create(ctx, withImage("registry.k8s.io/kube-apiserver:v1.35.4"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	in := WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", Image: "registry.k8s.io/kube-apiserver:v1.36.3", Timeout: "1s"}
+	if _, err := a.WaitStaticPod(ctx, in); err == nil || !strings.Contains(err.Error(), "runs the pod of image registry.k8s.io/kube-apiserver:v1.35.4") {
+		t.Fatalf("the pod of the old image counted: %v", err)
+	}
+	if _, err := cs.CoreV1().Pods("kube-system").Update(ctx, withImage(in.Image), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := a.WaitStaticPod(ctx, in); err != nil || !res.Ready {
+		t.Errorf("the pod of the new image: %+v %v", res, err)
+	}
+}
