@@ -67,6 +67,7 @@ func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities
 		kube.KubeletClientCertAction:      k.KubeletClientCert,
 		kube.WaitRootCAAction:             k.WaitRootCA,
 		kube.CheckNodesAction:             k.CheckNodes,
+		kube.UpgradePlanAction:            k.UpgradePlan,
 
 		vault.IssueCertAction:  v.IssueCert,
 		vault.ReadSecretAction: v.ReadSecret,

@@ -51,6 +51,10 @@ const (
 	// OldKeyInUse: a pod still mounts a service-account token the key to
 	// be dropped signed (not retried: the step pauses).
 	OldKeyInUse = "OldKeyInUse"
+	// UpgradeRefused: an upgrade's plan broke Kubernetes' version skew
+	// policy, or a manifest holds a flag the new version removed: nothing
+	// was changed (not retried).
+	UpgradeRefused = "UpgradeRefused"
 )
 
 // Temporal.

@@ -1,0 +1,225 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+	"go.temporal.io/sdk/temporal"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"kedge.dev/kedge/actions/errtype"
+	api "kedge.dev/kedge/actions/kube"
+	renderapi "kedge.dev/kedge/actions/render"
+	"kedge.dev/kedge/activities/render"
+)
+
+// UpgradePlanAction is kube.upgrade-plan.
+const UpgradePlanAction = api.UpgradePlanAction
+
+// ErrTypeUpgradeRefused is a plan that breaks the skew policy or meets a
+// removed flag. Not retried.
+const ErrTypeUpgradeRefused = errtype.UpgradeRefused
+
+// controlPlane are the static pods an upgrade changes, in its order.
+var controlPlane = []string{api.APIServer, api.ControllerManager, api.Scheduler}
+
+// UpgradePlan plans an upgrade of the cluster to in.Version
+// (kube.upgrade-plan): what runs now, read from the controllers'
+// manifests, every Node's kubelet, kube-proxy's DaemonSet and the API
+// server's /version; the skew policy checked against it; each manifest
+// with its new image (and a diff); the flags the new release removed,
+// by file and line. Any problem fails it, not retried, before anything
+// has changed; its result then still says what was found.
+func (a *Activities) UpgradePlan(ctx context.Context, in api.UpgradePlanInput) (api.UpgradePlanResult, error) {
+	target, err := api.ParseVersion(in.Version)
+	if err != nil {
+		return api.UpgradePlanResult{}, temporal.NewNonRetryableApplicationError("version: "+err.Error(), ErrTypeInvalidInput, nil)
+	}
+	if target.Suffix != "" {
+		return api.UpgradePlanResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("version: %s is a build of a distribution, not a Kubernetes release", in.Version), ErrTypeInvalidInput, nil)
+	}
+	cs, err := a.client(ctx, in.Cluster)
+	if err != nil {
+		return api.UpgradePlanResult{}, err
+	}
+	res := api.UpgradePlanResult{To: target.String(), Running: []api.Running{}, Controllers: []api.ControllerChange{},
+		Kubelets: []api.KubeletChange{}, Images: map[string][]string{}, Problems: []string{}}
+	var diff strings.Builder
+
+	// The controllers' manifests: what each runs, and what it will.
+	for _, host := range slices.Sorted(maps.Keys(in.Manifests)) {
+		change := api.ControllerChange{Host: host, Manifests: []api.ManifestChange{}, Images: map[string]string{}}
+		for _, component := range controlPlane {
+			m, ok := in.Manifests[host][component]
+			if !ok {
+				continue
+			}
+			from, version, problem := manifestImage(component, m.Content)
+			if problem != "" {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s on %s (%s): %s", component, host, m.Path, problem))
+				continue
+			}
+			res.Running = append(res.Running, api.Running{Component: component, Host: host, Version: version, From: "image of " + m.Path})
+			to := retag(from, target)
+			set, err := render.SetImage(renderapi.SetImageInput{Manifest: m.Content, Container: component, Image: to})
+			if err != nil {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s on %s (%s): %v", component, host, m.Path, err))
+				continue
+			}
+			removed, err := api.FlagsRemovedBy(target, component, m.Path, []byte(m.Content))
+			if err != nil {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s on %s: %v", component, host, err))
+			}
+			for _, r := range removed {
+				res.Problems = append(res.Problems, host+": "+r)
+			}
+			change.Manifests = append(change.Manifests, api.ManifestChange{Component: component, Path: m.Path, From: from, To: to, Content: set.Content})
+			change.Images[component] = to
+			if set.Changed {
+				res.Images[host] = append(res.Images[host], to)
+				writeDiff(&diff, host, m.Path, m.Content, set.Content)
+			}
+		}
+		for _, component := range controlPlane {
+			if _, ok := change.Images[component]; !ok {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s: no %s manifest was read: every controller runs the whole control plane as static pods", host, component))
+			}
+		}
+		res.Controllers = append(res.Controllers, change)
+	}
+
+	// The API server's own word, and the kubelets and kube-proxy.
+	if v, err := cs.Discovery().ServerVersion(); err == nil {
+		res.Running = append(res.Running, api.Running{Component: api.APIServer, Host: "(the cluster's API)", Version: v.GitVersion, From: "/version"})
+	} else {
+		return res, apiError("", err)
+	}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return res, apiError("", err)
+	}
+	for _, n := range nodes.Items {
+		v := n.Status.NodeInfo.KubeletVersion
+		res.Running = append(res.Running, api.Running{Component: api.Kubelet, Host: n.Name, Version: v, From: "status.nodeInfo of Node " + n.Name})
+		behind := true
+		if kv, err := api.ParseVersion(v); err == nil {
+			behind = kv.Compare(target) < 0
+		}
+		res.Kubelets = append(res.Kubelets, api.KubeletChange{Node: n.Name, Version: v, Behind: behind})
+	}
+	if ds, err := cs.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{}); err == nil {
+		for _, c := range ds.Spec.Template.Spec.Containers {
+			if c.Name == api.KubeProxy {
+				if v, ok := imageVersion(c.Image); ok {
+					res.Running = append(res.Running, api.Running{Component: api.KubeProxy, Host: "DaemonSet kube-system/kube-proxy", Version: v, From: "image " + c.Image})
+				}
+			}
+		}
+	} else if !apierrors.IsNotFound(err) {
+		return res, apiError("", err)
+	}
+
+	// The kubelet image: the controllers' repository, tagged the release.
+	res.KubeletImage = kubeletImage(in, target)
+	if res.KubeletImage != "" {
+		for _, host := range slices.Sorted(maps.Keys(in.KubeletImages)) {
+			if in.KubeletImages[host] != res.KubeletImage {
+				res.Images[host] = append(res.Images[host], res.KubeletImage)
+			}
+		}
+	}
+
+	res.Problems = append(res.Problems, api.UpgradeSkew(res.To, res.Running)...)
+	if v, ok := oldestAPIServer(res.Running); ok {
+		res.From = v
+	}
+	res.Diff = diff.String()
+	if len(res.Problems) > 0 {
+		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the upgrade to %s is refused before anything changed: %s",
+			res.To, strings.Join(res.Problems, "; ")), ErrTypeUpgradeRefused, nil, res)
+	}
+	return res, nil
+}
+
+// manifestImage is the image of a static pod manifest's container named
+// component (or its only one) and the release its tag names.
+func manifestImage(component, content string) (image, version, problem string) {
+	res, err := render.SetImage(renderapi.SetImageInput{Manifest: content, Container: component, Image: "kedge.invalid/probe:v0"})
+	if err != nil {
+		return "", "", err.Error()
+	}
+	v, ok := imageVersion(res.Previous)
+	if !ok {
+		return res.Previous, "", fmt.Sprintf("its image %s has no release tag (vMAJOR.MINOR.PATCH): Kedge cannot tell what it runs", res.Previous)
+	}
+	return res.Previous, v, ""
+}
+
+// imageVersion reads the release an image's tag names ("…:v1.35.4",
+// "…:v1.35.4-amd64"); a digest after the tag is kept out.
+func imageVersion(image string) (string, bool) {
+	image, _, _ = strings.Cut(image, "@")
+	i := strings.LastIndexByte(image, ':')
+	if i < 0 || strings.Contains(image[i:], "/") {
+		return "", false
+	}
+	tag := image[i+1:]
+	v, err := api.ParseVersion(tag)
+	if err != nil || !strings.HasPrefix(tag, "v") {
+		return "", false
+	}
+	return api.Version{Major: v.Major, Minor: v.Minor, Patch: v.Patch}.String(), true
+}
+
+// retag is image with its tag set to the release (a digest dropped: it
+// names the old release's content).
+func retag(image string, v api.Version) string {
+	image, _, _ = strings.Cut(image, "@")
+	if i := strings.LastIndexByte(image, ':'); i >= 0 && !strings.Contains(image[i:], "/") {
+		image = image[:i]
+	}
+	return image + ":" + v.String()
+}
+
+// kubeletImage is the new release's kubelet image: the repository the
+// first controller's kubelet runs (else any node's), tagged the release.
+func kubeletImage(in api.UpgradePlanInput, v api.Version) string {
+	hosts := slices.Sorted(maps.Keys(in.Manifests))
+	hosts = append(hosts, slices.Sorted(maps.Keys(in.KubeletImages))...)
+	for _, h := range hosts {
+		if img := in.KubeletImages[h]; img != "" {
+			return retag(img, v)
+		}
+	}
+	return ""
+}
+
+func oldestAPIServer(running []api.Running) (string, bool) {
+	var oldest *api.Version
+	for _, r := range running {
+		if r.Component != api.APIServer {
+			continue
+		}
+		if v, err := api.ParseVersion(r.Version); err == nil && (oldest == nil || v.Compare(*oldest) < 0) {
+			oldest = &v
+		}
+	}
+	if oldest == nil {
+		return "", false
+	}
+	return oldest.String(), true
+}
+
+// writeDiff adds a file's unified diff, headed by its host.
+func writeDiff(b *strings.Builder, host, path, before, after string) {
+	d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: difflib.SplitLines(before), B: difflib.SplitLines(after),
+		FromFile: host + ":" + path, ToFile: host + ":" + path, Context: 2,
+	})
+	b.WriteString(d)
+}

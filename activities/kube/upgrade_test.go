@@ -1,0 +1,157 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/temporal"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+
+	api "kedge.dev/kedge/actions/kube"
+)
+
+// upgradeWorld is a one-controller cluster as Kedge renders it at
+// v1.35.4 (the render package's golden manifests), with two workers.
+func upgradeWorld(t *testing.T, kubelets map[string]string) (*Activities, api.UpgradePlanInput) {
+	t.Helper()
+	var nodes []*corev1.Node
+	for name, v := range kubelets {
+		nodes = append(nodes, node(name, true, v))
+	}
+	a, cs := fakeActs(nodes...)
+	cs.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{GitVersion: "v1.35.4"}
+	manifests := map[string]api.ManifestFile{}
+	for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		data, err := os.ReadFile("../render/testdata/" + c + ".yaml.golden")
+		if err != nil {
+			t.Fatal(err)
+		}
+		manifests[c] = api.ManifestFile{Path: "/etc/kubernetes/manifests/" + c + ".yaml", Content: string(data)}
+	}
+	in := api.UpgradePlanInput{Version: "v1.36.3", Manifests: map[string]map[string]api.ManifestFile{"c1": manifests},
+		KubeletImages: map[string]string{"c1": "quay.io/poseidon/kubelet:v1.35.4", "w1": "quay.io/poseidon/kubelet:v1.35.4", "w2": "quay.io/poseidon/kubelet:v1.35.6-amd64"}}
+	return a, in
+}
+
+func TestUpgradePlanSaysWhatChangesWhere(t *testing.T) {
+	a, in := upgradeWorld(t, map[string]string{"c1": "v1.35.4", "w1": "v1.35.4", "w2": "v1.34.2"})
+	c, _ := a.Clients(in.Cluster)
+	if _, err := c.AppsV1().DaemonSets("kube-system").Create(context.Background(), &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy", Namespace: "kube-system"},
+		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "kube-proxy", Image: "registry.k8s.io/kube-proxy:v1.35.4"}}}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.UpgradePlan(context.Background(), in)
+	if err != nil {
+		t.Fatalf("%v\n%+v", err, res.Problems)
+	}
+	if res.From != "v1.35.4" || res.To != "v1.36.3" || len(res.Problems) != 0 {
+		t.Errorf("from %s to %s, problems %q", res.From, res.To, res.Problems)
+	}
+	if len(res.Controllers) != 1 || len(res.Controllers[0].Manifests) != 3 {
+		t.Fatalf("controllers: %+v", res.Controllers)
+	}
+	for _, m := range res.Controllers[0].Manifests {
+		want := "images.example/" + m.Component + ":v1.36.3"
+		if m.To != want || m.From != "images.example/"+m.Component+":v1.35.4" || !strings.Contains(m.Content, "image: "+want+"\n") {
+			t.Errorf("%s: %s -> %s", m.Component, m.From, m.To)
+		}
+	}
+	for _, line := range []string{
+		"--- c1:/etc/kubernetes/manifests/kube-apiserver.yaml",
+		"-    image: images.example/kube-apiserver:v1.35.4",
+		"+    image: images.example/kube-apiserver:v1.36.3",
+		"+    image: images.example/kube-scheduler:v1.36.3",
+	} {
+		if !strings.Contains(res.Diff, line+"\n") {
+			t.Errorf("the diff has no line %q:\n%s", line, res.Diff)
+		}
+	}
+	if res.KubeletImage != "quay.io/poseidon/kubelet:v1.36.3" {
+		t.Errorf("kubelet image %s", res.KubeletImage)
+	}
+	if got := strings.Join(res.Images["c1"], " "); got != "images.example/kube-apiserver:v1.36.3 images.example/kube-controller-manager:v1.36.3 images.example/kube-scheduler:v1.36.3 quay.io/poseidon/kubelet:v1.36.3" {
+		t.Errorf("c1 pulls %s", got)
+	}
+	if got := strings.Join(res.Images["w2"], " "); got != "quay.io/poseidon/kubelet:v1.36.3" {
+		t.Errorf("w2 pulls %s", got)
+	}
+	found := map[string]bool{}
+	for _, r := range res.Running {
+		found[r.Component+"@"+r.Host+"="+r.Version] = true
+	}
+	for _, want := range []string{"kubelet@w2=v1.34.2", "kube-proxy@DaemonSet kube-system/kube-proxy=v1.35.4", "kube-apiserver@(the cluster's API)=v1.35.4", "kube-scheduler@c1=v1.35.4"} {
+		if !found[want] {
+			t.Errorf("not found running: %s in %+v", want, res.Running)
+		}
+	}
+	behind := 0
+	for _, k := range res.Kubelets {
+		if k.Behind {
+			behind++
+		}
+	}
+	if behind != 3 {
+		t.Errorf("kubelets behind: %+v", res.Kubelets)
+	}
+}
+
+// What the plan refuses, it refuses before anything changes, not
+// retried, each problem named; the result still says what was found.
+func TestUpgradePlanRefusesBeforeAnythingChanges(t *testing.T) {
+	old := api.RemovedFlags
+	t.Cleanup(func() { api.RemovedFlags = old })
+	api.RemovedFlags = map[string]map[string][]string{"v1.36": {api.APIServer: {"kubelet-preferred-address-types"}}}
+	for name, c := range map[string]struct {
+		version  string
+		kubelets map[string]string
+		edit     func(*api.UpgradePlanInput)
+		want     string
+	}{
+		"a skipped minor": {"v1.37.2", nil, nil, "would skip 1 minor"},
+		"a kubelet newer": {"v1.36.3", map[string]string{"w9": "v1.37.0"}, nil, "kubelet on w9 runs v1.37.0"},
+		"a removed flag": {"v1.36.3", nil, nil,
+			"c1: /etc/kubernetes/manifests/kube-apiserver.yaml:29: --kubelet-preferred-address-types was removed from kube-apiserver in v1.36"},
+		"no scheduler manifest": {"v1.36.3", nil, func(in *api.UpgradePlanInput) { delete(in.Manifests["c1"], "kube-scheduler") }, "c1: no kube-scheduler manifest was read"},
+		"an image without a release": {"v1.36.3", nil, func(in *api.UpgradePlanInput) {
+			m := in.Manifests["c1"]["kube-controller-manager"]
+			m.Content = strings.Replace(m.Content, "kube-controller-manager:v1.35.4", "kube-controller-manager:latest", 1)
+			in.Manifests["c1"]["kube-controller-manager"] = m
+		}, "has no release tag"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			kubelets := map[string]string{"c1": "v1.35.4", "w1": "v1.35.4"}
+			for k, v := range c.kubelets {
+				kubelets[k] = v
+			}
+			a, in := upgradeWorld(t, kubelets)
+			in.Version = c.version
+			if name != "a removed flag" {
+				m := in.Manifests["c1"]["kube-apiserver"]
+				m.Content = strings.Replace(m.Content, "    - --kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname\n", "", 1)
+				in.Manifests["c1"]["kube-apiserver"] = m
+			}
+			if c.edit != nil {
+				c.edit(&in)
+			}
+			res, err := a.UpgradePlan(context.Background(), in)
+			var app *temporal.ApplicationError
+			if !errors.As(err, &app) || app.Type() != ErrTypeUpgradeRefused || !app.NonRetryable() || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want a non-retryable UpgradeRefused saying %q", err, c.want)
+			}
+			var details api.UpgradePlanResult
+			if err := app.Details(&details); err != nil || len(details.Problems) == 0 || len(details.Running) == 0 {
+				t.Errorf("the refusal's details: %+v %v", details, err)
+			}
+			if len(res.Problems) == 0 {
+				t.Errorf("no problems in the result")
+			}
+		})
+	}
+}
