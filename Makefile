@@ -50,7 +50,7 @@ IT_LOCK ?= /tmp/kedge-it.lock
 ## at once: the tools alone took 47 minutes on a fresh 2-core machine.)
 test: deps lint test-tools
 	$(GO) build -o $(BIN)/testreport ./internal/testreport/cmd/testreport
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_S3_TOOLS=$$(bash scripts/s3-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) KEDGE_SERVER_TOOLS=$$(bash scripts/kedge-temporal.sh) flock -o $(IT_LOCK) $(BIN)/testreport run --budget integration/budget.txt -- $(GO) test -json -count=1 -timeout 80m ./...
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_KUBE_NEXT_TOOLS=$$(bash scripts/kube-tools.sh next) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_S3_TOOLS=$$(bash scripts/s3-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) KEDGE_SERVER_TOOLS=$$(bash scripts/kedge-temporal.sh) flock -o $(IT_LOCK) $(BIN)/testreport run --budget integration/budget.txt -- $(GO) test -json -count=1 -timeout 80m ./...
 
 ## test-tools: every server binary the test world runs
 test-tools: kedge-temporal temporal-tools kube-tools vault-tools s3-tools
@@ -70,12 +70,14 @@ unit:
 	$(GO) test -count=1 -short ./...
 
 integration: deps kube-tools vault-tools s3-tools temporal-tools kedge-temporal
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_S3_TOOLS=$$(bash scripts/s3-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) KEDGE_SERVER_TOOLS=$$(bash scripts/kedge-temporal.sh) flock -o $(IT_LOCK) $(GO) test -count=1 -timeout 80m ./integration/...
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_KUBE_NEXT_TOOLS=$$(bash scripts/kube-tools.sh next) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_S3_TOOLS=$$(bash scripts/s3-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) KEDGE_SERVER_TOOLS=$$(bash scripts/kedge-temporal.sh) flock -o $(IT_LOCK) $(GO) test -count=1 -timeout 80m ./integration/...
 
-## kube-tools: build etcd and the Kubernetes control plane for the test world
-## (cached per pinned version; minutes the first time on a machine)
+## kube-tools: build etcd and the Kubernetes control plane for the test world,
+## and the next minor's control plane and kubelet (what clusters are
+## upgraded to); cached per pinned version, minutes the first time
 kube-tools:
 	@bash scripts/kube-tools.sh >/dev/null
+	@bash scripts/kube-tools.sh next >/dev/null
 
 ## vault-tools: build the HashiCorp Vault server for the test world
 ## (cached per pinned version; minutes the first time on a machine)

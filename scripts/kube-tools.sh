@@ -3,7 +3,9 @@
 # v3.5.13, kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy) from
 # the Go module proxy into a cache directory keyed by the pinned versions,
-# once per machine. Prints the directory. Cold: many minutes on 2 cores (the
+# once per machine. Prints the directory. With `next`, the next minor's
+# control plane and kubelet instead (the version clusters are upgraded
+# to): only the commands the upgrade tests run, no etcd. Cold: many minutes on 2 cores (the
 # kubelet alone about 17); cached: instant. Safe to run concurrently: one
 # build at a time (flock), each binary renamed into place when whole.
 set -euo pipefail
@@ -15,12 +17,23 @@ etcd_version=v3.6.16
 # test world runs that version (integration/tools/etcd35).
 typhoon_etcd=etcd-v3.5.13
 cmds=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy)
+module=integration/tools/kube
 cache="${KEDGE_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kedge/tools}"
 out="$cache/kube-$kube_version-etcd-$etcd_version"
+etcds=yes
+if [ "${1:-}" = next ]; then
+  kube_version=v1.36.3
+  cmds=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
+  module=integration/tools/kube136
+  out="$cache/kube-$kube_version"
+  etcds=
+fi
 
 complete() {
-  [ -x "$out/etcd" ] || return 1
-  [ -x "$out/$typhoon_etcd" ] || return 1
+  if [ -n "$etcds" ]; then
+    [ -x "$out/etcd" ] || return 1
+    [ -x "$out/$typhoon_etcd" ] || return 1
+  fi
   for cmd in "${cmds[@]}"; do [ -x "$out/$cmd" ] || return 1; done
 }
 if complete; then
@@ -45,13 +58,13 @@ trap 'rm -rf "$tmp"' EXIT
 # build in one `go build`: one command's link overlaps another's compile,
 # and 2 cores stay busy.
 etcd_pid=
-if [ ! -x "$out/etcd" ]; then
+if [ -n "$etcds" ] && [ ! -x "$out/etcd" ]; then
   step "building etcd $etcd_version"
   (cd integration/tools/etcd && go build -o "$tmp/etcd" go.etcd.io/etcd/server/v3) &
   etcd_pid=$!
 fi
 typhoon_pid=
-if [ ! -x "$out/$typhoon_etcd" ]; then
+if [ -n "$etcds" ] && [ ! -x "$out/$typhoon_etcd" ]; then
   step "building $typhoon_etcd (Typhoon's)"
   (cd integration/tools/etcd35 && go build -o "$tmp/$typhoon_etcd" go.etcd.io/etcd/server/v3) &
   typhoon_pid=$!
@@ -62,7 +75,7 @@ for cmd in "${cmds[@]}"; do
 done
 if [ "${#missing[@]}" -gt 0 ]; then
   step "building ${missing[*]} $kube_version (many minutes on a cold cache)"
-  (cd integration/tools/kube && go build -ldflags "$ldflags" -o "$tmp/" "${missing[@]/#/k8s.io/kubernetes/cmd/}")
+  (cd "$module" && go build -ldflags "$ldflags" -o "$tmp/" "${missing[@]/#/k8s.io/kubernetes/cmd/}")
 fi
 if [ -n "$etcd_pid" ]; then
   wait "$etcd_pid"

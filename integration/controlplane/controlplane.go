@@ -51,6 +51,16 @@ var tools = toolsdir.Dir{Env: "KEDGE_KUBE_TOOLS", Script: "kube-tools.sh", What:
 // them (scripts/kube-tools.sh, cached per version) when needed.
 func Tools() (string, error) { return tools.Get() }
 
+var nextTools = toolsdir.Dir{Env: "KEDGE_KUBE_NEXT_TOOLS", Script: "kube-tools.sh", Args: []string{"next"}, What: "the next Kubernetes release"}
+
+// NextTools returns the directory holding the next minor's control plane
+// and kubelet (the release clusters are upgraded to), building them
+// (scripts/kube-tools.sh next) when needed.
+func NextTools() (string, error) { return nextTools.Get() }
+
+// NextVersion is the release in NextTools.
+const NextVersion = "v1.36.3"
+
 func freePort(host string) (int, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {

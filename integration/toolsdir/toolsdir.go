@@ -15,6 +15,7 @@ import (
 type Dir struct {
 	Env    string // e.g. KEDGE_KUBE_TOOLS
 	Script string // e.g. kube-tools.sh, under scripts/
+	Args   []string
 	What   string // for errors, e.g. "the control plane"
 
 	once sync.Once
@@ -35,7 +36,7 @@ func (d *Dir) Get() (string, error) {
 			d.err = fmt.Errorf("build %s (scripts/%s): %w", d.What, d.Script, err)
 			return
 		}
-		cmd := exec.Command("bash", filepath.Join(root, "scripts", d.Script))
+		cmd := exec.Command("bash", append([]string{filepath.Join(root, "scripts", d.Script)}, d.Args...)...)
 		cmd.Stderr = os.Stderr
 		out, err := cmd.Output()
 		if err != nil {
