@@ -5,23 +5,33 @@ import "kedge.dev/kedge/actions/target"
 // UpgradePlanAction is the action name of UpgradePlan.
 const UpgradePlanAction = "kube.upgrade-plan"
 
-// UpgradePlanInput is an upgrade to Version and what the controllers'
-// hosts hold, read by the steps before: the plan reads the rest (Nodes,
-// mirror pods, kube-proxy, /version) from the API.
+// UpgradePlanInput is an upgrade to Version and what the hosts hold, as
+// the steps before read it: the plan reads the rest (Nodes, kube-proxy,
+// /version) from the API.
 type UpgradePlanInput struct {
 	Cluster target.Kube `json:"cluster"`
 	Version string      `json:"version" kedge:"required" doc:"the release to upgrade to, e.g. v1.36.3"`
-	// Manifests is each controller's static pod manifests as its host
-	// has them: host → component (kube-apiserver, …) → file.
-	Manifests map[string]map[string]ManifestFile `json:"manifests,omitempty" doc:"host → component → {path, content}: the controllers' static pod manifests, as host.layout and host.read-file found them"`
-	// KubeletImages is each node's KUBELET_IMAGE (host.layout's
-	// kubelet.image), by host; empty for a kubelet that is no container.
-	KubeletImages map[string]string `json:"kubeletImages,omitempty" doc:"host → the KUBELET_IMAGE its kubelet runs (host.layout's kubelet.image)"`
+	// Layouts is host.layout's outputs by host: where each controller
+	// keeps its static pods, the image each kubelet runs.
+	Layouts map[string]HostLayout `json:"layouts" kedge:"required" doc:"host.layout's outputs by host (the controllers' staticPods, every kubelet's image)"`
+	// Manifests is what host.read-file read of each controller's static
+	// pod manifests: component (kube-apiserver, …) → host → file.
+	Manifests map[string]map[string]FileContent `json:"manifests" kedge:"required" doc:"component → host.read-file's outputs by host: the controllers' static pod manifests"`
 }
 
-// ManifestFile is a file on a host.
-type ManifestFile struct {
-	Path    string `json:"path"`
+// HostLayout is what the plan reads of host.layout's outputs.
+type HostLayout struct {
+	StaticPods map[string]string `json:"staticPods"`
+	Kubelet    *KubeletLayout    `json:"kubelet"`
+}
+
+// KubeletLayout is what the plan reads of host.layout's kubelet.
+type KubeletLayout struct {
+	Image string `json:"image"`
+}
+
+// FileContent is what the plan reads of host.read-file's outputs.
+type FileContent struct {
 	Content string `json:"content"`
 }
 

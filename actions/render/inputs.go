@@ -160,7 +160,10 @@ const CertificatesAnnotation = "kedge.dev/certificates"
 type SetImageInput struct {
 	Manifest  string `json:"manifest" kedge:"required" doc:"the static pod manifest (YAML), e.g. host.read-file's content"`
 	Container string `json:"container,omitempty" doc:"the container whose image changes (default: the pod's only container)"`
-	Image     string `json:"image" kedge:"required" doc:"the image to run, with a tag or a digest, e.g. registry.k8s.io/kube-apiserver:v1.36.3"`
+	Image     string `json:"image,omitempty" doc:"the image to run, with a tag or a digest, e.g. registry.k8s.io/kube-apiserver:v1.36.3"`
+	// Tag keeps the image's repository and sets its tag (a digest is
+	// dropped: it names the old content).
+	Tag string `json:"tag,omitempty" doc:"instead of image: keep the repository the manifest names and set this tag, e.g. v1.36.3"`
 }
 
 // SetImageResult is the manifest with the new image, and the image it

@@ -52,37 +52,48 @@ func (a *Activities) UpgradePlan(ctx context.Context, in api.UpgradePlanInput) (
 	var diff strings.Builder
 
 	// The controllers' manifests: what each runs, and what it will.
-	for _, host := range slices.Sorted(maps.Keys(in.Manifests)) {
+	controllers := map[string]bool{}
+	for _, byHost := range in.Manifests {
+		for host := range byHost {
+			controllers[host] = true
+		}
+	}
+	for _, host := range slices.Sorted(maps.Keys(controllers)) {
 		change := api.ControllerChange{Host: host, Manifests: []api.ManifestChange{}, Images: map[string]string{}}
 		for _, component := range controlPlane {
-			m, ok := in.Manifests[host][component]
+			m, ok := in.Manifests[component][host]
 			if !ok {
+				continue
+			}
+			path := in.Layouts[host].StaticPods[component]
+			if path == "" {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s on %s: host.layout found no manifest for it", component, host))
 				continue
 			}
 			from, version, problem := manifestImage(component, m.Content)
 			if problem != "" {
-				res.Problems = append(res.Problems, fmt.Sprintf("%s on %s (%s): %s", component, host, m.Path, problem))
+				res.Problems = append(res.Problems, fmt.Sprintf("%s on %s (%s): %s", component, host, path, problem))
 				continue
 			}
-			res.Running = append(res.Running, api.Running{Component: component, Host: host, Version: version, From: "image of " + m.Path})
+			res.Running = append(res.Running, api.Running{Component: component, Host: host, Version: version, From: "image of " + path})
 			to := retag(from, target)
 			set, err := render.SetImage(renderapi.SetImageInput{Manifest: m.Content, Container: component, Image: to})
 			if err != nil {
-				res.Problems = append(res.Problems, fmt.Sprintf("%s on %s (%s): %v", component, host, m.Path, err))
+				res.Problems = append(res.Problems, fmt.Sprintf("%s on %s (%s): %v", component, host, path, err))
 				continue
 			}
-			removed, err := api.FlagsRemovedBy(target, component, m.Path, []byte(m.Content))
+			removed, err := api.FlagsRemovedBy(target, component, path, []byte(m.Content))
 			if err != nil {
 				res.Problems = append(res.Problems, fmt.Sprintf("%s on %s: %v", component, host, err))
 			}
 			for _, r := range removed {
 				res.Problems = append(res.Problems, host+": "+r)
 			}
-			change.Manifests = append(change.Manifests, api.ManifestChange{Component: component, Path: m.Path, From: from, To: to, Content: set.Content})
+			change.Manifests = append(change.Manifests, api.ManifestChange{Component: component, Path: path, From: from, To: to, Content: set.Content})
 			change.Images[component] = to
 			if set.Changed {
 				res.Images[host] = append(res.Images[host], to)
-				writeDiff(&diff, host, m.Path, m.Content, set.Content)
+				writeDiff(&diff, host, path, m.Content, set.Content)
 			}
 		}
 		for _, component := range controlPlane {
@@ -125,10 +136,10 @@ func (a *Activities) UpgradePlan(ctx context.Context, in api.UpgradePlanInput) (
 	}
 
 	// The kubelet image: the controllers' repository, tagged the release.
-	res.KubeletImage = kubeletImage(in, target)
+	res.KubeletImage = kubeletImage(in.Layouts, slices.Sorted(maps.Keys(controllers)), target)
 	if res.KubeletImage != "" {
-		for _, host := range slices.Sorted(maps.Keys(in.KubeletImages)) {
-			if in.KubeletImages[host] != res.KubeletImage {
+		for _, host := range slices.Sorted(maps.Keys(in.Layouts)) {
+			if k := in.Layouts[host].Kubelet; k != nil && k.Image != "" && k.Image != res.KubeletImage {
 				res.Images[host] = append(res.Images[host], res.KubeletImage)
 			}
 		}
@@ -176,24 +187,15 @@ func imageVersion(image string) (string, bool) {
 	return api.Version{Major: v.Major, Minor: v.Minor, Patch: v.Patch}.String(), true
 }
 
-// retag is image with its tag set to the release (a digest dropped: it
-// names the old release's content).
-func retag(image string, v api.Version) string {
-	image, _, _ = strings.Cut(image, "@")
-	if i := strings.LastIndexByte(image, ':'); i >= 0 && !strings.Contains(image[i:], "/") {
-		image = image[:i]
-	}
-	return image + ":" + v.String()
-}
+// retag is image with its tag set to the release.
+func retag(image string, v api.Version) string { return render.Retag(image, v.String()) }
 
 // kubeletImage is the new release's kubelet image: the repository the
 // first controller's kubelet runs (else any node's), tagged the release.
-func kubeletImage(in api.UpgradePlanInput, v api.Version) string {
-	hosts := slices.Sorted(maps.Keys(in.Manifests))
-	hosts = append(hosts, slices.Sorted(maps.Keys(in.KubeletImages))...)
-	for _, h := range hosts {
-		if img := in.KubeletImages[h]; img != "" {
-			return retag(img, v)
+func kubeletImage(layouts map[string]api.HostLayout, controllers []string, v api.Version) string {
+	for _, h := range append(controllers, slices.Sorted(maps.Keys(layouts))...) {
+		if k := layouts[h].Kubelet; k != nil && k.Image != "" {
+			return retag(k.Image, v)
 		}
 	}
 	return ""

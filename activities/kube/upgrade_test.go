@@ -27,16 +27,21 @@ func upgradeWorld(t *testing.T, kubelets map[string]string) (*Activities, api.Up
 	}
 	a, cs := fakeActs(nodes...)
 	cs.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{GitVersion: "v1.35.4"}
-	manifests := map[string]api.ManifestFile{}
+	in := api.UpgradePlanInput{Version: "v1.36.3", Manifests: map[string]map[string]api.FileContent{},
+		Layouts: map[string]api.HostLayout{"c1": {StaticPods: map[string]string{}}}}
 	for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
 		data, err := os.ReadFile("../render/testdata/" + c + ".yaml.golden")
 		if err != nil {
 			t.Fatal(err)
 		}
-		manifests[c] = api.ManifestFile{Path: "/etc/kubernetes/manifests/" + c + ".yaml", Content: string(data)}
+		in.Manifests[c] = map[string]api.FileContent{"c1": {Content: string(data)}}
+		in.Layouts["c1"].StaticPods[c] = "/etc/kubernetes/manifests/" + c + ".yaml"
 	}
-	in := api.UpgradePlanInput{Version: "v1.36.3", Manifests: map[string]map[string]api.ManifestFile{"c1": manifests},
-		KubeletImages: map[string]string{"c1": "quay.io/poseidon/kubelet:v1.35.4", "w1": "quay.io/poseidon/kubelet:v1.35.4", "w2": "quay.io/poseidon/kubelet:v1.35.6-amd64"}}
+	for host, image := range map[string]string{"c1": "quay.io/poseidon/kubelet:v1.35.4", "w1": "quay.io/poseidon/kubelet:v1.35.4", "w2": "quay.io/poseidon/kubelet:v1.35.6-amd64"} {
+		l := in.Layouts[host]
+		l.Kubelet = &api.KubeletLayout{Image: image}
+		in.Layouts[host] = l
+	}
 	return a, in
 }
 
@@ -118,11 +123,11 @@ func TestUpgradePlanRefusesBeforeAnythingChanges(t *testing.T) {
 		"a kubelet newer": {"v1.36.3", map[string]string{"w9": "v1.37.0"}, nil, "kubelet on w9 runs v1.37.0"},
 		"a removed flag": {"v1.36.3", nil, nil,
 			"c1: /etc/kubernetes/manifests/kube-apiserver.yaml:29: --kubelet-preferred-address-types was removed from kube-apiserver in v1.36"},
-		"no scheduler manifest": {"v1.36.3", nil, func(in *api.UpgradePlanInput) { delete(in.Manifests["c1"], "kube-scheduler") }, "c1: no kube-scheduler manifest was read"},
+		"no scheduler manifest": {"v1.36.3", nil, func(in *api.UpgradePlanInput) { delete(in.Manifests["kube-scheduler"], "c1") }, "c1: no kube-scheduler manifest was read"},
 		"an image without a release": {"v1.36.3", nil, func(in *api.UpgradePlanInput) {
-			m := in.Manifests["c1"]["kube-controller-manager"]
+			m := in.Manifests["kube-controller-manager"]["c1"]
 			m.Content = strings.Replace(m.Content, "kube-controller-manager:v1.35.4", "kube-controller-manager:latest", 1)
-			in.Manifests["c1"]["kube-controller-manager"] = m
+			in.Manifests["kube-controller-manager"]["c1"] = m
 		}, "has no release tag"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -133,9 +138,9 @@ func TestUpgradePlanRefusesBeforeAnythingChanges(t *testing.T) {
 			a, in := upgradeWorld(t, kubelets)
 			in.Version = c.version
 			if name != "a removed flag" {
-				m := in.Manifests["c1"]["kube-apiserver"]
+				m := in.Manifests["kube-apiserver"]["c1"]
 				m.Content = strings.Replace(m.Content, "    - --kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname\n", "", 1)
-				in.Manifests["c1"]["kube-apiserver"] = m
+				in.Manifests["kube-apiserver"]["c1"] = m
 			}
 			if c.edit != nil {
 				c.edit(&in)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -18,7 +19,16 @@ import (
 // an upgrade puts back exactly what was there.
 func SetImage(in api.SetImageInput) (api.SetImageResult, error) {
 	var p problems
-	checkImage(&p, "image", in.Image)
+	switch {
+	case in.Image != "" && in.Tag != "":
+		p.add("tag", "is given with image: one or the other")
+	case in.Tag != "":
+		if !tagPattern.MatchString(in.Tag) {
+			p.add("tag", "%q is not an image tag", in.Tag)
+		}
+	default:
+		checkImage(&p, "image", in.Image)
+	}
 	if in.Manifest == "" {
 		p.add("manifest", "is required")
 	}
@@ -28,6 +38,13 @@ func SetImage(in api.SetImageInput) (api.SetImageResult, error) {
 	node, err := imageNode(in.Manifest, in.Container)
 	if err != nil {
 		return api.SetImageResult{}, err
+	}
+	if in.Tag != "" {
+		in.Image = Retag(node.Value, in.Tag)
+		checkImage(&p, "manifest", in.Image)
+		if err := p.err(); err != nil {
+			return api.SetImageResult{}, err
+		}
 	}
 	res := api.SetImageResult{Previous: node.Value, Changed: node.Value != in.Image}
 	if !res.Changed {
@@ -47,6 +64,19 @@ func SetImage(in api.SetImageInput) (api.SetImageResult, error) {
 		return api.SetImageResult{}, &FieldError{Field: "manifest", Problem: err.Error()}
 	}
 	return res, nil
+}
+
+// tagPattern is what a registry takes as a tag.
+var tagPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+
+// Retag is image with its tag set (a digest dropped: it names the old
+// content).
+func Retag(image, tag string) string {
+	image, _, _ = strings.Cut(image, "@")
+	if i := strings.LastIndexByte(image, ':'); i >= 0 && !strings.Contains(image[i:], "/") {
+		image = image[:i]
+	}
+	return image + ":" + tag
 }
 
 // imageNode finds the image value of the container named (or of the only

@@ -50,6 +50,22 @@ func TestSetImageChangesTheImageAlone(t *testing.T) {
 	}
 }
 
+// With a tag, the manifest's own repository is kept: a cluster that pulls
+// from a mirror keeps pulling from it.
+func TestSetImageTagKeepsTheRepository(t *testing.T) {
+	m := "spec:\n  containers:\n  - name: kube-apiserver\n    image: mirror.example:5000/k8s/kube-apiserver:v1.35.4@sha256:" + strings.Repeat("ab", 32) + "\n"
+	res, err := SetImage(api.SetImageInput{Manifest: m, Tag: "v1.36.3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "    image: mirror.example:5000/k8s/kube-apiserver:v1.36.3\n"; !strings.HasSuffix(res.Content, want) || !res.Changed {
+		t.Errorf("got %q", res.Content)
+	}
+	if got := Retag("mirror.example:5000/kube-scheduler", "v1.36.3"); got != "mirror.example:5000/kube-scheduler:v1.36.3" {
+		t.Errorf("a registry port taken for a tag: %s", got)
+	}
+}
+
 func TestSetImageKeepsQuotesCommentsAndOtherContainers(t *testing.T) {
 	const two = `apiVersion: v1
 kind: Pod
@@ -82,6 +98,8 @@ func TestSetImageRefusesWhatItCannotRewrite(t *testing.T) {
 		want string
 	}{
 		"no image":           {api.SetImageInput{Manifest: two}, "image: is required"},
+		"image and tag":      {api.SetImageInput{Manifest: two, Container: "a", Image: "x:2", Tag: "v2"}, "one or the other"},
+		"a bad tag":          {api.SetImageInput{Manifest: two, Container: "a", Tag: "v1; reboot"}, "not an image tag"},
 		"an untagged image":  {api.SetImageInput{Manifest: two, Container: "a", Image: "x"}, "has no tag or digest"},
 		"a bad image":        {api.SetImageInput{Manifest: two, Container: "a", Image: "x:1; rm -rf /"}, "not an image reference"},
 		"which container":    {api.SetImageInput{Manifest: two, Image: "x:2"}, "containers a, b: name one"},
