@@ -161,7 +161,7 @@ var table = []Action{
 		summary: `render static-pods{{with .In "node"}} for {{.}}{{end}}`}),
 	describe(row{name: render.SetImageAction, doc: "a static pod manifest with another image for one container (an upgrade), kept byte for byte otherwise",
 		in: render.SetImageInput{}, out: render.SetImageResult{}, timeout: 30 * time.Second,
-		summary: `set image {{.In "image"}}`}),
+		summary: `{{with .In "image"}}set image {{.}}{{else}}set the image's tag{{end}}{{with .In "container"}} of {{.}}{{end}}`}),
 	describe(row{name: vault.IssueCertAction, doc: "issue a certificate and private key from the cluster's Vault PKI (the key stays sealed in Temporal)",
 		in: vault.IssueCertInput{}, out: vault.IssueCertResult{}, timeout: time.Minute,
 		summary: `issue a certificate for {{.In "commonName"}}`}),

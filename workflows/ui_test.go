@@ -307,6 +307,8 @@ func TestActivitySummaries(t *testing.T) {
 		{"etcd.restore-plan", "", map[string]any{"destination": "offsite", "snapshot": "SECRET.snap.kseal"}, "read the etcd snapshot named a restore would bring back (step drain)"},
 		{"etcd.start-control-plane", "controller-1", map[string]any{"component": "etcd"}, "start etcd on controller-1 (step drain)"},
 		{"etcd.start-control-plane", "controller-1", map[string]any{"component": "kube-apiserver"}, "start the API server on controller-1 (step drain)"},
+		{"kube.upgrade-plan", "", map[string]any{"version": "v1.36.3", "layouts": map[string]any{}}, "plan the upgrade to v1.36.3 (step drain)"},
+		{"render.set-image", "", map[string]any{"manifest": "SECRET", "container": "kube-apiserver", "tag": "v1.36.3"}, "set the image's tag of kube-apiserver (step drain)"},
 	} {
 		a, ok := actions.Lookup(c.action)
 		if !ok {
@@ -324,7 +326,7 @@ func TestActivitySummaries(t *testing.T) {
 		for _, i := range a.Inputs {
 			in[i.Name] = "SECRET"
 		}
-		for _, name := range []string{"path", "unit", "name", "commonName", "address", "node", "kubeletVersion", "action", "image", "member", "pod", "manifest", "destination"} {
+		for _, name := range []string{"path", "unit", "name", "commonName", "address", "node", "kubeletVersion", "action", "image", "member", "pod", "manifest", "destination", "version", "container"} {
 			delete(in, name)
 		}
 		got := activitySummary("s", a, "worker-1", in)

@@ -170,6 +170,7 @@ type SetImageInput struct {
 // had.
 type SetImageResult struct {
 	Content  string `json:"content"`
+	Image    string `json:"image"`
 	Previous string `json:"previous"`
 	Changed  bool   `json:"changed"`
 }

@@ -46,7 +46,7 @@ func SetImage(in api.SetImageInput) (api.SetImageResult, error) {
 			return api.SetImageResult{}, err
 		}
 	}
-	res := api.SetImageResult{Previous: node.Value, Changed: node.Value != in.Image}
+	res := api.SetImageResult{Image: in.Image, Previous: node.Value, Changed: node.Value != in.Image}
 	if !res.Changed {
 		res.Content = in.Manifest
 		return res, nil

@@ -58,7 +58,7 @@ func TestSetImageTagKeepsTheRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "    image: mirror.example:5000/k8s/kube-apiserver:v1.36.3\n"; !strings.HasSuffix(res.Content, want) || !res.Changed {
+	if want := "    image: mirror.example:5000/k8s/kube-apiserver:v1.36.3\n"; !strings.HasSuffix(res.Content, want) || !res.Changed || res.Image != "mirror.example:5000/k8s/kube-apiserver:v1.36.3" {
 		t.Errorf("got %q", res.Content)
 	}
 	if got := Retag("mirror.example:5000/kube-scheduler", "v1.36.3"); got != "mirror.example:5000/kube-scheduler:v1.36.3" {
