@@ -17,10 +17,15 @@ type UpgradePlanInput struct {
 	// Manifests is what host.read-file read of each controller's static
 	// pod manifests: component (kube-apiserver, …) → host → file.
 	Manifests map[string]map[string]FileContent `json:"manifests" kedge:"required" doc:"component → host.read-file's outputs by host: the controllers' static pod manifests"`
+	// InventoryVersion is the inventory's kubernetes.version: what Kedge
+	// renders a controller of its own layout with (bootstrap,
+	// cert-renewal, a controller join).
+	InventoryVersion string `json:"inventoryVersion,omitempty" doc:"the inventory's kubernetes.version: on Kedge's layout it must be the release upgraded to"`
 }
 
 // HostLayout is what the plan reads of host.layout's outputs.
 type HostLayout struct {
+	Kind       string            `json:"kind"`
 	StaticPods map[string]string `json:"staticPods"`
 	Kubelet    *KubeletLayout    `json:"kubelet"`
 }

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -16,6 +17,7 @@ import (
 	api "kedge.dev/kedge/actions/kube"
 	renderapi "kedge.dev/kedge/actions/render"
 	"kedge.dev/kedge/activities/render"
+	"kedge.dev/kedge/internal/layout"
 )
 
 // UpgradePlanAction is kube.upgrade-plan.
@@ -95,6 +97,10 @@ func (a *Activities) UpgradePlan(ctx context.Context, in api.UpgradePlanInput) (
 				res.Images[host] = append(res.Images[host], to)
 				writeDiff(&diff, host, path, m.Content, set.Content)
 			}
+		}
+		if in.Layouts[host].Kind == layout.KindKedge && in.InventoryVersion != target.String() {
+			res.Problems = append(res.Problems, fmt.Sprintf("%s is of Kedge's layout, whose static pods Kedge renders from the inventory's kubernetes.version (%s): "+
+				"set it to %s first, or a cert-renewal after the upgrade would render the old release again", host, cmp.Or(in.InventoryVersion, "not set"), target))
 		}
 		for _, component := range controlPlane {
 			if _, ok := change.Images[component]; !ok {

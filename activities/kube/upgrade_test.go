@@ -52,6 +52,10 @@ func TestUpgradePlanSaysWhatChangesWhere(t *testing.T) {
 		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "kube-proxy", Image: "registry.k8s.io/kube-proxy:v1.35.4"}}}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Kedge's layout, the inventory naming the release.
+	l := in.Layouts["c1"]
+	l.Kind, in.InventoryVersion = "kedge", "v1.36.3"
+	in.Layouts["c1"] = l
 	res, err := a.UpgradePlan(context.Background(), in)
 	if err != nil {
 		t.Fatalf("%v\n%+v", err, res.Problems)
@@ -120,6 +124,11 @@ func TestUpgradePlanRefusesBeforeAnythingChanges(t *testing.T) {
 		want     string
 	}{
 		"a skipped minor": {"v1.37.2", nil, nil, "would skip 1 minor"},
+		"Kedge's layout, the inventory's version old": {"v1.36.3", nil, func(in *api.UpgradePlanInput) {
+			l := in.Layouts["c1"]
+			l.Kind, in.InventoryVersion = "kedge", "v1.35.4"
+			in.Layouts["c1"] = l
+		}, "c1 is of Kedge's layout, whose static pods Kedge renders from the inventory's kubernetes.version (v1.35.4): set it to v1.36.3 first"},
 		"a kubelet newer": {"v1.36.3", map[string]string{"w9": "v1.37.0"}, nil, "kubelet on w9 runs v1.37.0"},
 		"a removed flag": {"v1.36.3", nil, nil,
 			"c1: /etc/kubernetes/manifests/kube-apiserver.yaml:29: --kubelet-preferred-address-types was removed from kube-apiserver in v1.36"},

@@ -1,0 +1,212 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	kubeapi "kedge.dev/kedge/actions/kube"
+	renderapi "kedge.dev/kedge/actions/render"
+	"kedge.dev/kedge/activities/render"
+	"kedge.dev/kedge/integration/controlplane"
+	"kedge.dev/kedge/integration/testhosts"
+	"kedge.dev/kedge/integration/typhoon"
+	"kedge.dev/kedge/workflows"
+)
+
+// The Typhoon world upgraded to the next minor with the real binaries of
+// both: a skipped minor refused before anything changes; then
+// cluster-upgrade to v1.36.3: every API server, then every controller
+// manager and scheduler, one controller at a time, then every kubelet.
+// Each controller's manifests differ from Typhoon's in their image tags
+// alone (what the plan rendered), each controller runs the v1.36
+// binaries, /version answers v1.36.3 on every API server, every Node's
+// kubelet reports v1.36.3, some API server answered throughout and none
+// was down longer than its own restart, and the Deployments from before
+// still run.
+func TestClusterUpgradeOnTyphoonCluster(t *testing.T) {
+	typhoonLane.join(t)
+	typhoonWorld(t)
+	adoptTyphoon(t)
+	ctx := t.Context()
+	cs := typhoonBuilt.client
+	next, err := controlplane.NextTools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := controlplane.NextVersion
+	controllers := []*testhosts.Host{typhoonHost(t, "tyc1"), typhoonHost(t, "tyc2"), typhoonHost(t, "tyc3")}
+	components := []string{kubeapi.APIServer, kubeapi.ControllerManager, kubeapi.Scheduler}
+
+	// The v1.36 images, as a registry would serve them: each controller's
+	// kubelet runs the real v1.36 binary for an image of that tag.
+	for _, h := range controllers {
+		images := string(must(h.ReadFile("/etc/kedge-lab/images")))
+		var lines strings.Builder
+		for _, c := range components {
+			prog, err := h.InstallProgram(c+"-"+version, filepath.Join(next, c))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&lines, "registry.k8s.io/%s:%s %s\n", c, version, prog)
+		}
+		// First: the kubelet takes the first line an image starts with.
+		if err := h.WriteFile("/etc/kedge-lab/images", []byte(lines.String()+images), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := map[string]string{}
+	for _, h := range controllers {
+		for _, c := range components {
+			before[h.Name+":"+c] = string(must(h.ReadFile(typhoon.ManifestsDir + "/" + c + ".yaml")))
+		}
+	}
+	deployments, err := cs.AppsV1().Deployments("").List(ctx, metav1.ListOptions{})
+	if err != nil || len(deployments.Items) == 0 {
+		t.Fatalf("the Deployments before: %v (%d)", err, len(deployments.Items))
+	}
+
+	// A snapshot destination for the upgrade's first snapshot.
+	inv := filepath.Join(t.TempDir(), "inventory.yaml")
+	base := string(must(os.ReadFile(typhoonBuilt.inventory)))
+	if err := os.WriteFile(inv, []byte(base+fmt.Sprintf("backups:\n  local:\n    kind: local\n    path: %s\n", t.TempDir())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// A skipped minor: refused at the plan, nothing changed.
+	p, code, errOut := runWaitInv(t, "cluster-upgrade", inv, "--set", "version=v1.37.2", "--set", "destination=local")
+	if code == 0 || p.State != workflows.StateFailed || !strings.Contains(p.Error, "would skip 1 minor") || !strings.Contains(p.Error, "UpgradeRefused") {
+		t.Fatalf("an upgrade that skips a minor: exit %d, %s: %s %s", code, p.State, p.Error, errOut)
+	}
+	for _, id := range []string{"nodes-ready", "snapshot", "first-apiserver"} {
+		if s := step(t, p, id); s.State != "not-run" {
+			t.Errorf("step %s of the refused upgrade: %s", id, s.State)
+		}
+	}
+	for _, h := range controllers {
+		for _, c := range components {
+			if got := string(must(h.ReadFile(typhoon.ManifestsDir + "/" + c + ".yaml"))); got != before[h.Name+":"+c] {
+				t.Errorf("%s's %s changed by a refused upgrade", h.Name, c)
+			}
+		}
+	}
+
+	// The upgrade, with a client asking every API server all along.
+	var addrs []string
+	for _, h := range controllers {
+		addrs = append(addrs, h.Address+":6443")
+	}
+	poller := startAPIPoller(t, typhoonBuilt.kubeconfig, addrs)
+	began := time.Now()
+	p, code, errOut = runWaitInv(t, "cluster-upgrade", inv, "--set", "version="+version, "--set", "destination=local", "--set", "approveFirst=false")
+	took := time.Since(began)
+	longest, none, lastErr := poller.report()
+	if code != 0 {
+		t.Fatalf("cluster-upgrade: exit %d, %s: %s\n%s", code, p.State, p.Error, errOut)
+	}
+	var times []string
+	for _, s := range p.Steps {
+		if s.StartedAt != nil && s.EndedAt != nil {
+			times = append(times, fmt.Sprintf("%s %s", s.ID, s.EndedAt.Sub(*s.StartedAt).Round(time.Second)))
+		}
+	}
+	t.Logf("cluster-upgrade of 3 controllers + %d nodes to %s: %s; %s", len(typhoonNodesNow(t, cs)), version, took.Round(time.Second), strings.Join(times, ", "))
+	t.Logf("API servers' longest outage: %v (none answered for %s at most); last errors %v", longest, none, lastErr)
+	if none > 0 {
+		t.Errorf("no API server answered for %s", none)
+	}
+	for a, d := range longest {
+		if d > time.Minute {
+			t.Errorf("%s was down %s: longer than one restart", a, d)
+		}
+	}
+
+	// What the plan rendered is what each controller has: Typhoon's
+	// manifests with the tag changed and nothing else.
+	for _, h := range controllers {
+		for _, c := range components {
+			want, err := render.SetImage(renderapi.SetImageInput{Manifest: before[h.Name+":"+c], Container: c, Tag: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := string(must(h.ReadFile(typhoon.ManifestsDir + "/" + c + ".yaml"))); got != want.Content {
+				t.Errorf("%s's %s after the upgrade is not Typhoon's with the tag %s:\n%s", h.Name, c, version, got)
+			}
+		}
+		// The processes: the v1.36 binaries.
+		running := hostCommands(t, h)
+		for _, c := range components {
+			if !slices.ContainsFunc(running, func(cmd string) bool { return strings.HasPrefix(cmd, testhosts.StandInDir+"/"+c+"-"+version+" ") }) {
+				t.Errorf("%s runs no %s %s: %q", h.Name, c, version, running)
+			}
+		}
+		if v := apiServerVersion(t, h.Address+":6443"); v != version {
+			t.Errorf("%s's API server answers /version %s", h.Name, v)
+		}
+	}
+	for _, n := range must(cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})).Items {
+		if v := n.Status.NodeInfo.KubeletVersion; v != version {
+			t.Errorf("Node %s's kubelet is %s", n.Name, v)
+		}
+	}
+	for _, d := range deployments.Items {
+		now, err := cs.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+		if err != nil || now.UID != d.UID || now.Status.AvailableReplicas < 1 {
+			t.Errorf("Deployment %s/%s after the upgrade: %v", d.Namespace, d.Name, err)
+		}
+	}
+}
+
+// hostCommands are the command lines of the processes in h's network
+// namespace (the test hosts share the machine's process table).
+func hostCommands(t *testing.T, h *testhosts.Host) []string {
+	t.Helper()
+	out, err := h.Exec(t.Context(), "sh", "-c",
+		`self=$(readlink /proc/self/ns/net); for p in /proc/[0-9]*; do [ "$(readlink $p/ns/net 2>/dev/null)" = "$self" ] && tr '\0' ' ' <$p/cmdline 2>/dev/null && echo; done; true`)
+	if err != nil {
+		t.Fatalf("%s: processes: %v", h.Name, err)
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// apiServerVersion is what one API server answers /version.
+func apiServerVersion(t *testing.T, addr string) string {
+	t.Helper()
+	cs := kubeClientAt(t, typhoonBuilt.kubeconfig, addr)
+	body, err := cs.Discovery().RESTClient().Get().AbsPath("/version").DoRaw(t.Context())
+	if err != nil {
+		return err.Error()
+	}
+	var v struct {
+		GitVersion string `json:"gitVersion"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		return err.Error()
+	}
+	return v.GitVersion
+}
+
+// kubeClientAt is a client of one API server of the Typhoon world, its
+// certificate checked for the cluster's API name.
+func kubeClientAt(t *testing.T, kubeconfig, addr string) kubernetes.Interface {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Host, cfg.TLSClientConfig.ServerName, cfg.Timeout = "https://"+addr, typhoonAPIServer, 5*time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
