@@ -407,6 +407,30 @@ func TestCertRenewalRenewsEveryServedCertificate(t *testing.T) {
 		}
 	}
 
+	// An inventory naming another release than the controller runs (an
+	// operator's edit before an upgrade): the renewal would render that
+	// release, so it is refused before anything changes.
+	other := filepath.Join(t.TempDir(), "inventory.yaml")
+	inv := string(must(os.ReadFile(bootstrapped.inventory)))
+	if !strings.Contains(inv, "\nkubernetes:\n") || strings.Contains(inv, "\n  version:") {
+		t.Fatalf("the inventory's kubernetes section:\n%s", inv)
+	}
+	if err := os.WriteFile(other, []byte(strings.Replace(inv, "\nkubernetes:\n", "\nkubernetes:\n  version: v1.36.3\n", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, code, errOut = runWaitInv(t, "cert-renewal", other, "--set", "threshold=43800h")
+	if code == 0 || !strings.Contains(p.Error+errOut, "and the inventory's kubernetes.version is v1.36.3") {
+		t.Fatalf("cert-renewal with the inventory naming v1.36.3: exit %d: %s\n%+v", code, errOut, p)
+	}
+	for _, ep := range endpoints {
+		if now := servedCert(t, ep); now.SerialNumber.Cmp(before[ep].SerialNumber) != 0 {
+			t.Errorf("%s serves a new certificate after the refused renewal", ep)
+		}
+	}
+	if now := readHostFileIn(t, l, "boot-1", "/etc/kubernetes/manifests/kube-apiserver.yaml"); !bytes.Contains(now, []byte(":v1.35.4\n")) {
+		t.Errorf("the API server's manifest after the refused renewal:\n%s", now)
+	}
+
 	// Every certificate due (5 years), not the 10-year CA.
 	p, code, errOut = runWaitInv(t, "cert-renewal", bootstrapped.inventory, "--set", "threshold=43800h")
 	if code != 0 {
