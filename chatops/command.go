@@ -13,6 +13,7 @@ import (
 // Commands of `/kedge`.
 const (
 	CmdSwapKubelet = "swap-kubelet"
+	CmdUpgrade     = "upgrade"
 	CmdRun         = "run"
 	CmdStatus      = "status"
 	CmdApprove     = "approve"
@@ -23,6 +24,9 @@ const (
 
 // SwapRunbook is the runbook `/kedge swap-kubelet` starts.
 const SwapRunbook = "kubelet-image-swap"
+
+// UpgradeRunbook is the runbook `/kedge upgrade` starts.
+const UpgradeRunbook = "cluster-upgrade"
 
 // Limits of a command's text.
 const (
@@ -35,6 +39,7 @@ const (
 // Usage is the help text of `/kedge`.
 const Usage = "usage:\n" +
 	"  /kedge swap-kubelet CLUSTER image=REF [max-unavailable=N] [nodes=a,b|workers] [failure-budget=N]\n" +
+	"  /kedge upgrade CLUSTER VERSION destination=BACKUPS [max-unavailable=N] [approve-first=false]\n" +
 	"  /kedge run RUNBOOK CLUSTER [name=value ...]\n" +
 	"  /kedge status ID\n" +
 	"  /kedge approve ID      (continue a paused rollout, or approve a waiting step)\n" +
@@ -44,8 +49,8 @@ const Usage = "usage:\n" +
 // Command is a parsed `/kedge` command.
 type Command struct {
 	Name    string // one of the Cmd constants
-	Runbook string // swap-kubelet, run
-	Cluster string // swap-kubelet, run, list (optional)
+	Runbook string // swap-kubelet, upgrade, run
+	Cluster string // swap-kubelet, upgrade, run, list (optional)
 	ID      string // status, approve, abort
 	// Params are the NAME=VALUE arguments, names in camelCase
 	// (max-unavailable becomes maxUnavailable), in the order given.
@@ -67,6 +72,7 @@ var (
 	clusterNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 	runbookNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
 	paramKeyRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
+	releaseRE     = regexp.MustCompile(`^v(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})$`)
 )
 
 // ParseCommand parses the text of a `/kedge` slash command (what follows
@@ -108,6 +114,26 @@ func ParseCommand(text string) (Command, error) {
 		if _, ok := c.Params["image"]; !ok {
 			return Command{}, usagef("swap-kubelet needs image=REF, e.g. image=quay.io/poseidon/kubelet:v1.35.4")
 		}
+		return c, nil
+	case CmdUpgrade:
+		if len(args) < 2 || strings.Contains(args[0], "=") || strings.Contains(args[1], "=") {
+			return Command{}, usagef("upgrade needs a CLUSTER and a VERSION: /kedge upgrade CLUSTER v1.36.3 destination=BACKUPS")
+		}
+		c.Runbook = UpgradeRunbook
+		if c.Cluster, err = clusterArg(args[0]); err != nil {
+			return Command{}, err
+		}
+		if !releaseRE.MatchString(args[1]) {
+			return Command{}, usagef("%q is not a Kubernetes release (vMAJOR.MINOR.PATCH, e.g. v1.36.3)", chat.Clip(args[1]))
+		}
+		if err := c.parseParams(args[2:]); err != nil {
+			return Command{}, err
+		}
+		if _, ok := c.Params["version"]; ok {
+			return Command{}, usagef("upgrade takes its VERSION after the CLUSTER, not as version=")
+		}
+		c.Params["version"] = args[1]
+		c.Order = append([]string{"version"}, c.Order...)
 		return c, nil
 	case CmdRun:
 		if len(args) < 2 || strings.Contains(args[0], "=") || strings.Contains(args[1], "=") {

@@ -29,6 +29,14 @@ func TestParseCommand(t *testing.T) {
 		{"status kubelet-image-swap/mercury", "status id=kubelet-image-swap/mercury"},
 		{"approve kubelet-image-swap/mercury", "approve id=kubelet-image-swap/mercury"},
 		{"abort kubelet-image-swap/mercury/workers", "abort id=kubelet-image-swap/mercury/workers"},
+		{"upgrade lab v1.36.3 destination=offsite approve-first=false",
+			"upgrade cluster-upgrade@lab map[approveFirst:false destination:offsite version:v1.36.3]"},
+		{"upgrade lab", "error: upgrade needs a CLUSTER and a VERSION"},
+		{"upgrade lab version=v1.36.3", "error: upgrade needs a CLUSTER and a VERSION"},
+		{"upgrade lab 1.36.3", `error: "1.36.3" is not a Kubernetes release`},
+		{"upgrade lab v1.36.3;reboot", `error: "v1.36.3;reboot" is not a Kubernetes release`},
+		{"upgrade lab v1.36.3 version=v1.37.0", "error: upgrade takes its VERSION after the CLUSTER"},
+		{"upgrade ../lab v1.36.3", `error: "../lab" is not a cluster name`},
 		{"list", "list @"},
 		{"list mercury", "list @mercury"},
 
@@ -76,7 +84,7 @@ func TestParseCommand(t *testing.T) {
 
 func show(c Command) string {
 	switch c.Name {
-	case CmdSwapKubelet, CmdRun:
+	case CmdSwapKubelet, CmdUpgrade, CmdRun:
 		return fmt.Sprintf("%s %s@%s %v", c.Name, c.Runbook, c.Cluster, c.Params)
 	case CmdStatus, CmdApprove, CmdAbort:
 		return c.Name + " id=" + c.ID

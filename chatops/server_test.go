@@ -136,6 +136,10 @@ func TestSlackRequestsAreVerifiedAndBadInputAnswered(t *testing.T) {
 		{"not allowed", "POST", form, slashForm("U0WHO", "C0ANY", "swap-kubelet mercury image=quay.io/poseidon/kubelet:v1.35.4"), signedNow, 200, "refused",
 			"not allowed: slack:someone (U0WHO) may not start kubelet-image-swap on mercury"},
 		{"not from this channel", "POST", form, slashForm("U0DEV", "C0RANDOM", "run run-command mercury command=uptime"), signedNow, 200, "refused", "not allowed"},
+		// An upgrade is a start of cluster-upgrade, under the same rules:
+		// a user who may run run-command there may not upgrade.
+		{"an upgrade not allowed", "POST", form, slashForm("U0DEV", "C0OPS", "upgrade mercury v1.36.3 destination=local"), signedNow, 200, "refused",
+			"may not start cluster-upgrade on mercury"},
 		{"unknown cluster", "POST", form, slashForm("U0SRE", "C0ANY", "swap-kubelet venus image=quay.io/poseidon/kubelet:v1.35.4"), signedNow, 200, "invalid", `unknown cluster \"venus\" (known: mercury)`},
 		{"unknown runbook", "POST", form, slashForm("U0SRE", "C0ANY", "run nothing-like-it mercury"), signedNow, 200, "invalid", `no runbook named \"nothing-like-it\"`},
 		{"bad image", "POST", form, slashForm("U0SRE", "C0ANY", "swap-kubelet mercury image=quay.io/poseidon/kubelet"), signedNow, 200, "invalid", "needs a tag or a digest"},

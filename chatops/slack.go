@@ -107,7 +107,7 @@ func (s *Server) slashCommand(w http.ResponseWriter, r *http.Request) {
 	switch cmd.Name {
 	case CmdHelp:
 		m = chat.TextMessage(chat.Ephemeral, "```"+Usage+"```")
-	case CmdSwapKubelet, CmdRun:
+	case CmdSwapKubelet, CmdUpgrade, CmdRun:
 		m, outcome, err = s.slackStart(ctx, sub, cmd, sc, sig)
 	case CmdStatus:
 		m, err = s.slackStatus(ctx, sub, cmd.ID)
