@@ -75,15 +75,39 @@ func TestClusterUpgradeOnTyphoonCluster(t *testing.T) {
 		t.Fatalf("the Deployments before: %v (%d)", err, len(deployments.Items))
 	}
 
-	// A snapshot destination for the upgrade's first snapshot.
-	inv := filepath.Join(t.TempDir(), "inventory.yaml")
+	// The inventory names every Node the cluster has (the lane's earlier
+	// tests join workers with inventories of their own), and a snapshot
+	// destination for the upgrade's first snapshot.
 	base := string(must(os.ReadFile(typhoonBuilt.inventory)))
-	if err := os.WriteFile(inv, []byte(base+fmt.Sprintf("backups:\n  local:\n    kind: local\n    path: %s\n", t.TempDir())), 0o600); err != nil {
+	var extra strings.Builder
+	for _, n := range typhoonNodesNow(t, cs) {
+		if !strings.Contains(base, "nodeName: "+n+"\n") {
+			h := typhoonHost(t, strings.TrimSuffix(n, "."+typhoonDomain))
+			fmt.Fprintf(&extra, "  - name: %s\n    nodeName: %s\n    address: %s\n    port: %d\n", h.Name, n, h.Address, h.Port)
+		}
+	}
+	backups := fmt.Sprintf("backups:\n  local:\n    kind: local\n    path: %s\n", t.TempDir())
+	inv := filepath.Join(t.TempDir(), "inventory.yaml")
+	if err := os.WriteFile(inv, []byte(base+extra.String()+backups), 0o600); err != nil {
 		t.Fatal(err)
 	}
 
+	// An inventory that leaves out a Node (tyw2): its kubelet would stay
+	// on the old release. Refused before anything changes.
+	short := filepath.Join(t.TempDir(), "inventory.yaml")
+	if err := os.WriteFile(short, []byte(withoutHost(t, base, "tyw2")+extra.String()+backups), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, code, errOut := runWaitInv(t, "cluster-upgrade", short, "--set", "version="+version, "--set", "destination=local")
+	if code == 0 || !strings.Contains(p.Error, "the cluster has Nodes the list does not name: "+typhoonFQDN("tyw2")) {
+		t.Fatalf("an upgrade leaving tyw2 out: exit %d, %s: %s %s", code, p.State, p.Error, errOut)
+	}
+	if s := step(t, p, "snapshot"); s.State != "not-run" {
+		t.Errorf("the snapshot of the refused upgrade: %s", s.State)
+	}
+
 	// A skipped minor: refused at the plan, nothing changed.
-	p, code, errOut := runWaitInv(t, "cluster-upgrade", inv, "--set", "version=v1.37.2", "--set", "destination=local")
+	p, code, errOut = runWaitInv(t, "cluster-upgrade", inv, "--set", "version=v1.37.2", "--set", "destination=local")
 	if code == 0 || p.State != workflows.StateFailed || !strings.Contains(p.Error, "would skip 1 minor") || !strings.Contains(p.Error, "UpgradeRefused") {
 		t.Fatalf("an upgrade that skips a minor: exit %d, %s: %s %s", code, p.State, p.Error, errOut)
 	}
@@ -209,4 +233,27 @@ func kubeClientAt(t *testing.T, kubeconfig, addr string) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	return cs
+}
+
+// withoutHost is an inventory without the host called name.
+func withoutHost(t *testing.T, inv, name string) string {
+	t.Helper()
+	var b strings.Builder
+	skip, found := false, false
+	for _, line := range strings.SplitAfter(inv, "\n") {
+		switch {
+		case line == "  - name: "+name+"\n":
+			skip, found = true, true
+			continue
+		case strings.HasPrefix(line, "  - ") || !strings.HasPrefix(line, " "):
+			skip = false
+		}
+		if !skip {
+			b.WriteString(line)
+		}
+	}
+	if !found {
+		t.Fatalf("no host %s in the inventory:\n%s", name, inv)
+	}
+	return b.String()
 }
