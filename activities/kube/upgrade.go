@@ -166,15 +166,15 @@ func (a *Activities) UpgradePlan(ctx context.Context, in api.UpgradePlanInput) (
 // manifestImage is the image of a static pod manifest's container named
 // component (or its only one) and the release its tag names.
 func manifestImage(component, content string) (image, version, problem string) {
-	res, err := render.SetImage(renderapi.SetImageInput{Manifest: content, Container: component, Image: "kedge.invalid/probe:v0"})
+	image, err := render.ManifestImage(content, component)
 	if err != nil {
 		return "", "", err.Error()
 	}
-	v, ok := imageVersion(res.Previous)
+	v, ok := imageVersion(image)
 	if !ok {
-		return res.Previous, "", fmt.Sprintf("its image %s has no release tag (vMAJOR.MINOR.PATCH): Kedge cannot tell what it runs", res.Previous)
+		return image, "", fmt.Sprintf("its image %s has no release tag (vMAJOR.MINOR.PATCH): Kedge cannot tell what it runs", image)
 	}
-	return res.Previous, v, ""
+	return image, v, ""
 }
 
 // imageVersion reads the release an image's tag names ("…:v1.35.4",

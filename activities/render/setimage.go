@@ -66,6 +66,16 @@ func SetImage(in api.SetImageInput) (api.SetImageResult, error) {
 	return res, nil
 }
 
+// ManifestImage is the image of a static pod manifest's container named
+// container (or of its only one).
+func ManifestImage(manifest, container string) (string, error) {
+	n, err := imageNode(manifest, container)
+	if err != nil {
+		return "", err
+	}
+	return n.Value, nil
+}
+
 // tagPattern is what a registry takes as a tag.
 var tagPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
 
