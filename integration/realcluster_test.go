@@ -89,7 +89,7 @@ func bootstrapRealCluster(ctx context.Context, t testing.TB, tools, name, prefix
 	start = time.Now()
 	p, code, errOut := runWaitInv(t, "bootstrap", inv)
 	if code != 0 || p.State != workflows.StateSucceeded {
-		t.Fatalf("bootstrap: exit %d: %s\n%+v%s", code, errOut, p, ctl.node.UnitLog(ctl.host, "kubelet"))
+		t.Fatalf("bootstrap: exit %d: %s\n%+v%s%s", code, errOut, p, ctl.node.UnitLog(ctl.host, "kubelet"), ctl.node.Diagnose(ctx))
 	}
 	t.Logf("bootstrap of 1 controller + 2 workers on real kubelets: %s", time.Since(start).Round(time.Millisecond))
 
@@ -179,7 +179,7 @@ func renewedRealCluster(t *testing.T, tools string) (*realCluster, *realRenewal)
 		start := time.Now()
 		p, code, errOut := runWaitInv(t, "cert-renewal", rc.inventory, "--set", "threshold=43800h")
 		if code != 0 || p.State != workflows.StateSucceeded {
-			t.Fatalf("cert-renewal: exit %d: %s\n%+v%s", code, errOut, p, ctl.node.UnitLog(ctl.host, "kubelet"))
+			t.Fatalf("cert-renewal: exit %d: %s\n%+v%s%s", code, errOut, p, ctl.node.UnitLog(ctl.host, "kubelet"), ctl.node.Diagnose(t.Context()))
 		}
 		r.took = time.Since(start)
 		node := workflows.NodeWorkflowID(rc.name, ctl.node.Name)

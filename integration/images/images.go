@@ -113,8 +113,20 @@ func Pause(ctx context.Context) (Image, error) {
 // kube-proxy's also holds iptables, as the upstream image does: kube-proxy
 // runs iptables-restore and iptables-save from its own image.
 func ControlPlane(tools string) ([]Image, error) {
+	return controlPlane(tools, KubeVersion, ControlPlaneComponents)
+}
+
+// NextControlPlane returns the images of the API server, controller
+// manager and scheduler of another release (the next minor's tools
+// directory, scripts/kube-tools.sh next), tagged version: what
+// cluster-upgrade's manifests name.
+func NextControlPlane(tools, version string) ([]Image, error) {
+	return controlPlane(tools, version, []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"})
+}
+
+func controlPlane(tools, version string, names []string) ([]Image, error) {
 	var out []Image
-	for _, name := range ControlPlaneComponents {
+	for _, name := range names {
 		files, err := BinaryFiles(filepath.Join(tools, name), filepath.Join(binDir, name))
 		if err != nil {
 			return nil, err
@@ -126,7 +138,11 @@ func ControlPlane(tools string) ([]Image, error) {
 			}
 			files = dedupe(append(files, ipt...))
 		}
-		out = append(out, Image{Ref: ControlPlaneRef(name), Env: pathEnv, Files: files})
+		ref := ControlPlaneRef(name)
+		if name != "etcd" {
+			ref = ImageRepository + "/" + name + ":" + version
+		}
+		out = append(out, Image{Ref: ref, Env: pathEnv, Files: files})
 	}
 	return out, nil
 }
@@ -175,6 +191,13 @@ func Kubelet(ctx context.Context, tools, version string) (Image, error) {
 	if err != nil {
 		return Image{}, err
 	}
+	return KubeletOf(tools, kubelet, version)
+}
+
+// KubeletOf is quay.io/poseidon/kubelet:VERSION made of the kubelet
+// binary given (e.g. the next minor's tools directory's) and the tools
+// directory's kubectl.
+func KubeletOf(tools, kubelet, version string) (Image, error) {
 	files, err := BinaryFiles(kubelet, filepath.Join(binDir, "kubelet"))
 	if err != nil {
 		return Image{}, err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -258,4 +259,38 @@ func (n *Node) StartRuntime(ctx context.Context) error {
 		return err
 	}
 	return n.Import(ctx, archives...)
+}
+
+// Diagnose is what a failed test prints about the node's runtime: the
+// containers and tasks its containerd holds for the kubelet (k8s.io) and
+// the end of containerd's log.
+func (n *Node) Diagnose(ctx context.Context) string {
+	var b strings.Builder
+	for _, what := range []string{"containers", "tasks"} {
+		out, err := n.Command(ctx, "ctr", "-a", ContainerdSocket, "-n", "k8s.io", what, "ls").CombinedOutput()
+		fmt.Fprintf(&b, "\n%s ctr %s ls (%v):\n%s", n.Name, what, err, out)
+	}
+	for _, pid := range n.nodeProcesses() {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		// The state is the field after the command's parenthesis.
+		state := "?"
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && i+2 < len(stat) {
+			state = string(stat[i+2])
+		}
+		args := strings.Fields(strings.ReplaceAll(string(cmdline), "\x00", " "))
+		if len(args) > 3 {
+			args = args[:3]
+		}
+		fmt.Fprintf(&b, "\n%s pid %d state %s: %s", n.Name, pid, state, strings.Join(args, " "))
+	}
+	n.mu.Lock()
+	procs := slices.Clone(n.procs)
+	n.mu.Unlock()
+	for _, p := range procs {
+		if p.Name == "containerd" {
+			fmt.Fprintf(&b, "\n%s containerd log:\n%s", n.Name, p.Tail(4000))
+		}
+	}
+	return b.String()
 }

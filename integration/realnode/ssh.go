@@ -299,8 +299,8 @@ func (n *Node) UnitLog(h *testhosts.Host, unit string) string {
 	if err != nil || len(b) == 0 {
 		return ""
 	}
-	if len(b) > 3000 {
-		b = b[len(b)-3000:]
+	if len(b) > 8000 {
+		b = b[len(b)-8000:]
 	}
 	return "\n" + unit + " log:\n" + string(b)
 }
