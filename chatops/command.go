@@ -75,6 +75,20 @@ var (
 	releaseRE     = regexp.MustCompile(`^v(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})$`)
 )
 
+// planShown refuses an upgrade from chat that would skip its plan: in
+// chat the plan is always posted, and the upgrade starts on its button
+// (which a person allowed to approve clicks), never at the command.
+func planShown(c Command) error {
+	if _, ok := c.Params[UpgradePlanParam]; ok && c.Runbook == UpgradeRunbook {
+		return usagef("%s cannot be set from chat: the plan is posted first and the upgrade starts on its Continue button", UpgradePlanParam)
+	}
+	return nil
+}
+
+// UpgradePlanParam is cluster-upgrade's param that asks before anything
+// changes.
+const UpgradePlanParam = "approvePlan"
+
 // ParseCommand parses the text of a `/kedge` slash command (what follows
 // the command itself). It never panics; anything it cannot read is a
 // UsageError that says what is wrong.
@@ -134,7 +148,7 @@ func ParseCommand(text string) (Command, error) {
 		}
 		c.Params["version"] = args[1]
 		c.Order = append([]string{"version"}, c.Order...)
-		return c, nil
+		return c, planShown(c)
 	case CmdRun:
 		if len(args) < 2 || strings.Contains(args[0], "=") || strings.Contains(args[1], "=") {
 			return Command{}, usagef("run needs a RUNBOOK and a CLUSTER: /kedge run RUNBOOK CLUSTER [name=value ...]")
@@ -149,7 +163,7 @@ func ParseCommand(text string) (Command, error) {
 		if err := c.parseParams(args[2:]); err != nil {
 			return Command{}, err
 		}
-		return c, nil
+		return c, planShown(c)
 	case CmdStatus, CmdApprove, CmdAbort:
 		if len(args) != 1 {
 			return Command{}, usagef("%s takes one workflow ID: /kedge %s ID", name, name)

@@ -162,6 +162,10 @@ func decodeStep(f string, n *yaml.Node, errs *source.Errors) (Step, *stepSource)
 				"over":           func(v *yaml.Node) { s.Rollout.Over = source.String(f, v, "rollout.over", errs); ss.rollout["over"] = v },
 				"maxUnavailable": scalar("maxUnavailable", &s.Rollout.MaxUnavailable),
 				"failureBudget":  scalar("failureBudget", &s.Rollout.FailureBudget),
+				"everyItemFailed": func(v *yaml.Node) {
+					ss.rollout["everyItemFailed"] = v
+					s.Rollout.EveryItemFailed = source.String(f, v, "rollout.everyItemFailed", errs)
+				},
 			})
 		}),
 	})

@@ -80,7 +80,18 @@ type Rollout struct {
 	Over           string `json:"over"`
 	MaxUnavailable string `json:"maxUnavailable,omitempty"`
 	FailureBudget  string `json:"failureBudget,omitempty"`
+	// EveryItemFailed is what a rollout in which no item completed does:
+	// "fail" (the default: nothing to accept or undo) or "pause" for a
+	// decision like any rollout past its budget (a rollout of one
+	// item whose failure a person should look at before the run undoes).
+	EveryItemFailed string `json:"everyItemFailed,omitempty"`
 }
+
+// Values of Rollout.EveryItemFailed.
+const (
+	EveryItemFailedFail  = "fail"
+	EveryItemFailedPause = "pause"
+)
 
 // Kind says what the step does: "action", "runbook", "rollout" or
 // "approval".

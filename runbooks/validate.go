@@ -291,6 +291,12 @@ func (v *validator) rollout(s Step, ss *stepSource, scope exprScope) {
 	} else {
 		v.expression(s.Rollout.Over, ss.rollout["over"], scope, false)
 	}
+	switch s.Rollout.EveryItemFailed {
+	case "", EveryItemFailedFail, EveryItemFailedPause:
+	default:
+		v.errs.Addf(v.at(ss.rollout["everyItemFailed"]), "step %s: rollout.everyItemFailed must be %s or %s, got %q",
+			s.ID, EveryItemFailedFail, EveryItemFailedPause, s.Rollout.EveryItemFailed)
+	}
 	for _, f := range []struct {
 		name string
 		val  string

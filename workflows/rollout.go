@@ -44,7 +44,10 @@ type RolloutInput struct {
 	MaxUnavailable int                         `json:"maxUnavailable"`
 	FailureBudget  int                         `json:"failureBudget"`
 	ItemsPerRun    int                         `json:"itemsPerRun,omitempty"`
-	State          RolloutState                `json:"state"`
+	// PauseWhenEveryItemFailed: a rollout in which no item completed
+	// pauses for a decision instead of failing (rollout.everyItemFailed).
+	PauseWhenEveryItemFailed bool         `json:"pauseWhenEveryItemFailed,omitempty"`
+	State                    RolloutState `json:"state"`
 }
 
 // RolloutState is what a rollout carries across continue-as-new.
@@ -158,7 +161,7 @@ func Rollout(ctx workflow.Context, in RolloutInput) (RolloutResult, error) {
 			if ro.aborting || (ro.st.Next >= len(in.Items) && (!ro.paused || !failsAtEnd)) {
 				break
 			}
-			if ro.st.Next >= len(in.Items) && len(ro.st.Done) == 0 {
+			if ro.st.Next >= len(in.Items) && len(ro.st.Done) == 0 && !in.PauseWhenEveryItemFailed {
 				// Every item that ran failed: nothing to accept or undo.
 				ro.ui.setStatus(ctx, searchattr.StatusFailed)
 				return ro.failed()

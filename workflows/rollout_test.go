@@ -345,6 +345,54 @@ func TestARolloutWhoseEveryItemFailedFails(t *testing.T) {
 	}
 }
 
+// With everyItemFailed: pause, a rollout whose only item failed pauses
+// for a decision like any rollout past its budget (cluster-upgrade's
+// first API server: a person looks before the run undoes): continue
+// accepts the failure, abort fails the rollout.
+func TestARolloutWhoseEveryItemFailedPausesWhenAskedTo(t *testing.T) {
+	for _, decision := range []string{DecisionContinue, DecisionAbort} {
+		t.Run(decision, func(t *testing.T) {
+			env, f := newEnv(t)
+			f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
+				return host.RunResult{}, temporal.NewNonRetryableApplicationError("broken controller-1", "CommandFailed", nil)
+			}
+			in := input(t, perNode, map[string]any{"node": "x"})
+			ri := RolloutInput{Step: "first", Runbook: in.Runbook, Cluster: in.Cluster, Items: []string{"controller-1"},
+				With: map[string]any{"node": "${ item }"}, Vars: map[string]any{"params": map[string]any{}}, MaxUnavailable: 1,
+				PauseWhenEveryItemFailed: true}
+			var u updateResult
+			var paused Progress
+			env.RegisterDelayedCallback(func() {
+				if v, err := env.QueryWorkflow(ProgressQuery); err == nil {
+					_ = v.Get(&paused)
+				}
+				env.UpdateWorkflow(DecideUpdate, "1", &u, bind(t, env, Decision{Decision: decision, By: "bob"}))
+			}, time.Hour)
+			asChild(env)
+			env.ExecuteWorkflow(Rollout, ri)
+			if !env.IsWorkflowCompleted() || u.err != nil {
+				t.Fatalf("rollout did not complete (decision %v)", u.err)
+			}
+			if paused.State != StateWaiting || paused.Nonce == "" {
+				t.Errorf("an hour after its only item failed the rollout is %s", paused.State)
+			}
+			err := env.GetWorkflowError()
+			switch decision {
+			case DecisionContinue:
+				var res RolloutResult
+				if err != nil || env.GetWorkflowResult(&res) != nil || !slices.Equal(res.Failed, []string{"controller-1"}) || len(res.Done) != 0 {
+					t.Errorf("continue: %v %+v", err, res)
+				}
+			case DecisionAbort:
+				var app *temporal.ApplicationError
+				if !errors.As(err, &app) || app.Type() != "RolloutAborted" || !strings.Contains(err.Error(), "aborted by bob") {
+					t.Errorf("abort: %v: %v", err, f.Calls())
+				}
+			}
+		})
+	}
+}
+
 // When the last item fails past the budget after others completed, the
 // rollout pauses as it does mid-way: an operator accepts (continue) or
 // undoes the completed ones (abort). Undecided, it never succeeds.

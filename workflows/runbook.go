@@ -575,6 +575,7 @@ func (r *run) runRollout(ctx workflow.Context, i int, vars map[string]any) error
 	err = workflow.ExecuteChildWorkflow(cctx, RolloutWorkflow, RolloutInput{
 		Step: s.spec.ID, Runbook: child, Children: r.in.Children, Cluster: r.in.Cluster, Items: items,
 		With: s.spec.With, Vars: vars, MaxUnavailable: ro.MaxUnavailable, FailureBudget: ro.FailureBudget,
+		PauseWhenEveryItemFailed: s.spec.Rollout.EveryItemFailed == runbooks.EveryItemFailedPause,
 	}).Get(ctx, &res)
 	s.outputs = map[string]any{"done": toAny(res.Done), "failed": toAny(res.Failed)}
 	if err != nil {

@@ -60,6 +60,10 @@ type UpgradePlanResult struct {
 	Images map[string][]string `json:"images"`
 	// Diff is the plan as a unified diff per file, host by host.
 	Diff string `json:"diff"`
+	// Summary is the plan in a few lines, for a person to approve (the
+	// approval before anything changes, a chat message): the releases,
+	// each controller's images and the kubelets.
+	Summary string `json:"summary"`
 	// Problems refuse the upgrade (UpgradeRefused); empty when it may
 	// start.
 	Problems []string `json:"problems"`

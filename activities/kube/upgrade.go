@@ -156,11 +156,39 @@ func (a *Activities) UpgradePlan(ctx context.Context, in api.UpgradePlanInput) (
 		res.From = v
 	}
 	res.Diff = diff.String()
+	res.Summary = summary(res)
 	if len(res.Problems) > 0 {
 		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the upgrade to %s is refused before anything changed: %s",
 			res.To, strings.Join(res.Problems, "; ")), ErrTypeUpgradeRefused, nil, res)
 	}
 	return res, nil
+}
+
+// summary is the plan in a few lines: the releases, what each
+// controller's static pods change to, and the kubelets behind.
+func summary(res api.UpgradePlanResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s → %s", cmp.Or(res.From, "?"), res.To)
+	for _, c := range res.Controllers {
+		for _, m := range c.Manifests {
+			if m.From == m.To {
+				fmt.Fprintf(&b, "\n%s %s: %s (kept)", c.Host, m.Component, m.From)
+				continue
+			}
+			fmt.Fprintf(&b, "\n%s %s: %s → %s", c.Host, m.Component, m.From, m.To)
+		}
+	}
+	behind := 0
+	for _, k := range res.Kubelets {
+		if k.Behind {
+			behind++
+		}
+	}
+	fmt.Fprintf(&b, "\nkubelets: %d of %d Nodes behind", behind, len(res.Kubelets))
+	if res.KubeletImage != "" {
+		fmt.Fprintf(&b, " → %s", res.KubeletImage)
+	}
+	return b.String()
 }
 
 // manifestImage is the image of a static pod manifest's container named

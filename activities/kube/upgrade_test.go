@@ -85,6 +85,13 @@ func TestUpgradePlanSaysWhatChangesWhere(t *testing.T) {
 	if res.KubeletImage != "quay.io/poseidon/kubelet:v1.36.3" {
 		t.Errorf("kubelet image %s", res.KubeletImage)
 	}
+	if want := "v1.35.4 → v1.36.3\n" +
+		"c1 kube-apiserver: images.example/kube-apiserver:v1.35.4 → images.example/kube-apiserver:v1.36.3\n" +
+		"c1 kube-controller-manager: images.example/kube-controller-manager:v1.35.4 → images.example/kube-controller-manager:v1.36.3\n" +
+		"c1 kube-scheduler: images.example/kube-scheduler:v1.35.4 → images.example/kube-scheduler:v1.36.3\n" +
+		"kubelets: 3 of 3 Nodes behind → quay.io/poseidon/kubelet:v1.36.3"; res.Summary != want {
+		t.Errorf("summary:\n%s\nwant:\n%s", res.Summary, want)
+	}
 	if got := strings.Join(res.Images["c1"], " "); got != "images.example/kube-apiserver:v1.36.3 images.example/kube-controller-manager:v1.36.3 images.example/kube-scheduler:v1.36.3 quay.io/poseidon/kubelet:v1.36.3" {
 		t.Errorf("c1 pulls %s", got)
 	}

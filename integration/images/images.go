@@ -70,11 +70,17 @@ var pathEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/
 // PauseBinary builds integration/images/pause (static, CGO_ENABLED=0)
 // into the cache, once per source and Go version, and returns its path.
 func PauseBinary(ctx context.Context) (string, error) {
+	return staticBinary(ctx, "pause")
+}
+
+// staticBinary builds integration/images/NAME (static, CGO_ENABLED=0)
+// into the cache, once per source and Go version, and returns its path.
+func staticBinary(ctx context.Context, name string) (string, error) {
 	root, err := srcroot.Dir()
 	if err != nil {
 		return "", err
 	}
-	src := filepath.Join(root, "integration", "images", "pause")
+	src := filepath.Join(root, "integration", "images", name)
 	main, err := os.ReadFile(filepath.Join(src, "main.go"))
 	if err != nil {
 		return "", err
@@ -84,13 +90,13 @@ func PauseBinary(ctx context.Context) (string, error) {
 		return "", err
 	}
 	sum := sha256.Sum256(append(main, runtime.Version()...))
-	out := filepath.Join(dir, "pause-"+hex.EncodeToString(sum[:8]))
+	out := filepath.Join(dir, name+"-"+hex.EncodeToString(sum[:8]))
 	err = buildOnce(out, func(tmp string) error {
 		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", tmp, ".")
 		cmd.Dir = src
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if b, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("build pause: %w: %s", err, b)
+			return fmt.Errorf("build %s: %w: %s", name, err, b)
 		}
 		return nil
 	})
@@ -122,6 +128,24 @@ func ControlPlane(tools string) ([]Image, error) {
 // cluster-upgrade's manifests name.
 func NextControlPlane(tools, version string) ([]Image, error) {
 	return controlPlane(tools, version, []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"})
+}
+
+// BadFlag is the image of a control-plane component of a release (the
+// next minor's tools directory, tagged version) that cannot start: its
+// binary is run with a flag it does not know (integration/images/badflag),
+// and exits as the real program does.
+func BadFlag(ctx context.Context, tools, version, name string) (Image, error) {
+	wrapper, err := staticBinary(ctx, "badflag")
+	if err != nil {
+		return Image{}, err
+	}
+	path := filepath.Join(binDir, name)
+	files, err := BinaryFiles(filepath.Join(tools, name), path+".real")
+	if err != nil {
+		return Image{}, err
+	}
+	files = append(files, File{Path: path, Source: wrapper})
+	return Image{Ref: ImageRepository + "/" + name + ":" + version, Env: pathEnv, Files: files}, nil
 }
 
 func controlPlane(tools, version string, names []string) ([]Image, error) {

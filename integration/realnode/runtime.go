@@ -294,3 +294,43 @@ func (n *Node) Diagnose(ctx context.Context) string {
 	}
 	return b.String()
 }
+
+// RunningImages are the node's running containers (the kubelet's, in
+// containerd's k8s.io namespace) by image: the PID of each one's first
+// process.
+func (n *Node) RunningImages(ctx context.Context) (map[string][]int, error) {
+	table := func(what string) ([][]string, error) {
+		out, err := n.Command(ctx, "ctr", "-a", ContainerdSocket, "-n", "k8s.io", what, "ls").Output()
+		if err != nil {
+			return nil, fmt.Errorf("ctr %s ls: %w", what, err)
+		}
+		var rows [][]string
+		for i, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if f := strings.Fields(line); i > 0 && len(f) >= 3 {
+				rows = append(rows, f)
+			}
+		}
+		return rows, nil
+	}
+	containers, err := table("containers") // CONTAINER IMAGE RUNTIME
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := table("tasks") // TASK PID STATUS
+	if err != nil {
+		return nil, err
+	}
+	image := map[string]string{}
+	for _, c := range containers {
+		image[c[0]] = c[1]
+	}
+	out := map[string][]int{}
+	for _, t := range tasks {
+		pid, err := strconv.Atoi(t[1])
+		if err != nil || t[2] != "RUNNING" || image[t[0]] == "" {
+			continue
+		}
+		out[image[t[0]]] = append(out[image[t[0]]], pid)
+	}
+	return out, nil
+}
