@@ -251,10 +251,10 @@ func TestRealKubeletCARotation(t *testing.T) {
 	client := apiClientImage(ctx, t, tools)
 	// The cluster TestRealKubeletBootstrapAndCertRenewal checked, after
 	// its cert-renewal: every kubelet serves a certificate from the
-	// cluster CA. The rotation replaces its CAs: no other test may use it
-	// after this one.
+	// cluster CA. The rotation replaces its CAs: only
+	// TestRealKubeletClusterUpgrade, which closes it, uses it after this
+	// one.
 	rc, _ := renewedRealCluster(t, tools)
-	defer closeSharedRealCluster(t)
 	nodes, ctl, inv := rc.nodes, rc.ctl, rc.inventory
 	for _, n := range nodes {
 		if err := n.node.Import(ctx, client); err != nil {

@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,7 +17,9 @@ import (
 
 	kubeapi "kedge.dev/kedge/actions/kube"
 	renderapi "kedge.dev/kedge/actions/render"
+	chatmsg "kedge.dev/kedge/activities/chat"
 	"kedge.dev/kedge/activities/render"
+	"kedge.dev/kedge/chatops"
 	"kedge.dev/kedge/integration/controlplane"
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/integration/typhoon"
@@ -24,8 +27,10 @@ import (
 )
 
 // The Typhoon world upgraded to the next minor with the real binaries of
-// both: a skipped minor refused before anything changes; then
-// cluster-upgrade to v1.36.3: every API server, then every controller
+// both: a skipped minor, started by a signed webhook, refused before
+// anything changes; then cluster-upgrade to v1.36.3 started from chat
+// (`/kedge upgrade typhoon-world v1.36.3`: the plan posted in the channel, nothing
+// changed until Continue is clicked): every API server, then every controller
 // manager and scheduler, one controller at a time, then every kubelet.
 // Each controller's manifests differ from Typhoon's in their image tags
 // alone (what the plan rendered), each controller runs the v1.36
@@ -106,11 +111,23 @@ func TestClusterUpgradeOnTyphoonCluster(t *testing.T) {
 		t.Errorf("the snapshot of the refused upgrade: %s", s.State)
 	}
 
-	// A skipped minor: refused at the plan, nothing changed.
-	p, code, errOut = runWaitInv(t, "cluster-upgrade", inv, "--set", "version=v1.37.2", "--set", "destination=local")
-	if code == 0 || p.State != workflows.StateFailed || !strings.Contains(p.Error, "would skip 1 minor") || !strings.Contains(p.Error, "UpgradeRefused") {
-		t.Fatalf("an upgrade that skips a minor: exit %d, %s: %s %s", code, p.State, p.Error, errOut)
+	// A skipped minor, from a CI system's signed webhook: refused at the
+	// plan, nothing changed.
+	c := startChatFor(t, typhoonCluster, inv, t.TempDir())
+	body := `{"runbook":"cluster-upgrade","inventory":"` + typhoonCluster + `","params":{"version":"v1.37.2","destination":"local"}}`
+	at := time.Now()
+	h := http.Header{}
+	h.Set(chatops.HeaderKey, "ci")
+	h.Set(chatops.HeaderSig, chatops.SignHook([]byte(itHookKey), at, "upgrade-1", []byte(body)))
+	h.Set(chatops.HeaderReq, "upgrade-1")
+	var hook chatops.HookResponse
+	if r := c.send(t, request{path: "/hooks/run", ctype: "application/json", body: []byte(body), header: h}); r.status != 201 || json.Unmarshal([]byte(r.raw), &hook) != nil {
+		t.Fatalf("POST /hooks/run cluster-upgrade: %d %s", r.status, r.raw)
 	}
+	if err := waitClosed(t, hook.WorkflowID, 3*time.Minute); err == nil || !strings.Contains(err.Error(), "would skip 1 minor") || !strings.Contains(err.Error(), "UpgradeRefused") {
+		t.Fatalf("an upgrade that skips a minor: %v", err)
+	}
+	p, _ = watch(t, hook.WorkflowID)
 	for _, id := range []string{"nodes-ready", "snapshot", "first-apiserver"} {
 		if s := step(t, p, id); s.State != "not-run" {
 			t.Errorf("step %s of the refused upgrade: %s", id, s.State)
@@ -129,14 +146,49 @@ func TestClusterUpgradeOnTyphoonCluster(t *testing.T) {
 	for _, h := range controllers {
 		addrs = append(addrs, h.Address+":6443")
 	}
+	// Started from chat: the plan is posted with its buttons before
+	// anything changes; a click on Continue starts the upgrade.
 	poller := startAPIPoller(t, typhoonBuilt.kubeconfig, addrs)
 	began := time.Now()
-	p, code, errOut = runWaitInv(t, "cluster-upgrade", inv, "--set", "version="+version, "--set", "destination=local", "--set", "approveFirst=false")
+	r := c.slash(t, "U0SRE", "upgrade "+typhoonCluster+" "+version+" destination=local approve-first=false", "trigger-upgrade")
+	if r.outcome != "started" {
+		t.Fatalf("/kedge upgrade: %s: %s", r.outcome, r.raw)
+	}
+	id := startedIDOn(t, r, "cluster-upgrade", typhoonCluster)
+	plan := c.recv.wait(t, 3*time.Minute, "the plan posted with its buttons", func(p posted) bool {
+		return len(p.Blocks) == 2 && strings.Contains(p.Text, "approve-plan")
+	})
+	for _, h := range controllers {
+		for _, comp := range components {
+			if line := fmt.Sprintf("%s %s: ", h.Name, comp); !strings.Contains(plan.Text, line) || !strings.Contains(plan.Text, comp+":"+version) {
+				t.Errorf("the plan in the channel has no line %q to %s:\n%s", line, version, plan.Text)
+			}
+		}
+	}
+	p, _ = progressOf(t, id)
+	if s := step(t, p, "snapshot"); s.State != workflows.StatePending {
+		t.Errorf("the snapshot while the plan waits: %s", s.State)
+	}
+	var buttons struct {
+		Elements []struct {
+			ActionID string `json:"action_id"`
+			Value    string `json:"value"`
+		} `json:"elements"`
+	}
+	if err := json.Unmarshal(plan.Blocks[1], &buttons); err != nil || len(buttons.Elements) != 2 || buttons.Elements[0].ActionID != chatmsg.ActionContinue {
+		t.Fatalf("the plan's buttons: %v %s", err, plan.Blocks[1])
+	}
+	if click := c.send(t, c.clickRequest(t, "U0SRE", chatmsg.ActionContinue, buttons.Elements[0].Value, "1700000100.1", time.Now(), itSigningSecret)); click.status != 200 {
+		t.Fatalf("Continue on the plan: %d %s", click.status, click.raw)
+	}
+	runErr := waitClosed(t, id, 20*time.Minute)
 	took := time.Since(began)
 	longest, none, lastErr := poller.report()
-	if code != 0 {
-		t.Fatalf("cluster-upgrade: exit %d, %s: %s\n%s", code, p.State, p.Error, errOut)
+	p, _ = watch(t, id)
+	if runErr != nil {
+		t.Fatalf("cluster-upgrade: %v\n%+v", runErr, p)
 	}
+	c.recv.wait(t, time.Minute, "the result posted", resultPost("/commands/trigger-upgrade"))
 	var times []string
 	for _, s := range p.Steps {
 		if s.StartedAt != nil && s.EndedAt != nil {

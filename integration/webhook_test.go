@@ -136,8 +136,16 @@ type chat struct {
 
 // startChat writes a ChatOps config for cluster lab (inventory inv) and
 // serves it over real HTTP. U0SRE may start and approve anything;
-// U0DEV may only start; the CI key may start hello-hook and hello-once.
+// U0DEV may only start; the CI key may start hello-hook, hello-once and
+// cluster-upgrade.
 func startChat(t *testing.T, inv, runbookDir string) *chat {
+	t.Helper()
+	return startChatFor(t, "lab", inv, runbookDir)
+}
+
+// startChatFor is startChat for a cluster of another name (the name the
+// inventory gives it).
+func startChatFor(t *testing.T, cluster, inv, runbookDir string) *chat {
 	t.Helper()
 	workerServes(inv)
 	dir := t.TempDir()
@@ -148,7 +156,7 @@ func startChat(t *testing.T, inv, runbookDir string) *chat {
 	cfgText := fmt.Sprintf(`apiVersion: kedge/v1
 kind: ChatOps
 clusters:
-  lab: {inventory: %s}
+  %s: {inventory: %s}
 runbookPath: [%s]
 responseURLs: [%s/]
 webhookKeys:
@@ -161,13 +169,13 @@ allow:
     approve: ["*"]
   - name: dev
     slackUsers: [U0DEV]
-    clusters: [lab]
+    clusters: [%s]
     start: [flaky-rollout]
   - name: ci
     webhookKeys: [ci]
-    clusters: [lab]
-    start: [hello-hook, hello-once]
-`, inv, runbookDir, recv.URL)
+    clusters: [%s]
+    start: [hello-hook, hello-once, cluster-upgrade]
+`, cluster, inv, runbookDir, recv.URL, cluster, cluster)
 	cfgPath := filepath.Join(dir, "chatops.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o644); err != nil {
 		t.Fatal(err)
@@ -338,7 +346,13 @@ func typeRuns(t *testing.T, workflowType string, want int) {
 // derived from the request.
 func startedID(t *testing.T, r reply, runbook string) string {
 	t.Helper()
-	m := regexp.MustCompile("`(" + regexp.QuoteMeta(runbook+"/lab/") + "[^`]+)`").FindStringSubmatch(r.Text)
+	return startedIDOn(t, r, runbook, "lab")
+}
+
+// startedIDOn is startedID for a cluster of another name.
+func startedIDOn(t *testing.T, r reply, runbook, cluster string) string {
+	t.Helper()
+	m := regexp.MustCompile("`(" + regexp.QuoteMeta(runbook+"/"+cluster+"/") + "[^`]+)`").FindStringSubmatch(r.Text)
 	if m == nil {
 		t.Fatalf("the reply names no run of %s: %d %s %s", runbook, r.status, r.outcome, r.raw)
 	}

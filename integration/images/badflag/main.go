@@ -16,8 +16,8 @@ const Flag = "--kedge-injected-bad-flag=true"
 func main() {
 	self, err := os.Executable()
 	if err == nil {
-		real := self + ".real"
-		err = syscall.Exec(real, append(append([]string{real}, os.Args[1:]...), Flag), os.Environ())
+		target := self + ".real"
+		err = syscall.Exec(target, append(append([]string{target}, os.Args[1:]...), Flag), os.Environ())
 	}
 	fmt.Fprintln(os.Stderr, "badflag:", err)
 	os.Exit(1)
