@@ -141,8 +141,16 @@ func TestRealKubeletClusterUpgrade(t *testing.T) {
 			asked = p
 			return ok && step(t, p, "approve-plan").State == workflows.StateWaiting
 		})
-		if s := step(t, asked, "approve-plan"); !strings.Contains(s.Prompt, kubeapi.APIServer+": "+images.ControlPlaneRef(kubeapi.APIServer)+" → "+images.ImageRepository+"/"+kubeapi.APIServer+":"+version) {
-			t.Errorf("the plan asked about: %q", s.Prompt)
+		// Its summary, then the diff of each manifest.
+		prompt := step(t, asked, "approve-plan").Prompt
+		for _, want := range []string{
+			kubeapi.APIServer + ": " + images.ControlPlaneRef(kubeapi.APIServer) + " → " + images.ImageRepository + "/" + kubeapi.APIServer + ":" + version + "\n",
+			"\n--- " + ctl.node.Name + ":/etc/kubernetes/manifests/" + kubeapi.Scheduler + ".yaml\n",
+			"\n+    image: " + images.ImageRepository + "/" + kubeapi.Scheduler + ":" + version + "\n",
+		} {
+			if !strings.Contains(prompt, want) {
+				t.Errorf("the plan asked about has no %q:\n%s", want, prompt)
+			}
 		}
 		if s := step(t, asked, "snapshot"); s.State != workflows.StatePending {
 			t.Errorf("the snapshot before the plan was approved: %s", s.State)

@@ -78,9 +78,25 @@ func rowLine(r workflows.Row, id string) (string, bool) {
 	return b.String(), true
 }
 
-// wrap breaks text into lines of at most width runes at spaces (a longer
-// word gets a line of its own).
+// wrap breaks text into lines of at most width runes: each line of the
+// text as it is when it fits (a diff in a prompt keeps its columns, a
+// blank line stays), else broken at spaces (a longer word gets a line of
+// its own).
 func wrap(text string, width int) []string {
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		l = strings.TrimRight(l, " \t")
+		if utf8.RuneCountInString(l) <= width {
+			lines = append(lines, l)
+			continue
+		}
+		lines = append(lines, wrapWords(l, width)...)
+	}
+	return lines
+}
+
+// wrapWords breaks one line at spaces into lines of at most width runes.
+func wrapWords(text string, width int) []string {
 	var lines []string
 	var line strings.Builder
 	for _, w := range strings.Fields(text) {
