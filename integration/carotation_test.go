@@ -488,7 +488,7 @@ steps:
     needs: [scan]
     action: kedge.check
     with:
-      that: "${ steps.health.outputs.leader == 'it-etcd' && size(steps.health.outputs.members) == 1 && steps.health.outputs.members[0].leader && steps.health.outputs.members[0].endpoint == 'https://`+endpoint+`' && steps.health.outputs.members[0].raftIndex > 0 && steps.scan.outputs.presenting.old == ['`+endpoint+`'] && size(steps.scan.outputs.presenting.new) == 0 && steps.scan.outputs.endpoints[0].ca == 'old' && steps.scan.outputs.endpoints[0].subject == 'CN=it-etcd' }"
+      that: "${ steps.health.outputs.leader == 'it-etcd' && size(steps.health.outputs.members) == 1 && steps.health.outputs.members[0].leader && steps.health.outputs.members[0].endpoint == 'https://`+endpoint+`' && steps.health.outputs.members[0].raftIndex > 0 && steps.health.outputs.members[0].version.startsWith('3.6.') && steps.scan.outputs.presenting.old == ['`+endpoint+`'] && size(steps.scan.outputs.presenting.new) == 0 && steps.scan.outputs.endpoints[0].ca == 'old' && steps.scan.outputs.endpoints[0].subject == 'CN=it-etcd' }"
       message: the gates' outputs
 `)
 	args := []string{"--set-file", "oldCA=" + oldFile, "--set-file", "newCA=" + newFile, "--set", "issuer=" + issuer}

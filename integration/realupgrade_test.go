@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	kubeapi "kedge.dev/kedge/actions/kube"
 	renderapi "kedge.dev/kedge/actions/render"
@@ -59,7 +61,13 @@ func TestRealKubeletClusterUpgrade(t *testing.T) {
 	// The lane's last test: it closes the shared cluster.
 	rc := sharedRealCluster(t, tools)
 	defer closeSharedRealCluster(t)
-	cs, ctl := rc.client, rc.ctl
+	ctl := rc.ctl
+	// A client from the kubeconfig as it is now: the lane's CA rotation
+	// replaced the CA the cluster's first client trusted.
+	cs, err := kubeClientOf(rc.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	// The release's images on every node: the control plane's in
 	// containerd, the kubelet's in the container stand-in's store (the
@@ -105,7 +113,7 @@ func TestRealKubeletClusterUpgrade(t *testing.T) {
 	if _, err := cs.AppsV1().Deployments("default").Create(ctx, apiClientDeployment("upgrade-client", 2), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	d := waitDeploymentReady(t, rc, "upgrade-client", 3*time.Minute)
+	d := waitDeploymentReady(t, cs, "upgrade-client", 3*time.Minute)
 
 	components := []string{kubeapi.APIServer, kubeapi.ControllerManager, kubeapi.Scheduler}
 	manifests := func() map[string]string {
@@ -146,11 +154,14 @@ func TestRealKubeletClusterUpgrade(t *testing.T) {
 		for _, want := range []string{
 			kubeapi.APIServer + ": " + images.ControlPlaneRef(kubeapi.APIServer) + " → " + images.ImageRepository + "/" + kubeapi.APIServer + ":" + version + "\n",
 			"\n--- " + ctl.node.Name + ":/etc/kubernetes/manifests/" + kubeapi.Scheduler + ".yaml\n",
-			"\n+    image: " + images.ImageRepository + "/" + kubeapi.Scheduler + ":" + version + "\n",
+			"\netcd: 3.6.16 on 1 member(s), kept (" + version + " needs 3.5 or newer)\n",
 		} {
 			if !strings.Contains(prompt, want) {
 				t.Errorf("the plan asked about has no %q:\n%s", want, prompt)
 			}
+		}
+		if added := regexp.MustCompile(`(?m)^\+ +image: ` + regexp.QuoteMeta(images.ImageRepository+"/"+kubeapi.Scheduler+":"+version) + `$`); !added.MatchString(prompt) {
+			t.Errorf("the plan's diff does not add the scheduler's %s image:\n%s", version, prompt)
 		}
 		if s := step(t, asked, "snapshot"); s.State != workflows.StatePending {
 			t.Errorf("the snapshot before the plan was approved: %s", s.State)
@@ -278,19 +289,19 @@ func TestRealKubeletClusterUpgrade(t *testing.T) {
 			t.Errorf("Node %s after the upgrade: kubelet %s, ready %v, unschedulable %v", n.Name, v, nodeIsReady(&n), n.Spec.Unschedulable)
 		}
 	}
-	if now := waitDeploymentReady(t, rc, "upgrade-client", 3*time.Minute); now.UID != d.UID {
+	if now := waitDeploymentReady(t, cs, "upgrade-client", 3*time.Minute); now.UID != d.UID {
 		t.Errorf("the Deployment was made anew")
 	}
 }
 
 // waitDeploymentReady waits until every replica of the Deployment (in
 // default) is updated, Ready and available, and returns it.
-func waitDeploymentReady(t *testing.T, rc *realCluster, name string, within time.Duration) *appsv1.Deployment {
+func waitDeploymentReady(t *testing.T, cs kubernetes.Interface, name string, within time.Duration) *appsv1.Deployment {
 	t.Helper()
 	var d *appsv1.Deployment
 	var err error
 	for deadline := time.Now().Add(within); ; time.Sleep(time.Second) {
-		d, err = rc.client.AppsV1().Deployments("default").Get(t.Context(), name, metav1.GetOptions{})
+		d, err = cs.AppsV1().Deployments("default").Get(t.Context(), name, metav1.GetOptions{})
 		if err == nil && d.Spec.Replicas != nil {
 			want := *d.Spec.Replicas
 			if s := d.Status; s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.ReadyReplicas == want && s.AvailableReplicas == want {
@@ -298,7 +309,7 @@ func waitDeploymentReady(t *testing.T, rc *realCluster, name string, within time
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("Deployment %s not ready after %s (%v): %+v%s", name, within, err, d.Status, podEvents(t.Context(), rc.client, name))
+			t.Fatalf("Deployment %s not ready after %s (%v): %+v%s", name, within, err, d.Status, podEvents(t.Context(), cs, name))
 		}
 	}
 }

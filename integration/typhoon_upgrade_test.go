@@ -165,6 +165,10 @@ func TestClusterUpgradeOnTyphoonCluster(t *testing.T) {
 			}
 		}
 	}
+	// Typhoon's etcd (quay.io/coreos/etcd:v3.5.13), as its members say.
+	if !strings.Contains(plan.Text, "etcd: "+strings.TrimPrefix(typhoonEtcdBinary, "etcd-v")+" on 3 member(s), kept") {
+		t.Errorf("the plan in the channel does not say etcd's release:\n%s", plan.Text)
+	}
 	p, _ = progressOf(t, id)
 	if s := step(t, p, "snapshot"); s.State != workflows.StatePending {
 		t.Errorf("the snapshot while the plan waits: %s", s.State)

@@ -29,6 +29,8 @@ type MemberHealth struct {
 	Leader    bool   `json:"leader"`
 	RaftIndex int64  `json:"raftIndex"`
 	DBSize    int64  `json:"dbSize"`
+	// Version is the release the member runs, as it says (e.g. 3.6.16).
+	Version string `json:"version"`
 }
 
 // HealthResult is every member, all of them healthy, and the leader's

@@ -21,6 +21,14 @@ type UpgradePlanInput struct {
 	// renders a controller of its own layout with (bootstrap,
 	// cert-renewal, a controller join).
 	InventoryVersion string `json:"inventoryVersion,omitempty" doc:"the inventory's kubernetes.version: on Kedge's layout it must be the release upgraded to"`
+	// Etcd is etcd.health's members: the release each runs.
+	Etcd []EtcdMember `json:"etcd,omitempty" doc:"etcd.health's members (name, version): etcd's release, checked against what the Kubernetes release needs"`
+}
+
+// EtcdMember is what the plan reads of etcd.health's members.
+type EtcdMember struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
 }
 
 // HostLayout is what the plan reads of host.layout's outputs.

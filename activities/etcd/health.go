@@ -37,6 +37,7 @@ type status struct {
 	Header struct {
 		MemberID string `json:"member_id"`
 	} `json:"header"`
+	Version   string   `json:"version"`
 	Leader    string   `json:"leader"`
 	RaftIndex number   `json:"raftIndex"`
 	DBSize    number   `json:"dbSize"`
@@ -210,7 +211,7 @@ func judge(members []member, answers map[string]answer, alarms []alarm, expect i
 			leaders[st.Leader] = append(leaders[st.Leader], names[m.ID])
 		}
 		res.Members = append(res.Members, api.MemberHealth{Name: m.Name, ID: hexID(m.ID), Endpoint: ans.endpoint,
-			Leader: st.Leader == m.ID, RaftIndex: int64(st.RaftIndex), DBSize: int64(st.DBSize)})
+			Leader: st.Leader == m.ID, RaftIndex: int64(st.RaftIndex), DBSize: int64(st.DBSize), Version: st.Version})
 	}
 	for _, al := range alarms {
 		who := names[al.MemberID]

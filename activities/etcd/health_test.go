@@ -114,7 +114,7 @@ func (f *fakeMember) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		leader := f.leader
 		f.mu.Unlock()
 		// As etcd's gateway writes them: 64-bit numbers as strings.
-		_, _ = w.Write([]byte(`{"header":{"member_id":"` + f.id + `"},"leader":"` + leader + `","raftIndex":"1234","dbSize":"20480"}`))
+		_, _ = w.Write([]byte(`{"header":{"member_id":"` + f.id + `"},"version":"3.6.16","leader":"` + leader + `","raftIndex":"1234","dbSize":"20480"}`))
 	default:
 		http.NotFound(w, r)
 	}
@@ -177,7 +177,7 @@ func TestHealthAsksEachMemberForItself(t *testing.T) {
 		t.Fatal(err)
 	}
 	if res.Leader != "c2" || len(res.Members) != 3 || res.Members[2].Endpoint != fakes[2].srv.URL || res.Members[2].RaftIndex != 1234 ||
-		res.Members[2].DBSize != 20480 || res.Members[2].ID != "d" || !res.Members[1].Leader {
+		res.Members[2].DBSize != 20480 || res.Members[2].ID != "d" || !res.Members[1].Leader || res.Members[2].Version != "3.6.16" {
 		t.Errorf("healthy: %+v", res)
 	}
 

@@ -151,6 +151,13 @@ func (a *Activities) UpgradePlan(ctx context.Context, in api.UpgradePlanInput) (
 		}
 	}
 
+	// etcd: the release each member says it runs, and what the target's
+	// API server needs (an etcd upgrade is a stage of its own).
+	for _, m := range in.Etcd {
+		res.Running = append(res.Running, api.Running{Component: api.Etcd, Host: m.Name, Version: m.Version, From: "the status etcd member " + m.Name + " answers"})
+	}
+	res.Problems = append(res.Problems, api.EtcdSkew(target, in.Etcd)...)
+
 	res.Problems = append(res.Problems, api.UpgradeSkew(res.To, res.Running)...)
 	if v, ok := oldestAPIServer(res.Running); ok {
 		res.From = v
@@ -188,7 +195,40 @@ func summary(res api.UpgradePlanResult) string {
 	if res.KubeletImage != "" {
 		fmt.Fprintf(&b, " → %s", res.KubeletImage)
 	}
+	if etcd := etcdLine(res); etcd != "" {
+		b.WriteString("\n" + etcd)
+	}
 	return b.String()
+}
+
+// etcdLine is the summary's line on etcd: the releases its members run
+// (kept: the upgrade never changes etcd) and the oldest the target needs.
+func etcdLine(res api.UpgradePlanResult) string {
+	count := map[string]int{}
+	var order []string
+	for _, r := range res.Running {
+		if r.Component != api.Etcd {
+			continue
+		}
+		if count[r.Version] == 0 {
+			order = append(order, r.Version)
+		}
+		count[r.Version]++
+	}
+	if len(order) == 0 {
+		return ""
+	}
+	var runs []string
+	for _, v := range order {
+		runs = append(runs, fmt.Sprintf("%s on %d member(s)", v, count[v]))
+	}
+	line := "etcd: " + strings.Join(runs, ", ") + ", kept"
+	if to, err := api.ParseVersion(res.To); err == nil {
+		if need, ok := api.EtcdNeeded(to); ok {
+			line += fmt.Sprintf(" (%s needs %d.%d or newer)", res.To, need.Major, need.Minor)
+		}
+	}
+	return line
 }
 
 // manifestImage is the image of a static pod manifest's container named

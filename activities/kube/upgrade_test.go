@@ -56,6 +56,7 @@ func TestUpgradePlanSaysWhatChangesWhere(t *testing.T) {
 	l := in.Layouts["c1"]
 	l.Kind, in.InventoryVersion = "kedge", "v1.36.3"
 	in.Layouts["c1"] = l
+	in.Etcd = []api.EtcdMember{{Name: "c1", Version: "3.6.16"}}
 	res, err := a.UpgradePlan(context.Background(), in)
 	if err != nil {
 		t.Fatalf("%v\n%+v", err, res.Problems)
@@ -89,7 +90,8 @@ func TestUpgradePlanSaysWhatChangesWhere(t *testing.T) {
 		"c1 kube-apiserver: images.example/kube-apiserver:v1.35.4 → images.example/kube-apiserver:v1.36.3\n" +
 		"c1 kube-controller-manager: images.example/kube-controller-manager:v1.35.4 → images.example/kube-controller-manager:v1.36.3\n" +
 		"c1 kube-scheduler: images.example/kube-scheduler:v1.35.4 → images.example/kube-scheduler:v1.36.3\n" +
-		"kubelets: 3 of 3 Nodes behind → quay.io/poseidon/kubelet:v1.36.3"; res.Summary != want {
+		"kubelets: 3 of 3 Nodes behind → quay.io/poseidon/kubelet:v1.36.3\n" +
+		"etcd: 3.6.16 on 1 member(s), kept (v1.36.3 needs 3.5 or newer)"; res.Summary != want {
 		t.Errorf("summary:\n%s\nwant:\n%s", res.Summary, want)
 	}
 	if got := strings.Join(res.Images["c1"], " "); got != "images.example/kube-apiserver:v1.36.3 images.example/kube-controller-manager:v1.36.3 images.example/kube-scheduler:v1.36.3 quay.io/poseidon/kubelet:v1.36.3" {
@@ -102,7 +104,7 @@ func TestUpgradePlanSaysWhatChangesWhere(t *testing.T) {
 	for _, r := range res.Running {
 		found[r.Component+"@"+r.Host+"="+r.Version] = true
 	}
-	for _, want := range []string{"kubelet@w2=v1.34.2", "kube-proxy@DaemonSet kube-system/kube-proxy=v1.35.4", "kube-apiserver@(the cluster's API)=v1.35.4", "kube-scheduler@c1=v1.35.4"} {
+	for _, want := range []string{"etcd@c1=3.6.16", "kubelet@w2=v1.34.2", "kube-proxy@DaemonSet kube-system/kube-proxy=v1.35.4", "kube-apiserver@(the cluster's API)=v1.35.4", "kube-scheduler@c1=v1.35.4"} {
 		if !found[want] {
 			t.Errorf("not found running: %s in %+v", want, res.Running)
 		}
@@ -140,6 +142,9 @@ func TestUpgradePlanRefusesBeforeAnythingChanges(t *testing.T) {
 		"a removed flag": {"v1.36.3", nil, nil,
 			"c1: /etc/kubernetes/manifests/kube-apiserver.yaml:29: --kubelet-preferred-address-types was removed from kube-apiserver in v1.36"},
 		"no scheduler manifest": {"v1.36.3", nil, func(in *api.UpgradePlanInput) { delete(in.Manifests["kube-scheduler"], "c1") }, "c1: no kube-scheduler manifest was read"},
+		"etcd too old for the release": {"v1.36.3", nil, func(in *api.UpgradePlanInput) {
+			in.Etcd = []api.EtcdMember{{Name: "c1", Version: "3.6.16"}, {Name: "c2", Version: "3.4.33"}}
+		}, "etcd member c2 runs 3.4.33, and the API server of v1.36.3 needs etcd 3.5 or newer: upgrade etcd first"},
 		"an image without a release": {"v1.36.3", nil, func(in *api.UpgradePlanInput) {
 			m := in.Manifests["kube-controller-manager"]["c1"]
 			m.Content = strings.Replace(m.Content, "kube-controller-manager:v1.35.4", "kube-controller-manager:latest", 1)
