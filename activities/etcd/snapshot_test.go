@@ -96,11 +96,6 @@ func TestSnapshotOfARealEtcd(t *testing.T) {
 	if int64(len(stored)) != res.Stored {
 		t.Errorf("stored %d bytes, the result says %d", len(stored), res.Stored)
 	}
-	for _, plain := range [][]byte{boltMagic, []byte("/registry/secrets/kedge-test/"), []byte("kedge-snapshot-value/")} {
-		if bytes.Contains(stored, plain) {
-			t.Errorf("the stored object holds %q in the clear", plain)
-		}
-	}
 	r, err := sealstream.NewReader(bytes.NewReader(stored), keys)
 	if err != nil {
 		t.Fatal(err)
@@ -119,6 +114,14 @@ func TestSnapshotOfARealEtcd(t *testing.T) {
 	}
 	if !bytes.Contains(snap, boltMagic) || !bytes.Contains(snap, []byte("/registry/secrets/kedge-test/secret-399")) {
 		t.Error("the opened snapshot is not etcd's database with the keys written")
+	}
+	// Nothing of it in the clear: its first meta page (bbolt's magic
+	// among it; the 4-byte magic alone turns up by chance in megabytes of
+	// ciphertext, once in a thousand runs), the keys, the values.
+	for _, plain := range [][]byte{snap[:64], []byte("/registry/secrets/kedge-test/"), []byte("kedge-snapshot-value/")} {
+		if bytes.Contains(stored, plain) {
+			t.Errorf("the stored object holds %q in the clear", plain)
+		}
 	}
 
 	mf, err := os.ReadFile(filepath.Join(dir, res.Manifest))
