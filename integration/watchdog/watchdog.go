@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"regexp"
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 )
 
@@ -18,38 +21,71 @@ import (
 const Margin = 90 * time.Second
 
 // Start arms the watchdog for a test binary whose tests live in package
-// pkg (its import path). When fewer than Margin remain of -timeout, it
-// writes the running tests and their stacks to w, runs teardown (bounded
-// to half the margin) and exits with status 1. It does nothing without a
+// pkg (its import path). When fewer than Margin remain of -timeout, or
+// when the binary is interrupted (SIGINT, SIGTERM: a Ctrl-C, a CI job
+// cancelled), it writes the running tests and their stacks to w, runs
+// teardown (bounded to half the margin) and exits with status 1: a world
+// of servers, namespaces and cgroups is never left running behind a test
+// binary that was stopped. The timeout part does nothing without a
 // -timeout or with one shorter than twice the margin. Call after
 // flag.Parse; the returned function disarms it.
 func Start(pkg string, w io.Writer, teardown func()) (stop func()) {
+	var once sync.Once
+	end := func(why, verdict string) {
+		once.Do(func() {
+			fmt.Fprintf(w, "\nwatchdog: %s; still running:\n%s", why, Report(pkg, allStacks()))
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				if teardown != nil {
+					teardown()
+				}
+			}()
+			select {
+			case <-done:
+			case <-time.After(Margin / 2):
+				fmt.Fprintln(w, "watchdog: teardown did not finish in", Margin/2)
+			}
+			fmt.Fprintf(w, "watchdog: FAIL (%s)\n", verdict)
+			os.Exit(1)
+		})
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	quit := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			end(fmt.Sprintf("%v received", s), "interrupted")
+		case <-quit:
+		}
+	}()
+	var timer *time.Timer
+	if timeout, ok := testTimeout(); ok && timeout >= 2*Margin {
+		timer = time.AfterFunc(timeout-Margin, func() {
+			end(fmt.Sprintf("%s of the %s -timeout passed", timeout-Margin, timeout), "timed out")
+		})
+	}
+	var disarm sync.Once
+	return func() {
+		disarm.Do(func() {
+			signal.Stop(sigs)
+			close(quit)
+			if timer != nil {
+				timer.Stop()
+			}
+		})
+	}
+}
+
+// testTimeout is the binary's -test.timeout, when it has one.
+func testTimeout() (time.Duration, bool) {
 	f := flag.Lookup("test.timeout")
 	if f == nil {
-		return func() {}
+		return 0, false
 	}
 	timeout, err := time.ParseDuration(f.Value.String())
-	if err != nil || timeout < 2*Margin {
-		return func() {}
-	}
-	t := time.AfterFunc(timeout-Margin, func() {
-		fmt.Fprintf(w, "\nwatchdog: %s of the %s -timeout passed; still running:\n%s", timeout-Margin, timeout, Report(pkg, allStacks()))
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			if teardown != nil {
-				teardown()
-			}
-		}()
-		select {
-		case <-done:
-		case <-time.After(Margin / 2):
-			fmt.Fprintln(w, "watchdog: teardown did not finish in", Margin/2)
-		}
-		fmt.Fprintln(w, "watchdog: FAIL (timed out)")
-		os.Exit(1)
-	})
-	return func() { t.Stop() }
+	return timeout, err == nil && timeout > 0
 }
 
 func allStacks() []byte {
