@@ -250,7 +250,10 @@ func TestRealKubeletClusterUpgrade(t *testing.T) {
 	}
 	var runs []string
 	for _, e := range resp.Executions {
-		runs = append(runs, e.Execution.WorkflowId+" "+e.Status.String())
+		// Other lanes upgrade their own clusters meanwhile.
+		if strings.HasPrefix(e.Execution.WorkflowId, rc.name+"/") {
+			runs = append(runs, e.Execution.WorkflowId+" "+e.Status.String())
+		}
 	}
 	if len(runs) != len(components) {
 		t.Errorf("component runs after the kill: %d (%q), want one per component", len(runs), runs)
