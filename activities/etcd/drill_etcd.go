@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
@@ -24,6 +25,8 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
+
+	"kedge.dev/kedge/internal/freeport"
 )
 
 // drillStart bounds how long the restored etcd may take to start and
@@ -195,19 +198,17 @@ func drillTLS(dir string) (drillCreds, error) {
 	}, nil
 }
 
-// freePorts are n ports on loopback free a moment ago (all held at once,
-// so they differ). One taken before etcd listens fails the attempt,
-// which is retried.
+// freePorts are n ports on loopback free a moment ago, outside the
+// ephemeral range (freeport). One taken before etcd listens fails the
+// attempt, which is retried.
 func freePorts(n int) ([]string, error) {
-	var ports []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer ln.Close()
-		_, port, _ := net.SplitHostPort(ln.Addr().String())
-		ports = append(ports, port)
+	ports, err := freeport.Pick("127.0.0.1", n)
+	if err != nil {
+		return nil, err
 	}
-	return ports, nil
+	out := make([]string, len(ports))
+	for i, p := range ports {
+		out[i] = strconv.Itoa(p)
+	}
+	return out, nil
 }

@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"kedge.dev/kedge/integration/controlplane"
+
+	"kedge.dev/kedge/internal/freeport"
 )
 
 // Options configure a member.
@@ -172,29 +174,14 @@ func leaf(ca *x509.Certificate, caKey *ecdsa.PrivateKey, cn string, usage ...x50
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})), nil
 }
 
-// freePorts returns n distinct free loopback ports, holding each open
-// until all are chosen.
-func freePorts(n int) ([]string, error) {
-	var ports []string
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
-	}
-	return ports, nil
-}
-
 // run starts etcd; its log goes to etcd.log.
 func (e *Etcd) run(bin string, o Options, serverCert, serverKey string) error {
-	ports, err := freePorts(2)
+	ports, err := freeport.Pick("127.0.0.1", 2)
 	if err != nil {
 		return err
 	}
-	e.Endpoint = "https://127.0.0.1:" + ports[0]
-	peer := "http://127.0.0.1:" + ports[1]
+	e.Endpoint = "https://127.0.0.1:" + strconv.Itoa(ports[0])
+	peer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
 	args := []string{"--name", o.Name, "--data-dir", filepath.Join(e.dir, "data"),
 		"--listen-client-urls", e.Endpoint, "--advertise-client-urls", e.Endpoint,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", o.Name + "=" + peer,

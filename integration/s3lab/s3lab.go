@@ -24,6 +24,8 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"kedge.dev/kedge/integration/toolsdir"
+
+	"kedge.dev/kedge/internal/freeport"
 )
 
 // Region is the region the lab's server is addressed with (SeaweedFS
@@ -131,7 +133,7 @@ func start(ctx context.Context, bin string, o Options) (*Server, error) {
 		return nil, err
 	}
 	s.admin = admin
-	ports, err := freePorts(8)
+	ports, err := freeport.Pick("127.0.0.1", 8)
 	if err != nil {
 		return nil, err
 	}
@@ -189,21 +191,6 @@ func (s *Server) writeIdentities() (credential, error) {
 		return credential{}, err
 	}
 	return admin, os.WriteFile(filepath.Join(s.dir, "s3.json"), data, 0o600)
-}
-
-// freePorts returns n distinct free loopback ports, holding each open
-// until all are chosen.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // URL is the endpoint as an inventory names it: https:// with

@@ -18,6 +18,10 @@ import (
 type serverLog struct {
 	out   *slog.Logger
 	muted *atomic.Bool
+	// fatal is where a fatal error is written when out discards: the
+	// server exits the process on one (a port it cannot bind), which
+	// must never happen without a word.
+	fatal io.Writer
 }
 
 var (
@@ -26,10 +30,12 @@ var (
 )
 
 func newServerLog(out *slog.Logger) serverLog {
+	l := serverLog{out: out, muted: new(atomic.Bool)}
 	if out == nil {
-		out = slog.New(slog.NewTextHandler(io.Discard, nil))
+		l.out = slog.New(slog.NewTextHandler(io.Discard, nil))
+		l.fatal = os.Stderr
 	}
-	return serverLog{out: out, muted: new(atomic.Bool)}
+	return l
 }
 
 func slogArgs(tags []tag.Tag) []any {
@@ -67,6 +73,9 @@ func (l serverLog) Panic(msg string, tags ...tag.Tag) {
 
 func (l serverLog) Fatal(msg string, tags ...tag.Tag) {
 	l.out.Error(msg, slogArgs(tags)...)
+	if l.fatal != nil {
+		slog.New(slog.NewTextHandler(l.fatal, nil)).Error("the embedded Temporal server exits: "+msg, slogArgs(tags)...)
+	}
 	os.Exit(1)
 }
 

@@ -31,6 +31,8 @@ import (
 
 	"kedge.dev/kedge/internal/searchattr"
 	"kedge.dev/kedge/internal/secretfile"
+
+	"kedge.dev/kedge/internal/freeport"
 )
 
 // Config configures an embedded server.
@@ -152,7 +154,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("frontend: %w", err)
 	}
 	// gRPC for history, matching and worker, and the frontend's HTTP API.
-	ports, err := freePorts(host, 4)
+	ports, err := freeport.Pick(host, 4)
 	if err != nil {
 		return nil, err
 	}
