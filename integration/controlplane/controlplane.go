@@ -21,6 +21,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"kedge.dev/kedge/integration/toolsdir"
+
+	"kedge.dev/kedge/internal/freeport"
 )
 
 // Options configure a control plane.
@@ -60,15 +62,6 @@ func NextTools() (string, error) { return nextTools.Get() }
 
 // NextVersion is the release in NextTools.
 const NextVersion = "v1.36.3"
-
-func freePort(host string) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
 
 // Start generates a PKI and starts the control plane, returning when the
 // API server is ready and the default ServiceAccount exists.
@@ -110,11 +103,9 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 	if err := p.serviceAccountKey(); err != nil {
 		return nil, err
 	}
-	ports := make([]int, 3)
-	for i := range ports {
-		if ports[i], err = freePort(o.Host); err != nil {
-			return nil, err
-		}
+	ports, err := freeport.Pick(o.Host, 3)
+	if err != nil {
+		return nil, err
 	}
 	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
 	cp := &ControlPlane{Server: fmt.Sprintf("https://%s", net.JoinHostPort(o.Host, strconv.Itoa(apiPort))), dir: dir,

@@ -4,6 +4,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"kedge.dev/kedge/internal/freeport"
 )
 
 // A real PostgreSQL starts, listens with password authentication, and
@@ -44,10 +46,9 @@ func TestPostgresStartsKilledAndRestarted(t *testing.T) {
 }
 
 func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freeport.Pick("127.0.0.1", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports[0]
 }

@@ -21,6 +21,8 @@ import (
 	"kedge.dev/kedge/integration/pglab"
 	"kedge.dev/kedge/integration/toolsdir"
 	"kedge.dev/kedge/internal/composefile"
+
+	"kedge.dev/kedge/internal/freeport"
 )
 
 // Options say where the team lives and what it runs.
@@ -651,12 +653,11 @@ func moduleDir(repo, mod string) (string, error) {
 }
 
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freeport.Pick("127.0.0.1", 1)
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
 }
 
 func tail(s string, n int) string {

@@ -19,6 +19,8 @@ import (
 	"github.com/hashicorp/vault/api"
 
 	"kedge.dev/kedge/integration/toolsdir"
+
+	"kedge.dev/kedge/internal/freeport"
 )
 
 // Mount paths and role names the lab configures.
@@ -57,12 +59,11 @@ var tools = toolsdir.Dir{Env: "KEDGE_VAULT_TOOLS", Script: "vault-tools.sh", Wha
 func Tools() (string, error) { return tools.Get() }
 
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freeport.Pick("127.0.0.1", 1)
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
 }
 
 func randomToken() (string, error) {
