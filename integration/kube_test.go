@@ -221,6 +221,34 @@ func TestKubeletImageSwapOnOneNode(t *testing.T) {
 			t.Errorf("%s pulled at %v, the cordon started at %v: want a pull before the cordon", c.image, pulled, cordon.StartedAt)
 		}
 	}
+
+	// A kubelet newer than the API server (the lab's v1.35.4), or four
+	// minors behind it: refused before the cordon, by the version the
+	// pulled image's kubelet reports; the node keeps its kubelet.
+	dropin = readHostFile(t, "controller-1", "/etc/systemd/system/kubelet.service.d/10-image.conf")
+	for _, c := range []struct{ image, want string }{
+		{"quay.io/poseidon/kubelet:v1.36.3", "the kubelet v1.36.3 for controller-1 is newer than kube-apiserver v1.35.4 on (the cluster's API) (/version)"},
+		{"quay.io/poseidon/kubelet:v1.31.14", "the kubelet v1.31.14 for controller-1 is 4 minors behind kube-apiserver v1.35.4"},
+	} {
+		p, code, _ := runWaitInv(t, "kubelet-image-swap-node", inv,
+			"--set", "node=controller-1", "--set", "image="+c.image, "--set", "readyTimeout=60s")
+		if code == 0 || !strings.Contains(p.Error, c.want) || !strings.Contains(p.Error, "UpgradeRefused") {
+			t.Fatalf("a swap to %s: exit %d, %s: %s", c.image, code, p.State, p.Error)
+		}
+		if s := step(t, p, "cordon"); s.State != "not-run" {
+			t.Errorf("the swap to %s was refused after the cordon: %s", c.image, s.State)
+		}
+		n, err := cp.Client.CoreV1().Nodes().Get(t.Context(), "controller-1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Status.NodeInfo.KubeletVersion != "v1.35.6" || n.Spec.Unschedulable {
+			t.Errorf("after the refused swap to %s: kubelet %s, unschedulable %v", c.image, n.Status.NodeInfo.KubeletVersion, n.Spec.Unschedulable)
+		}
+		if got := readHostFile(t, "controller-1", "/etc/systemd/system/kubelet.service.d/10-image.conf"); got != dropin {
+			t.Errorf("the refused swap to %s changed the drop-in: %q", c.image, got)
+		}
+	}
 }
 
 // pulledAt is when the host's container runtime last pulled image, from

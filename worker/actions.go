@@ -68,6 +68,7 @@ func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities
 		kube.WaitRootCAAction:             k.WaitRootCA,
 		kube.CheckNodesAction:             k.CheckNodes,
 		kube.UpgradePlanAction:            k.UpgradePlan,
+		kube.KubeletSkewAction:            k.KubeletSkew,
 
 		vault.IssueCertAction:  v.IssueCert,
 		vault.ReadSecretAction: v.ReadSecret,

@@ -12,6 +12,15 @@ type RestartStaticPodInput struct {
 	// At is the time recorded in the annotation (default: now, the
 	// worker's clock).
 	At string `json:"at,omitempty" doc:"RFC 3339 time to record (default: now)"`
+	// StopKubelet stops kubelet.service while the manifest changes and
+	// starts it again after. A running kubelet first stops the old pod,
+	// then deletes its mirror pod before starting the new one: for etcd
+	// of a one-member cluster that deletion goes to an API server whose
+	// only etcd is the pod just stopped, and hangs for the API server's
+	// request timeout (close to a minute on an idle machine). A kubelet
+	// that starts on the changed manifest replaces the mirror pod while
+	// the old pod still serves.
+	StopKubelet bool `json:"stopKubelet,omitempty" doc:"stop kubelet.service while the manifest changes and start it after (etcd of a one-member cluster: the kubelet would wait close to a minute on its old mirror pod's deletion, through an API server with no etcd)"`
 }
 
 // RestartStaticPodResult is the restart asked for: kube.wait-static-pod

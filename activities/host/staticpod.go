@@ -18,13 +18,14 @@ import (
 // changes: its fields, their order and comments stay (indentation is
 // written as two spaces). The write is
 // atomic (a dot-file staged beside it, which the kubelet ignores) and
-// keeps the previous content for host.restore-file.
+// keeps the previous content for host.restore-file. With StopKubelet the
+// kubelet is stopped before the write and started after it.
 func (a *Activities) RestartStaticPod(ctx context.Context, in RestartStaticPodInput) (RestartStaticPodResult, error) {
 	res, err := a.restartStaticPod(ctx, in)
 	return res, toTemporal(err)
 }
 
-func (a *Activities) restartStaticPod(ctx context.Context, in RestartStaticPodInput) (RestartStaticPodResult, error) {
+func (a *Activities) restartStaticPod(ctx context.Context, in RestartStaticPodInput) (_ RestartStaticPodResult, err error) {
 	if err := checkPath(in.Manifest); err != nil {
 		return RestartStaticPodResult{}, err
 	}
@@ -36,6 +37,20 @@ func (a *Activities) restartStaticPod(ctx context.Context, in RestartStaticPodIn
 		at = time.Now().UTC().Format(time.RFC3339Nano)
 	} else if _, err := time.Parse(time.RFC3339, at); err != nil {
 		return RestartStaticPodResult{}, invalid(fmt.Sprintf("at %q is not an RFC 3339 time", at))
+	}
+	if in.StopKubelet {
+		if _, err := a.systemd(ctx, SystemdInput{Target: in.Target, Unit: "kubelet.service", Action: "stop"}); err != nil {
+			return RestartStaticPodResult{}, err
+		}
+		// Started again whatever happens to the manifest, even when the
+		// activity is cancelled: a retry stops it again first.
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+			defer cancel()
+			if _, serr := a.systemd(ctx, SystemdInput{Target: in.Target, Unit: "kubelet.service", Action: "start"}); serr != nil && err == nil {
+				err = serr
+			}
+		}()
 	}
 	cur, err := a.readFile(ctx, ReadFileInput{Target: in.Target, Path: in.Manifest})
 	if err != nil {

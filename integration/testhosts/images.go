@@ -51,7 +51,7 @@ const KubeletSim = StandInDir + "/kubelet-sim"
 
 // LabImages are the images every host has from the start: the kubelet
 // images the tests and `make dev` run (quay.io/poseidon/kubelet v1.35.0 to
-// v1.35.49 and v1.36.0 to v1.36.9, whose tag is the version the
+// v1.35.49, v1.36.0 to v1.36.9 and v1.31.14, whose tag is the version the
 // simulator reports, and for v1.35.0-9 and v1.36.0-9 also the -amd64 and
 // build-SHA tags Typhoon uses, which hold the version in the image: see
 // KubeletBuildTag) and the control plane's images at the versions Kedge renders
@@ -75,6 +75,8 @@ func LabImages() []Image {
 			}
 		}
 	}
+	// Four minors behind v1.35: a kubelet the skew policy refuses.
+	out = append(out, Image{Ref: "quay.io/poseidon/kubelet:v1.31.14", Entrypoint: []string{KubeletSim}})
 	for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy"} {
 		out = append(out, Image{Ref: "registry.k8s.io/" + c + ":v1.35.4", Entrypoint: []string{StandInDir + "/" + c}})
 	}
