@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -137,6 +138,34 @@ func TestClusterUpgradeOnTyphoonCluster(t *testing.T) {
 		for _, c := range components {
 			if got := string(must(h.ReadFile(typhoon.ManifestsDir + "/" + c + ".yaml"))); got != before[h.Name+":"+c] {
 				t.Errorf("%s's %s changed by a refused upgrade", h.Name, c)
+			}
+		}
+	}
+
+	// What a run would change, without one: `kedge plan --live` reads
+	// the hosts, etcd and the API up to the plan's gate and prints its
+	// prompt, the summary and every manifest's diff; nothing changes.
+	out, errOut, code := kedge(t, "plan", "cluster-upgrade", "--inventory", inv, "--set", "version="+version, "--set", "destination=local", "--live")
+	if code != 0 {
+		t.Fatalf("kedge plan cluster-upgrade --live: exit %d: %s\n%s", code, errOut, out)
+	}
+	for _, want := range []string{"What a run would do (approve-plan's prompt; nothing has changed):",
+		"Upgrade " + typhoonCluster + " to " + version, "etcd: 3.5.13"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kedge plan --live does not say %q:\n%s", want, out)
+		}
+	}
+	for _, h := range controllers {
+		for _, c := range components {
+			header := fmt.Sprintf("--- %s:%s/%s.yaml", h.Name, typhoon.ManifestsDir, c)
+			added := regexp.MustCompile(`(?m)^\+.*image: \S+/` + c + `:` + regexp.QuoteMeta(version) + `$`)
+			// The file's own diff: from its header to the next one.
+			diff, _, _ := strings.Cut(after(out, header), "\n--- ")
+			if !strings.Contains(out, header) || !added.MatchString(diff) {
+				t.Errorf("kedge plan --live shows no diff of %s on %s to %s", c, h.Name, version)
+			}
+			if got := string(must(h.ReadFile(typhoon.ManifestsDir + "/" + c + ".yaml"))); got != before[h.Name+":"+c] {
+				t.Errorf("%s's %s changed by kedge plan --live", h.Name, c)
 			}
 		}
 	}
@@ -312,4 +341,12 @@ func withoutHost(t *testing.T, inv, name string) string {
 		t.Fatalf("no host %s in the inventory:\n%s", name, inv)
 	}
 	return b.String()
+}
+
+// after is what follows the first sep in s ("" when s has none).
+func after(s, sep string) string {
+	if _, rest, ok := strings.Cut(s, sep); ok {
+		return rest
+	}
+	return ""
 }

@@ -96,6 +96,10 @@ func decodeStep(f string, n *yaml.Node, errs *source.Errors) (Step, *stepSource)
 					s.Approval.Prompt = source.String(f, v, "approval.prompt", errs)
 					ss.prompt = v
 				},
+				"preview": func(v *yaml.Node) {
+					s.Approval.Preview = source.Bool(f, v, "approval.preview", errs)
+					ss.preview = v
+				},
 			})
 		}),
 		"on": field("on", func(v *yaml.Node) { s.On = source.String(f, v, "on", errs) }),

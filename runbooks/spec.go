@@ -110,6 +110,21 @@ func (s *Step) Kind() string {
 // Approval pauses the runbook until an operator decides.
 type Approval struct {
 	Prompt string `json:"prompt"`
+	// Preview marks the gate a preview runs up to (`kedge plan --live`):
+	// every step it needs, directly or not, only reads, and its prompt
+	// says what the run would change. A runbook has at most one.
+	Preview bool `json:"preview,omitempty"`
+}
+
+// PreviewGate is the index of the runbook's preview gate, -1 when it has
+// none.
+func (rb *Runbook) PreviewGate() int {
+	for i, s := range rb.Steps {
+		if s.Approval != nil && s.Approval.Preview {
+			return i
+		}
+	}
+	return -1
 }
 
 // Retry is a step's retry policy. Zero values take the defaults.
@@ -214,6 +229,7 @@ type stepSource struct {
 	undos    []undoSource
 	rollout  map[string]*yaml.Node
 	prompt   *yaml.Node // approval.prompt's value
+	preview  *yaml.Node // approval.preview's value
 }
 
 type undoSource struct {

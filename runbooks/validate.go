@@ -117,6 +117,17 @@ func (v *validator) steps() {
 	for i := range v.rb.Steps {
 		v.step(i, anc[i])
 	}
+	first := -1
+	for i, s := range v.rb.Steps {
+		if s.Approval == nil || !s.Approval.Preview {
+			continue
+		}
+		if first >= 0 {
+			v.errs.Addf(v.at(v.rb.src.steps[i].preview), "step %s: a runbook has one preview gate, and %s is it", s.ID, v.rb.Steps[first].ID)
+			continue
+		}
+		first = i
+	}
 }
 
 func (v *validator) needs(i int) {

@@ -3,9 +3,11 @@ package starter
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"kedge.dev/kedge/internal/runs"
 	"kedge.dev/kedge/runbooks/inventory"
 	"kedge.dev/kedge/runbooks/plan"
 	"kedge.dev/kedge/runbooks/source"
@@ -63,14 +65,22 @@ func validateCommand() *cli.Command {
 
 func planCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "plan",
-		Usage:     "show which step runs on which host, in what order, without running anything",
+		Name:  "plan",
+		Usage: "show which step runs on which host, in what order, without running anything; with --live, also what a run would change",
+		Description: "With --live, the steps the runbook's preview gate needs (they only read: hosts, the API, etcd) run on\n" +
+			"Temporal, and the gate's prompt is printed: what a run would change (cluster-upgrade: every\n" +
+			"manifest's diff). Nothing after the gate runs.",
 		ArgsUsage: "RUNBOOK",
-		Flags:     []cli.Flag{inventoryFlag, setFlag, setFileFlag, pathFlag, outputFlag},
+		Flags: append([]cli.Flag{inventoryFlag, setFlag, setFileFlag, pathFlag, outputFlag,
+			&cli.BoolFlag{Name: "live", Usage: "run what the runbook's preview gate needs (reads only) and print its prompt: what a run would change"},
+		}, temporalFlags()...),
 		Action: func(c *cli.Context) error {
 			comp, err := compile(c)
 			if err != nil {
 				return err
+			}
+			if c.Bool("live") {
+				return livePlan(c, comp)
 			}
 			if jsonOutput(c) {
 				return writeJSON(c.App.Writer, comp.plan)
@@ -79,4 +89,48 @@ func planCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// livePlan runs the runbook as a preview: only what its preview gate
+// needs, then the gate's prompt, rendered from what those steps read.
+func livePlan(c *cli.Context, comp *compiled) error {
+	rb := comp.loaded.Runbook
+	gate := rb.PreviewGate()
+	if gate < 0 {
+		return usageError("%s has no preview gate (an approval with preview: true): `kedge plan` without --live shows its steps", rb.Name)
+	}
+	if !jsonOutput(c) {
+		plan.Write(c.App.Writer, comp.plan)
+		fmt.Fprintln(c.App.Writer)
+	}
+	cl, err := dial(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	in := comp.input()
+	in.Preview = true
+	id := workflowID(rb.Name, comp.cluster.Name, time.Now())
+	run, err := startRunbook(c, cl, id, c.String("task-queue"), in)
+	if err != nil {
+		return err
+	}
+	if !jsonOutput(c) {
+		fmt.Fprintf(c.App.Writer, "previewing %s: the steps before %s, which only read\n%s\n", id, rb.Steps[gate].ID, workflowURL(c, id, run.GetRunID()))
+	}
+	if err := follow(c, cl, id, run.GetRunID()); err != nil || jsonOutput(c) {
+		return err
+	}
+	p, err := runs.Progress(c.Context, cl, id, run.GetRunID())
+	if err != nil {
+		if p, err = progressAgain(c.Context, cl, id, run.GetRunID(), err); err != nil {
+			return failed("%s ended, but its progress could not be read: %v", id, err)
+		}
+	}
+	for _, s := range p.Steps {
+		if s.ID == rb.Steps[gate].ID {
+			fmt.Fprintf(c.App.Writer, "\nWhat a run would do (%s's prompt; nothing has changed):\n%s\n", s.ID, s.Prompt)
+		}
+	}
+	return nil
 }

@@ -42,6 +42,10 @@ func Runbook(ctx workflow.Context, in RunbookInput) (RunbookResult, error) {
 	if err := admitRunbook(ctx, &in); err != nil {
 		return RunbookResult{}, err
 	}
+	if in.Preview && r.gate < 0 {
+		return RunbookResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("runbook %s has no preview gate (an approval with preview: true): there is nothing to preview", in.Runbook.Name), errtype.InvalidInput, nil)
+	}
 	r.undoChildren = workflow.GetVersion(ctx, undoChange, workflow.DefaultVersion, 1) == 1
 	if workflow.GetVersion(ctx, renderSpendChange, workflow.DefaultVersion, 1) == 1 {
 		r.sc.Spend, r.undoSpend = expr.NewSpend(), expr.NewSpend()
@@ -100,6 +104,10 @@ type run struct {
 	// undoChildren: the undo of a failed run includes what its completed
 	// child runbooks and rollouts did (undoChange).
 	undoChildren bool
+	// gate is the runbook's preview gate (-1: none); in a preview only
+	// the steps in previewed (the gate and what it needs) start.
+	gate      int
+	previewed map[int]bool
 }
 
 // undoChange is the workflow.GetVersion change id of undoing completed
@@ -138,7 +146,29 @@ func newRun(ctx workflow.Context, in RunbookInput) *run {
 		r.steps = append(r.steps, &stepRun{spec: s, p: &r.progress.Steps[i]})
 		r.index[s.ID] = i
 	}
+	r.gate = in.Runbook.PreviewGate()
+	if in.Preview && r.gate >= 0 {
+		r.progress.Preview = true
+		r.previewed = map[int]bool{}
+		var mark func(int)
+		mark = func(i int) {
+			if r.previewed[i] {
+				return
+			}
+			r.previewed[i] = true
+			for _, need := range r.rb.Steps[i].Needs {
+				mark(r.index[need])
+			}
+		}
+		mark(r.gate)
+	}
 	return r
+}
+
+// mayStart: outside a preview every step; in one, the gate and the steps
+// it needs.
+func (r *run) mayStart(i int) bool {
+	return !r.in.Preview || r.previewed[i]
 }
 
 func (r *run) progressQuery() (Progress, error) {
@@ -172,7 +202,7 @@ func (r *run) execute(ctx workflow.Context) error {
 		if !failed && ctx.Err() == nil {
 			started := false
 			for i, s := range r.steps {
-				if s.p.State == StatePending && r.ready(i) {
+				if s.p.State == StatePending && r.ready(i) && r.mayStart(i) {
 					started = true
 					running++
 					s.p.State = StateRunning
@@ -252,6 +282,17 @@ func (r *run) runStep(ctx workflow.Context, i int) {
 	s := r.steps[i]
 	pace(ctx, r.sc.Spend)
 	vars := r.vars()
+	if r.in.Preview && i == r.gate {
+		// The prompt says what the run would do; nobody decides on it.
+		prompt, err := expr.RenderValue(s.spec.Approval.Prompt, vars)
+		if err != nil {
+			r.fail(s, temporal.NewNonRetryableApplicationError("approval.prompt: "+err.Error(), errtype.InvalidInput, err))
+			return
+		}
+		s.p.Prompt = expr.Stringify(prompt)
+		s.p.State = StateNotRun
+		return
+	}
 	if s.spec.When != "" {
 		ok, err := plan.When(s.spec.When, vars)
 		if err != nil {

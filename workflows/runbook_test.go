@@ -637,3 +637,69 @@ steps:
 		t.Errorf("bad input was retried: %+v", s)
 	}
 }
+
+// A preview runs what its gate needs and nothing else: not a step that
+// needs nothing (it would run at once in a real run), not the steps after
+// the gate, not even when the gate's when would skip it; it shows the
+// gate's prompt rendered from what the steps before found, and ends.
+func TestAPreviewRunsOnlyWhatItsGateNeeds(t *testing.T) {
+	env, f := newEnv(t)
+	in := input(t, `
+apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: previewed}
+params:
+  ask: {type: bool, default: false}
+steps:
+  - id: look
+    action: host.run
+    on: controller-1
+    with: {command: look}
+  - id: aside
+    action: host.run
+    on: controller-1
+    with: {command: change-aside}
+  - id: gate
+    needs: [look]
+    when: params.ask
+    approval: {prompt: "Change ${ steps.look.outputs.stdout } on ${ steps.look.outputs.outputs.node }?", preview: true}
+  - id: change
+    needs: [gate]
+    action: host.run
+    on: controller-1
+    with: {command: change}
+`, nil)
+	in.Preview = true
+	env.ExecuteWorkflow(Runbook, in)
+	res, err := result(t, env)
+	if err != nil {
+		t.Fatalf("preview: %v", err)
+	}
+	if calls := f.Calls(); !slices.Equal(calls, []string{"run look@controller-1"}) {
+		t.Errorf("a preview ran %q, want only the look", calls)
+	}
+	p := res.Progress
+	if !p.Preview || p.State != StateSucceeded {
+		t.Errorf("preview %v, state %s", p.Preview, p.State)
+	}
+	if g := stepState(p, "gate"); g.State != StateNotRun || g.Prompt != "Change look on controller-1?" {
+		t.Errorf("the gate: %s, %q", g.State, g.Prompt)
+	}
+	for _, id := range []string{"aside", "change"} {
+		if s := stepState(p, id); s.State != StateNotRun {
+			t.Errorf("step %s of a preview: %s", id, s.State)
+		}
+	}
+
+	// A runbook with no preview gate: refused before its first step.
+	env, f = newEnv(t)
+	in = input(t, approvalRunbook, nil)
+	in.Preview = true
+	env.ExecuteWorkflow(Runbook, in)
+	if _, err := result(t, env); err == nil || !strings.Contains(err.Error(), "has no preview gate") {
+		t.Errorf("a preview of a runbook without a gate: %v", err)
+	}
+	if calls := f.Calls(); len(calls) != 0 {
+		t.Errorf("it ran %q", calls)
+	}
+}

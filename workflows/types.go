@@ -27,6 +27,10 @@ type RunbookInput struct {
 	Cluster  inventory.Cluster           `json:"cluster"`
 	// Admission says who started the run: checked before the first step.
 	Admission Admission `json:"admission"`
+	// Preview runs only what the runbook's preview gate needs, then shows
+	// the gate's prompt and ends: nothing after the gate runs, whatever
+	// its when says (`kedge plan --live`).
+	Preview bool `json:"preview,omitempty"`
 }
 
 // RunbookResult is what a finished runbook returns.
@@ -70,9 +74,11 @@ type Progress struct {
 	WorkflowID string `json:"workflowId"`
 	RunID      string `json:"runId,omitempty"`
 	// Nonce is a paused rollout's: a decision must carry it.
-	Nonce     string         `json:"nonce,omitempty"`
-	Runbook   string         `json:"runbook"`
-	Cluster   string         `json:"cluster"`
+	Nonce   string `json:"nonce,omitempty"`
+	Runbook string `json:"runbook"`
+	Cluster string `json:"cluster"`
+	// Preview: the run went only as far as its preview gate.
+	Preview   bool           `json:"preview,omitempty"`
 	State     string         `json:"state"`
 	StartedAt time.Time      `json:"startedAt"`
 	EndedAt   *time.Time     `json:"endedAt,omitempty"`
