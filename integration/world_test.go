@@ -316,13 +316,13 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 // goroutine.
 func mainWithServer(ctx context.Context, args []string, out, errw *strings.Builder) int {
 	for i, a := range args[:len(args)-1] {
-		if a == "--inventory" && (args[0] == "run" || args[0] == "schedule" || args[0] == "inspect") {
+		if a == "--inventory" && (args[0] == "run" || args[0] == "schedule" || args[0] == "inspect" || args[0] == "plan") {
 			workerServes(args[i+1])
 		}
 	}
 	full := []string{"kedge", args[0]}
 	switch args[0] {
-	case "run", "rerun", "watch", "list", "cancel", "approve", "schedule", "inspect":
+	case "run", "rerun", "watch", "list", "cancel", "approve", "schedule", "inspect", "plan":
 		full = append(full, "--address", world.srv.FrontendAddress())
 	}
 	full = append(full, args[1:]...)

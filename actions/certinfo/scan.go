@@ -12,10 +12,13 @@ type NamedCA struct {
 // ScanCAInput names the endpoints to scan and the CAs to tell apart.
 type ScanCAInput struct {
 	Endpoints []string  `json:"endpoints" kedge:"required" doc:"host:port of every TLS endpoint to scan, e.g. 10.0.0.11:6443, 10.0.0.11:2379, 10.0.0.21:10250"`
-	CAs       []NamedCA `json:"cas" kedge:"required" doc:"the CAs to look for, each {name, certificate (PEM)}: a served certificate is reported under the name of the CA whose key signed it"`
+	CAs       []NamedCA `json:"cas,omitempty" doc:"the CAs to look for, each {name, certificate (PEM)}: a served certificate is reported under the name of the CA whose key signed it (required unless expiresWithin is given)"`
 	// Refuse names CAs (among CAs) no endpoint may still present.
 	Refuse  []string `json:"refuse,omitempty" doc:"names among cas: fail, not retried, when any endpoint presents a certificate signed by one of them (e.g. the old CA before it is dropped)"`
 	Timeout string   `json:"timeout,omitempty" kedge:"duration" doc:"give up connecting to one endpoint after this long (default 10s)"`
+	// ExpiresWithin refuses certificates that end too soon: a change
+	// that restarts the servers must not meet one running out.
+	ExpiresWithin string `json:"expiresWithin,omitempty" kedge:"duration" doc:"fail, not retried (CertificateExpiring), when any endpoint presents a certificate ending within this long, naming each"`
 }
 
 // ScannedEndpoint is what one endpoint presents. CA is the name of the

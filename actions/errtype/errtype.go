@@ -154,4 +154,7 @@ const (
 	CertificateUntrusted = "CertificateUntrusted"
 	// CertificateNotRenewed: the endpoint still serves the old certificate.
 	CertificateNotRenewed = "CertificateNotRenewed"
+	// CertificateExpiring: an endpoint presents a certificate that ends
+	// within the window a change needs (not retried).
+	CertificateExpiring = "CertificateExpiring"
 )

@@ -60,6 +60,14 @@ func ScanCA(ctx context.Context, in ScanCAInput) (ScanCAResult, error) {
 	if err != nil {
 		return ScanCAResult{}, err
 	}
+	var due time.Time // certificates ending before it are refused
+	if in.ExpiresWithin != "" {
+		window, err := duration(in.ExpiresWithin, 0)
+		if err != nil {
+			return ScanCAResult{}, err
+		}
+		due = time.Now().Add(window)
+	}
 	rows := make([]api.ScannedEndpoint, len(in.Endpoints))
 	var (
 		wg   sync.WaitGroup
@@ -83,7 +91,7 @@ func ScanCA(ctx context.Context, in ScanCAInput) (ScanCAResult, error) {
 		}()
 	}
 	wg.Wait()
-	return verdict(rows, cas, refuse)
+	return verdict(rows, cas, refuse, due)
 }
 
 // scanProgress is a scan's heartbeat.
@@ -105,8 +113,8 @@ func scanCAs(in ScanCAInput) ([]namedCA, map[string]bool, error) {
 			return nil, nil, bad(fmt.Sprintf("endpoint %q is not host:port", e))
 		}
 	}
-	if len(in.CAs) == 0 {
-		return nil, nil, bad("cas are required")
+	if len(in.CAs) == 0 && in.ExpiresWithin == "" {
+		return nil, nil, bad("cas are required (or expiresWithin, to check only how long certificates last)")
 	}
 	var cas []namedCA
 	for _, c := range in.CAs {
@@ -200,14 +208,18 @@ func signer(chain []*x509.Certificate, cas []namedCA) string {
 }
 
 // verdict is the scan's result, or its failure: endpoints presenting a
-// refused CA (not retried), or endpoints not scanned (retried).
-func verdict(rows []api.ScannedEndpoint, cas []namedCA, refuse map[string]bool) (ScanCAResult, error) {
+// refused CA or a certificate ending before due (not retried), or
+// endpoints not scanned (retried).
+func verdict(rows []api.ScannedEndpoint, cas []namedCA, refuse map[string]bool, due time.Time) (ScanCAResult, error) {
 	res := ScanCAResult{Endpoints: rows, Presenting: map[string][]string{}}
 	for _, ca := range cas {
 		res.Presenting[ca.name] = []string{}
 	}
-	var refused, unscanned []string
+	var refused, unscanned, expiring []string
 	for _, r := range rows {
+		if end, err := time.Parse(time.RFC3339, r.NotAfter); err == nil && end.Before(due) {
+			expiring = append(expiring, fmt.Sprintf("%s presents %q, which ends %s", r.Endpoint, r.Subject, r.NotAfter))
+		}
 		switch {
 		case r.Error != "":
 			unscanned = append(unscanned, r.Error)
@@ -228,6 +240,14 @@ func verdict(rows []api.ScannedEndpoint, cas []namedCA, refuse map[string]bool) 
 			msg += "; " + notScanned
 		}
 		return res, temporal.NewNonRetryableApplicationError(msg, ErrTypeCAStillPresented, nil)
+	}
+	if len(expiring) > 0 {
+		msg := fmt.Sprintf("%d of %d endpoints present a certificate that ends before %s: %s; renew them first (cert-renewal)",
+			len(expiring), len(rows), due.UTC().Format(time.RFC3339), strings.Join(expiring, "; "))
+		if notScanned != "" {
+			msg += "; " + notScanned
+		}
+		return res, temporal.NewNonRetryableApplicationError(msg, errtype.CertificateExpiring, nil)
 	}
 	if notScanned != "" {
 		return res, temporal.NewApplicationError(fmt.Sprintf("of %d endpoints, %s", len(rows), notScanned), ErrTypeUnreachable)

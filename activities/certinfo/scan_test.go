@@ -200,3 +200,30 @@ func TestScanCARefusesWhatItCannotUse(t *testing.T) {
 		}
 	}
 }
+
+// Before a change that restarts the servers: an endpoint whose
+// certificate ends within the window fails the scan, not retried, named
+// with its subject and end; without CAs to tell apart, the scan still
+// reads every endpoint.
+func TestScanCARefusesCertificatesEndingWithinTheWindow(t *testing.T) {
+	ca := newTestCA(t, "cluster CA", nil)
+	soon := httpsServer(t, ca.leaf(t, "kube-apiserver"), false, false) // ends in an hour
+	later, _ := selfSigned(t, "kubelet", 48*time.Hour)
+	kubelet := httpsServer(t, later, false, false)
+
+	in := ScanCAInput{Endpoints: []string{soon, kubelet}, ExpiresWithin: "24h"}
+	_, err := ScanCA(t.Context(), in)
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) || ae.Type() != "CertificateExpiring" || !ae.NonRetryable() ||
+		!strings.Contains(err.Error(), "1 of 2 endpoints present a certificate that ends before") ||
+		!strings.Contains(err.Error(), soon+` presents "CN=kube-apiserver", which ends `) || strings.Contains(err.Error(), kubelet) {
+		t.Fatalf("a certificate ending within 24h: %v", err)
+	}
+	in.ExpiresWithin = "30m"
+	if res, err := ScanCA(t.Context(), in); err != nil || len(res.Endpoints) != 2 {
+		t.Errorf("every certificate lasting beyond 30m: %+v %v", res, err)
+	}
+	if _, err := ScanCA(t.Context(), ScanCAInput{Endpoints: []string{soon}}); err == nil || !strings.Contains(err.Error(), "cas are required") {
+		t.Errorf("neither CAs nor a window: %v", err)
+	}
+}
