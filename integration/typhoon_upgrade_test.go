@@ -92,7 +92,8 @@ func TestClusterUpgradeOnTyphoonCluster(t *testing.T) {
 			fmt.Fprintf(&extra, "  - name: %s\n    nodeName: %s\n    address: %s\n    port: %d\n", h.Name, n, h.Address, h.Port)
 		}
 	}
-	backups := fmt.Sprintf("backups:\n  local:\n    kind: local\n    path: %s\n", t.TempDir())
+	backupDir := t.TempDir()
+	backups := fmt.Sprintf("backups:\n  local:\n    kind: local\n    path: %s\n", backupDir)
 	inv := filepath.Join(t.TempDir(), "inventory.yaml")
 	if err := os.WriteFile(inv, []byte(base+extra.String()+backups), 0o600); err != nil {
 		t.Fatal(err)
@@ -222,6 +223,13 @@ func TestClusterUpgradeOnTyphoonCluster(t *testing.T) {
 		t.Fatalf("cluster-upgrade: %v\n%+v", runErr, p)
 	}
 	c.recv.wait(t, time.Minute, "the result posted", resultPost("/commands/trigger-upgrade"))
+	// The snapshot taken first is the run's output, to restore from: its
+	// key names a file of the destination.
+	snap, _ := p.Outputs["snapshot"].(string)
+	if _, err := os.Stat(filepath.Join(backupDir, filepath.FromSlash(snap))); snap == "" || err != nil ||
+		p.Outputs["destination"] != "local" || len(fmt.Sprint(p.Outputs["snapshotSHA256"])) != 64 {
+		t.Errorf("the upgrade's outputs %v (%v): want the snapshot's key in the destination and its sha256", p.Outputs, err)
+	}
 	var times []string
 	for _, s := range p.Steps {
 		if s.StartedAt != nil && s.EndedAt != nil {

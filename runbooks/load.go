@@ -28,6 +28,13 @@ func decode(doc source.Document) (*Runbook, source.Errors) {
 				rb.Params = append(rb.Params, decodeParam(f, p, rb.src, &errs))
 			}
 		},
+		"outputs": func(v *yaml.Node) {
+			rb.Outputs, rb.src.outputs = map[string]string{}, map[string]*yaml.Node{}
+			for _, o := range source.Pairs(f, v, "outputs", &errs) {
+				rb.Outputs[o.Key.Value] = source.String(f, o.Value, "outputs."+o.Key.Value, &errs)
+				rb.src.outputs[o.Key.Value] = o.Value
+			}
+		},
 		"steps": func(v *yaml.Node) {
 			if v.Kind != yaml.SequenceNode {
 				errs.Addf(source.At(f, v), "steps must be a list, got %s", source.KindName(v))

@@ -2,6 +2,8 @@ package runbooks
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -41,6 +43,11 @@ type Runbook struct {
 	File     string  `json:"file,omitempty"`
 	Params   []Param `json:"params,omitempty"`
 	Steps    []Step  `json:"steps"`
+	// Outputs are what a run reports when it ends, each an expression over
+	// its steps' outputs, rendered whether it succeeded or not (one that
+	// reads a step that did not run is reported unavailable): a parent
+	// reads them as steps.ID.outputs.NAME.
+	Outputs map[string]string `json:"outputs,omitempty"`
 
 	src *runbookSource // YAML nodes for positioned errors; nil for runbooks decoded from JSON
 }
@@ -114,6 +121,11 @@ type Approval struct {
 	// every step it needs, directly or not, only reads, and its prompt
 	// says what the run would change. A runbook has at most one.
 	Preview bool `json:"preview,omitempty"`
+}
+
+// OutputNames are the names of the runbook's outputs, sorted.
+func (rb *Runbook) OutputNames() []string {
+	return slices.Sorted(maps.Keys(rb.Outputs))
 }
 
 // PreviewGate is the index of the runbook's preview gate, -1 when it has
@@ -210,10 +222,11 @@ func (u *UndoList) UnmarshalJSON(b []byte) error {
 
 // runbookSource remembers where things were written.
 type runbookSource struct {
-	file   string
-	root   *yaml.Node
-	params map[string]*paramSource
-	steps  []*stepSource
+	file    string
+	root    *yaml.Node
+	params  map[string]*paramSource
+	steps   []*stepSource
+	outputs map[string]*yaml.Node // each output's expression
 }
 
 type paramSource struct {

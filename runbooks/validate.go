@@ -41,6 +41,7 @@ func validate(rb *Runbook, children childLookup, cluster *inventory.Cluster) sou
 	v := &validator{rb: rb, f: rb.src.file, children: children, cluster: cluster}
 	v.params()
 	v.steps()
+	v.outputs()
 	v.paramFilesRun()
 	v.runCost()
 	return v.errs
@@ -70,6 +71,27 @@ type validator struct {
 }
 
 func (v *validator) at(n *yaml.Node) source.Pos { return source.At(v.f, n) }
+
+// outputs: each a name a parent can read beside the child's state, and
+// an expression over any step (all have ended when it renders), once.
+func (v *validator) outputs() {
+	all := map[string]bool{}
+	for _, s := range v.rb.Steps {
+		all[s.ID] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(v.rb.Outputs)) {
+		n := v.rb.src.outputs[name]
+		switch {
+		case !paramNameRE.MatchString(name):
+			v.errs.Addf(v.at(n), "output %q must start with a letter or _ and hold only letters, digits and _", name)
+		case name == "state":
+			v.errs.Addf(v.at(n), "output %q is taken: a parent reads the child's state as steps.ID.outputs.state", name)
+		}
+		if v.expression(v.rb.Outputs[name], n, exprScope{anc: all, once: true}, false) {
+			v.secretsShown("output "+name, "an output", v.rb.Outputs[name], v.at(n))
+		}
+	}
+}
 
 func (v *validator) params() {
 	for _, p := range v.rb.Params {
@@ -801,7 +823,13 @@ func (v *validator) expression(s string, n *yaml.Node, scope exprScope, conditio
 
 // promptSecrets refuses an approval prompt that shows a secret param.
 func (v *validator) promptSecrets(id, prompt string, pos source.Pos) {
-	t, err := expr.ParseTemplate(prompt)
+	v.secretsShown("step "+id+": approval.prompt", "a prompt", prompt, pos)
+}
+
+// secretsShown refuses a text shown to whoever may see the run (what,
+// which is a kind) that renders a secret param.
+func (v *validator) secretsShown(what, kind, text string, pos source.Pos) {
+	t, err := expr.ParseTemplate(text)
 	if err != nil {
 		return // reported by templates
 	}
@@ -816,7 +844,7 @@ func (v *validator) promptSecrets(id, prompt string, pos source.Pos) {
 		}
 		for _, p := range refs.Params {
 			if slices.Contains(secret, p) {
-				v.errs.Addf(pos, "step %s: approval.prompt shows the secret param %q: a prompt is shown to whoever may see the run", id, p)
+				v.errs.Addf(pos, "%s shows the secret param %q: %s is shown to whoever may see the run", what, p, kind)
 			}
 		}
 	}

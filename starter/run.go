@@ -6,7 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +19,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"kedge.dev/kedge/internal/runs"
+	"kedge.dev/kedge/runbooks/expr"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -141,6 +145,7 @@ func follow(c *cli.Context, cl client.Client, id, runID string) error {
 	tick := time.NewTicker(300 * time.Millisecond)
 	defer tick.Stop()
 	var runErr error
+	var last workflows.Progress
 	expanded := map[string]bool{} // rollout steps whose final items are known
 	for finished := false; !finished; {
 		select {
@@ -164,6 +169,7 @@ func follow(c *cli.Context, cl client.Client, id, runID string) error {
 		}
 		runs.ExpandRollouts(c.Context, cl, &p, expanded)
 		pr.update(p)
+		last = p
 		if finished && jsonOutput(c) {
 			if err := writeJSON(c.App.Writer, watchJSON(p)); err != nil {
 				return err
@@ -171,6 +177,9 @@ func follow(c *cli.Context, cl client.Client, id, runID string) error {
 		}
 	}
 	pr.close() // the bars end above what follows
+	if !jsonOutput(c) {
+		writeOutputs(c.App.Writer, last)
+	}
 	if runErr != nil {
 		if temporal.IsCanceledError(runErr) {
 			return cli.Exit(fmt.Sprintf("kedge: %s was cancelled", id), ExitFailed)
@@ -181,6 +190,24 @@ func follow(c *cli.Context, cl client.Client, id, runID string) error {
 		fmt.Fprintf(c.App.Writer, "%s succeeded\n", id)
 	}
 	return nil
+}
+
+// writeOutputs prints a run's outputs, one per line, and those that
+// could not be rendered with why.
+func writeOutputs(w io.Writer, p workflows.Progress) {
+	names := slices.Sorted(maps.Keys(p.Outputs))
+	names = append(names, slices.Sorted(maps.Keys(p.OutputErrors))...)
+	if len(names) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "outputs:")
+	for _, name := range names {
+		if v, ok := p.Outputs[name]; ok {
+			fmt.Fprintf(w, "  %s: %s\n", name, expr.Stringify(v))
+		} else {
+			fmt.Fprintf(w, "  %s: (%s)\n", name, p.OutputErrors[name])
+		}
+	}
 }
 
 // busyReadFor bounds how long a run's progress is asked for again when a

@@ -238,6 +238,7 @@ func (r *run) execute(ctx workflow.Context) error {
 		}
 	}
 	end := func(state string, err error) error {
+		r.renderOutputs()
 		now := workflow.Now(ctx)
 		r.progress.EndedAt = &now
 		r.progress.State = state
@@ -264,6 +265,26 @@ func (r *run) execute(ctx workflow.Context) error {
 		return end(StateFailed, err)
 	}
 	return end(StateSucceeded, nil)
+}
+
+// renderOutputs renders the runbook's outputs from what its steps did.
+func (r *run) renderOutputs() {
+	if len(r.rb.Outputs) == 0 {
+		return
+	}
+	vars := r.vars()
+	r.progress.Outputs = map[string]any{}
+	for _, name := range r.rb.OutputNames() {
+		v, err := expr.RenderValue(r.rb.Outputs[name], vars)
+		if err != nil {
+			if r.progress.OutputErrors == nil {
+				r.progress.OutputErrors = map[string]string{}
+			}
+			r.progress.OutputErrors[name] = "unavailable: " + err.Error()
+			continue
+		}
+		r.progress.Outputs[name] = v
+	}
 }
 
 // ready: every need has succeeded or was skipped.
@@ -556,7 +577,13 @@ func (r *run) runChild(ctx workflow.Context, i int, vars map[string]any) error {
 	if err != nil {
 		return err
 	}
-	s.outputs = map[string]any{"state": res.Progress.State}
+	out := map[string]any{"state": res.Progress.State}
+	for _, name := range child.OutputNames() {
+		if v, ok := res.Progress.Outputs[name]; ok {
+			out[name] = v
+		}
+	}
+	s.outputs = out
 	s.childUndo = res.Compensation
 	r.completed = append(r.completed, completion{step: i})
 	return nil

@@ -703,3 +703,57 @@ steps:
 		t.Errorf("it ran %q", calls)
 	}
 }
+
+// A runbook's outputs are rendered as it ends: its parent reads a child's
+// beside its state, and an output that reads a step that never ran is
+// reported unavailable, the others still given.
+func TestRunbookOutputsReachTheParent(t *testing.T) {
+	env, f := newEnv(t)
+	env.ExecuteWorkflow(Runbook, input(t, `
+apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: parent}
+steps:
+  - id: snap
+    runbook: snapshot
+  - id: use
+    needs: [snap]
+    action: host.run
+    on: controller-1
+    with: {command: "keep $NAME ($STATE)", env: {NAME: "${ steps.snap.outputs.name }", STATE: "${ steps.snap.outputs.state }"}}
+  - id: never
+    when: "false"
+    action: host.run
+    on: controller-1
+    with: {command: never}
+outputs:
+  snapshot: ${ steps.snap.outputs.name }
+  kept: ${ steps.use.outputs.stdout }
+  missing: ${ steps.never.outputs.stdout }
+`, nil, `
+apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: snapshot}
+steps:
+  - id: take
+    action: host.run
+    on: controller-1
+    with: {command: snap-1}
+outputs:
+  name: ${ steps.take.outputs.stdout }
+`))
+	res, err := result(t, env)
+	if err != nil {
+		t.Fatalf("workflow failed: %v", err)
+	}
+	if calls := f.Calls(); !slices.Contains(calls, "run keep snap-1 (succeeded)@controller-1") {
+		t.Errorf("the parent did not read the child's output: %v", calls)
+	}
+	p := res.Progress
+	if p.Outputs["snapshot"] != "snap-1" || p.Outputs["kept"] != "keep snap-1 (succeeded)" {
+		t.Errorf("outputs %v", p.Outputs)
+	}
+	if _, ok := p.Outputs["missing"]; ok || !strings.HasPrefix(p.OutputErrors["missing"], "unavailable: ") {
+		t.Errorf("the output of a step that never ran: %v, %v", p.Outputs["missing"], p.OutputErrors)
+	}
+}

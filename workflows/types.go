@@ -84,6 +84,11 @@ type Progress struct {
 	EndedAt   *time.Time     `json:"endedAt,omitempty"`
 	Error     string         `json:"error,omitempty"`
 	Steps     []StepProgress `json:"steps"`
+	// Outputs are the runbook's outputs, rendered as the run ended;
+	// OutputErrors says why one could not be (a step it reads did not
+	// run).
+	Outputs      map[string]any    `json:"outputs,omitempty"`
+	OutputErrors map[string]string `json:"outputErrors,omitempty"`
 }
 
 // StepProgress is one step's state.
