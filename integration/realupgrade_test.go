@@ -44,7 +44,8 @@ import (
 //     release and a new one started: each component's runbook ran once;
 //     the API server, controller manager and scheduler run
 //     the v1.36 binaries (asked of the running processes), /version
-//     answers the release, every Node's kubelet reports it, each manifest
+//     answers the release, every Node's kubelet reports it, kube-proxy
+//     runs the release's binary on every node, each manifest
 //     is the one before with the tag changed and nothing else (what the
 //     plan rendered), and a Deployment from before still has its pods
 //     Ready, which ask the API who they are through the Service.
@@ -100,12 +101,14 @@ func TestRealKubeletClusterUpgrade(t *testing.T) {
 			realnode.KubeletImage{Ref: images.KubeletRef(version), Binary: filepath.Join(next, "kubelet")}); err != nil {
 			t.Fatal(err)
 		}
-		if err := n.node.Import(ctx, client); err != nil {
+		// The release's control plane and kube-proxy everywhere: importing
+		// them all is as quick.
+		if err := n.node.Import(ctx, append([]string{client}, good...)...); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The API server's image that cannot start last: it takes the tag.
-	if err := ctl.node.Import(ctx, append(good, bad...)...); err != nil {
+	if err := ctl.node.Import(ctx, bad...); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("the %s images on the nodes: %s", version, time.Since(start).Round(time.Millisecond))
@@ -286,6 +289,23 @@ func TestRealKubeletClusterUpgrade(t *testing.T) {
 	}
 	if v := must(cs.Discovery().ServerVersion()).GitVersion; v != version {
 		t.Errorf("/version after the upgrade: %s", v)
+	}
+	// kube-proxy, rolled out after the kubelets: the release's binary
+	// runs on every node.
+	for _, n := range rc.nodes {
+		running, err := n.node.RunningImages(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids := running[images.ImageRepository+"/kube-proxy:"+version]
+		if len(pids) != 1 {
+			t.Errorf("%s: %d kube-proxy containers of %s running: %v", n.node.Name, len(pids), version, running)
+			continue
+		}
+		out, err := exec.CommandContext(ctx, fmt.Sprintf("/proc/%d/exe", pids[0]), "--version").CombinedOutput()
+		if got := strings.TrimSpace(string(out)); err != nil || got != "Kubernetes "+version {
+			t.Errorf("the running kube-proxy on %s says %q (%v)", n.node.Name, got, err)
+		}
 	}
 	for _, n := range must(cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})).Items {
 		if v := n.Status.NodeInfo.KubeletVersion; v != version || !nodeIsReady(&n) || n.Spec.Unschedulable {

@@ -4,7 +4,7 @@
 # kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy) from
 # the Go module proxy into a cache directory keyed by the pinned versions,
 # once per machine. Prints the directory. With `next`, the next minor's
-# control plane and kubelet instead (the version clusters are upgraded
+# control plane, kubelet and kube-proxy instead (the version clusters are upgraded
 # to): only the commands the upgrade tests run, no etcd. Cold: many minutes on 2 cores (the
 # kubelet alone about 17); cached: instant. Safe to run concurrently: one
 # build at a time (flock), each binary renamed into place when whole.
@@ -23,7 +23,7 @@ out="$cache/kube-$kube_version-etcd-$etcd_version"
 etcds=yes
 if [ "${1:-}" = next ]; then
   kube_version=v1.36.3
-  cmds=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
+  cmds=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
   module=integration/tools/kube136
   out="$cache/kube-$kube_version"
   etcds=

@@ -69,6 +69,7 @@ func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities
 		kube.CheckNodesAction:             k.CheckNodes,
 		kube.UpgradePlanAction:            k.UpgradePlan,
 		kube.KubeletSkewAction:            k.KubeletSkew,
+		kube.SetWorkloadImageAction:       k.SetWorkloadImage,
 
 		vault.IssueCertAction:  v.IssueCert,
 		vault.ReadSecretAction: v.ReadSecret,

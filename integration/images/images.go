@@ -123,11 +123,11 @@ func ControlPlane(tools string) ([]Image, error) {
 }
 
 // NextControlPlane returns the images of the API server, controller
-// manager and scheduler of another release (the next minor's tools
-// directory, scripts/kube-tools.sh next), tagged version: what
-// cluster-upgrade's manifests name.
+// manager, scheduler and kube-proxy of another release (the next minor's
+// tools directory, scripts/kube-tools.sh next), tagged version: what
+// cluster-upgrade's manifests and kube-proxy's DaemonSet name.
 func NextControlPlane(tools, version string) ([]Image, error) {
-	return controlPlane(tools, version, []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"})
+	return controlPlane(tools, version, []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy"})
 }
 
 // BadFlag is the image of a control-plane component of a release (the
