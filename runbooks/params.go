@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/distribution/reference"
-
 	"kedge.dev/kedge/runbooks/inventory"
+
+	"kedge.dev/kedge/actions/imageref"
 )
 
 // CoerceParam converts a value (from YAML, JSON, an expression or a --set
@@ -94,18 +94,7 @@ func CoerceParam(p Param, val any, cluster *inventory.Cluster) (any, error) {
 // ValidateImage checks an OCI image reference such as
 // quay.io/poseidon/kubelet:v1.35.4 (a tag or digest is required: the image
 // is what a runbook pins).
-func ValidateImage(s string) error {
-	ref, err := reference.ParseNormalizedNamed(s)
-	if err != nil {
-		return fmt.Errorf("%q is not an image reference: %w", s, err)
-	}
-	_, tagged := ref.(reference.Tagged)
-	_, digested := ref.(reference.Digested)
-	if !tagged && !digested {
-		return fmt.Errorf("image %q needs a tag or a digest", s)
-	}
-	return nil
-}
+func ValidateImage(s string) error { return imageref.Check(s) }
 
 func stringList(val any) ([]string, error) {
 	switch x := val.(type) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/distribution/reference"
+	"kedge.dev/kedge/actions/imageref"
 )
 
 var kubeletVersionRE = regexp.MustCompile(`^Kubernetes (v[0-9]+\.[0-9]+\.[0-9]+[0-9A-Za-z.+-]*)$`)
@@ -80,14 +80,8 @@ func (a *Activities) pullImage(ctx context.Context, in PullImageInput) (PullImag
 // checkImage accepts a reference with a tag or a digest, written out in
 // full (what the runtime will be asked for is what was validated).
 func checkImage(s string) error {
-	ref, err := reference.ParseNormalizedNamed(s)
-	if err != nil {
-		return invalid(fmt.Sprintf("image %q is not an image reference: %v", s, err))
-	}
-	_, tagged := ref.(reference.Tagged)
-	_, digested := ref.(reference.Digested)
-	if !tagged && !digested {
-		return invalid(fmt.Sprintf("image %q needs a tag or a digest", s))
+	if err := imageref.Check(s); err != nil {
+		return invalid(err.Error())
 	}
 	return nil
 }

@@ -19,6 +19,8 @@ import (
 	"kedge.dev/kedge/actions/errtype"
 	api "kedge.dev/kedge/actions/kube"
 	"kedge.dev/kedge/activities/render"
+
+	"kedge.dev/kedge/actions/imageref"
 )
 
 // SetWorkloadImageAction is kube.set-workload-image.
@@ -77,6 +79,9 @@ func (a *Activities) SetWorkloadImage(ctx context.Context, in api.SetWorkloadIma
 	res.Image = in.Image
 	if in.Tag != "" {
 		res.Image = render.Retag(res.Previous, in.Tag)
+	}
+	if err := imageref.Check(res.Image); err != nil {
+		return res, bad(err.Error())
 	}
 	if res.Image != res.Previous {
 		if err := w.applyImage(ctx, in.Container, res.Image); err != nil {

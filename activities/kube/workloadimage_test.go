@@ -86,6 +86,11 @@ func TestSetWorkloadImageWaitsForTheRollout(t *testing.T) {
 	if _, err := a.SetWorkloadImage(ctx, in); err == nil || !strings.Contains(err.Error(), `has no container "nope"`) {
 		t.Errorf("a container it does not have: %v", err)
 	}
+	in.Container = "kube-proxy"
+	in.Tag = "v1.36.3;reboot"
+	if _, err := a.SetWorkloadImage(ctx, in); err == nil || !strings.Contains(err.Error(), "is not an image reference") {
+		t.Errorf("a tag that is no tag: %v", err)
+	}
 	in.Image = "x:1"
 	if _, err := a.SetWorkloadImage(ctx, in); err == nil || !strings.Contains(err.Error(), "one of tag and image") {
 		t.Errorf("tag and image: %v", err)

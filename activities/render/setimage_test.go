@@ -100,7 +100,7 @@ func TestSetImageRefusesWhatItCannotRewrite(t *testing.T) {
 		"no image":           {api.SetImageInput{Manifest: two}, "image: is required"},
 		"image and tag":      {api.SetImageInput{Manifest: two, Container: "a", Image: "x:2", Tag: "v2"}, "one or the other"},
 		"a bad tag":          {api.SetImageInput{Manifest: two, Container: "a", Tag: "v1; reboot"}, "not an image tag"},
-		"an untagged image":  {api.SetImageInput{Manifest: two, Container: "a", Image: "x"}, "has no tag or digest"},
+		"an untagged image":  {api.SetImageInput{Manifest: two, Container: "a", Image: "x"}, "needs a tag or a digest"},
 		"a bad image":        {api.SetImageInput{Manifest: two, Container: "a", Image: "x:1; rm -rf /"}, "not an image reference"},
 		"which container":    {api.SetImageInput{Manifest: two, Image: "x:2"}, "containers a, b: name one"},
 		"no such container":  {api.SetImageInput{Manifest: two, Container: "c", Image: "x:2"}, `"c" is not a container of the pod (it has a, b)`},

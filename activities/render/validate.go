@@ -6,8 +6,9 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/distribution/reference"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"kedge.dev/kedge/actions/imageref"
 )
 
 // Container runtimes the kubelet units can run the kubelet with: docker on
@@ -59,13 +60,8 @@ func checkImage(p *problems, field, s string) {
 		p.add(field, "is required")
 		return
 	}
-	named, err := reference.ParseNormalizedNamed(s)
-	if err != nil {
-		p.add(field, "%q is not an image reference: %s", s, err.Error())
-		return
-	}
-	if reference.IsNameOnly(named) {
-		p.add(field, "%q has no tag or digest", s)
+	if err := imageref.Check(s); err != nil {
+		p.add(field, "%s", err.Error())
 	}
 }
 

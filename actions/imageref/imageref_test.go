@@ -1,0 +1,23 @@
+package imageref
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCheck(t *testing.T) {
+	for s, want := range map[string]string{
+		"quay.io/poseidon/kubelet:v1.35.4":          "",
+		"registry.k8s.io/kube-proxy:v1.36.3":        "",
+		"busybox@sha256:" + strings.Repeat("a", 64): "",
+		"quay.io/poseidon/kubelet":                  "needs a tag or a digest",
+		"quay.io/poseidon/kubelet:v1;rm -rf /":      "is not an image reference",
+		"Quay.io/UPPER/name:1":                      "is not an image reference",
+		"":                                          "is not an image reference",
+	} {
+		err := Check(s)
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("Check(%q) = %v, want %q", s, err, want)
+		}
+	}
+}
