@@ -50,10 +50,10 @@ func (a *Activities) KubeletSkew(ctx context.Context, in api.KubeletSkewInput) (
 	}
 	res.APIServers = append(res.APIServers, api.Running{Component: api.APIServer, Host: "(the cluster's API)", Version: v.GitVersion, From: "/version"})
 	problems := api.KubeletSkew(in.Node, in.KubeletVersion, res.APIServers)
-	for _, a := range res.APIServers {
-		if o, err := api.ParseVersion(a.Version); err == nil {
-			if old, err := api.ParseVersion(res.Oldest); err != nil || o.Compare(old) < 0 {
-				res.Oldest = a.Version
+	for _, s := range res.APIServers {
+		if v, err := api.ParseVersion(s.Version); err == nil {
+			if old, err := api.ParseVersion(res.Oldest); err != nil || v.Compare(old) < 0 {
+				res.Oldest = s.Version
 			}
 		}
 	}
