@@ -57,7 +57,7 @@ func startRealSSHNodes(ctx context.Context, t testing.TB, opts []realnode.Option
 		nodes = append(nodes, n)
 		names, addrs = append(names, n.Name), append(addrs, n.NodeIP)
 	}
-	l, err := testhosts.Prepare(testhosts.Options{Count: len(nodes), Names: names, Addresses: addrs, Dir: filepath.Join(t.TempDir(), "hosts")})
+	l, err := testhosts.Prepare(testhosts.Options{Count: len(nodes), Names: names, Addresses: addrs, Dir: filepath.Join(t.TempDir(), "hosts"), RealContainerd: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,6 +141,25 @@ func TestRealKubeletClusterUpgrade(t *testing.T) {
 		t.Errorf("the snapshot of the refused upgrade: %s", s.State)
 	}
 
+	// A worker whose containerd lacks the release's kube-proxy, and no
+	// registry to pull it from (the test world has none): the real ctr's
+	// pull fails and the upgrade stops before its snapshot.
+	w := rc.nodes[1]
+	proxy := images.ImageRepository + "/" + kubeapi.KubeProxy + ":" + version
+	if out, err := w.node.Command(ctx, "ctr", "-a", realnode.ContainerdSocket, "-n", "k8s.io", "images", "rm", proxy).CombinedOutput(); err != nil {
+		t.Fatalf("ctr images rm %s on %s: %v: %s", proxy, w.node.Name, err, out)
+	}
+	p, code, errOut = runWaitInv(t, "cluster-upgrade", inv, "--set", "version="+version, "--set", "destination=local", "--set", "approvePlan=false")
+	if want := "pulling " + proxy + " into containerd on " + w.node.Name + " failed"; code == 0 || !strings.Contains(p.Error, want) {
+		t.Fatalf("an upgrade whose image %s cannot be pulled: exit %d, %s: %s %s", proxy, code, p.State, p.Error, errOut)
+	}
+	if s := step(t, p, "snapshot"); s.State != "not-run" {
+		t.Errorf("the snapshot of the upgrade whose images were not there: %s", s.State)
+	}
+	if err := w.node.Import(ctx, good...); err != nil {
+		t.Fatal(err)
+	}
+
 	t.Run("an API server that cannot start is put back and the run pauses; abort leaves the cluster as it was", func(t *testing.T) {
 		start := time.Now()
 		id := startRunInv(t, "cluster-upgrade", inv, "--set", "version="+version, "--set", "destination=local",
@@ -242,6 +261,9 @@ func TestRealKubeletClusterUpgrade(t *testing.T) {
 		t.Fatalf("cluster-upgrade after its worker was replaced: %v\n%+v%s", err, p, ctl.node.UnitLog(ctl.host, "kubelet"))
 	}
 	p, _ = watch(t, id)
+	if s := step(t, p, "pull-images"); s.State != workflows.StateSucceeded {
+		t.Errorf("pull-images: %s %s", s.State, s.LastError)
+	}
 	t.Logf("cluster-upgrade of 1 controller + 2 workers on real kubelets to %s: %s; %s", version, time.Since(start).Round(time.Second), slowSteps(p))
 	// No component upgraded twice: one run of the component runbook per
 	// component (each under the node's workflow ID, one after another).

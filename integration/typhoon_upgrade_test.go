@@ -69,6 +69,16 @@ func TestClusterUpgradeOnTyphoonCluster(t *testing.T) {
 		if err := h.WriteFile("/etc/kedge-lab/images", []byte(lines.String()+images), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		// In containerd's store, as a pull would leave them; tyc2's
+		// scheduler only after an upgrade that needed it was refused.
+		for _, c := range components {
+			if h.Name == "tyc2" && c == kubeapi.Scheduler {
+				continue
+			}
+			if err := h.AddCRIImage("registry.k8s.io/" + c + ":" + version); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	before := map[string]string{}
 	for _, h := range controllers {
@@ -111,6 +121,19 @@ func TestClusterUpgradeOnTyphoonCluster(t *testing.T) {
 	}
 	if s := step(t, p, "snapshot"); s.State != "not-run" {
 		t.Errorf("the snapshot of the refused upgrade: %s", s.State)
+	}
+
+	// The release's scheduler image missing on tyc2, and no registry to
+	// pull it from: the upgrade stops before its snapshot.
+	p, code, errOut = runWaitInv(t, "cluster-upgrade", inv, "--set", "version="+version, "--set", "destination=local", "--set", "approvePlan=false")
+	if want := "pulling registry.k8s.io/kube-scheduler:" + version + " into containerd on tyc2 failed"; code == 0 || !strings.Contains(p.Error, want) {
+		t.Fatalf("an upgrade whose image cannot be pulled on tyc2: exit %d, %s: %s %s", code, p.State, p.Error, errOut)
+	}
+	if s := step(t, p, "snapshot"); s.State != "not-run" {
+		t.Errorf("the snapshot of the upgrade whose image was not there: %s", s.State)
+	}
+	if err := typhoonHost(t, "tyc2").AddCRIImage("registry.k8s.io/kube-scheduler:" + version); err != nil {
+		t.Fatal(err)
 	}
 
 	// A skipped minor, from a CI system's signed webhook: refused at the
@@ -156,6 +179,11 @@ func TestClusterUpgradeOnTyphoonCluster(t *testing.T) {
 			t.Errorf("kedge plan --live does not say %q:\n%s", want, out)
 		}
 	}
+	// Each kubelet's KUBELET_IMAGE drop-in as the swap will write it.
+	dropIn := regexp.MustCompile(`(?m)^--- tyw1:/etc/systemd/system/kubelet\.service\.d/[0-9a-z-]+\.conf\n(?:.*\n)*?\+Environment="KUBELET_IMAGE=quay\.io/poseidon/kubelet:` + regexp.QuoteMeta(version) + `"$`)
+	if !dropIn.MatchString(out) {
+		t.Errorf("kedge plan --live shows no change of tyw1's kubelet drop-in to %s:\n%s", version, out)
+	}
 	for _, h := range controllers {
 		for _, c := range components {
 			header := fmt.Sprintf("--- %s:%s/%s.yaml", h.Name, typhoon.ManifestsDir, c)
@@ -194,6 +222,11 @@ func TestClusterUpgradeOnTyphoonCluster(t *testing.T) {
 				t.Errorf("the plan in the channel has no line %q to %s:\n%s", line, version, plan.Text)
 			}
 		}
+	}
+	// Typhoon's CoreDNS to the release v1.36 ships (its Corefile needs no
+	// change), as kubeadm's table of that release says.
+	if want := "coredns: registry.k8s.io/coredns/coredns:v1.13.1 → registry.k8s.io/coredns/coredns:v1.14.2\n"; !strings.Contains(plan.Text, want) {
+		t.Errorf("the plan in the channel does not say %q:\n%s", want, plan.Text)
 	}
 	// Typhoon's etcd (quay.io/coreos/etcd:v3.5.13), as its members say.
 	if !strings.Contains(plan.Text, "etcd: "+strings.TrimPrefix(typhoonEtcdBinary, "etcd-v")+" on 3 member(s), kept") {
@@ -274,6 +307,13 @@ func TestClusterUpgradeOnTyphoonCluster(t *testing.T) {
 		if v := n.Status.NodeInfo.KubeletVersion; v != version {
 			t.Errorf("Node %s's kubelet is %s", n.Name, v)
 		}
+	}
+	// CoreDNS rolled out on its new release.
+	if dns := must(cs.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{})); dns.Spec.Template.Spec.Containers[0].Image != "registry.k8s.io/coredns/coredns:v1.14.2" {
+		t.Errorf("CoreDNS after the upgrade: %s", dns.Spec.Template.Spec.Containers[0].Image)
+	}
+	if pending := componentsPending(ctx, cs, false); len(pending) > 0 {
+		t.Errorf("Typhoon's components after the upgrade: %q", pending)
 	}
 	for _, d := range deployments.Items {
 		now, err := cs.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})

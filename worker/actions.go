@@ -29,6 +29,7 @@ func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities
 		host.PreflightAction:        h.Preflight,
 		host.LayoutAction:           h.Layout,
 		host.PullImageAction:        h.PullImage,
+		host.PullCRIImagesAction:    h.PullCRIImages,
 		host.RunAction:              h.Run,
 		host.WriteFileAction:        h.WriteFile,
 		host.RestoreFileAction:      h.RestoreFile,

@@ -157,4 +157,7 @@ const (
 	// CertificateExpiring: an endpoint presents a certificate that ends
 	// within the window a change needs (not retried).
 	CertificateExpiring = "CertificateExpiring"
+	// DiskFull: a host's file system has less free space than the action
+	// needs before it starts (not retried).
+	DiskFull = "DiskFull"
 )

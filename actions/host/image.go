@@ -25,3 +25,33 @@ type PullImageResult struct {
 	Image          string `json:"image"`
 	KubeletVersion string `json:"kubeletVersion"`
 }
+
+// PullCRIImagesAction puts images in the container runtime the kubelet
+// runs pods with (containerd, its k8s.io namespace) before a static pod
+// or a DaemonSet needs them.
+const PullCRIImagesAction = "host.pull-cri-images"
+
+// PullCRIImagesInput names the images and where containerd is.
+type PullCRIImagesInput struct {
+	Target target.SSH `json:"target"`
+	Images []string   `json:"images" doc:"the image references (with a tag or a digest); an empty list does nothing"`
+	// Address is containerd's socket (the kubelet's
+	// containerRuntimeEndpoint without unix://).
+	Address string `json:"address,omitempty" doc:"containerd's socket (default /run/containerd/containerd.sock)"`
+	// Root is containerd's root directory, whose file system holds the
+	// images.
+	Root string `json:"root,omitempty" doc:"containerd's root directory, whose free space is checked before a pull (default /var/lib/containerd)"`
+	// MinFreeMiB is the free space the root's file system must have
+	// before anything is pulled.
+	MinFreeMiB int    `json:"minFreeMiB,omitempty" doc:"refuse to pull with less free space than this under root (default 1024)"`
+	Timeout    string `json:"timeout,omitempty" kedge:"duration" doc:"how long the pulls may take in all (default 10m)"`
+}
+
+// PullCRIImagesResult says which images were there and which were
+// pulled.
+type PullCRIImagesResult struct {
+	Present []string `json:"present"`
+	Pulled  []string `json:"pulled"`
+	// FreeMiB is the free space under root before any pull.
+	FreeMiB int64 `json:"freeMiB"`
+}

@@ -21,3 +21,14 @@ func Check(s string) error {
 	}
 	return nil
 }
+
+// Full is s (checked by Check) named in full, as containerd and the
+// kubelet's CRI name an image: a reference without a registry is Docker
+// Hub's, docker.io/library/ for an official image.
+func Full(s string) (string, error) {
+	if err := Check(s); err != nil {
+		return "", err
+	}
+	named, _ := reference.ParseNormalizedNamed(s)
+	return named.String(), nil
+}

@@ -21,3 +21,18 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+func TestFull(t *testing.T) {
+	for s, want := range map[string]string{
+		"busybox:1.37":                       "docker.io/library/busybox:1.37",
+		"poseidon/kubelet:v1.35.4":           "docker.io/poseidon/kubelet:v1.35.4",
+		"registry.k8s.io/kube-proxy:v1.36.3": "registry.k8s.io/kube-proxy:v1.36.3",
+		"localhost:5000/x:1":                 "localhost:5000/x:1",
+		"busybox":                            "",
+	} {
+		got, err := Full(s)
+		if got != want || (want == "") != (err != nil) {
+			t.Errorf("Full(%q) = %q, %v; want %q", s, got, err, want)
+		}
+	}
+}

@@ -23,6 +23,10 @@ type UpgradePlanInput struct {
 	InventoryVersion string `json:"inventoryVersion,omitempty" doc:"the inventory's kubernetes.version: on Kedge's layout it must be the release upgraded to"`
 	// Etcd is etcd.health's members: the release each runs.
 	Etcd []EtcdMember `json:"etcd,omitempty" doc:"etcd.health's members (name, version): etcd's release, checked against what the Kubernetes release needs"`
+	// DropIns is what host.read-file read of each host's KUBELET_IMAGE
+	// drop-in (host.layout's kubelet.imageDropIn; a missing one empty):
+	// the plan shows the change the kubelet swap makes to it.
+	DropIns map[string]FileContent `json:"dropIns,omitempty" doc:"host.read-file's outputs by host: each kubelet's KUBELET_IMAGE drop-in (missing: empty), for the plan's diff"`
 }
 
 // EtcdMember is what the plan reads of etcd.health's members.
@@ -41,6 +45,10 @@ type HostLayout struct {
 // KubeletLayout is what the plan reads of host.layout's kubelet.
 type KubeletLayout struct {
 	Image string `json:"image"`
+	// ImageDropIn is the drop-in the kubelet swap writes;
+	// ImageDropInRefused says why it would not know where to.
+	ImageDropIn        string `json:"imageDropIn"`
+	ImageDropInRefused string `json:"imageDropInRefused"`
 }
 
 // FileContent is what the plan reads of host.read-file's outputs.
@@ -66,6 +74,17 @@ type UpgradePlanResult struct {
 	Kubelets []KubeletChange `json:"kubelets"`
 	// Images is what each host must pull before its turn.
 	Images map[string][]string `json:"images"`
+	// CRIImages is what each host's containerd (the kubelet's pods'
+	// runtime) must hold: the controllers' new static pod images, every
+	// host's new kube-proxy image. The kubelet image is pulled by the
+	// kubelet swap, with the host's own runtime.
+	CRIImages map[string][]string `json:"criImages"`
+	// CoreDNS is what happens to CoreDNS, nil when the cluster runs none
+	// (no Deployment kube-system/coredns). CoreDNSTag and Corefile repeat
+	// its Tag and Corefile for the runbook's steps.
+	CoreDNS    *CoreDNSChange `json:"coreDNS"`
+	CoreDNSTag string         `json:"coreDNSTag"`
+	Corefile   string         `json:"corefile"`
 	// Diff is the plan as a unified diff per file, host by host.
 	Diff string `json:"diff"`
 	// Summary is the plan in a few lines, for a person to approve (the

@@ -71,7 +71,7 @@ func (a *Activities) kubeletFiles(ctx context.Context, in KubeletFilesInput) (Ku
 	image := k.Image
 	if in.Image != "" {
 		image = in.Image
-		content, err := RenderDropIn(map[string]string{layout.ImageVariable: in.Image})
+		content, err := render.DropIn(map[string]string{layout.ImageVariable: in.Image})
 		if err != nil {
 			return KubeletFilesResult{}, invalid(err.Error())
 		}

@@ -11,6 +11,7 @@ const (
 	PreflightAction        = api.PreflightAction
 	LayoutAction           = api.LayoutAction
 	PullImageAction        = api.PullImageAction
+	PullCRIImagesAction    = api.PullCRIImagesAction
 	RunAction              = api.RunAction
 	WriteFileAction        = api.WriteFileAction
 	WriteDropInAction      = api.WriteDropInAction
@@ -37,6 +38,8 @@ type (
 	LayoutResult           = api.LayoutResult
 	PullImageInput         = api.PullImageInput
 	PullImageResult        = api.PullImageResult
+	PullCRIImagesInput     = api.PullCRIImagesInput
+	PullCRIImagesResult    = api.PullCRIImagesResult
 	RunInput               = api.RunInput
 	RunResult              = api.RunResult
 	WriteFileInput         = api.WriteFileInput

@@ -50,7 +50,7 @@ func (a *Activities) UpgradePlan(ctx context.Context, in api.UpgradePlanInput) (
 		return api.UpgradePlanResult{}, err
 	}
 	res := api.UpgradePlanResult{To: target.String(), Running: []api.Running{}, Controllers: []api.ControllerChange{},
-		Kubelets: []api.KubeletChange{}, Images: map[string][]string{}, Problems: []string{}}
+		Kubelets: []api.KubeletChange{}, Images: map[string][]string{}, CRIImages: map[string][]string{}, Problems: []string{}}
 	var diff strings.Builder
 
 	// The controllers' manifests: what each runs, and what it will.
@@ -95,6 +95,7 @@ func (a *Activities) UpgradePlan(ctx context.Context, in api.UpgradePlanInput) (
 			change.Images[component] = to
 			if set.Changed {
 				res.Images[host] = append(res.Images[host], to)
+				res.CRIImages[host] = append(res.CRIImages[host], to)
 				writeDiff(&diff, host, path, m.Content, set.Content)
 			}
 		}
@@ -135,19 +136,56 @@ func (a *Activities) UpgradePlan(ctx context.Context, in api.UpgradePlanInput) (
 				if v, ok := imageVersion(c.Image); ok {
 					res.Running = append(res.Running, api.Running{Component: api.KubeProxy, Host: "DaemonSet kube-system/kube-proxy", Version: v, From: "image " + c.Image})
 				}
+				// Its new image on every host before the DaemonSet
+				// rolls out.
+				if to := retag(c.Image, target); to != c.Image {
+					for _, host := range slices.Sorted(maps.Keys(in.Layouts)) {
+						res.CRIImages[host] = append(res.CRIImages[host], to)
+					}
+				}
 			}
 		}
 	} else if !apierrors.IsNotFound(err) {
 		return res, apiError("", err)
 	}
 
+	// CoreDNS, where the cluster runs it.
+	dns, corefile, err := planCoreDNS(ctx, cs, target)
+	if err != nil {
+		return res, apiError("", err)
+	}
+	if dns != nil {
+		res.CoreDNS, res.CoreDNSTag, res.Corefile = dns, dns.Tag, dns.Corefile
+		if dns.Corefile != "" {
+			writeDiff(&diff, "ConfigMap kube-system/coredns", corefileKey, corefile, dns.Corefile)
+		}
+	}
+
 	// The kubelet image: the controllers' repository, tagged the release.
 	res.KubeletImage = kubeletImage(in.Layouts, slices.Sorted(maps.Keys(controllers)), target)
 	if res.KubeletImage != "" {
 		for _, host := range slices.Sorted(maps.Keys(in.Layouts)) {
-			if k := in.Layouts[host].Kubelet; k != nil && k.Image != "" && k.Image != res.KubeletImage {
-				res.Images[host] = append(res.Images[host], res.KubeletImage)
+			k := in.Layouts[host].Kubelet
+			if k == nil || k.Image == "" || k.Image == res.KubeletImage {
+				continue
 			}
+			res.Images[host] = append(res.Images[host], res.KubeletImage)
+			// The drop-in the kubelet swap writes, refused here when the
+			// swap would not know where to write it (after the control
+			// plane is upgraded would be too late).
+			if k.ImageDropInRefused != "" {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s: its kubelet could not be swapped to %s: %s", host, res.KubeletImage, k.ImageDropInRefused))
+				continue
+			}
+			if k.ImageDropIn == "" {
+				continue
+			}
+			dropIn, err := render.DropIn(map[string]string{layout.ImageVariable: res.KubeletImage})
+			if err != nil {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s: the kubelet's drop-in: %v", host, err))
+				continue
+			}
+			writeDiff(&diff, host, k.ImageDropIn, in.DropIns[host].Content, dropIn)
 		}
 	}
 
@@ -194,6 +232,16 @@ func summary(res api.UpgradePlanResult) string {
 	fmt.Fprintf(&b, "\nkubelets: %d of %d Nodes behind", behind, len(res.Kubelets))
 	if res.KubeletImage != "" {
 		fmt.Fprintf(&b, " → %s", res.KubeletImage)
+	}
+	if c := res.CoreDNS; c != nil {
+		if c.Kept != "" {
+			fmt.Fprintf(&b, "\ncoredns: %s (kept: %s)", c.From, c.Kept)
+		} else {
+			fmt.Fprintf(&b, "\ncoredns: %s → %s", c.From, c.To)
+			if c.Corefile != "" {
+				b.WriteString(", its Corefile migrated")
+			}
+		}
 	}
 	if etcd := etcdLine(res); etcd != "" {
 		b.WriteString("\n" + etcd)
@@ -293,8 +341,14 @@ func oldestAPIServer(running []api.Running) (string, bool) {
 
 // writeDiff adds a file's unified diff, headed by its host.
 func writeDiff(b *strings.Builder, host, path, before, after string) {
+	lines := func(s string) []string {
+		if s == "" {
+			return nil // a new file
+		}
+		return difflib.SplitLines(s)
+	}
 	d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: difflib.SplitLines(before), B: difflib.SplitLines(after),
+		A: lines(before), B: lines(after),
 		FromFile: host + ":" + path, ToFile: host + ":" + path, Context: 2,
 	})
 	b.WriteString(d)

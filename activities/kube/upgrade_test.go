@@ -15,6 +15,7 @@ import (
 	fakediscovery "k8s.io/client-go/discovery/fake"
 
 	api "kedge.dev/kedge/actions/kube"
+	"kedge.dev/kedge/activities/render"
 )
 
 // upgradeWorld is a one-controller cluster as Kedge renders it at
@@ -57,6 +58,14 @@ func TestUpgradePlanSaysWhatChangesWhere(t *testing.T) {
 	l.Kind, in.InventoryVersion = "kedge", "v1.36.3"
 	in.Layouts["c1"] = l
 	in.Etcd = []api.EtcdMember{{Name: "c1", Version: "3.6.16"}}
+	// The kubelets' drop-ins: c1 has Kedge's from before, w1 none yet.
+	in.Layouts["c1"].Kubelet.ImageDropIn = "/etc/systemd/system/kubelet.service.d/10-image.conf"
+	in.Layouts["w1"].Kubelet.ImageDropIn = "/etc/systemd/system/kubelet.service.d/10-image.conf"
+	before, err := render.DropIn(map[string]string{"KUBELET_IMAGE": "quay.io/poseidon/kubelet:v1.35.4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.DropIns = map[string]api.FileContent{"c1": {Content: before}}
 	res, err := a.UpgradePlan(context.Background(), in)
 	if err != nil {
 		t.Fatalf("%v\n%+v", err, res.Problems)
@@ -85,6 +94,30 @@ func TestUpgradePlanSaysWhatChangesWhere(t *testing.T) {
 	}
 	if res.KubeletImage != "quay.io/poseidon/kubelet:v1.36.3" {
 		t.Errorf("kubelet image %s", res.KubeletImage)
+	}
+	// Each kubelet's drop-in as the swap will write it: changed where
+	// there was one, new where there was none, none where Kedge was not
+	// told where it is (w2).
+	for _, want := range []string{
+		"--- c1:/etc/systemd/system/kubelet.service.d/10-image.conf\n+++ c1:/etc/systemd/system/kubelet.service.d/10-image.conf\n@@ -1,4 +1,4 @@\n" +
+			" # Written by Kedge. Remove this file (and daemon-reload) to go back to the unit's defaults.\n [Service]\n" +
+			"-Environment=\"KUBELET_IMAGE=quay.io/poseidon/kubelet:v1.35.4\"\n+Environment=\"KUBELET_IMAGE=quay.io/poseidon/kubelet:v1.36.3\"\n",
+		"--- w1:/etc/systemd/system/kubelet.service.d/10-image.conf\n+++ w1:/etc/systemd/system/kubelet.service.d/10-image.conf\n@@ -0,0 +1,4 @@\n",
+	} {
+		if !strings.Contains(res.Diff, want) {
+			t.Errorf("the diff has no\n%s\nin:\n%s", want, res.Diff)
+		}
+	}
+	if strings.Contains(res.Diff, "w2:") {
+		t.Errorf("a diff for w2, whose drop-in was not given:\n%s", res.Diff)
+	}
+	// What containerd must hold first: the controller's static pods'
+	// images, kube-proxy's everywhere.
+	if got := strings.Join(res.CRIImages["c1"], " "); got != "images.example/kube-apiserver:v1.36.3 images.example/kube-controller-manager:v1.36.3 images.example/kube-scheduler:v1.36.3 registry.k8s.io/kube-proxy:v1.36.3" {
+		t.Errorf("c1's containerd pulls %s", got)
+	}
+	if got := strings.Join(res.CRIImages["w2"], " "); got != "registry.k8s.io/kube-proxy:v1.36.3" {
+		t.Errorf("w2's containerd pulls %s", got)
 	}
 	if want := "v1.35.4 → v1.36.3\n" +
 		"c1 kube-apiserver: images.example/kube-apiserver:v1.35.4 → images.example/kube-apiserver:v1.36.3\n" +
@@ -150,6 +183,9 @@ func TestUpgradePlanRefusesBeforeAnythingChanges(t *testing.T) {
 			m.Content = strings.Replace(m.Content, "kube-controller-manager:v1.35.4", "kube-controller-manager:latest", 1)
 			in.Manifests["kube-controller-manager"]["c1"] = m
 		}, "has no release tag"},
+		"a kubelet whose image drop-in the swap would not know": {"v1.36.3", nil, func(in *api.UpgradePlanInput) {
+			in.Layouts["w1"].Kubelet.ImageDropInRefused = "KUBELET_IMAGE is set in 20-site.conf among other settings"
+		}, "w1: its kubelet could not be swapped to quay.io/poseidon/kubelet:v1.36.3: KUBELET_IMAGE is set in 20-site.conf among other settings"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			kubelets := map[string]string{"c1": "v1.35.4", "w1": "v1.35.4"}

@@ -36,7 +36,7 @@ func TestNodeIsAnSSHHostRunningKedgesKubeletUnit(t *testing.T) {
 	if err := n.StartRuntime(ctx); err != nil {
 		t.Fatal(err)
 	}
-	l, err := testhosts.Prepare(testhosts.Options{Count: 1, Names: []string{n.Name}, Addresses: []string{n.NodeIP}, Dir: filepath.Join(t.TempDir(), "host")})
+	l, err := testhosts.Prepare(testhosts.Options{Count: 1, Names: []string{n.Name}, Addresses: []string{n.NodeIP}, Dir: filepath.Join(t.TempDir(), "host"), RealContainerd: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,9 @@ var standinPackages = map[string]string{
 	"docker":      "docker",
 	"podman":      "docker",
 	"kubelet-sim": "kubelet",
+	// containerd's CLI, for the kubelet's images (namespace k8s.io); not
+	// on hosts with a real containerd (Options.RealContainerd).
+	"ctr": "ctr",
 	// The hosts share the machine's kernel: these check and record on the
 	// host what the real ones would change in the kernel.
 	"modprobe": "modprobe",

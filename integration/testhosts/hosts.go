@@ -45,6 +45,11 @@ type Options struct {
 	// Addresses, when set (len == Count), are the hosts' addresses,
 	// instead of BaseIP's.
 	Addresses []string
+	// RealContainerd: the hosts run a real containerd (integration/realnode),
+	// so they get no ctr stand-in, which would shadow the machine's ctr,
+	// and no CRI image store or /var/lib/containerd, which are the real
+	// containerd's.
+	RealContainerd bool
 }
 
 // User is the unprivileged login user on every host (as Typhoon's
@@ -72,7 +77,8 @@ type Host struct {
 	HostKeyPublic string // authorized_keys-format line of the host key
 	dir           string
 	cmd           *exec.Cmd
-	initPID       int // PID (in the machine's namespace) of the host's sshd
+	initPID       int  // PID (in the machine's namespace) of the host's sshd
+	realCtr       bool // Options.RealContainerd: the host's ctr is the real one
 }
 
 // RequireTools reports what the lab needs and is missing.
@@ -166,7 +172,7 @@ func Prepare(o Options) (*Lab, error) {
 	l.PublicKey = clientPub
 	var known strings.Builder
 	for i, name := range o.Names {
-		h := &Host{Name: name, Address: fmt.Sprintf("%s%d", o.BaseIP, i+1), Port: 22, dir: filepath.Join(dir, name)}
+		h := &Host{Name: name, Address: fmt.Sprintf("%s%d", o.BaseIP, i+1), Port: 22, dir: filepath.Join(dir, name), realCtr: o.RealContainerd}
 		if o.Addresses != nil {
 			h.Address = o.Addresses[i]
 		}
@@ -263,6 +269,9 @@ LogLevel ERROR
 	}
 	// The machine's own sshd_config.d snippets must not leak in.
 	for name, src := range bins {
+		if name == "ctr" && o.RealContainerd {
+			continue
+		}
 		data, err := os.ReadFile(src)
 		if err != nil {
 			return err
@@ -271,7 +280,13 @@ LogLevel ERROR
 			return err
 		}
 	}
-	return seedImages(h.dir)
+	if err := seedImages(h.dir); err != nil {
+		return err
+	}
+	if o.RealContainerd {
+		return nil
+	}
+	return seedCRIImages(h.dir)
 }
 
 // hostCertificate signs the host key (an authorized_keys line) into a host
