@@ -45,4 +45,3 @@ func toEntries(opts []*unit.UnitOption) []*unit.UnitEntry {
 	}
 	return out
 }
-

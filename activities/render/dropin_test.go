@@ -22,4 +22,3 @@ func TestDropInGolden(t *testing.T) {
 		t.Error("a quote in a value was accepted")
 	}
 }
-
