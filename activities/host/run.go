@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -29,8 +28,6 @@ const (
 	// SIGKILL.
 	killGrace = 5 * time.Second
 )
-
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Run runs a command or a script on the host (host.run).
 func (a *Activities) Run(ctx context.Context, in RunInput) (RunResult, error) {

@@ -52,11 +52,10 @@ func (a *app) storeImages() ([]image, error) {
 		if len(fields) < 2 || strings.HasPrefix(fields[0], "#") {
 			continue
 		}
-		name, tag, _ := strings.Cut(fields[0], "@")
+		name, _, _ := strings.Cut(fields[0], "@")
+		tag := "latest"
 		if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
 			name, tag = name[:i], name[i+1:]
-		} else {
-			tag = "latest"
 		}
 		digest := fields[1]
 		if digest == "-" {
