@@ -71,6 +71,7 @@ func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities
 		kube.UpgradePlanAction:            k.UpgradePlan,
 		kube.KubeletSkewAction:            k.KubeletSkew,
 		kube.SetWorkloadImageAction:       k.SetWorkloadImage,
+		kube.SetConfigMapDataAction:       k.SetConfigMapData,
 
 		vault.IssueCertAction:  v.IssueCert,
 		vault.ReadSecretAction: v.ReadSecret,

@@ -22,9 +22,9 @@ type CoreDNSChange struct {
 	To   string `json:"to"`   // the image it will run; From when kept
 	// Tag is To's tag, "" when CoreDNS is kept.
 	Tag string `json:"tag"`
-	// Corefile is the Corefile migrated to the release the table names
-	// (CoreDNS's own migration rules), "" when it needs no change. Kedge
-	// does not rewrite a Corefile: with one, CoreDNS is kept.
+	// Corefile is the Corefile migrated to To's release (CoreDNS's own
+	// migration rules), "" when it needs no change: written before the
+	// new image rolls out.
 	Corefile string `json:"corefile"`
 	// Kept says why CoreDNS stays as it runs, "" when it changes.
 	Kept string `json:"kept"`

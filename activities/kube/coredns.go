@@ -29,7 +29,7 @@ const (
 // applies them). nil when the cluster runs no CoreDNS. CoreDNS is kept,
 // with the reason, when the table has no release for target, when it
 // already runs that release or a newer one, or when its Corefile holds
-// what the new release no longer supports.
+// what the migration cannot carry over.
 func planCoreDNS(ctx context.Context, cs kubernetes.Interface, target api.Version) (ch *api.CoreDNSChange, current string, err error) {
 	d, err := cs.AppsV1().Deployments("kube-system").Get(ctx, coreDNSName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -94,12 +94,10 @@ func planCoreDNS(ctx context.Context, cs kubernetes.Interface, target api.Versio
 			return ch, current, nil
 		}
 		// The migration writes the Corefile in its own layout: only a
-		// change of content is one. Kedge does not rewrite a Corefile:
-		// the plan shows the migrated one, CoreDNS is kept.
+		// change of content is one, written before the new image rolls
+		// out (as kubeadm does).
 		if same, err := sameCorefile(current, migrated); err != nil || !same {
 			ch.Corefile = migrated
-			ch.Kept = fmt.Sprintf("its Corefile must change for CoreDNS %s (the plan's diff shows how), which Kedge leaves to you", want)
-			return ch, current, nil
 		}
 	}
 	// The tag written as the image's was: registry.k8s.io's have a v,
