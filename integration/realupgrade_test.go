@@ -15,6 +15,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -160,7 +162,7 @@ func TestRealKubeletClusterUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	t.Run("an API server that cannot start is put back and the run pauses; abort leaves the cluster as it was", func(t *testing.T) {
+	t.Run("an API server that cannot start is put back and the run pauses; restore leaves the cluster as it was, etcd from the snapshot", func(t *testing.T) {
 		start := time.Now()
 		id := startRunInv(t, "cluster-upgrade", inv, "--set", "version="+version, "--set", "destination=local",
 			"--set", "approveFirst=false", "--set", "timeout=2m")
@@ -213,22 +215,45 @@ func TestRealKubeletClusterUpgrade(t *testing.T) {
 		if v := must(cs.Discovery().ServerVersion()).GitVersion; v != images.KubeVersion {
 			t.Errorf("the API server while paused: %s", v)
 		}
-		out, errOut, code := kedge(t, "approve", id, "--decision", "abort", "--by", "sre-on-call", "--output", "json")
-		if code != 0 {
-			t.Fatalf("kedge approve --decision abort: exit %d: %s %s", code, out, errOut)
+		// Written after the snapshot: a restore takes it away.
+		if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-the-snapshot"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
 		}
-		if err := waitClosed(t, id, 5*time.Minute); err == nil || !strings.Contains(err.Error(), "aborted by sre-on-call") {
-			t.Fatalf("the run ended with %v, want an abort by sre-on-call", err)
+		// Restore: abort (the manifest is back already), then etcd from
+		// the snapshot taken first, behind etcd-restore's own approval.
+		out, errOut, code := kedge(t, "approve", id, "--decision", "restore", "--by", "sre-on-call", "--output", "json")
+		if code != 0 {
+			t.Fatalf("kedge approve --decision restore: exit %d: %s %s", code, out, errOut)
+		}
+		restoreRun := id + "/restore-snapshot"
+		eventually(t, 5*time.Minute, "etcd-restore to ask before it restores", func() bool {
+			p, ok := progressOf(t, restoreRun)
+			if !ok {
+				return false
+			}
+			a := step(t, p, "approve")
+			return a.State == workflows.StateWaiting && strings.Contains(a.Prompt, "a rollback, asked for over a healthy etcd")
+		})
+		if out, errOut, code := kedge(t, "approve", id, "--by", "sre-on-call"); code != 0 {
+			t.Fatalf("kedge approve (the restore): exit %d: %s %s", code, out, errOut)
+		}
+		if err := waitClosed(t, id, 15*time.Minute); err == nil || !strings.Contains(err.Error(), "aborted by sre-on-call") ||
+			!strings.Contains(err.Error(), "restore asked by sre-on-call: restored (restore-snapshot)") {
+			p, _ := watch(t, restoreRun)
+			t.Fatalf("the run ended with %v, want an abort by sre-on-call and the restore done\n%s", err, slowSteps(p))
+		}
+		if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "after-the-snapshot", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the ConfigMap written after the snapshot, after the restore: %v", err)
 		}
 		if got := manifests(); fmt.Sprint(got) != fmt.Sprint(before) {
-			t.Errorf("the manifests after the abort are not the ones before")
+			t.Errorf("the manifests after the abort and restore are not the ones before")
 		}
 		for _, n := range must(cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})).Items {
 			if v := n.Status.NodeInfo.KubeletVersion; v != images.KubeVersion || n.Spec.Unschedulable {
-				t.Errorf("Node %s after the abort: kubelet %s, unschedulable %v", n.Name, v, n.Spec.Unschedulable)
+				t.Errorf("Node %s after the abort and restore: kubelet %s, unschedulable %v", n.Name, v, n.Spec.Unschedulable)
 			}
 		}
-		t.Logf("failed, put back, paused and aborted: %s", time.Since(start).Round(time.Second))
+		t.Logf("failed, put back, paused, aborted and restored: %s", time.Since(start).Round(time.Second))
 	})
 
 	// The release's API server as it is.

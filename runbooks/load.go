@@ -113,7 +113,12 @@ func decodeStep(f string, n *yaml.Node, errs *source.Errors) (Step, *stepSource)
 		"with": field("with", func(v *yaml.Node) {
 			s.With, ss.withKeys, ss.withVals = decodeWith(f, v, errs)
 		}),
-		"when":    field("when", func(v *yaml.Node) { s.When = source.String(f, v, "when", errs) }),
+		"when": field("when", func(v *yaml.Node) { s.When = source.String(f, v, "when", errs) }),
+		"phase": field("phase", func(v *yaml.Node) {
+			if s.Phase = source.String(f, v, "phase", errs); s.Phase != PhaseRestore {
+				errs.Addf(source.At(f, v), "phase must be %s (a step run only after a person decides restore at a pause), got %q", PhaseRestore, s.Phase)
+			}
+		}),
 		"timeout": field("timeout", func(v *yaml.Node) { s.Timeout = source.Duration(f, v, "timeout", errs) }),
 		"retry": field("retry", func(v *yaml.Node) {
 			s.Retry = &Retry{}

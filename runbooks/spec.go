@@ -78,6 +78,25 @@ type Step struct {
 	Timeout  time.Duration  `json:"timeout,omitempty"`
 	Undo     UndoList       `json:"undo,omitempty"`
 	Rollout  *Rollout       `json:"rollout,omitempty"`
+	// Phase "restore" marks a step that runs only when a person answers
+	// a pause of this run's rollouts with restore: after the run has
+	// undone what it did. Such steps need only each other and may read
+	// every other step.
+	Phase string `json:"phase,omitempty"`
+}
+
+// PhaseRestore is Step.Phase of the steps a restore decision runs.
+const PhaseRestore = "restore"
+
+// HasRestore says whether the runbook has steps a restore decision runs:
+// only then do its rollouts offer restore at a pause.
+func (rb *Runbook) HasRestore() bool {
+	for _, s := range rb.Steps {
+		if s.Phase == PhaseRestore {
+			return true
+		}
+	}
+	return false
 }
 
 // Rollout runs the step's child runbook once per item of Over, at most

@@ -136,12 +136,24 @@ func (v *validator) steps() {
 	}
 	v.cycles()
 	anc := v.ancestors()
-	for i := range v.rb.Steps {
+	for i, s := range v.rb.Steps {
+		if s.Phase == PhaseRestore {
+			// Every other step has ended when a restore step runs.
+			for _, o := range v.rb.Steps {
+				if o.Phase != PhaseRestore {
+					anc[i][o.ID] = true
+				}
+			}
+		}
 		v.step(i, anc[i])
 	}
 	first := -1
 	for i, s := range v.rb.Steps {
 		if s.Approval == nil || !s.Approval.Preview {
+			continue
+		}
+		if s.Phase == PhaseRestore {
+			v.errs.Addf(v.at(v.rb.src.steps[i].preview), "step %s: a restore step cannot be the preview gate", s.ID)
 			continue
 		}
 		if first >= 0 {
@@ -166,8 +178,14 @@ func (v *validator) needs(i int) {
 		case seen[need]:
 			v.errs.Addf(pos, "step %s lists %q twice in needs", s.ID, need)
 		default:
-			if _, ok := v.index[need]; !ok {
+			j, ok := v.index[need]
+			switch {
+			case !ok:
 				v.errs.Addf(pos, "step %s needs %q, which is not a step of this runbook%s", s.ID, need, suggest(need, v.stepIDs()))
+			case s.Phase != PhaseRestore && v.rb.Steps[j].Phase == PhaseRestore:
+				v.errs.Addf(pos, "step %s needs %s, a restore step: restore steps run only after a restore decision, once the run is undone", s.ID, need)
+			case s.Phase == PhaseRestore && v.rb.Steps[j].Phase != PhaseRestore:
+				v.errs.Addf(pos, "restore step %s needs %s, which is not a restore step: restore steps run after every other step has ended, and read them without needs", s.ID, need)
 			}
 		}
 		seen[need] = true

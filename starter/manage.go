@@ -194,7 +194,7 @@ func approveCommand() *cli.Command {
 		ArgsUsage: "WORKFLOW_ID",
 		Flags: append([]cli.Flag{outputFlag,
 			&cli.StringFlag{Name: "step", Usage: "the approval step `ID` (default: the only one waiting)"},
-			&cli.StringFlag{Name: "decision", Value: workflows.DecisionApprove, Usage: "approve or reject (an approval step); continue or abort (a rollout paused at its failure budget)"},
+			&cli.StringFlag{Name: "decision", Value: workflows.DecisionApprove, Usage: "approve or reject (an approval step); continue or abort (a rollout paused at its failure budget), or restore where the runbook has restore steps (abort, then they run)"},
 			&cli.StringFlag{Name: "comment", Usage: "why"},
 			&cli.StringFlag{Name: "by", Usage: "who decides (default: the current user)"},
 		}, temporalFlags()...),
@@ -203,13 +203,10 @@ func approveCommand() *cli.Command {
 				return usageError("approve takes one WORKFLOW_ID")
 			}
 			id, decision := c.Args().First(), c.String("decision")
-			var proceed bool
 			switch decision {
-			case workflows.DecisionApprove, workflows.DecisionContinue:
-				proceed = true
-			case workflows.DecisionReject, workflows.DecisionAbort:
+			case workflows.DecisionApprove, workflows.DecisionContinue, workflows.DecisionReject, workflows.DecisionAbort, workflows.DecisionRestore:
 			default:
-				return usageError("--decision must be approve, reject, continue or abort, got %q", decision)
+				return usageError("--decision must be approve, reject, continue, abort or restore, got %q", decision)
 			}
 			cl, err := dial(c)
 			if err != nil {
@@ -231,7 +228,7 @@ func approveCommand() *cli.Command {
 			if by == "" {
 				by = currentUser()
 			}
-			d, err := runs.Decide(c.Context, cl, pause, proceed, by, c.String("comment"), "")
+			d, err := runs.DecideAs(c.Context, cl, pause, decision, by, c.String("comment"), "")
 			if err != nil {
 				return failed("%s %s: %v", decision, pause.Target, runs.RootMessage(err))
 			}
@@ -250,12 +247,12 @@ func approveCommand() *cli.Command {
 
 // choosePause picks, among the pauses found under the run id, the one a
 // decision is for: an approval step (the only one waiting, or the one
-// named step) for approve/reject, a paused rollout for continue/abort. A
+// named step) for approve/reject, a paused rollout for continue/abort/restore. A
 // run that is itself a rollout, or that waits on nothing, gets the
 // decision sent to it as it is, and the workflow says why it refuses.
 func choosePause(id string, pauses []runs.Pause, decision, step string) (runs.Pause, error) {
 	kind := runs.PauseApproval
-	if decision == workflows.DecisionContinue || decision == workflows.DecisionAbort {
+	if decision == workflows.DecisionContinue || decision == workflows.DecisionAbort || decision == workflows.DecisionRestore {
 		kind = runs.PauseRollout
 	}
 	var cands []runs.Pause

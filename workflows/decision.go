@@ -37,7 +37,7 @@ func BindDecision(d Decision, p Progress) (Decision, error) {
 		return d, fmt.Errorf("%s answers progress without its run ID: is its worker older than this client?", p.WorkflowID)
 	}
 	d.WorkflowID, d.RunID = p.WorkflowID, p.RunID
-	if d.Step == "" || d.Decision == DecisionContinue || d.Decision == DecisionAbort {
+	if d.Step == "" || d.Decision == DecisionContinue || d.Decision == DecisionAbort || d.Decision == DecisionRestore {
 		if p.Nonce == "" {
 			return d, fmt.Errorf("%s is not paused", p.WorkflowID)
 		}

@@ -24,6 +24,9 @@ const (
 	DecideUpdate       = "decide"
 	DecisionContinue   = "continue"
 	DecisionAbort      = "abort"
+	// DecisionRestore aborts like abort, then has the runbook that runs
+	// the rollout run its restore steps (offered only when it has some).
+	DecisionRestore = "restore"
 )
 
 // DefaultItemsPerRun bounds the items one run of a rollout starts; then it
@@ -46,8 +49,11 @@ type RolloutInput struct {
 	ItemsPerRun    int                         `json:"itemsPerRun,omitempty"`
 	// PauseWhenEveryItemFailed: a rollout in which no item completed
 	// pauses for a decision instead of failing (rollout.everyItemFailed).
-	PauseWhenEveryItemFailed bool         `json:"pauseWhenEveryItemFailed,omitempty"`
-	State                    RolloutState `json:"state"`
+	PauseWhenEveryItemFailed bool `json:"pauseWhenEveryItemFailed,omitempty"`
+	// Restore: a pause also takes DecisionRestore (the runbook has
+	// restore steps).
+	Restore bool         `json:"restore,omitempty"`
+	State   RolloutState `json:"state"`
 }
 
 // RolloutState is what a rollout carries across continue-as-new.
@@ -76,6 +82,9 @@ type RolloutResult struct {
 	Done    []string `json:"done"`
 	Failed  []string `json:"failed"`
 	Aborted bool     `json:"aborted"`
+	// RestoreBy is who aborted it with a restore decision: the runbook
+	// runs its restore steps after its undo.
+	RestoreBy string `json:"restoreBy,omitempty"`
 	// After an abort: the completed items whose undo succeeded, and those
 	// whose undo failed (each "ITEM: why"). A completed item with nothing
 	// to undo is in neither.
@@ -174,6 +183,9 @@ func Rollout(ctx workflow.Context, in RolloutInput) (RolloutResult, error) {
 		ro.updateDetails(ctx)
 	}
 	res := RolloutResult{Done: items(ro.st.Done), Failed: items(ro.st.Failed), Aborted: ro.aborting}
+	if n := len(ro.st.Decisions); ro.aborting && n > 0 && ro.st.Decisions[n-1].Decision == DecisionRestore {
+		res.RestoreBy = ro.st.Decisions[n-1].By
+	}
 	if ro.aborting {
 		ro.compensate(ctx)
 		ro.ui.setStatus(ctx, searchattr.StatusFailed)
@@ -228,6 +240,9 @@ func (ro *rollout) aborted(res *RolloutResult) error {
 	}
 	var b strings.Builder
 	printf(&b, "rollout %s aborted%s after %d failed (%s)", ro.in.Step, by, len(ro.st.Failed), strings.Join(res.Failed, ", "))
+	if res.RestoreBy != "" {
+		printf(&b, ", for a restore")
+	}
 	if len(res.Undone) > 0 {
 		printf(&b, "; undone: %s", strings.Join(res.Undone, ", "))
 	}
@@ -310,8 +325,13 @@ func (ro *rollout) validate(d Decision) error {
 	if !ro.paused {
 		return fmt.Errorf("rollout %s is not paused (%d failed, budget %d)", ro.in.Step, len(ro.st.Failed), ro.st.Budget)
 	}
-	if d.Decision != DecisionContinue && d.Decision != DecisionAbort {
-		return fmt.Errorf("decision must be %s or %s, got %q", DecisionContinue, DecisionAbort, d.Decision)
+	switch {
+	case d.Decision == DecisionContinue || d.Decision == DecisionAbort:
+	case d.Decision == DecisionRestore && ro.in.Restore:
+	case ro.in.Restore:
+		return fmt.Errorf("decision must be %s, %s or %s, got %q", DecisionContinue, DecisionAbort, DecisionRestore, d.Decision)
+	default:
+		return fmt.Errorf("decision must be %s or %s, got %q (the runbook has no restore steps)", DecisionContinue, DecisionAbort, d.Decision)
 	}
 	if strings.TrimSpace(d.By) == "" {
 		return fmt.Errorf("a decision must say who made it")
@@ -334,7 +354,7 @@ func (ro *rollout) decide(d Decision) {
 	d.Step = ro.in.Step
 	ro.st.Decisions = append(ro.st.Decisions, d)
 	ro.paused = false
-	if d.Decision == DecisionAbort {
+	if d.Decision == DecisionAbort || d.Decision == DecisionRestore {
 		ro.aborting = true
 		return
 	}
@@ -367,7 +387,11 @@ func (ro *rollout) updateDetails(ctx workflow.Context) {
 	state := "running"
 	status := searchattr.StatusRunning
 	if ro.paused {
-		state = fmt.Sprintf("PAUSED: %d failed, over the budget of %d — kedge approve ID --decision continue|abort", len(ro.st.Failed), ro.st.Budget)
+		choices := "continue|abort"
+		if ro.in.Restore {
+			choices += "|restore"
+		}
+		state = fmt.Sprintf("PAUSED: %d failed, over the budget of %d — kedge approve ID --decision %s", len(ro.st.Failed), ro.st.Budget, choices)
 		status = searchattr.StatusPaused
 	}
 	// The items counted by state as every front end counts them

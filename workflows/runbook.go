@@ -108,6 +108,11 @@ type run struct {
 	// the steps in previewed (the gate and what it needs) start.
 	gate      int
 	previewed map[int]bool
+	// restoreBy is who answered a pause of one of the run's rollouts
+	// with restore ("" when nobody did); restoring is set once the run
+	// failed and was undone, and its restore steps may start.
+	restoreBy string
+	restoring bool
 }
 
 // undoChange is the workflow.GetVersion change id of undoing completed
@@ -195,6 +200,75 @@ func (r *run) vars() map[string]any {
 }
 
 func (r *run) execute(ctx workflow.Context) error {
+	failed := r.drive(ctx)
+	end := func(state string, err error) error {
+		for _, s := range r.steps {
+			if s.p.State == StatePending {
+				s.p.State = StateNotRun
+			}
+		}
+		r.renderOutputs()
+		now := workflow.Now(ctx)
+		r.progress.EndedAt = &now
+		r.progress.State = state
+		if err != nil {
+			r.progress.Error = err.Error()
+		}
+		r.updateDetails(ctx)
+		return err
+	}
+	if ctx.Err() != nil {
+		r.undo(ctx)
+		return end(StateCancelled, temporal.NewCanceledError("runbook cancelled"))
+	}
+	if failed {
+		var names []string
+		for _, s := range r.steps {
+			if s.p.State == StateFailed {
+				names = append(names, fmt.Sprintf("%s (%s)", s.spec.ID, s.p.LastError))
+			}
+		}
+		r.undo(ctx)
+		msg := fmt.Sprintf("runbook %s failed at step %s", r.rb.Name, strings.Join(names, "; "))
+		if r.restoreBy != "" {
+			// A person chose restore at a pause: with what the run did
+			// undone, its restore steps run.
+			r.restoring = true
+			msg += fmt.Sprintf("; restore asked by %s: %s", r.restoreBy, r.restored(ctx))
+		}
+		return end(StateFailed, temporal.NewNonRetryableApplicationError(msg, "RunbookFailed", nil))
+	}
+	return end(StateSucceeded, nil)
+}
+
+// restored runs the restore steps and says how they ended.
+func (r *run) restored(ctx workflow.Context) string {
+	if ctx.Err() != nil {
+		return "not run: the run was cancelled"
+	}
+	r.drive(ctx)
+	var done, failed []string
+	for _, s := range r.steps {
+		if s.spec.Phase != runbooks.PhaseRestore {
+			continue
+		}
+		switch s.p.State {
+		case StateSucceeded, StateSkipped:
+			done = append(done, s.spec.ID)
+		case StateFailed, StateCancelled:
+			failed = append(failed, fmt.Sprintf("%s (%s)", s.spec.ID, s.p.LastError))
+		}
+	}
+	if len(failed) > 0 {
+		return "RESTORE FAILED at " + strings.Join(failed, "; ")
+	}
+	return "restored (" + strings.Join(done, ", ") + ")"
+}
+
+// drive starts every ready step and waits for what runs, until nothing
+// runs; it says whether a step failed or was cancelled (nothing new
+// starts after that).
+func (r *run) drive(ctx workflow.Context) bool {
 	waitCtx, _ := workflow.NewDisconnectedContext(ctx)
 	running := 0
 	failed := false
@@ -232,39 +306,7 @@ func (r *run) execute(ctx workflow.Context) error {
 		}
 		r.updateDetails(ctx)
 	}
-	for _, s := range r.steps {
-		if s.p.State == StatePending {
-			s.p.State = StateNotRun
-		}
-	}
-	end := func(state string, err error) error {
-		r.renderOutputs()
-		now := workflow.Now(ctx)
-		r.progress.EndedAt = &now
-		r.progress.State = state
-		if err != nil {
-			r.progress.Error = err.Error()
-		}
-		r.updateDetails(ctx)
-		return err
-	}
-	if ctx.Err() != nil {
-		r.undo(ctx)
-		return end(StateCancelled, temporal.NewCanceledError("runbook cancelled"))
-	}
-	if failed {
-		var names []string
-		for _, s := range r.steps {
-			if s.p.State == StateFailed {
-				names = append(names, fmt.Sprintf("%s (%s)", s.spec.ID, s.p.LastError))
-			}
-		}
-		r.undo(ctx)
-		err := temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("runbook %s failed at step %s", r.rb.Name, strings.Join(names, "; ")), "RunbookFailed", nil)
-		return end(StateFailed, err)
-	}
-	return end(StateSucceeded, nil)
+	return failed
 }
 
 // renderOutputs renders the runbook's outputs from what its steps did.
@@ -287,8 +329,12 @@ func (r *run) renderOutputs() {
 	}
 }
 
-// ready: every need has succeeded or was skipped.
+// ready: every need has succeeded or was skipped; a restore step only
+// once the run is restoring, and then no other.
 func (r *run) ready(i int) bool {
+	if (r.steps[i].spec.Phase == runbooks.PhaseRestore) != r.restoring {
+		return false
+	}
 	for _, need := range r.steps[i].spec.Needs {
 		switch r.steps[r.index[need]].p.State {
 		case StateSucceeded, StateSkipped:
@@ -644,9 +690,17 @@ func (r *run) runRollout(ctx workflow.Context, i int, vars map[string]any) error
 		Step: s.spec.ID, Runbook: child, Children: r.in.Children, Cluster: r.in.Cluster, Items: items,
 		With: s.spec.With, Vars: vars, MaxUnavailable: ro.MaxUnavailable, FailureBudget: ro.FailureBudget,
 		PauseWhenEveryItemFailed: s.spec.Rollout.EveryItemFailed == runbooks.EveryItemFailedPause,
+		Restore:                  r.rb.HasRestore() && s.spec.Phase != runbooks.PhaseRestore,
 	}).Get(ctx, &res)
 	s.outputs = map[string]any{"done": toAny(res.Done), "failed": toAny(res.Failed)}
 	if err != nil {
+		// Aborted for a restore: the run's restore steps run after its
+		// undo.
+		var app *temporal.ApplicationError
+		var aborted RolloutResult
+		if errors.As(err, &app) && app.HasDetails() && app.Details(&aborted) == nil && aborted.RestoreBy != "" {
+			r.restoreBy = aborted.RestoreBy
+		}
 		return err
 	}
 	s.childUndo = res.Compensation

@@ -23,6 +23,10 @@ type QuorumLostInput struct {
 	Endpoints []string     `json:"endpoints" kedge:"required" doc:"client URLs of every member, e.g. https://10.0.0.11:2379"`
 	CACert    string       `json:"caCert" kedge:"required" doc:"etcd's CA (PEM): the members' certificates must chain to it"`
 	Issuer    string       `json:"issuer" kedge:"required" doc:"etcd's CA's Vault issuer: Kedge's client certificate comes from it"`
+	// Rollback takes etcd back to a snapshot while it has its quorum
+	// (an upgrade undone to what it found): a healthy majority is no
+	// refusal.
+	Rollback bool `json:"rollback,omitempty" doc:"a restore over a healthy etcd (taking a change back to its snapshot): a healthy majority is no refusal"`
 }
 
 // QuorumLostResult is etcd as the members that answer know it: its

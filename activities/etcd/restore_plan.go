@@ -83,7 +83,12 @@ func (a *Activities) QuorumLost(ctx context.Context, in QuorumLostInput) (Quorum
 		res.Quorum = len(in.Endpoints)/2 + 1
 		return res, nil
 	}
-	return majorityVerdict(members, statuses(ctx, cl, in.Endpoints, members))
+	res, err = majorityVerdict(members, statuses(ctx, cl, in.Endpoints, members))
+	var app *temporal.ApplicationError
+	if in.Rollback && errors.As(err, &app) && app.Type() == ErrTypeMajorityHealthy {
+		return res, nil // asked for: a rollback over a healthy etcd
+	}
+	return res, err
 }
 
 // majorityVerdict counts the members that answer healthy (for

@@ -39,6 +39,13 @@ func TestQuorumLostRefusesWhileAMajorityIsHealthy(t *testing.T) {
 		!strings.Contains(err.Error(), "a restore while a majority is healthy") || !strings.Contains(err.Error(), "3 of etcd's 3 members answer healthy (c1, c2, c3)") {
 		t.Fatalf("every member healthy: %v", err)
 	}
+	// Asked for a rollback (an upgrade taken back to its snapshot): a
+	// healthy etcd is no refusal.
+	rollback := in
+	rollback.Rollback = true
+	if res, err := a.QuorumLost(context.Background(), rollback); err != nil || len(res.Healthy) != 3 || res.Quorum != 2 {
+		t.Fatalf("a rollback over a healthy etcd: %+v %v", res, err)
+	}
 	fakes[2].srv.Close()
 	if _, err = a.QuorumLost(context.Background(), in); !errors.As(err, &ae) || ae.Type() != ErrTypeMajorityHealthy ||
 		!strings.Contains(err.Error(), "2 of etcd's 3 members answer healthy (c1, c2)") || !strings.Contains(err.Error(), "without c3; replace a lost controller with controller-replace") {

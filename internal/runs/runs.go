@@ -114,20 +114,26 @@ func rolloutPause(st workflows.StepProgress, cp workflows.Progress) Pause {
 // earlier pause is refused. updateID ("" for a fresh one) makes a
 // repeated request apply once.
 func Decide(ctx context.Context, cl client.Client, p Pause, proceed bool, by, comment, updateID string) (workflows.Decision, error) {
-	d := workflows.Decision{By: by, Comment: comment}
+	decision := workflows.DecisionAbort
+	switch {
+	case p.Kind == PauseApproval && proceed:
+		decision = workflows.DecisionApprove
+	case p.Kind == PauseApproval:
+		decision = workflows.DecisionReject
+	case proceed:
+		decision = workflows.DecisionContinue
+	}
+	return DecideAs(ctx, cl, p, decision, by, comment, updateID)
+}
+
+// DecideAs sends the decision named (approve or reject for an approval,
+// continue, abort or restore for a rollout) to the pause.
+func DecideAs(ctx context.Context, cl client.Client, p Pause, decision, by, comment, updateID string) (workflows.Decision, error) {
+	d := workflows.Decision{By: by, Comment: comment, Decision: decision}
 	name := workflows.DecideUpdate
 	if p.Kind == PauseApproval {
 		name = workflows.ApproveUpdate
 		d.Step = p.Step
-		d.Decision = workflows.DecisionReject
-		if proceed {
-			d.Decision = workflows.DecisionApprove
-		}
-	} else {
-		d.Decision = workflows.DecisionAbort
-		if proceed {
-			d.Decision = workflows.DecisionContinue
-		}
 	}
 	cur, err := Progress(ctx, cl, p.Target, "")
 	if err != nil {
