@@ -201,12 +201,16 @@ func (r *run) vars() map[string]any {
 
 func (r *run) execute(ctx workflow.Context) error {
 	failed := r.drive(ctx)
-	end := func(state string, err error) error {
+	notRun := func(phase string) {
 		for _, s := range r.steps {
-			if s.p.State == StatePending {
+			if s.p.State == StatePending && s.spec.Phase == phase {
 				s.p.State = StateNotRun
 			}
 		}
+	}
+	notRun("")
+	end := func(state string, err error) error {
+		notRun(runbooks.PhaseRestore)
 		r.renderOutputs()
 		now := workflow.Now(ctx)
 		r.progress.EndedAt = &now
