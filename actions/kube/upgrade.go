@@ -87,6 +87,9 @@ type UpgradePlanResult struct {
 	Corefile   string         `json:"corefile"`
 	// Diff is the plan as a unified diff per file, host by host.
 	Diff string `json:"diff"`
+	// Manifests says, on Typhoon's layout, what the controllers'
+	// manifests become.
+	Manifests string `json:"manifests,omitempty"`
 	// Summary is the plan in a few lines, for a person to approve (the
 	// approval before anything changes, a chat message): the releases,
 	// each controller's images and the kubelets.

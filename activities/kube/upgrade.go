@@ -201,6 +201,7 @@ func (a *Activities) UpgradePlan(ctx context.Context, in api.UpgradePlanInput) (
 		res.From = v
 	}
 	res.Diff = diff.String()
+	res.Manifests = manifestsLine(in.Layouts, slices.Sorted(maps.Keys(controllers)), target)
 	res.Summary = summary(res)
 	if len(res.Problems) > 0 {
 		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the upgrade to %s is refused before anything changed: %s",
@@ -232,6 +233,9 @@ func summary(res api.UpgradePlanResult) string {
 	fmt.Fprintf(&b, "\nkubelets: %d of %d Nodes behind", behind, len(res.Kubelets))
 	if res.KubeletImage != "" {
 		fmt.Fprintf(&b, " → %s", res.KubeletImage)
+	}
+	if res.Manifests != "" {
+		b.WriteString("\nmanifests: " + res.Manifests)
 	}
 	if c := res.CoreDNS; c != nil {
 		if c.Kept != "" {
@@ -352,4 +356,18 @@ func writeDiff(b *strings.Builder, host, path, before, after string) {
 		FromFile: host + ":" + path, ToFile: host + ":" + path, Context: 2,
 	})
 	b.WriteString(d)
+}
+
+// manifestsLine says what the controllers' manifests become: on
+// Typhoon's layout the manifests each controller has, with the image tag
+// changed and nothing else, Kedge knowing no Typhoon release's templates
+// for the target to render instead; on Kedge's, its own (the same
+// change: it renders them from the inventory's version).
+func manifestsLine(layouts map[string]api.HostLayout, controllers []string, v api.Version) string {
+	for _, h := range controllers {
+		if k := layouts[h].Kind; k == layout.KindTyphoonFlatcar || k == layout.KindTyphoonFCOS {
+			return fmt.Sprintf("Typhoon's as each controller has them, the image tag changed and nothing else (Kedge holds no Typhoon release's templates for %s)", v.MinorString())
+		}
+	}
+	return ""
 }

@@ -217,3 +217,18 @@ func TestUpgradePlanRefusesBeforeAnythingChanges(t *testing.T) {
 		})
 	}
 }
+
+// On Typhoon's layout the plan says what the manifests become.
+func TestUpgradePlanSaysWhatTyphoonsManifestsBecome(t *testing.T) {
+	a, in := upgradeWorld(t, map[string]string{"c1": "v1.35.4", "w1": "v1.35.4"})
+	m := in.Manifests["kube-apiserver"]["c1"]
+	m.Content = strings.Replace(m.Content, "    - --kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname\n", "", 1)
+	in.Manifests["kube-apiserver"]["c1"] = m
+	l := in.Layouts["c1"]
+	l.Kind = "typhoon-flatcar"
+	in.Layouts["c1"] = l
+	res, err := a.UpgradePlan(context.Background(), in)
+	if err != nil || !strings.Contains(res.Summary, "\nmanifests: Typhoon's as each controller has them, the image tag changed and nothing else (Kedge holds no Typhoon release's templates for v1.36)") {
+		t.Errorf("%v; summary:\n%s", err, res.Summary)
+	}
+}
