@@ -53,63 +53,7 @@ func (a *Activities) UpgradePlan(ctx context.Context, in api.UpgradePlanInput) (
 		Kubelets: []api.KubeletChange{}, Images: map[string][]string{}, CRIImages: map[string][]string{}, Problems: []string{}}
 	var diff strings.Builder
 
-	// The controllers' manifests: what each runs, and what it will.
-	controllers := map[string]bool{}
-	for _, byHost := range in.Manifests {
-		for host := range byHost {
-			controllers[host] = true
-		}
-	}
-	for _, host := range slices.Sorted(maps.Keys(controllers)) {
-		change := api.ControllerChange{Host: host, Manifests: []api.ManifestChange{}, Images: map[string]string{}}
-		for _, component := range controlPlane {
-			m, ok := in.Manifests[component][host]
-			if !ok {
-				continue
-			}
-			path := in.Layouts[host].StaticPods[component]
-			if path == "" {
-				res.Problems = append(res.Problems, fmt.Sprintf("%s on %s: host.layout found no manifest for it", component, host))
-				continue
-			}
-			from, version, problem := manifestImage(component, m.Content)
-			if problem != "" {
-				res.Problems = append(res.Problems, fmt.Sprintf("%s on %s (%s): %s", component, host, path, problem))
-				continue
-			}
-			res.Running = append(res.Running, api.Running{Component: component, Host: host, Version: version, From: "image of " + path})
-			to := retag(from, target)
-			set, err := render.SetImage(renderapi.SetImageInput{Manifest: m.Content, Container: component, Image: to})
-			if err != nil {
-				res.Problems = append(res.Problems, fmt.Sprintf("%s on %s (%s): %v", component, host, path, err))
-				continue
-			}
-			removed, err := api.FlagsRemovedBy(target, component, path, []byte(m.Content))
-			if err != nil {
-				res.Problems = append(res.Problems, fmt.Sprintf("%s on %s: %v", component, host, err))
-			}
-			for _, r := range removed {
-				res.Problems = append(res.Problems, host+": "+r)
-			}
-			change.Manifests = append(change.Manifests, api.ManifestChange{Component: component, Path: path, From: from, To: to, Content: set.Content})
-			change.Images[component] = to
-			if set.Changed {
-				res.Images[host] = append(res.Images[host], to)
-				res.CRIImages[host] = append(res.CRIImages[host], to)
-				writeDiff(&diff, host, path, m.Content, set.Content)
-			}
-		}
-		if in.Layouts[host].Kind == layout.KindKedge && in.InventoryVersion != target.String() {
-			res.Problems = append(res.Problems, fmt.Sprintf("%s is of Kedge's layout, whose static pods Kedge renders from the inventory's kubernetes.version (%s): "+
-				"set it to %s first, or a cert-renewal after the upgrade would render the old release again", host, cmp.Or(in.InventoryVersion, "not set"), target))
-		}
-		for _, component := range controlPlane {
-			if _, ok := change.Images[component]; !ok {
-				res.Problems = append(res.Problems, fmt.Sprintf("%s: no %s manifest was read: every controller runs the whole control plane as static pods", host, component))
-			}
-		}
-		res.Controllers = append(res.Controllers, change)
-	}
+	controllers := planControllers(in, target, &res, &diff)
 
 	// The API server's own word, and the kubelets and kube-proxy.
 	if v, err := cs.Discovery().ServerVersion(); err == nil {
@@ -161,33 +105,7 @@ func (a *Activities) UpgradePlan(ctx context.Context, in api.UpgradePlanInput) (
 		}
 	}
 
-	// The kubelet image: the controllers' repository, tagged the release.
-	res.KubeletImage = kubeletImage(in.Layouts, slices.Sorted(maps.Keys(controllers)), target)
-	if res.KubeletImage != "" {
-		for _, host := range slices.Sorted(maps.Keys(in.Layouts)) {
-			k := in.Layouts[host].Kubelet
-			if k == nil || k.Image == "" || k.Image == res.KubeletImage {
-				continue
-			}
-			res.Images[host] = append(res.Images[host], res.KubeletImage)
-			// The drop-in the kubelet swap writes, refused here when the
-			// swap would not know where to write it (after the control
-			// plane is upgraded would be too late).
-			if k.ImageDropInRefused != "" {
-				res.Problems = append(res.Problems, fmt.Sprintf("%s: its kubelet could not be swapped to %s: %s", host, res.KubeletImage, k.ImageDropInRefused))
-				continue
-			}
-			if k.ImageDropIn == "" {
-				continue
-			}
-			dropIn, err := render.DropIn(map[string]string{layout.ImageVariable: res.KubeletImage})
-			if err != nil {
-				res.Problems = append(res.Problems, fmt.Sprintf("%s: the kubelet's drop-in: %v", host, err))
-				continue
-			}
-			writeDiff(&diff, host, k.ImageDropIn, in.DropIns[host].Content, dropIn)
-		}
-	}
+	planKubelets(in, controllers, target, &res, &diff)
 
 	// etcd: the release each member says it runs, and what the target's
 	// API server needs (an etcd upgrade is a stage of its own).
@@ -201,7 +119,7 @@ func (a *Activities) UpgradePlan(ctx context.Context, in api.UpgradePlanInput) (
 		res.From = v
 	}
 	res.Diff = diff.String()
-	res.Manifests = manifestsLine(in.Layouts, slices.Sorted(maps.Keys(controllers)), target)
+	res.Manifests = manifestsLine(in.Layouts, controllers, target)
 	res.Summary = summary(res)
 	if len(res.Problems) > 0 {
 		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the upgrade to %s is refused before anything changed: %s",
@@ -370,4 +288,99 @@ func manifestsLine(layouts map[string]api.HostLayout, controllers []string, v ap
 		}
 	}
 	return ""
+}
+
+// planControllers reads the controllers' manifests: what each runs, and
+// what it will (each manifest with its new image, its diff, the flags
+// the release removed). It returns the controllers, sorted.
+func planControllers(in api.UpgradePlanInput, target api.Version, res *api.UpgradePlanResult, diff *strings.Builder) []string {
+	controllers := map[string]bool{}
+	for _, byHost := range in.Manifests {
+		for host := range byHost {
+			controllers[host] = true
+		}
+	}
+	for _, host := range slices.Sorted(maps.Keys(controllers)) {
+		change := api.ControllerChange{Host: host, Manifests: []api.ManifestChange{}, Images: map[string]string{}}
+		for _, component := range controlPlane {
+			m, ok := in.Manifests[component][host]
+			if !ok {
+				continue
+			}
+			path := in.Layouts[host].StaticPods[component]
+			if path == "" {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s on %s: host.layout found no manifest for it", component, host))
+				continue
+			}
+			from, version, problem := manifestImage(component, m.Content)
+			if problem != "" {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s on %s (%s): %s", component, host, path, problem))
+				continue
+			}
+			res.Running = append(res.Running, api.Running{Component: component, Host: host, Version: version, From: "image of " + path})
+			to := retag(from, target)
+			set, err := render.SetImage(renderapi.SetImageInput{Manifest: m.Content, Container: component, Image: to})
+			if err != nil {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s on %s (%s): %v", component, host, path, err))
+				continue
+			}
+			removed, err := api.FlagsRemovedBy(target, component, path, []byte(m.Content))
+			if err != nil {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s on %s: %v", component, host, err))
+			}
+			for _, r := range removed {
+				res.Problems = append(res.Problems, host+": "+r)
+			}
+			change.Manifests = append(change.Manifests, api.ManifestChange{Component: component, Path: path, From: from, To: to, Content: set.Content})
+			change.Images[component] = to
+			if set.Changed {
+				res.Images[host] = append(res.Images[host], to)
+				res.CRIImages[host] = append(res.CRIImages[host], to)
+				writeDiff(diff, host, path, m.Content, set.Content)
+			}
+		}
+		if in.Layouts[host].Kind == layout.KindKedge && in.InventoryVersion != target.String() {
+			res.Problems = append(res.Problems, fmt.Sprintf("%s is of Kedge's layout, whose static pods Kedge renders from the inventory's kubernetes.version (%s): "+
+				"set it to %s first, or a cert-renewal after the upgrade would render the old release again", host, cmp.Or(in.InventoryVersion, "not set"), target))
+		}
+		for _, component := range controlPlane {
+			if _, ok := change.Images[component]; !ok {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s: no %s manifest was read: every controller runs the whole control plane as static pods", host, component))
+			}
+		}
+		res.Controllers = append(res.Controllers, change)
+	}
+	return slices.Sorted(maps.Keys(controllers))
+}
+
+// planKubelets sets the new release's kubelet image (the controllers'
+// repository, tagged the release), what each host must pull for it, and
+// each kubelet's KUBELET_IMAGE drop-in as the swap will write it.
+func planKubelets(in api.UpgradePlanInput, controllers []string, target api.Version, res *api.UpgradePlanResult, diff *strings.Builder) {
+	res.KubeletImage = kubeletImage(in.Layouts, controllers, target)
+	if res.KubeletImage != "" {
+		for _, host := range slices.Sorted(maps.Keys(in.Layouts)) {
+			k := in.Layouts[host].Kubelet
+			if k == nil || k.Image == "" || k.Image == res.KubeletImage {
+				continue
+			}
+			res.Images[host] = append(res.Images[host], res.KubeletImage)
+			// The drop-in the kubelet swap writes, refused here when the
+			// swap would not know where to write it (after the control
+			// plane is upgraded would be too late).
+			if k.ImageDropInRefused != "" {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s: its kubelet could not be swapped to %s: %s", host, res.KubeletImage, k.ImageDropInRefused))
+				continue
+			}
+			if k.ImageDropIn == "" {
+				continue
+			}
+			dropIn, err := render.DropIn(map[string]string{layout.ImageVariable: res.KubeletImage})
+			if err != nil {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s: the kubelet's drop-in: %v", host, err))
+				continue
+			}
+			writeDiff(diff, host, k.ImageDropIn, in.DropIns[host].Content, dropIn)
+		}
+	}
 }
