@@ -80,7 +80,11 @@ chmod 700 "$JOURNAL" "$J"
 
 // stopScript moves the API server's manifest aside into the journal and
 // waits for its process to go, then etcd's (its manifest, or its unit
-// stopped). A manifest already in the journal was moved by an earlier
+// stopped). A process counts when it runs in the host's network
+// namespace, as the control plane does (static pods with the host's
+// network, Typhoon's etcd container with --network host): a program of
+// that name in a network namespace of its own (a nested cluster, a
+// test world's other nodes on one machine) is not this member. A manifest already in the journal was moved by an earlier
 // attempt. It prints what it stopped.
 const stopScript = restoreShell + `aside() { # component manifest
   if [ -n "$2" ] && [ -e "$2" ]; then
@@ -88,9 +92,16 @@ const stopScript = restoreShell + `aside() { # component manifest
     mv -f "$2" "$J/$1.manifest"
   fi
 }
+running() { # process: one of this host's (the control plane runs in the host's network namespace; another's is not this member)
+  self=$(readlink /proc/self/ns/net)
+  for p in $(pgrep -x "$1" 2>/dev/null); do
+    [ "$(readlink "/proc/$p/ns/net" 2>/dev/null)" = "$self" ] && return 0
+  done
+  return 1
+}
 gone() { # process
   n=0
-  while pgrep -x "$1" >/dev/null 2>&1; do
+  while running "$1"; do
     n=$((n + 1))
     if [ "$n" -ge "$WAIT" ]; then
       echo "$1 still runs $WAIT s after it was stopped" >&2

@@ -134,12 +134,21 @@ func newLocalHost(t *testing.T) *localHost {
 		}
 	}
 	pgrep := `#!/bin/sh
-[ -e "$FAKE/stubborn" ] && exit 0
+# Prints the PIDs found, exits 0 when there are any (as pgrep does). A
+# process of this host's is the script's own shell: alive, in its network
+# namespace. Another network namespace's program of that name (another
+# node of a test world on the same machine) is listed too.
+pids=""
+[ -e "$FAKE/other-pid" ] && pids=$(cat "$FAKE/other-pid")
+mine=false
+[ -e "$FAKE/stubborn" ] && mine=true
 case "$2" in
-kube-apiserver) [ -e "$FAKE/manifests/kube-apiserver.yaml" ] ;;
-etcd) [ -e "$FAKE/manifests/etcd.yaml" ] || [ -e "$FAKE/unit-up" ] ;;
-*) exit 1 ;;
+kube-apiserver) [ -e "$FAKE/manifests/kube-apiserver.yaml" ] && mine=true ;;
+etcd) { [ -e "$FAKE/manifests/etcd.yaml" ] || [ -e "$FAKE/unit-up" ]; } && mine=true ;;
 esac
+$mine && pids="$pids $PPID"
+[ -n "$pids" ] || exit 1
+for p in $pids; do echo "$p"; done
 `
 	systemctl := `#!/bin/sh
 echo "$*" >> "$FAKE/systemctl.log"
@@ -259,6 +268,39 @@ func TestStopAndStartStaticPods(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(h.path("manifests")); len(left) != 3 {
 		t.Errorf("manifests after the start: %v", left)
+	}
+}
+
+// A kube-apiserver of the same name in a network namespace of its own
+// (another node of a test world, a nested cluster) is not this member's:
+// the stop does not wait for it (make test's restore once waited six
+// minutes for another lane's API server).
+func TestStopWaitsOnlyForThisHostsProcesses(t *testing.T) {
+	other := exec.Command("unshare", "--net", "sleep", "60")
+	if err := other.Start(); err != nil {
+		t.Skipf("no network namespace here: %v", err)
+	}
+	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+	// unshare execs sleep once the namespace is made.
+	deadline := time.Now().Add(10 * time.Second)
+	self, _ := os.Readlink("/proc/self/ns/net")
+	for {
+		ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", other.Process.Pid))
+		if err == nil && ns != self {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Skipf("unshare --net made no namespace of its own: %v %s", err, ns)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	h := newLocalHost(t)
+	if err := os.WriteFile(h.path("other-pid"), []byte(fmt.Sprintf("%d\n", other.Process.Pid)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop := StopControlPlaneInput{Token: "kedge-restore-t3", EtcdMode: "host-unit", EtcdUnit: "etcd-member.service", Wait: "2s"}
+	if res, err := (&Activities{Hosts: h}).StopControlPlane(context.Background(), stop); err != nil || !slices.Equal(res.Stopped, []string{"kube-apiserver", "etcd"}) {
+		t.Fatalf("stop beside another namespace's kube-apiserver: %+v %v", res, err)
 	}
 }
 
