@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -27,11 +28,23 @@ func Open(ctx context.Context, cl client.Client, namespace, runbook, cluster str
 	}
 	var out []*workflowpb.WorkflowExecutionInfo
 	for _, e := range resp.GetExecutions() {
-		if e.GetParentExecution() == nil && IsRunbookType(e.GetType().GetName()) {
+		if e.GetParentExecution() == nil && IsRunbookType(e.GetType().GetName()) && stillRunning(ctx, cl, e) {
 			out = append(out, e)
 		}
 	}
 	return out, nil
+}
+
+// stillRunning asks the run itself: the visibility store a list reads
+// catches up with a run's end a moment later (seconds on a busy
+// server), and a run terminated or ended just now is no longer busy.
+// When the run cannot be asked, the list's word stands.
+func stillRunning(ctx context.Context, cl client.Client, e *workflowpb.WorkflowExecutionInfo) bool {
+	d, err := cl.DescribeWorkflowExecution(ctx, e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId())
+	if err != nil {
+		return true
+	}
+	return d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 }
 
 // IsRunbookType says whether a top-level workflow of this type runs a
