@@ -9,11 +9,15 @@ import (
 // Verb is what a request wants to do.
 type Verb string
 
-// Verbs a rule grants: start and approve are listed per runbook; read
-// (status, list) is granted by any rule that names the cluster.
+// Verbs a rule grants: start, approve and restore are listed per
+// runbook; read (status, list) is granted by any rule that names the
+// cluster. Approve does not grant restore: a restore rolls state back (a
+// cluster-upgrade's etcd to the snapshot it took first), losing what was
+// written since.
 const (
 	VerbStart   Verb = "start"
 	VerbApprove Verb = "approve"
+	VerbRestore Verb = "restore"
 	VerbRead    Verb = "read"
 )
 
@@ -103,6 +107,10 @@ func (c *Config) Authorize(s Subject, verb Verb, runbook, cluster string) (*Rule
 			}
 		case VerbApprove:
 			if matches(r.Approve, runbook) {
+				return r, nil
+			}
+		case VerbRestore:
+			if matches(r.Restore, runbook) {
 				return r, nil
 			}
 		}

@@ -18,6 +18,7 @@ const (
 	CmdStatus      = "status"
 	CmdApprove     = "approve"
 	CmdAbort       = "abort"
+	CmdRestore     = "restore"
 	CmdList        = "list"
 	CmdHelp        = "help"
 )
@@ -44,6 +45,7 @@ const Usage = "usage:\n" +
 	"  /kedge status ID\n" +
 	"  /kedge approve ID      (continue a paused rollout, or approve a waiting step)\n" +
 	"  /kedge abort ID        (abort a paused rollout, or reject a waiting step)\n" +
+	"  /kedge restore ID      (abort a paused rollout, then restore: its runbook's restore steps)\n" +
 	"  /kedge list [CLUSTER]"
 
 // Command is a parsed `/kedge` command.
@@ -51,7 +53,7 @@ type Command struct {
 	Name    string // one of the Cmd constants
 	Runbook string // swap-kubelet, upgrade, run
 	Cluster string // swap-kubelet, upgrade, run, list (optional)
-	ID      string // status, approve, abort
+	ID      string // status, approve, abort, restore
 	// Params are the NAME=VALUE arguments, names in camelCase
 	// (max-unavailable becomes maxUnavailable), in the order given.
 	Params map[string]string
@@ -164,7 +166,7 @@ func ParseCommand(text string) (Command, error) {
 			return Command{}, err
 		}
 		return c, planShown(c)
-	case CmdStatus, CmdApprove, CmdAbort:
+	case CmdStatus, CmdApprove, CmdAbort, CmdRestore:
 		if len(args) != 1 {
 			return Command{}, usagef("%s takes one workflow ID: /kedge %s ID", name, name)
 		}

@@ -29,6 +29,8 @@ func TestParseCommand(t *testing.T) {
 		{"status kubelet-image-swap/mercury", "status id=kubelet-image-swap/mercury"},
 		{"approve kubelet-image-swap/mercury", "approve id=kubelet-image-swap/mercury"},
 		{"abort kubelet-image-swap/mercury/workers", "abort id=kubelet-image-swap/mercury/workers"},
+		{"restore cluster-upgrade/mercury/20261204", "restore id=cluster-upgrade/mercury/20261204"},
+		{"restore a b", "error: restore takes one workflow ID: /kedge restore ID"},
 		{"upgrade lab v1.36.3 destination=offsite approve-first=false",
 			"upgrade cluster-upgrade@lab map[approveFirst:false destination:offsite version:v1.36.3]"},
 		{"upgrade lab", "error: upgrade needs a CLUSTER and a VERSION"},
@@ -89,7 +91,7 @@ func show(c Command) string {
 	switch c.Name {
 	case CmdSwapKubelet, CmdUpgrade, CmdRun:
 		return fmt.Sprintf("%s %s@%s %v", c.Name, c.Runbook, c.Cluster, c.Params)
-	case CmdStatus, CmdApprove, CmdAbort:
+	case CmdStatus, CmdApprove, CmdAbort, CmdRestore:
 		return c.Name + " id=" + c.ID
 	case CmdList:
 		return "list @" + c.Cluster
@@ -152,7 +154,7 @@ func FuzzParseCommand(f *testing.F) {
 			if c.Name == CmdSwapKubelet && c.Params["image"] == "" {
 				t.Fatalf("ParseCommand(%q): swap without image", text)
 			}
-		case CmdStatus, CmdApprove, CmdAbort:
+		case CmdStatus, CmdApprove, CmdAbort, CmdRestore:
 			if c.ID == "" || len(c.ID) > maxIDLen || strings.IndexFunc(c.ID, unicode.IsSpace) >= 0 {
 				t.Fatalf("ParseCommand(%q): ID %q", text, c.ID)
 			}

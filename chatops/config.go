@@ -23,7 +23,8 @@ const (
 	Kind       = "ChatOps"
 )
 
-// Any in a rule's clusters, start or approve list matches every name.
+// Any in a rule's clusters, start, approve or restore list matches every
+// name.
 const Any = "*"
 
 // minSecretLen is the shortest HMAC key accepted.
@@ -44,7 +45,8 @@ type Config struct {
 	keys         map[string][]byte // webhook key name -> secret
 }
 
-// Rule grants who may start and approve which runbooks on which clusters.
+// Rule grants who may start, approve and restore which runbooks on which
+// clusters.
 type Rule struct {
 	Name          string
 	Pos           source.Pos
@@ -54,6 +56,7 @@ type Rule struct {
 	Clusters      []string
 	Start         []string
 	Approve       []string
+	Restore       []string
 }
 
 var (
@@ -227,6 +230,7 @@ func (c *Config) decodeRule(f string, i int, n *yaml.Node, errs *source.Errors) 
 		"clusters":      ids(&r.Clusters, "clusters", clusterOK, "a cluster under clusters (or \"*\")"),
 		"start":         ids(&r.Start, "start", runbookOK, "a runbook name (or \"*\")"),
 		"approve":       ids(&r.Approve, "approve", runbookOK, "a runbook name (or \"*\")"),
+		"restore":       ids(&r.Restore, "restore", runbookOK, "a runbook name (or \"*\")"),
 	})
 	if n.Kind == yaml.MappingNode {
 		if len(r.SlackUsers)+len(r.SlackChannels)+len(r.WebhookKeys) == 0 {
@@ -235,8 +239,8 @@ func (c *Config) decodeRule(f string, i int, n *yaml.Node, errs *source.Errors) 
 		if len(r.Clusters) == 0 {
 			errs.Addf(r.Pos, "%s needs clusters (names, or \"*\")", what)
 		}
-		if len(r.Start)+len(r.Approve) == 0 {
-			errs.Addf(r.Pos, "%s grants nothing: name runbooks under start or approve", what)
+		if len(r.Start)+len(r.Approve)+len(r.Restore) == 0 {
+			errs.Addf(r.Pos, "%s grants nothing: name runbooks under start, approve or restore", what)
 		}
 	}
 	return r

@@ -48,7 +48,7 @@ func loadGood(t *testing.T) *Config {
 func TestLoadConfig(t *testing.T) {
 	c := loadGood(t)
 	abs, _ := filepath.Abs("testdata/mercury.yaml")
-	if c.Clusters["mercury"] != abs || len(c.Rules) != 3 || c.Rules[1].Name != "ops-channel" {
+	if c.Clusters["mercury"] != abs || len(c.Rules) != 4 || c.Rules[1].Name != "ops-channel" || len(c.Rules[3].Restore) != 1 {
 		t.Errorf("config = %+v", c)
 	}
 	if k, ok := c.key("ci"); !ok || string(k) != "a-very-long-ci-secret-0123456789" {
@@ -116,6 +116,7 @@ func TestAuthorize(t *testing.T) {
 	devElsewhere := Subject{Source: SourceSlack, UserID: "U0DEV", ChannelID: "C0RANDOM"}
 	ci := Subject{Source: SourceWebhook, Key: "ci"}
 	stranger := Subject{Source: SourceSlack, UserID: "U0WHO"}
+	lead := Subject{Source: SourceSlack, UserID: "U0LEAD"}
 	for _, tc := range []struct {
 		sub     Subject
 		verb    Verb
@@ -134,6 +135,13 @@ func TestAuthorize(t *testing.T) {
 		{ci, VerbApprove, "kubelet-image-swap", false},
 		{Subject{Source: SourceSlack, Key: "ci"}, VerbStart, "kubelet-image-swap", false},
 		{stranger, VerbRead, "", false},
+		// Approve, even of every runbook, does not grant restore.
+		{sre, VerbRestore, "cluster-upgrade", false},
+		{lead, VerbRestore, "cluster-upgrade", true},
+		{lead, VerbApprove, "cluster-upgrade", true},
+		{lead, VerbRestore, "kubelet-image-swap", false},
+		{lead, VerbStart, "cluster-upgrade", false},
+		{ci, VerbRestore, "kubelet-image-swap", false},
 	} {
 		_, err := c.Authorize(tc.sub, tc.verb, tc.runbook, "mercury")
 		if (err == nil) != tc.ok {

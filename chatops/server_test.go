@@ -377,6 +377,31 @@ func TestPauseMessageCarriesItsPause(t *testing.T) {
 	if err := json.Unmarshal([]byte(back.Blocks[1].Elements[0].Value), &v); err != nil || v.Workflow != in.WorkflowID || !v.Same(pa) {
 		t.Errorf("button value %q -> %+v, %v", back.Blocks[1].Elements[0].Value, v, err)
 	}
+	if strings.Contains(s, chat.ActionRestore) {
+		t.Errorf("a pause that takes no restore offers one: %s", s)
+	}
+
+	// A pause that takes a restore gets a third button, confirmed first.
+	pa.Restore = true
+	raw, err = json.Marshal(chat.PauseMessage(in, pa))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var withRestore struct {
+		Blocks []struct {
+			Elements []struct {
+				ActionID string          `json:"action_id"`
+				Value    string          `json:"value"`
+				Confirm  json.RawMessage `json:"confirm"`
+			} `json:"elements"`
+		} `json:"blocks"`
+	}
+	if err := json.Unmarshal(raw, &withRestore); err != nil || len(withRestore.Blocks) != 2 || len(withRestore.Blocks[1].Elements) != 3 {
+		t.Fatalf("blocks with a restore: %v %s", err, raw)
+	}
+	if r := withRestore.Blocks[1].Elements[2]; r.ActionID != chat.ActionRestore || len(r.Confirm) == 0 || r.Value != back.Blocks[1].Elements[0].Value {
+		t.Errorf("the restore button: %+v", r)
+	}
 }
 
 // Status and decisions are authorized before Temporal is asked anything:

@@ -111,8 +111,8 @@ func (s *Server) slashCommand(w http.ResponseWriter, r *http.Request) {
 		m, outcome, err = s.slackStart(ctx, sub, cmd, sc, sig)
 	case CmdStatus:
 		m, err = s.slackStatus(ctx, sub, cmd.ID)
-	case CmdApprove, CmdAbort:
-		m, err = s.slackDecide(ctx, sub, cmd.ID, cmd.Name == CmdApprove, "slack-cmd-"+hashOf(sc.TeamID, sc.UserID, sc.TriggerID, sc.Text))
+	case CmdApprove, CmdAbort, CmdRestore:
+		m, err = s.slackDecide(ctx, sub, cmd.ID, cmd.Name, "slack-cmd-"+hashOf(sc.TeamID, sc.UserID, sc.TriggerID, sc.Text))
 		outcome = "decided"
 	case CmdList:
 		m, err = s.slackList(ctx, sub, cmd.Cluster)
@@ -241,18 +241,21 @@ func (s *Server) slackStatus(ctx context.Context, sub Subject, id string) (*slac
 	lines := []string{fmt.Sprintf("%s *%s* on *%s*: %s (started %s)", workflows.StateEmoji(v.State), chat.Esc(p.Runbook), chat.Esc(p.Cluster), chat.Esc(v.Summary), p.StartedAt.UTC().Format(time.RFC3339))}
 	lines = append(lines, chat.StepLines(v)...)
 	for _, pa := range runs.FindPauses(ctx, s.Client, p, top) {
-		lines = append(lines, fmt.Sprintf(":double_vertical_bar: waits for a decision at `%s`: /kedge approve %s or /kedge abort %s", chat.Esc(pa.Step), chat.Esc(top), chat.Esc(top)))
+		line := fmt.Sprintf(":double_vertical_bar: waits for a decision at `%s`: /kedge approve %s or /kedge abort %s", chat.Esc(pa.Step), chat.Esc(top), chat.Esc(top))
+		if pa.Restore {
+			line += " (or /kedge restore " + chat.Esc(top) + ")"
+		}
+		lines = append(lines, line)
 	}
 	lines = append(lines, chat.SlackLink(s.link(top, ""), top))
 	return chat.TextMessage(chat.Ephemeral, strings.Join(lines, "\n")), nil
 }
 
-func (s *Server) slackDecide(ctx context.Context, sub Subject, id string, proceed bool, updateID string) (*slack.WebhookMessage, error) {
-	action := "abort"
-	if proceed {
-		action = "approve"
-	}
-	top, p, err := s.readable(ctx, sub, id, VerbApprove)
+// slackDecide answers /kedge approve|abort|restore ID: action is the
+// command's name.
+func (s *Server) slackDecide(ctx context.Context, sub Subject, id, action, updateID string) (*slack.WebhookMessage, error) {
+	ans := map[string]choice{CmdApprove: choiceProceed, CmdAbort: choiceStop, CmdRestore: choiceRestore}[action]
+	top, p, err := s.readable(ctx, sub, id, ans.verb())
 	if err != nil {
 		s.audit(sub, action, outcomeOf(err), err.Error(), "workflowId", id)
 		return nil, err
@@ -277,21 +280,18 @@ func (s *Server) slackDecide(ctx context.Context, sub Subject, id string, procee
 		return nil, err
 	}
 	pa := pauses[0]
-	d, err := runs.Decide(ctx, s.Client, pa, proceed, sub.String(), "from Slack: /kedge "+action, updateID)
+	if err := ans.offered(pa); err != nil {
+		s.audit(sub, action, "invalid", err.Error(), "workflowId", pa.Target, "step", pa.Step)
+		return nil, err
+	}
+	d, err := runs.DecideAs(ctx, s.Client, pa, ans.decision(pa), sub.String(), "from Slack: /kedge "+action, updateID)
 	if err != nil {
 		s.audit(sub, action, "failed", err.Error(), "workflowId", pa.Target, "step", pa.Step)
 		return nil, refuse(http.StatusConflict, "%s %s: %s", action, pa.Target, runs.RootMessage(err))
 	}
 	s.audit(sub, action, "allowed", "", "workflowId", pa.Target, "step", pa.Step, "decision", d.Decision, "runbook", p.Runbook, "cluster", p.Cluster)
 	return chat.TextMessage(chat.InChannel, fmt.Sprintf("%s <@%s> %s `%s` of *%s* on *%s* · %s",
-		decisionIcon(proceed), chat.Esc(sub.UserID), decisionWord(pa, proceed), chat.Esc(pa.Step), chat.Esc(p.Runbook), chat.Esc(p.Cluster), chat.SlackLink(s.link(top, ""), top))), nil
-}
-
-func decisionIcon(proceed bool) string {
-	if proceed {
-		return ":arrow_forward:"
-	}
-	return ":octagonal_sign:"
+		ans.icon(), chat.Esc(sub.UserID), ans.word(pa), chat.Esc(pa.Step), chat.Esc(p.Runbook), chat.Esc(p.Cluster), chat.SlackLink(s.link(top, ""), top))), nil
 }
 
 // listLimit bounds the runs /kedge list shows.
@@ -343,7 +343,7 @@ func (s *Server) slackList(ctx context.Context, sub Subject, cluster string) (*s
 	return chat.TextMessage(chat.Ephemeral, fmt.Sprintf("Runs on %s, newest first:\n%s", chat.Esc(strings.Join(allowed, ", ")), strings.Join(lines, "\n"))), nil
 }
 
-// interactive answers a click on a Continue or Abort button.
+// interactive answers a click on a Continue, Abort or Restore button.
 func (s *Server) interactive(w http.ResponseWriter, r *http.Request) {
 	form, _, ok := s.authenticated(w, r)
 	if !ok {
@@ -357,9 +357,10 @@ func (s *Server) interactive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sub := Subject{Source: SourceSlack, UserID: ic.User.ID, UserName: cmp.Or(ic.User.Name, ic.User.Username), ChannelID: cmp.Or(ic.Channel.ID, ic.Container.ChannelID)}
+	buttons := map[string]choice{chat.ActionContinue: choiceProceed, chat.ActionAbort: choiceStop, chat.ActionRestore: choiceRestore}
 	var act *slack.BlockAction
 	for _, a := range ic.ActionCallback.BlockActions {
-		if a.ActionID == chat.ActionContinue || a.ActionID == chat.ActionAbort {
+		if _, ok := buttons[a.ActionID]; ok {
 			act = a
 			break
 		}
@@ -377,10 +378,9 @@ func (s *Server) interactive(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "malformed button value", http.StatusBadRequest)
 		return
 	}
-	proceed := act.ActionID == chat.ActionContinue
 	ctx, cancel := context.WithTimeout(r.Context(), ReplyWithin)
 	defer cancel()
-	m, outcome := s.click(ctx, sub, v, proceed, "slack-click-"+hashOf(ic.Team.ID, sub.UserID, act.ActionTs, ic.Container.MessageTs, act.ActionID, act.Value))
+	m, outcome := s.click(ctx, sub, v, buttons[act.ActionID], "slack-click-"+hashOf(ic.Team.ID, sub.UserID, act.ActionTs, ic.Container.MessageTs, act.ActionID, act.Value))
 	if ic.ResponseURL != "" && s.Config.responseURLAllowed(ic.ResponseURL) {
 		s.postAsync(ic.ResponseURL, m)
 	}
@@ -388,16 +388,13 @@ func (s *Server) interactive(w http.ResponseWriter, r *http.Request) {
 }
 
 // click decides at the pause a button names, once per click.
-func (s *Server) click(ctx context.Context, sub Subject, v chat.ButtonValue, proceed bool, updateID string) (*slack.WebhookMessage, string) {
-	action := "abort"
-	if proceed {
-		action = "continue"
-	}
+func (s *Server) click(ctx context.Context, sub Subject, v chat.ButtonValue, ans choice, updateID string) (*slack.WebhookMessage, string) {
+	action := [...]string{choiceProceed: "continue", choiceStop: "abort", choiceRestore: "restore"}[ans]
 	fail := func(err error) (*slack.WebhookMessage, string) {
 		s.audit(sub, action, outcomeOf(err), err.Error(), "workflowId", v.Workflow, "target", v.Target, "step", v.Step)
 		return chat.TextMessage(chat.Ephemeral, ":no_entry: "+chat.Esc(messageOf(err))), outcomeOf(err)
 	}
-	top, p, err := s.readable(ctx, sub, v.Workflow, VerbApprove)
+	top, p, err := s.readable(ctx, sub, v.Workflow, ans.verb())
 	if err != nil {
 		return fail(err)
 	}
@@ -414,13 +411,16 @@ func (s *Server) click(ctx context.Context, sub Subject, v chat.ButtonValue, pro
 	if pa == nil {
 		return fail(refuse(http.StatusConflict, "%s no longer waits for this decision (it was decided, or it paused again since: use the newest buttons)", top))
 	}
-	d, err := runs.Decide(ctx, s.Client, *pa, proceed, sub.String(), "from Slack", updateID)
+	if err := ans.offered(*pa); err != nil {
+		return fail(err)
+	}
+	d, err := runs.DecideAs(ctx, s.Client, *pa, ans.decision(*pa), sub.String(), "from Slack", updateID)
 	if err != nil {
 		return fail(refuse(http.StatusConflict, "%s %s: %s", action, pa.Target, runs.RootMessage(err)))
 	}
 	s.audit(sub, action, "allowed", "", "workflowId", pa.Target, "step", pa.Step, "decision", d.Decision, "runbook", p.Runbook, "cluster", p.Cluster)
 	m := chat.TextMessage(chat.InChannel, fmt.Sprintf("%s <@%s> %s `%s` of *%s* on *%s* · %s",
-		decisionIcon(proceed), chat.Esc(sub.UserID), decisionWord(*pa, proceed), chat.Esc(pa.Step), chat.Esc(p.Runbook), chat.Esc(p.Cluster), chat.SlackLink(s.link(top, ""), top)))
+		ans.icon(), chat.Esc(sub.UserID), ans.word(*pa), chat.Esc(pa.Step), chat.Esc(p.Runbook), chat.Esc(p.Cluster), chat.SlackLink(s.link(top, ""), top)))
 	m.ReplaceOriginal = true
 	return m, "decided"
 }

@@ -171,11 +171,15 @@ allow:
     slackUsers: [U0DEV]
     clusters: [%s]
     start: [flaky-rollout]
+  - name: lead
+    slackUsers: [U0LEAD]
+    clusters: [%s]
+    restore: ["*"]
   - name: ci
     webhookKeys: [ci]
     clusters: [%s]
     start: [hello-hook, hello-once, cluster-upgrade]
-`, cluster, inv, runbookDir, recv.URL, cluster, cluster)
+`, cluster, inv, runbookDir, recv.URL, cluster, cluster, cluster)
 	cfgPath := filepath.Join(dir, "chatops.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o644); err != nil {
 		t.Fatal(err)
@@ -260,7 +264,7 @@ func (c *chat) send(t *testing.T, r request) reply {
 }
 
 func (c *chat) slashRequest(user, text, trigger string, at time.Time, secret string) request {
-	names := map[string]string{"U0SRE": "sre", "U0DEV": "dev"}
+	names := map[string]string{"U0SRE": "sre", "U0DEV": "dev", "U0LEAD": "lead"}
 	body := url.Values{
 		"command": {"/kedge"}, "text": {text}, "user_id": {user}, "user_name": {names[user]},
 		"channel_id": {"C0OPS"}, "team_id": {"T0IT"}, "trigger_id": {trigger},
@@ -277,7 +281,7 @@ func (c *chat) slash(t *testing.T, user, text, trigger string) reply {
 // clickRequest is Slack's block_actions payload for a click on a button.
 func (c *chat) clickRequest(t *testing.T, user, actionID, value, actionTs string, at time.Time, secret string) request {
 	t.Helper()
-	names := map[string]string{"U0SRE": "sre", "U0DEV": "dev"}
+	names := map[string]string{"U0SRE": "sre", "U0DEV": "dev", "U0LEAD": "lead"}
 	p, err := json.Marshal(map[string]any{
 		"type": "block_actions", "user": map[string]string{"id": user, "name": names[user]},
 		"team": map[string]string{"id": "T0IT"}, "channel": map[string]string{"id": "C0OPS"},
@@ -581,7 +585,13 @@ func TestWebhookContinueButtonResumesAPausedRollout(t *testing.T) {
 	if o := c.send(t, c.clickRequest(t, "U0SRE", chatmsg.ActionContinue, string(tv), "1700000001.4", time.Now(), itSigningSecret)); o.outcome != "conflict" {
 		t.Errorf("a button of another pause: %s %s", o.outcome, o.raw)
 	}
-	stillPaused("after forged, stale, unauthorized and stale-button clicks")
+	// A Restore click, even by someone who may restore, on a rollout whose
+	// runbook has no restore steps.
+	if o := c.send(t, c.clickRequest(t, "U0LEAD", chatmsg.ActionRestore, value, "1700000001.5", time.Now(), itSigningSecret)); o.outcome != "conflict" ||
+		!strings.Contains(o.Text, "offers no restore") {
+		t.Errorf("a Restore click on a rollout without restore steps: %s %s", o.outcome, o.raw)
+	}
+	stillPaused("after forged, stale, unauthorized, stale-button and restore clicks")
 
 	click := c.clickRequest(t, "U0SRE", chatmsg.ActionContinue, value, "1700000002.5", time.Now(), itSigningSecret)
 	ok := c.send(t, click)
@@ -612,6 +622,101 @@ func TestWebhookContinueButtonResumesAPausedRollout(t *testing.T) {
 	}
 	for _, line := range []string{`"subject":"slack:sre (U0SRE)","action":"continue","outcome":"allowed"`,
 		`"subject":"slack:dev (U0DEV)","action":"continue","outcome":"refused"`} {
+		if !strings.Contains(c.logs.String(), line) {
+			t.Errorf("no audit line with %s", line)
+		}
+	}
+}
+
+const flakyRestore = `apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: flaky-restore}
+params:
+  nodes: {type: list, required: true}
+steps:
+  - id: nodes
+    runbook: flaky-node
+    rollout:
+      over: ${ params.nodes }
+      maxUnavailable: 1
+      failureBudget: 0
+    with: {node: "${ item }"}
+  - id: put-back
+    phase: restore
+    action: host.run
+    on: controller-1
+    with: {command: "true"}
+`
+
+// A pause of a runbook with restore steps offers Restore beside Continue
+// and Abort. Approving does not grant it: someone who may approve every
+// runbook is refused, by button and by /kedge restore, and nothing is
+// decided; a rule that grants restore makes the rollout abort and the
+// runbook run its restore steps, with the Slack user recorded.
+func TestWebhookRestoreButtonNeedsItsOwnGrant(t *testing.T) {
+	mainLane.join(t)
+	dir := t.TempDir()
+	for name, text := range map[string]string{"flaky-node.yaml": flakyNode, "flaky-restore.yaml": flakyRestore} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := startChat(t, world.inventory, dir)
+	r := c.slash(t, "U0SRE", "run flaky-restore lab nodes=worker-1,worker-2", "trigger-flaky-restore")
+	if r.outcome != "started" {
+		t.Fatalf("run flaky-restore: %s: %s", r.outcome, r.raw)
+	}
+	id := startedID(t, r, "flaky-restore")
+	ro := rolloutOf(t, id, "nodes")
+	pause := c.recv.wait(t, time.Minute, "the pause posted with buttons", func(p posted) bool { return len(p.Blocks) == 2 })
+	var actions struct {
+		Elements []struct {
+			ActionID string          `json:"action_id"`
+			Value    string          `json:"value"`
+			Confirm  json.RawMessage `json:"confirm"`
+		} `json:"elements"`
+	}
+	if err := json.Unmarshal(pause.Blocks[1], &actions); err != nil || len(actions.Elements) != 3 {
+		t.Fatalf("buttons: %v %s", err, pause.Blocks[1])
+	}
+	restore := actions.Elements[2]
+	if restore.ActionID != chatmsg.ActionRestore || len(restore.Confirm) == 0 {
+		t.Fatalf("the third button: %+v", restore)
+	}
+	eventually(t, 30*time.Second, "the rollout to pause", func() bool {
+		p, ok := progressOf(t, ro)
+		return ok && p.State == workflows.StateWaiting
+	})
+
+	if d := c.send(t, c.clickRequest(t, "U0SRE", chatmsg.ActionRestore, restore.Value, "1700000200.1", time.Now(), itSigningSecret)); d.outcome != "refused" ||
+		!strings.Contains(d.Text, "not allowed: slack:sre (U0SRE) may not restore flaky-restore on lab") {
+		t.Errorf("a Restore click by someone who may approve but not restore: %s %s", d.outcome, d.raw)
+	}
+	if d := c.slash(t, "U0SRE", "restore "+id, "trigger-restore-sre"); d.outcome != "refused" ||
+		!strings.Contains(d.Text, "may not restore flaky-restore on lab") {
+		t.Errorf("/kedge restore by someone who may approve but not restore: %s %s", d.outcome, d.raw)
+	}
+	if p, ok := progressOf(t, ro); !ok || p.State != workflows.StateWaiting || len(decisions(t, ro)) != 0 {
+		t.Fatalf("after refused restores the rollout is %s with decisions %+v, want it still paused", p.State, decisions(t, ro))
+	}
+
+	ok := c.send(t, c.clickRequest(t, "U0LEAD", chatmsg.ActionRestore, restore.Value, "1700000200.2", time.Now(), itSigningSecret))
+	if ok.outcome != "decided" {
+		t.Fatalf("the Restore click: %s %s", ok.outcome, ok.raw)
+	}
+	ack := c.recv.wait(t, 10*time.Second, "the click acknowledged", func(p posted) bool { return p.Path == "/actions/1700000200.2" })
+	if !strings.Contains(ack.Text, "<@U0LEAD> asked a restore at `nodes` of *flaky-restore* on *lab*") {
+		t.Errorf("acknowledgement: %s", ack.Text)
+	}
+	err := waitClosed(t, id, time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "restore asked by slack:lead (U0LEAD): restored (put-back)") {
+		t.Errorf("the run ended with %v, want the restore steps run for slack:lead (U0LEAD)", err)
+	}
+	if d := decisions(t, ro); len(d) != 1 || d[0].Decision != workflows.DecisionRestore || d[0].By != "slack:lead (U0LEAD)" {
+		t.Errorf("the rollout's history records %+v, want one restore by slack:lead (U0LEAD)", d)
+	}
+	for _, line := range []string{`"subject":"slack:lead (U0LEAD)","action":"restore","outcome":"allowed"`,
+		`"subject":"slack:sre (U0SRE)","action":"restore","outcome":"refused"`} {
 		if !strings.Contains(c.logs.String(), line) {
 			t.Errorf("no audit line with %s", line)
 		}

@@ -30,7 +30,9 @@ func TestARolloutPauseTakesRestoreOnlyWhenTheRunbookHasRestoreSteps(t *testing.T
 		ri := RolloutInput{Step: "swap", Runbook: in.Runbook, Cluster: in.Cluster, Items: []string{"worker-1", "worker-2"},
 			With: map[string]any{"node": "${ item }"}, Vars: map[string]any{"params": map[string]any{}}, MaxUnavailable: 1, Restore: offered}
 		var restore, abort updateResult
+		var shown Progress
 		env.RegisterDelayedCallback(func() {
+			shown = progress(t, env)
 			env.UpdateWorkflow(DecideUpdate, "1", &restore, bind(t, env, Decision{Decision: DecisionRestore, By: "carol"}))
 		}, time.Hour)
 		env.RegisterDelayedCallback(func() {
@@ -48,6 +50,10 @@ func TestARolloutPauseTakesRestoreOnlyWhenTheRunbookHasRestoreSteps(t *testing.T
 		var res RolloutResult
 		if !errors.As(err, &app) || app.Type() != "RolloutAborted" || app.Details(&res) != nil {
 			t.Fatalf("offered %v: %v", offered, err)
+		}
+		// Chat offers a Restore button from what the paused rollout reports.
+		if shown.State != StateWaiting || shown.Restore != offered {
+			t.Errorf("offered %v: the paused rollout reports %s, restore %v", offered, shown.State, shown.Restore)
 		}
 		if !offered {
 			if restore.err == nil || !strings.Contains(restore.err.Error(), "the runbook has no restore steps") || res.RestoreBy != "" {

@@ -423,6 +423,7 @@ func (ro *rollout) progress() Progress {
 	if ro.paused {
 		p.State = StateWaiting
 		p.Nonce = ro.pauseNonce()
+		p.Restore = ro.in.Restore
 		p.Error = fmt.Sprintf("paused: %d failed, budget %d", len(ro.st.Failed), ro.st.Budget)
 	}
 	add := func(item, state, child, errText string) {

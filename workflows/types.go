@@ -74,7 +74,10 @@ type Progress struct {
 	WorkflowID string `json:"workflowId"`
 	RunID      string `json:"runId,omitempty"`
 	// Nonce is a paused rollout's: a decision must carry it.
-	Nonce   string `json:"nonce,omitempty"`
+	Nonce string `json:"nonce,omitempty"`
+	// Restore: the paused rollout also takes DecisionRestore (the
+	// runbook that runs it has restore steps).
+	Restore bool   `json:"restore,omitempty"`
 	Runbook string `json:"runbook"`
 	Cluster string `json:"cluster"`
 	// Preview: the run went only as far as its preview gate.

@@ -16,6 +16,7 @@ import (
 const (
 	ActionContinue = "kedge.continue"
 	ActionAbort    = "kedge.abort"
+	ActionRestore  = "kedge.restore"
 )
 
 // Response types of Slack messages.
@@ -80,7 +81,7 @@ func ClipText(s string, n int) string {
 }
 
 // PauseMessage asks for a decision at a pause, with Continue and Abort
-// buttons.
+// buttons, and Restore where the pause takes it.
 func PauseMessage(in workflows.ChatFollowInput, p runs.Pause) *slack.WebhookMessage {
 	var text string
 	switch p.Kind {
@@ -113,12 +114,23 @@ func PauseMessage(in workflows.ChatFollowInput, p runs.Pause) *slack.WebhookMess
 		slack.NewTextBlockObject(slack.PlainTextType, confirm, false, false),
 		slack.NewTextBlockObject(slack.PlainTextType, "Abort", false, false),
 		slack.NewTextBlockObject(slack.PlainTextType, "Cancel", false, false))
+	buttons := []slack.BlockElement{cont, abort}
+	if p.Restore {
+		restore := slack.NewButtonBlockElement(ActionRestore, string(value), slack.NewTextBlockObject(slack.PlainTextType, "Restore", false, false))
+		restore.Style = slack.StyleDanger
+		restore.Confirm = slack.NewConfirmationBlockObject(
+			slack.NewTextBlockObject(slack.PlainTextType, "Restore?", false, false),
+			slack.NewTextBlockObject(slack.PlainTextType, "Abort the rollout, undo what the run did, then run its restore steps (cluster-upgrade: etcd back to the snapshot it took first; what was written since is lost). The restore asks for its own approval.", false, false),
+			slack.NewTextBlockObject(slack.PlainTextType, "Restore", false, false),
+			slack.NewTextBlockObject(slack.PlainTextType, "Cancel", false, false))
+		buttons = append(buttons, restore)
+	}
 	return &slack.WebhookMessage{
 		ResponseType: InChannel,
 		Text:         text,
 		Blocks: &slack.Blocks{BlockSet: []slack.Block{
 			slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, ClipText(text, 2900), false, false), nil, nil),
-			slack.NewActionBlock("kedge.decide", cont, abort),
+			slack.NewActionBlock("kedge.decide", buttons...),
 		}},
 	}
 }

@@ -43,7 +43,7 @@ func RootMessage(err error) string {
 
 // Kinds of pause.
 const (
-	PauseRollout  = "rollout"  // a rollout over its failure budget: continue or abort
+	PauseRollout  = "rollout"  // a rollout over its failure budget: continue, abort (or restore)
 	PauseApproval = "approval" // an approval step: approve or reject
 )
 
@@ -58,6 +58,8 @@ type Pause struct {
 	Seq    int      `json:"q,omitempty"`
 	Prompt string   `json:"-"` // the approval's prompt, or why the rollout paused
 	Failed []string `json:"-"` // a paused rollout's failed items, "node: error"
+	// Restore: the paused rollout also takes workflows.DecisionRestore.
+	Restore bool `json:"-"`
 }
 
 // Same says whether two pauses are the same decision point.
@@ -98,7 +100,7 @@ func findPauses(ctx context.Context, cl client.Client, p workflows.Progress, id 
 }
 
 func rolloutPause(st workflows.StepProgress, cp workflows.Progress) Pause {
-	pa := Pause{Kind: PauseRollout, Target: st.Child, Step: st.ID, Prompt: cp.Error}
+	pa := Pause{Kind: PauseRollout, Target: st.Child, Step: st.ID, Prompt: cp.Error, Restore: cp.Restore}
 	for _, it := range cp.Steps {
 		if it.State == workflows.StateFailed {
 			pa.Failed = append(pa.Failed, it.ID+": "+it.LastError)
@@ -108,26 +110,11 @@ func rolloutPause(st workflows.StepProgress, cp workflows.Progress) Pause {
 	return pa
 }
 
-// Decide sends a decision at a pause: continue/abort to a rollout,
-// approve/reject to an approval step. It is bound to the pause as the
-// workflow reports it now (BindDecision), so a decision meant for an
-// earlier pause is refused. updateID ("" for a fresh one) makes a
-// repeated request apply once.
-func Decide(ctx context.Context, cl client.Client, p Pause, proceed bool, by, comment, updateID string) (workflows.Decision, error) {
-	decision := workflows.DecisionAbort
-	switch {
-	case p.Kind == PauseApproval && proceed:
-		decision = workflows.DecisionApprove
-	case p.Kind == PauseApproval:
-		decision = workflows.DecisionReject
-	case proceed:
-		decision = workflows.DecisionContinue
-	}
-	return DecideAs(ctx, cl, p, decision, by, comment, updateID)
-}
-
 // DecideAs sends the decision named (approve or reject for an approval,
-// continue, abort or restore for a rollout) to the pause.
+// continue, abort or restore for a rollout) to the pause. It is bound to
+// the pause as the workflow reports it now (BindDecision), so a decision
+// meant for an earlier pause is refused. updateID ("" for a fresh one)
+// makes a repeated request apply once.
 func DecideAs(ctx context.Context, cl client.Client, p Pause, decision, by, comment, updateID string) (workflows.Decision, error) {
 	d := workflows.Decision{By: by, Comment: comment, Decision: decision}
 	name := workflows.DecideUpdate
