@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the test world's Kubernetes binaries (etcd, Typhoon's etcd
-# v3.5.13, kube-apiserver,
+# v3.5.13 and the 3.5 patch etcd-upgrade takes it to, kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy) from
 # the Go module proxy into a cache directory keyed by the pinned versions,
 # once per machine. Prints the directory. With `next`, the next minor's
@@ -16,6 +16,10 @@ etcd_version=v3.6.16
 # Typhoon's controllers run etcd from quay.io/coreos/etcd:v3.5.13: its
 # test world runs that version (integration/tools/etcd35).
 typhoon_etcd=etcd-v3.5.13
+# etcd-upgrade's test takes Typhoon's etcd to this 3.5 patch (3.6 asks
+# for a late one first), then to $etcd_version
+# (integration/tools/etcd35patch).
+patch_etcd=etcd-v3.5.36
 cmds=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy)
 module=integration/tools/kube
 cache="${KEDGE_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kedge/tools}"
@@ -33,6 +37,7 @@ complete() {
   if [ -n "$etcds" ]; then
     [ -x "$out/etcd" ] || return 1
     [ -x "$out/$typhoon_etcd" ] || return 1
+    [ -x "$out/$patch_etcd" ] || return 1
   fi
   for cmd in "${cmds[@]}"; do [ -x "$out/$cmd" ] || return 1; done
 }
@@ -69,6 +74,12 @@ if [ -n "$etcds" ] && [ ! -x "$out/$typhoon_etcd" ]; then
   (cd integration/tools/etcd35 && go build -o "$tmp/$typhoon_etcd" go.etcd.io/etcd/server/v3) &
   typhoon_pid=$!
 fi
+patch_pid=
+if [ -n "$etcds" ] && [ ! -x "$out/$patch_etcd" ]; then
+  step "building $patch_etcd"
+  (cd integration/tools/etcd35patch && go build -o "$tmp/$patch_etcd" go.etcd.io/etcd/server/v3) &
+  patch_pid=$!
+fi
 missing=()
 for cmd in "${cmds[@]}"; do
   [ -x "$out/$cmd" ] || missing+=("$cmd")
@@ -82,6 +93,9 @@ if [ -n "$etcd_pid" ]; then
 fi
 if [ -n "$typhoon_pid" ]; then
   wait "$typhoon_pid"
+fi
+if [ -n "$patch_pid" ]; then
+  wait "$patch_pid"
 fi
 for bin in "$tmp"/*; do
   if [ -e "$bin" ]; then mv "$bin" "$out/"; fi

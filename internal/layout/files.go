@@ -204,6 +204,7 @@ type staticPod struct {
 	Spec struct {
 		Containers []struct {
 			Name         string   `json:"name"`
+			Image        string   `json:"image"`
 			Command      []string `json:"command"`
 			Args         []string `json:"args"`
 			VolumeMounts []struct {
@@ -314,7 +315,7 @@ func readStaticPods(l *Layout, r Reader) error {
 				}
 			}
 			if comp == "etcd" {
-				l.Etcd = Etcd{Mode: EtcdStaticPod, Manifest: p, Name: flagValue(args, "name"),
+				l.Etcd = Etcd{Mode: EtcdStaticPod, Manifest: p, Name: flagValue(args, "name"), Image: c.Image,
 					InitialCluster: parseMembers(flagValue(args, "initial-cluster")),
 					ClientURLs:     splitList(flagValue(args, "advertise-client-urls"))}
 				if d := flagValue(args, "data-dir"); d != "" {
@@ -371,6 +372,7 @@ func readEtcdUnit(l *Layout, es UnitState, r Reader) error {
 	env := parseEnvFile(b)
 	l.Etcd = Etcd{Mode: EtcdHostUnit, Unit: EtcdMember, EnvFile: envFile, Name: env["ETCD_NAME"],
 		InitialCluster: parseMembers(env["ETCD_INITIAL_CLUSTER"]), ClientURLs: splitList(env["ETCD_ADVERTISE_CLIENT_URLS"])}
+	etcdImage(&l.Etcd, u, es, run.image)
 	if d := env["ETCD_DATA_DIR"]; d != "" {
 		l.Etcd.DataDir, _ = hostPath(run.volumes, d)
 	}
@@ -424,4 +426,25 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// etcdImage reads the image of etcd-member.service's container: its run
+// command must name it as ${ETCD_IMAGE}, which the unit's files set
+// (the loaded unit's environment says what systemd uses now).
+func etcdImage(e *Etcd, u Unit, es UnitState, runImage string) {
+	e.Image, e.ImageFrom = u.Environment[EtcdImageVariable], u.EnvironmentFrom[EtcdImageVariable]
+	for _, kv := range es.Environment {
+		if v, ok := strings.CutPrefix(kv, EtcdImageVariable+"="); ok {
+			e.ImageInEffect = v
+		}
+	}
+	if runImage != "${"+EtcdImageVariable+"}" && runImage != "$"+EtcdImageVariable {
+		e.Image, e.ImageFrom = runImage, u.Files[0]
+		e.ImageDropInRefused = fmt.Sprintf("etcd-member.service runs the image %s, not ${%s}: a drop-in setting %s would not change it", runImage, EtcdImageVariable, EtcdImageVariable)
+		return
+	}
+	e.ImageDropIn, e.ImageDropInRefused = imageTarget(u, EtcdImageVariable, EtcdImageDropIn)
+	if e.ImageDropIn != "" {
+		e.ImageDropInName = path.Base(e.ImageDropIn)
+	}
 }

@@ -182,7 +182,30 @@ type Etcd struct {
 	// ETCD_DATA_DIR through the container's volumes); "" when it is not
 	// on one.
 	DataDir string `json:"dataDir,omitempty"`
+	// Image is the image etcd runs: the static pod's container's, or on a
+	// host unit ETCD_IMAGE as the unit's files set it (ImageFrom the file
+	// that sets it last; ImageInEffect as the loaded unit has it, which
+	// differs after a change without a daemon-reload).
+	Image         string `json:"image,omitempty"`
+	ImageFrom     string `json:"imageFrom,omitempty"`
+	ImageInEffect string `json:"imageInEffect,omitempty"`
+	// ImageDropIn is where etcd-upgrade sets ETCD_IMAGE on a host unit:
+	// the operator's drop-in that sets only it, else Kedge's own
+	// (EtcdImageDropIn); ImageDropInName is its file name.
+	// ImageDropInRefused says why an upgrade would not know where to
+	// write (the image set among other settings, or named in the run
+	// command itself).
+	ImageDropIn        string `json:"imageDropIn,omitempty"`
+	ImageDropInName    string `json:"imageDropInName,omitempty"`
+	ImageDropInRefused string `json:"imageDropInRefused,omitempty"`
 }
+
+// EtcdImageVariable holds the image of etcd's container in Typhoon's
+// etcd-member.service.
+const EtcdImageVariable = "ETCD_IMAGE"
+
+// EtcdImageDropIn is the drop-in etcd-upgrade writes ETCD_IMAGE into.
+const EtcdImageDropIn = "/etc/systemd/system/etcd-member.service.d/10-image.conf"
 
 // Member is one etcd member.
 type Member struct {
@@ -334,8 +357,8 @@ func readKubelet(ks, ps UnitState, r Reader) (*Kubelet, []byte, error) {
 		return nil, nil, fmt.Errorf("kubelet.service: %w", err)
 	}
 	k := &Kubelet{Unit: u, Active: ks.ActiveState == "active", ActiveState: ks.ActiveState, Enabled: ks.UnitFileState,
-		Image: u.Environment[ImageVariable], ImageFrom: u.EnvironmentFrom[ImageVariable], ImageOverriddenBy: overrides(u)}
-	k.ImageDropIn, k.ImageDropInRefused = imageTarget(u)
+		Image: u.Environment[ImageVariable], ImageFrom: u.EnvironmentFrom[ImageVariable], ImageOverriddenBy: overrides(u, ImageVariable, ImageDropIn)}
+	k.ImageDropIn, k.ImageDropInRefused = imageTarget(u, ImageVariable, ImageDropIn)
 	if k.ImageDropIn != "" {
 		k.ImageDropInName = path.Base(k.ImageDropIn)
 	}
@@ -389,36 +412,36 @@ const ImageVariable = "KUBELET_IMAGE"
 // ImageDropIn is the drop-in a kubelet image swap writes.
 const ImageDropIn = "/etc/systemd/system/kubelet.service.d/10-image.conf"
 
-// imageTarget is the drop-in a swap writes KUBELET_IMAGE into: the one
-// that sets it last when that is an operator's drop-in setting nothing
-// else (a swap rewrites it whole), else Kedge's own. A drop-in that sets
-// the image among other settings is refused: writing beside it would
-// leave a dead setting (it sorts before ImageDropIn) or none at all (it
-// sorts after).
-func imageTarget(u Unit) (target, refused string) {
-	from := u.EnvironmentFrom[ImageVariable]
+// imageTarget is the drop-in a swap (or an etcd upgrade) writes the
+// image variable into: the one that sets it last when that is an
+// operator's drop-in setting nothing else (it is rewritten whole), else
+// Kedge's own, dropIn. A drop-in that sets the image among other
+// settings is refused: writing beside it would leave a dead setting (it
+// sorts before dropIn) or none at all (it sorts after).
+func imageTarget(u Unit, variable, dropIn string) (target, refused string) {
+	from := u.EnvironmentFrom[variable]
 	switch {
-	case from == "" || from == ImageDropIn || len(u.Files) > 0 && from == u.Files[0]:
-		return ImageDropIn, ""
-	case path.Dir(from) != path.Dir(ImageDropIn):
-		return "", fmt.Sprintf("%s sets %s outside %s: a swap writes the image where operators set it, there; move the setting into a drop-in of its own in %s",
-			from, ImageVariable, path.Dir(ImageDropIn), path.Dir(ImageDropIn))
-	case !u.imageOnly[from]:
-		return "", fmt.Sprintf("%s sets %s among other settings: a swap writes the image where it is set and will not rewrite the rest; move %s into a drop-in of its own",
-			from, ImageVariable, ImageVariable)
+	case from == "" || from == dropIn || len(u.Files) > 0 && from == u.Files[0]:
+		return dropIn, ""
+	case path.Dir(from) != path.Dir(dropIn):
+		return "", fmt.Sprintf("%s sets %s outside %s: Kedge writes the image where operators set it, there; move the setting into a drop-in of its own in %s",
+			from, variable, path.Dir(dropIn), path.Dir(dropIn))
+	case u.sole[from] != variable:
+		return "", fmt.Sprintf("%s sets %s among other settings: Kedge writes the image where it is set and will not rewrite the rest; move %s into a drop-in of its own",
+			from, variable, variable)
 	}
 	return from, ""
 }
 
-// overrides reports the file that sets KUBELET_IMAGE last when it is a
-// drop-in systemd reads after ImageDropIn (drop-ins apply in file name
-// order, whatever their directory).
-func overrides(u Unit) string {
-	from := u.EnvironmentFrom[ImageVariable]
-	if from == "" || from == ImageDropIn || from == u.Files[0] {
+// overrides reports the file that sets variable last when it is a
+// drop-in systemd reads after dropIn (drop-ins apply in file name order,
+// whatever their directory).
+func overrides(u Unit, variable, dropIn string) string {
+	from := u.EnvironmentFrom[variable]
+	if from == "" || from == dropIn || from == u.Files[0] {
 		return ""
 	}
-	if path.Base(from) > path.Base(ImageDropIn) {
+	if path.Base(from) > path.Base(dropIn) {
 		return from
 	}
 	return ""

@@ -184,6 +184,12 @@ func TestDiscoverTyphoonFlatcarController(t *testing.T) {
 		!reflect.DeepEqual(e.ClientURLs, []string{"https://node1.mercury.example:2379"}) {
 		t.Errorf("etcd %+v", e)
 	}
+	// Typhoon's unit runs ${ETCD_IMAGE}, set in the unit itself: an etcd
+	// upgrade writes Kedge's drop-in.
+	if e.Image != "quay.io/coreos/etcd:v3.5.13" || e.ImageFrom != typhoon.EtcdUnit || e.ImageInEffect != e.Image ||
+		e.ImageDropIn != EtcdImageDropIn || e.ImageDropInName != "10-image.conf" || e.ImageDropInRefused != "" {
+		t.Errorf("etcd image %q from %q in effect %q, drop-in %q (%q) refused %q", e.Image, e.ImageFrom, e.ImageInEffect, e.ImageDropIn, e.ImageDropInName, e.ImageDropInRefused)
+	}
 	want := map[string]string{
 		FileClusterCA: "/etc/kubernetes/pki/ca.crt", FileClusterCAKey: "/etc/kubernetes/pki/ca.key",
 		FileAPIServerCert: "/etc/kubernetes/pki/apiserver.crt", FileAPIServerKey: "/etc/kubernetes/pki/apiserver.key",
@@ -481,5 +487,43 @@ func TestDiscoverKedgeAdminKubeconfig(t *testing.T) {
 	}
 	if l.Kind != KindKedge || l.Files[FileControllerManagerKC] != render.ControllerManagerKubeconfigPath || l.Files[FileAdminKC] != render.KubernetesDir+"/admin.conf" {
 		t.Errorf("kind %q, controller-manager.conf %q, admin.conf %q", l.Kind, l.Files[FileControllerManagerKC], l.Files[FileAdminKC])
+	}
+}
+
+// etcd-upgrade writes ETCD_IMAGE where an operator set it in a drop-in
+// of its own, else in Kedge's; it refuses a drop-in that sets more, and a
+// unit whose run command names the image itself.
+func TestAnEtcdUpgradeWritesWhereTheOperatorSetsTheImage(t *testing.T) {
+	const override = "/etc/systemd/system/etcd-member.service.d/20-etcd-image.conf"
+	cases := []struct {
+		name, body, image, target, refused string
+	}{
+		{"no drop-in", "", "quay.io/coreos/etcd:v3.5.13", EtcdImageDropIn, ""},
+		{"an operator's drop-in", "[Service]\nEnvironment=ETCD_IMAGE=mirror.example/etcd:v3.5.36\n", "mirror.example/etcd:v3.5.36", override, ""},
+		{"a drop-in setting more", "[Service]\nEnvironment=ETCD_IMAGE=mirror.example/etcd:v3.5.36\nEnvironment=GOMAXPROCS=2\n", "mirror.example/etcd:v3.5.36", "", "among other settings"},
+		{"a drop-in with another variable", "[Service]\nEnvironment=GOMAXPROCS=2\n", "quay.io/coreos/etcd:v3.5.13", EtcdImageDropIn, ""},
+		{"a kubelet image variable alone", "[Service]\nEnvironment=KUBELET_IMAGE=x:1\n", "quay.io/coreos/etcd:v3.5.13", EtcdImageDropIn, ""},
+		{"the image in the run command", "[Service]\nExecStartPre=\nExecStartPre=/usr/bin/docker run -d --name etcd --network host --env-file /etc/etcd/etcd.env --user 232:232 --volume /etc/ssl/etcd:/etc/ssl/certs:ro --volume /var/lib/etcd:/var/lib/etcd:rw quay.io/coreos/etcd:v3.5.13\n",
+			"quay.io/coreos/etcd:v3.5.13", "", "not ${ETCD_IMAGE}"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, f := typhoonController(t, typhoon.Flatcar)
+			if c.body != "" {
+				m[override] = []byte(c.body)
+				f.Units[EtcdMember] = loaded(m, typhoon.EtcdUnit, override)
+			}
+			l, err := Discover(f, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := l.Etcd
+			if e.Image != c.image || e.ImageDropIn != c.target || (c.target != "" && e.ImageDropInName != path.Base(c.target)) {
+				t.Errorf("image %q; an upgrade writes %q (%q), want %q, %q", e.Image, e.ImageDropIn, e.ImageDropInName, c.image, c.target)
+			}
+			if c.refused == "" && e.ImageDropInRefused != "" || !strings.Contains(e.ImageDropInRefused, c.refused) {
+				t.Errorf("refused %q, want %q", e.ImageDropInRefused, c.refused)
+			}
+		})
 	}
 }

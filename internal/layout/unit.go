@@ -24,9 +24,10 @@ type Unit struct {
 	ExecStart    []string `json:"execStart,omitempty"`
 	// Path holds a path unit's conditions (PathExists=...).
 	Path map[string]string `json:"path,omitempty"`
-	// imageOnly marks the files whose one setting is KUBELET_IMAGE: a
-	// swap may rewrite them whole.
-	imageOnly map[string]bool
+	// sole names, for each file whose one setting is a single
+	// environment variable (KUBELET_IMAGE, ETCD_IMAGE), that variable: a
+	// swap or an upgrade may rewrite such a file whole.
+	sole map[string]string
 	// execStartPreFrom and execStartFrom name the file each command line
 	// of ExecStartPre and ExecStart was read from.
 	execStartPreFrom, execStartFrom []string
@@ -35,13 +36,13 @@ type Unit struct {
 // ParseUnit merges a unit's files (fragment first, then drop-ins) the way
 // systemd does for the settings Kedge reads.
 func ParseUnit(files []string, contents [][]byte) (Unit, error) {
-	u := Unit{Files: files, Environment: map[string]string{}, EnvironmentFrom: map[string]string{}, imageOnly: map[string]bool{}}
+	u := Unit{Files: files, Environment: map[string]string{}, EnvironmentFrom: map[string]string{}, sole: map[string]string{}}
 	for i, data := range contents {
 		opts, err := unit.DeserializeOptions(bytes.NewReader(data))
 		if err != nil {
 			return u, fmt.Errorf("%s: %w", files[i], err)
 		}
-		u.imageOnly[files[i]] = setsOnlyImage(opts)
+		u.sole[files[i]] = soleVariable(opts)
 		for _, o := range opts {
 			v := strings.TrimSpace(strings.ReplaceAll(o.Value, "\\\n", " "))
 			switch o.Section + "." + o.Name {
@@ -76,27 +77,27 @@ func ParseUnit(files []string, contents [][]byte) (Unit, error) {
 	return u, nil
 }
 
-// setsOnlyImage reports whether a unit file's one setting is
-// KUBELET_IMAGE (Environment= lines naming only it).
-func setsOnlyImage(opts []*unit.UnitOption) bool {
-	if len(opts) == 0 {
-		return false
-	}
+// soleVariable is the one variable a unit file sets when Environment=
+// lines naming only it are all the file holds, else "".
+func soleVariable(opts []*unit.UnitOption) string {
+	sole := ""
 	for _, o := range opts {
 		if o.Section != "Service" || o.Name != "Environment" {
-			return false
+			return ""
 		}
 		words, err := SplitWords(strings.TrimSpace(o.Value))
 		if err != nil || len(words) == 0 {
-			return false
+			return ""
 		}
 		for _, w := range words {
-			if k, _, _ := strings.Cut(w, "="); k != ImageVariable {
-				return false
+			k, _, _ := strings.Cut(w, "=")
+			if sole != "" && k != sole {
+				return ""
 			}
+			sole = k
 		}
 	}
-	return true
+	return sole
 }
 
 // from is file, or "" when v is an empty assignment (which resets the
