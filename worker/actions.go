@@ -89,6 +89,7 @@ func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities
 		etcd.RemoveMemberAction: e.RemoveMember,
 		etcd.AddMemberAction:    e.AddMember,
 		etcd.HealthAction:       e.Health,
+		etcd.UpgradePlanAction:  e.UpgradePlan,
 		etcd.SnapshotAction:     e.Snapshot,
 		etcd.RestoreDrillAction: e.RestoreDrill,
 

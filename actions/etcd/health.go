@@ -17,6 +17,10 @@ type HealthInput struct {
 	// Wait keeps asking, while etcd is not healthy, for this long: after
 	// a member's restart, until it is back with its peers.
 	Wait string `json:"wait,omitempty" kedge:"duration" doc:"keep asking for this long while etcd is not healthy (after a member's restart); refuse after (default: refuse at once)"`
+	// Member and Version: the member named must say it runs Version
+	// (after its upgrade); with Wait, it is waited for.
+	Member  string `json:"member,omitempty" doc:"with version: the member (by name) that must run it, e.g. after its upgrade"`
+	Version string `json:"version,omitempty" doc:"with member: the release the member must say it runs, e.g. 3.6.16 (a leading v is fine)"`
 }
 
 // MemberHealth is one member as it answered for itself.

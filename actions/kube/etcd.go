@@ -41,7 +41,7 @@ func EtcdSkew(target Version, members []EtcdMember) []string {
 		case err != nil:
 			problems = append(problems, fmt.Sprintf("etcd member %s says it runs %q: not a release Kedge can read", m.Name, m.Version))
 		case v.Compare(need) < 0:
-			problems = append(problems, fmt.Sprintf("etcd member %s runs %s, and the API server of %s needs etcd %d.%d or newer: upgrade etcd first, member by member",
+			problems = append(problems, fmt.Sprintf("etcd member %s runs %s, and the API server of %s needs etcd %d.%d or newer: upgrade etcd first (the etcd-upgrade runbook, member by member)",
 				m.Name, m.Version, target, need.Major, need.Minor))
 		}
 	}

@@ -103,6 +103,9 @@ func (a *Activities) health(ctx context.Context, in HealthInput) (HealthResult, 
 	if in.ExpectMembers < 0 {
 		return HealthResult{}, invalid("expectMembers must not be negative")
 	}
+	if (in.Member == "") != (in.Version == "") {
+		return HealthResult{}, invalid("member and version go together: the member that must run the release")
+	}
 	cl, err := a.client(ctx, RemoveMemberInput{Vault: in.Vault, Endpoints: in.Endpoints, CACert: in.CACert, Issuer: in.Issuer})
 	if err != nil {
 		return HealthResult{}, err
@@ -132,7 +135,11 @@ func (a *Activities) health(ctx context.Context, in HealthInput) (HealthResult, 
 		problems = append(problems, fmt.Sprintf("list the alarms through %s: %v", from, err))
 	}
 	res, judged := judge(members, statuses(ctx, cl, in.Endpoints, members), alarms.Alarms, in.ExpectMembers)
-	if problems = append(problems, judged...); len(problems) > 0 {
+	problems = append(problems, judged...)
+	if p := runsVersion(res, in.Member, in.Version); p != "" {
+		problems = append(problems, p)
+	}
+	if len(problems) > 0 {
 		return res, temporal.NewNonRetryableApplicationError("etcd is not healthy: "+strings.Join(problems, "; "), ErrTypeUnhealthy, nil)
 	}
 	return res, nil
@@ -287,4 +294,22 @@ func (n *number) UnmarshalJSON(b []byte) error {
 	}
 	*n = number(v)
 	return nil
+}
+
+// runsVersion says why member does not run version ("" when it does, or
+// when none is asked for).
+func runsVersion(res HealthResult, member, version string) string {
+	if member == "" {
+		return ""
+	}
+	want := strings.TrimPrefix(version, "v")
+	for _, m := range res.Members {
+		if m.Name == member {
+			if m.Version == want {
+				return ""
+			}
+			return fmt.Sprintf("member %s runs %s, not %s", member, m.Version, want)
+		}
+	}
+	return fmt.Sprintf("member %s did not answer as one of etcd's healthy members", member)
 }

@@ -180,6 +180,21 @@ func TestHealthAsksEachMemberForItself(t *testing.T) {
 		res.Members[2].DBSize != 20480 || res.Members[2].ID != "d" || !res.Members[1].Leader || res.Members[2].Version != "3.6.16" {
 		t.Errorf("healthy: %+v", res)
 	}
+	// After a member's upgrade: it must say it runs the release.
+	in.Member, in.Version = "c3", "v3.6.16"
+	if _, err := a.Health(context.Background(), in); err != nil {
+		t.Errorf("c3 runs 3.6.16: %v", err)
+	}
+	in.Version = "3.7.3"
+	var unhealthy *temporal.ApplicationError
+	if _, err := a.Health(context.Background(), in); !errors.As(err, &unhealthy) || unhealthy.Type() != ErrTypeUnhealthy || !strings.Contains(err.Error(), "member c3 runs 3.6.16, not 3.7.3") {
+		t.Errorf("c3 not on 3.7.3: %v", err)
+	}
+	in.Member = ""
+	if _, err := a.Health(context.Background(), in); !errors.As(err, &unhealthy) || unhealthy.Type() != ErrTypeInvalidInput {
+		t.Errorf("a version without a member: %v", err)
+	}
+	in.Version = ""
 
 	fakes[2].srv.Close()
 	var ae *temporal.ApplicationError

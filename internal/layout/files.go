@@ -372,6 +372,7 @@ func readEtcdUnit(l *Layout, es UnitState, r Reader) error {
 	env := parseEnvFile(b)
 	l.Etcd = Etcd{Mode: EtcdHostUnit, Unit: EtcdMember, EnvFile: envFile, Name: env["ETCD_NAME"],
 		InitialCluster: parseMembers(env["ETCD_INITIAL_CLUSTER"]), ClientURLs: splitList(env["ETCD_ADVERTISE_CLIENT_URLS"])}
+	l.Etcd.Runtime = run.runtime
 	etcdImage(&l.Etcd, u, es, run.image)
 	if d := env["ETCD_DATA_DIR"]; d != "" {
 		l.Etcd.DataDir, _ = hostPath(run.volumes, d)

@@ -189,6 +189,8 @@ type Etcd struct {
 	Image         string `json:"image,omitempty"`
 	ImageFrom     string `json:"imageFrom,omitempty"`
 	ImageInEffect string `json:"imageInEffect,omitempty"`
+	// Runtime runs a host unit's etcd container: docker or podman.
+	Runtime string `json:"runtime,omitempty"`
 	// ImageDropIn is where etcd-upgrade sets ETCD_IMAGE on a host unit:
 	// the operator's drop-in that sets only it, else Kedge's own
 	// (EtcdImageDropIn); ImageDropInName is its file name.

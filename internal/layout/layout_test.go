@@ -186,7 +186,7 @@ func TestDiscoverTyphoonFlatcarController(t *testing.T) {
 	}
 	// Typhoon's unit runs ${ETCD_IMAGE}, set in the unit itself: an etcd
 	// upgrade writes Kedge's drop-in.
-	if e.Image != "quay.io/coreos/etcd:v3.5.13" || e.ImageFrom != typhoon.EtcdUnit || e.ImageInEffect != e.Image ||
+	if e.Image != "quay.io/coreos/etcd:v3.5.13" || e.ImageFrom != typhoon.EtcdUnit || e.Runtime != "docker" || e.ImageInEffect != e.Image ||
 		e.ImageDropIn != EtcdImageDropIn || e.ImageDropInName != "10-image.conf" || e.ImageDropInRefused != "" {
 		t.Errorf("etcd image %q from %q in effect %q, drop-in %q (%q) refused %q", e.Image, e.ImageFrom, e.ImageInEffect, e.ImageDropIn, e.ImageDropInName, e.ImageDropInRefused)
 	}
