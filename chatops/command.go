@@ -81,14 +81,18 @@ var (
 // chat the plan is always posted, and the upgrade starts on its button
 // (which a person allowed to approve clicks), never at the command.
 func planShown(c Command) error {
-	if _, ok := c.Params[UpgradePlanParam]; ok && c.Runbook == UpgradeRunbook {
+	if _, ok := c.Params[UpgradePlanParam]; ok && (c.Runbook == UpgradeRunbook || c.Runbook == EtcdUpgradeRunbook) {
 		return usagef("%s cannot be set from chat: the plan is posted first and the upgrade starts on its Continue button", UpgradePlanParam)
 	}
 	return nil
 }
 
-// UpgradePlanParam is cluster-upgrade's param that asks before anything
-// changes.
+// EtcdUpgradeRunbook is etcd's upgrade: like cluster-upgrade, its plan
+// is always shown in chat.
+const EtcdUpgradeRunbook = "etcd-upgrade"
+
+// UpgradePlanParam is cluster-upgrade's and etcd-upgrade's param that
+// asks before anything changes.
 const UpgradePlanParam = "approvePlan"
 
 // ParseCommand parses the text of a `/kedge` slash command (what follows

@@ -36,6 +36,8 @@ func TestParseCommand(t *testing.T) {
 		{"upgrade lab", "error: upgrade needs a CLUSTER and a VERSION"},
 		{"upgrade lab v1.36.3 destination=offsite approve-plan=false", "error: approvePlan cannot be set from chat"},
 		{"run cluster-upgrade lab version=v1.36.3 destination=offsite approvePlan=false", "error: approvePlan cannot be set from chat"},
+		{"run etcd-upgrade lab version=3.6.16 destination=offsite approve-plan=false", "error: approvePlan cannot be set from chat"},
+		{"run etcd-upgrade lab version=3.6.16 destination=offsite", "run etcd-upgrade@lab map[destination:offsite version:3.6.16]"},
 		{"run cluster-upgrade lab version=v1.36.3 destination=offsite", "run cluster-upgrade@lab map[destination:offsite version:v1.36.3]"},
 		{"upgrade lab version=v1.36.3", "error: upgrade needs a CLUSTER and a VERSION"},
 		{"upgrade lab 1.36.3", `error: "1.36.3" is not a Kubernetes release`},
