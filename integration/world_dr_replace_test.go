@@ -64,6 +64,7 @@ func igniteTyphoonController(t *testing.T, w *typhoonLab, name, flavor string, c
 	if err := h.AddImage(testhosts.Image{Ref: typhoonEtcdImage, Entrypoint: []string{testhosts.StandInDir + "/etcd"}}); err != nil {
 		t.Fatal(err)
 	}
+	addEtcdReleases(t, h, tools)
 	var ths []typhoon.Host
 	for _, c := range controllers {
 		ths = append(ths, typhoon.Host{Name: c, Domain: typhoonFQDN(c), Controller: true})
@@ -227,6 +228,12 @@ func TestControllerReplaceOnTyphoonCluster(t *testing.T) {
 	}
 	if got := w.etcdMembersVia(t, "tyc4"); !slices.Equal(got, []string{"tyc1", "tyc3", "tyc4"}) {
 		t.Errorf("etcd members, as tyc4 answers: %v", got)
+	}
+	// tyc4 runs the release the cluster runs, whatever Typhoon's config
+	// named (after TestEtcdUpgradeOnTyphoonCluster the world runs 3.6.16,
+	// and a 3.5.13 member would not join).
+	if got, want := w.etcdServerVersion(t, "tyc4"), w.etcdServerVersion(t, "tyc1"); got != want {
+		t.Errorf("tyc4's etcd runs %s, tyc1's %s", got, want)
 	}
 	// What still names tyc2 on the controllers left is listed for the
 	// operator: each API server's --etcd-servers and etcd's initial

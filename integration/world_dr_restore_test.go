@@ -93,9 +93,6 @@ func TestEtcdRestoreOnTyphoonCluster(t *testing.T) {
 		controllers: []*testhosts.Host{w.host(t, "tyc1"), w.host(t, "tyc2"), w.host(t, "tyc3")},
 		members:     func(t *testing.T, via *testhosts.Host) []string { return w.etcdMembersVia(t, via.Name) },
 		kill:        "systemctl stop etcd-member.service && rm -rf /var/lib/etcd"})
-	// Restored whole (every member healthy, every Node Ready): the lane's
-	// next test (TestEtcdUpgradeOnTyphoonCluster) upgrades it.
-	w.handOn = true
 }
 
 // TestEtcdRestoreOnKedgeLayout restores etcd of Kedge's layout (static

@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -55,6 +56,7 @@ func planEtcdUpgrade(in api.UpgradePlanInput) api.UpgradePlanResult {
 			problem("image: %v", err)
 		}
 	}
+	checkInventoryImage(in, to, problem)
 	hosts := hostsByMember(in.Layouts, problem)
 	from := map[string]bool{}
 	var followers, leaders []api.MemberChange
@@ -74,7 +76,7 @@ func planEtcdUpgrade(in api.UpgradePlanInput) api.UpgradePlanResult {
 		if v.Compare(to) == 0 {
 			continue
 		}
-		c, err := memberChange(host, in.Layouts[host].Etcd, m, in.Image, to)
+		c, err := memberChange(host, in.Layouts[host].Etcd, m, cmp.Or(in.Image, kedgeImage(in, host)), to)
 		if err != nil {
 			problem("%s: %v", host, err)
 			continue
@@ -97,6 +99,39 @@ func planEtcdUpgrade(in api.UpgradePlanInput) api.UpgradePlanResult {
 	res.Upgrade = len(res.Members) > 0
 	res.Summary = etcdSummary(res, len(in.Members))
 	return res
+}
+
+// kedgeImage is the image a member on Kedge's layout runs: the
+// inventory's, which Kedge renders its manifest from ("" elsewhere).
+func kedgeImage(in api.UpgradePlanInput, host string) string {
+	if in.Layouts[host].Etcd.Mode == layout.EtcdStaticPod {
+		return in.InventoryImage
+	}
+	return ""
+}
+
+// checkInventoryImage refuses an upgrade of Kedge's layout while the
+// inventory's etcd image names another release: a later render of the
+// manifest (cert-renewal, a controller join) would take the member back.
+func checkInventoryImage(in api.UpgradePlanInput, to kube.Version, problem func(string, ...any)) {
+	if in.Image != "" || in.InventoryImage == "" {
+		return
+	}
+	kedge := false
+	for _, h := range in.Layouts {
+		kedge = kedge || h.Etcd.Mode == layout.EtcdStaticPod
+	}
+	if !kedge {
+		return
+	}
+	i := strings.LastIndex(in.InventoryImage, ":")
+	if v, err := kube.ParseVersion(in.InventoryImage[i+1:]); i < 0 || err != nil || v.Compare(to) != 0 {
+		want, err := retag(in.InventoryImage, to)
+		if err != nil {
+			want = "an image of " + plain(to)
+		}
+		problem("the inventory's kubernetes.etcdImage is %s: Kedge renders etcd's manifest from it (cert-renewal, a controller join), so set it to %s first", in.InventoryImage, want)
+	}
 }
 
 // plain is an etcd release as etcd writes it: 3.6.16.

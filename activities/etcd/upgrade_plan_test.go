@@ -45,9 +45,10 @@ func TestAnEtcdUpgradeGoesFollowersFirstInTheImagesOwnTagForm(t *testing.T) {
 		}
 	}
 
-	// Kedge's layout: registry.k8s.io/etcd's tags end in -0; a member
-	// already upgraded is left; one member is named as an outage.
-	in := api.UpgradePlanInput{Version: "3.7.3", Layouts: map[string]api.Host{
+	// Kedge's layout: registry.k8s.io/etcd's tags end in -0; the
+	// inventory names the image Kedge renders; a member already upgraded
+	// is left; one member is named as an outage.
+	in := api.UpgradePlanInput{Version: "3.7.3", InventoryImage: "registry.k8s.io/etcd:3.7.3-0", Layouts: map[string]api.Host{
 		"c1": {Etcd: api.HostEtcd{Mode: "static-pod", Name: "c1", Manifest: "/etc/kubernetes/manifests/etcd.yaml", Image: "registry.k8s.io/etcd:3.6.16-0"}}},
 		Members: []api.MemberHealth{{Name: "c1", Version: "3.6.16", Leader: true}}}
 	res, err = a.UpgradePlan(context.Background(), in)
@@ -55,7 +56,7 @@ func TestAnEtcdUpgradeGoesFollowersFirstInTheImagesOwnTagForm(t *testing.T) {
 		res.Members[0].Where != "/etc/kubernetes/manifests/etcd.yaml" {
 		t.Errorf("Kedge's layout: %v %+v", err, res)
 	}
-	in.Version = "3.6.16"
+	in.Version, in.InventoryImage = "3.6.16", "registry.k8s.io/etcd:3.6.16-0"
 	if res, err = a.UpgradePlan(context.Background(), in); err != nil || res.Upgrade || len(res.Order) != 0 || !strings.Contains(res.Summary, "nothing to do") {
 		t.Errorf("already there: %v %+v", err, res)
 	}
@@ -89,6 +90,12 @@ func TestAnEtcdUpgradeIsRefusedBeforeAnythingChanges(t *testing.T) {
 			e.Etcd.ImageInEffect = "quay.io/coreos/etcd:v3.5.13"
 			in.Layouts["tyc3"] = e
 		}, "tyc3: etcd-member.service's files set ETCD_IMAGE=quay.io/coreos/etcd:v3.5.36 but systemd runs quay.io/coreos/etcd:v3.5.13"},
+		"Kedge's inventory on the old release": {"3.5.36", "3.6.16", func(in *api.UpgradePlanInput) {
+			in.InventoryImage = "registry.k8s.io/etcd:3.5.36-0"
+			e := in.Layouts["tyc1"]
+			e.Etcd.Mode, e.Etcd.Manifest = "static-pod", "/etc/kubernetes/manifests/etcd.yaml"
+			in.Layouts["tyc1"] = e
+		}, "the inventory's kubernetes.etcdImage is registry.k8s.io/etcd:3.5.36-0: Kedge renders etcd's manifest from it (cert-renewal, a controller join), so set it to registry.k8s.io/etcd:3.6.16-0 first"},
 		"a digest": {"3.5.36", "3.5.40", func(in *api.UpgradePlanInput) {
 			e := in.Layouts["tyc2"]
 			e.Etcd.Image = "quay.io/coreos/etcd@sha256:" + strings.Repeat("b", 64)

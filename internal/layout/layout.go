@@ -182,24 +182,27 @@ type Etcd struct {
 	// ETCD_DATA_DIR through the container's volumes); "" when it is not
 	// on one.
 	DataDir string `json:"dataDir,omitempty"`
+	// The image fields below are always in host.layout's outputs (empty
+	// without etcd), so runbooks compare them without has().
+	//
 	// Image is the image etcd runs: the static pod's container's, or on a
 	// host unit ETCD_IMAGE as the unit's files set it (ImageFrom the file
 	// that sets it last; ImageInEffect as the loaded unit has it, which
 	// differs after a change without a daemon-reload).
-	Image         string `json:"image,omitempty"`
-	ImageFrom     string `json:"imageFrom,omitempty"`
-	ImageInEffect string `json:"imageInEffect,omitempty"`
+	Image         string `json:"image"`
+	ImageFrom     string `json:"imageFrom"`
+	ImageInEffect string `json:"imageInEffect"`
 	// Runtime runs a host unit's etcd container: docker or podman.
-	Runtime string `json:"runtime,omitempty"`
+	Runtime string `json:"runtime"`
 	// ImageDropIn is where etcd-upgrade sets ETCD_IMAGE on a host unit:
 	// the operator's drop-in that sets only it, else Kedge's own
 	// (EtcdImageDropIn); ImageDropInName is its file name.
 	// ImageDropInRefused says why an upgrade would not know where to
 	// write (the image set among other settings, or named in the run
 	// command itself).
-	ImageDropIn        string `json:"imageDropIn,omitempty"`
-	ImageDropInName    string `json:"imageDropInName,omitempty"`
-	ImageDropInRefused string `json:"imageDropInRefused,omitempty"`
+	ImageDropIn        string `json:"imageDropIn"`
+	ImageDropInName    string `json:"imageDropInName"`
+	ImageDropInRefused string `json:"imageDropInRefused"`
 }
 
 // EtcdImageVariable holds the image of etcd's container in Typhoon's

@@ -29,13 +29,32 @@ const (
 	etcdMinorImage  = "quay.io/coreos/etcd:v3.6.16"
 )
 
+// addEtcdReleases puts the etcd releases etcd-upgrade goes to in the
+// host's image store (the registry the world's hosts pull from holds
+// them), each the real binary of its release.
+func addEtcdReleases(t *testing.T, h *testhosts.Host, tools string) {
+	t.Helper()
+	for ref, bin := range map[string]string{etcdPatchImage: filepath.Join(tools, etcdPatchBinary), etcdMinorImage: filepath.Join(tools, "etcd")} {
+		prog, err := h.InstallProgram("etcd-"+ref[strings.LastIndex(ref, ":")+1:], bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.AddImage(testhosts.Image{Ref: ref, Entrypoint: []string{prog}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestEtcdUpgradeOnTyphoonCluster upgrades the etcd of a Typhoon world
 // (3 controllers, real etcd v3.5.13 members run by etcd-member.service
 // through docker on Flatcar and podman on Fedora CoreOS) with the real
 // binaries of each release: 3.6 straight from 3.5.13 is refused before
 // anything changes; the patch 3.5.36 is planned, approved and rolled
 // member by member, followers first and the leader last; then 3.6.16. The
-// API answers throughout and what was written before is there after.
+// API answers throughout and what was written before is there after. The
+// world, its etcd on 3.6.16, goes on to the lane's next test
+// (TestControllerReplaceOnTyphoonCluster: a controller provisioned with
+// Typhoon's config, which names 3.5.13, joins it).
 func TestEtcdUpgradeOnTyphoonCluster(t *testing.T) {
 	typhoonDRLane.join(t)
 	w := typhoonDRWorld(t, "typhoon-etcd-upgrade")
@@ -48,16 +67,7 @@ func TestEtcdUpgradeOnTyphoonCluster(t *testing.T) {
 	// The registry the controllers pull from holds both releases.
 	controllers := []string{"tyc1", "tyc2", "tyc3"}
 	for _, name := range controllers {
-		h := w.host(t, name)
-		for ref, bin := range map[string]string{etcdPatchImage: filepath.Join(tools, etcdPatchBinary), etcdMinorImage: filepath.Join(tools, "etcd")} {
-			prog, err := h.InstallProgram(filepath.Base(bin)+"-"+strings.ReplaceAll(ref[strings.LastIndex(ref, ":")+1:], ".", "-"), bin)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := h.AddImage(testhosts.Image{Ref: ref, Entrypoint: []string{prog}}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		addEtcdReleases(t, w.host(t, name), tools)
 	}
 	versions := func() []string {
 		var out []string
@@ -185,6 +195,7 @@ func TestEtcdUpgradeOnTyphoonCluster(t *testing.T) {
 	if code != 0 || step(t, p, "members").State == workflows.StateSucceeded || !strings.Contains(fmt.Sprint(p.Outputs["summary"]), "nothing to do") {
 		t.Errorf("etcd-upgrade to the release it runs: exit %d: %s\n%+v", code, errOut, p)
 	}
+	w.handOn = true
 }
 
 // etcdLeader is the name of etcd's leader, as tyc1's member says.
