@@ -10,13 +10,13 @@ type UpgradePlanInput struct {
 	Version string `json:"version" kedge:"required" doc:"the etcd release every member is to run, e.g. 3.6.16 (a leading v is fine)"`
 	// Image, when set, is the reference every member runs instead of its
 	// own repository retagged (a digest-pinned image needs it).
-	Image   string          `json:"image,omitempty" doc:"the image every member runs, e.g. quay.io/coreos/etcd:v3.6.16 (default: each member's own repository, tagged the release in the form its tag has: v3.6.16, or 3.6.16-0 for registry.k8s.io/etcd)"`
-	Members []MemberHealth  `json:"members" kedge:"required" doc:"etcd.health's members: the release each runs and the leader"`
+	Image   string         `json:"image,omitempty" doc:"the image every member runs, e.g. quay.io/coreos/etcd:v3.6.16 (default: each member's own repository, tagged the release in the form its tag has: v3.6.16, or 3.6.16-0 for registry.k8s.io/etcd)"`
+	Members []MemberHealth `json:"members" kedge:"required" doc:"etcd.health's members: the release each runs and the leader"`
 	// InventoryImage is the inventory's kubernetes.etcdImage: what Kedge
 	// renders etcd's static pod from on its own layout (bootstrap,
 	// cert-renewal, a controller join).
-	InventoryImage string `json:"inventoryImage,omitempty" doc:"the inventory's kubernetes.etcdImage: on Kedge's layout it must name the release (Kedge renders etcd's manifest from it), and members run it"`
-	Layouts map[string]Host `json:"layouts" kedge:"required" doc:"host.layout's outputs of the controllers, by host: how each runs etcd and the image it runs"`
+	InventoryImage string          `json:"inventoryImage,omitempty" doc:"the inventory's kubernetes.etcdImage: on Kedge's layout it must name the release (Kedge renders etcd's manifest from it), and members run it"`
+	Layouts        map[string]Host `json:"layouts" kedge:"required" doc:"host.layout's outputs of the controllers, by host: how each runs etcd and the image it runs"`
 }
 
 // Host is what the plan reads of a controller's host.layout outputs.
