@@ -22,6 +22,8 @@ import (
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/inventory"
 	"kedge.dev/kedge/workflows"
+
+	hostapi "kedge.dev/kedge/actions/host"
 )
 
 // Per-step overhead: N sequential host.run steps on one host through Kedge
@@ -215,7 +217,7 @@ func BenchmarkHostRunActivityDirect(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	in := hostacts.RunInput{Target: target, Command: "true"}
+	in := hostapi.RunInput{Target: target, Command: "true"}
 	if _, err := acts.Run(ctx, in); err != nil {
 		b.Fatal(err)
 	}

@@ -9,11 +9,14 @@ import (
 	hostacts "kedge.dev/kedge/activities/host"
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/runbooks/inventory"
+
+	hostapi "kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/target"
 )
 
 // directHost is the host.run activity on worker-2, called without
 // Temporal, and the lab host behind it.
-func directHost(t *testing.T) (*hostacts.Activities, sshpool.Target) {
+func directHost(t *testing.T) (*hostacts.Activities, target.SSH) {
 	t.Helper()
 	pool := sshpool.New(sshpool.Options{})
 	t.Cleanup(func() { pool.Close() })
@@ -58,7 +61,7 @@ func TestTimeoutKillsTheWholeRemoteCommand(t *testing.T) {
 		if out, err := w.Exec(t.Context(), "rm", "-f", marker, ready); err != nil {
 			t.Fatalf("worker-2: %v: %s", err, out)
 		}
-		_, err := acts.Run(t.Context(), hostacts.RunInput{Target: target, Timeout: timeout,
+		_, err := acts.Run(t.Context(), hostapi.RunInput{Target: target, Timeout: timeout,
 			Command: "trap 'echo TERM > " + marker + "; exit 143' TERM; echo > " + ready + "; sleep 4101 & sleep 4102 & wait"})
 		if err == nil || !strings.Contains(err.Error(), "CommandTimeout") {
 			t.Fatalf("want a CommandTimeout error, got %v", err)
@@ -81,7 +84,7 @@ func TestCancelKillsACommandThatIgnoresSIGTERM(t *testing.T) {
 	acts, target := directHost(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(500*time.Millisecond, cancel)
-	_, err := acts.Run(ctx, hostacts.RunInput{Target: target, Command: "trap '' TERM; sleep 4103"})
+	_, err := acts.Run(ctx, hostapi.RunInput{Target: target, Command: "trap '' TERM; sleep 4103"})
 	if err == nil {
 		t.Fatal("a cancelled run returned no error")
 	}

@@ -14,8 +14,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 
-	"kedge.dev/kedge/activities/host"
 	"kedge.dev/kedge/internal/resume"
+
+	hostapi "kedge.dev/kedge/actions/host"
 )
 
 // TestALostAttemptHandsItsHeartbeatToTheNext runs one host.run step
@@ -72,7 +73,7 @@ func TestALostAttemptHandsItsHeartbeatToTheNext(t *testing.T) {
 			registerAdmit(env)
 			var mu sync.Mutex
 			var found []int
-			env.RegisterActivityWithOptions(func(ctx context.Context, in host.RunInput) (host.RunResult, error) {
+			env.RegisterActivityWithOptions(func(ctx context.Context, in hostapi.RunInput) (hostapi.RunResult, error) {
 				var p progress
 				resume.Load(ctx, &p)
 				mu.Lock()
@@ -81,8 +82,8 @@ func TestALostAttemptHandsItsHeartbeatToTheNext(t *testing.T) {
 				mu.Unlock()
 				p.Done = attempt * 10
 				activity.RecordHeartbeat(ctx, p)
-				return host.RunResult{}, tc.ends(attempt, p)
-			}, activity.RegisterOptions{Name: host.RunAction})
+				return hostapi.RunResult{}, tc.ends(attempt, p)
+			}, activity.RegisterOptions{Name: hostapi.RunAction})
 			env.ExecuteWorkflow(Runbook, input(t, `
 apiVersion: kedge/v1
 kind: Runbook
@@ -111,17 +112,17 @@ func TestWithoutTheInterceptorEveryAttemptStartsOver(t *testing.T) {
 	Register(env)
 	registerAdmit(env)
 	n := 0
-	env.RegisterActivityWithOptions(func(ctx context.Context, in host.RunInput) (host.RunResult, error) {
+	env.RegisterActivityWithOptions(func(ctx context.Context, in hostapi.RunInput) (hostapi.RunResult, error) {
 		n++
 		var p struct{ Done int }
 		if resume.Load(ctx, &p) {
-			return host.RunResult{}, temporal.NewNonRetryableApplicationError("resumed", "Unexpected", errors.New("resumed"))
+			return hostapi.RunResult{}, temporal.NewNonRetryableApplicationError("resumed", "Unexpected", errors.New("resumed"))
 		}
 		if n == 1 {
-			return host.RunResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil, struct{ Done int }{10})
+			return hostapi.RunResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil, struct{ Done int }{10})
 		}
-		return host.RunResult{}, nil
-	}, activity.RegisterOptions{Name: host.RunAction})
+		return hostapi.RunResult{}, nil
+	}, activity.RegisterOptions{Name: hostapi.RunAction})
 	env.ExecuteWorkflow(Runbook, input(t, `
 apiVersion: kedge/v1
 kind: Runbook

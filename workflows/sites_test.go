@@ -12,10 +12,11 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"kedge.dev/kedge/activities/host"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/inventory"
 	"kedge.dev/kedge/runbooks/source"
+
+	hostapi "kedge.dev/kedge/actions/host"
 )
 
 // Two sites: the controller and worker-1 are reached by the workers on
@@ -60,15 +61,15 @@ func TestActionsRunOnTheirSiteQueue(t *testing.T) {
 	registerAdmit(env)
 	var mu sync.Mutex
 	var calls []string
-	env.RegisterActivityWithOptions(func(ctx context.Context, in host.RunInput) (host.RunResult, error) {
+	env.RegisterActivityWithOptions(func(ctx context.Context, in hostapi.RunInput) (hostapi.RunResult, error) {
 		mu.Lock()
 		calls = append(calls, in.Command+"@"+in.Target.Node+" on "+activity.GetInfo(ctx).TaskQueue)
 		mu.Unlock()
 		if in.Command == "boom" {
-			return host.RunResult{ExitCode: 1}, temporal.NewNonRetryableApplicationError("exit status 1", "CommandFailed", nil)
+			return hostapi.RunResult{ExitCode: 1}, temporal.NewNonRetryableApplicationError("exit status 1", "CommandFailed", nil)
 		}
-		return host.RunResult{}, nil
-	}, activity.RegisterOptions{Name: host.RunAction})
+		return hostapi.RunResult{}, nil
+	}, activity.RegisterOptions{Name: hostapi.RunAction})
 	env.ExecuteWorkflow(Runbook, compileFor(t, sitesInventory, sitesRunbook))
 	if err := env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), "failed at step boom") {
 		t.Fatalf("want a failure at boom, got %v", err)

@@ -11,42 +11,23 @@ import (
 	"kedge.dev/kedge/activities/render"
 )
 
-// Action names, declared in actions/render.
-const (
-	KubeconfigAction    = api.KubeconfigAction
-	KubeletConfigAction = api.KubeletConfigAction
-	KubeletUnitAction   = api.KubeletUnitAction
-	BridgeCNIAction     = api.BridgeCNIAction
-	StaticPodsAction    = api.StaticPodsAction
-	SetImageAction      = api.SetImageAction
-)
-
-// ErrTypeInvalidInput marks input a renderer refused; it is not retried.
-const ErrTypeInvalidInput = errtype.InvalidInput
-
-// The actions' results, declared in actions/render.
-type (
-	FileResult       = api.FileResult
-	StaticPodsResult = api.StaticPodsResult
-)
-
 // Kubeconfig renders a kubeconfig (render.kubeconfig).
-func Kubeconfig(_ context.Context, in render.KubeconfigInput) (FileResult, error) {
+func Kubeconfig(_ context.Context, in api.KubeconfigInput) (api.FileResult, error) {
 	return file(render.Kubeconfig(in))
 }
 
 // KubeletConfig renders the KubeletConfiguration (render.kubelet-config).
-func KubeletConfig(_ context.Context, in render.KubeletConfigInput) (FileResult, error) {
+func KubeletConfig(_ context.Context, in api.KubeletConfigInput) (api.FileResult, error) {
 	return file(render.KubeletConfig(in))
 }
 
 // KubeletUnit renders kubelet.service (render.kubelet-unit).
-func KubeletUnit(_ context.Context, in render.KubeletUnitInput) (FileResult, error) {
+func KubeletUnit(_ context.Context, in api.KubeletUnitInput) (api.FileResult, error) {
 	return file(render.KubeletUnit(in))
 }
 
 // BridgeCNI renders a node's bridge CNI network config (render.bridge-cni).
-func BridgeCNI(_ context.Context, in render.BridgeCNIInput) (FileResult, error) {
+func BridgeCNI(_ context.Context, in api.BridgeCNIInput) (api.FileResult, error) {
 	return file(render.BridgeCNIConfig(in))
 }
 
@@ -62,23 +43,23 @@ func SetImage(_ context.Context, in api.SetImageInput) (api.SetImageResult, erro
 
 // StaticPods renders the control plane's static pod manifests
 // (render.static-pods).
-func StaticPods(_ context.Context, in render.ControlPlaneInput) (StaticPodsResult, error) {
+func StaticPods(_ context.Context, in api.ControlPlaneInput) (api.StaticPodsResult, error) {
 	pods, err := render.StaticPods(in)
 	if err != nil {
-		return StaticPodsResult{}, classify(err)
+		return api.StaticPodsResult{}, classify(err)
 	}
-	out := StaticPodsResult{Files: make(map[string]string, len(pods))}
+	out := api.StaticPodsResult{Files: make(map[string]string, len(pods))}
 	for name, data := range pods {
 		out.Files[name] = string(data)
 	}
 	return out, nil
 }
 
-func file(data []byte, err error) (FileResult, error) {
+func file(data []byte, err error) (api.FileResult, error) {
 	if err != nil {
-		return FileResult{}, classify(err)
+		return api.FileResult{}, classify(err)
 	}
-	return FileResult{Content: string(data)}, nil
+	return api.FileResult{Content: string(data)}, nil
 }
 
 // classify makes a renderer's refusal non-retryable: the same input fails
@@ -86,7 +67,7 @@ func file(data []byte, err error) (FileResult, error) {
 func classify(err error) error {
 	var fe *render.FieldError
 	if errors.As(err, &fe) {
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, nil)
+		return temporal.NewNonRetryableApplicationError(err.Error(), errtype.InvalidInput, nil)
 	}
 	return err
 }

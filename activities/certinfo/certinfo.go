@@ -19,49 +19,27 @@ import (
 	"kedge.dev/kedge/internal/resume"
 )
 
-// CheckAction is the action name of Check.
-const CheckAction = api.CheckAction
-
-// Error types.
-const (
-	ErrTypeInvalidInput = errtype.InvalidInput
-	ErrTypeUnreachable  = errtype.EndpointUnreachable
-	ErrTypeNotRenewed   = errtype.CertificateNotRenewed
-	// ErrTypeUntrusted: the endpoint serves a certificate that does not
-	// chain to the CA the step names. Not retried.
-	ErrTypeUntrusted = errtype.CertificateUntrusted
-)
-
-// Check's input and result, declared in actions/certinfo.
-type (
-	CheckInput  = api.CheckInput
-	CheckResult = api.CheckResult
-)
-
-// DefaultThreshold is 30 days.
-const DefaultThreshold = certfile.DefaultThreshold
-
 // Check connects to a TLS endpoint and reports the leaf certificate it
 // presents (tls.check). It trusts nothing and sends no client
 // certificate: it only reads what is served, even from endpoints that
 // then refuse it for lacking one (etcd).
-func Check(ctx context.Context, in CheckInput) (CheckResult, error) {
-	threshold, err := duration(in.Threshold, DefaultThreshold)
+func Check(ctx context.Context, in api.CheckInput) (api.CheckResult, error) {
+	threshold, err := duration(in.Threshold, certfile.DefaultThreshold)
 	if err != nil {
-		return CheckResult{}, err
+		return api.CheckResult{}, err
 	}
 	timeout, err := duration(in.Timeout, 10*time.Second)
 	if err != nil {
-		return CheckResult{}, err
+		return api.CheckResult{}, err
 	}
 	if _, _, err := net.SplitHostPort(in.Address); err != nil {
-		return CheckResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("address %q is not host:port", in.Address), ErrTypeInvalidInput, nil)
+		return api.CheckResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("address %q is not host:port", in.Address), errtype.InvalidInput, nil)
 	}
 	var roots *x509.CertPool
 	if strings.TrimSpace(in.CA) != "" {
 		cas, err := certfile.Parse([]byte(in.CA))
 		if err != nil {
-			return CheckResult{}, temporal.NewNonRetryableApplicationError("ca: "+err.Error(), ErrTypeInvalidInput, nil)
+			return api.CheckResult{}, temporal.NewNonRetryableApplicationError("ca: "+err.Error(), errtype.InvalidInput, nil)
 		}
 		roots = x509.NewCertPool()
 		for _, c := range cas {
@@ -78,7 +56,7 @@ func Check(ctx context.Context, in CheckInput) (CheckResult, error) {
 	var newer time.Time
 	if in.NewerThan != "" {
 		if newer, err = time.Parse(time.RFC3339, in.NewerThan); err != nil {
-			return CheckResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("newerThan %q is not an RFC 3339 time", in.NewerThan), ErrTypeInvalidInput, nil)
+			return api.CheckResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("newerThan %q is not an RFC 3339 time", in.NewerThan), errtype.InvalidInput, nil)
 		}
 	}
 	want := "ending after " + in.NewerThan
@@ -87,7 +65,7 @@ func Check(ctx context.Context, in CheckInput) (CheckResult, error) {
 	}
 	wait, err := duration(in.Wait, 5*time.Minute)
 	if err != nil {
-		return CheckResult{}, err
+		return api.CheckResult{}, err
 	}
 	// A wait a lost worker began keeps its deadline.
 	prog := waitProgress{StartedAt: resume.StartedAt(ctx)}
@@ -110,7 +88,7 @@ func Check(ctx context.Context, in CheckInput) (CheckResult, error) {
 			activity.RecordHeartbeat(ctx, prog)
 		}
 		if time.Now().After(deadline) {
-			return res, temporal.NewApplicationError(fmt.Sprintf("%s: no certificate %s within %s: %s", in.Address, want, wait, last), ErrTypeNotRenewed)
+			return res, temporal.NewApplicationError(fmt.Sprintf("%s: no certificate %s within %s: %s", in.Address, want, wait, last), errtype.CertificateNotRenewed)
 		}
 		select {
 		case <-ctx.Done():
@@ -130,7 +108,7 @@ type waitProgress struct {
 // probe reads the leaf certificate address serves and returns its
 // description and the certificate itself, which only verify reads: it
 // never leaves the worker.
-func probe(ctx context.Context, address string, threshold, timeout time.Duration) (CheckResult, *x509.Certificate, error) {
+func probe(ctx context.Context, address string, threshold, timeout time.Duration) (api.CheckResult, *x509.Certificate, error) {
 	var leaf *x509.Certificate
 	cfg := &tls.Config{
 		InsecureSkipVerify: true, // we read the certificate; we do not trust the endpoint
@@ -152,23 +130,23 @@ func probe(ctx context.Context, address string, threshold, timeout time.Duration
 		if err == nil {
 			err = errors.New("no certificate presented")
 		}
-		return CheckResult{}, nil, temporal.NewApplicationError(fmt.Sprintf("TLS to %s: %v", address, err), ErrTypeUnreachable)
+		return api.CheckResult{}, nil, temporal.NewApplicationError(fmt.Sprintf("TLS to %s: %v", address, err), errtype.EndpointUnreachable)
 	}
 	c := certfile.Describe(leaf, time.Now(), threshold)
-	return CheckResult{Address: address, Subject: c.Subject, Issuer: c.Issuer, Serial: c.Serial, NotAfter: c.NotAfter, Due: c.Due}, leaf, nil
+	return api.CheckResult{Address: address, Subject: c.Subject, Issuer: c.Issuer, Serial: c.Serial, NotAfter: c.NotAfter, Due: c.Due}, leaf, nil
 }
 
 // verify checks the served certificate leaf chains to roots (when
 // given). The name is not checked: the step reaches the endpoint by the
 // address it was given, which a certificate need not name.
-func verify(res *CheckResult, leaf *x509.Certificate, roots *x509.CertPool) error {
+func verify(res *api.CheckResult, leaf *x509.Certificate, roots *x509.CertPool) error {
 	if roots == nil || leaf == nil {
 		return nil
 	}
 	_, err := leaf.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s serves %q issued by %q, which does not chain to the CA given: %v",
-			res.Address, res.Subject, res.Issuer, err), ErrTypeUntrusted, nil)
+			res.Address, res.Subject, res.Issuer, err), errtype.CertificateUntrusted, nil)
 	}
 	res.Trusted = true
 	return nil
@@ -180,7 +158,7 @@ func duration(s string, def time.Duration) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d < 0 {
-		return 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%q is not a duration", s), ErrTypeInvalidInput, nil)
+		return 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%q is not a duration", s), errtype.InvalidInput, nil)
 	}
 	return d, nil
 }

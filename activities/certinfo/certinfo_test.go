@@ -18,6 +18,9 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+
+	"kedge.dev/kedge/actions/certinfo"
+	"kedge.dev/kedge/actions/errtype"
 )
 
 func selfSigned(t *testing.T, cn string, life time.Duration) (tls.Certificate, []byte) {
@@ -65,14 +68,14 @@ func TestCheckReadsTheServedCertificate(t *testing.T) {
 	for _, clientCerts := range []bool{false, true} {
 		cert, _ := selfSigned(t, "kube-apiserver", 10*24*time.Hour)
 		addr := serve(t, cert, clientCerts)
-		res, err := Check(t.Context(), CheckInput{Address: addr, Threshold: "720h"})
+		res, err := Check(t.Context(), certinfo.CheckInput{Address: addr, Threshold: "720h"})
 		if err != nil {
 			t.Fatalf("client certs %t: %v", clientCerts, err)
 		}
 		if res.Subject != "CN=kube-apiserver" || res.Serial != "1092" || !res.Due {
 			t.Errorf("client certs %t: %+v", clientCerts, res)
 		}
-		res, err = Check(t.Context(), CheckInput{Address: addr, Threshold: "24h"})
+		res, err = Check(t.Context(), certinfo.CheckInput{Address: addr, Threshold: "24h"})
 		if err != nil || res.Due {
 			t.Errorf("a certificate with 10 days left is due within 24h: %+v %v", res, err)
 		}
@@ -83,13 +86,13 @@ func TestCheckErrors(t *testing.T) {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := l.Addr().String()
 	l.Close()
-	_, err := Check(t.Context(), CheckInput{Address: addr, Timeout: "2s"})
+	_, err := Check(t.Context(), certinfo.CheckInput{Address: addr, Timeout: "2s"})
 	var app *temporal.ApplicationError
-	if !asApp(err, &app) || app.Type() != ErrTypeUnreachable || app.NonRetryable() {
+	if !asApp(err, &app) || app.Type() != errtype.EndpointUnreachable || app.NonRetryable() {
 		t.Errorf("closed port: %v", err)
 	}
-	_, err = Check(t.Context(), CheckInput{Address: "no-port"})
-	if !asApp(err, &app) || app.Type() != ErrTypeInvalidInput || !app.NonRetryable() {
+	_, err = Check(t.Context(), certinfo.CheckInput{Address: "no-port"})
+	if !asApp(err, &app) || app.Type() != errtype.InvalidInput || !app.NonRetryable() {
 		t.Errorf("bad address: %v", err)
 	}
 }
@@ -103,17 +106,17 @@ func asApp(err error, app **temporal.ApplicationError) bool {
 func TestCheckWaitsForANewerCertificate(t *testing.T) {
 	cert, _ := selfSigned(t, "etcd", 10*24*time.Hour)
 	addr := serve(t, cert, false)
-	first, err := Check(t.Context(), CheckInput{Address: addr})
+	first, err := Check(t.Context(), certinfo.CheckInput{Address: addr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Check(t.Context(), CheckInput{Address: addr, NewerThan: first.NotAfter, Wait: "1500ms"})
+	_, err = Check(t.Context(), certinfo.CheckInput{Address: addr, NewerThan: first.NotAfter, Wait: "1500ms"})
 	var app *temporal.ApplicationError
-	if !asApp(err, &app) || app.Type() != ErrTypeNotRenewed {
+	if !asApp(err, &app) || app.Type() != errtype.CertificateNotRenewed {
 		t.Fatalf("the same certificate counted as renewed: %v", err)
 	}
 	older := time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339)
-	res, err := Check(t.Context(), CheckInput{Address: addr, NewerThan: older, Wait: "5s"})
+	res, err := Check(t.Context(), certinfo.CheckInput{Address: addr, NewerThan: older, Wait: "5s"})
 	if err != nil || res.NotAfter != first.NotAfter {
 		t.Errorf("%+v %v", res, err)
 	}
@@ -124,16 +127,16 @@ func TestCheckWaitsForANewerCertificate(t *testing.T) {
 func TestCheckWaitsForAnotherCertificate(t *testing.T) {
 	cert, _ := selfSigned(t, "kube-apiserver", 10*24*time.Hour)
 	addr := serve(t, cert, false)
-	first, err := Check(t.Context(), CheckInput{Address: addr})
+	first, err := Check(t.Context(), certinfo.CheckInput{Address: addr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Check(t.Context(), CheckInput{Address: addr, NotSerial: first.Serial, Wait: "1500ms"})
+	_, err = Check(t.Context(), certinfo.CheckInput{Address: addr, NotSerial: first.Serial, Wait: "1500ms"})
 	var app *temporal.ApplicationError
-	if !asApp(err, &app) || app.Type() != ErrTypeNotRenewed || !strings.Contains(err.Error(), "other than serial "+first.Serial) {
+	if !asApp(err, &app) || app.Type() != errtype.CertificateNotRenewed || !strings.Contains(err.Error(), "other than serial "+first.Serial) {
 		t.Fatalf("the same certificate counted as renewed: %v", err)
 	}
-	res, err := Check(t.Context(), CheckInput{Address: addr, NotSerial: "01", Wait: "5s"})
+	res, err := Check(t.Context(), certinfo.CheckInput{Address: addr, NotSerial: "01", Wait: "5s"})
 	if err != nil || res.Serial != first.Serial {
 		t.Errorf("%+v %v", res, err)
 	}
@@ -143,23 +146,23 @@ func TestCheckWaitsForAnotherCertificate(t *testing.T) {
 func TestAWaitResumedPastItsDeadlineStops(t *testing.T) {
 	cert, _ := selfSigned(t, "etcd", 10*24*time.Hour)
 	addr := serve(t, cert, false)
-	first, err := Check(t.Context(), CheckInput{Address: addr})
+	first, err := Check(t.Context(), certinfo.CheckInput{Address: addr})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	env.SetHeartbeatDetails(waitProgress{StartedAt: time.Now().Add(-10 * time.Minute)})
-	env.RegisterActivityWithOptions(Check, activity.RegisterOptions{Name: CheckAction})
+	env.RegisterActivityWithOptions(Check, activity.RegisterOptions{Name: certinfo.CheckAction})
 	done := make(chan error, 1)
 	go func() {
-		_, err := env.ExecuteActivity(CheckAction, CheckInput{Address: addr, NotSerial: first.Serial, Wait: "5m"})
+		_, err := env.ExecuteActivity(certinfo.CheckAction, certinfo.CheckInput{Address: addr, NotSerial: first.Serial, Wait: "5m"})
 		done <- err
 	}()
 	select {
 	case err := <-done:
 		var app *temporal.ApplicationError
-		if !errors.As(err, &app) || app.Type() != ErrTypeNotRenewed {
+		if !errors.As(err, &app) || app.Type() != errtype.CertificateNotRenewed {
 			t.Fatalf("got %v, want CertificateNotRenewed at the first attempt's deadline", err)
 		}
 	case <-time.After(time.Minute):

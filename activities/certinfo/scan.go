@@ -21,19 +21,6 @@ import (
 	"kedge.dev/kedge/internal/certfile"
 )
 
-// ScanCAAction is the action name of ScanCA.
-const ScanCAAction = api.ScanCAAction
-
-// ErrTypeCAStillPresented: an endpoint presents a certificate of a CA
-// the step refuses. Not retried.
-const ErrTypeCAStillPresented = errtype.CAStillPresented
-
-// ScanCA's input and result, declared in actions/certinfo.
-type (
-	ScanCAInput  = api.ScanCAInput
-	ScanCAResult = api.ScanCAResult
-)
-
 // scanParallel bounds how many endpoints are dialled at once.
 const scanParallel = 8
 
@@ -51,20 +38,20 @@ type namedCA struct {
 // scanned. An endpoint that cannot be scanned is not known clean: the
 // action fails (retried) naming it. An endpoint presenting a certificate
 // of a CA named in Refuse fails it, not retried, naming each.
-func ScanCA(ctx context.Context, in ScanCAInput) (ScanCAResult, error) {
+func ScanCA(ctx context.Context, in api.ScanCAInput) (api.ScanCAResult, error) {
 	timeout, err := duration(in.Timeout, 10*time.Second)
 	if err != nil {
-		return ScanCAResult{}, err
+		return api.ScanCAResult{}, err
 	}
 	cas, refuse, err := scanCAs(in)
 	if err != nil {
-		return ScanCAResult{}, err
+		return api.ScanCAResult{}, err
 	}
 	var due time.Time // certificates ending before it are refused
 	if in.ExpiresWithin != "" {
 		window, err := duration(in.ExpiresWithin, 0)
 		if err != nil {
-			return ScanCAResult{}, err
+			return api.ScanCAResult{}, err
 		}
 		due = time.Now().Add(window)
 	}
@@ -103,8 +90,10 @@ type scanProgress struct {
 
 // scanCAs checks the input and parses its CAs; refuse is the set of
 // names to refuse.
-func scanCAs(in ScanCAInput) ([]namedCA, map[string]bool, error) {
-	bad := func(msg string) error { return temporal.NewNonRetryableApplicationError(msg, ErrTypeInvalidInput, nil) }
+func scanCAs(in api.ScanCAInput) ([]namedCA, map[string]bool, error) {
+	bad := func(msg string) error {
+		return temporal.NewNonRetryableApplicationError(msg, errtype.InvalidInput, nil)
+	}
 	if len(in.Endpoints) == 0 {
 		return nil, nil, bad("endpoints are required")
 	}
@@ -210,8 +199,8 @@ func signer(chain []*x509.Certificate, cas []namedCA) string {
 // verdict is the scan's result, or its failure: endpoints presenting a
 // refused CA or a certificate ending before due (not retried), or
 // endpoints not scanned (retried).
-func verdict(rows []api.ScannedEndpoint, cas []namedCA, refuse map[string]bool, due time.Time) (ScanCAResult, error) {
-	res := ScanCAResult{Endpoints: rows, Presenting: map[string][]string{}}
+func verdict(rows []api.ScannedEndpoint, cas []namedCA, refuse map[string]bool, due time.Time) (api.ScanCAResult, error) {
+	res := api.ScanCAResult{Endpoints: rows, Presenting: map[string][]string{}}
 	for _, ca := range cas {
 		res.Presenting[ca.name] = []string{}
 	}
@@ -239,7 +228,7 @@ func verdict(rows []api.ScannedEndpoint, cas []namedCA, refuse map[string]bool, 
 		if notScanned != "" {
 			msg += "; " + notScanned
 		}
-		return res, temporal.NewNonRetryableApplicationError(msg, ErrTypeCAStillPresented, nil)
+		return res, temporal.NewNonRetryableApplicationError(msg, errtype.CAStillPresented, nil)
 	}
 	if len(expiring) > 0 {
 		msg := fmt.Sprintf("%d of %d endpoints present a certificate that ends before %s: %s; renew them first (cert-renewal)",
@@ -250,7 +239,7 @@ func verdict(rows []api.ScannedEndpoint, cas []namedCA, refuse map[string]bool, 
 		return res, temporal.NewNonRetryableApplicationError(msg, errtype.CertificateExpiring, nil)
 	}
 	if notScanned != "" {
-		return res, temporal.NewApplicationError(fmt.Sprintf("of %d endpoints, %s", len(rows), notScanned), ErrTypeUnreachable)
+		return res, temporal.NewApplicationError(fmt.Sprintf("of %d endpoints, %s", len(rows), notScanned), errtype.EndpointUnreachable)
 	}
 	return res, nil
 }

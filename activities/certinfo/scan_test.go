@@ -23,6 +23,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	api "kedge.dev/kedge/actions/certinfo"
+
+	"kedge.dev/kedge/actions/errtype"
 )
 
 // testCA is a CA that signs certificates for the tests.
@@ -126,7 +128,7 @@ func TestScanCANamesTheCAOfEachEndpoint(t *testing.T) {
 	foreign := httpsServer(t, other.leaf(t, "someone else's"), false, false)
 	cas := []api.NamedCA{{Name: "old", Certificate: oldCA.pem}, {Name: "new", Certificate: newCA.pem}}
 
-	in := ScanCAInput{Endpoints: []string{api6443, etcd13, etcd12, chained, kubelet, foreign}, CAs: cas}
+	in := api.ScanCAInput{Endpoints: []string{api6443, etcd13, etcd12, chained, kubelet, foreign}, CAs: cas}
 	res, err := ScanCA(t.Context(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +151,7 @@ func TestScanCANamesTheCAOfEachEndpoint(t *testing.T) {
 	var ae *temporal.ApplicationError
 	in.Refuse = []string{"old"}
 	_, err = ScanCA(t.Context(), in)
-	if !errors.As(err, &ae) || ae.Type() != ErrTypeCAStillPresented || !ae.NonRetryable() {
+	if !errors.As(err, &ae) || ae.Type() != errtype.CAStillPresented || !ae.NonRetryable() {
 		t.Fatalf("old CA refused: %v", err)
 	}
 	for _, s := range []string{api6443 + ` presents "CN=kube-apiserver" issued by "CN=old CA"`, etcd12 + ` presents "CN=etcd peer"`} {
@@ -162,7 +164,7 @@ func TestScanCANamesTheCAOfEachEndpoint(t *testing.T) {
 	}
 
 	// Only the new CA presented: clean.
-	in = ScanCAInput{Endpoints: []string{etcd13, chained}, CAs: cas, Refuse: []string{"old"}}
+	in = api.ScanCAInput{Endpoints: []string{etcd13, chained}, CAs: cas, Refuse: []string{"old"}}
 	if res, err := ScanCA(t.Context(), in); err != nil || len(res.Presenting["old"]) != 0 {
 		t.Errorf("new CA only: %+v %v", res, err)
 	}
@@ -170,7 +172,7 @@ func TestScanCANamesTheCAOfEachEndpoint(t *testing.T) {
 	down := closedPort(t)
 	in.Endpoints = append(in.Endpoints, down)
 	res, err = ScanCA(t.Context(), in)
-	if !errors.As(err, &ae) || ae.Type() != ErrTypeUnreachable || ae.NonRetryable() || !strings.Contains(err.Error(), "not known clean") || !strings.Contains(err.Error(), down) {
+	if !errors.As(err, &ae) || ae.Type() != errtype.EndpointUnreachable || ae.NonRetryable() || !strings.Contains(err.Error(), "not known clean") || !strings.Contains(err.Error(), down) {
 		t.Errorf("an endpoint down: %v", err)
 	}
 	if len(res.Endpoints) != 3 || res.Endpoints[2].Error == "" || res.Endpoints[2].CA != "" {
@@ -182,20 +184,20 @@ func TestScanCARefusesWhatItCannotUse(t *testing.T) {
 	ca := newTestCA(t, "a CA", nil)
 	for _, c := range []struct {
 		name string
-		in   ScanCAInput
+		in   api.ScanCAInput
 		want string
 	}{
-		{"no endpoints", ScanCAInput{CAs: []api.NamedCA{{Name: "a", Certificate: ca.pem}}}, "endpoints are required"},
-		{"not host:port", ScanCAInput{Endpoints: []string{"https://x:6443"}, CAs: []api.NamedCA{{Name: "a", Certificate: ca.pem}}}, "not host:port"},
-		{"no CAs", ScanCAInput{Endpoints: []string{"x:1"}}, "cas are required"},
-		{"not PEM", ScanCAInput{Endpoints: []string{"x:1"}, CAs: []api.NamedCA{{Name: "a", Certificate: "junk"}}}, "not PEM"},
-		{"two of a name", ScanCAInput{Endpoints: []string{"x:1"}, CAs: []api.NamedCA{{Name: "a", Certificate: ca.pem}, {Name: "a", Certificate: ca.pem}}}, "two CAs"},
-		{"refuse unknown", ScanCAInput{Endpoints: []string{"x:1"}, CAs: []api.NamedCA{{Name: "a", Certificate: ca.pem}}, Refuse: []string{"b"}}, "not among the CAs"},
-		{"a CA named self-signed", ScanCAInput{Endpoints: []string{"x:1"}, CAs: []api.NamedCA{{Name: api.SelfSigned, Certificate: ca.pem}}}, "call the CA otherwise"},
+		{"no endpoints", api.ScanCAInput{CAs: []api.NamedCA{{Name: "a", Certificate: ca.pem}}}, "endpoints are required"},
+		{"not host:port", api.ScanCAInput{Endpoints: []string{"https://x:6443"}, CAs: []api.NamedCA{{Name: "a", Certificate: ca.pem}}}, "not host:port"},
+		{"no CAs", api.ScanCAInput{Endpoints: []string{"x:1"}}, "cas are required"},
+		{"not PEM", api.ScanCAInput{Endpoints: []string{"x:1"}, CAs: []api.NamedCA{{Name: "a", Certificate: "junk"}}}, "not PEM"},
+		{"two of a name", api.ScanCAInput{Endpoints: []string{"x:1"}, CAs: []api.NamedCA{{Name: "a", Certificate: ca.pem}, {Name: "a", Certificate: ca.pem}}}, "two CAs"},
+		{"refuse unknown", api.ScanCAInput{Endpoints: []string{"x:1"}, CAs: []api.NamedCA{{Name: "a", Certificate: ca.pem}}, Refuse: []string{"b"}}, "not among the CAs"},
+		{"a CA named self-signed", api.ScanCAInput{Endpoints: []string{"x:1"}, CAs: []api.NamedCA{{Name: api.SelfSigned, Certificate: ca.pem}}}, "call the CA otherwise"},
 	} {
 		_, err := ScanCA(t.Context(), c.in)
 		var ae *temporal.ApplicationError
-		if !errors.As(err, &ae) || ae.Type() != ErrTypeInvalidInput || !ae.NonRetryable() || !strings.Contains(err.Error(), c.want) {
+		if !errors.As(err, &ae) || ae.Type() != errtype.InvalidInput || !ae.NonRetryable() || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want InvalidInput saying %q", c.name, err, c.want)
 		}
 	}
@@ -211,7 +213,7 @@ func TestScanCARefusesCertificatesEndingWithinTheWindow(t *testing.T) {
 	later, _ := selfSigned(t, "kubelet", 48*time.Hour)
 	kubelet := httpsServer(t, later, false, false)
 
-	in := ScanCAInput{Endpoints: []string{soon, kubelet}, ExpiresWithin: "24h"}
+	in := api.ScanCAInput{Endpoints: []string{soon, kubelet}, ExpiresWithin: "24h"}
 	_, err := ScanCA(t.Context(), in)
 	var ae *temporal.ApplicationError
 	if !errors.As(err, &ae) || ae.Type() != "CertificateExpiring" || !ae.NonRetryable() ||
@@ -223,7 +225,7 @@ func TestScanCARefusesCertificatesEndingWithinTheWindow(t *testing.T) {
 	if res, err := ScanCA(t.Context(), in); err != nil || len(res.Endpoints) != 2 {
 		t.Errorf("every certificate lasting beyond 30m: %+v %v", res, err)
 	}
-	if _, err := ScanCA(t.Context(), ScanCAInput{Endpoints: []string{soon}}); err == nil || !strings.Contains(err.Error(), "cas are required") {
+	if _, err := ScanCA(t.Context(), api.ScanCAInput{Endpoints: []string{soon}}); err == nil || !strings.Contains(err.Error(), "cas are required") {
 		t.Errorf("neither CAs nor a window: %v", err)
 	}
 }

@@ -14,19 +14,10 @@ import (
 	"kedge.dev/kedge/actions/errtype"
 )
 
-// Action is the action name, declared in actions/check.
-const Action = api.Action
-
-// Check's input and result, declared in actions/check.
-type (
-	Input  = api.Input
-	Result = api.Result
-)
-
 // Check fails, without retry, when the condition is false.
-func Check(_ context.Context, in Input) (Result, error) {
+func Check(_ context.Context, in api.Input) (api.Result, error) {
 	if !in.That {
-		return Result{}, temporal.NewNonRetryableApplicationError(in.Message, errtype.CheckFailed, nil)
+		return api.Result{}, temporal.NewNonRetryableApplicationError(in.Message, errtype.CheckFailed, nil)
 	}
-	return Result{Passed: true}, nil
+	return api.Result{Passed: true}, nil
 }

@@ -22,26 +22,6 @@ import (
 	"kedge.dev/kedge/internal/objstore"
 )
 
-// RestoreDrillAction is the action name of RestoreDrill.
-const RestoreDrillAction = api.RestoreDrillAction
-
-// Error types of etcd.restore-drill.
-const (
-	// ErrTypeSnapshotInvalid: the stored snapshot failed its seal, its
-	// manifest or a sha256. Not retried.
-	ErrTypeSnapshotInvalid = errtype.EtcdSnapshotInvalid
-	// ErrTypeDrillFailed: no snapshot, or the restored etcd lacks a key
-	// or the revision (not retried); it did not restore or start
-	// (retried).
-	ErrTypeDrillFailed = errtype.EtcdDrillFailed
-)
-
-// RestoreDrill's input and result, declared in actions/etcd.
-type (
-	RestoreDrillInput  = api.RestoreDrillInput
-	RestoreDrillResult = api.RestoreDrillResult
-)
-
 // drillTempDir is where a drill or a restore makes its directory ("":
 // $TMPDIR; a variable for tests).
 var drillTempDir = ""
@@ -64,38 +44,38 @@ const (
 // revision and hold every key expected. Then it is stopped and the
 // directory removed, whatever happened. The snapshot is never held whole
 // in memory.
-func (a *Activities) RestoreDrill(ctx context.Context, in RestoreDrillInput) (RestoreDrillResult, error) {
+func (a *Activities) RestoreDrill(ctx context.Context, in api.RestoreDrillInput) (api.RestoreDrillResult, error) {
 	cluster, dest, err := a.checkDrillInput(in)
 	if err != nil {
-		return RestoreDrillResult{}, err
+		return api.RestoreDrillResult{}, err
 	}
 	if a.Keys == nil {
-		return RestoreDrillResult{}, temporal.NewNonRetryableApplicationError(
-			"the worker has no codec key to open the snapshot with: start it with --codec-key (or $KEDGE_CODEC_KEY)", ErrTypeNoSealKey, nil)
+		return api.RestoreDrillResult{}, temporal.NewNonRetryableApplicationError(
+			"the worker has no codec key to open the snapshot with: start it with --codec-key (or $KEDGE_CODEC_KEY)", errtype.NoSealKey, nil)
 	}
 	store, err := openStore(ctx, dest)
 	if err != nil {
-		return RestoreDrillResult{}, err
+		return api.RestoreDrillResult{}, err
 	}
 	snap, err := pickDrillSnapshot(ctx, store, cluster, in.Snapshot)
 	if err != nil {
-		return RestoreDrillResult{}, err
+		return api.RestoreDrillResult{}, err
 	}
 	m, err := readManifest(ctx, store, cluster, snap.name)
 	if err != nil {
-		return RestoreDrillResult{}, err
+		return api.RestoreDrillResult{}, err
 	}
 	created, err := time.Parse(time.RFC3339, m.Created)
 	if err != nil {
 		created = snap.name.created
 	}
 	age := time.Since(created).Round(time.Second)
-	res := RestoreDrillResult{Snapshot: snap.name.key, Created: created.UTC().Format(time.RFC3339), Age: age.String(), AgeSeconds: int64(age.Seconds()),
+	res := api.RestoreDrillResult{Snapshot: snap.name.key, Created: created.UTC().Format(time.RFC3339), Age: age.String(), AgeSeconds: int64(age.Seconds()),
 		Size: m.Size, Stored: snap.size, KeyID: m.KeyID, ManifestRevision: m.Revision, Found: []string{}, Missing: []string{}}
 
 	work, err := newScratch(drillTempDir, "drill")
 	if err != nil {
-		return res, temporal.NewApplicationError(fmt.Sprintf("a directory for the drill: %v", err), ErrTypeDrillFailed, err)
+		return res, temporal.NewApplicationError(fmt.Sprintf("a directory for the drill: %v", err), errtype.EtcdDrillFailed, err)
 	}
 	defer work.remove()
 	dir := work.dir
@@ -127,10 +107,10 @@ func (a *Activities) RestoreDrill(ctx context.Context, in RestoreDrillInput) (Re
 	switch {
 	case res.Revision < res.ManifestRevision:
 		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the etcd restored from %s answers at revision %d, older than its manifest's %d",
-			res.Snapshot, res.Revision, res.ManifestRevision), ErrTypeDrillFailed, nil, res)
+			res.Snapshot, res.Revision, res.ManifestRevision), errtype.EtcdDrillFailed, nil, res)
 	case len(res.Missing) > 0:
 		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the etcd restored from %s lacks %d of the %d keys expected: %s",
-			res.Snapshot, len(res.Missing), len(in.ExpectKeys), strings.Join(quoteAll(res.Missing), ", ")), ErrTypeDrillFailed, nil, res)
+			res.Snapshot, len(res.Missing), len(in.ExpectKeys), strings.Join(quoteAll(res.Missing), ", ")), errtype.EtcdDrillFailed, nil, res)
 	}
 	return res, nil
 }
@@ -146,7 +126,7 @@ func quoteAll(keys []string) []string {
 // checkDrillInput refuses what the drill cannot use before anything is
 // read, and returns the cluster and the destination the worker's
 // operator defined under the name the run gives.
-func (a *Activities) checkDrillInput(in RestoreDrillInput) (string, api.Destination, error) {
+func (a *Activities) checkDrillInput(in api.RestoreDrillInput) (string, api.Destination, error) {
 	var none api.Destination
 	cluster := in.Vault.Cluster
 	if cluster == "" || strings.Contains(cluster, "/") || objstore.ValidKey(cluster) != nil {
@@ -227,7 +207,7 @@ func pickDrillSnapshot(ctx context.Context, store objstore.Store, cluster, want 
 		if i := slices.IndexFunc(snaps, func(s storedSnapshot) bool { return s.name.key == key }); i >= 0 {
 			return snaps[i], nil
 		}
-		return storedSnapshot{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("no snapshot %s in the destination", key), ErrTypeDrillFailed, nil)
+		return storedSnapshot{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("no snapshot %s in the destination", key), errtype.EtcdDrillFailed, nil)
 	}
 	// Newest first, as retention orders them.
 	slices.SortFunc(snaps, func(a, b storedSnapshot) int {
@@ -243,10 +223,10 @@ func pickDrillSnapshot(ctx context.Context, store objstore.Store, cluster, want 
 	}
 	if len(snaps) > 0 {
 		return storedSnapshot{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("none of the %d snapshots under %s has its manifest (the newest: %s)",
-			len(snaps), prefix, snaps[0].name.key), ErrTypeDrillFailed, nil)
+			len(snaps), prefix, snaps[0].name.key), errtype.EtcdDrillFailed, nil)
 	}
 	return storedSnapshot{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("no snapshot of cluster %s in the destination (nothing under %s): a backup that cannot be restored is no backup",
-		cluster, prefix), ErrTypeDrillFailed, nil)
+		cluster, prefix), errtype.EtcdDrillFailed, nil)
 }
 
 func manifestKey(snapshot string) string {
@@ -260,7 +240,7 @@ func readManifest(ctx context.Context, store objstore.Store, cluster string, sna
 	key := manifestKey(snap.key)
 	rc, err := store.Get(ctx, key)
 	if errors.Is(err, objstore.ErrNotFound) {
-		return api.Manifest{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the snapshot %s has no manifest %s: it cannot be checked", snap.key, key), ErrTypeSnapshotInvalid, err)
+		return api.Manifest{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the snapshot %s has no manifest %s: it cannot be checked", snap.key, key), errtype.EtcdSnapshotInvalid, err)
 	}
 	if err != nil {
 		return api.Manifest{}, storeError("read the manifest "+key, err)
@@ -271,7 +251,7 @@ func readManifest(ctx context.Context, store objstore.Store, cluster string, sna
 		return api.Manifest{}, storeError("read the manifest "+key, err)
 	}
 	bad := func(why string) error {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the manifest %s %s", key, why), ErrTypeSnapshotInvalid, nil)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the manifest %s %s", key, why), errtype.EtcdSnapshotInvalid, nil)
 	}
 	var m api.Manifest
 	if len(data) > maxManifestSize {

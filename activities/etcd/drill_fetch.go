@@ -18,6 +18,8 @@ import (
 	api "kedge.dev/kedge/actions/etcd"
 	"kedge.dev/kedge/internal/objstore"
 	"kedge.dev/kedge/internal/sealstream"
+
+	"kedge.dev/kedge/actions/errtype"
 )
 
 // The phases of a drill, as its heartbeat names them.
@@ -115,7 +117,7 @@ func (a *Activities) fetchSnapshot(ctx context.Context, store objstore.Store, sn
 	key := snap.name.key
 	rc, err := store.Get(ctx, key)
 	if errors.Is(err, objstore.ErrNotFound) {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the snapshot %s is gone from the destination", key), ErrTypeDrillFailed, err)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the snapshot %s is gone from the destination", key), errtype.EtcdDrillFailed, err)
 	}
 	if err != nil {
 		return storeError("read "+key, err)
@@ -130,7 +132,7 @@ func (a *Activities) fetchSnapshot(ctx context.Context, store objstore.Store, sn
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return temporal.NewApplicationError(fmt.Sprintf("a file for the snapshot: %v", err), ErrTypeDrillFailed, err)
+		return temporal.NewApplicationError(fmt.Sprintf("a file for the snapshot: %v", err), errtype.EtcdDrillFailed, err)
 	}
 	defer f.Close()
 	whole := sha256.New()
@@ -139,7 +141,7 @@ func (a *Activities) fetchSnapshot(ctx context.Context, store objstore.Store, sn
 	n, err := io.Copy(out, io.LimitReader(sr, m.Size+1))
 	switch {
 	case out.err != nil:
-		return temporal.NewApplicationError(fmt.Sprintf("write the snapshot to %s: %v", path, out.err), ErrTypeDrillFailed, out.err)
+		return temporal.NewApplicationError(fmt.Sprintf("write the snapshot to %s: %v", path, out.err), errtype.EtcdDrillFailed, out.err)
 	case err != nil:
 		return sealError(key, err)
 	case n > m.Size:
@@ -149,7 +151,7 @@ func (a *Activities) fetchSnapshot(ctx context.Context, store objstore.Store, sn
 		return sealError(key, err)
 	}
 	if err := f.Close(); err != nil {
-		return temporal.NewApplicationError(fmt.Sprintf("write the snapshot to %s: %v", path, err), ErrTypeDrillFailed, err)
+		return temporal.NewApplicationError(fmt.Sprintf("write the snapshot to %s: %v", path, err), errtype.EtcdDrillFailed, err)
 	}
 	switch {
 	case n != m.Size:
@@ -182,7 +184,7 @@ func (s *fileSink) Write(p []byte) (int, error) {
 }
 
 func invalidSnapshot(key, why string) error {
-	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the snapshot %s is not restored: %s", key, why), ErrTypeSnapshotInvalid, nil)
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the snapshot %s is not restored: %s", key, why), errtype.EtcdSnapshotInvalid, nil)
 }
 
 // sealError classifies a failure to open the sealed stream: the seal's
@@ -190,7 +192,7 @@ func invalidSnapshot(key, why string) error {
 func sealError(key string, err error) error {
 	for _, e := range []error{sealstream.ErrNotSealed, sealstream.ErrUnknownKey, sealstream.ErrTampered, sealstream.ErrTruncated, sealstream.ErrTrailingData} {
 		if errors.Is(err, e) {
-			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the snapshot %s is not restored: %v", key, err), ErrTypeSnapshotInvalid, err)
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the snapshot %s is not restored: %v", key, err), errtype.EtcdSnapshotInvalid, err)
 		}
 	}
 	return storeError("read "+key, err)

@@ -28,6 +28,8 @@ import (
 	"kedge.dev/kedge/internal/codec"
 	"kedge.dev/kedge/internal/objstore"
 	"kedge.dev/kedge/internal/sealstream"
+
+	"kedge.dev/kedge/actions/errtype"
 )
 
 // sourceEtcd starts a one-member etcd in the test (etcd's embed package,
@@ -117,7 +119,7 @@ func putManifest(t testing.TB, store objstore.Store, m api.Manifest) {
 type drillWorld struct {
 	a                 *Activities
 	store             *objstore.Dir
-	in                RestoreDrillInput
+	in                api.RestoreDrillInput
 	workDir           string
 	older, newest     string
 	newestManifest    api.Manifest
@@ -151,7 +153,7 @@ func newDrillWorld(t *testing.T) *drillWorld {
 	}
 	w.newest, w.newestManifest = storeSnapshot(t, cl, w.store, w.a.Keys, "prod", now.Add(-time.Hour))
 	w.keysInNewest = 22
-	w.in = RestoreDrillInput{Vault: target.Vault{Cluster: "prod"}, Destination: "local", ExpectKeys: []string{w.canary, w.laterOnly}}
+	w.in = api.RestoreDrillInput{Vault: target.Vault{Cluster: "prod"}, Destination: "local", ExpectKeys: []string{w.canary, w.laterOnly}}
 	return w
 }
 
@@ -220,9 +222,9 @@ func TestRestoreDrillOfARealSnapshot(t *testing.T) {
 	// The older one, named: it lacks the key written after it.
 	w.in.Snapshot = filepath.Base(w.older)
 	_, err = w.a.RestoreDrill(context.Background(), w.in)
-	wantType(t, "a key written after the snapshot", err, ErrTypeDrillFailed, true, fmt.Sprintf("the etcd restored from %s lacks 1 of the 2 keys expected: %q", w.older, w.laterOnly))
+	wantType(t, "a key written after the snapshot", err, errtype.EtcdDrillFailed, true, fmt.Sprintf("the etcd restored from %s lacks 1 of the 2 keys expected: %q", w.older, w.laterOnly))
 	var ae *temporal.ApplicationError
-	var details RestoreDrillResult
+	var details api.RestoreDrillResult
 	if errors.As(err, &ae) && (ae.Details(&details) != nil || len(details.Missing) != 1 || details.Found[0] != w.canary) {
 		t.Errorf("the failure's details: %+v", details)
 	}
@@ -269,7 +271,7 @@ func TestRestoreDrillRefusesATamperedSnapshot(t *testing.T) {
 	} {
 		flip(c.at)
 		_, err := w.a.RestoreDrill(context.Background(), w.in)
-		wantType(t, c.name, err, ErrTypeSnapshotInvalid, true, "the snapshot "+w.newest+" is not restored: ")
+		wantType(t, c.name, err, errtype.EtcdSnapshotInvalid, true, "the snapshot "+w.newest+" is not restored: ")
 		if err == nil || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%s: %v, want it to say %q", c.name, err, c.says)
 		}
@@ -282,12 +284,12 @@ func TestRestoreDrillRefusesATamperedSnapshot(t *testing.T) {
 	m.SHA256 = strings.Repeat("0", 64)
 	putManifest(t, w.store, m)
 	_, err = w.a.RestoreDrill(context.Background(), w.in)
-	wantType(t, "another sha256 in the manifest", err, ErrTypeSnapshotInvalid, true, "its sha256 is not the one its manifest records")
+	wantType(t, "another sha256 in the manifest", err, errtype.EtcdSnapshotInvalid, true, "its sha256 is not the one its manifest records")
 	m = w.newestManifest
 	m.Size--
 	putManifest(t, w.store, m)
 	_, err = w.a.RestoreDrill(context.Background(), w.in)
-	wantType(t, "another size in the manifest", err, ErrTypeSnapshotInvalid, true, fmt.Sprintf("more than the %d bytes its manifest records", m.Size))
+	wantType(t, "another size in the manifest", err, errtype.EtcdSnapshotInvalid, true, fmt.Sprintf("more than the %d bytes its manifest records", m.Size))
 	if *restores != 0 {
 		t.Errorf("%d restores started for a snapshot that failed its checks", *restores)
 	}
@@ -314,7 +316,7 @@ func TestRestoreDrillChecksEtcdsOwnSha256(t *testing.T) {
 	putManifest(t, w.store, api.Manifest{Cluster: "prod", Revision: 7, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:]),
 		KeyID: w.a.Keys.ActiveKey(), Created: time.Now().UTC().Format(time.RFC3339), Object: key})
 	_, err := w.a.RestoreDrill(context.Background(), w.in)
-	wantType(t, "etcd's sha256", err, ErrTypeSnapshotInvalid, true, "etcd's trailing sha256 does not match the bytes before it")
+	wantType(t, "etcd's sha256", err, errtype.EtcdSnapshotInvalid, true, "etcd's trailing sha256 does not match the bytes before it")
 	if *restores != 0 {
 		t.Errorf("%d restores started", *restores)
 	}
@@ -325,26 +327,26 @@ func TestRestoreDrillChecksEtcdsOwnSha256(t *testing.T) {
 func TestRestoreDrillInputRefused(t *testing.T) {
 	a := &Activities{Keys: testKeys(t), Destinations: drillDests{"prod/local": {Kind: api.DestinationLocal, Path: t.TempDir()},
 		"prod/relative": {Kind: api.DestinationLocal, Path: "backups"}}}
-	good := RestoreDrillInput{Vault: target.Vault{Cluster: "prod"}, Destination: "local"}
+	good := api.RestoreDrillInput{Vault: target.Vault{Cluster: "prod"}, Destination: "local"}
 	for _, c := range []struct {
 		name string
-		edit func(*RestoreDrillInput)
+		edit func(*api.RestoreDrillInput)
 		typ  string
 		says string
 	}{
-		{"no cluster", func(in *RestoreDrillInput) { in.Vault.Cluster = "" }, ErrTypeInvalidInput, `cluster "" cannot name snapshots`},
-		{"a cluster with a slash", func(in *RestoreDrillInput) { in.Vault.Cluster = "a/b" }, ErrTypeInvalidInput, `cluster "a/b"`},
-		{"a path for a destination", func(in *RestoreDrillInput) { in.Destination = "/var/backups" }, ErrTypeDestinationRefused, "is not a destination's name"},
-		{"a destination not defined", func(in *RestoreDrillInput) { in.Destination = "offsite" }, ErrTypeDestinationRefused, "defines no backup destination offsite"},
-		{"a destination defined wrong", func(in *RestoreDrillInput) { in.Destination = "relative" }, ErrTypeDestinationRefused, "backups.relative"},
-		{"another cluster's snapshot", func(in *RestoreDrillInput) { in.Snapshot = "dev/etcd/20260101T000000Z-rev5.snap.kseal" }, ErrTypeInvalidInput, "is not one of prod's snapshots"},
-		{"not a snapshot's name", func(in *RestoreDrillInput) { in.Snapshot = "../x" }, ErrTypeInvalidInput, "is not one of prod's snapshots"},
-		{"a key with a NUL", func(in *RestoreDrillInput) { in.ExpectKeys = []string{"/registry/a\x00b"} }, ErrTypeInvalidInput, "expectKeys[0]: \"/registry/a\\x00b\" holds U+0000"},
-		{"a key with a line break", func(in *RestoreDrillInput) { in.ExpectKeys = []string{"ok", "/a\nb"} }, ErrTypeInvalidInput, "expectKeys[1]"},
-		{"an empty key", func(in *RestoreDrillInput) { in.ExpectKeys = []string{""} }, ErrTypeInvalidInput, "expectKeys[0]: empty"},
-		{"a key too long", func(in *RestoreDrillInput) { in.ExpectKeys = []string{"/" + strings.Repeat("a", 1024)} }, ErrTypeInvalidInput, "1025 bytes, at most 1024"},
-		{"not UTF-8", func(in *RestoreDrillInput) { in.ExpectKeys = []string{"/\xff"} }, ErrTypeInvalidInput, "is not UTF-8"},
-		{"too many keys", func(in *RestoreDrillInput) { in.ExpectKeys = make([]string, 101) }, ErrTypeInvalidInput, "101 keys: at most 100"},
+		{"no cluster", func(in *api.RestoreDrillInput) { in.Vault.Cluster = "" }, errtype.InvalidInput, `cluster "" cannot name snapshots`},
+		{"a cluster with a slash", func(in *api.RestoreDrillInput) { in.Vault.Cluster = "a/b" }, errtype.InvalidInput, `cluster "a/b"`},
+		{"a path for a destination", func(in *api.RestoreDrillInput) { in.Destination = "/var/backups" }, errtype.CredentialRefused, "is not a destination's name"},
+		{"a destination not defined", func(in *api.RestoreDrillInput) { in.Destination = "offsite" }, errtype.CredentialRefused, "defines no backup destination offsite"},
+		{"a destination defined wrong", func(in *api.RestoreDrillInput) { in.Destination = "relative" }, errtype.CredentialRefused, "backups.relative"},
+		{"another cluster's snapshot", func(in *api.RestoreDrillInput) { in.Snapshot = "dev/etcd/20260101T000000Z-rev5.snap.kseal" }, errtype.InvalidInput, "is not one of prod's snapshots"},
+		{"not a snapshot's name", func(in *api.RestoreDrillInput) { in.Snapshot = "../x" }, errtype.InvalidInput, "is not one of prod's snapshots"},
+		{"a key with a NUL", func(in *api.RestoreDrillInput) { in.ExpectKeys = []string{"/registry/a\x00b"} }, errtype.InvalidInput, "expectKeys[0]: \"/registry/a\\x00b\" holds U+0000"},
+		{"a key with a line break", func(in *api.RestoreDrillInput) { in.ExpectKeys = []string{"ok", "/a\nb"} }, errtype.InvalidInput, "expectKeys[1]"},
+		{"an empty key", func(in *api.RestoreDrillInput) { in.ExpectKeys = []string{""} }, errtype.InvalidInput, "expectKeys[0]: empty"},
+		{"a key too long", func(in *api.RestoreDrillInput) { in.ExpectKeys = []string{"/" + strings.Repeat("a", 1024)} }, errtype.InvalidInput, "1025 bytes, at most 1024"},
+		{"not UTF-8", func(in *api.RestoreDrillInput) { in.ExpectKeys = []string{"/\xff"} }, errtype.InvalidInput, "is not UTF-8"},
+		{"too many keys", func(in *api.RestoreDrillInput) { in.ExpectKeys = make([]string, 101) }, errtype.InvalidInput, "101 keys: at most 100"},
 	} {
 		in := good
 		c.edit(&in)
@@ -352,12 +354,12 @@ func TestRestoreDrillInputRefused(t *testing.T) {
 		wantType(t, c.name, err, c.typ, true, c.says)
 	}
 	_, err := (&Activities{Destinations: a.Destinations}).RestoreDrill(context.Background(), good)
-	wantType(t, "no codec key", err, ErrTypeNoSealKey, true, "no codec key to open the snapshot with")
+	wantType(t, "no codec key", err, errtype.NoSealKey, true, "no codec key to open the snapshot with")
 	_, err = a.RestoreDrill(context.Background(), good)
-	wantType(t, "no snapshot", err, ErrTypeDrillFailed, true, "no snapshot of cluster prod in the destination")
+	wantType(t, "no snapshot", err, errtype.EtcdDrillFailed, true, "no snapshot of cluster prod in the destination")
 	good.Snapshot = "20260101T000000Z-rev5.snap.kseal"
 	_, err = a.RestoreDrill(context.Background(), good)
-	wantType(t, "a snapshot not there", err, ErrTypeDrillFailed, true, "no snapshot prod/etcd/20260101T000000Z-rev5.snap.kseal in the destination")
+	wantType(t, "a snapshot not there", err, errtype.EtcdDrillFailed, true, "no snapshot prod/etcd/20260101T000000Z-rev5.snap.kseal in the destination")
 }
 
 // A snapshot still without its manifest (being written) is passed over
@@ -379,10 +381,10 @@ func TestRestoreDrillPicksTheNewestWithAManifest(t *testing.T) {
 		t.Fatalf("picked %q (%v)", s.name.key, err)
 	}
 	_, err = readManifest(ctx, store, "prod", s.name)
-	wantType(t, "a manifest of another object", err, ErrTypeSnapshotInvalid, true, `names the object ""`)
+	wantType(t, "a manifest of another object", err, errtype.EtcdSnapshotInvalid, true, `names the object ""`)
 	putManifest(t, store, api.Manifest{Cluster: "prod", Revision: 6, Size: 100, SHA256: strings.Repeat("a", 64), Object: s.name.key})
 	_, err = readManifest(ctx, store, "prod", s.name)
-	wantType(t, "a manifest of another revision", err, ErrTypeSnapshotInvalid, true, "records revision 6, its snapshot's name 5")
+	wantType(t, "a manifest of another revision", err, errtype.EtcdSnapshotInvalid, true, "records revision 6, its snapshot's name 5")
 }
 
 // BenchmarkRestoreDrill50MiB measures a drill of a snapshot of about 50
@@ -417,7 +419,7 @@ func BenchmarkRestoreDrill50MiB(b *testing.B) {
 	_, m := storeSnapshot(b, cl, store, keys, "bench", time.Now())
 	drillWorkDir(b)
 	a := &Activities{Keys: keys, Destinations: drillDests{"bench/local": {Kind: api.DestinationLocal, Path: dest}}}
-	in := RestoreDrillInput{Vault: target.Vault{Cluster: "bench"}, Destination: "local", ExpectKeys: []string{"/registry/secrets/default/drill-canary"}}
+	in := api.RestoreDrillInput{Vault: target.Vault{Cluster: "bench"}, Destination: "local", ExpectKeys: []string{"/registry/secrets/default/drill-canary"}}
 	var fetch, restore int64
 	for b.Loop() {
 		res, err := a.RestoreDrill(ctx, in)

@@ -18,19 +18,6 @@ import (
 	api "kedge.dev/kedge/actions/etcd"
 )
 
-// HealthAction is the action name of Health.
-const HealthAction = api.HealthAction
-
-// ErrTypeUnhealthy: a member did not answer or has an alarm, etcd has no
-// leader, or not the members expected. Not retried.
-const ErrTypeUnhealthy = errtype.EtcdUnhealthy
-
-// Health's input and result, declared in actions/etcd.
-type (
-	HealthInput  = api.HealthInput
-	HealthResult = api.HealthResult
-)
-
 // status is what a member says of itself (maintenance Status). etcd's
 // JSON gateway writes 64-bit numbers as strings.
 type status struct {
@@ -63,12 +50,12 @@ type answer struct {
 // URLs. It refuses, not retried, when a member does not answer, reports
 // an error or an alarm, when there is no leader (or the members disagree
 // on it), or when etcd has not the members expected.
-func (a *Activities) Health(ctx context.Context, in HealthInput) (HealthResult, error) {
+func (a *Activities) Health(ctx context.Context, in api.HealthInput) (api.HealthResult, error) {
 	wait := time.Duration(0)
 	if in.Wait != "" {
 		d, err := time.ParseDuration(in.Wait)
 		if err != nil || d < 0 {
-			return HealthResult{}, invalid(fmt.Sprintf("wait %q is not a duration", in.Wait))
+			return api.HealthResult{}, invalid(fmt.Sprintf("wait %q is not a duration", in.Wait))
 		}
 		wait = d
 	}
@@ -93,22 +80,22 @@ func (a *Activities) Health(ctx context.Context, in HealthInput) (HealthResult, 
 // error).
 func retryableUnhealthy(err error) bool {
 	var ae *temporal.ApplicationError
-	return errors.As(err, &ae) && (ae.Type() == ErrTypeUnhealthy || ae.Type() == ErrTypeUnavailable)
+	return errors.As(err, &ae) && (ae.Type() == errtype.EtcdUnhealthy || ae.Type() == errtype.EtcdUnavailable)
 }
 
-func (a *Activities) health(ctx context.Context, in HealthInput) (HealthResult, error) {
+func (a *Activities) health(ctx context.Context, in api.HealthInput) (api.HealthResult, error) {
 	if err := checkEndpoints(in.Endpoints); err != nil {
-		return HealthResult{}, err
+		return api.HealthResult{}, err
 	}
 	if in.ExpectMembers < 0 {
-		return HealthResult{}, invalid("expectMembers must not be negative")
+		return api.HealthResult{}, invalid("expectMembers must not be negative")
 	}
 	if (in.Member == "") != (in.Version == "") {
-		return HealthResult{}, invalid("member and version go together: the member that must run the release")
+		return api.HealthResult{}, invalid("member and version go together: the member that must run the release")
 	}
-	cl, err := a.client(ctx, RemoveMemberInput{Vault: in.Vault, Endpoints: in.Endpoints, CACert: in.CACert, Issuer: in.Issuer})
+	cl, err := a.client(ctx, api.RemoveMemberInput{Vault: in.Vault, Endpoints: in.Endpoints, CACert: in.CACert, Issuer: in.Issuer})
 	if err != nil {
-		return HealthResult{}, err
+		return api.HealthResult{}, err
 	}
 	var members []member
 	var from string
@@ -125,7 +112,7 @@ func (a *Activities) health(ctx context.Context, in HealthInput) (HealthResult, 
 		}
 	}
 	if members == nil {
-		return HealthResult{}, temporal.NewApplicationError(fmt.Sprintf("no etcd member answered (%s): %v", strings.Join(in.Endpoints, ", "), lastErr), ErrTypeUnavailable)
+		return api.HealthResult{}, temporal.NewApplicationError(fmt.Sprintf("no etcd member answered (%s): %v", strings.Join(in.Endpoints, ", "), lastErr), errtype.EtcdUnavailable)
 	}
 	var alarms struct {
 		Alarms []alarm `json:"alarms"`
@@ -140,7 +127,7 @@ func (a *Activities) health(ctx context.Context, in HealthInput) (HealthResult, 
 		problems = append(problems, p)
 	}
 	if len(problems) > 0 {
-		return res, temporal.NewNonRetryableApplicationError("etcd is not healthy: "+strings.Join(problems, "; "), ErrTypeUnhealthy, nil)
+		return res, temporal.NewNonRetryableApplicationError("etcd is not healthy: "+strings.Join(problems, "; "), errtype.EtcdUnhealthy, nil)
 	}
 	return res, nil
 }
@@ -186,14 +173,14 @@ func statuses(ctx context.Context, cl *client, endpoints []string, members []mem
 
 // judge is the verdict on what the members said: the result, and every
 // reason etcd is not healthy (none when it is).
-func judge(members []member, answers map[string]answer, alarms []alarm, expect int) (HealthResult, []string) {
+func judge(members []member, answers map[string]answer, alarms []alarm, expect int) (api.HealthResult, []string) {
 	members = slices.Clone(members)
 	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.Name, b.Name) })
 	names := map[string]string{}
 	for _, m := range members {
 		names[m.ID] = cmp.Or(m.Name, "member "+hexID(m.ID))
 	}
-	var res HealthResult
+	var res api.HealthResult
 	var problems []string
 	leaders := map[string][]string{} // leader id -> the members that say so
 	for _, m := range members {
@@ -298,7 +285,7 @@ func (n *number) UnmarshalJSON(b []byte) error {
 
 // runsVersion says why member does not run version ("" when it does, or
 // when none is asked for).
-func runsVersion(res HealthResult, member, version string) string {
+func runsVersion(res api.HealthResult, member, version string) string {
 	if member == "" {
 		return ""
 	}

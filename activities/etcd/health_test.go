@@ -21,6 +21,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"kedge.dev/kedge/actions/vault"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/etcd"
 )
 
 // The verdict on what the members said: each reason etcd is unhealthy is
@@ -171,7 +174,7 @@ func threeMembers(t *testing.T, leader string) ([]*fakeMember, string) {
 func TestHealthAsksEachMemberForItself(t *testing.T) {
 	fakes, ca := threeMembers(t, "12")
 	a := &Activities{Vault: clientPair(t), Timeout: 2 * time.Second}
-	in := HealthInput{Endpoints: []string{fakes[0].srv.URL}, CACert: ca, Issuer: "etcd", ExpectMembers: 3}
+	in := etcd.HealthInput{Endpoints: []string{fakes[0].srv.URL}, CACert: ca, Issuer: "etcd", ExpectMembers: 3}
 	res, err := a.Health(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -187,11 +190,11 @@ func TestHealthAsksEachMemberForItself(t *testing.T) {
 	}
 	in.Version = "3.7.3"
 	var unhealthy *temporal.ApplicationError
-	if _, err := a.Health(context.Background(), in); !errors.As(err, &unhealthy) || unhealthy.Type() != ErrTypeUnhealthy || !strings.Contains(err.Error(), "member c3 runs 3.6.16, not 3.7.3") {
+	if _, err := a.Health(context.Background(), in); !errors.As(err, &unhealthy) || unhealthy.Type() != errtype.EtcdUnhealthy || !strings.Contains(err.Error(), "member c3 runs 3.6.16, not 3.7.3") {
 		t.Errorf("c3 not on 3.7.3: %v", err)
 	}
 	in.Member = ""
-	if _, err := a.Health(context.Background(), in); !errors.As(err, &unhealthy) || unhealthy.Type() != ErrTypeInvalidInput {
+	if _, err := a.Health(context.Background(), in); !errors.As(err, &unhealthy) || unhealthy.Type() != errtype.InvalidInput {
 		t.Errorf("a version without a member: %v", err)
 	}
 	in.Version = ""
@@ -199,16 +202,16 @@ func TestHealthAsksEachMemberForItself(t *testing.T) {
 	fakes[2].srv.Close()
 	var ae *temporal.ApplicationError
 	_, err = a.Health(context.Background(), in)
-	if !errors.As(err, &ae) || ae.Type() != ErrTypeUnhealthy || !ae.NonRetryable() || !strings.Contains(err.Error(), "c3 does not answer") {
+	if !errors.As(err, &ae) || ae.Type() != errtype.EtcdUnhealthy || !ae.NonRetryable() || !strings.Contains(err.Error(), "c3 does not answer") {
 		t.Errorf("a member down: %v", err)
 	}
 	in.Endpoints = []string{fakes[2].srv.URL}
 	_, err = a.Health(context.Background(), in)
-	if !errors.As(err, &ae) || ae.Type() != ErrTypeUnavailable || ae.NonRetryable() {
+	if !errors.As(err, &ae) || ae.Type() != errtype.EtcdUnavailable || ae.NonRetryable() {
 		t.Errorf("no member answering: %v", err)
 	}
 	in.Endpoints = []string{"http://" + strings.TrimPrefix(fakes[0].srv.URL, "https://")}
-	if _, err = a.Health(context.Background(), in); !errors.As(err, &ae) || ae.Type() != ErrTypeInvalidInput {
+	if _, err = a.Health(context.Background(), in); !errors.As(err, &ae) || ae.Type() != errtype.InvalidInput {
 		t.Errorf("an http endpoint: %v", err)
 	}
 }
@@ -218,9 +221,9 @@ func TestHealthAsksEachMemberForItself(t *testing.T) {
 func TestHealthWaitsForALeader(t *testing.T) {
 	fakes, ca := threeMembers(t, "0")
 	a := &Activities{Vault: clientPair(t), Timeout: 2 * time.Second}
-	in := HealthInput{Endpoints: []string{fakes[0].srv.URL}, CACert: ca, Issuer: "etcd", ExpectMembers: 3}
+	in := etcd.HealthInput{Endpoints: []string{fakes[0].srv.URL}, CACert: ca, Issuer: "etcd", ExpectMembers: 3}
 	var ae *temporal.ApplicationError
-	if _, err := a.Health(context.Background(), in); !errors.As(err, &ae) || ae.Type() != ErrTypeUnhealthy {
+	if _, err := a.Health(context.Background(), in); !errors.As(err, &ae) || ae.Type() != errtype.EtcdUnhealthy {
 		t.Fatalf("no leader, no wait: %v", err)
 	}
 	elected := make(chan struct{})
@@ -240,7 +243,7 @@ func TestHealthWaitsForALeader(t *testing.T) {
 		t.Errorf("with wait, once a leader is elected: %+v %v", res, err)
 	}
 	in.Wait = "soon"
-	if _, err := a.Health(context.Background(), in); !errors.As(err, &ae) || ae.Type() != ErrTypeInvalidInput {
+	if _, err := a.Health(context.Background(), in); !errors.As(err, &ae) || ae.Type() != errtype.InvalidInput {
 		t.Errorf("wait soon: %v", err)
 	}
 }

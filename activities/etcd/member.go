@@ -23,22 +23,6 @@ import (
 	"kedge.dev/kedge/internal/sealstream"
 )
 
-// RemoveMemberAction is the action name of RemoveMember.
-const RemoveMemberAction = api.RemoveMemberAction
-
-// Error types.
-const (
-	ErrTypeInvalidInput = errtype.InvalidInput
-	// ErrTypeQuorum: removing the member would leave etcd without a
-	// quorum of healthy members, or without members. Not retried.
-	ErrTypeQuorum = errtype.EtcdQuorum
-	// ErrTypeUnavailable: no member answered. Retried.
-	ErrTypeUnavailable = errtype.EtcdUnavailable
-	// ErrTypeNotLost: a member said to be lost still answers. Not
-	// retried.
-	ErrTypeNotLost = errtype.EtcdMemberNotLost
-)
-
 // Activities are the etcd actions.
 type Activities struct {
 	Vault Issuer
@@ -63,12 +47,6 @@ type Issuer interface {
 	IssueCert(ctx context.Context, in vault.IssueCertInput) (vault.IssueCertResult, error)
 }
 
-// RemoveMember's input and result, declared in actions/etcd.
-type (
-	RemoveMemberInput  = api.RemoveMemberInput
-	RemoveMemberResult = api.RemoveMemberResult
-)
-
 type member struct {
 	ID         string   `json:"ID"`
 	Name       string   `json:"name"`
@@ -81,20 +59,20 @@ type member struct {
 // healthy ones among them a quorum of them. A member already gone is
 // success, so a re-run node-remove goes on. With lost, a member that
 // still answers as itself is refused: its host is not gone.
-func (a *Activities) RemoveMember(ctx context.Context, in RemoveMemberInput) (RemoveMemberResult, error) {
+func (a *Activities) RemoveMember(ctx context.Context, in api.RemoveMemberInput) (api.RemoveMemberResult, error) {
 	if strings.TrimSpace(in.Member) == "" || len(in.Endpoints) == 0 {
-		return RemoveMemberResult{}, invalid("member and endpoints are required")
+		return api.RemoveMemberResult{}, invalid("member and endpoints are required")
 	}
 	if err := checkEndpoints(in.Endpoints); err != nil {
-		return RemoveMemberResult{}, err
+		return api.RemoveMemberResult{}, err
 	}
 	cl, err := a.client(ctx, in)
 	if err != nil {
-		return RemoveMemberResult{}, err
+		return api.RemoveMemberResult{}, err
 	}
 	members, from, err := listMembers(ctx, cl, in.Endpoints)
 	if err != nil {
-		return RemoveMemberResult{}, err
+		return api.RemoveMemberResult{}, err
 	}
 	var target *member
 	var rest []member
@@ -105,7 +83,7 @@ func (a *Activities) RemoveMember(ctx context.Context, in RemoveMemberInput) (Re
 			rest = append(rest, members[i])
 		}
 	}
-	res := RemoveMemberResult{}
+	res := api.RemoveMemberResult{}
 	for _, m := range rest {
 		res.Members = append(res.Members, m.Name)
 	}
@@ -119,11 +97,11 @@ func (a *Activities) RemoveMember(ctx context.Context, in RemoveMemberInput) (Re
 	if in.Lost {
 		if at, ok := stillAnswers(ctx, cl, *target, in.Endpoints, up); ok {
 			return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-				"%s is not lost: it answers as etcd member %s at %s; node-remove takes a live controller out", in.Member, hexID(target.ID), at), ErrTypeNotLost, nil)
+				"%s is not lost: it answers as etcd member %s at %s; node-remove takes a live controller out", in.Member, hexID(target.ID), at), errtype.EtcdMemberNotLost, nil)
 		}
 	}
 	if len(rest) == 0 {
-		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s is etcd's last member: removing it would end the cluster", in.Member), ErrTypeQuorum, nil)
+		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s is etcd's last member: removing it would end the cluster", in.Member), errtype.EtcdQuorum, nil)
 	}
 	var sick []string
 	for _, m := range rest {
@@ -136,13 +114,13 @@ func (a *Activities) RemoveMember(ctx context.Context, in RemoveMemberInput) (Re
 	if quorum := len(rest)/2 + 1; res.Healthy < quorum {
 		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 			"removing %s would leave %d members, of which %d answer (not %s): a quorum needs %d; bring them back first",
-			in.Member, len(rest), res.Healthy, strings.Join(sick, ", "), quorum), ErrTypeQuorum, nil)
+			in.Member, len(rest), res.Healthy, strings.Join(sick, ", "), quorum), errtype.EtcdQuorum, nil)
 	}
 	if in.DryRun {
 		return res, nil
 	}
 	if err := cl.call(ctx, from, "/v3/cluster/member/remove", map[string]any{"ID": target.ID}, nil); err != nil {
-		return res, temporal.NewApplicationError(fmt.Sprintf("remove %s (%s) through %s: %v", in.Member, target.ID, from, err), ErrTypeUnavailable)
+		return res, temporal.NewApplicationError(fmt.Sprintf("remove %s (%s) through %s: %v", in.Member, target.ID, from, err), errtype.EtcdUnavailable)
 	}
 	res.Removed = true
 	return res, nil
@@ -165,7 +143,7 @@ func listMembers(ctx context.Context, cl *client, endpoints []string) ([]member,
 			}
 		}
 	}
-	return nil, "", temporal.NewApplicationError(fmt.Sprintf("no etcd member answered (%s): %v", strings.Join(endpoints, ", "), lastErr), ErrTypeUnavailable)
+	return nil, "", temporal.NewApplicationError(fmt.Sprintf("no etcd member answered (%s): %v", strings.Join(endpoints, ", "), lastErr), errtype.EtcdUnavailable)
 }
 
 // answering asks each endpoint which member it is: the members that
@@ -217,7 +195,7 @@ type client struct {
 // client makes an HTTPS client that trusts etcd's CA alone and presents a
 // ten-minute client certificate from Vault (its key never leaves the
 // worker).
-func (a *Activities) client(ctx context.Context, in RemoveMemberInput) (*client, error) {
+func (a *Activities) client(ctx context.Context, in api.RemoveMemberInput) (*client, error) {
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM([]byte(in.CACert)) {
 		return nil, invalid("caCert holds no certificate")
@@ -294,5 +272,5 @@ func (c *client) call(ctx context.Context, endpoint, path string, req, out any) 
 }
 
 func invalid(msg string) error {
-	return temporal.NewNonRetryableApplicationError(msg, ErrTypeInvalidInput, nil)
+	return temporal.NewNonRetryableApplicationError(msg, errtype.InvalidInput, nil)
 }

@@ -11,15 +11,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	api "kedge.dev/kedge/actions/etcd"
-)
 
-// AddMemberAction is the action name of AddMember.
-const AddMemberAction = api.AddMemberAction
-
-// AddMember's input and result, declared in actions/etcd.
-type (
-	AddMemberInput  = api.AddMemberInput
-	AddMemberResult = api.AddMemberResult
+	"kedge.dev/kedge/actions/errtype"
 )
 
 // AddMember adds a member to etcd (etcd.add-member) before its etcd
@@ -29,24 +22,24 @@ type (
 // answering until it does). A member already there with the peer URL,
 // started or not, is success, so a re-run goes on. The result is the
 // membership and the initial cluster the new member starts with.
-func (a *Activities) AddMember(ctx context.Context, in AddMemberInput) (AddMemberResult, error) {
+func (a *Activities) AddMember(ctx context.Context, in api.AddMemberInput) (api.AddMemberResult, error) {
 	if err := checkAddInput(in); err != nil {
-		return AddMemberResult{}, err
+		return api.AddMemberResult{}, err
 	}
-	cl, err := a.client(ctx, RemoveMemberInput{Vault: in.Vault, Endpoints: in.Endpoints, CACert: in.CACert, Issuer: in.Issuer})
+	cl, err := a.client(ctx, api.RemoveMemberInput{Vault: in.Vault, Endpoints: in.Endpoints, CACert: in.CACert, Issuer: in.Issuer})
 	if err != nil {
-		return AddMemberResult{}, err
+		return api.AddMemberResult{}, err
 	}
 	members, from, err := listMembers(ctx, cl, in.Endpoints)
 	if err != nil {
-		return AddMemberResult{}, err
+		return api.AddMemberResult{}, err
 	}
 	for _, m := range members {
 		if !slices.Contains(m.PeerURLs, in.PeerURL) {
 			continue
 		}
 		if m.Name != "" && m.Name != in.Name {
-			return AddMemberResult{}, invalid(fmt.Sprintf("the peer URL %s is etcd member %s's (%s), not %s's", in.PeerURL, m.Name, hexID(m.ID), in.Name))
+			return api.AddMemberResult{}, invalid(fmt.Sprintf("the peer URL %s is etcd member %s's (%s), not %s's", in.PeerURL, m.Name, hexID(m.ID), in.Name))
 		}
 		res, err := addResult(members, m.ID, in)
 		res.Healthy = len(answering(ctx, cl, in.Endpoints))
@@ -55,12 +48,12 @@ func (a *Activities) AddMember(ctx context.Context, in AddMemberInput) (AddMembe
 	for _, m := range members {
 		switch {
 		case m.Name == in.Name:
-			return AddMemberResult{}, invalid(fmt.Sprintf("etcd already has a member %s (%s) with the peer URLs %s, not %s: remove it first",
+			return api.AddMemberResult{}, invalid(fmt.Sprintf("etcd already has a member %s (%s) with the peer URLs %s, not %s: remove it first",
 				in.Name, hexID(m.ID), strings.Join(m.PeerURLs, ", "), in.PeerURL))
 		case m.Name == "":
-			return AddMemberResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			return api.AddMemberResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 				"etcd member %s (peer URLs %s) was added and has not started: start it, or remove it, before adding %s",
-				hexID(m.ID), strings.Join(m.PeerURLs, ", "), in.Name), ErrTypeQuorum, nil)
+				hexID(m.ID), strings.Join(m.PeerURLs, ", "), in.Name), errtype.EtcdQuorum, nil)
 		}
 	}
 	up := answering(ctx, cl, in.Endpoints)
@@ -78,9 +71,9 @@ func (a *Activities) AddMember(ctx context.Context, in AddMemberInput) (AddMembe
 		if len(sick) > 0 {
 			not = " (not " + strings.Join(sick, ", ") + ")"
 		}
-		return AddMemberResult{Healthy: healthy}, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+		return api.AddMemberResult{Healthy: healthy}, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 			"adding %s would make %d members, of which %d answer%s: a quorum of %d needs %d, and %s counts only once it has started; bring the others back first",
-			in.Name, size, healthy, not, size, quorum, in.Name), ErrTypeQuorum, nil)
+			in.Name, size, healthy, not, size, quorum, in.Name), errtype.EtcdQuorum, nil)
 	}
 	var out struct {
 		Member  member   `json:"member"`
@@ -89,7 +82,7 @@ func (a *Activities) AddMember(ctx context.Context, in AddMemberInput) (AddMembe
 	// etcd refuses a change while a member has only just come back, or
 	// too few are connected (its strict reconfiguration check): retried.
 	if err := cl.call(ctx, from, "/v3/cluster/member/add", map[string]any{"peerURLs": []string{in.PeerURL}}, &out); err != nil {
-		return AddMemberResult{Healthy: healthy}, temporal.NewApplicationError(fmt.Sprintf("add %s (%s) through %s: %v", in.Name, in.PeerURL, from, err), ErrTypeUnavailable)
+		return api.AddMemberResult{Healthy: healthy}, temporal.NewApplicationError(fmt.Sprintf("add %s (%s) through %s: %v", in.Name, in.PeerURL, from, err), errtype.EtcdUnavailable)
 	}
 	if len(out.Members) == 0 {
 		out.Members = append(members, out.Member)
@@ -99,7 +92,7 @@ func (a *Activities) AddMember(ctx context.Context, in AddMemberInput) (AddMembe
 	return res, err
 }
 
-func checkAddInput(in AddMemberInput) error {
+func checkAddInput(in api.AddMemberInput) error {
 	if err := checkEndpoints(in.Endpoints); err != nil {
 		return err
 	}
@@ -114,8 +107,8 @@ func checkAddInput(in AddMemberInput) error {
 
 // addResult is the membership with the member id (the one added, or
 // found with its peer URL) named in.Name.
-func addResult(members []member, id string, in AddMemberInput) (AddMemberResult, error) {
-	res := AddMemberResult{ID: hexID(id)}
+func addResult(members []member, id string, in api.AddMemberInput) (api.AddMemberResult, error) {
+	res := api.AddMemberResult{ID: hexID(id)}
 	var initial []string
 	for _, m := range members {
 		name := m.Name
@@ -125,7 +118,7 @@ func addResult(members []member, id string, in AddMemberInput) (AddMemberResult,
 		if name == "" {
 			return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 				"etcd member %s (peer URLs %s) has not started and has no name: the initial cluster cannot name it; start it, or remove it",
-				hexID(m.ID), strings.Join(m.PeerURLs, ", ")), ErrTypeQuorum, nil)
+				hexID(m.ID), strings.Join(m.PeerURLs, ", ")), errtype.EtcdQuorum, nil)
 		}
 		res.Members = append(res.Members, name)
 		for _, p := range m.PeerURLs {

@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/temporal"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/etcd"
 )
 
 // fakeCluster is the JSON gateways of etcd's members, sharing one
@@ -120,14 +123,14 @@ func wantAppError(t *testing.T, what string, err error, typ string, says ...stri
 func TestRemoveLostMemberRefusedWhileItAnswers(t *testing.T) {
 	f, ca := newFakeCluster(t, 3)
 	a := &Activities{Vault: clientPair(t), Timeout: 2 * time.Second}
-	in := RemoveMemberInput{Member: "c2", Endpoints: []string{f.url("11"), f.url("12"), f.url("13")}, CACert: ca, Issuer: "etcd", Lost: true}
+	in := etcd.RemoveMemberInput{Member: "c2", Endpoints: []string{f.url("11"), f.url("12"), f.url("13")}, CACert: ca, Issuer: "etcd", Lost: true}
 	_, err := a.RemoveMember(context.Background(), in)
-	wantAppError(t, "c2 answering at an endpoint given", err, ErrTypeNotLost, "c2 is not lost", "at "+f.url("12"), "node-remove takes a live controller out")
+	wantAppError(t, "c2 answering at an endpoint given", err, errtype.EtcdMemberNotLost, "c2 is not lost", "at "+f.url("12"), "node-remove takes a live controller out")
 
 	// Not among the endpoints given: found at its own client URL.
 	in.Endpoints = []string{f.url("11"), f.url("13")}
 	_, err = a.RemoveMember(context.Background(), in)
-	wantAppError(t, "c2 answering at its client URL", err, ErrTypeNotLost, "at "+f.url("12"))
+	wantAppError(t, "c2 answering at its client URL", err, errtype.EtcdMemberNotLost, "at "+f.url("12"))
 	if _, removes := f.changes(); removes != 0 {
 		t.Fatalf("a live member was removed")
 	}
@@ -164,9 +167,9 @@ func TestRemoveLostMemberKeepsAQuorum(t *testing.T) {
 	f.down("13")
 	f.noQuorum = true
 	a := &Activities{Vault: clientPair(t), Timeout: 2 * time.Second}
-	in := RemoveMemberInput{Member: "c2", Endpoints: []string{f.url("11"), f.url("12"), f.url("13")}, CACert: ca, Issuer: "etcd", Lost: true, DryRun: true}
+	in := etcd.RemoveMemberInput{Member: "c2", Endpoints: []string{f.url("11"), f.url("12"), f.url("13")}, CACert: ca, Issuer: "etcd", Lost: true, DryRun: true}
 	_, err := a.RemoveMember(context.Background(), in)
-	wantAppError(t, "two of three down", err, ErrTypeQuorum, "would leave 2 members, of which 1 answer (not c3): a quorum needs 2")
+	wantAppError(t, "two of three down", err, errtype.EtcdQuorum, "would leave 2 members, of which 1 answer (not c3): a quorum needs 2")
 }
 
 // A member is added when the healthy ones stay a quorum of the new size,
@@ -176,7 +179,7 @@ func TestRemoveLostMemberKeepsAQuorum(t *testing.T) {
 func TestAddMember(t *testing.T) {
 	f, ca := newFakeCluster(t, 2)
 	a := &Activities{Vault: clientPair(t), Timeout: 2 * time.Second}
-	in := AddMemberInput{Endpoints: []string{f.url("11"), f.url("12")}, CACert: ca, Issuer: "etcd", Name: "c4", PeerURL: "https://c4.test:2380"}
+	in := etcd.AddMemberInput{Endpoints: []string{f.url("11"), f.url("12")}, CACert: ca, Issuer: "etcd", Name: "c4", PeerURL: "https://c4.test:2380"}
 	res, err := a.AddMember(context.Background(), in)
 	const want = "c1=https://c1.test:2380,c2=https://c2.test:2380,c4=https://c4.test:2380"
 	if err != nil || !res.Added || res.InitialCluster != want || strings.Join(res.Members, ",") != "c1,c2,c4" || res.Healthy != 2 || res.ID != "d" {
@@ -191,14 +194,14 @@ func TestAddMember(t *testing.T) {
 		t.Fatalf("%d adds, want 1", adds)
 	}
 	// Another member while c4 has not started: refused.
-	_, err = a.AddMember(context.Background(), AddMemberInput{Endpoints: in.Endpoints, CACert: ca, Issuer: "etcd", Name: "c5", PeerURL: "https://c5.test:2380"})
-	wantAppError(t, "c5 while c4 has not started", err, ErrTypeQuorum, "member d (peer URLs https://c4.test:2380) was added and has not started")
+	_, err = a.AddMember(context.Background(), etcd.AddMemberInput{Endpoints: in.Endpoints, CACert: ca, Issuer: "etcd", Name: "c5", PeerURL: "https://c5.test:2380"})
+	wantAppError(t, "c5 while c4 has not started", err, errtype.EtcdQuorum, "member d (peer URLs https://c4.test:2380) was added and has not started")
 	// c4's peer URL under another name, c1's name with another URL.
-	_, err = a.AddMember(context.Background(), AddMemberInput{Endpoints: in.Endpoints, CACert: ca, Issuer: "etcd", Name: "c1", PeerURL: "https://c9.test:2380"})
-	wantAppError(t, "c1 again", err, ErrTypeInvalidInput, "already has a member c1")
-	_, err = a.AddMember(context.Background(), AddMemberInput{Endpoints: in.Endpoints, CACert: ca, Issuer: "etcd", Name: "c9", PeerURL: "https://c1.test:2380"})
-	wantAppError(t, "c1's peer URL", err, ErrTypeInvalidInput, "is etcd member c1's")
-	for _, bad := range []AddMemberInput{
+	_, err = a.AddMember(context.Background(), etcd.AddMemberInput{Endpoints: in.Endpoints, CACert: ca, Issuer: "etcd", Name: "c1", PeerURL: "https://c9.test:2380"})
+	wantAppError(t, "c1 again", err, errtype.InvalidInput, "already has a member c1")
+	_, err = a.AddMember(context.Background(), etcd.AddMemberInput{Endpoints: in.Endpoints, CACert: ca, Issuer: "etcd", Name: "c9", PeerURL: "https://c1.test:2380"})
+	wantAppError(t, "c1's peer URL", err, errtype.InvalidInput, "is etcd member c1's")
+	for _, bad := range []etcd.AddMemberInput{
 		{Endpoints: in.Endpoints, Name: "c5", PeerURL: "http://c5.test:2380"},
 		{Endpoints: in.Endpoints, Name: "c5", PeerURL: "https://c5.test"},
 		{Endpoints: in.Endpoints, Name: "c5=x", PeerURL: "https://c5.test:2380"},
@@ -206,7 +209,7 @@ func TestAddMember(t *testing.T) {
 	} {
 		bad.CACert, bad.Issuer = ca, "etcd"
 		_, err := a.AddMember(context.Background(), bad)
-		wantAppError(t, "input "+bad.Name+" "+bad.PeerURL, err, ErrTypeInvalidInput)
+		wantAppError(t, "input "+bad.Name+" "+bad.PeerURL, err, errtype.InvalidInput)
 	}
 }
 
@@ -216,9 +219,9 @@ func TestAddMemberRefusedWithoutAQuorumOfTheNewSize(t *testing.T) {
 	f, ca := newFakeCluster(t, 2)
 	f.down("12")
 	a := &Activities{Vault: clientPair(t), Timeout: 2 * time.Second}
-	in := AddMemberInput{Endpoints: []string{f.url("11"), f.url("12")}, CACert: ca, Issuer: "etcd", Name: "c4", PeerURL: "https://c4.test:2380"}
+	in := etcd.AddMemberInput{Endpoints: []string{f.url("11"), f.url("12")}, CACert: ca, Issuer: "etcd", Name: "c4", PeerURL: "https://c4.test:2380"}
 	_, err := a.AddMember(context.Background(), in)
-	wantAppError(t, "one of two down", err, ErrTypeQuorum,
+	wantAppError(t, "one of two down", err, errtype.EtcdQuorum,
 		"adding c4 would make 3 members, of which 1 answer (not c2): a quorum of 3 needs 2, and c4 counts only once it has started")
 	if adds, _ := f.changes(); adds != 0 {
 		t.Fatalf("added while refused")
@@ -233,15 +236,15 @@ func TestAddMemberRefusedWithoutAQuorumOfTheNewSize(t *testing.T) {
 func TestMembershipOfARealEtcd(t *testing.T) {
 	e := startEtcd(t)
 	a := &Activities{Vault: e.issuer, Timeout: 5 * time.Second}
-	_, err := a.AddMember(context.Background(), AddMemberInput{Endpoints: []string{e.endpoint}, CACert: e.caPEM, Issuer: "etcd",
+	_, err := a.AddMember(context.Background(), etcd.AddMemberInput{Endpoints: []string{e.endpoint}, CACert: e.caPEM, Issuer: "etcd",
 		Name: "m2", PeerURL: "https://127.0.0.1:1"})
-	wantAppError(t, "a second member of one", err, ErrTypeQuorum, "adding m2 would make 2 members, of which 1 answer: a quorum of 2 needs 2")
+	wantAppError(t, "a second member of one", err, errtype.EtcdQuorum, "adding m2 would make 2 members, of which 1 answer: a quorum of 2 needs 2")
 	var list struct {
 		Members []member `json:"members"`
 	}
 	if err := e.lab.Call("/v3/cluster/member/list", map[string]any{}, &list); err != nil || len(list.Members) != 1 {
 		t.Fatalf("members after the refusal: %+v %v", list, err)
 	}
-	_, err = a.RemoveMember(context.Background(), RemoveMemberInput{Member: "m1", Endpoints: []string{e.endpoint}, CACert: e.caPEM, Issuer: "etcd", Lost: true, DryRun: true})
-	wantAppError(t, "m1 lost", err, ErrTypeNotLost, "m1 is not lost: it answers as etcd member", "at "+e.endpoint)
+	_, err = a.RemoveMember(context.Background(), etcd.RemoveMemberInput{Member: "m1", Endpoints: []string{e.endpoint}, CACert: e.caPEM, Issuer: "etcd", Lost: true, DryRun: true})
+	wantAppError(t, "m1 lost", err, errtype.EtcdMemberNotLost, "m1 is not lost: it answers as etcd member", "at "+e.endpoint)
 }

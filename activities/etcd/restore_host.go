@@ -21,7 +21,8 @@ import (
 	api "kedge.dev/kedge/actions/etcd"
 	hostapi "kedge.dev/kedge/actions/host"
 	"kedge.dev/kedge/actions/target"
-	"kedge.dev/kedge/activities/sshpool"
+
+	"kedge.dev/kedge/actions/errtype"
 )
 
 // Hosts runs the restore's scripts on a controller, as root (the host
@@ -32,7 +33,7 @@ type Hosts interface {
 
 // Files ships files to a controller over SFTP, as root (the SSH pool).
 type Files interface {
-	WithSFTP(ctx context.Context, t sshpool.Target, fn func(*sftp.Client) error) error
+	WithSFTP(ctx context.Context, t target.SSH, fn func(*sftp.Client) error) error
 }
 
 // A restore token names the restored cluster and the journal on each
@@ -61,11 +62,11 @@ func checkToken(token string) error {
 // is the restore's (retried), naming what failed.
 func (a *Activities) hostScript(ctx context.Context, t target.SSH, what, script string, env map[string]string, timeout time.Duration) (hostapi.RunResult, error) {
 	if a.Hosts == nil {
-		return hostapi.RunResult{}, temporal.NewNonRetryableApplicationError("this worker runs no host actions", ErrTypeRestoreFailed, nil)
+		return hostapi.RunResult{}, temporal.NewNonRetryableApplicationError("this worker runs no host actions", errtype.EtcdRestoreFailed, nil)
 	}
 	res, err := a.Hosts.Run(ctx, hostapi.RunInput{Target: t, Script: script, Env: env, Timeout: timeout.String()})
 	if err != nil {
-		return res, temporal.NewApplicationErrorWithCause(fmt.Sprintf("%s on %s: %v", what, t.Name(), err), ErrTypeRestoreFailed, err)
+		return res, temporal.NewApplicationErrorWithCause(fmt.Sprintf("%s on %s: %v", what, t.Name(), err), errtype.EtcdRestoreFailed, err)
 	}
 	return res, nil
 }
@@ -126,42 +127,42 @@ gone etcd
 // etcd.start-control-plane puts them back; Typhoon's etcd unit is
 // stopped. It returns once neither process runs. A second attempt finds
 // the manifests in the journal and only waits.
-func (a *Activities) StopControlPlane(ctx context.Context, in StopControlPlaneInput) (StopControlPlaneResult, error) {
+func (a *Activities) StopControlPlane(ctx context.Context, in api.StopControlPlaneInput) (api.StopControlPlaneResult, error) {
 	if err := checkToken(in.Token); err != nil {
-		return StopControlPlaneResult{}, err
+		return api.StopControlPlaneResult{}, err
 	}
 	wait := 2 * time.Minute
 	if in.Wait != "" {
 		d, err := time.ParseDuration(in.Wait)
 		if err != nil || d <= 0 {
-			return StopControlPlaneResult{}, invalid(fmt.Sprintf("wait %q is not a positive duration", in.Wait))
+			return api.StopControlPlaneResult{}, invalid(fmt.Sprintf("wait %q is not a positive duration", in.Wait))
 		}
 		wait = d
 	}
 	if in.APIServerManifest != "" {
 		if err := hostPath("apiServerManifest", in.APIServerManifest); err != nil {
-			return StopControlPlaneResult{}, err
+			return api.StopControlPlaneResult{}, err
 		}
 	}
 	switch in.EtcdMode {
 	case "static-pod":
 		if err := hostPath("etcdManifest", in.EtcdManifest); err != nil {
-			return StopControlPlaneResult{}, err
+			return api.StopControlPlaneResult{}, err
 		}
 	case "host-unit":
 		if !unitName.MatchString(in.EtcdUnit) {
-			return StopControlPlaneResult{}, invalid(fmt.Sprintf("etcdUnit %q is not a unit's name", in.EtcdUnit))
+			return api.StopControlPlaneResult{}, invalid(fmt.Sprintf("etcdUnit %q is not a unit's name", in.EtcdUnit))
 		}
 	default:
-		return StopControlPlaneResult{}, invalid(fmt.Sprintf("etcdMode %q: want static-pod or host-unit", in.EtcdMode))
+		return api.StopControlPlaneResult{}, invalid(fmt.Sprintf("etcdMode %q: want static-pod or host-unit", in.EtcdMode))
 	}
 	env := map[string]string{"JOURNAL": restoreJournal, "TOKEN": in.Token, "API_MANIFEST": in.APIServerManifest,
 		"ETCD_MODE": in.EtcdMode, "ETCD_MANIFEST": in.EtcdManifest, "ETCD_UNIT": in.EtcdUnit, "WAIT": strconv.Itoa(int(wait.Seconds()))}
 	out, err := a.hostScript(ctx, in.Target, "stop the control plane", stopScript, env, 2*wait+time.Minute)
 	if err != nil {
-		return StopControlPlaneResult{}, err
+		return api.StopControlPlaneResult{}, err
 	}
-	return StopControlPlaneResult{Stopped: strings.Fields(out.Stdout)}, nil
+	return api.StopControlPlaneResult{Stopped: strings.Fields(out.Stdout)}, nil
 }
 
 var unitName = regexp.MustCompile(`^[A-Za-z0-9:_.@-]{1,200}\.service$`)
@@ -187,22 +188,22 @@ fi
 // (etcd.start-control-plane): the manifest etcd.stop-control-plane moved
 // aside is put back, or Typhoon's etcd unit is started. A manifest
 // already back is left.
-func (a *Activities) StartControlPlane(ctx context.Context, in StartControlPlaneInput) (StartControlPlaneResult, error) {
+func (a *Activities) StartControlPlane(ctx context.Context, in api.StartControlPlaneInput) (api.StartControlPlaneResult, error) {
 	if err := checkToken(in.Token); err != nil {
-		return StartControlPlaneResult{}, err
+		return api.StartControlPlaneResult{}, err
 	}
 	switch {
 	case in.Component != "etcd" && in.Component != "kube-apiserver":
-		return StartControlPlaneResult{}, invalid(fmt.Sprintf("component %q: want etcd or kube-apiserver", in.Component))
+		return api.StartControlPlaneResult{}, invalid(fmt.Sprintf("component %q: want etcd or kube-apiserver", in.Component))
 	case in.Component == "etcd" && in.EtcdMode == "host-unit" && !unitName.MatchString(in.EtcdUnit):
-		return StartControlPlaneResult{}, invalid(fmt.Sprintf("etcdUnit %q is not a unit's name", in.EtcdUnit))
+		return api.StartControlPlaneResult{}, invalid(fmt.Sprintf("etcdUnit %q is not a unit's name", in.EtcdUnit))
 	}
 	env := map[string]string{"JOURNAL": restoreJournal, "TOKEN": in.Token, "COMPONENT": in.Component, "ETCD_MODE": in.EtcdMode, "ETCD_UNIT": in.EtcdUnit}
 	out, err := a.hostScript(ctx, in.Target, "start "+in.Component, startScript, env, 2*time.Minute)
 	if err != nil {
-		return StartControlPlaneResult{}, err
+		return api.StartControlPlaneResult{}, err
 	}
-	return StartControlPlaneResult{Started: append([]string{}, strings.Fields(out.Stdout)...), StartedAt: out.Outputs["startedAt"]}, nil
+	return api.StartControlPlaneResult{Started: append([]string{}, strings.Fields(out.Stdout)...), StartedAt: out.Outputs["startedAt"]}, nil
 }
 
 // memberStateScript says whether the member was restored already with
@@ -275,9 +276,9 @@ const phaseShip = "ship"
 // directory is moved aside and kept. Every step is journaled on the host
 // (/var/lib/kedge/restore/TOKEN): an attempt after a worker died finishes
 // the job, and one that finds the member restored changes nothing.
-func (a *Activities) RestoreMember(ctx context.Context, in RestoreMemberInput) (RestoreMemberResult, error) {
+func (a *Activities) RestoreMember(ctx context.Context, in api.RestoreMemberInput) (api.RestoreMemberResult, error) {
 	if err := checkRestoreMember(in); err != nil {
-		return RestoreMemberResult{}, err
+		return api.RestoreMemberResult{}, err
 	}
 	owner := in.Owner
 	if owner == "" {
@@ -285,7 +286,7 @@ func (a *Activities) RestoreMember(ctx context.Context, in RestoreMemberInput) (
 	}
 	env := map[string]string{"JOURNAL": restoreJournal, "TOKEN": in.Token, "NAME": in.Name, "DATA": in.DataDir,
 		"STAGING": in.DataDir + ".restoring-" + in.Token, "KEPT": in.DataDir + ".before-" + in.Token, "OWNER": owner}
-	res := RestoreMemberResult{DataDir: in.DataDir}
+	res := api.RestoreMemberResult{DataDir: in.DataDir}
 	st, err := a.hostScript(ctx, in.Target, "read the restore's journal", memberStateScript, env, 2*time.Minute)
 	if err != nil {
 		return res, err
@@ -294,16 +295,16 @@ func (a *Activities) RestoreMember(ctx context.Context, in RestoreMemberInput) (
 		res.Kept, res.Owner, res.Mode = st.Outputs["kept"], st.Outputs["owner"], st.Outputs["mode"]
 		return res, nil
 	}
-	cluster, dest, err := a.checkDrillInput(RestoreDrillInput{Vault: in.Vault, Destination: in.Destination, Snapshot: in.Snapshot})
+	cluster, dest, err := a.checkDrillInput(api.RestoreDrillInput{Vault: in.Vault, Destination: in.Destination, Snapshot: in.Snapshot})
 	if err != nil {
 		return res, err
 	}
 	if a.Keys == nil || a.Files == nil {
-		return res, temporal.NewNonRetryableApplicationError("the worker has no codec key to open the snapshot with, or no SSH pool", ErrTypeNoSealKey, nil)
+		return res, temporal.NewNonRetryableApplicationError("the worker has no codec key to open the snapshot with, or no SSH pool", errtype.NoSealKey, nil)
 	}
 	work, err := newScratch(drillTempDir, "restore")
 	if err != nil {
-		return res, temporal.NewApplicationErrorWithCause("a directory for the restore", ErrTypeRestoreFailed, err)
+		return res, temporal.NewApplicationErrorWithCause("a directory for the restore", errtype.EtcdRestoreFailed, err)
 	}
 	defer work.remove()
 	dir := work.dir
@@ -314,7 +315,7 @@ func (a *Activities) RestoreMember(ctx context.Context, in RestoreMemberInput) (
 	}
 	n, err := a.ship(ctx, in.Target, filepath.Join(dir, "data"), env["STAGING"])
 	if err != nil {
-		return res, temporal.NewApplicationErrorWithCause(fmt.Sprintf("ship the restored data directory to %s: %v", in.Target.Name(), err), ErrTypeRestoreFailed, err)
+		return res, temporal.NewApplicationErrorWithCause(fmt.Sprintf("ship the restored data directory to %s: %v", in.Target.Name(), err), errtype.EtcdRestoreFailed, err)
 	}
 	if afterShip != nil {
 		if err := afterShip(); err != nil {
@@ -344,7 +345,7 @@ var afterShip func() error
 // restoreJournal is api.RestoreJournal (a variable for tests).
 var restoreJournal = api.RestoreJournal
 
-func checkRestoreMember(in RestoreMemberInput) error {
+func checkRestoreMember(in api.RestoreMemberInput) error {
 	if err := checkToken(in.Token); err != nil {
 		return err
 	}
@@ -367,7 +368,7 @@ func checkRestoreMember(in RestoreMemberInput) error {
 
 // restoreLocally fetches and checks the snapshot into dir, and restores
 // it with etcdutl into dir/data as the member of the new cluster.
-func (a *Activities) restoreLocally(ctx context.Context, in RestoreMemberInput, cluster string, dest api.Destination, dir string, prog *drillProgress) error {
+func (a *Activities) restoreLocally(ctx context.Context, in api.RestoreMemberInput, cluster string, dest api.Destination, dir string, prog *drillProgress) error {
 	store, err := openStore(ctx, dest)
 	if err != nil {
 		return err
@@ -388,7 +389,7 @@ func (a *Activities) restoreLocally(ctx context.Context, in RestoreMemberInput, 
 	if err := snapshot.NewV3(zap.NewNop()).Restore(snapshot.RestoreConfig{SnapshotPath: file, Name: in.Name, OutputDataDir: filepath.Join(dir, "data"),
 		PeerURLs: []string{in.PeerURL}, InitialCluster: in.InitialCluster, InitialClusterToken: in.Token,
 		RevisionBump: revisionBump, MarkCompacted: true}); err != nil {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("etcd's restore of %s as %s: %v", snap.name.key, in.Name, err), ErrTypeRestoreFailed, err)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("etcd's restore of %s as %s: %v", snap.name.key, in.Name, err), errtype.EtcdRestoreFailed, err)
 	}
 	_ = os.Remove(file)
 	prog.setPhase(phaseShip)

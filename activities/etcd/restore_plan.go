@@ -19,53 +19,19 @@ import (
 	"kedge.dev/kedge/internal/sealstream"
 )
 
-// The restore's actions, declared in actions/etcd.
-const (
-	QuorumLostAction        = api.QuorumLostAction
-	RestorePlanAction       = api.RestorePlanAction
-	StopControlPlaneAction  = api.StopControlPlaneAction
-	RestoreMemberAction     = api.RestoreMemberAction
-	StartControlPlaneAction = api.StartControlPlaneAction
-)
-
-// Error types of the restore.
-const (
-	// ErrTypeMajorityHealthy: a majority of etcd's members answers
-	// healthy: its quorum is not lost, and a restore would throw away
-	// what was written since the snapshot. Not retried.
-	ErrTypeMajorityHealthy = errtype.EtcdMajorityHealthy
-	// ErrTypeRestoreFailed: a host step of the restore failed (a process
-	// that would not stop, a data directory that could not be moved).
-	ErrTypeRestoreFailed = errtype.EtcdRestoreFailed
-)
-
-// The restore's inputs and results, declared in actions/etcd.
-type (
-	QuorumLostInput         = api.QuorumLostInput
-	QuorumLostResult        = api.QuorumLostResult
-	RestorePlanInput        = api.RestorePlanInput
-	RestorePlanResult       = api.RestorePlanResult
-	StopControlPlaneInput   = api.StopControlPlaneInput
-	StopControlPlaneResult  = api.StopControlPlaneResult
-	StartControlPlaneInput  = api.StartControlPlaneInput
-	StartControlPlaneResult = api.StartControlPlaneResult
-	RestoreMemberInput      = api.RestoreMemberInput
-	RestoreMemberResult     = api.RestoreMemberResult
-)
-
 // QuorumLost refuses a restore while etcd can still serve
 // (etcd.quorum-lost): the members are listed as any member last knew
 // them, each is asked for itself, and when a majority of them answers
 // with a leader and no error, it fails (MajorityHealthy, not retried).
 // No member answering at all is a lost quorum: the endpoints given are
 // then the members.
-func (a *Activities) QuorumLost(ctx context.Context, in QuorumLostInput) (QuorumLostResult, error) {
+func (a *Activities) QuorumLost(ctx context.Context, in api.QuorumLostInput) (api.QuorumLostResult, error) {
 	if err := checkEndpoints(in.Endpoints); err != nil {
-		return QuorumLostResult{}, err
+		return api.QuorumLostResult{}, err
 	}
-	cl, err := a.client(ctx, RemoveMemberInput{Vault: in.Vault, Endpoints: in.Endpoints, CACert: in.CACert, Issuer: in.Issuer})
+	cl, err := a.client(ctx, api.RemoveMemberInput{Vault: in.Vault, Endpoints: in.Endpoints, CACert: in.CACert, Issuer: in.Issuer})
 	if err != nil {
-		return QuorumLostResult{}, err
+		return api.QuorumLostResult{}, err
 	}
 	var members []member
 	for _, e := range in.Endpoints {
@@ -77,7 +43,7 @@ func (a *Activities) QuorumLost(ctx context.Context, in QuorumLostInput) (Quorum
 			break
 		}
 	}
-	res := QuorumLostResult{Members: []string{}, Healthy: []string{}}
+	res := api.QuorumLostResult{Members: []string{}, Healthy: []string{}}
 	if members == nil {
 		res.Members = append(res.Members, in.Endpoints...)
 		res.Quorum = len(in.Endpoints)/2 + 1
@@ -85,7 +51,7 @@ func (a *Activities) QuorumLost(ctx context.Context, in QuorumLostInput) (Quorum
 	}
 	res, err = majorityVerdict(members, statuses(ctx, cl, in.Endpoints, members))
 	var app *temporal.ApplicationError
-	if in.Rollback && errors.As(err, &app) && app.Type() == ErrTypeMajorityHealthy {
+	if in.Rollback && errors.As(err, &app) && app.Type() == errtype.EtcdMajorityHealthy {
 		return res, nil // asked for: a rollback over a healthy etcd
 	}
 	return res, err
@@ -94,8 +60,8 @@ func (a *Activities) QuorumLost(ctx context.Context, in QuorumLostInput) (Quorum
 // majorityVerdict counts the members that answer healthy (for
 // themselves, with a leader, no error) and refuses when they are a
 // quorum of the members.
-func majorityVerdict(members []member, answers map[string]answer) (QuorumLostResult, error) {
-	res := QuorumLostResult{Members: []string{}, Healthy: []string{}, Quorum: len(members)/2 + 1}
+func majorityVerdict(members []member, answers map[string]answer) (api.QuorumLostResult, error) {
+	res := api.QuorumLostResult{Members: []string{}, Healthy: []string{}, Quorum: len(members)/2 + 1}
 	members = slices.Clone(members)
 	slices.SortFunc(members, func(a, b member) int { return strings.Compare(displayName(a), displayName(b)) })
 	var down []string
@@ -115,7 +81,7 @@ func majorityVerdict(members []member, answers map[string]answer) (QuorumLostRes
 			why += fmt.Sprintf(" without %s; replace a lost controller with controller-replace", strings.Join(down, ", "))
 		}
 		return res, temporal.NewNonRetryableApplicationError("refused: a restore while a majority is healthy would throw away everything written since the snapshot: "+why,
-			ErrTypeMajorityHealthy, nil, res)
+			errtype.EtcdMajorityHealthy, nil, res)
 	}
 	return res, nil
 }
@@ -126,32 +92,32 @@ func majorityVerdict(members []member, answers map[string]answer) (QuorumLostRes
 // name, and the sealed object opened with the codec key (its header and
 // first chunk authenticated, the key the manifest names); nothing is
 // restored. It makes the restore's new cluster token.
-func (a *Activities) RestorePlan(ctx context.Context, in RestorePlanInput) (RestorePlanResult, error) {
+func (a *Activities) RestorePlan(ctx context.Context, in api.RestorePlanInput) (api.RestorePlanResult, error) {
 	if in.Snapshot == "latest" {
 		in.Snapshot = ""
 	}
-	cluster, dest, err := a.checkDrillInput(RestoreDrillInput{Vault: in.Vault, Destination: in.Destination, Snapshot: in.Snapshot})
+	cluster, dest, err := a.checkDrillInput(api.RestoreDrillInput{Vault: in.Vault, Destination: in.Destination, Snapshot: in.Snapshot})
 	if err != nil {
-		return RestorePlanResult{}, err
+		return api.RestorePlanResult{}, err
 	}
 	if a.Keys == nil {
-		return RestorePlanResult{}, temporal.NewNonRetryableApplicationError(
-			"the worker has no codec key to open the snapshot with: start it with --codec-key (or $KEDGE_CODEC_KEY)", ErrTypeNoSealKey, nil)
+		return api.RestorePlanResult{}, temporal.NewNonRetryableApplicationError(
+			"the worker has no codec key to open the snapshot with: start it with --codec-key (or $KEDGE_CODEC_KEY)", errtype.NoSealKey, nil)
 	}
 	store, err := openStore(ctx, dest)
 	if err != nil {
-		return RestorePlanResult{}, err
+		return api.RestorePlanResult{}, err
 	}
 	snap, err := pickDrillSnapshot(ctx, store, cluster, in.Snapshot)
 	if err != nil {
-		return RestorePlanResult{}, asRestoreError(err)
+		return api.RestorePlanResult{}, asRestoreError(err)
 	}
 	m, err := readManifest(ctx, store, cluster, snap.name)
 	if err != nil {
-		return RestorePlanResult{}, err
+		return api.RestorePlanResult{}, err
 	}
 	if err := a.opens(ctx, store, snap.name.key, m.KeyID); err != nil {
-		return RestorePlanResult{}, err
+		return api.RestorePlanResult{}, err
 	}
 	created, err := time.Parse(time.RFC3339, m.Created)
 	if err != nil {
@@ -160,7 +126,7 @@ func (a *Activities) RestorePlan(ctx context.Context, in RestorePlanInput) (Rest
 	age := time.Since(created).Round(time.Second)
 	token := make([]byte, 8)
 	_, _ = rand.Read(token)
-	return RestorePlanResult{Snapshot: snap.name.key, Created: created.UTC().Format(time.RFC3339), Age: age.String(), AgeSeconds: int64(age.Seconds()),
+	return api.RestorePlanResult{Snapshot: snap.name.key, Created: created.UTC().Format(time.RFC3339), Age: age.String(), AgeSeconds: int64(age.Seconds()),
 		Revision: m.Revision, Size: m.Size, Stored: snap.size, KeyID: m.KeyID, Members: append([]string{}, m.Members...),
 		Token: "kedge-restore-" + hex.EncodeToString(token)}, nil
 }
@@ -191,11 +157,11 @@ func (a *Activities) opens(ctx context.Context, store objstore.Store, key, keyID
 // message and retryability kept.
 func asRestoreError(err error) error {
 	var ae *temporal.ApplicationError
-	if !errors.As(err, &ae) || ae.Type() != ErrTypeDrillFailed {
+	if !errors.As(err, &ae) || ae.Type() != errtype.EtcdDrillFailed {
 		return err
 	}
 	if ae.NonRetryable() {
-		return temporal.NewNonRetryableApplicationError(ae.Message(), ErrTypeRestoreFailed, err)
+		return temporal.NewNonRetryableApplicationError(ae.Message(), errtype.EtcdRestoreFailed, err)
 	}
-	return temporal.NewApplicationErrorWithCause(ae.Message(), ErrTypeRestoreFailed, err)
+	return temporal.NewApplicationErrorWithCause(ae.Message(), errtype.EtcdRestoreFailed, err)
 }

@@ -19,7 +19,9 @@ import (
 
 	hostapi "kedge.dev/kedge/actions/host"
 	"kedge.dev/kedge/actions/target"
-	"kedge.dev/kedge/activities/sshpool"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/etcd"
 )
 
 // A restore is refused while a majority of the members answers healthy
@@ -32,10 +34,10 @@ func TestQuorumLostRefusesWhileAMajorityIsHealthy(t *testing.T) {
 	for _, f := range fakes {
 		all = append(all, f.srv.URL)
 	}
-	in := QuorumLostInput{Endpoints: all, CACert: ca, Issuer: "etcd"}
+	in := etcd.QuorumLostInput{Endpoints: all, CACert: ca, Issuer: "etcd"}
 	var ae *temporal.ApplicationError
 	_, err := a.QuorumLost(context.Background(), in)
-	if !errors.As(err, &ae) || ae.Type() != ErrTypeMajorityHealthy || !ae.NonRetryable() ||
+	if !errors.As(err, &ae) || ae.Type() != errtype.EtcdMajorityHealthy || !ae.NonRetryable() ||
 		!strings.Contains(err.Error(), "a restore while a majority is healthy") || !strings.Contains(err.Error(), "3 of etcd's 3 members answer healthy (c1, c2, c3)") {
 		t.Fatalf("every member healthy: %v", err)
 	}
@@ -47,7 +49,7 @@ func TestQuorumLostRefusesWhileAMajorityIsHealthy(t *testing.T) {
 		t.Fatalf("a rollback over a healthy etcd: %+v %v", res, err)
 	}
 	fakes[2].srv.Close()
-	if _, err = a.QuorumLost(context.Background(), in); !errors.As(err, &ae) || ae.Type() != ErrTypeMajorityHealthy ||
+	if _, err = a.QuorumLost(context.Background(), in); !errors.As(err, &ae) || ae.Type() != errtype.EtcdMajorityHealthy ||
 		!strings.Contains(err.Error(), "2 of etcd's 3 members answer healthy (c1, c2)") || !strings.Contains(err.Error(), "without c3; replace a lost controller with controller-replace") {
 		t.Fatalf("two of three healthy: %v", err)
 	}
@@ -67,7 +69,7 @@ func TestQuorumLostRefusesWhileAMajorityIsHealthy(t *testing.T) {
 func TestQuorumLostWithoutALeader(t *testing.T) {
 	fakes, ca := threeMembers(t, "0")
 	a := &Activities{Vault: clientPair(t), Timeout: 2 * time.Second}
-	res, err := a.QuorumLost(context.Background(), QuorumLostInput{Endpoints: []string{fakes[0].srv.URL}, CACert: ca, Issuer: "etcd"})
+	res, err := a.QuorumLost(context.Background(), etcd.QuorumLostInput{Endpoints: []string{fakes[0].srv.URL}, CACert: ca, Issuer: "etcd"})
 	if err != nil || len(res.Healthy) != 0 || len(res.Members) != 3 {
 		t.Fatalf("no leader: %+v %v", res, err)
 	}
@@ -78,7 +80,7 @@ func TestQuorumLostWithoutALeader(t *testing.T) {
 // does not hold is refused.
 func TestRestorePlan(t *testing.T) {
 	w := newDrillWorld(t)
-	in := RestorePlanInput{Vault: target.Vault{Cluster: "prod"}, Destination: "local", Snapshot: "latest"}
+	in := etcd.RestorePlanInput{Vault: target.Vault{Cluster: "prod"}, Destination: "local", Snapshot: "latest"}
 	res, err := w.a.RestorePlan(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -97,12 +99,12 @@ func TestRestorePlan(t *testing.T) {
 	}
 	other := &Activities{Keys: testKeys(t), Destinations: w.a.Destinations}
 	var ae *temporal.ApplicationError
-	if _, err := other.RestorePlan(context.Background(), in); !errors.As(err, &ae) || ae.Type() != ErrTypeSnapshotInvalid || !ae.NonRetryable() {
+	if _, err := other.RestorePlan(context.Background(), in); !errors.As(err, &ae) || ae.Type() != errtype.EtcdSnapshotInvalid || !ae.NonRetryable() {
 		t.Errorf("sealed with another key: %v", err)
 	}
 	empty := &Activities{Keys: w.a.Keys, Destinations: drillDests{"prod/local": {Kind: "local", Path: t.TempDir()}}}
-	if _, err := empty.RestorePlan(context.Background(), RestorePlanInput{Vault: in.Vault, Destination: "local"}); !errors.As(err, &ae) ||
-		ae.Type() != ErrTypeRestoreFailed || !ae.NonRetryable() || !strings.Contains(err.Error(), "no snapshot of cluster prod in the destination") {
+	if _, err := empty.RestorePlan(context.Background(), etcd.RestorePlanInput{Vault: in.Vault, Destination: "local"}); !errors.As(err, &ae) ||
+		ae.Type() != errtype.EtcdRestoreFailed || !ae.NonRetryable() || !strings.Contains(err.Error(), "no snapshot of cluster prod in the destination") {
 		t.Errorf("no snapshot: %v", err)
 	}
 	in.Destination = "/var/backups"
@@ -209,7 +211,7 @@ func (h *localHost) Run(ctx context.Context, in hostapi.RunInput) (hostapi.RunRe
 // localFiles serves SFTP of this machine's files through a pipe.
 type localFiles struct{}
 
-func (localFiles) WithSFTP(ctx context.Context, _ sshpool.Target, fn func(*sftp.Client) error) error {
+func (localFiles) WithSFTP(ctx context.Context, _ target.SSH, fn func(*sftp.Client) error) error {
 	a, b := net.Pipe()
 	srv, err := sftp.NewServer(a)
 	if err != nil {
@@ -237,7 +239,7 @@ func TestStopAndStartStaticPods(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	stop := StopControlPlaneInput{Token: "kedge-restore-t1", APIServerManifest: h.path("manifests", "kube-apiserver.yaml"),
+	stop := etcd.StopControlPlaneInput{Token: "kedge-restore-t1", APIServerManifest: h.path("manifests", "kube-apiserver.yaml"),
 		EtcdMode: "static-pod", EtcdManifest: h.path("manifests", "etcd.yaml"), Wait: "5s"}
 	for i := range 2 {
 		res, err := a.StopControlPlane(ctx, stop)
@@ -253,7 +255,7 @@ func TestStopAndStartStaticPods(t *testing.T) {
 		t.Errorf("etcd's manifest in the journal: %q %v", b, err)
 	}
 	for _, c := range []string{"etcd", "kube-apiserver"} {
-		in := StartControlPlaneInput{Token: "kedge-restore-t1", Component: c, EtcdMode: "static-pod"}
+		in := etcd.StartControlPlaneInput{Token: "kedge-restore-t1", Component: c, EtcdMode: "static-pod"}
 		res, err := a.StartControlPlane(ctx, in)
 		if err != nil || !slices.Equal(res.Started, []string{c}) {
 			t.Fatalf("start %s: %+v %v", c, res, err)
@@ -298,7 +300,7 @@ func TestStopWaitsOnlyForThisHostsProcesses(t *testing.T) {
 	if err := os.WriteFile(h.path("other-pid"), []byte(fmt.Sprintf("%d\n", other.Process.Pid)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	stop := StopControlPlaneInput{Token: "kedge-restore-t3", EtcdMode: "host-unit", EtcdUnit: "etcd-member.service", Wait: "2s"}
+	stop := etcd.StopControlPlaneInput{Token: "kedge-restore-t3", EtcdMode: "host-unit", EtcdUnit: "etcd-member.service", Wait: "2s"}
 	if res, err := (&Activities{Hosts: h}).StopControlPlane(context.Background(), stop); err != nil || !slices.Equal(res.Stopped, []string{"kube-apiserver", "etcd"}) {
 		t.Fatalf("stop beside another namespace's kube-apiserver: %+v %v", res, err)
 	}
@@ -313,11 +315,11 @@ func TestStopAndStartEtcdUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	stop := StopControlPlaneInput{Token: "kedge-restore-t2", EtcdMode: "host-unit", EtcdUnit: "etcd-member.service", Wait: "5s"}
+	stop := etcd.StopControlPlaneInput{Token: "kedge-restore-t2", EtcdMode: "host-unit", EtcdUnit: "etcd-member.service", Wait: "5s"}
 	if res, err := a.StopControlPlane(ctx, stop); err != nil || !slices.Equal(res.Stopped, []string{"kube-apiserver", "etcd"}) {
 		t.Fatalf("stop: %+v %v", res, err)
 	}
-	if res, err := a.StartControlPlane(ctx, StartControlPlaneInput{Token: "kedge-restore-t2", Component: "etcd", EtcdMode: "host-unit", EtcdUnit: "etcd-member.service"}); err != nil || !slices.Equal(res.Started, []string{"etcd"}) {
+	if res, err := a.StartControlPlane(ctx, etcd.StartControlPlaneInput{Token: "kedge-restore-t2", Component: "etcd", EtcdMode: "host-unit", EtcdUnit: "etcd-member.service"}); err != nil || !slices.Equal(res.Started, []string{"etcd"}) {
 		t.Fatalf("start: %+v %v", res, err)
 	}
 	if b, _ := os.ReadFile(h.path("systemctl.log")); string(b) != "stop etcd-member.service\nstart --no-block etcd-member.service\n" {
@@ -327,16 +329,16 @@ func TestStopAndStartEtcdUnit(t *testing.T) {
 	stop.Wait = "2s"
 	var ae *temporal.ApplicationError
 	_, err := a.StopControlPlane(ctx, stop)
-	if !errors.As(err, &ae) || ae.Type() != ErrTypeRestoreFailed || ae.NonRetryable() || !strings.Contains(err.Error(), "kube-apiserver still runs 2 s after it was stopped") {
+	if !errors.As(err, &ae) || ae.Type() != errtype.EtcdRestoreFailed || ae.NonRetryable() || !strings.Contains(err.Error(), "kube-apiserver still runs 2 s after it was stopped") {
 		t.Errorf("a process that will not go: %v", err)
 	}
-	for _, bad := range []StopControlPlaneInput{
+	for _, bad := range []etcd.StopControlPlaneInput{
 		{Token: "../x", EtcdMode: "host-unit", EtcdUnit: "etcd-member.service"},
 		{Token: "t", EtcdMode: "host-unit", EtcdUnit: "etcd; reboot"},
 		{Token: "t", EtcdMode: "static-pod", EtcdManifest: "etcd.yaml"},
 		{Token: "t", EtcdMode: "none"},
 	} {
-		if _, err := a.StopControlPlane(ctx, bad); !errors.As(err, &ae) || ae.Type() != ErrTypeInvalidInput {
+		if _, err := a.StopControlPlane(ctx, bad); !errors.As(err, &ae) || ae.Type() != errtype.InvalidInput {
 			t.Errorf("%+v: %v", bad, err)
 		}
 	}
@@ -347,7 +349,7 @@ func TestStopAndStartEtcdUnit(t *testing.T) {
 type restoreWorld struct {
 	a    *Activities
 	h    *localHost
-	in   RestoreMemberInput
+	in   etcd.RestoreMemberInput
 	data string
 }
 
@@ -365,7 +367,7 @@ func newRestoreWorld(t *testing.T) *restoreWorld {
 		t.Fatal(err)
 	}
 	a := &Activities{Keys: w.a.Keys, Destinations: w.a.Destinations, Hosts: h, Files: localFiles{}}
-	in := RestoreMemberInput{Target: target.SSH{Address: "127.0.0.1"}, Vault: target.Vault{Cluster: "prod"}, Destination: "local", Snapshot: w.newest,
+	in := etcd.RestoreMemberInput{Target: target.SSH{Address: "127.0.0.1"}, Vault: target.Vault{Cluster: "prod"}, Destination: "local", Snapshot: w.newest,
 		Token: "kedge-restore-t3", Name: "m1", PeerURL: "https://10.0.0.1:2380", InitialCluster: "m1=https://10.0.0.1:2380,m2=https://10.0.0.2:2380", DataDir: data}
 	return &restoreWorld{a: a, h: h, in: in, data: data}
 }
@@ -456,7 +458,7 @@ func TestRestoreMemberResumesAfterTheOldDataMoved(t *testing.T) {
 				}
 				var ae *temporal.ApplicationError
 				_, err := w.a.RestoreMember(ctx, w.in)
-				if !errors.As(err, &ae) || ae.Type() != ErrTypeRestoreFailed || !strings.Contains(err.Error(), "appeared after the old data directory was moved aside") {
+				if !errors.As(err, &ae) || ae.Type() != errtype.EtcdRestoreFailed || !strings.Contains(err.Error(), "appeared after the old data directory was moved aside") {
 					t.Fatalf("a data directory that appeared: %v", err)
 				}
 				return
@@ -500,17 +502,17 @@ func TestRestoreMemberOfALostDataDirectory(t *testing.T) {
 		t.Errorf("the broken data directory kept: %q", b)
 	}
 	var ae *temporal.ApplicationError
-	for _, bad := range []func(*RestoreMemberInput){
-		func(in *RestoreMemberInput) { in.DataDir = "/" },
-		func(in *RestoreMemberInput) { in.DataDir = "var/lib/etcd" },
-		func(in *RestoreMemberInput) { in.Token = "a b" },
-		func(in *RestoreMemberInput) { in.Owner = "root; reboot" },
-		func(in *RestoreMemberInput) { in.PeerURL = "https://10.0.0.9:2380" },
+	for _, bad := range []func(*etcd.RestoreMemberInput){
+		func(in *etcd.RestoreMemberInput) { in.DataDir = "/" },
+		func(in *etcd.RestoreMemberInput) { in.DataDir = "var/lib/etcd" },
+		func(in *etcd.RestoreMemberInput) { in.Token = "a b" },
+		func(in *etcd.RestoreMemberInput) { in.Owner = "root; reboot" },
+		func(in *etcd.RestoreMemberInput) { in.PeerURL = "https://10.0.0.9:2380" },
 	} {
 		in := w.in
 		bad(&in)
 		ran := len(w.h.scriptRan)
-		if _, err := w.a.RestoreMember(context.Background(), in); !errors.As(err, &ae) || ae.Type() != ErrTypeInvalidInput || len(w.h.scriptRan) != ran {
+		if _, err := w.a.RestoreMember(context.Background(), in); !errors.As(err, &ae) || ae.Type() != errtype.InvalidInput || len(w.h.scriptRan) != ran {
 			t.Errorf("%+v: %v", in, err)
 		}
 	}

@@ -27,31 +27,6 @@ import (
 	"kedge.dev/kedge/internal/sealstream"
 )
 
-// SnapshotAction is the action name of Snapshot.
-const SnapshotAction = api.SnapshotAction
-
-// Error types of etcd.snapshot.
-const (
-	// ErrTypeSnapshotCorrupt: etcd's snapshot failed its own check; it
-	// was not stored. Retried.
-	ErrTypeSnapshotCorrupt = errtype.EtcdSnapshotCorrupt
-	// ErrTypeObjectStore: the destination failed. Retried.
-	ErrTypeObjectStore = errtype.ObjectStore
-	// ErrTypeObjectStoreDenied: the destination refused the access.
-	ErrTypeObjectStoreDenied = errtype.ObjectStoreDenied
-	// ErrTypeNoSealKey: the worker has no codec key. Not retried.
-	ErrTypeNoSealKey = errtype.NoSealKey
-	// ErrTypeDestinationRefused: the run named a destination the
-	// worker's inventory does not define. Not retried.
-	ErrTypeDestinationRefused = errtype.CredentialRefused
-)
-
-// Snapshot's input and result, declared in actions/etcd.
-type (
-	SnapshotInput  = api.SnapshotInput
-	SnapshotResult = api.SnapshotResult
-)
-
 // SnapshotProgress is the heartbeat of etcd.snapshot: bytes received of
 // the snapshot's total.
 type SnapshotProgress struct {
@@ -85,26 +60,26 @@ var snapshotStall = time.Minute
 // manifest beside it; then deletes the cluster's older snapshots that the
 // retention does not keep. The snapshot is never held whole: one gateway
 // message and one sealed chunk at a time.
-func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotResult, error) {
+func (a *Activities) Snapshot(ctx context.Context, in api.SnapshotInput) (api.SnapshotResult, error) {
 	cluster, keepFor, dest, err := a.checkSnapshotInput(in)
 	if err != nil {
-		return SnapshotResult{}, err
+		return api.SnapshotResult{}, err
 	}
 	if a.Keys == nil {
-		return SnapshotResult{}, temporal.NewNonRetryableApplicationError(
-			"the worker has no codec key to seal the snapshot with: start it with --codec-key (or $KEDGE_CODEC_KEY)", ErrTypeNoSealKey, nil)
+		return api.SnapshotResult{}, temporal.NewNonRetryableApplicationError(
+			"the worker has no codec key to seal the snapshot with: start it with --codec-key (or $KEDGE_CODEC_KEY)", errtype.NoSealKey, nil)
 	}
 	store, err := openStore(ctx, dest)
 	if err != nil {
-		return SnapshotResult{}, err
+		return api.SnapshotResult{}, err
 	}
-	cl, err := a.client(ctx, RemoveMemberInput{Vault: in.Vault, Endpoints: in.Endpoints, CACert: in.CACert, Issuer: in.Issuer})
+	cl, err := a.client(ctx, api.RemoveMemberInput{Vault: in.Vault, Endpoints: in.Endpoints, CACert: in.CACert, Issuer: in.Issuer})
 	if err != nil {
-		return SnapshotResult{}, err
+		return api.SnapshotResult{}, err
 	}
 	src, err := pickSource(ctx, cl, in.Endpoints, in.Member)
 	if err != nil {
-		return SnapshotResult{}, err
+		return api.SnapshotResult{}, err
 	}
 	var st struct {
 		Header struct {
@@ -114,14 +89,14 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotRe
 		DBSize number `json:"dbSize"`
 	}
 	if err := cl.call(ctx, src.endpoint, "/v3/maintenance/status", map[string]any{}, &st); err != nil {
-		return SnapshotResult{}, temporal.NewApplicationError(fmt.Sprintf("%s's status at %s: %v", src.name, src.endpoint, err), ErrTypeUnavailable)
+		return api.SnapshotResult{}, temporal.NewApplicationError(fmt.Sprintf("%s's status at %s: %v", src.name, src.endpoint, err), errtype.EtcdUnavailable)
 	}
 	if st.Header.MemberID != src.id {
-		return SnapshotResult{}, temporal.NewApplicationError(fmt.Sprintf("%s answered as member %s, not %s", src.endpoint, hexID(st.Header.MemberID), src.name), ErrTypeUnavailable)
+		return api.SnapshotResult{}, temporal.NewApplicationError(fmt.Sprintf("%s answered as member %s, not %s", src.endpoint, hexID(st.Header.MemberID), src.name), errtype.EtcdUnavailable)
 	}
 	created := time.Now().UTC()
 	name := fmt.Sprintf("%s/etcd/%s-rev%d", cluster, created.Format(stampLayout), int64(st.Header.Revision))
-	res := SnapshotResult{Key: name + snapshotSuffix, Manifest: name + manifestSuffix, Member: src.name, Revision: int64(st.Header.Revision),
+	res := api.SnapshotResult{Key: name + snapshotSuffix, Manifest: name + manifestSuffix, Member: src.name, Revision: int64(st.Header.Revision),
 		KeyID: a.Keys.ActiveKey(), Members: src.members, Created: created.Format(time.RFC3339)}
 	pulled, err := a.pullInto(ctx, cl, src, int64(st.DBSize), store, res.Key)
 	if err != nil {
@@ -216,7 +191,7 @@ func (a *Activities) pull(ctx context.Context, cl *client, src source, estimate 
 	defer stall.Stop()
 	sw, err := sealstream.NewWriter(out, a.Keys)
 	if err != nil {
-		return p, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeNoSealKey, err)
+		return p, temporal.NewNonRetryableApplicationError(err.Error(), errtype.NoSealKey, err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(src.endpoint, "/")+"/v3/maintenance/snapshot", strings.NewReader("{}"))
 	if err != nil {
@@ -230,12 +205,12 @@ func (a *Activities) pull(ctx context.Context, cl *client, src source, estimate 
 		err = fmt.Errorf("no answer within %s", snapshotStall)
 	}
 	if err != nil {
-		return p, temporal.NewApplicationError(fmt.Sprintf("snapshot from %s at %s: %v", src.name, src.endpoint, err), ErrTypeUnavailable)
+		return p, temporal.NewApplicationError(fmt.Sprintf("snapshot from %s at %s: %v", src.name, src.endpoint, err), errtype.EtcdUnavailable)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return p, temporal.NewApplicationError(fmt.Sprintf("snapshot from %s at %s: %s: %s", src.name, src.endpoint, resp.Status, strings.TrimSpace(string(body))), ErrTypeUnavailable)
+		return p, temporal.NewApplicationError(fmt.Sprintf("snapshot from %s at %s: %s: %s", src.name, src.endpoint, resp.Status, strings.TrimSpace(string(body))), errtype.EtcdUnavailable)
 	}
 	whole := sha256.New()
 	body := &trailer{h: sha256.New()}
@@ -247,13 +222,13 @@ func (a *Activities) pull(ctx context.Context, cl *client, src source, estimate 
 		if err := dec.Decode(&msg); errors.Is(err, io.EOF) {
 			break
 		} else if stalled.Load() {
-			return p, temporal.NewApplicationError(fmt.Sprintf("snapshot from %s: nothing came for %s after %d bytes", src.name, snapshotStall, p.size), ErrTypeUnavailable)
+			return p, temporal.NewApplicationError(fmt.Sprintf("snapshot from %s: nothing came for %s after %d bytes", src.name, snapshotStall, p.size), errtype.EtcdUnavailable)
 		} else if err != nil {
-			return p, temporal.NewApplicationError(fmt.Sprintf("snapshot from %s broke after %d bytes: %v", src.name, p.size, err), ErrTypeUnavailable)
+			return p, temporal.NewApplicationError(fmt.Sprintf("snapshot from %s broke after %d bytes: %v", src.name, p.size, err), errtype.EtcdUnavailable)
 		}
 		stall.Reset(snapshotStall)
 		if msg.Error != nil {
-			return p, temporal.NewApplicationError(fmt.Sprintf("snapshot from %s failed after %d bytes: %s", src.name, p.size, msg.Error.Message), ErrTypeUnavailable)
+			return p, temporal.NewApplicationError(fmt.Sprintf("snapshot from %s failed after %d bytes: %s", src.name, p.size, msg.Error.Message), errtype.EtcdUnavailable)
 		}
 		if msg.Result == nil {
 			continue
@@ -290,7 +265,7 @@ func (a *Activities) pull(ctx context.Context, cl *client, src source, estimate 
 }
 
 func corrupt(src source, why string) error {
-	return temporal.NewApplicationError(fmt.Sprintf("the snapshot from %s is corrupt, not stored: %s", src.name, why), ErrTypeSnapshotCorrupt)
+	return temporal.NewApplicationError(fmt.Sprintf("the snapshot from %s is corrupt, not stored: %s", src.name, why), errtype.EtcdSnapshotCorrupt)
 }
 
 // progressBeat heartbeats the bytes done, at most once a second (and
@@ -367,7 +342,7 @@ func pickSource(ctx context.Context, cl *client, endpoints []string, want string
 		}
 	}
 	if list == nil {
-		return source{}, temporal.NewApplicationError(fmt.Sprintf("no etcd member answered (%s): %v", strings.Join(endpoints, ", "), lastErr), ErrTypeUnavailable)
+		return source{}, temporal.NewApplicationError(fmt.Sprintf("no etcd member answered (%s): %v", strings.Join(endpoints, ", "), lastErr), errtype.EtcdUnavailable)
 	}
 	slices.SortFunc(list, func(a, b snapMember) int { return strings.Compare(a.Name, b.Name) })
 	members := make([]member, len(list))
@@ -387,7 +362,7 @@ func pickSource(ctx context.Context, cl *client, endpoints []string, want string
 	for _, m := range list {
 		why := sourceProblem(m, answers[m.ID], alarms.Alarms)
 		if want != "" && m.Name == want && why != "" {
-			return source{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("refusing a snapshot from %s: it %s", want, why), ErrTypeUnhealthy, nil)
+			return source{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("refusing a snapshot from %s: it %s", want, why), errtype.EtcdUnhealthy, nil)
 		}
 		if why != "" {
 			problems = append(problems, displayName(m.member)+" "+why)
@@ -404,7 +379,7 @@ func pickSource(ctx context.Context, cl *client, endpoints []string, want string
 		}
 	}
 	if want != "" {
-		return source{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("etcd has no member named %s (members: %s)", want, strings.Join(names, ", ")), ErrTypeInvalidInput, nil)
+		return source{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("etcd has no member named %s (members: %s)", want, strings.Join(names, ", ")), errtype.InvalidInput, nil)
 	}
 	if len(healthy) > 0 {
 		return healthy[0], nil
@@ -412,7 +387,7 @@ func pickSource(ctx context.Context, cl *client, endpoints []string, want string
 	if leader != nil {
 		return *leader, nil
 	}
-	return source{}, temporal.NewNonRetryableApplicationError("no etcd member can give a snapshot: "+strings.Join(problems, "; "), ErrTypeUnhealthy, nil)
+	return source{}, temporal.NewNonRetryableApplicationError("no etcd member can give a snapshot: "+strings.Join(problems, "; "), errtype.EtcdUnhealthy, nil)
 }
 
 // sourceProblem says why m cannot give a snapshot ("" when it can).
@@ -451,11 +426,11 @@ func displayName(m member) string {
 func storeError(what string, err error) error {
 	switch {
 	case errors.Is(err, objstore.ErrDenied):
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", what, err), ErrTypeObjectStoreDenied, err)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", what, err), errtype.ObjectStoreDenied, err)
 	case errors.Is(err, objstore.ErrInvalidKey):
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", what, err), ErrTypeInvalidInput, err)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", what, err), errtype.InvalidInput, err)
 	}
-	return temporal.NewApplicationError(fmt.Sprintf("%s: %v", what, err), ErrTypeObjectStore, err)
+	return temporal.NewApplicationError(fmt.Sprintf("%s: %v", what, err), errtype.ObjectStore, err)
 }
 
 // snapshotName is a stored snapshot as its key names it.

@@ -16,13 +16,15 @@ import (
 	api "kedge.dev/kedge/actions/etcd"
 	"kedge.dev/kedge/internal/objstore"
 	"kedge.dev/kedge/internal/secretfile"
+
+	"kedge.dev/kedge/actions/errtype"
 )
 
 // checkSnapshotInput refuses what etcd.snapshot cannot use before
 // anything is asked of etcd or of a destination, and returns the cluster
 // (the first segment of every key), keepFor and the destination the
 // worker's operator defined under the name the run gives.
-func (a *Activities) checkSnapshotInput(in SnapshotInput) (string, time.Duration, api.Destination, error) {
+func (a *Activities) checkSnapshotInput(in api.SnapshotInput) (string, time.Duration, api.Destination, error) {
 	var none api.Destination
 	if err := checkEndpoints(in.Endpoints); err != nil {
 		return "", 0, none, err
@@ -79,7 +81,7 @@ func (a *Activities) destination(cluster, name string) (api.Destination, error) 
 
 // refused is a destination the worker will not use: not retried.
 func refused(msg string) error {
-	return temporal.NewNonRetryableApplicationError(msg, ErrTypeDestinationRefused, nil)
+	return temporal.NewNonRetryableApplicationError(msg, errtype.CredentialRefused, nil)
 }
 
 // openStore opens the checked destination: a local directory (made,

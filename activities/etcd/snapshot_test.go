@@ -32,6 +32,8 @@ import (
 	"kedge.dev/kedge/internal/codec"
 	"kedge.dev/kedge/internal/objstore"
 	"kedge.dev/kedge/internal/sealstream"
+
+	"kedge.dev/kedge/actions/errtype"
 )
 
 // testKeys is a codec key file of its own.
@@ -74,7 +76,7 @@ func TestSnapshotOfARealEtcd(t *testing.T) {
 	keys := testKeys(t)
 	dir := t.TempDir()
 	a := &Activities{Vault: e.issuer, Keys: keys, Timeout: 5 * time.Second, Destinations: localDest(dir)}
-	in := SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{e.endpoint}, CACert: e.caPEM, Issuer: "etcd",
+	in := api.SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{e.endpoint}, CACert: e.caPEM, Issuer: "etcd",
 		Destination: "local"}
 	start := time.Now()
 	res, err := a.Snapshot(context.Background(), in)
@@ -173,7 +175,7 @@ func TestSnapshotRetention(t *testing.T) {
 	put("mercury/etcd/notes.txt")
 
 	a := &Activities{Vault: e.issuer, Keys: testKeys(t), Destinations: localDest(dir)}
-	in := SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{e.endpoint}, CACert: e.caPEM, Issuer: "etcd",
+	in := api.SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{e.endpoint}, CACert: e.caPEM, Issuer: "etcd",
 		Destination: "local", KeepLast: 2, KeepFor: "48h"}
 	res, err := a.Snapshot(context.Background(), in)
 	if err != nil {
@@ -214,7 +216,7 @@ func TestSnapshotRetention(t *testing.T) {
 func TestSnapshotSourceIsAHealthyVotingMember(t *testing.T) {
 	fakes, ca := threeMembers(t, "12")
 	a := &Activities{Vault: clientPair(t), Timeout: 2 * time.Second}
-	cl, err := a.client(context.Background(), RemoveMemberInput{CACert: ca, Issuer: "etcd"})
+	cl, err := a.client(context.Background(), api.RemoveMemberInput{CACert: ca, Issuer: "etcd"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,9 +233,9 @@ func TestSnapshotSourceIsAHealthyVotingMember(t *testing.T) {
 		t.Errorf("c1 down: %+v, %v", src, err)
 	}
 	_, err = pickSource(context.Background(), cl, []string{fakes[2].srv.URL}, "c1")
-	wantType(t, "c1 down and asked for", err, ErrTypeUnhealthy, true, "refusing a snapshot from c1: it does not answer")
+	wantType(t, "c1 down and asked for", err, errtype.EtcdUnhealthy, true, "refusing a snapshot from c1: it does not answer")
 	_, err = pickSource(context.Background(), cl, []string{fakes[2].srv.URL}, "c9")
-	wantType(t, "no such member", err, ErrTypeInvalidInput, true, "etcd has no member named c9 (members: c1, c2, c3)")
+	wantType(t, "no such member", err, errtype.InvalidInput, true, "etcd has no member named c9 (members: c1, c2, c3)")
 }
 
 // Why a member cannot give a snapshot.
@@ -320,8 +322,8 @@ func TestCorruptSnapshotIsNotStored(t *testing.T) {
 		says   string
 	}{
 		{"good", func(w http.ResponseWriter) { streamOf(w, good, 32<<10) }, "", ""},
-		{"its sha256 changed", func(w http.ResponseWriter) { streamOf(w, badSum, 32<<10) }, ErrTypeSnapshotCorrupt, "its trailing sha256 does not match"},
-		{"a byte changed", func(w http.ResponseWriter) { streamOf(w, badBody, 32<<10) }, ErrTypeSnapshotCorrupt, "its trailing sha256 does not match"},
+		{"its sha256 changed", func(w http.ResponseWriter) { streamOf(w, badSum, 32<<10) }, errtype.EtcdSnapshotCorrupt, "its trailing sha256 does not match"},
+		{"a byte changed", func(w http.ResponseWriter) { streamOf(w, badBody, 32<<10) }, errtype.EtcdSnapshotCorrupt, "its trailing sha256 does not match"},
 		{"a message lost", func(w http.ResponseWriter) {
 			var buf bytes.Buffer
 			rec := httptest.NewRecorder()
@@ -329,20 +331,20 @@ func TestCorruptSnapshotIsNotStored(t *testing.T) {
 			lines := bytes.SplitAfter(rec.Body.Bytes(), []byte("\n"))
 			buf.Write(bytes.Join(append(lines[:1:1], lines[2:]...), nil))
 			_, _ = w.Write(buf.Bytes())
-		}, ErrTypeSnapshotCorrupt, fmt.Sprintf("it announced %d bytes and sent %d", len(good), len(good)-32<<10)},
+		}, errtype.EtcdSnapshotCorrupt, fmt.Sprintf("it announced %d bytes and sent %d", len(good), len(good)-32<<10)},
 		{"an error mid-stream", func(w http.ResponseWriter) {
 			rec := httptest.NewRecorder()
 			streamOf(rec, good, 32<<10)
 			first, _, _ := bytes.Cut(rec.Body.Bytes(), []byte("\n"))
 			_, _ = w.Write(append(first, []byte("\n{\"error\":{\"grpc_code\":14,\"message\":\"etcdserver: leader changed\"}}\n")...))
-		}, ErrTypeUnavailable, "failed after 32768 bytes: etcdserver: leader changed"},
-		{"nothing", func(w http.ResponseWriter) {}, ErrTypeSnapshotCorrupt, "it sent no data"},
+		}, errtype.EtcdUnavailable, "failed after 32768 bytes: etcdserver: leader changed"},
+		{"nothing", func(w http.ResponseWriter) {}, errtype.EtcdSnapshotCorrupt, "it sent no data"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			endpoint, ca := snapshotGateway(t, c.stream)
 			dir := t.TempDir()
 			a := &Activities{Vault: clientPair(t), Keys: testKeys(t), Timeout: 2 * time.Second, Destinations: localDest(dir)}
-			res, err := a.Snapshot(context.Background(), SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{endpoint}, CACert: ca,
+			res, err := a.Snapshot(context.Background(), api.SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{endpoint}, CACert: ca,
 				Issuer: "etcd", Destination: "local"})
 			stored, _ := filepath.Glob(filepath.Join(dir, "mercury", "etcd", "*"))
 			if c.typ == "" {
@@ -403,36 +405,38 @@ func TestSnapshotInputRefused(t *testing.T) {
 	operators := filepath.Join(dir, "backups")
 	worker := dests{"mercury/local": {Kind: api.DestinationLocal, Path: operators},
 		"mercury/broken": {Kind: api.DestinationLocal, Path: "backups"}}
-	base := SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{"https://127.0.0.1:2379"}, CACert: "x", Issuer: "etcd", Destination: "local"}
-	with := func(f func(*SnapshotInput)) SnapshotInput { in := base; f(&in); return in }
-	named := func(name string) SnapshotInput { return with(func(in *SnapshotInput) { in.Destination = name }) }
+	base := api.SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{"https://127.0.0.1:2379"}, CACert: "x", Issuer: "etcd", Destination: "local"}
+	with := func(f func(*api.SnapshotInput)) api.SnapshotInput { in := base; f(&in); return in }
+	named := func(name string) api.SnapshotInput {
+		return with(func(in *api.SnapshotInput) { in.Destination = name })
+	}
 	for _, c := range []struct {
 		name string
-		in   SnapshotInput
+		in   api.SnapshotInput
 		typ  string
 		says string
 	}{
-		{"no cluster", with(func(in *SnapshotInput) { in.Vault.Cluster = "" }), ErrTypeInvalidInput, `cluster "" cannot name snapshots`},
-		{"a cluster with a slash", with(func(in *SnapshotInput) { in.Vault.Cluster = "a/b" }), ErrTypeInvalidInput, `cluster "a/b" cannot name snapshots`},
-		{"a cluster ..", with(func(in *SnapshotInput) { in.Vault.Cluster = ".." }), ErrTypeInvalidInput, `cluster ".." cannot name snapshots`},
-		{"an http endpoint", with(func(in *SnapshotInput) { in.Endpoints = []string{"http://127.0.0.1:2379"} }), ErrTypeInvalidInput, "is not https://HOST:PORT"},
-		{"keepLast negative", with(func(in *SnapshotInput) { in.KeepLast = -1 }), ErrTypeInvalidInput, "keepLast must not be negative"},
-		{"keepFor not a duration", with(func(in *SnapshotInput) { in.KeepFor = "7d" }), ErrTypeInvalidInput, `keepFor "7d" is not a positive duration`},
-		{"a path", named(filepath.Join(dir, "elsewhere")), ErrTypeDestinationRefused, "is not a destination's name: a run names one of the destinations the worker's inventory of cluster mercury defines under backups:, never a path or an endpoint"},
-		{"an endpoint", named("https://s3.example:9000"), ErrTypeDestinationRefused, "never a path or an endpoint"},
-		{"a name and a path", named("local/../../etc"), ErrTypeDestinationRefused, "never a path or an endpoint"},
-		{"no name", named(""), ErrTypeDestinationRefused, `destination "" is not a destination's name`},
-		{"a name not defined", named("offsite"), ErrTypeDestinationRefused, `destination offsite: cluster mercury: the inventory defines no backup destination "offsite"`},
-		{"another cluster's name", with(func(in *SnapshotInput) { in.Vault.Cluster = "venus" }), ErrTypeDestinationRefused, `cluster venus: the inventory defines no backup destination "local"`},
-		{"a definition that fails its checks", named("broken"), ErrTypeDestinationRefused, `destination broken (the worker's inventory of cluster mercury, backups.broken): path "backups" is not an absolute, clean path`},
+		{"no cluster", with(func(in *api.SnapshotInput) { in.Vault.Cluster = "" }), errtype.InvalidInput, `cluster "" cannot name snapshots`},
+		{"a cluster with a slash", with(func(in *api.SnapshotInput) { in.Vault.Cluster = "a/b" }), errtype.InvalidInput, `cluster "a/b" cannot name snapshots`},
+		{"a cluster ..", with(func(in *api.SnapshotInput) { in.Vault.Cluster = ".." }), errtype.InvalidInput, `cluster ".." cannot name snapshots`},
+		{"an http endpoint", with(func(in *api.SnapshotInput) { in.Endpoints = []string{"http://127.0.0.1:2379"} }), errtype.InvalidInput, "is not https://HOST:PORT"},
+		{"keepLast negative", with(func(in *api.SnapshotInput) { in.KeepLast = -1 }), errtype.InvalidInput, "keepLast must not be negative"},
+		{"keepFor not a duration", with(func(in *api.SnapshotInput) { in.KeepFor = "7d" }), errtype.InvalidInput, `keepFor "7d" is not a positive duration`},
+		{"a path", named(filepath.Join(dir, "elsewhere")), errtype.CredentialRefused, "is not a destination's name: a run names one of the destinations the worker's inventory of cluster mercury defines under backups:, never a path or an endpoint"},
+		{"an endpoint", named("https://s3.example:9000"), errtype.CredentialRefused, "never a path or an endpoint"},
+		{"a name and a path", named("local/../../etc"), errtype.CredentialRefused, "never a path or an endpoint"},
+		{"no name", named(""), errtype.CredentialRefused, `destination "" is not a destination's name`},
+		{"a name not defined", named("offsite"), errtype.CredentialRefused, `destination offsite: cluster mercury: the inventory defines no backup destination "offsite"`},
+		{"another cluster's name", with(func(in *api.SnapshotInput) { in.Vault.Cluster = "venus" }), errtype.CredentialRefused, `cluster venus: the inventory defines no backup destination "local"`},
+		{"a definition that fails its checks", named("broken"), errtype.CredentialRefused, `destination broken (the worker's inventory of cluster mercury, backups.broken): path "backups" is not an absolute, clean path`},
 	} {
 		_, err := (&Activities{Keys: testKeys(t), Destinations: worker}).Snapshot(context.Background(), c.in)
 		wantType(t, c.name, err, c.typ, true, c.says)
 	}
 	_, err := (&Activities{Keys: testKeys(t)}).Snapshot(context.Background(), base)
-	wantType(t, "a worker with no destinations", err, ErrTypeDestinationRefused, true, "this worker knows no backup destinations")
+	wantType(t, "a worker with no destinations", err, errtype.CredentialRefused, true, "this worker knows no backup destinations")
 	_, err = (&Activities{Destinations: worker}).Snapshot(context.Background(), base)
-	wantType(t, "no codec key", err, ErrTypeNoSealKey, true, "the worker has no codec key")
+	wantType(t, "no codec key", err, errtype.NoSealKey, true, "the worker has no codec key")
 	if _, err := os.Stat(operators); err == nil {
 		t.Errorf("a refused snapshot made %s", operators)
 	}
@@ -460,10 +464,10 @@ func TestS3CredentialsFile(t *testing.T) {
 		t.Errorf("no secret: %v", err)
 	}
 	open := write("open", "aws_access_key_id = A\naws_secret_access_key = s3cr3t-value\n", 0o644)
-	in := SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{"https://127.0.0.1:2379"}, CACert: "x", Issuer: "etcd", Destination: "offsite"}
+	in := api.SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{"https://127.0.0.1:2379"}, CACert: "x", Issuer: "etcd", Destination: "offsite"}
 	offsite := dests{"mercury/offsite": {Kind: api.DestinationS3, Endpoint: "https://127.0.0.1:1", Bucket: "kedge-backups", CredentialsFile: open}}
 	_, err := (&Activities{Keys: testKeys(t), Destinations: offsite}).Snapshot(context.Background(), in)
-	wantType(t, "credentials readable by others", err, ErrTypeInvalidInput, true, "is open to other users (mode 0644)")
+	wantType(t, "credentials readable by others", err, errtype.InvalidInput, true, "is open to other users (mode 0644)")
 	if err != nil && strings.Contains(err.Error(), "s3cr3t") {
 		t.Errorf("the error holds the secret: %v", err)
 	}
@@ -487,8 +491,8 @@ func TestSnapshotHeartbeatsItsProgress(t *testing.T) {
 		}
 	})
 	a := &Activities{Vault: clientPair(t), Keys: testKeys(t), Timeout: 2 * time.Second, Destinations: localDest(t.TempDir())}
-	env.RegisterActivityWithOptions(a.Snapshot, activity.RegisterOptions{Name: SnapshotAction})
-	if _, err := env.ExecuteActivity(SnapshotAction, SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{endpoint}, CACert: ca,
+	env.RegisterActivityWithOptions(a.Snapshot, activity.RegisterOptions{Name: api.SnapshotAction})
+	if _, err := env.ExecuteActivity(api.SnapshotAction, api.SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{endpoint}, CACert: ca,
 		Issuer: "etcd", Destination: "local"}); err != nil {
 		t.Fatal(err)
 	}
@@ -520,9 +524,9 @@ func TestStalledSnapshotIsGivenUp(t *testing.T) {
 	})
 	dir := t.TempDir()
 	a := &Activities{Vault: clientPair(t), Keys: testKeys(t), Timeout: 2 * time.Second, Destinations: localDest(dir)}
-	_, err := a.Snapshot(context.Background(), SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{endpoint}, CACert: ca,
+	_, err := a.Snapshot(context.Background(), api.SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{endpoint}, CACert: ca,
 		Issuer: "etcd", Destination: "local"})
-	wantType(t, "stalled", err, ErrTypeUnavailable, false, "snapshot from c1: nothing came for 300ms after 32768 bytes")
+	wantType(t, "stalled", err, errtype.EtcdUnavailable, false, "snapshot from c1: nothing came for 300ms after 32768 bytes")
 	if stored, _ := filepath.Glob(filepath.Join(dir, "mercury", "etcd", "*")); len(stored) != 0 {
 		t.Errorf("stored %v", stored)
 	}
@@ -535,7 +539,7 @@ func TestSnapshotsInOneSecondKeepTheirOwnNames(t *testing.T) {
 	endpoint, ca := snapshotGateway(t, func(w http.ResponseWriter) { streamOf(w, data, 32<<10) })
 	dir := t.TempDir()
 	a := &Activities{Vault: clientPair(t), Keys: testKeys(t), Timeout: 2 * time.Second, Destinations: localDest(dir)}
-	in := SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{endpoint}, CACert: ca, Issuer: "etcd", Destination: "local", KeepLast: 2}
+	in := api.SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{endpoint}, CACert: ca, Issuer: "etcd", Destination: "local", KeepLast: 2}
 	var keys []string
 	for range 3 {
 		res, err := a.Snapshot(context.Background(), in)

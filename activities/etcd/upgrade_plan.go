@@ -16,9 +16,6 @@ import (
 	"kedge.dev/kedge/internal/layout"
 )
 
-// UpgradePlanAction is the action name of UpgradePlan.
-const UpgradePlanAction = api.UpgradePlanAction
-
 // minBeforeMinor is, for a minor etcd moves to, the patch every member of
 // the minor before must run first. etcd's 3.5 to 3.6 guide asks for a late
 // 3.5 patch: from v3.5.1 to v3.5.19 a voting member may come back as a

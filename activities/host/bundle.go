@@ -10,6 +10,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/host"
 )
 
 // bundleTimeout bounds the remote unpacking by default.
@@ -22,24 +25,24 @@ const bundleTimeout = 2 * time.Minute
 // all are staged are they renamed into place, each rename atomic. A failure
 // before that leaves every target untouched. Files whose content and mode
 // already match count as unchanged; when all match nothing is done.
-func (a *Activities) InstallBundle(ctx context.Context, in InstallBundleInput) (InstallBundleResult, error) {
+func (a *Activities) InstallBundle(ctx context.Context, in host.InstallBundleInput) (host.InstallBundleResult, error) {
 	res, err := a.installBundle(ctx, in)
 	return res, toTemporal(err)
 }
 
-func (a *Activities) installBundle(ctx context.Context, in InstallBundleInput) (InstallBundleResult, error) {
+func (a *Activities) installBundle(ctx context.Context, in host.InstallBundleInput) (host.InstallBundleResult, error) {
 	archive, files, err := buildBundle(in.Files)
 	if err != nil {
-		return InstallBundleResult{}, err
+		return host.InstallBundleResult{}, err
 	}
 	timeout := bundleTimeout
 	if in.Timeout != "" {
 		if timeout, err = time.ParseDuration(in.Timeout); err != nil || timeout <= 0 {
-			return InstallBundleResult{}, invalid(fmt.Sprintf("timeout %q is not a positive duration", in.Timeout))
+			return host.InstallBundleResult{}, invalid(fmt.Sprintf("timeout %q is not a positive duration", in.Timeout))
 		}
 	}
 	sum := sha(archive)
-	res := InstallBundleResult{SHA256: sum, Files: files}
+	res := host.InstallBundleResult{SHA256: sum, Files: files}
 	dir := path.Join(a.backupDir(), "bundle-"+sum[:16])
 	bundle := dir + ".tar"
 	t := in.Target
@@ -54,7 +57,7 @@ func (a *Activities) installBundle(ctx context.Context, in InstallBundleInput) (
 		return res, err
 	}
 	if out.ExitCode != 0 {
-		return res, &typedError{typ: ErrTypeCommandFailed,
+		return res, &typedError{typ: errtype.CommandFailed,
 			msg: fmt.Sprintf("install bundle %s on %s: exit status %d%s (no file was changed)", sum[:16], t.Name(), out.ExitCode, tailLine(out.Stderr))}
 	}
 	res.Changed = out.Outputs["changed"] == "true"
@@ -66,7 +69,7 @@ func (a *Activities) installBundle(ctx context.Context, in InstallBundleInput) (
 }
 
 // buildBundle validates the files and tars them (paths relative to /).
-func buildBundle(files []BundleFile) ([]byte, []string, error) {
+func buildBundle(files []host.BundleFile) ([]byte, []string, error) {
 	if len(files) == 0 {
 		return nil, nil, invalid("files: a bundle needs at least one file")
 	}
@@ -116,7 +119,7 @@ const bundleUnsafe = " \t\n'\"$`\\*?[]"
 var ownerSpec = regexp.MustCompile(`^[A-Za-z0-9_][-A-Za-z0-9_.]*(:[A-Za-z0-9_][-A-Za-z0-9_.]*)?$`)
 
 // owners maps each file that names one to its owner.
-func owners(files []BundleFile) map[string]string {
+func owners(files []host.BundleFile) map[string]string {
 	m := map[string]string{}
 	for _, f := range files {
 		if f.Owner != "" {
@@ -185,13 +188,13 @@ echo "created=$created" >>"$KEDGE_OUTPUT"
 
 // RestoreBundle undoes a host.install-bundle (host.restore-bundle): the
 // replaced files come back from the backup, the created ones are removed.
-func (a *Activities) RestoreBundle(ctx context.Context, in RestoreBundleInput) (RestoreBundleResult, error) {
+func (a *Activities) RestoreBundle(ctx context.Context, in host.RestoreBundleInput) (host.RestoreBundleResult, error) {
 	res, err := a.restoreBundle(ctx, in)
 	return res, toTemporal(err)
 }
 
-func (a *Activities) restoreBundle(ctx context.Context, in RestoreBundleInput) (RestoreBundleResult, error) {
-	var res RestoreBundleResult
+func (a *Activities) restoreBundle(ctx context.Context, in host.RestoreBundleInput) (host.RestoreBundleResult, error) {
+	var res host.RestoreBundleResult
 	if in.Changed != nil && !*in.Changed {
 		return res, nil
 	}
@@ -228,7 +231,7 @@ func (a *Activities) restoreBundle(ctx context.Context, in RestoreBundleInput) (
 		return res, err
 	}
 	if out.ExitCode != 0 {
-		return res, &typedError{typ: ErrTypeCommandFailed, msg: fmt.Sprintf("restore bundle on %s: exit status %d%s", t.Name(), out.ExitCode, tailLine(out.Stderr))}
+		return res, &typedError{typ: errtype.CommandFailed, msg: fmt.Sprintf("restore bundle on %s: exit status %d%s", t.Name(), out.ExitCode, tailLine(out.Stderr))}
 	}
 	res.Restored = strings.Fields(out.Outputs["restored"])
 	res.Removed = strings.Fields(out.Outputs["removed"])

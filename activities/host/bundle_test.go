@@ -13,6 +13,9 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/host"
 )
 
 func readMode(t *testing.T, p string) (string, os.FileMode) {
@@ -38,8 +41,8 @@ func TestInstallBundleAllOrNoneAndRestore(t *testing.T) {
 	if err := os.WriteFile(c, []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	files := []BundleFile{{Path: a, Content: "KEY", Mode: "0600"}, {Path: b, Content: "pod"}, {Path: c, Content: "new"}}
-	res, err := w.acts.InstallBundle(t.Context(), InstallBundleInput{Target: w.tg, Files: files})
+	files := []host.BundleFile{{Path: a, Content: "KEY", Mode: "0600"}, {Path: b, Content: "pod"}, {Path: c, Content: "new"}}
+	res, err := w.acts.InstallBundle(t.Context(), host.InstallBundleInput{Target: w.tg, Files: files})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,13 +62,13 @@ func TestInstallBundleAllOrNoneAndRestore(t *testing.T) {
 	}
 
 	// The same bundle again changes nothing.
-	again, err := w.acts.InstallBundle(t.Context(), InstallBundleInput{Target: w.tg, Files: files})
+	again, err := w.acts.InstallBundle(t.Context(), host.InstallBundleInput{Target: w.tg, Files: files})
 	if err != nil || again.Changed {
 		t.Fatalf("second install: %+v %v", again, err)
 	}
 
 	// Undo: the replaced file comes back, the created ones go.
-	back, err := w.acts.RestoreBundle(t.Context(), RestoreBundleInput{Target: w.tg, Files: res.Files, Backup: res.Backup, Created: res.Created})
+	back, err := w.acts.RestoreBundle(t.Context(), host.RestoreBundleInput{Target: w.tg, Files: res.Files, Backup: res.Backup, Created: res.Created})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,10 +98,10 @@ func TestInstallBundleFailureChangesNothing(t *testing.T) {
 	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := w.acts.InstallBundle(t.Context(), InstallBundleInput{Target: w.tg, Files: []BundleFile{
+	_, err := w.acts.InstallBundle(t.Context(), host.InstallBundleInput{Target: w.tg, Files: []host.BundleFile{
 		{Path: good, Content: "after"}, {Path: filepath.Join(blocker, "child"), Content: "x"},
 	}})
-	appErr(t, err, ErrTypeCommandFailed, false)
+	appErr(t, err, errtype.CommandFailed, false)
 	if got, _ := readMode(t, good); got != "before" {
 		t.Errorf("%s became %q though the install failed", good, got)
 	}
@@ -109,7 +112,7 @@ func TestInstallBundleFailureChangesNothing(t *testing.T) {
 
 func TestInstallBundleRefusesBadInput(t *testing.T) {
 	w := newWorld(t)
-	for _, files := range [][]BundleFile{
+	for _, files := range [][]host.BundleFile{
 		nil,
 		{{Path: "relative/path", Content: "x"}},
 		{{Path: "/a b", Content: "x"}},
@@ -120,8 +123,8 @@ func TestInstallBundleRefusesBadInput(t *testing.T) {
 		{{Path: "/x", Content: "1"}, {Path: "/x", Content: "2"}},
 		{{Path: "/x", Content: "1", Mode: "999"}},
 	} {
-		_, err := w.acts.InstallBundle(t.Context(), InstallBundleInput{Target: w.tg, Files: files})
-		appErr(t, err, ErrTypeInvalidInput, true)
+		_, err := w.acts.InstallBundle(t.Context(), host.InstallBundleInput{Target: w.tg, Files: files})
+		appErr(t, err, errtype.InvalidInput, true)
 	}
 }
 
@@ -135,21 +138,21 @@ func TestCertInfoReadsFilesAndKubeconfigs(t *testing.T) {
 	if err := os.WriteFile(pemPath, certPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res, err := w.acts.CertInfo(t.Context(), CertInfoInput{Target: w.tg, Paths: []string{pemPath, missing}, Threshold: "48h"})
+	res, err := w.acts.CertInfo(t.Context(), host.CertInfoInput{Target: w.tg, Paths: []string{pemPath, missing}, Threshold: "48h"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Files) != 2 || !res.Files[0].Exists || res.Files[1].Exists || !res.Due || res.Earliest != res.Files[0].NotAfter {
 		t.Fatalf("%+v", res)
 	}
-	res, err = w.acts.CertInfo(t.Context(), CertInfoInput{Target: w.tg, Paths: []string{pemPath}, Threshold: "1m"})
+	res, err = w.acts.CertInfo(t.Context(), host.CertInfoInput{Target: w.tg, Paths: []string{pemPath}, Threshold: "1m"})
 	if err != nil || res.Due {
 		t.Errorf("a day-long certificate is due within a minute: %+v %v", res, err)
 	}
 	bad := filepath.Join(dir, "notes.txt")
 	_ = os.WriteFile(bad, []byte("hello"), 0o644)
-	_, err = w.acts.CertInfo(t.Context(), CertInfoInput{Target: w.tg, Paths: []string{bad}})
-	appErr(t, err, ErrTypeInvalidInput, true)
+	_, err = w.acts.CertInfo(t.Context(), host.CertInfoInput{Target: w.tg, Paths: []string{bad}})
+	appErr(t, err, errtype.InvalidInput, true)
 }
 
 func testCertPEM(t *testing.T) []byte {

@@ -8,17 +8,19 @@ import (
 	"github.com/pkg/sftp"
 
 	"kedge.dev/kedge/internal/certfile"
+
+	"kedge.dev/kedge/actions/host"
 )
 
 // CertInfo reports when the certificates in files on the host end
 // (host.cert-info). A missing file is reported, not an error.
-func (a *Activities) CertInfo(ctx context.Context, in CertInfoInput) (CertInfoResult, error) {
+func (a *Activities) CertInfo(ctx context.Context, in host.CertInfoInput) (host.CertInfoResult, error) {
 	res, err := a.certInfo(ctx, in)
 	return res, toTemporal(err)
 }
 
-func (a *Activities) certInfo(ctx context.Context, in CertInfoInput) (CertInfoResult, error) {
-	var res CertInfoResult
+func (a *Activities) certInfo(ctx context.Context, in host.CertInfoInput) (host.CertInfoResult, error) {
+	var res host.CertInfoResult
 	if len(in.Paths) == 0 {
 		return res, invalid("paths: name at least one file")
 	}
@@ -51,14 +53,14 @@ func (a *Activities) certInfo(ctx context.Context, in CertInfoInput) (CertInfoRe
 	}
 	now := time.Now()
 	for _, p := range in.Paths {
-		cf := CertFile{Path: p}
+		cf := host.CertFile{Path: p}
 		if f := files[p]; f != nil {
 			certs, err := certfile.Parse(f.data)
 			if err != nil {
 				return res, invalid(fmt.Sprintf("%s on %s: %v", p, in.Target.Name(), err))
 			}
 			d := certfile.Describe(certs[0], now, threshold)
-			cf = CertFile{Path: p, Exists: true, Subject: d.Subject, Issuer: d.Issuer, Serial: d.Serial, NotAfter: d.NotAfter, Due: d.Due}
+			cf = host.CertFile{Path: p, Exists: true, Subject: d.Subject, Issuer: d.Issuer, Serial: d.Serial, NotAfter: d.NotAfter, Due: d.Due}
 			res.Due = res.Due || d.Due
 			if res.Earliest == "" || d.NotAfter < res.Earliest {
 				res.Earliest = d.NotAfter

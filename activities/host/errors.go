@@ -10,27 +10,6 @@ import (
 	"kedge.dev/kedge/activities/sshpool"
 )
 
-// Error types, as runbooks and operators see them.
-const (
-	ErrTypeHostKeyMismatch = errtype.HostKeyMismatch
-	ErrTypeHostUnknown     = errtype.HostUnknown
-	ErrTypeAuthFailed      = errtype.AuthFailed
-	ErrTypeUnreachable     = errtype.HostUnreachable
-	ErrTypeConnectionLost  = errtype.ConnectionLost
-	ErrTypeCommandFailed   = errtype.CommandFailed
-	ErrTypeCommandTimeout  = errtype.CommandTimeout
-	ErrTypeFileNotFound    = errtype.FileNotFound
-	ErrTypeUnitFailed      = errtype.UnitFailed
-	ErrTypeInvalidInput    = errtype.InvalidInput
-	// ErrTypePrivilege is a login user that cannot become root (sudo
-	// missing or wanting a password). Not retried.
-	ErrTypePrivilege = errtype.PrivilegeEscalationFailed
-	// ErrTypeFileFailed is an SFTP operation the host refused (permission
-	// denied, no space left, not a directory...). Retryable: the step's
-	// retry policy decides.
-	ErrTypeFileFailed = errtype.FileOperationFailed
-)
-
 // typedError carries a type for errors that arise in this package.
 type typedError struct {
 	typ          string
@@ -42,7 +21,7 @@ type typedError struct {
 func (e *typedError) Error() string { return e.msg }
 
 func invalid(msg string) error {
-	return &typedError{typ: ErrTypeInvalidInput, msg: msg, nonRetryable: true}
+	return &typedError{typ: errtype.InvalidInput, msg: msg, nonRetryable: true}
 }
 
 // toTemporal translates an error into a Temporal application error, once,
@@ -60,22 +39,22 @@ func toTemporal(err error) error {
 			NonRetryable: te.nonRetryable, Details: te.details,
 		})
 	}
-	typ := ErrTypeConnectionLost // anything else went wrong on the way to the host
+	typ := errtype.ConnectionLost // anything else went wrong on the way to the host
 	switch {
 	case errors.Is(err, sshpool.ErrHostKeyMismatch):
-		typ = ErrTypeHostKeyMismatch
+		typ = errtype.HostKeyMismatch
 	case errors.Is(err, sshpool.ErrHostUnknown):
-		typ = ErrTypeHostUnknown
+		typ = errtype.HostUnknown
 	case errors.Is(err, sshpool.ErrAuthFailed):
-		typ = ErrTypeAuthFailed
+		typ = errtype.AuthFailed
 	case errors.Is(err, sshpool.ErrPrivilege):
-		typ = ErrTypePrivilege
+		typ = errtype.PrivilegeEscalationFailed
 	case errors.Is(err, sshpool.ErrConfig):
-		typ = ErrTypeInvalidInput
+		typ = errtype.InvalidInput
 	case errors.Is(err, sshpool.ErrUnreachable):
-		typ = ErrTypeUnreachable
+		typ = errtype.HostUnreachable
 	case errors.Is(err, sshpool.ErrConnectionLost):
-		typ = ErrTypeConnectionLost
+		typ = errtype.ConnectionLost
 	}
 	return temporal.NewApplicationErrorWithOptions(err.Error(), typ, temporal.ApplicationErrorOptions{
 		NonRetryable: !sshpool.Retryable(err),

@@ -20,6 +20,10 @@ import (
 	"github.com/pkg/sftp"
 
 	"kedge.dev/kedge/activities/sshpool"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/target"
 )
 
 const (
@@ -32,7 +36,7 @@ const (
 )
 
 // WriteFile writes a file atomically (host.write-file).
-func (a *Activities) WriteFile(ctx context.Context, in WriteFileInput) (WriteFileResult, error) {
+func (a *Activities) WriteFile(ctx context.Context, in host.WriteFileInput) (host.WriteFileResult, error) {
 	res, err := a.writeFile(ctx, in)
 	return res, toTemporal(err)
 }
@@ -45,21 +49,21 @@ type remoteFile struct {
 	ids      bool // uid/gid known
 }
 
-func (a *Activities) writeFile(ctx context.Context, in WriteFileInput) (WriteFileResult, error) {
+func (a *Activities) writeFile(ctx context.Context, in host.WriteFileInput) (host.WriteFileResult, error) {
 	if err := checkPath(in.Path); err != nil {
-		return WriteFileResult{}, err
+		return host.WriteFileResult{}, err
 	}
 	content, err := inputContent(in.Content, in.ContentBase64)
 	if err != nil {
-		return WriteFileResult{}, err
+		return host.WriteFileResult{}, err
 	}
 	mode, err := parseMode(in.Mode)
 	if err != nil {
-		return WriteFileResult{}, err
+		return host.WriteFileResult{}, err
 	}
 	t := in.Target
 	sum := sha(content)
-	res := WriteFileResult{SHA256: sum}
+	res := host.WriteFileResult{SHA256: sum}
 
 	// Each phase is safe to repeat, so a connection that dies in one is
 	// redialled and the phase rerun without redoing the others.
@@ -104,22 +108,22 @@ func (a *Activities) writeFile(ctx context.Context, in WriteFileInput) (WriteFil
 }
 
 // RestoreFile undoes a host.write-file (host.restore-file).
-func (a *Activities) RestoreFile(ctx context.Context, in RestoreFileInput) (RestoreFileResult, error) {
+func (a *Activities) RestoreFile(ctx context.Context, in host.RestoreFileInput) (host.RestoreFileResult, error) {
 	res, err := a.restoreFile(ctx, in)
 	return res, toTemporal(err)
 }
 
-func (a *Activities) restoreFile(ctx context.Context, in RestoreFileInput) (RestoreFileResult, error) {
+func (a *Activities) restoreFile(ctx context.Context, in host.RestoreFileInput) (host.RestoreFileResult, error) {
 	if err := checkPath(in.Path); err != nil {
-		return RestoreFileResult{}, err
+		return host.RestoreFileResult{}, err
 	}
 	if in.Changed != nil && !*in.Changed {
-		return RestoreFileResult{}, nil
+		return host.RestoreFileResult{}, nil
 	}
 	t := in.Target
 	if in.Backup != "" {
 		if err := a.checkBackup(in.Backup); err != nil {
-			return RestoreFileResult{}, err
+			return host.RestoreFileResult{}, err
 		}
 		var backup *remoteFile
 		err := a.Pool.WithSFTP(ctx, t, func(c *sftp.Client) (err error) {
@@ -127,25 +131,25 @@ func (a *Activities) restoreFile(ctx context.Context, in RestoreFileInput) (Rest
 			return err
 		})
 		if err != nil {
-			return RestoreFileResult{}, a.fileErr(t, "read backup", in.Backup, err)
+			return host.RestoreFileResult{}, a.fileErr(t, "read backup", in.Backup, err)
 		}
 		if backup == nil {
-			return RestoreFileResult{}, &typedError{typ: ErrTypeFileNotFound, nonRetryable: true,
+			return host.RestoreFileResult{}, &typedError{typ: errtype.FileNotFound, nonRetryable: true,
 				msg: fmt.Sprintf("backup %s of %s is gone from %s", in.Backup, in.Path, t.Name())}
 		}
 		if err := ctx.Err(); err != nil {
-			return RestoreFileResult{}, err
+			return host.RestoreFileResult{}, err
 		}
 		err = a.Pool.WithSFTP(ctx, t, func(c *sftp.Client) error {
 			return atomicWrite(c, in.Path, backup.data, backup.mode, backup, 0)
 		})
 		if err != nil {
-			return RestoreFileResult{}, a.fileErr(t, "restore", in.Path, err)
+			return host.RestoreFileResult{}, a.fileErr(t, "restore", in.Path, err)
 		}
-		return RestoreFileResult{Restored: true}, nil
+		return host.RestoreFileResult{Restored: true}, nil
 	}
 	if in.Existed {
-		return RestoreFileResult{}, invalid(fmt.Sprintf("%s existed before the write but no backup was kept (noBackup): nothing to restore from", in.Path))
+		return host.RestoreFileResult{}, invalid(fmt.Sprintf("%s existed before the write but no backup was kept (noBackup): nothing to restore from", in.Path))
 	}
 	err := a.Pool.WithSFTP(ctx, t, func(c *sftp.Client) error {
 		if err := c.Remove(in.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -154,26 +158,26 @@ func (a *Activities) restoreFile(ctx context.Context, in RestoreFileInput) (Rest
 		return nil
 	})
 	if err != nil {
-		return RestoreFileResult{}, a.fileErr(t, "remove", in.Path, err)
+		return host.RestoreFileResult{}, a.fileErr(t, "remove", in.Path, err)
 	}
-	return RestoreFileResult{Removed: true}, nil
+	return host.RestoreFileResult{Removed: true}, nil
 }
 
 // ReadFile reads a file (host.read-file).
-func (a *Activities) ReadFile(ctx context.Context, in ReadFileInput) (ReadFileResult, error) {
+func (a *Activities) ReadFile(ctx context.Context, in host.ReadFileInput) (host.ReadFileResult, error) {
 	res, err := a.readFile(ctx, in)
 	return res, toTemporal(err)
 }
 
-func (a *Activities) readFile(ctx context.Context, in ReadFileInput) (ReadFileResult, error) {
+func (a *Activities) readFile(ctx context.Context, in host.ReadFileInput) (host.ReadFileResult, error) {
 	if climbs(in.Path) {
-		return ReadFileResult{}, climbsError("path", in.Path)
+		return host.ReadFileResult{}, climbsError("path", in.Path)
 	}
 	if !path.IsAbs(in.Path) {
-		return ReadFileResult{}, invalid(fmt.Sprintf("path %q must be absolute", in.Path))
+		return host.ReadFileResult{}, invalid(fmt.Sprintf("path %q must be absolute", in.Path))
 	}
 	if in.Missing != "" && in.Missing != "error" && in.Missing != "empty" {
-		return ReadFileResult{}, invalid(fmt.Sprintf("missing must be error or empty, got %q", in.Missing))
+		return host.ReadFileResult{}, invalid(fmt.Sprintf("missing must be error or empty, got %q", in.Missing))
 	}
 	limit := int64(in.MaxBytes)
 	if limit <= 0 {
@@ -187,18 +191,18 @@ func (a *Activities) readFile(ctx context.Context, in ReadFileInput) (ReadFileRe
 	})
 	var big *tooBigError
 	if errors.As(err, &big) {
-		return ReadFileResult{}, invalid(fmt.Sprintf("%s on %s is %d bytes, over maxBytes %d", in.Path, t.Name(), big.size, limit))
+		return host.ReadFileResult{}, invalid(fmt.Sprintf("%s on %s is %d bytes, over maxBytes %d", in.Path, t.Name(), big.size, limit))
 	}
 	if err != nil {
-		return ReadFileResult{}, a.fileErr(t, "read", in.Path, err)
+		return host.ReadFileResult{}, a.fileErr(t, "read", in.Path, err)
 	}
 	if f == nil {
 		if in.Missing == "empty" {
-			return ReadFileResult{}, nil
+			return host.ReadFileResult{}, nil
 		}
-		return ReadFileResult{}, &typedError{typ: ErrTypeFileNotFound, nonRetryable: true, msg: fmt.Sprintf("%s does not exist on %s", in.Path, t.Name())}
+		return host.ReadFileResult{}, &typedError{typ: errtype.FileNotFound, nonRetryable: true, msg: fmt.Sprintf("%s does not exist on %s", in.Path, t.Name())}
 	}
-	res := ReadFileResult{Exists: true, SHA256: sha(f.data), Mode: fmt.Sprintf("%04o", f.mode), Size: int64(len(f.data))}
+	res := host.ReadFileResult{Exists: true, SHA256: sha(f.data), Mode: fmt.Sprintf("%04o", f.mode), Size: int64(len(f.data))}
 	if utf8.Valid(f.data) {
 		res.Content = string(f.data)
 	} else {
@@ -249,7 +253,7 @@ func (a *Activities) checkBackup(b string) error {
 }
 
 // fileErr classifies an SFTP failure once.
-func (a *Activities) fileErr(t sshpool.Target, op, p string, err error) error {
+func (a *Activities) fileErr(t target.SSH, op, p string, err error) error {
 	var te *typedError
 	switch {
 	case errors.As(err, &te), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -260,9 +264,9 @@ func (a *Activities) fileErr(t sshpool.Target, op, p string, err error) error {
 	case sshpool.IsTransportError(err):
 		return a.Pool.Lost(t, fmt.Errorf("%s %s: %w", op, p, err))
 	case errors.Is(err, fs.ErrNotExist):
-		return &typedError{typ: ErrTypeFileNotFound, nonRetryable: true, msg: fmt.Sprintf("%s %s on %s: %v", op, p, t.Name(), err)}
+		return &typedError{typ: errtype.FileNotFound, nonRetryable: true, msg: fmt.Sprintf("%s %s on %s: %v", op, p, t.Name(), err)}
 	}
-	return &typedError{typ: ErrTypeFileFailed, msg: fmt.Sprintf("%s %s on %s: %v", op, p, t.Name(), err)}
+	return &typedError{typ: errtype.FileOperationFailed, msg: fmt.Sprintf("%s %s on %s: %v", op, p, t.Name(), err)}
 }
 
 func inputContent(text, b64 string) ([]byte, error) {

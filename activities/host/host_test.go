@@ -9,6 +9,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"kedge.dev/kedge/activities/sshpool"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/host"
 )
 
 func TestQuoteSurvivesTheShell(t *testing.T) {
@@ -47,13 +50,13 @@ func TestErrorsAreClassifiedOnce(t *testing.T) {
 		typ          string
 		nonRetryable bool
 	}{
-		{&sshpool.HostKeyError{Node: "w1", Presented: "SHA256:a", Expected: []string{"SHA256:b"}}, ErrTypeHostKeyMismatch, true},
-		{errors.Join(errors.New("x"), sshpool.ErrHostUnknown), ErrTypeHostUnknown, true},
-		{errors.Join(errors.New("x"), sshpool.ErrAuthFailed), ErrTypeAuthFailed, true},
-		{errors.Join(errors.New("x"), sshpool.ErrUnreachable), ErrTypeUnreachable, false},
-		{errors.Join(errors.New("x"), sshpool.ErrConnectionLost), ErrTypeConnectionLost, false},
-		{invalid("bad"), ErrTypeInvalidInput, true},
-		{&typedError{typ: ErrTypeCommandFailed, msg: "exit 1"}, ErrTypeCommandFailed, false},
+		{&sshpool.HostKeyError{Node: "w1", Presented: "SHA256:a", Expected: []string{"SHA256:b"}}, errtype.HostKeyMismatch, true},
+		{errors.Join(errors.New("x"), sshpool.ErrHostUnknown), errtype.HostUnknown, true},
+		{errors.Join(errors.New("x"), sshpool.ErrAuthFailed), errtype.AuthFailed, true},
+		{errors.Join(errors.New("x"), sshpool.ErrUnreachable), errtype.HostUnreachable, false},
+		{errors.Join(errors.New("x"), sshpool.ErrConnectionLost), errtype.ConnectionLost, false},
+		{invalid("bad"), errtype.InvalidInput, true},
+		{&typedError{typ: errtype.CommandFailed, msg: "exit 1"}, errtype.CommandFailed, false},
 	}
 	for _, c := range cases {
 		var app *temporal.ApplicationError
@@ -79,19 +82,19 @@ func TestBackupNamesAreFlatAndDistinct(t *testing.T) {
 
 func TestInputValidation(t *testing.T) {
 	a := &Activities{}
-	if _, err := a.run(t.Context(), RunInput{}); err == nil || !strings.Contains(err.Error(), "exactly one of command and script") {
+	if _, err := a.run(t.Context(), host.RunInput{}); err == nil || !strings.Contains(err.Error(), "exactly one of command and script") {
 		t.Errorf("run without command: %v", err)
 	}
-	if _, err := a.run(t.Context(), RunInput{Command: "x", Env: map[string]string{"BAD-NAME": "1"}}); err == nil {
+	if _, err := a.run(t.Context(), host.RunInput{Command: "x", Env: map[string]string{"BAD-NAME": "1"}}); err == nil {
 		t.Error("bad env name accepted")
 	}
-	if _, err := a.writeFile(t.Context(), WriteFileInput{Path: "relative"}); err == nil {
+	if _, err := a.writeFile(t.Context(), host.WriteFileInput{Path: "relative"}); err == nil {
 		t.Error("relative path accepted")
 	}
-	if _, err := a.writeFile(t.Context(), WriteFileInput{Path: "/x", Mode: "0999"}); err == nil {
+	if _, err := a.writeFile(t.Context(), host.WriteFileInput{Path: "/x", Mode: "0999"}); err == nil {
 		t.Error("bad mode accepted")
 	}
-	if _, err := a.systemd(t.Context(), SystemdInput{Unit: "x; rm -rf /"}); err == nil {
+	if _, err := a.systemd(t.Context(), host.SystemdInput{Unit: "x; rm -rf /"}); err == nil {
 		t.Error("unit name with shell metacharacters accepted")
 	}
 }

@@ -12,6 +12,8 @@ import (
 
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/actions/imageref"
+
+	"kedge.dev/kedge/actions/host"
 )
 
 var kubeletVersionRE = regexp.MustCompile(`^Kubernetes (v[0-9]+\.[0-9]+\.[0-9]+[0-9A-Za-z.+-]*)$`)
@@ -19,21 +21,21 @@ var kubeletVersionRE = regexp.MustCompile(`^Kubernetes (v[0-9]+\.[0-9]+\.[0-9]+[
 // PullImage pulls the image on the host (host.pull-image): on Flatcar the
 // kubelet unit would otherwise pull it in ExecStartPre, inside the
 // unit's start timeout, after the node was drained.
-func (a *Activities) PullImage(ctx context.Context, in PullImageInput) (PullImageResult, error) {
+func (a *Activities) PullImage(ctx context.Context, in host.PullImageInput) (host.PullImageResult, error) {
 	res, err := a.pullImage(ctx, in)
 	return res, toTemporal(err)
 }
 
-func (a *Activities) pullImage(ctx context.Context, in PullImageInput) (PullImageResult, error) {
+func (a *Activities) pullImage(ctx context.Context, in host.PullImageInput) (host.PullImageResult, error) {
 	if err := checkImage(in.Image); err != nil {
-		return PullImageResult{}, err
+		return host.PullImageResult{}, err
 	}
 	if in.Runtime != "docker" && in.Runtime != "podman" {
-		return PullImageResult{}, invalid(fmt.Sprintf("runtime %q must be docker or podman", in.Runtime))
+		return host.PullImageResult{}, invalid(fmt.Sprintf("runtime %q must be docker or podman", in.Runtime))
 	}
 	timeout, err := pullTimeout(in.Timeout)
 	if err != nil {
-		return PullImageResult{}, err
+		return host.PullImageResult{}, err
 	}
 	t := in.Target
 	img := quote(in.Image)
@@ -47,21 +49,21 @@ func (a *Activities) pullImage(ctx context.Context, in PullImageInput) (PullImag
 			return map[string]string{"image": in.Image, "progress": stderr.lastLine()}
 		}})
 	if err != nil {
-		return PullImageResult{}, err
+		return host.PullImageResult{}, err
 	}
 	switch out.ExitCode {
 	case 0:
 	case 10:
-		return PullImageResult{}, &typedError{typ: ErrTypeCommandFailed, details: []any{out.ExitCode},
+		return host.PullImageResult{}, &typedError{typ: errtype.CommandFailed, details: []any{out.ExitCode},
 			msg: fmt.Sprintf("%s pull %s on %s failed%s", in.Runtime, in.Image, t.Name(), tailLine(out.Stderr))}
 	case 11:
-		return PullImageResult{}, &typedError{typ: ErrTypeCommandFailed, details: []any{out.ExitCode},
+		return host.PullImageResult{}, &typedError{typ: errtype.CommandFailed, details: []any{out.ExitCode},
 			msg: fmt.Sprintf("%s run %s --version on %s failed%s", in.Runtime, in.Image, t.Name(), tailLine(out.Stderr))}
 	default:
-		return PullImageResult{}, &typedError{typ: ErrTypeCommandFailed, details: []any{out.ExitCode},
+		return host.PullImageResult{}, &typedError{typ: errtype.CommandFailed, details: []any{out.ExitCode},
 			msg: fmt.Sprintf("pulling %s on %s exited %d%s", in.Image, t.Name(), out.ExitCode, tailLine(out.Stderr))}
 	}
-	res := PullImageResult{Image: in.Image}
+	res := host.PullImageResult{Image: in.Image}
 	if in.KubeletVersion {
 		line := strings.TrimSpace(out.Stdout)
 		if i := strings.LastIndex(line, "\n"); i >= 0 {
@@ -69,7 +71,7 @@ func (a *Activities) pullImage(ctx context.Context, in PullImageInput) (PullImag
 		}
 		m := kubeletVersionRE.FindStringSubmatch(line)
 		if m == nil {
-			return res, &typedError{typ: ErrTypeCommandFailed, nonRetryable: true,
+			return res, &typedError{typ: errtype.CommandFailed, nonRetryable: true,
 				msg: fmt.Sprintf("%s on %s: its entrypoint's --version printed %q, not \"Kubernetes vX.Y.Z\": is it a kubelet image?", in.Image, t.Name(), line)}
 		}
 		res.KubeletVersion = m[1]
@@ -99,13 +101,13 @@ const (
 // already there is left alone (a static pod's image is not pulled again
 // either), the others are pulled with ctr once the file system under
 // containerd's root has MinFreeMiB free. One SSH session for all of it.
-func (a *Activities) PullCRIImages(ctx context.Context, in PullCRIImagesInput) (PullCRIImagesResult, error) {
+func (a *Activities) PullCRIImages(ctx context.Context, in host.PullCRIImagesInput) (host.PullCRIImagesResult, error) {
 	res, err := a.pullCRIImages(ctx, in)
 	return res, toTemporal(err)
 }
 
-func (a *Activities) pullCRIImages(ctx context.Context, in PullCRIImagesInput) (PullCRIImagesResult, error) {
-	res := PullCRIImagesResult{Present: []string{}, Pulled: []string{}}
+func (a *Activities) pullCRIImages(ctx context.Context, in host.PullCRIImagesInput) (host.PullCRIImagesResult, error) {
+	res := host.PullCRIImagesResult{Present: []string{}, Pulled: []string{}}
 	address := cmp.Or(in.Address, "/run/containerd/containerd.sock")
 	root := cmp.Or(in.Root, "/var/lib/containerd")
 	for _, p := range [][2]string{{"address", address}, {"root", root}} {
@@ -171,19 +173,19 @@ func (a *Activities) pullCRIImages(ctx context.Context, in PullCRIImagesInput) (
 	case 0:
 		return res, nil
 	case criNoRoot:
-		return res, &typedError{typ: ErrTypeCommandFailed, nonRetryable: true,
+		return res, &typedError{typ: errtype.CommandFailed, nonRetryable: true,
 			msg: fmt.Sprintf("%s has no directory %s: is containerd's root elsewhere (root)?", t.Name(), root)}
 	case criListFail:
-		return res, &typedError{typ: ErrTypeCommandFailed, details: []any{out.ExitCode},
+		return res, &typedError{typ: errtype.CommandFailed, details: []any{out.ExitCode},
 			msg: fmt.Sprintf("listing containerd's images on %s (ctr -a %s -n k8s.io images ls) failed%s", t.Name(), address, tailLine(out.Stderr))}
 	case criDiskFull:
 		return res, &typedError{typ: errtype.DiskFull, nonRetryable: true, details: []any{res},
 			msg: fmt.Sprintf("%s has %d MiB free under %s, less than the %d MiB asked for before pulling %s", t.Name(), res.FreeMiB, root, minFree, failed)}
 	case criPullFail:
-		return res, &typedError{typ: ErrTypeCommandFailed, details: []any{res},
+		return res, &typedError{typ: errtype.CommandFailed, details: []any{res},
 			msg: fmt.Sprintf("pulling %s into containerd on %s failed%s", failed, t.Name(), tailLine(out.Stderr))}
 	default:
-		return res, &typedError{typ: ErrTypeCommandFailed, details: []any{out.ExitCode},
+		return res, &typedError{typ: errtype.CommandFailed, details: []any{out.ExitCode},
 			msg: fmt.Sprintf("pulling images into containerd on %s exited %d%s", t.Name(), out.ExitCode, tailLine(out.Stderr))}
 	}
 }

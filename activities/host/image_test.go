@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/host"
 )
 
 // fakeCtr puts a ctr on the test server's PATH whose k8s.io namespace
@@ -46,7 +49,7 @@ func TestPullCRIImagesPullsOnlyWhatIsMissing(t *testing.T) {
 	store, calls := fakeCtr(t, []string{apiserver}, []string{proxy, busybox})
 	w := newWorld(t)
 	root := t.TempDir()
-	res, err := w.acts.PullCRIImages(t.Context(), PullCRIImagesInput{Target: w.tg, Root: root,
+	res, err := w.acts.PullCRIImages(t.Context(), host.PullCRIImagesInput{Target: w.tg, Root: root,
 		Images: []string{apiserver, proxy, "busybox:1.37", busybox}})
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +63,7 @@ func TestPullCRIImagesPullsOnlyWhatIsMissing(t *testing.T) {
 
 	// Everything there: nothing pulled, whatever the free space.
 	os.Remove(calls)
-	res, err = w.acts.PullCRIImages(t.Context(), PullCRIImagesInput{Target: w.tg, Root: root, MinFreeMiB: 1 << 40, Images: []string{apiserver, proxy}})
+	res, err = w.acts.PullCRIImages(t.Context(), host.PullCRIImagesInput{Target: w.tg, Root: root, MinFreeMiB: 1 << 40, Images: []string{apiserver, proxy}})
 	if err != nil || len(res.Pulled) != 0 || len(res.Present) != 2 {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -70,7 +73,7 @@ func TestPullCRIImagesPullsOnlyWhatIsMissing(t *testing.T) {
 
 	// Something to pull and not the space for it: refused before any pull.
 	os.Remove(calls)
-	_, err = w.acts.PullCRIImages(t.Context(), PullCRIImagesInput{Target: w.tg, Root: root, MinFreeMiB: 1 << 40,
+	_, err = w.acts.PullCRIImages(t.Context(), host.PullCRIImagesInput{Target: w.tg, Root: root, MinFreeMiB: 1 << 40,
 		Images: []string{"registry.k8s.io/kube-scheduler:v1.36.3"}})
 	appErr(t, err, "DiskFull", true)
 	if !strings.Contains(err.Error(), "before pulling registry.k8s.io/kube-scheduler:v1.36.3") || !strings.Contains(err.Error(), root) {
@@ -81,23 +84,23 @@ func TestPullCRIImagesPullsOnlyWhatIsMissing(t *testing.T) {
 	}
 
 	// An image no registry serves: the pull's error, retried by the step.
-	_, err = w.acts.PullCRIImages(t.Context(), PullCRIImagesInput{Target: w.tg, Root: root,
+	_, err = w.acts.PullCRIImages(t.Context(), host.PullCRIImagesInput{Target: w.tg, Root: root,
 		Images: []string{apiserver, "registry.k8s.io/kube-scheduler:v1.36.3"}})
-	appErr(t, err, ErrTypeCommandFailed, false)
+	appErr(t, err, errtype.CommandFailed, false)
 	if !strings.Contains(err.Error(), "pulling registry.k8s.io/kube-scheduler:v1.36.3 into containerd on worker-1 failed") || !strings.Contains(err.Error(), "no such host") {
 		t.Errorf("message %q", err)
 	}
 
 	// No containerd root, a bad reference, a relative socket: refused.
-	_, err = w.acts.PullCRIImages(t.Context(), PullCRIImagesInput{Target: w.tg, Root: filepath.Join(root, "none"), Images: []string{proxy}})
-	appErr(t, err, ErrTypeCommandFailed, true)
-	for _, in := range []PullCRIImagesInput{
+	_, err = w.acts.PullCRIImages(t.Context(), host.PullCRIImagesInput{Target: w.tg, Root: filepath.Join(root, "none"), Images: []string{proxy}})
+	appErr(t, err, errtype.CommandFailed, true)
+	for _, in := range []host.PullCRIImagesInput{
 		{Target: w.tg, Images: []string{"registry.k8s.io/kube-proxy"}},
 		{Target: w.tg, Images: []string{"x;reboot:1"}},
 		{Target: w.tg, Address: "run/containerd.sock", Images: []string{proxy}},
 		{Target: w.tg, Root: "/var/lib/../etc", Images: []string{proxy}},
 	} {
 		_, err := w.acts.PullCRIImages(t.Context(), in)
-		appErr(t, err, ErrTypeInvalidInput, true)
+		appErr(t, err, errtype.InvalidInput, true)
 	}
 }

@@ -12,8 +12,11 @@ import (
 	"github.com/pkg/sftp"
 
 	"kedge.dev/kedge/activities/render"
-	"kedge.dev/kedge/activities/sshpool"
+
 	"kedge.dev/kedge/internal/layout"
+
+	"kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/target"
 )
 
 // KubeletFiles reads how a worker runs its kubelet (its unit, drop-ins,
@@ -23,48 +26,48 @@ import (
 // returns those files as they must be on another node, registering with
 // that node's labels and taints (layout.Relabel, layout.Retarget): what a
 // node-join into a cluster Kedge did not build writes.
-func (a *Activities) KubeletFiles(ctx context.Context, in KubeletFilesInput) (KubeletFilesResult, error) {
+func (a *Activities) KubeletFiles(ctx context.Context, in host.KubeletFilesInput) (host.KubeletFilesResult, error) {
 	res, err := a.kubeletFiles(ctx, in)
 	return res, toTemporal(err)
 }
 
-func (a *Activities) kubeletFiles(ctx context.Context, in KubeletFilesInput) (KubeletFilesResult, error) {
+func (a *Activities) kubeletFiles(ctx context.Context, in host.KubeletFilesInput) (host.KubeletFilesResult, error) {
 	t := in.Target
 	if in.For.NodeName == "" {
-		return KubeletFilesResult{}, invalid("for.nodeName is required")
+		return host.KubeletFilesResult{}, invalid("for.nodeName is required")
 	}
 	if in.Image != "" {
 		if err := checkImage(in.Image); err != nil {
-			return KubeletFilesResult{}, err
+			return host.KubeletFilesResult{}, err
 		}
 	}
 	require := in.Require
 	if len(require) == 0 {
 		require = []string{layout.KindTyphoonFlatcar, layout.KindTyphoonFCOS}
 	}
-	l, err := a.layout(ctx, LayoutInput{Target: t, Require: require})
+	l, err := a.layout(ctx, host.LayoutInput{Target: t, Require: require})
 	if err != nil {
-		return KubeletFilesResult{}, err
+		return host.KubeletFilesResult{}, err
 	}
 	if l.Role != "worker" {
-		return KubeletFilesResult{}, invalid(fmt.Sprintf("%s is a %s: a new worker is made like a worker (like=WORKER)", t.Name(), l.Role))
+		return host.KubeletFilesResult{}, invalid(fmt.Sprintf("%s is a %s: a new worker is made like a worker (like=WORKER)", t.Name(), l.Role))
 	}
 	k := l.Kubelet
 	if in.Image != "" && k.ImageOverriddenBy != "" {
-		return KubeletFilesResult{}, invalid(fmt.Sprintf("%s: %s sets KUBELET_IMAGE after %s, so image=%s would not take effect on the new node", t.Name(), k.ImageOverriddenBy, layout.ImageDropIn, in.Image))
+		return host.KubeletFilesResult{}, invalid(fmt.Sprintf("%s: %s sets KUBELET_IMAGE after %s, so image=%s would not take effect on the new node", t.Name(), k.ImageOverriddenBy, layout.ImageDropIn, in.Image))
 	}
 	paths, err := layout.KubeletFiles(l)
 	if err != nil {
-		return KubeletFilesResult{}, invalid(fmt.Sprintf("%s: %v", t.Name(), err))
+		return host.KubeletFilesResult{}, invalid(fmt.Sprintf("%s: %v", t.Name(), err))
 	}
 	var files []layout.CopyFile
 	for _, p := range paths {
-		f, err := a.readFile(ctx, ReadFileInput{Target: t, Path: p, MaxBytes: 1 << 20})
+		f, err := a.readFile(ctx, host.ReadFileInput{Target: t, Path: p, MaxBytes: 1 << 20})
 		if err != nil {
-			return KubeletFilesResult{}, err
+			return host.KubeletFilesResult{}, err
 		}
 		if f.ContentBase64 != "" {
-			return KubeletFilesResult{}, invalid(fmt.Sprintf("%s on %s is not text", p, t.Name()))
+			return host.KubeletFilesResult{}, invalid(fmt.Sprintf("%s on %s is not text", p, t.Name()))
 		}
 		files = append(files, layout.CopyFile{Path: p, Content: f.Content, Mode: f.Mode})
 	}
@@ -73,7 +76,7 @@ func (a *Activities) kubeletFiles(ctx context.Context, in KubeletFilesInput) (Ku
 		image = in.Image
 		content, err := render.DropIn(map[string]string{layout.ImageVariable: in.Image})
 		if err != nil {
-			return KubeletFilesResult{}, invalid(err.Error())
+			return host.KubeletFilesResult{}, invalid(err.Error())
 		}
 		i := slices.IndexFunc(files, func(f layout.CopyFile) bool { return f.Path == layout.ImageDropIn })
 		if i < 0 {
@@ -91,33 +94,33 @@ func (a *Activities) kubeletFiles(ctx context.Context, in KubeletFilesInput) (Ku
 		}
 	}
 	if files, err = layout.Relabel(files, labels, in.Taints, l.Role == layout.RoleController); err != nil {
-		return KubeletFilesResult{}, invalid(fmt.Sprintf("%s: %v", t.Name(), err))
+		return host.KubeletFilesResult{}, invalid(fmt.Sprintf("%s: %v", t.Name(), err))
 	}
 	setup, err := a.hostSetup(ctx, t, l)
 	if err != nil {
-		return KubeletFilesResult{}, err
+		return host.KubeletFilesResult{}, err
 	}
 	from := layout.Identity{NodeName: l.NodeName, Hostname: l.Hostname, Address: t.Address}
 	out, err := layout.Retarget(append(files, setup.Files...), from, in.For)
 	if err != nil {
-		return KubeletFilesResult{}, invalid(fmt.Sprintf("%s: %v", t.Name(), err))
+		return host.KubeletFilesResult{}, invalid(fmt.Sprintf("%s: %v", t.Name(), err))
 	}
-	res := KubeletFilesResult{Kind: l.Kind, Runtime: k.Runtime, Image: image, Reference: l.NodeName,
+	res := host.KubeletFilesResult{Kind: l.Kind, Runtime: k.Runtime, Image: image, Reference: l.NodeName,
 		BootstrapKubeconfig: k.BootstrapKubeconfig, ClientCAFile: k.ClientCAFile, PathExists: k.PathExists,
 		ServiceEnabled: k.Enabled == "enabled", PathEnabled: k.PathEnabled == "enabled",
 		Modules: setup.Modules, SysctlFiles: setup.SysctlFiles, Enable: setup.Enable, Start: setup.Start}
 	for _, f := range out {
-		res.Files = append(res.Files, BundleFile{Path: f.Path, Content: f.Content, Mode: f.Mode})
+		res.Files = append(res.Files, host.BundleFile{Path: f.Path, Content: f.Content, Mode: f.Mode})
 	}
 	if res.BootstrapKubeconfig == "" {
-		return KubeletFilesResult{}, invalid(fmt.Sprintf("%s: the kubelet has no --bootstrap-kubeconfig: a new node could not join through TLS bootstrap", t.Name()))
+		return host.KubeletFilesResult{}, invalid(fmt.Sprintf("%s: the kubelet has no --bootstrap-kubeconfig: a new node could not join through TLS bootstrap", t.Name()))
 	}
 	return res, nil
 }
 
 // hostSetup reads the reference's host files (layout.ReadHostSetup), each
 // with its mode. A reference without a file Kedge must copy is refused.
-func (a *Activities) hostSetup(ctx context.Context, t sshpool.Target, l layout.Layout) (layout.HostSetup, error) {
+func (a *Activities) hostSetup(ctx context.Context, t target.SSH, l layout.Layout) (layout.HostSetup, error) {
 	var setup layout.HostSetup
 	var setupErr error
 	r := &modeReader{modes: map[string]string{}}

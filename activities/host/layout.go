@@ -12,16 +12,9 @@ import (
 
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/internal/layout"
+
+	"kedge.dev/kedge/actions/host"
 )
-
-// ErrTypeUnknownLayout is a host whose layout the runbook does not work
-// on. Not retried.
-const ErrTypeUnknownLayout = errtype.UnknownLayout
-
-// ErrTypeNodeNameMismatch is a host whose kubelet registers its Node
-// under another name than the inventory gives it (layout.CheckNodeName).
-// Not retried.
-const ErrTypeNodeNameMismatch = errtype.NodeNameMismatch
 
 // facts asks systemd about the units layout.Discover needs, and the
 // host's name. Constant: nothing from the input reaches the shell.
@@ -40,29 +33,29 @@ const maxLayoutFile = 1 << 20
 // Layout reads the host's layout (host.layout): what systemd reports for
 // kubelet.service, kubelet.path and etcd-member.service, then, over SFTP,
 // the files they and the kubelet's configuration name.
-func (a *Activities) Layout(ctx context.Context, in LayoutInput) (LayoutResult, error) {
+func (a *Activities) Layout(ctx context.Context, in host.LayoutInput) (host.LayoutResult, error) {
 	res, err := a.layout(ctx, in)
 	return res, toTemporal(err)
 }
 
-func (a *Activities) layout(ctx context.Context, in LayoutInput) (LayoutResult, error) {
+func (a *Activities) layout(ctx context.Context, in host.LayoutInput) (host.LayoutResult, error) {
 	t := in.Target
 	for _, k := range in.Require {
 		if !layout.Known(k) && k != layout.KindNone {
-			return LayoutResult{}, invalid(fmt.Sprintf("require: %q is not a layout (%s, %s, %s, %s)", k,
+			return host.LayoutResult{}, invalid(fmt.Sprintf("require: %q is not a layout (%s, %s, %s, %s)", k,
 				layout.KindKedge, layout.KindTyphoonFlatcar, layout.KindTyphoonFCOS, layout.KindNone))
 		}
 	}
 	out, err := a.exec(ctx, t, execSpec{script: factsScript, limit: 64 << 10})
 	if err != nil {
-		return LayoutResult{}, err
+		return host.LayoutResult{}, err
 	}
 	if out.ExitCode != 0 {
-		return LayoutResult{}, &typedError{typ: ErrTypeCommandFailed, msg: fmt.Sprintf("layout of %s: systemctl show exited %d%s", t.Name(), out.ExitCode, tailLine(out.Stderr))}
+		return host.LayoutResult{}, &typedError{typ: errtype.CommandFailed, msg: fmt.Sprintf("layout of %s: systemctl show exited %d%s", t.Name(), out.ExitCode, tailLine(out.Stderr))}
 	}
 	facts, err := parseFacts(out.Stdout)
 	if err != nil {
-		return LayoutResult{}, &typedError{typ: ErrTypeCommandFailed, msg: fmt.Sprintf("layout of %s: %v", t.Name(), err)}
+		return host.LayoutResult{}, &typedError{typ: errtype.CommandFailed, msg: fmt.Sprintf("layout of %s: %v", t.Name(), err)}
 	}
 	var l layout.Layout
 	var discoverErr error
@@ -75,7 +68,7 @@ func (a *Activities) layout(ctx context.Context, in LayoutInput) (LayoutResult, 
 		return nil
 	})
 	if err != nil {
-		return LayoutResult{}, a.fileErr(t, "read", "/etc/systemd/system", err)
+		return host.LayoutResult{}, a.fileErr(t, "read", "/etc/systemd/system", err)
 	}
 	if discoverErr != nil {
 		// The host's files are there but do not say what Kedge needs:
@@ -84,10 +77,10 @@ func (a *Activities) layout(ctx context.Context, in LayoutInput) (LayoutResult, 
 	}
 	res := l
 	if len(in.Require) > 0 && !slices.Contains(in.Require, l.Kind) {
-		return res, &typedError{typ: ErrTypeUnknownLayout, nonRetryable: true, msg: l.Require(t.Name(), in.Require...).Error()}
+		return res, &typedError{typ: errtype.UnknownLayout, nonRetryable: true, msg: l.Require(t.Name(), in.Require...).Error()}
 	}
 	if err := l.CheckNodeName(t.Name(), in.NodeName); err != nil {
-		return res, &typedError{typ: ErrTypeNodeNameMismatch, nonRetryable: true, msg: err.Error()}
+		return res, &typedError{typ: errtype.NodeNameMismatch, nonRetryable: true, msg: err.Error()}
 	}
 	return res, nil
 }

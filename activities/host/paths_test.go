@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"go.temporal.io/sdk/temporal"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/host"
 )
 
 // A key holder names a host file by a path that climbs with "..": every
@@ -31,32 +34,34 @@ func TestNoHostFileActionClimbsWithDotDot(t *testing.T) {
 	restored := filepath.Join(dir, "restored")
 	for name, call := range map[string]func() (any, error){
 		"read-file": func() (any, error) {
-			return w.acts.ReadFile(t.Context(), ReadFileInput{Target: w.tg, Path: up})
+			return w.acts.ReadFile(t.Context(), host.ReadFileInput{Target: w.tg, Path: up})
 		},
-		"read-file of /..": func() (any, error) { return w.acts.ReadFile(t.Context(), ReadFileInput{Target: w.tg, Path: "/.."}) },
+		"read-file of /..": func() (any, error) {
+			return w.acts.ReadFile(t.Context(), host.ReadFileInput{Target: w.tg, Path: "/.."})
+		},
 		"write-file": func() (any, error) {
-			return w.acts.WriteFile(t.Context(), WriteFileInput{Target: w.tg, Path: dir + "/x/../y", Content: "a"})
+			return w.acts.WriteFile(t.Context(), host.WriteFileInput{Target: w.tg, Path: dir + "/x/../y", Content: "a"})
 		},
 		"restore-file's path": func() (any, error) {
-			return w.acts.RestoreFile(t.Context(), RestoreFileInput{Target: w.tg, Path: dir + "/x/../y"})
+			return w.acts.RestoreFile(t.Context(), host.RestoreFileInput{Target: w.tg, Path: dir + "/x/../y"})
 		},
 		"restore-file's backup": func() (any, error) {
-			return w.acts.RestoreFile(t.Context(), RestoreFileInput{Target: w.tg, Path: restored, Backup: w.acts.BackupDir + "/../secret", Existed: true})
+			return w.acts.RestoreFile(t.Context(), host.RestoreFileInput{Target: w.tg, Path: restored, Backup: w.acts.BackupDir + "/../secret", Existed: true})
 		},
 		"install-bundle": func() (any, error) {
-			return w.acts.InstallBundle(t.Context(), InstallBundleInput{Target: w.tg, Files: []BundleFile{{Path: dir + "/a/../b", Content: "x"}}})
+			return w.acts.InstallBundle(t.Context(), host.InstallBundleInput{Target: w.tg, Files: []host.BundleFile{{Path: dir + "/a/../b", Content: "x"}}})
 		},
 		"restore-bundle's files": func() (any, error) {
-			return w.acts.RestoreBundle(t.Context(), RestoreBundleInput{Target: w.tg, Created: []string{dir + "/a/../b"}})
+			return w.acts.RestoreBundle(t.Context(), host.RestoreBundleInput{Target: w.tg, Created: []string{dir + "/a/../b"}})
 		},
 		"restore-bundle's backup": func() (any, error) {
-			return w.acts.RestoreBundle(t.Context(), RestoreBundleInput{Target: w.tg, Files: []string{restored}, Backup: w.acts.BackupDir + "/bundle-0/../.."})
+			return w.acts.RestoreBundle(t.Context(), host.RestoreBundleInput{Target: w.tg, Files: []string{restored}, Backup: w.acts.BackupDir + "/bundle-0/../.."})
 		},
 		"cert-info": func() (any, error) {
-			return w.acts.CertInfo(t.Context(), CertInfoInput{Target: w.tg, Paths: []string{up}})
+			return w.acts.CertInfo(t.Context(), host.CertInfoInput{Target: w.tg, Paths: []string{up}})
 		},
 		"restart-static-pod": func() (any, error) {
-			return w.acts.RestartStaticPod(t.Context(), RestartStaticPodInput{Target: w.tg, Manifest: dir + "/manifests/../pod.yaml"})
+			return w.acts.RestartStaticPod(t.Context(), host.RestartStaticPodInput{Target: w.tg, Manifest: dir + "/manifests/../pod.yaml"})
 		},
 	} {
 		res, err := call()
@@ -65,7 +70,7 @@ func TestNoHostFileActionClimbsWithDotDot(t *testing.T) {
 			continue
 		}
 		var app *temporal.ApplicationError
-		if !errors.As(err, &app) || app.Type() != ErrTypeInvalidInput || !app.NonRetryable() || !strings.Contains(err.Error(), `".."`) {
+		if !errors.As(err, &app) || app.Type() != errtype.InvalidInput || !app.NonRetryable() || !strings.Contains(err.Error(), `".."`) {
 			t.Errorf("%s: want an InvalidInput that is not retried and names \"..\", got %v", name, err)
 		}
 	}

@@ -9,10 +9,9 @@ import (
 
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/internal/satoken"
-)
 
-// ErrTypeOldKeyInUse: a pod still mounts a token the old key signed.
-const ErrTypeOldKeyInUse = errtype.OldKeyInUse
+	"kedge.dev/kedge/actions/host"
+)
 
 // maxTokenWait bounds WaitPodTokensInput.Wait below the action's
 // start-to-close timeout.
@@ -39,23 +38,23 @@ done`
 // its kubelet renews the token. The kubelet renews a projected token at
 // 80% of its life (48 minutes for the hour it asks for by default); a
 // restarted pod gets a new one at once.
-func (a *Activities) WaitPodTokens(ctx context.Context, in WaitPodTokensInput) (WaitPodTokensResult, error) {
+func (a *Activities) WaitPodTokens(ctx context.Context, in host.WaitPodTokensInput) (host.WaitPodTokensResult, error) {
 	res, err := a.waitPodTokens(ctx, in)
 	return res, toTemporal(err)
 }
 
-func (a *Activities) waitPodTokens(ctx context.Context, in WaitPodTokensInput) (WaitPodTokensResult, error) {
+func (a *Activities) waitPodTokens(ctx context.Context, in host.WaitPodTokensInput) (host.WaitPodTokensResult, error) {
 	kid, err := satoken.KeyID(in.OldPublicKey)
 	if err != nil {
-		return WaitPodTokensResult{}, invalid("oldPublicKey: " + err.Error())
+		return host.WaitPodTokensResult{}, invalid("oldPublicKey: " + err.Error())
 	}
 	var wait time.Duration
 	if in.Wait != "" {
 		if wait, err = time.ParseDuration(in.Wait); err != nil || wait < 0 || wait > maxTokenWait {
-			return WaitPodTokensResult{}, invalid(fmt.Sprintf("wait %q: want a duration from 0 to %s", in.Wait, maxTokenWait))
+			return host.WaitPodTokensResult{}, invalid(fmt.Sprintf("wait %q: want a duration from 0 to %s", in.Wait, maxTokenWait))
 		}
 	}
-	res := WaitPodTokensResult{KeyID: kid, OldKey: []string{}}
+	res := host.WaitPodTokensResult{KeyID: kid, OldKey: []string{}}
 	stop := a.heartbeat(ctx, func() any { return map[string]any{"tokens": res.Tokens, "oldKey": len(res.OldKey)} })
 	defer stop()
 	deadline := time.Now().Add(wait)
@@ -65,14 +64,14 @@ func (a *Activities) waitPodTokens(ctx context.Context, in WaitPodTokensInput) (
 			return res, err
 		}
 		if out.ExitCode != 0 {
-			return res, &typedError{typ: ErrTypeCommandFailed, msg: fmt.Sprintf("list the pods' tokens on %s: exit %d%s", in.Target.Name(), out.ExitCode, tailLine(out.Stderr))}
+			return res, &typedError{typ: errtype.CommandFailed, msg: fmt.Sprintf("list the pods' tokens on %s: exit %d%s", in.Target.Name(), out.ExitCode, tailLine(out.Stderr))}
 		}
 		res.Tokens, res.OldKey = tokensSignedBy(out.Stdout, kid)
 		if len(res.OldKey) == 0 {
 			return res, nil
 		}
 		if !time.Now().Before(deadline) {
-			return res, &typedError{typ: ErrTypeOldKeyInUse, nonRetryable: true, msg: fmt.Sprintf(
+			return res, &typedError{typ: errtype.OldKeyInUse, nonRetryable: true, msg: fmt.Sprintf(
 				"%d of %d pod tokens on %s are still signed by the old service-account key (kid %s) after %s: pods %s; "+
 					"their kubelet renews a projected token at 80%% of its life: restart those pods or wait, then continue",
 				len(res.OldKey), res.Tokens, in.Target.Name(), kid, wait, strings.Join(res.OldKey, ", "))}

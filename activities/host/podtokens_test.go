@@ -13,6 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/host"
 )
 
 // token is a projected token as the API server writes it, signed by
@@ -62,8 +65,8 @@ func TestWaitPodTokensNamesThePodsOnTheOldKey(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	res, err := w.acts.WaitPodTokens(t.Context(), WaitPodTokensInput{Target: w.tg, OldPublicKey: oldPub})
-	app := appErr(t, err, ErrTypeOldKeyInUse, true)
+	res, err := w.acts.WaitPodTokens(t.Context(), host.WaitPodTokensInput{Target: w.tg, OldPublicKey: oldPub})
+	app := appErr(t, err, errtype.OldKeyInUse, true)
 	if res.Tokens != 2 || !slices.Equal(res.OldKey, []string{"uid-old"}) || res.KeyID != oldKID || !strings.Contains(app.Error(), "uid-old") {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -73,18 +76,18 @@ func TestWaitPodTokensNamesThePodsOnTheOldKey(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		_ = os.WriteFile(stale, []byte(token(newKID)), 0o600)
 	}()
-	res, err = w.acts.WaitPodTokens(t.Context(), WaitPodTokensInput{Target: w.tg, OldPublicKey: oldPub, Wait: "1m"})
+	res, err = w.acts.WaitPodTokens(t.Context(), host.WaitPodTokensInput{Target: w.tg, OldPublicKey: oldPub, Wait: "1m"})
 	if err != nil || res.Tokens != 2 || len(res.OldKey) != 0 {
 		t.Fatalf("after the renewal: %+v %v", res, err)
 	}
 
 	// A host without pods has nothing to wait for.
 	w.acts.KubeletDir = filepath.Join(w.srv.Dir, "none")
-	if res, err := w.acts.WaitPodTokens(t.Context(), WaitPodTokensInput{Target: w.tg, OldPublicKey: oldPub}); err != nil || res.Tokens != 0 {
+	if res, err := w.acts.WaitPodTokens(t.Context(), host.WaitPodTokensInput{Target: w.tg, OldPublicKey: oldPub}); err != nil || res.Tokens != 0 {
 		t.Errorf("no pods: %+v %v", res, err)
 	}
-	for _, in := range []WaitPodTokensInput{{Target: w.tg}, {Target: w.tg, OldPublicKey: oldPub, Wait: "-1s"}, {Target: w.tg, OldPublicKey: oldPub, Wait: "5h"}} {
+	for _, in := range []host.WaitPodTokensInput{{Target: w.tg}, {Target: w.tg, OldPublicKey: oldPub, Wait: "-1s"}, {Target: w.tg, OldPublicKey: oldPub, Wait: "5h"}} {
 		_, err := w.acts.WaitPodTokens(t.Context(), in)
-		appErr(t, err, ErrTypeInvalidInput, true)
+		appErr(t, err, errtype.InvalidInput, true)
 	}
 }

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"kedge.dev/kedge/internal/layout"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/host"
 )
 
 const prepareTimeout = 5 * time.Minute
@@ -17,20 +20,20 @@ const prepareTimeout = 5 * time.Minute
 // (host.prepare-node): the kernel modules and sysctls its files persist
 // are loaded and applied now, systemd reloads the units just written, and
 // the units the kubelet needs are enabled and started before it.
-func (a *Activities) PrepareNode(ctx context.Context, in PrepareNodeInput) (PrepareNodeResult, error) {
+func (a *Activities) PrepareNode(ctx context.Context, in host.PrepareNodeInput) (host.PrepareNodeResult, error) {
 	res, err := a.prepareNode(ctx, in)
 	return res, toTemporal(err)
 }
 
-func (a *Activities) prepareNode(ctx context.Context, in PrepareNodeInput) (PrepareNodeResult, error) {
+func (a *Activities) prepareNode(ctx context.Context, in host.PrepareNodeInput) (host.PrepareNodeResult, error) {
 	if err := validatePrepareNode(in); err != nil {
-		return PrepareNodeResult{}, err
+		return host.PrepareNodeResult{}, err
 	}
 	timeout := prepareTimeout
 	if in.Timeout != "" {
 		d, err := time.ParseDuration(in.Timeout)
 		if err != nil || d <= 0 {
-			return PrepareNodeResult{}, invalid(fmt.Sprintf("timeout %q is not a positive duration", in.Timeout))
+			return host.PrepareNodeResult{}, invalid(fmt.Sprintf("timeout %q is not a positive duration", in.Timeout))
 		}
 		timeout = d
 	}
@@ -38,17 +41,17 @@ func (a *Activities) prepareNode(ctx context.Context, in PrepareNodeInput) (Prep
 	out, err := a.exec(ctx, t, execSpec{script: prepareScript(in), timeout: timeout, limit: 16 << 10,
 		details: func(stdout, _ *tailBuffer) any { return map[string]string{"step": stdout.lastLine()} }})
 	if err != nil {
-		if te, ok := err.(*typedError); ok && te.typ == ErrTypeCommandTimeout {
+		if te, ok := err.(*typedError); ok && te.typ == errtype.CommandTimeout {
 			te.msg = fmt.Sprintf("preparing %s did not finish in %s", t.Name(), timeout)
 		}
-		return PrepareNodeResult{}, err
+		return host.PrepareNodeResult{}, err
 	}
 	if out.ExitCode != 0 {
-		return PrepareNodeResult{}, &typedError{typ: ErrTypeCommandFailed, details: []any{out.ExitCode},
+		return host.PrepareNodeResult{}, &typedError{typ: errtype.CommandFailed, details: []any{out.ExitCode},
 			msg: fmt.Sprintf("preparing %s: %s failed with exit status %d (units enabled or started by it taken back)%s", t.Name(), dash(out.Outputs["failed"]), out.ExitCode, tailLine(out.Stderr))}
 	}
 	// Reported newest first: the undo stops and disables in that order.
-	res := PrepareNodeResult{Enabled: []string{}, Started: []string{}}
+	res := host.PrepareNodeResult{Enabled: []string{}, Started: []string{}}
 	res.Enabled = append(res.Enabled, strings.Fields(out.Outputs["enabled"])...)
 	res.Started = append(res.Started, strings.Fields(out.Outputs["started"])...)
 	return res, nil
@@ -56,7 +59,7 @@ func (a *Activities) prepareNode(ctx context.Context, in PrepareNodeInput) (Prep
 
 // validatePrepareNode checks a host.prepare-node input before anything
 // reaches the host.
-func validatePrepareNode(in PrepareNodeInput) error {
+func validatePrepareNode(in host.PrepareNodeInput) error {
 	for _, m := range in.Modules {
 		if !layout.ModuleRE.MatchString(m) {
 			return invalid(fmt.Sprintf("modules: %q is not a kernel module's name", m))
@@ -87,7 +90,7 @@ func validatePrepareNode(in PrepareNodeInput) error {
 // stdout (heartbeats) and, when it fails, in $KEDGE_OUTPUT (failed=). A
 // failure after a unit was enabled or started takes that back (stopped,
 // disabled) before it exits: the units are left as they were.
-func prepareScript(in PrepareNodeInput) string {
+func prepareScript(in host.PrepareNodeInput) string {
 	var b strings.Builder
 	b.WriteString(`set -u
 enabled=

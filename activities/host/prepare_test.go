@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/host"
 )
 
 // fakeNodeTools puts systemctl, modprobe and sysctl stand-ins first on
@@ -61,7 +64,7 @@ func calls(t *testing.T, state string) []string {
 func TestPrepareNode(t *testing.T) {
 	state := fakeNodeTools(t, "nf_conntrack", "br_netfilter")
 	w := newWorld(t)
-	in := PrepareNodeInput{Target: w.tg, Modules: []string{"nf_conntrack", "br_netfilter"},
+	in := host.PrepareNodeInput{Target: w.tg, Modules: []string{"nf_conntrack", "br_netfilter"},
 		SysctlFiles: []string{"/etc/sysctl.d/max-user-watches.conf", "/etc/sysctl.d/reverse-path-filter.conf"},
 		Enable:      []string{"wait-for-dns.service", "containerd.service"}, Start: []string{"containerd.service"}}
 	res, err := w.acts.PrepareNode(t.Context(), in)
@@ -90,7 +93,7 @@ func TestPrepareNode(t *testing.T) {
 		t.Errorf("again, calls:\n%s", strings.Join(got, "\n"))
 	}
 
-	if _, err := w.acts.PrepareNode(t.Context(), PrepareNodeInput{Target: w.tg, Stop: res.Started, Disable: res.Enabled}); err != nil {
+	if _, err := w.acts.PrepareNode(t.Context(), host.PrepareNodeInput{Target: w.tg, Stop: res.Started, Disable: res.Enabled}); err != nil {
 		t.Fatal(err)
 	}
 	want = []string{"systemctl stop containerd.service", "systemctl disable containerd.service", "systemctl disable wait-for-dns.service", "systemctl daemon-reload"}
@@ -108,9 +111,9 @@ func TestPrepareNode(t *testing.T) {
 func TestPrepareNodeFailureTakesBackItsUnits(t *testing.T) {
 	state := fakeNodeTools(t, "br_netfilter")
 	w := newWorld(t)
-	_, err := w.acts.PrepareNode(t.Context(), PrepareNodeInput{Target: w.tg, Enable: []string{"wait-for-dns.service", "fail-x.service"},
+	_, err := w.acts.PrepareNode(t.Context(), host.PrepareNodeInput{Target: w.tg, Enable: []string{"wait-for-dns.service", "fail-x.service"},
 		Start: []string{"fail-x.service"}})
-	appErr(t, err, ErrTypeCommandFailed, false)
+	appErr(t, err, errtype.CommandFailed, false)
 	if !strings.Contains(err.Error(), "systemctl start fail-x.service failed") {
 		t.Errorf("message %q", err)
 	}
@@ -121,8 +124,8 @@ func TestPrepareNodeFailureTakesBackItsUnits(t *testing.T) {
 		t.Errorf("left: %q", left)
 	}
 
-	_, err = w.acts.PrepareNode(t.Context(), PrepareNodeInput{Target: w.tg, Modules: []string{"nf_conntrack"}, Enable: []string{"containerd.service"}})
-	appErr(t, err, ErrTypeCommandFailed, false)
+	_, err = w.acts.PrepareNode(t.Context(), host.PrepareNodeInput{Target: w.tg, Modules: []string{"nf_conntrack"}, Enable: []string{"containerd.service"}})
+	appErr(t, err, errtype.CommandFailed, false)
 	if !strings.Contains(err.Error(), "modprobe nf_conntrack failed") || !strings.Contains(err.Error(), "Module nf_conntrack not found") {
 		t.Errorf("message %q", err)
 	}
@@ -130,7 +133,7 @@ func TestPrepareNodeFailureTakesBackItsUnits(t *testing.T) {
 		t.Errorf("calls after a failed modprobe:\n%s", strings.Join(got, "\n"))
 	}
 
-	for _, in := range []PrepareNodeInput{
+	for _, in := range []host.PrepareNodeInput{
 		{Target: w.tg, Modules: []string{"br_netfilter; reboot"}},
 		{Target: w.tg, Modules: []string{"-v"}},
 		{Target: w.tg, SysctlFiles: []string{"/etc/sysctl.conf"}},
@@ -140,6 +143,6 @@ func TestPrepareNodeFailureTakesBackItsUnits(t *testing.T) {
 		{Target: w.tg, Timeout: "soon"},
 	} {
 		_, err := w.acts.PrepareNode(t.Context(), in)
-		appErr(t, err, ErrTypeInvalidInput, true)
+		appErr(t, err, errtype.InvalidInput, true)
 	}
 }

@@ -13,12 +13,9 @@ import (
 
 	"kedge.dev/kedge/actions/errtype"
 	api "kedge.dev/kedge/actions/host"
-	"kedge.dev/kedge/activities/sshpool"
-)
 
-// ErrTypeUnreadable is a file a process that reads it could not read as
-// the user it runs as. Not retried.
-const ErrTypeUnreadable = errtype.Unreadable
+	"kedge.dev/kedge/actions/target"
+)
 
 // CheckReadable checks that each process can read its files as the user it
 // runs as (host.check-readable): each file is opened for reading under
@@ -28,17 +25,17 @@ const ErrTypeUnreadable = errtype.Unreadable
 // not retried, naming the file, its owner and mode, the process and its
 // uid: run before a restart, it stops the restart of a process that
 // would not start.
-func (a *Activities) CheckReadable(ctx context.Context, in CheckReadableInput) (CheckReadableResult, error) {
+func (a *Activities) CheckReadable(ctx context.Context, in api.CheckReadableInput) (api.CheckReadableResult, error) {
 	res, err := a.checkReadable(ctx, in)
 	return res, toTemporal(err)
 }
 
-func (a *Activities) checkReadable(ctx context.Context, in CheckReadableInput) (CheckReadableResult, error) {
+func (a *Activities) checkReadable(ctx context.Context, in api.CheckReadableInput) (api.CheckReadableResult, error) {
 	script, err := readableScript(in.Files)
 	if err != nil {
-		return CheckReadableResult{}, err
+		return api.CheckReadableResult{}, err
 	}
-	var res CheckReadableResult
+	var res api.CheckReadableResult
 	if len(in.Files) == 0 {
 		return res, nil
 	}
@@ -50,7 +47,7 @@ func (a *Activities) checkReadable(ctx context.Context, in CheckReadableInput) (
 	}
 	if out.ExitCode != 0 {
 		// 3: no setpriv, which no retry brings.
-		return res, &typedError{typ: ErrTypeCommandFailed, nonRetryable: out.ExitCode == 3,
+		return res, &typedError{typ: errtype.CommandFailed, nonRetryable: out.ExitCode == 3,
 			msg: fmt.Sprintf("check files are readable on %s: exit status %d%s", t.Name(), out.ExitCode, tailLine(out.Stderr))}
 	}
 	var bad []string
@@ -83,11 +80,11 @@ func (a *Activities) checkReadable(ctx context.Context, in CheckReadableInput) (
 		}
 	}
 	if len(bad) > 0 {
-		return res, &typedError{typ: ErrTypeUnreadable, nonRetryable: true,
+		return res, &typedError{typ: errtype.Unreadable, nonRetryable: true,
 			msg: fmt.Sprintf("on %s, %s: it would not start on them", t.Name(), strings.Join(bad, "; "))}
 	}
 	if len(res.Checked) != len(in.Files) {
-		return res, &typedError{typ: ErrTypeCommandFailed,
+		return res, &typedError{typ: errtype.CommandFailed,
 			msg: fmt.Sprintf("check files are readable on %s: %d of %d answered%s", t.Name(), len(res.Checked), len(in.Files), tailLine(out.Stderr))}
 	}
 	return res, nil
@@ -100,7 +97,7 @@ var idSpec = regexp.MustCompile(`^[A-Za-z0-9_][-A-Za-z0-9_.]*$`)
 // tab-separated line: ok|unreadable|error, the file's index, the uid and
 // gid used, then what explains it (the file's owner and mode, or the
 // directory the reader cannot enter, or the error).
-func readableScript(files []FileReader) (string, error) {
+func readableScript(files []api.FileReader) (string, error) {
 	var b strings.Builder
 	b.WriteString(`set -u
 if ! command -v setpriv >/dev/null 2>&1; then
@@ -168,26 +165,23 @@ check() {
 	return b.String(), nil
 }
 
-// FileStat is a file's mode and owner, declared in actions/host.
-type FileStat = api.FileStat
-
 // Stat reads a file's mode and owner over SFTP, following symbolic links;
 // a missing file is no error (Exists false).
-func (a *Activities) Stat(ctx context.Context, t sshpool.Target, p string) (FileStat, error) {
+func (a *Activities) Stat(ctx context.Context, t target.SSH, p string) (api.FileStat, error) {
 	if err := checkPath(p); err != nil {
-		return FileStat{}, toTemporal(err)
+		return api.FileStat{}, toTemporal(err)
 	}
-	var st FileStat
+	var st api.FileStat
 	err := a.Pool.WithSFTP(ctx, t, func(c *sftp.Client) error {
 		fi, err := c.Stat(p)
 		if errors.Is(err, fs.ErrNotExist) {
-			st = FileStat{}
+			st = api.FileStat{}
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		st = FileStat{Exists: true, Mode: fmt.Sprintf("%04o", unixMode(fi))}
+		st = api.FileStat{Exists: true, Mode: fmt.Sprintf("%04o", unixMode(fi))}
 		if s, ok := fi.Sys().(*sftp.FileStat); ok {
 			st.UID, st.GID = s.UID, s.GID
 		}
@@ -203,7 +197,7 @@ func (a *Activities) Stat(ctx context.Context, t sshpool.Target, p string) (File
 // file a write must replace to keep a link (the kubelet's
 // kubelet-client-current.pem, a link its certificate store rotates and
 // refuses to find a file in place of) pointing where it did.
-func (a *Activities) RealPath(ctx context.Context, t sshpool.Target, p string) (string, error) {
+func (a *Activities) RealPath(ctx context.Context, t target.SSH, p string) (string, error) {
 	if err := checkPath(p); err != nil {
 		return "", toTemporal(err)
 	}
@@ -228,7 +222,7 @@ const maxListed = 2000
 // ListFiles lists the regular files under dir, walked whole, as paths
 // relative to it ("a.yaml", "network/b.yaml"), sorted; none when dir is
 // not there. Refused past maxListed files.
-func (a *Activities) ListFiles(ctx context.Context, t sshpool.Target, dir string) ([]string, error) {
+func (a *Activities) ListFiles(ctx context.Context, t target.SSH, dir string) ([]string, error) {
 	if err := checkPath(dir); err != nil {
 		return nil, toTemporal(err)
 	}
@@ -251,7 +245,7 @@ func (a *Activities) ListFiles(ctx context.Context, t sshpool.Target, dir string
 				return fmt.Errorf("walk of %s gave %s", dir, w.Path())
 			}
 			if out = append(out, rel); len(out) > maxListed {
-				return &typedError{typ: ErrTypeInvalidInput, nonRetryable: true, msg: fmt.Sprintf("%s on %s holds more than %d files", dir, t.Name(), maxListed)}
+				return &typedError{typ: errtype.InvalidInput, nonRetryable: true, msg: fmt.Sprintf("%s on %s holds more than %d files", dir, t.Name(), maxListed)}
 			}
 		}
 		return nil

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/host"
 )
 
 // needRootAndSetpriv skips a test that checks files as other users.
@@ -36,7 +39,7 @@ func enterableDir(t *testing.T) string {
 }
 
 func TestReadableScriptRunsTheTestAsTheReader(t *testing.T) {
-	s, err := readableScript([]FileReader{
+	s, err := readableScript([]host.FileReader{
 		{Path: "/etc/kubernetes/pki/apiserver.key", Reader: "kube-apiserver", User: "65534"},
 		{Path: "/etc/ssl/etcd/etcd/server.key", Reader: "etcd", User: "232", Group: "232", Groups: []string{"10", "wheel"}},
 	})
@@ -53,7 +56,7 @@ func TestReadableScriptRunsTheTestAsTheReader(t *testing.T) {
 			t.Errorf("the script lacks %q:\n%s", want, s)
 		}
 	}
-	for _, bad := range []FileReader{
+	for _, bad := range []host.FileReader{
 		{Path: "/etc/x'; reboot; '", Reader: "x", User: "0"},
 		{Path: "etc/relative", Reader: "x", User: "0"},
 		{Path: "/etc/kubernetes/../shadow", Reader: "x", User: "0"},
@@ -62,7 +65,7 @@ func TestReadableScriptRunsTheTestAsTheReader(t *testing.T) {
 		{Path: "/etc/x", Reader: "x", User: "0", Groups: []string{"a b"}},
 		{Path: "/etc/x", Reader: "x", User: ""},
 	} {
-		if _, err := readableScript([]FileReader{bad}); err == nil {
+		if _, err := readableScript([]host.FileReader{bad}); err == nil {
 			t.Errorf("%+v: accepted", bad)
 		}
 	}
@@ -107,11 +110,11 @@ func TestCheckReadableAsTheProcessUser(t *testing.T) {
 	if err := os.Chown(etcd, 232, 232); err != nil {
 		t.Fatal(err)
 	}
-	nobody := func(p string) FileReader {
-		return FileReader{Path: p, Reader: "kube-apiserver", User: "65534", From: "/etc/kubernetes/manifests/kube-apiserver.yaml: securityContext"}
+	nobody := func(p string) host.FileReader {
+		return host.FileReader{Path: p, Reader: "kube-apiserver", User: "65534", From: "/etc/kubernetes/manifests/kube-apiserver.yaml: securityContext"}
 	}
 
-	res, err := w.acts.CheckReadable(t.Context(), CheckReadableInput{Target: w.tg, Files: []FileReader{
+	res, err := w.acts.CheckReadable(t.Context(), host.CheckReadableInput{Target: w.tg, Files: []host.FileReader{
 		nobody(open),
 		{Path: etcdKey, Reader: "etcd", User: "232", Group: "232"},
 		{Path: closed, Reader: "kube-controller-manager", User: "0"},
@@ -123,8 +126,8 @@ func TestCheckReadableAsTheProcessUser(t *testing.T) {
 		t.Errorf("checked: %q", res.Checked)
 	}
 
-	_, err = w.acts.CheckReadable(t.Context(), CheckReadableInput{Target: w.tg, Files: []FileReader{nobody(open), nobody(closed)}})
-	appErr(t, err, ErrTypeUnreadable, true)
+	_, err = w.acts.CheckReadable(t.Context(), host.CheckReadableInput{Target: w.tg, Files: []host.FileReader{nobody(open), nobody(closed)}})
+	appErr(t, err, errtype.Unreadable, true)
 	for _, want := range []string{"kube-apiserver (uid 65534 gid 65534) cannot read " + closed + " (root:root 600)", "worker-1", "kube-apiserver.yaml: securityContext"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
@@ -135,22 +138,22 @@ func TestCheckReadableAsTheProcessUser(t *testing.T) {
 	}
 
 	// etcd's directory is etcd's, 0500: nobody else gets in.
-	_, err = w.acts.CheckReadable(t.Context(), CheckReadableInput{Target: w.tg, Files: []FileReader{nobody(etcdKey)}})
-	appErr(t, err, ErrTypeUnreadable, true)
+	_, err = w.acts.CheckReadable(t.Context(), host.CheckReadableInput{Target: w.tg, Files: []host.FileReader{nobody(etcdKey)}})
+	appErr(t, err, errtype.Unreadable, true)
 	if !strings.Contains(err.Error(), "cannot enter "+etcd+": ") || !strings.Contains(err.Error(), " 500)") {
 		t.Errorf("error %q does not name the directory", err)
 	}
 
 	// A group given by number reads a 0640 file of that group.
 	write(closed, 0o640, 0, 4242)
-	if _, err := w.acts.CheckReadable(t.Context(), CheckReadableInput{Target: w.tg, Files: []FileReader{
+	if _, err := w.acts.CheckReadable(t.Context(), host.CheckReadableInput{Target: w.tg, Files: []host.FileReader{
 		{Path: closed, Reader: "kube-scheduler", User: "65534", Groups: []string{"4242"}},
 	}}); err != nil {
 		t.Errorf("read through a supplementary group: %v", err)
 	}
 	// A user the host does not know by name cannot be checked.
-	_, err = w.acts.CheckReadable(t.Context(), CheckReadableInput{Target: w.tg, Files: []FileReader{{Path: open, Reader: "etcd", User: "no-such-user-kedge"}}})
-	appErr(t, err, ErrTypeUnreadable, true)
+	_, err = w.acts.CheckReadable(t.Context(), host.CheckReadableInput{Target: w.tg, Files: []host.FileReader{{Path: open, Reader: "etcd", User: "no-such-user-kedge"}}})
+	appErr(t, err, errtype.Unreadable, true)
 	if !strings.Contains(err.Error(), "no user no-such-user-kedge") {
 		t.Errorf("unknown user: %v", err)
 	}
@@ -171,7 +174,7 @@ func TestInstallBundleOwnerOfCreatedFiles(t *testing.T) {
 	if err := os.Chown(kept, 232, 233); err != nil {
 		t.Fatal(err)
 	}
-	res, err := w.acts.InstallBundle(t.Context(), InstallBundleInput{Target: w.tg, Files: []BundleFile{
+	res, err := w.acts.InstallBundle(t.Context(), host.InstallBundleInput{Target: w.tg, Files: []host.BundleFile{
 		{Path: kept, Content: "new", Mode: "0500", Owner: "65534:65534"},
 		{Path: made, Content: "new", Mode: "0644", Owner: "232:234"},
 	}})
@@ -184,7 +187,7 @@ func TestInstallBundleOwnerOfCreatedFiles(t *testing.T) {
 			t.Errorf("%s: uid, gid, mode %v, want %v", p, st, want)
 		}
 	}
-	if _, err := w.acts.InstallBundle(t.Context(), InstallBundleInput{Target: w.tg, Files: []BundleFile{{Path: made, Content: "x", Owner: "root;reboot"}}}); err == nil {
+	if _, err := w.acts.InstallBundle(t.Context(), host.InstallBundleInput{Target: w.tg, Files: []host.BundleFile{{Path: made, Content: "x", Owner: "root;reboot"}}}); err == nil {
 		t.Error("an owner with a shell character was accepted")
 	}
 }

@@ -17,6 +17,9 @@ import (
 
 	api "kedge.dev/kedge/actions/host"
 	"kedge.dev/kedge/activities/sshpool"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/target"
 )
 
 const (
@@ -30,29 +33,29 @@ const (
 )
 
 // Run runs a command or a script on the host (host.run).
-func (a *Activities) Run(ctx context.Context, in RunInput) (RunResult, error) {
+func (a *Activities) Run(ctx context.Context, in api.RunInput) (api.RunResult, error) {
 	res, err := a.run(ctx, in)
 	return res, toTemporal(err)
 }
 
-func (a *Activities) run(ctx context.Context, in RunInput) (RunResult, error) {
+func (a *Activities) run(ctx context.Context, in api.RunInput) (api.RunResult, error) {
 	if (in.Command == "") == (in.Script == "") {
-		return RunResult{}, invalid("host.run needs exactly one of command and script")
+		return api.RunResult{}, invalid("host.run needs exactly one of command and script")
 	}
 	if strings.ContainsRune(in.Command, 0) || strings.ContainsRune(in.Script, 0) {
-		return RunResult{}, invalid("command and script cannot hold NUL bytes")
+		return api.RunResult{}, invalid("command and script cannot hold NUL bytes")
 	}
 	var timeout time.Duration
 	if in.Timeout != "" {
 		d, err := time.ParseDuration(in.Timeout)
 		if err != nil || d <= 0 {
-			return RunResult{}, invalid(fmt.Sprintf("timeout %q is not a positive duration", in.Timeout))
+			return api.RunResult{}, invalid(fmt.Sprintf("timeout %q is not a positive duration", in.Timeout))
 		}
 		timeout = d
 	}
 	env, err := exports(in.Env)
 	if err != nil {
-		return RunResult{}, err
+		return api.RunResult{}, err
 	}
 	limit := in.OutputLimit
 	if limit <= 0 {
@@ -74,7 +77,7 @@ func (a *Activities) run(ctx context.Context, in RunInput) (RunResult, error) {
 	}
 	if !slices.Contains(accept, res.ExitCode) {
 		return res, &typedError{
-			typ:     ErrTypeCommandFailed,
+			typ:     errtype.CommandFailed,
 			msg:     fmt.Sprintf("exit status %d on %s%s", res.ExitCode, in.Target.Name(), tailLine(res.Stderr)),
 			details: []any{res.ExitCode},
 		}
@@ -210,7 +213,7 @@ exit $kedge_rc
 // exec runs spec on the host in one session. A timeout or a cancelled ctx
 // stops the remote command (SIGTERM to its process group, SIGKILL after
 // a grace period, then the session is closed).
-func (a *Activities) exec(ctx context.Context, t sshpool.Target, spec execSpec) (RunResult, error) {
+func (a *Activities) exec(ctx context.Context, t target.SSH, spec execSpec) (api.RunResult, error) {
 	boundary := "KEDGE_OUTPUTS_" + randomHex(12)
 	outFile := randomHex(12)
 	script := wrapper(spec, outFile, boundary)
@@ -222,9 +225,9 @@ func (a *Activities) exec(ctx context.Context, t sshpool.Target, spec execSpec) 
 	sess, release, err := a.Pool.Session(ctx, t)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && spec.timeout > 0 && ctx.Err() != nil {
-			return RunResult{}, &typedError{typ: ErrTypeCommandTimeout, msg: fmt.Sprintf("command on %s timed out after %s before it started: %v", t.Name(), spec.timeout, err)}
+			return api.RunResult{}, &typedError{typ: errtype.CommandTimeout, msg: fmt.Sprintf("command on %s timed out after %s before it started: %v", t.Name(), spec.timeout, err)}
 		}
-		return RunResult{}, err
+		return api.RunResult{}, err
 	}
 	defer release()
 	stdout := &tailBuffer{limit: spec.limit}
@@ -236,7 +239,7 @@ func (a *Activities) exec(ctx context.Context, t sshpool.Target, spec execSpec) 
 		defer stop()
 	}
 	if err := sess.Start(wrapperCommand(t)); err != nil {
-		return RunResult{}, a.Pool.Lost(t, fmt.Errorf("start command on %s: %w", t.Name(), err))
+		return api.RunResult{}, a.Pool.Lost(t, fmt.Errorf("start command on %s: %w", t.Name(), err))
 	}
 	done := make(chan error, 1)
 	go func() { done <- sess.Wait() }()
@@ -247,13 +250,13 @@ func (a *Activities) exec(ctx context.Context, t sshpool.Target, spec execSpec) 
 		a.stopRemote(t, sess, outFile, done)
 		_ = sess.Close()
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) && spec.timeout > 0 {
-			return RunResult{}, &typedError{typ: ErrTypeCommandTimeout,
+			return api.RunResult{}, &typedError{typ: errtype.CommandTimeout,
 				msg: fmt.Sprintf("command on %s timed out after %s and was killed%s", t.Name(), spec.timeout, tailLine(stderr.before.String()))}
 		}
-		return RunResult{}, fmt.Errorf("command on %s: %w", t.Name(), ctx.Err())
+		return api.RunResult{}, fmt.Errorf("command on %s: %w", t.Name(), ctx.Err())
 	}
 	stderr.flush()
-	res := RunResult{
+	res := api.RunResult{
 		Stdout: stdout.String(), StdoutTruncated: stdout.truncated(),
 		Stderr: stderr.before.String(), StderrTruncated: stderr.before.truncated(),
 	}
@@ -281,7 +284,7 @@ func (a *Activities) exec(ctx context.Context, t sshpool.Target, spec execSpec) 
 		return res, nil
 	}
 	if stderr.overflow {
-		return res, &typedError{typ: ErrTypeCommandFailed, nonRetryable: true,
+		return res, &typedError{typ: errtype.CommandFailed, nonRetryable: true,
 			msg: fmt.Sprintf("command on %s wrote more than %d bytes to $KEDGE_OUTPUT", t.Name(), maxOutputsBytes)}
 	}
 	res.Outputs = parseOutputs(stderr.after.String())
@@ -294,7 +297,7 @@ func (a *Activities) exec(ctx context.Context, t sshpool.Target, spec execSpec) 
 // shell under it is made a session (and group) leader of its own with
 // setsid (util-linux, on every distribution Kedge targets), falling back
 // to signalling the command alone where setsid is missing.
-func wrapperCommand(t sshpool.Target) string {
+func wrapperCommand(t target.SSH) string {
 	if t.Become == "" {
 		return "exec sh -s"
 	}
@@ -314,7 +317,7 @@ func outputPath(outFile string) string {
 // the PID file the wrapper wrote; that is repeated in case the wrapper
 // had not written it yet. The wrapper's trap then stops the command's
 // whole process group.
-func (a *Activities) stopRemote(t sshpool.Target, sess *ssh.Session, outFile string, done <-chan error) {
+func (a *Activities) stopRemote(t target.SSH, sess *ssh.Session, outFile string, done <-chan error) {
 	_ = sess.Signal(ssh.SIGTERM)
 	deadline := time.After(killGrace + 2*time.Second)
 	kill := `kedge_p=$(cat ` + outputPath(outFile) + `.pid 2>/dev/null) && kill -TERM "$kedge_p"`

@@ -24,13 +24,17 @@ import (
 
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/integration/sshtest"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/target"
 )
 
 type world struct {
 	srv  *sshtest.Server
 	pool *sshpool.Pool
 	acts *Activities
-	tg   sshpool.Target
+	tg   target.SSH
 }
 
 func newWorld(t testing.TB) *world {
@@ -41,7 +45,7 @@ func newWorld(t testing.TB) *world {
 		srv:  srv,
 		pool: pool,
 		acts: &Activities{Pool: pool, HeartbeatInterval: 50 * time.Millisecond, BackupDir: filepath.Join(srv.Dir, "backup")},
-		tg: sshpool.Target{Node: "worker-1", Address: srv.Host, Port: srv.Port,
+		tg: target.SSH{Node: "worker-1", Address: srv.Host, Port: srv.Port,
 			IdentityFile: srv.IdentityFile, KnownHostsFile: srv.KnownHostsFile},
 	}
 }
@@ -61,8 +65,8 @@ func appErr(t *testing.T, err error, typ string, nonRetryable bool) *temporal.Ap
 
 func TestRunExitCodes(t *testing.T) {
 	w := newWorld(t)
-	res, err := w.acts.Run(t.Context(), RunInput{Target: w.tg, Command: "echo out; echo boom >&2; exit 3"})
-	app := appErr(t, err, ErrTypeCommandFailed, false)
+	res, err := w.acts.Run(t.Context(), host.RunInput{Target: w.tg, Command: "echo out; echo boom >&2; exit 3"})
+	app := appErr(t, err, errtype.CommandFailed, false)
 	var code int
 	if app.Details(&code); code != 3 {
 		t.Errorf("details exit code %d", code)
@@ -74,11 +78,11 @@ func TestRunExitCodes(t *testing.T) {
 		t.Errorf("result %+v", res)
 	}
 
-	res, err = w.acts.Run(t.Context(), RunInput{Target: w.tg, Command: "exit 3", AcceptExitCodes: []int{0, 3}})
+	res, err = w.acts.Run(t.Context(), host.RunInput{Target: w.tg, Command: "exit 3", AcceptExitCodes: []int{0, 3}})
 	if err != nil || res.ExitCode != 3 {
 		t.Fatalf("accepted exit code: %+v %v", res, err)
 	}
-	if _, err := w.acts.Run(t.Context(), RunInput{Target: w.tg, Command: "true", AcceptExitCodes: []int{1}}); err == nil {
+	if _, err := w.acts.Run(t.Context(), host.RunInput{Target: w.tg, Command: "true", AcceptExitCodes: []int{1}}); err == nil {
 		t.Error("exit 0 accepted though only 1 was")
 	}
 }
@@ -94,7 +98,7 @@ func TestRunEnvIsQuoted(t *testing.T) {
 		"F": "",
 		"G": "'",
 	}
-	res, err := w.acts.Run(t.Context(), RunInput{Target: w.tg, Env: env,
+	res, err := w.acts.Run(t.Context(), host.RunInput{Target: w.tg, Env: env,
 		Command: `printf '%s|' "$A" "$B" "$C" "$D" "$E" "$F" "$G"`})
 	if err != nil {
 		t.Fatal(err)
@@ -103,13 +107,13 @@ func TestRunEnvIsQuoted(t *testing.T) {
 	if res.Stdout != want {
 		t.Errorf("got  %q\nwant %q", res.Stdout, want)
 	}
-	_, err = w.acts.Run(t.Context(), RunInput{Target: w.tg, Command: "true", Env: map[string]string{"KEDGE_OUTPUT": "/etc/passwd"}})
-	appErr(t, err, ErrTypeInvalidInput, true)
+	_, err = w.acts.Run(t.Context(), host.RunInput{Target: w.tg, Command: "true", Env: map[string]string{"KEDGE_OUTPUT": "/etc/passwd"}})
+	appErr(t, err, errtype.InvalidInput, true)
 }
 
 func TestRunOutputs(t *testing.T) {
 	w := newWorld(t)
-	res, err := w.acts.Run(t.Context(), RunInput{Target: w.tg, Command: `
+	res, err := w.acts.Run(t.Context(), host.RunInput{Target: w.tg, Command: `
 echo "$KEDGE_OUTPUT"
 echo version=1.2.3 >> "$KEDGE_OUTPUT"
 echo "url=http://x/?a=b" >> "$KEDGE_OUTPUT"
@@ -133,7 +137,7 @@ printf 'err1\nerr2' >&2`})
 	waitGone(t, outFile)
 
 	// No outputs: nil, and no file is left behind.
-	res, err = w.acts.Run(t.Context(), RunInput{Target: w.tg, Command: `echo "$KEDGE_OUTPUT"`})
+	res, err = w.acts.Run(t.Context(), host.RunInput{Target: w.tg, Command: `echo "$KEDGE_OUTPUT"`})
 	if err != nil || res.Outputs != nil || res.Stderr != "" {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -142,7 +146,7 @@ printf 'err1\nerr2' >&2`})
 	}
 
 	// A failing command still reports its outputs.
-	res, err = w.acts.Run(t.Context(), RunInput{Target: w.tg, Command: `echo k=v >> "$KEDGE_OUTPUT"; exit 2`})
+	res, err = w.acts.Run(t.Context(), host.RunInput{Target: w.tg, Command: `echo k=v >> "$KEDGE_OUTPUT"; exit 2`})
 	if err == nil || res.Outputs["k"] != "v" {
 		t.Errorf("%+v %v", res, err)
 	}
@@ -165,15 +169,15 @@ func waitGone(t *testing.T, file string) {
 func TestRunScript(t *testing.T) {
 	w := newWorld(t)
 	script := "set -e\necho one\nx=$(echo two)\necho \"$x\"\ncat <<'EOF'\n$literal\nEOF\necho k=$x >> \"$KEDGE_OUTPUT\"\nprintf 'no newline at the end'"
-	res, err := w.acts.Run(t.Context(), RunInput{Target: w.tg, Script: script, Env: map[string]string{"V": "v"}})
+	res, err := w.acts.Run(t.Context(), host.RunInput{Target: w.tg, Script: script, Env: map[string]string{"V": "v"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Stdout != "one\ntwo\n$literal\nno newline at the end" || res.Outputs["k"] != "two" {
 		t.Errorf("%+v", res)
 	}
-	res, err = w.acts.Run(t.Context(), RunInput{Target: w.tg, Script: "echo $V; false\necho not reached?\nexit 4\n", Env: map[string]string{"V": "v"}})
-	app := appErr(t, err, ErrTypeCommandFailed, false)
+	res, err = w.acts.Run(t.Context(), host.RunInput{Target: w.tg, Script: "echo $V; false\necho not reached?\nexit 4\n", Env: map[string]string{"V": "v"}})
+	app := appErr(t, err, errtype.CommandFailed, false)
 	_ = app
 	if res.ExitCode != 4 || res.Stdout != "v\nnot reached?\n" {
 		t.Errorf("%+v", res)
@@ -182,14 +186,14 @@ func TestRunScript(t *testing.T) {
 
 func TestRunInvalidInput(t *testing.T) {
 	w := newWorld(t)
-	for _, in := range []RunInput{
+	for _, in := range []host.RunInput{
 		{Target: w.tg},
 		{Target: w.tg, Command: "a", Script: "b"},
 		{Target: w.tg, Command: "true", Timeout: "soon"},
 		{Target: w.tg, Command: "true", Env: map[string]string{"A B": "x"}},
 	} {
 		_, err := w.acts.Run(t.Context(), in)
-		appErr(t, err, ErrTypeInvalidInput, true)
+		appErr(t, err, errtype.InvalidInput, true)
 	}
 	if w.srv.Accepted() != 0 {
 		t.Error("invalid input reached the host")
@@ -198,7 +202,7 @@ func TestRunInvalidInput(t *testing.T) {
 
 func TestRunOutputCapKeepsTheTail(t *testing.T) {
 	w := newWorld(t)
-	res, err := w.acts.Run(t.Context(), RunInput{Target: w.tg, OutputLimit: 100,
+	res, err := w.acts.Run(t.Context(), host.RunInput{Target: w.tg, OutputLimit: 100,
 		Command: `seq 1 100000; seq 1 50000 >&2; echo k=v >> "$KEDGE_OUTPUT"`})
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +216,7 @@ func TestRunOutputCapKeepsTheTail(t *testing.T) {
 	if res.Outputs["k"] != "v" {
 		t.Errorf("outputs lost behind a large stderr: %v", res.Outputs)
 	}
-	res, err = w.acts.Run(t.Context(), RunInput{Target: w.tg, OutputLimit: 100, Command: "echo short"})
+	res, err = w.acts.Run(t.Context(), host.RunInput{Target: w.tg, OutputLimit: 100, Command: "echo short"})
 	if err != nil || res.StdoutTruncated || res.Stdout != "short\n" {
 		t.Errorf("%+v %v", res, err)
 	}
@@ -268,9 +272,9 @@ func TestRunTimeoutKillsTheCommand(t *testing.T) {
 	w := newWorld(t)
 	dir := t.TempDir()
 	start := time.Now()
-	_, err := w.acts.Run(t.Context(), RunInput{Target: w.tg, Timeout: "300ms", Command: fmt.Sprintf(
+	_, err := w.acts.Run(t.Context(), host.RunInput{Target: w.tg, Timeout: "300ms", Command: fmt.Sprintf(
 		`sleep 31 & echo $! > %[1]s/child; echo $$ > %[1]s/shell; echo started >&2; wait`, dir)})
-	appErr(t, err, ErrTypeCommandTimeout, false)
+	appErr(t, err, errtype.CommandTimeout, false)
 	if !strings.Contains(err.Error(), "300ms") || !strings.Contains(err.Error(), "started") {
 		t.Errorf("message %q", err)
 	}
@@ -279,7 +283,7 @@ func TestRunTimeoutKillsTheCommand(t *testing.T) {
 	}
 	waitDead(t, readPids(t, dir+"/child", dir+"/shell"))
 	// The connection is still good.
-	if _, err := w.acts.Run(t.Context(), RunInput{Target: w.tg, Command: "true"}); err != nil {
+	if _, err := w.acts.Run(t.Context(), host.RunInput{Target: w.tg, Command: "true"}); err != nil {
 		t.Fatal(err)
 	}
 	if w.srv.Accepted() != 1 {
@@ -295,7 +299,7 @@ func TestRunCancelKillsTheCommand(t *testing.T) {
 		readPids(t, dir+"/shell")
 		cancel()
 	}()
-	_, err := w.acts.Run(ctx, RunInput{Target: w.tg, Script: fmt.Sprintf(
+	_, err := w.acts.Run(ctx, host.RunInput{Target: w.tg, Script: fmt.Sprintf(
 		"sleep 32 & echo $! > %[1]s/child\necho $$ > %[1]s/shell\nwait\n", dir)})
 	if !temporal.IsCanceledError(err) {
 		t.Fatalf("got %T %v", err, err)
@@ -310,7 +314,7 @@ func TestRunConcurrentOnOneConnection(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := w.acts.Run(t.Context(), RunInput{Target: w.tg, Command: fmt.Sprintf(`sleep 0.05; echo n=%d >> "$KEDGE_OUTPUT"`, i)})
+			res, err := w.acts.Run(t.Context(), host.RunInput{Target: w.tg, Command: fmt.Sprintf(`sleep 0.05; echo n=%d >> "$KEDGE_OUTPUT"`, i)})
 			if err != nil || res.Outputs["n"] != strconv.Itoa(i) {
 				t.Errorf("%d: %+v %v", i, res, err)
 			}
@@ -324,11 +328,11 @@ func TestRunConcurrentOnOneConnection(t *testing.T) {
 
 func TestRunRedialsAfterADrop(t *testing.T) {
 	w := newWorld(t)
-	if _, err := w.acts.Run(t.Context(), RunInput{Target: w.tg, Command: "true"}); err != nil {
+	if _, err := w.acts.Run(t.Context(), host.RunInput{Target: w.tg, Command: "true"}); err != nil {
 		t.Fatal(err)
 	}
 	w.srv.DropAll()
-	if res, err := w.acts.Run(t.Context(), RunInput{Target: w.tg, Command: "echo ok"}); err != nil || res.Stdout != "ok\n" {
+	if res, err := w.acts.Run(t.Context(), host.RunInput{Target: w.tg, Command: "echo ok"}); err != nil || res.Stdout != "ok\n" {
 		t.Fatalf("%+v %v", res, err)
 	}
 	// A drop in the middle of a command is ConnectionLost (retryable).
@@ -336,8 +340,8 @@ func TestRunRedialsAfterADrop(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		w.srv.DropAll()
 	}()
-	_, err := w.acts.Run(t.Context(), RunInput{Target: w.tg, Command: "sleep 2"})
-	appErr(t, err, ErrTypeConnectionLost, false)
+	_, err := w.acts.Run(t.Context(), host.RunInput{Target: w.tg, Command: "sleep 2"})
+	appErr(t, err, errtype.ConnectionLost, false)
 }
 
 func TestConnectionErrorsAtTheActivityBoundary(t *testing.T) {
@@ -346,33 +350,33 @@ func TestConnectionErrorsAtTheActivityBoundary(t *testing.T) {
 	bad := w.tg
 	bad.KnownHostsFile = filepath.Join(t.TempDir(), "known_hosts")
 	w.srv.WriteKnownHosts(t, bad.KnownHostsFile, sshtest.NewSigner(t).PublicKey())
-	_, err := w.acts.Run(t.Context(), RunInput{Target: bad, Command: "true"})
-	appErr(t, err, ErrTypeHostKeyMismatch, true)
+	_, err := w.acts.Run(t.Context(), host.RunInput{Target: bad, Command: "true"})
+	appErr(t, err, errtype.HostKeyMismatch, true)
 	if !strings.Contains(err.Error(), "SHA256:") {
 		t.Errorf("message %q", err)
 	}
 
 	os.WriteFile(bad.KnownHostsFile, nil, 0o644)
-	_, err = w.acts.WriteFile(t.Context(), WriteFileInput{Target: bad, Path: w.srv.Dir + "/x", Content: "x"})
-	appErr(t, err, ErrTypeHostUnknown, true)
+	_, err = w.acts.WriteFile(t.Context(), host.WriteFileInput{Target: bad, Path: w.srv.Dir + "/x", Content: "x"})
+	appErr(t, err, errtype.HostUnknown, true)
 
 	stranger := w.tg
 	stranger.IdentityFile = filepath.Join(t.TempDir(), "id")
 	os.WriteFile(stranger.IdentityFile, mustKeyPEM(t), 0o600)
-	_, err = w.acts.ReadFile(t.Context(), ReadFileInput{Target: stranger, Path: "/etc/hostname"})
-	appErr(t, err, ErrTypeAuthFailed, true)
+	_, err = w.acts.ReadFile(t.Context(), host.ReadFileInput{Target: stranger, Path: "/etc/hostname"})
+	appErr(t, err, errtype.AuthFailed, true)
 
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	closed := w.tg
 	closed.Port = ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	_, err = w.acts.Run(t.Context(), RunInput{Target: closed, Command: "true"})
-	appErr(t, err, ErrTypeUnreachable, false)
+	_, err = w.acts.Run(t.Context(), host.RunInput{Target: closed, Command: "true"})
+	appErr(t, err, errtype.HostUnreachable, false)
 
 	noKH := w.tg
 	noKH.KnownHostsFile = ""
-	_, err = w.acts.Run(t.Context(), RunInput{Target: noKH, Command: "true"})
-	appErr(t, err, ErrTypeInvalidInput, true)
+	_, err = w.acts.Run(t.Context(), host.RunInput{Target: noKH, Command: "true"})
+	appErr(t, err, errtype.InvalidInput, true)
 }
 
 func mustKeyPEM(t *testing.T) []byte {
@@ -394,7 +398,7 @@ func TestWriteFileRestoreRoundTrip(t *testing.T) {
 	p := filepath.Join(w.srv.Dir, "etc/app/sub/config.yaml")
 
 	// A new file: parent directories are made, nothing to back up.
-	res, err := w.acts.WriteFile(t.Context(), WriteFileInput{Target: w.tg, Path: p, Content: "v: 1\n", Mode: "0640"})
+	res, err := w.acts.WriteFile(t.Context(), host.WriteFileInput{Target: w.tg, Path: p, Content: "v: 1\n", Mode: "0640"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,19 +409,19 @@ func TestWriteFileRestoreRoundTrip(t *testing.T) {
 	created := res
 
 	// Unchanged: skipped.
-	res, err = w.acts.WriteFile(t.Context(), WriteFileInput{Target: w.tg, Path: p, Content: "v: 1\n", Mode: "640"})
+	res, err = w.acts.WriteFile(t.Context(), host.WriteFileInput{Target: w.tg, Path: p, Content: "v: 1\n", Mode: "640"})
 	if err != nil || res.Changed || !res.Existed || res.Backup != "" || res.PreviousSHA256 != res.SHA256 {
 		t.Errorf("unchanged write: %+v %v", res, err)
 	}
 	// Same content, other mode: changed.
-	res, err = w.acts.WriteFile(t.Context(), WriteFileInput{Target: w.tg, Path: p, Content: "v: 1\n", Mode: "0600"})
+	res, err = w.acts.WriteFile(t.Context(), host.WriteFileInput{Target: w.tg, Path: p, Content: "v: 1\n", Mode: "0600"})
 	if err != nil || !res.Changed {
 		t.Errorf("mode change: %+v %v", res, err)
 	}
 	checkFile(t, p, "v: 1\n", 0o600)
 
 	// New content: the previous one is kept.
-	res, err = w.acts.WriteFile(t.Context(), WriteFileInput{Target: w.tg, Path: p, Content: "v: 2\n"})
+	res, err = w.acts.WriteFile(t.Context(), host.WriteFileInput{Target: w.tg, Path: p, Content: "v: 2\n"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,19 +437,19 @@ func TestWriteFileRestoreRoundTrip(t *testing.T) {
 
 	// Undo: the previous content and mode come back.
 	changed := true
-	rr, err := w.acts.RestoreFile(t.Context(), RestoreFileInput{Target: w.tg, Path: p, Backup: res.Backup, Existed: true, Changed: &changed})
+	rr, err := w.acts.RestoreFile(t.Context(), host.RestoreFileInput{Target: w.tg, Path: p, Backup: res.Backup, Existed: true, Changed: &changed})
 	if err != nil || !rr.Restored {
 		t.Fatalf("%+v %v", rr, err)
 	}
 	checkFile(t, p, "v: 1\n", 0o600)
 	// Twice is fine.
-	if _, err := w.acts.RestoreFile(t.Context(), RestoreFileInput{Target: w.tg, Path: p, Backup: res.Backup, Existed: true}); err != nil {
+	if _, err := w.acts.RestoreFile(t.Context(), host.RestoreFileInput{Target: w.tg, Path: p, Backup: res.Backup, Existed: true}); err != nil {
 		t.Fatal(err)
 	}
 
 	// Undo of an unchanged write does nothing.
 	unchanged := false
-	rr, err = w.acts.RestoreFile(t.Context(), RestoreFileInput{Target: w.tg, Path: p, Existed: true, Changed: &unchanged})
+	rr, err = w.acts.RestoreFile(t.Context(), host.RestoreFileInput{Target: w.tg, Path: p, Existed: true, Changed: &unchanged})
 	if err != nil || rr.Restored || rr.Removed {
 		t.Errorf("%+v %v", rr, err)
 	}
@@ -453,7 +457,7 @@ func TestWriteFileRestoreRoundTrip(t *testing.T) {
 
 	// Undo of the creation removes the file, idempotently.
 	for range 2 {
-		rr, err = w.acts.RestoreFile(t.Context(), RestoreFileInput{Target: w.tg, Path: p, Backup: created.Backup, Existed: created.Existed, Changed: &created.Changed})
+		rr, err = w.acts.RestoreFile(t.Context(), host.RestoreFileInput{Target: w.tg, Path: p, Backup: created.Backup, Existed: created.Existed, Changed: &created.Changed})
 		if err != nil || !rr.Removed {
 			t.Fatalf("%+v %v", rr, err)
 		}
@@ -463,24 +467,24 @@ func TestWriteFileRestoreRoundTrip(t *testing.T) {
 	}
 
 	// Existed without a backup cannot be undone.
-	_, err = w.acts.RestoreFile(t.Context(), RestoreFileInput{Target: w.tg, Path: p, Existed: true})
-	appErr(t, err, ErrTypeInvalidInput, true)
+	_, err = w.acts.RestoreFile(t.Context(), host.RestoreFileInput{Target: w.tg, Path: p, Existed: true})
+	appErr(t, err, errtype.InvalidInput, true)
 	// A backup that is gone.
-	_, err = w.acts.RestoreFile(t.Context(), RestoreFileInput{Target: w.tg, Path: p, Backup: w.acts.BackupDir + "/nope", Existed: true})
-	appErr(t, err, ErrTypeFileNotFound, true)
+	_, err = w.acts.RestoreFile(t.Context(), host.RestoreFileInput{Target: w.tg, Path: p, Backup: w.acts.BackupDir + "/nope", Existed: true})
+	appErr(t, err, errtype.FileNotFound, true)
 }
 
 func TestWriteFileOptions(t *testing.T) {
 	w := newWorld(t)
 	p := filepath.Join(w.srv.Dir, "bin.dat")
 	bin := []byte{0, 1, 2, 0xff, 0xfe}
-	res, err := w.acts.WriteFile(t.Context(), WriteFileInput{Target: w.tg, Path: p, ContentBase64: base64.StdEncoding.EncodeToString(bin), Mode: "0755"})
+	res, err := w.acts.WriteFile(t.Context(), host.WriteFileInput{Target: w.tg, Path: p, ContentBase64: base64.StdEncoding.EncodeToString(bin), Mode: "0755"})
 	if err != nil || !res.Changed {
 		t.Fatalf("%+v %v", res, err)
 	}
 	checkFile(t, p, string(bin), 0o755)
 
-	res, err = w.acts.WriteFile(t.Context(), WriteFileInput{Target: w.tg, Path: p, Content: "text", Mode: "0755", NoBackup: true})
+	res, err = w.acts.WriteFile(t.Context(), host.WriteFileInput{Target: w.tg, Path: p, Content: "text", Mode: "0755", NoBackup: true})
 	if err != nil || !res.Changed || !res.Existed || res.Backup != "" {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -488,13 +492,13 @@ func TestWriteFileOptions(t *testing.T) {
 		t.Errorf("noBackup kept %d backups", len(entries))
 	}
 	// An empty file is a file.
-	res, err = w.acts.WriteFile(t.Context(), WriteFileInput{Target: w.tg, Path: p, Mode: "0755", NoBackup: true})
+	res, err = w.acts.WriteFile(t.Context(), host.WriteFileInput{Target: w.tg, Path: p, Mode: "0755", NoBackup: true})
 	if err != nil || !res.Changed {
 		t.Fatalf("%+v %v", res, err)
 	}
 	checkFile(t, p, "", 0o755)
 
-	for _, in := range []WriteFileInput{
+	for _, in := range []host.WriteFileInput{
 		{Target: w.tg, Path: p, Content: "a", ContentBase64: "YQ=="},
 		{Target: w.tg, Path: p, ContentBase64: "not base64!"},
 		{Target: w.tg, Path: "relative/x", Content: "a"},
@@ -502,24 +506,24 @@ func TestWriteFileOptions(t *testing.T) {
 		{Target: w.tg, Path: p, Content: "a", Mode: "rw-r--r--"},
 	} {
 		_, err := w.acts.WriteFile(t.Context(), in)
-		appErr(t, err, ErrTypeInvalidInput, true)
+		appErr(t, err, errtype.InvalidInput, true)
 	}
 
 	// A directory in the way is a file error, not a connection problem.
 	dir := filepath.Join(w.srv.Dir, "adir")
 	os.Mkdir(dir, 0o755)
-	_, err = w.acts.WriteFile(t.Context(), WriteFileInput{Target: w.tg, Path: dir, Content: "a"})
-	appErr(t, err, ErrTypeFileFailed, false)
+	_, err = w.acts.WriteFile(t.Context(), host.WriteFileInput{Target: w.tg, Path: dir, Content: "a"})
+	appErr(t, err, errtype.FileOperationFailed, false)
 }
 
 func TestWriteFileSurvivesADroppedConnection(t *testing.T) {
 	w := newWorld(t)
 	p := filepath.Join(w.srv.Dir, "f")
-	if _, err := w.acts.WriteFile(t.Context(), WriteFileInput{Target: w.tg, Path: p, Content: "1"}); err != nil {
+	if _, err := w.acts.WriteFile(t.Context(), host.WriteFileInput{Target: w.tg, Path: p, Content: "1"}); err != nil {
 		t.Fatal(err)
 	}
 	w.srv.DropAll()
-	res, err := w.acts.WriteFile(t.Context(), WriteFileInput{Target: w.tg, Path: p, Content: "2"})
+	res, err := w.acts.WriteFile(t.Context(), host.WriteFileInput{Target: w.tg, Path: p, Content: "2"})
 	if err != nil || !res.Changed || res.Backup == "" {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -551,7 +555,7 @@ func TestReadFile(t *testing.T) {
 	w := newWorld(t)
 	text := filepath.Join(w.srv.Dir, "text")
 	os.WriteFile(text, []byte("héllo\n"), 0o640)
-	res, err := w.acts.ReadFile(t.Context(), ReadFileInput{Target: w.tg, Path: text})
+	res, err := w.acts.ReadFile(t.Context(), host.ReadFileInput{Target: w.tg, Path: text})
 	if err != nil || !res.Exists || res.Content != "héllo\n" || res.ContentBase64 != "" || res.Mode != "0640" || res.Size != 7 || res.SHA256 != hexSum("héllo\n") {
 		t.Errorf("%+v %v", res, err)
 	}
@@ -559,23 +563,23 @@ func TestReadFile(t *testing.T) {
 	bin := filepath.Join(w.srv.Dir, "bin")
 	os.WriteFile(bin, []byte{0xff, 0, 1}, 0o4755)
 	os.Chmod(bin, 0o755|os.ModeSetuid)
-	res, err = w.acts.ReadFile(t.Context(), ReadFileInput{Target: w.tg, Path: bin})
+	res, err = w.acts.ReadFile(t.Context(), host.ReadFileInput{Target: w.tg, Path: bin})
 	if err != nil || res.Content != "" || res.ContentBase64 != base64.StdEncoding.EncodeToString([]byte{0xff, 0, 1}) || res.Mode != "4755" {
 		t.Errorf("%+v %v", res, err)
 	}
 
 	missing := filepath.Join(w.srv.Dir, "missing")
-	_, err = w.acts.ReadFile(t.Context(), ReadFileInput{Target: w.tg, Path: missing})
-	appErr(t, err, ErrTypeFileNotFound, true)
-	res, err = w.acts.ReadFile(t.Context(), ReadFileInput{Target: w.tg, Path: missing, Missing: "empty"})
+	_, err = w.acts.ReadFile(t.Context(), host.ReadFileInput{Target: w.tg, Path: missing})
+	appErr(t, err, errtype.FileNotFound, true)
+	res, err = w.acts.ReadFile(t.Context(), host.ReadFileInput{Target: w.tg, Path: missing, Missing: "empty"})
 	if err != nil || res.Exists || res.Content != "" {
 		t.Errorf("%+v %v", res, err)
 	}
 
-	_, err = w.acts.ReadFile(t.Context(), ReadFileInput{Target: w.tg, Path: text, MaxBytes: 3})
-	appErr(t, err, ErrTypeInvalidInput, true)
-	_, err = w.acts.ReadFile(t.Context(), ReadFileInput{Target: w.tg, Path: text, Missing: "ignore"})
-	appErr(t, err, ErrTypeInvalidInput, true)
+	_, err = w.acts.ReadFile(t.Context(), host.ReadFileInput{Target: w.tg, Path: text, MaxBytes: 3})
+	appErr(t, err, errtype.InvalidInput, true)
+	_, err = w.acts.ReadFile(t.Context(), host.ReadFileInput{Target: w.tg, Path: text, Missing: "ignore"})
+	appErr(t, err, errtype.InvalidInput, true)
 }
 
 // fakeSystemctl puts a systemctl on the test server's PATH that keeps unit
@@ -619,7 +623,7 @@ esac
 func TestSystemd(t *testing.T) {
 	state := fakeSystemctl(t)
 	w := newWorld(t)
-	res, err := w.acts.Systemd(t.Context(), SystemdInput{Target: w.tg, Unit: "kubelet.service", DaemonReload: true, Enable: true, Action: "restart"})
+	res, err := w.acts.Systemd(t.Context(), host.SystemdInput{Target: w.tg, Unit: "kubelet.service", DaemonReload: true, Enable: true, Action: "restart"})
 	if err != nil || res.ActiveState != "active" || res.MainPID != 4242 {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -628,27 +632,27 @@ func TestSystemd(t *testing.T) {
 		t.Errorf("calls:\n%s", calls)
 	}
 
-	res, err = w.acts.Systemd(t.Context(), SystemdInput{Target: w.tg, Unit: "kubelet.service", Action: "stop"})
+	res, err = w.acts.Systemd(t.Context(), host.SystemdInput{Target: w.tg, Unit: "kubelet.service", Action: "stop"})
 	if err != nil || res.ActiveState != "inactive" || res.MainPID != 0 {
 		t.Fatalf("stop: %+v %v", res, err)
 	}
 
-	res, err = w.acts.Systemd(t.Context(), SystemdInput{Target: w.tg, Unit: "slow-x.service", Action: "start"})
+	res, err = w.acts.Systemd(t.Context(), host.SystemdInput{Target: w.tg, Unit: "slow-x.service", Action: "start"})
 	if err != nil || res.ActiveState != "active" {
 		t.Fatalf("slow start: %+v %v", res, err)
 	}
-	res, err = w.acts.Systemd(t.Context(), SystemdInput{Target: w.tg, Unit: "oneshot-x.service", Action: "start"})
+	res, err = w.acts.Systemd(t.Context(), host.SystemdInput{Target: w.tg, Unit: "oneshot-x.service", Action: "start"})
 	if err != nil || res.ActiveState != "inactive" {
 		t.Fatalf("oneshot: %+v %v", res, err)
 	}
 
-	_, err = w.acts.Systemd(t.Context(), SystemdInput{Target: w.tg, Unit: "fail-x.service", Action: "start"})
-	appErr(t, err, ErrTypeUnitFailed, false)
+	_, err = w.acts.Systemd(t.Context(), host.SystemdInput{Target: w.tg, Unit: "fail-x.service", Action: "start"})
+	appErr(t, err, errtype.UnitFailed, false)
 	if !strings.Contains(err.Error(), "journalctl -u fail-x.service") {
 		t.Errorf("message %q", err)
 	}
-	_, err = w.acts.Systemd(t.Context(), SystemdInput{Target: w.tg, Unit: "missing-x.service", Action: "start"})
-	appErr(t, err, ErrTypeCommandFailed, false)
+	_, err = w.acts.Systemd(t.Context(), host.SystemdInput{Target: w.tg, Unit: "missing-x.service", Action: "start"})
+	appErr(t, err, errtype.CommandFailed, false)
 	if !strings.Contains(err.Error(), "not found") {
 		t.Errorf("message %q", err)
 	}
@@ -656,18 +660,18 @@ func TestSystemd(t *testing.T) {
 	// A unit that never settles fails after waitTimeout.
 	os.WriteFile(filepath.Join(state, "stuck.service"), []byte("activating\n"), 0o644)
 	start := time.Now()
-	res, err = w.acts.Systemd(t.Context(), SystemdInput{Target: w.tg, Unit: "stuck.service", Action: "none", Enable: true, WaitTimeout: "1s"})
+	res, err = w.acts.Systemd(t.Context(), host.SystemdInput{Target: w.tg, Unit: "stuck.service", Action: "none", Enable: true, WaitTimeout: "1s"})
 	if err != nil || res.ActiveState != "activating" {
 		t.Fatalf("action none reports: %+v %v", res, err)
 	}
 	os.WriteFile(filepath.Join(state, "stuck2.service"), []byte("activating\n"), 0o644)
-	script := systemdScript(SystemdInput{Unit: "stuck2.service"}, "active", time.Second, "")
+	script := systemdScript(host.SystemdInput{Unit: "stuck2.service"}, "active", time.Second, "")
 	r, err := w.acts.exec(t.Context(), w.tg, execSpec{script: script, limit: 1024})
 	if err != nil || r.Outputs["state"] != "activating" || time.Since(start) > 5*time.Second {
 		t.Fatalf("%+v %v", r, err)
 	}
 
-	for _, in := range []SystemdInput{
+	for _, in := range []host.SystemdInput{
 		{Target: w.tg, Unit: "x; rm -rf /"},
 		{Target: w.tg, Unit: "--now"},
 		{Target: w.tg, Unit: "x", Action: "bounce"},
@@ -675,7 +679,7 @@ func TestSystemd(t *testing.T) {
 		{Target: w.tg, Unit: "x", WaitTimeout: "-1s"},
 	} {
 		_, err := w.acts.Systemd(t.Context(), in)
-		appErr(t, err, ErrTypeInvalidInput, true)
+		appErr(t, err, errtype.InvalidInput, true)
 	}
 }
 
@@ -692,19 +696,19 @@ func TestARestartIsDoneOncePerActivity(t *testing.T) {
 		calls, _ := os.ReadFile(filepath.Join(state, "calls"))
 		return strings.Count(string(calls), "restart kubelet.service\n")
 	}
-	in := SystemdInput{Target: w.tg, Unit: "kubelet.service", Action: "restart"}
+	in := host.SystemdInput{Target: w.tg, Unit: "kubelet.service", Action: "restart"}
 	// A test activity environment numbers its activities from the same
 	// start: the first activity of each is one activity delivered again.
-	deliver := func() (*testsuite.TestActivityEnvironment, SystemdResult) {
+	deliver := func() (*testsuite.TestActivityEnvironment, host.SystemdResult) {
 		t.Helper()
 		var s testsuite.WorkflowTestSuite
 		env := s.NewTestActivityEnvironment()
-		env.RegisterActivityWithOptions(w.acts.Systemd, activity.RegisterOptions{Name: SystemdAction})
-		val, err := env.ExecuteActivity(SystemdAction, in)
+		env.RegisterActivityWithOptions(w.acts.Systemd, activity.RegisterOptions{Name: host.SystemdAction})
+		val, err := env.ExecuteActivity(host.SystemdAction, in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var res SystemdResult
+		var res host.SystemdResult
 		if err := val.Get(&res); err != nil {
 			t.Fatal(err)
 		}
@@ -722,7 +726,7 @@ func TestARestartIsDoneOncePerActivity(t *testing.T) {
 		t.Errorf("the second delivery reports %+v, the first %+v", again, first)
 	}
 	// Another activity of the same workflow restarts.
-	if _, err := env.ExecuteActivity(SystemdAction, in); err != nil || restarts() != 2 {
+	if _, err := env.ExecuteActivity(host.SystemdAction, in); err != nil || restarts() != 2 {
 		t.Errorf("another activity: %d restarts, %v", restarts(), err)
 	}
 	// The unit restarted since (a new invocation): the first activity,
@@ -759,12 +763,12 @@ func TestInsideAnActivityItHeartbeats(t *testing.T) {
 		beats++
 		mu.Unlock()
 	})
-	env.RegisterActivityWithOptions(w.acts.Run, activity.RegisterOptions{Name: RunAction})
-	val, err := env.ExecuteActivity(RunAction, RunInput{Target: w.tg, Command: `sleep 0.4; echo k=v >> "$KEDGE_OUTPUT"`})
+	env.RegisterActivityWithOptions(w.acts.Run, activity.RegisterOptions{Name: host.RunAction})
+	val, err := env.ExecuteActivity(host.RunAction, host.RunInput{Target: w.tg, Command: `sleep 0.4; echo k=v >> "$KEDGE_OUTPUT"`})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res RunResult
+	var res host.RunResult
 	if err := val.Get(&res); err != nil || res.Outputs["k"] != "v" {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -780,9 +784,9 @@ func TestInsideAnActivityItHeartbeats(t *testing.T) {
 
 	// Long enough to heartbeat while it runs (a test that held its lock
 	// here deadlocked against the SDK under load).
-	_, err = env.ExecuteActivity(RunAction, RunInput{Target: w.tg, Command: "sleep 0.3; exit 7"})
+	_, err = env.ExecuteActivity(host.RunAction, host.RunInput{Target: w.tg, Command: "sleep 0.3; exit 7"})
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != ErrTypeCommandFailed {
+	if !errors.As(err, &app) || app.Type() != errtype.CommandFailed {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -809,7 +813,7 @@ func BenchmarkRawExec(b *testing.B) {
 func BenchmarkRun(b *testing.B) {
 	w := newWorld(b)
 	ctx := context.Background()
-	in := RunInput{Target: w.tg, Command: "true"}
+	in := host.RunInput{Target: w.tg, Command: "true"}
 	for b.Loop() {
 		if _, err := w.acts.Run(ctx, in); err != nil {
 			b.Fatal(err)
@@ -821,7 +825,7 @@ func BenchmarkRun(b *testing.B) {
 func BenchmarkRunWithOutputs(b *testing.B) {
 	w := newWorld(b)
 	ctx := context.Background()
-	in := RunInput{Target: w.tg, Command: `echo k=v >> "$KEDGE_OUTPUT"`, Env: map[string]string{"A": "b"}}
+	in := host.RunInput{Target: w.tg, Command: `echo k=v >> "$KEDGE_OUTPUT"`, Env: map[string]string{"A": "b"}}
 	for b.Loop() {
 		if _, err := w.acts.Run(ctx, in); err != nil {
 			b.Fatal(err)

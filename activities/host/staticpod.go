@@ -10,6 +10,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"kedge.dev/kedge/internal/layout"
+
+	"kedge.dev/kedge/actions/host"
 )
 
 // RestartStaticPod makes the kubelet restart a static pod
@@ -20,48 +22,48 @@ import (
 // atomic (a dot-file staged beside it, which the kubelet ignores) and
 // keeps the previous content for host.restore-file. With StopKubelet the
 // kubelet is stopped before the write and started after it.
-func (a *Activities) RestartStaticPod(ctx context.Context, in RestartStaticPodInput) (RestartStaticPodResult, error) {
+func (a *Activities) RestartStaticPod(ctx context.Context, in host.RestartStaticPodInput) (host.RestartStaticPodResult, error) {
 	res, err := a.restartStaticPod(ctx, in)
 	return res, toTemporal(err)
 }
 
-func (a *Activities) restartStaticPod(ctx context.Context, in RestartStaticPodInput) (_ RestartStaticPodResult, err error) {
+func (a *Activities) restartStaticPod(ctx context.Context, in host.RestartStaticPodInput) (_ host.RestartStaticPodResult, err error) {
 	if err := checkPath(in.Manifest); err != nil {
-		return RestartStaticPodResult{}, err
+		return host.RestartStaticPodResult{}, err
 	}
 	if ext := path.Ext(in.Manifest); ext != ".yaml" && ext != ".yml" {
-		return RestartStaticPodResult{}, invalid(fmt.Sprintf("manifest %q is not a .yaml file", in.Manifest))
+		return host.RestartStaticPodResult{}, invalid(fmt.Sprintf("manifest %q is not a .yaml file", in.Manifest))
 	}
 	at := in.At
 	if at == "" {
 		at = time.Now().UTC().Format(time.RFC3339Nano)
 	} else if _, err := time.Parse(time.RFC3339, at); err != nil {
-		return RestartStaticPodResult{}, invalid(fmt.Sprintf("at %q is not an RFC 3339 time", at))
+		return host.RestartStaticPodResult{}, invalid(fmt.Sprintf("at %q is not an RFC 3339 time", at))
 	}
 	if in.StopKubelet {
-		if _, err := a.systemd(ctx, SystemdInput{Target: in.Target, Unit: "kubelet.service", Action: "stop"}); err != nil {
-			return RestartStaticPodResult{}, err
+		if _, err := a.systemd(ctx, host.SystemdInput{Target: in.Target, Unit: "kubelet.service", Action: "stop"}); err != nil {
+			return host.RestartStaticPodResult{}, err
 		}
 		// Started again whatever happens to the manifest, even when the
 		// activity is cancelled: a retry stops it again first.
 		defer func() {
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 			defer cancel()
-			if _, serr := a.systemd(ctx, SystemdInput{Target: in.Target, Unit: "kubelet.service", Action: "start"}); serr != nil && err == nil {
+			if _, serr := a.systemd(ctx, host.SystemdInput{Target: in.Target, Unit: "kubelet.service", Action: "start"}); serr != nil && err == nil {
 				err = serr
 			}
 		}()
 	}
-	cur, err := a.readFile(ctx, ReadFileInput{Target: in.Target, Path: in.Manifest})
+	cur, err := a.readFile(ctx, host.ReadFileInput{Target: in.Target, Path: in.Manifest})
 	if err != nil {
-		return RestartStaticPodResult{}, err
+		return host.RestartStaticPodResult{}, err
 	}
 	out, err := annotate([]byte(cur.Content), layout.RestartedAtAnnotation, at)
 	if err != nil {
-		return RestartStaticPodResult{}, invalid(fmt.Sprintf("%s on %s: %v", in.Manifest, in.Target.Name(), err))
+		return host.RestartStaticPodResult{}, invalid(fmt.Sprintf("%s on %s: %v", in.Manifest, in.Target.Name(), err))
 	}
-	w, err := a.writeFile(ctx, WriteFileInput{Target: in.Target, Path: in.Manifest, Content: string(out), Mode: cur.Mode})
-	return RestartStaticPodResult{RestartedAt: at, Changed: w.Changed, Backup: w.Backup}, err
+	w, err := a.writeFile(ctx, host.WriteFileInput{Target: in.Target, Path: in.Manifest, Content: string(out), Mode: cur.Mode})
+	return host.RestartStaticPodResult{RestartedAt: at, Changed: w.Changed, Backup: w.Backup}, err
 }
 
 // annotate sets metadata.annotations[key] = value in a pod manifest,

@@ -16,6 +16,8 @@ import (
 
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/internal/layout"
+
+	"kedge.dev/kedge/actions/host"
 )
 
 var unitRE = regexp.MustCompile(`^[A-Za-z0-9:_.@\\-]+$`)
@@ -28,23 +30,23 @@ const (
 )
 
 // Systemd drives one unit (host.systemd).
-func (a *Activities) Systemd(ctx context.Context, in SystemdInput) (SystemdResult, error) {
+func (a *Activities) Systemd(ctx context.Context, in host.SystemdInput) (host.SystemdResult, error) {
 	res, err := a.systemd(ctx, in)
 	return res, toTemporal(err)
 }
 
-func (a *Activities) systemd(ctx context.Context, in SystemdInput) (SystemdResult, error) {
+func (a *Activities) systemd(ctx context.Context, in host.SystemdInput) (host.SystemdResult, error) {
 	if !unitRE.MatchString(in.Unit) || strings.HasPrefix(in.Unit, "-") {
-		return SystemdResult{}, invalid(fmt.Sprintf("unit %q is not a unit name", in.Unit))
+		return host.SystemdResult{}, invalid(fmt.Sprintf("unit %q is not a unit name", in.Unit))
 	}
 	if in.Enable && in.Disable {
-		return SystemdResult{}, invalid("enable and disable are exclusive")
+		return host.SystemdResult{}, invalid("enable and disable are exclusive")
 	}
 	wait := defaultWaitTimeout
 	if in.WaitTimeout != "" {
 		d, err := time.ParseDuration(in.WaitTimeout)
 		if err != nil || d <= 0 {
-			return SystemdResult{}, invalid(fmt.Sprintf("waitTimeout %q is not a positive duration", in.WaitTimeout))
+			return host.SystemdResult{}, invalid(fmt.Sprintf("waitTimeout %q is not a positive duration", in.WaitTimeout))
 		}
 		wait = d
 	}
@@ -58,11 +60,11 @@ func (a *Activities) systemd(ctx context.Context, in SystemdInput) (SystemdResul
 	case "stop":
 		want = "inactive"
 	default:
-		return SystemdResult{}, invalid(fmt.Sprintf("action %q must be start, stop, restart, reload or none", in.Action))
+		return host.SystemdResult{}, invalid(fmt.Sprintf("action %q must be start, stop, restart, reload or none", in.Action))
 	}
 	if len(in.ExpectEnvironment) > 0 {
 		if err := a.checkEnvironment(ctx, in); err != nil {
-			return SystemdResult{}, err
+			return host.SystemdResult{}, err
 		}
 		in.DaemonReload = false // done
 	}
@@ -74,32 +76,32 @@ func (a *Activities) systemd(ctx context.Context, in SystemdInput) (SystemdResul
 		},
 	})
 	if err != nil {
-		if te, ok := err.(*typedError); ok && te.typ == ErrTypeCommandTimeout {
+		if te, ok := err.(*typedError); ok && te.typ == errtype.CommandTimeout {
 			te.msg = fmt.Sprintf("systemctl %s %s on %s did not finish in %s", in.Action, in.Unit, in.Target.Name(), wait+systemdSlack)
 		}
-		return SystemdResult{}, err
+		return host.SystemdResult{}, err
 	}
 	if res.ExitCode != 0 {
-		return SystemdResult{}, &typedError{typ: ErrTypeCommandFailed, details: []any{res.ExitCode},
+		return host.SystemdResult{}, &typedError{typ: errtype.CommandFailed, details: []any{res.ExitCode},
 			msg: fmt.Sprintf("systemctl on %s failed with exit status %d%s", in.Target.Name(), res.ExitCode, tailLine(res.Stderr))}
 	}
 	if res.Outputs["repeat"] != "" && activity.IsActivity(ctx) {
 		activity.GetLogger(ctx).Warn("restart already done by an earlier delivery of this activity; not restarting again",
 			"unit", in.Unit, "node", in.Target.Name(), "startedAt", res.Outputs["started_at"])
 	}
-	out := SystemdResult{ActiveState: strings.TrimSpace(res.Outputs["state"]), StartedAt: strings.TrimSpace(res.Outputs["started_at"])}
+	out := host.SystemdResult{ActiveState: strings.TrimSpace(res.Outputs["state"]), StartedAt: strings.TrimSpace(res.Outputs["started_at"])}
 	out.MainPID, _ = strconv.Atoi(strings.TrimSpace(res.Outputs["pid"]))
 	actionRC, _ := strconv.Atoi(strings.TrimSpace(res.Outputs["action_rc"]))
 	journal := fmt.Sprintf(" (see journalctl -u %s)", in.Unit)
 	switch {
 	case out.ActiveState == "failed" && want != "inactive":
-		return out, &typedError{typ: ErrTypeUnitFailed,
+		return out, &typedError{typ: errtype.UnitFailed,
 			msg: fmt.Sprintf("%s failed on %s%s%s", in.Unit, in.Target.Name(), journal, tailLine(res.Stderr))}
 	case actionRC != 0:
-		return out, &typedError{typ: ErrTypeCommandFailed, details: []any{actionRC},
+		return out, &typedError{typ: errtype.CommandFailed, details: []any{actionRC},
 			msg: fmt.Sprintf("systemctl %s %s on %s failed with exit status %d%s", in.Action, in.Unit, in.Target.Name(), actionRC, tailLine(res.Stderr))}
 	case !settled(want, out.ActiveState, res.Outputs["type"]):
-		return out, &typedError{typ: ErrTypeUnitFailed,
+		return out, &typedError{typ: errtype.UnitFailed,
 			msg: fmt.Sprintf("%s is %s on %s after %s, want %s%s", in.Unit, out.ActiveState, in.Target.Name(), wait, want, journal)}
 	}
 	return out, nil
@@ -124,7 +126,7 @@ func settled(want, state, unitType string) bool {
 // while Temporal's database was away) must not restart the unit again
 // while the invocation it started still runs. The name is a digest of
 // the activity's identity; "" outside an activity or for any other action.
-func (a *Activities) restartRecord(ctx context.Context, in SystemdInput) string {
+func (a *Activities) restartRecord(ctx context.Context, in host.SystemdInput) string {
 	if in.Action != "restart" || !activity.IsActivity(ctx) {
 		return ""
 	}
@@ -142,7 +144,7 @@ func (a *Activities) restartRecord(ctx context.Context, in SystemdInput) string 
 // the record names the unit's current invocation (systemd's InvocationID,
 // new at every start), the restart already happened and only its report
 // is repeated; after a restart that settles, the record is written.
-func systemdScript(in SystemdInput, want string, wait time.Duration, record string) string {
+func systemdScript(in host.SystemdInput, want string, wait time.Duration, record string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "unit=%s\n", quote(in.Unit))
 	fmt.Fprintf(&b, "deadline=$(( $(date +%%s) + %d ))\n", int((wait+time.Second-1)/time.Second))
@@ -203,14 +205,9 @@ fi
 	return b.String()
 }
 
-// ErrTypeNotInEffect is a unit whose Environment, as systemd reports it
-// after a daemon-reload, is not what was written: another drop-in
-// overrides it. Not retried.
-const ErrTypeNotInEffect = errtype.NotInEffect
-
 // checkEnvironment reloads systemd (when asked) and compares the
 // Environment it reports for the unit with in.ExpectEnvironment.
-func (a *Activities) checkEnvironment(ctx context.Context, in SystemdInput) error {
+func (a *Activities) checkEnvironment(ctx context.Context, in host.SystemdInput) error {
 	var b strings.Builder
 	if in.DaemonReload {
 		b.WriteString("systemctl daemon-reload || exit $?\n")
@@ -221,7 +218,7 @@ func (a *Activities) checkEnvironment(ctx context.Context, in SystemdInput) erro
 		return err
 	}
 	if res.ExitCode != 0 {
-		return &typedError{typ: ErrTypeCommandFailed, msg: fmt.Sprintf("systemctl show %s on %s failed with exit status %d%s", in.Unit, in.Target.Name(), res.ExitCode, tailLine(res.Stderr))}
+		return &typedError{typ: errtype.CommandFailed, msg: fmt.Sprintf("systemctl show %s on %s failed with exit status %d%s", in.Unit, in.Target.Name(), res.ExitCode, tailLine(res.Stderr))}
 	}
 	props := map[string]string{}
 	for line := range strings.Lines(res.Stdout) {
@@ -231,7 +228,7 @@ func (a *Activities) checkEnvironment(ctx context.Context, in SystemdInput) erro
 	}
 	words, err := layout.SplitWords(props["Environment"])
 	if err != nil {
-		return &typedError{typ: ErrTypeCommandFailed, msg: fmt.Sprintf("%s on %s: Environment: %v", in.Unit, in.Target.Name(), err)}
+		return &typedError{typ: errtype.CommandFailed, msg: fmt.Sprintf("%s on %s: Environment: %v", in.Unit, in.Target.Name(), err)}
 	}
 	env := map[string]string{}
 	for _, w := range words {
@@ -246,7 +243,7 @@ func (a *Activities) checkEnvironment(ctx context.Context, in SystemdInput) erro
 	slices.Sort(keys)
 	for _, k := range keys {
 		if got, want := env[k], in.ExpectEnvironment[k]; got != want {
-			return &typedError{typ: ErrTypeNotInEffect, nonRetryable: true,
+			return &typedError{typ: errtype.NotInEffect, nonRetryable: true,
 				msg: fmt.Sprintf("%s on %s: systemd uses %s=%q, not %q (unit %s, drop-ins in order: %s): a later drop-in or the unit overrides it",
 					in.Unit, in.Target.Name(), k, got, want, props["FragmentPath"], dash(props["DropInPaths"]))}
 		}

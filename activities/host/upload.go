@@ -13,8 +13,9 @@ import (
 	"github.com/pkg/sftp"
 	"go.temporal.io/sdk/activity"
 
-	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/internal/resume"
+
+	"kedge.dev/kedge/actions/target"
 )
 
 // bundleProgress is host.install-bundle's heartbeat: which bundle (its
@@ -36,7 +37,7 @@ var uploadWrote func(off, end int64)
 // uploadBundle puts archive at bundle on the host, through bundle.part,
 // heartbeating how much is written. What a lost attempt wrote is kept
 // when the host's copy hashes the same.
-func (a *Activities) uploadBundle(ctx context.Context, t sshpool.Target, bundle string, archive []byte, prog bundleProgress) error {
+func (a *Activities) uploadBundle(ctx context.Context, t target.SSH, bundle string, archive []byte, prog bundleProgress) error {
 	part := bundle + ".part"
 	from := a.uploadedBefore(ctx, t, bundle, part, archive, prog.Bundle)
 	if from == int64(len(archive)) {
@@ -98,7 +99,7 @@ func (a *Activities) uploadBundle(ctx context.Context, t sshpool.Target, bundle 
 // that the host shows is the same: all of it when bundle hashes as the
 // archive, the prefix the attempt heartbeated when part's first bytes
 // hash as the archive's, else nothing.
-func (a *Activities) uploadedBefore(ctx context.Context, t sshpool.Target, bundle, part string, archive []byte, sum string) int64 {
+func (a *Activities) uploadedBefore(ctx context.Context, t target.SSH, bundle, part string, archive []byte, sum string) int64 {
 	var p bundleProgress
 	if !resume.Load(ctx, &p) || p.Bundle != sum || p.Uploaded <= 0 || p.Uploaded > int64(len(archive)) {
 		return 0

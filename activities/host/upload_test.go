@@ -10,6 +10,8 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/testsuite"
+
+	"kedge.dev/kedge/actions/host"
 )
 
 // TestAnUploadResumesFromWhatTheHostHas installs a bundle in an attempt
@@ -39,7 +41,7 @@ func TestAnUploadResumesFromWhatTheHostHas(t *testing.T) {
 			w := newWorld(t)
 			target := filepath.Join(t.TempDir(), "etc/kedge/big")
 			content := strings.Repeat("0123456789abcdef", 1<<9) // 8 KiB: 8+ chunks
-			files := []BundleFile{{Path: target, Content: content}}
+			files := []host.BundleFile{{Path: target, Content: content}}
 			archive, _, err := buildBundle(files)
 			if err != nil {
 				t.Fatal(err)
@@ -59,8 +61,8 @@ func TestAnUploadResumesFromWhatTheHostHas(t *testing.T) {
 			mu.Lock()
 			writes = nil
 			mu.Unlock()
-			env.RegisterActivityWithOptions(w.acts.InstallBundle, activity.RegisterOptions{Name: InstallBundleAction})
-			if _, err := env.ExecuteActivity(InstallBundleAction, InstallBundleInput{Target: w.tg, Files: files}); err != nil {
+			env.RegisterActivityWithOptions(w.acts.InstallBundle, activity.RegisterOptions{Name: host.InstallBundleAction})
+			if _, err := env.ExecuteActivity(host.InstallBundleAction, host.InstallBundleInput{Target: w.tg, Files: files}); err != nil {
 				t.Fatal(err)
 			}
 			if got, _ := os.ReadFile(target); string(got) != content {

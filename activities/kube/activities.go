@@ -24,22 +24,16 @@ import (
 
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/internal/resume"
-)
 
-// Error types.
-const (
-	ErrTypeDrainBlocked = errtype.DrainBlocked
-	ErrTypeNodeNotFound = errtype.NodeNotFound
-	ErrTypeNotReady     = errtype.NodeNotReady
-	ErrTypeAPI          = errtype.KubernetesAPI
-	ErrTypeInvalidInput = errtype.InvalidInput
+	"kedge.dev/kedge/actions/kube"
+	"kedge.dev/kedge/actions/target"
 )
 
 // Activities are the Kubernetes actions. Clients are built once per
 // kubeconfig and shared.
 type Activities struct {
 	// Clients builds a clientset for a cluster; nil uses the kubeconfig.
-	Clients func(Cluster) (kubernetes.Interface, error)
+	Clients func(target.Kube) (kubernetes.Interface, error)
 	// PollInterval paces waits (default 1s).
 	PollInterval time.Duration
 	// RequestTimeout bounds each request to the API (default
@@ -51,10 +45,10 @@ type Activities struct {
 	Logger    *slog.Logger
 
 	mu    sync.Mutex
-	cache map[Cluster]kubernetes.Interface
+	cache map[target.Kube]kubernetes.Interface
 }
 
-func (a *Activities) client(ctx context.Context, c Cluster) (kubernetes.Interface, error) {
+func (a *Activities) client(ctx context.Context, c target.Kube) (kubernetes.Interface, error) {
 	if a.Clients != nil {
 		return a.Clients(c)
 	}
@@ -72,7 +66,7 @@ func (a *Activities) client(ctx context.Context, c Cluster) (kubernetes.Interfac
 		return nil, err
 	}
 	if a.cache == nil {
-		a.cache = map[Cluster]kubernetes.Interface{}
+		a.cache = map[target.Kube]kubernetes.Interface{}
 	}
 	a.cache[c] = cs
 	return cs, nil
@@ -118,9 +112,9 @@ func apiError(node string, err error) error {
 	case err == nil:
 		return nil
 	case apierrors.IsNotFound(err):
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %s not found", node), ErrTypeNodeNotFound, err)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %s not found", node), errtype.NodeNotFound, err)
 	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err), apierrors.IsInvalid(err):
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeAPI, err)
+		return temporal.NewNonRetryableApplicationError(err.Error(), errtype.KubernetesAPI, err)
 	case errors.Is(err, context.Canceled):
 		return temporal.NewCanceledError(err.Error())
 	}
@@ -128,7 +122,7 @@ func apiError(node string, err error) error {
 	if errors.As(err, &app) {
 		return err
 	}
-	return temporal.NewApplicationError(err.Error(), ErrTypeAPI)
+	return temporal.NewApplicationError(err.Error(), errtype.KubernetesAPI)
 }
 
 func parseDuration(s string, def time.Duration) (time.Duration, error) {
@@ -137,27 +131,27 @@ func parseDuration(s string, def time.Duration) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
-		return 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%q is not a positive duration", s), ErrTypeInvalidInput, nil)
+		return 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%q is not a positive duration", s), errtype.InvalidInput, nil)
 	}
 	return d, nil
 }
 
 // Cordon marks a node unschedulable (kube.cordon).
-func (a *Activities) Cordon(ctx context.Context, in NodeInput) (NodeResult, error) {
+func (a *Activities) Cordon(ctx context.Context, in kube.NodeInput) (kube.NodeResult, error) {
 	return a.setUnschedulable(ctx, in, true)
 }
 
 // Uncordon marks a node schedulable again (kube.uncordon).
-func (a *Activities) Uncordon(ctx context.Context, in NodeInput) (NodeResult, error) {
+func (a *Activities) Uncordon(ctx context.Context, in kube.NodeInput) (kube.NodeResult, error) {
 	return a.setUnschedulable(ctx, in, false)
 }
 
-func (a *Activities) setUnschedulable(ctx context.Context, in NodeInput, on bool) (NodeResult, error) {
+func (a *Activities) setUnschedulable(ctx context.Context, in kube.NodeInput, on bool) (kube.NodeResult, error) {
 	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
-		return NodeResult{}, err
+		return kube.NodeResult{}, err
 	}
-	var res NodeResult
+	var res kube.NodeResult
 	err = a.whileAway(ctx, "set unschedulable", func() error {
 		changed, err := markUnschedulable(ctx, cs, in.Node, on)
 		res.Changed = res.Changed || changed
@@ -170,23 +164,23 @@ func (a *Activities) setUnschedulable(ctx context.Context, in NodeInput, on bool
 // PodDisruptionBudgets (kube.drain). A budget that keeps refusing until the
 // timeout fails the drain with a DrainBlocked error naming the pods and
 // budgets.
-func (a *Activities) Drain(ctx context.Context, in DrainInput) (DrainResult, error) {
+func (a *Activities) Drain(ctx context.Context, in kube.DrainInput) (kube.DrainResult, error) {
 	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
-		return DrainResult{}, err
+		return kube.DrainResult{}, err
 	}
 	timeout, err := parseDuration(in.Timeout, 5*time.Minute)
 	if err != nil {
-		return DrainResult{}, err
+		return kube.DrainResult{}, err
 	}
 	delay, err := parseDuration(in.RetryDelay, 5*time.Second)
 	if err != nil {
-		return DrainResult{}, err
+		return kube.DrainResult{}, err
 	}
 	// A drain a lost worker began goes on from where it got to: its
 	// pods stay in the result and its deadline stands.
 	var mu sync.Mutex
-	res := DrainResult{Evicted: []string{}}
+	res := kube.DrainResult{Evicted: []string{}}
 	prog, resumed := resumeDrain(ctx)
 	if resumed {
 		res.Evicted = append(res.Evicted, prog.Evicted...)
@@ -286,11 +280,11 @@ func (a *Activities) blocked(ctx context.Context, cs kubernetes.Interface, node 
 		}
 	}
 	if len(budgets) == 0 {
-		return temporal.NewApplicationError(fmt.Sprintf("drain %s: %v (pods left: %s)", node, cause, strings.Join(left, ", ")), ErrTypeAPI)
+		return temporal.NewApplicationError(fmt.Sprintf("drain %s: %v (pods left: %s)", node, cause, strings.Join(left, ", ")), errtype.KubernetesAPI)
 	}
 	return temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("drain %s blocked by PodDisruptionBudget %s: pods left %s (%v)", node, strings.Join(budgets, ", "), strings.Join(left, ", "), cause),
-		ErrTypeDrainBlocked, nil, map[string]any{"pods": left, "budgets": budgets})
+		errtype.DrainBlocked, nil, map[string]any{"pods": left, "budgets": budgets})
 }
 
 func isDaemonSetPod(p *corev1.Pod) bool {
@@ -312,51 +306,51 @@ func covers(pdb *policyv1.PodDisruptionBudget, p *corev1.Pod) bool {
 
 // DeleteNode deletes the Node object (kube.delete-node); a node already
 // gone is not an error.
-func (a *Activities) DeleteNode(ctx context.Context, in NodeInput) (NodeResult, error) {
+func (a *Activities) DeleteNode(ctx context.Context, in kube.NodeInput) (kube.NodeResult, error) {
 	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
-		return NodeResult{}, err
+		return kube.NodeResult{}, err
 	}
 	err = a.whileAway(ctx, "delete node", func() error {
 		return cs.CoreV1().Nodes().Delete(ctx, in.Node, metav1.DeleteOptions{})
 	})
 	if apierrors.IsNotFound(err) {
-		return NodeResult{}, nil
+		return kube.NodeResult{}, nil
 	}
 	if err != nil {
-		return NodeResult{}, apiError(in.Node, err)
+		return kube.NodeResult{}, apiError(in.Node, err)
 	}
-	return NodeResult{Changed: true}, nil
+	return kube.NodeResult{Changed: true}, nil
 }
 
 // DeleteLostNode deletes a Node by its name (kube.delete-lost-node): the
 // Node of a host that is gone, which need not be a host of the inventory.
 // A Node already gone is success.
-func (a *Activities) DeleteLostNode(ctx context.Context, in DeleteLostNodeInput) (NodeResult, error) {
+func (a *Activities) DeleteLostNode(ctx context.Context, in kube.DeleteLostNodeInput) (kube.NodeResult, error) {
 	if strings.TrimSpace(in.Name) == "" {
-		return NodeResult{}, temporal.NewNonRetryableApplicationError("name is required", errtype.InvalidInput, nil)
+		return kube.NodeResult{}, temporal.NewNonRetryableApplicationError("name is required", errtype.InvalidInput, nil)
 	}
 	if errs := validation.IsDNS1123Subdomain(in.Name); len(errs) > 0 {
-		return NodeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("name %q is not a Node's name: %s", in.Name, strings.Join(errs, "; ")), errtype.InvalidInput, nil)
+		return kube.NodeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("name %q is not a Node's name: %s", in.Name, strings.Join(errs, "; ")), errtype.InvalidInput, nil)
 	}
-	return a.DeleteNode(ctx, NodeInput{Cluster: in.Cluster, Node: in.Name})
+	return a.DeleteNode(ctx, kube.NodeInput{Cluster: in.Cluster, Node: in.Name})
 }
 
 // GetNode reports whether the Node exists and its state (kube.get-node):
 // a missing Node is an answer, not an error.
-func (a *Activities) GetNode(ctx context.Context, in NodeInput) (GetNodeResult, error) {
+func (a *Activities) GetNode(ctx context.Context, in kube.NodeInput) (kube.GetNodeResult, error) {
 	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
-		return GetNodeResult{}, err
+		return kube.GetNodeResult{}, err
 	}
 	n, err := cs.CoreV1().Nodes().Get(ctx, in.Node, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return GetNodeResult{}, nil
+		return kube.GetNodeResult{}, nil
 	}
 	if err != nil {
-		return GetNodeResult{}, apiError(in.Node, err)
+		return kube.GetNodeResult{}, apiError(in.Node, err)
 	}
-	res := GetNodeResult{Exists: true, Ready: nodeReady(n), Unschedulable: n.Spec.Unschedulable, KubeletVersion: n.Status.NodeInfo.KubeletVersion}
+	res := kube.GetNodeResult{Exists: true, Ready: nodeReady(n), Unschedulable: n.Spec.Unschedulable, KubeletVersion: n.Status.NodeInfo.KubeletVersion}
 	for _, a := range n.Status.Addresses {
 		if a.Type == corev1.NodeInternalIP {
 			res.InternalIP = a.Address
@@ -367,36 +361,36 @@ func (a *Activities) GetNode(ctx context.Context, in NodeInput) (GetNodeResult, 
 
 // WaitNode waits until the node is Ready and, when asked, reports the
 // expected kubelet version (kube.wait-node).
-func (a *Activities) WaitNode(ctx context.Context, in WaitNodeInput) (WaitNodeResult, error) {
+func (a *Activities) WaitNode(ctx context.Context, in kube.WaitNodeInput) (kube.WaitNodeResult, error) {
 	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
-		return WaitNodeResult{}, err
+		return kube.WaitNodeResult{}, err
 	}
 	timeout, err := parseDuration(in.Timeout, 5*time.Minute)
 	if err != nil {
-		return WaitNodeResult{}, err
+		return kube.WaitNodeResult{}, err
 	}
 	var after, leaseAfter time.Time
 	if in.ReadyAfter != "" {
 		if after, err = time.Parse(time.RFC3339, in.ReadyAfter); err != nil {
-			return WaitNodeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("readyAfter %q is not an RFC 3339 time", in.ReadyAfter), ErrTypeInvalidInput, nil)
+			return kube.WaitNodeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("readyAfter %q is not an RFC 3339 time", in.ReadyAfter), errtype.InvalidInput, nil)
 		}
 	}
 	if in.LeaseAfter != "" {
 		if leaseAfter, err = time.Parse(time.RFC3339, in.LeaseAfter); err != nil {
-			return WaitNodeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("leaseAfter %q is not an RFC 3339 time", in.LeaseAfter), ErrTypeInvalidInput, nil)
+			return kube.WaitNodeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("leaseAfter %q is not an RFC 3339 time", in.LeaseAfter), errtype.InvalidInput, nil)
 		}
 	}
 	// A wait a lost worker began keeps its deadline.
 	prog := waitProgress{StartedAt: resume.StartedAt(ctx)}
 	deadline := prog.StartedAt.Add(timeout)
-	var last WaitNodeResult
+	var last kube.WaitNodeResult
 	lastErr := "not seen yet"
 	for {
 		node, err := cs.CoreV1().Nodes().Get(ctx, in.Node, metav1.GetOptions{})
 		switch {
 		case err == nil:
-			last = WaitNodeResult{Ready: nodeReady(node), KubeletVersion: node.Status.NodeInfo.KubeletVersion}
+			last = kube.WaitNodeResult{Ready: nodeReady(node), KubeletVersion: node.Status.NodeInfo.KubeletVersion}
 			// Heartbeats have whole seconds: one in the restart's own
 			// second is the new kubelet's (it posts at start), as the
 			// restart's time is taken before the old one stops.
@@ -428,7 +422,7 @@ func (a *Activities) WaitNode(ctx context.Context, in WaitNodeInput) (WaitNodeRe
 				want += " with kubelet " + in.KubeletVersion
 			}
 			return last, temporal.NewApplicationError(fmt.Sprintf("node %s not %s after %s, waiting since %s (%s)",
-				in.Node, want, timeout, prog.StartedAt.UTC().Format(time.RFC3339), lastErr), ErrTypeNotReady)
+				in.Node, want, timeout, prog.StartedAt.UTC().Format(time.RFC3339), lastErr), errtype.NodeNotReady)
 		}
 		select {
 		case <-ctx.Done():
@@ -474,16 +468,16 @@ func nodeReady(n *corev1.Node) bool {
 
 // LabelTaint sets labels and adds taints (kube.label-taint); it changes
 // nothing when they are already there.
-func (a *Activities) LabelTaint(ctx context.Context, in LabelTaintInput) (NodeResult, error) {
+func (a *Activities) LabelTaint(ctx context.Context, in kube.LabelTaintInput) (kube.NodeResult, error) {
 	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
-		return NodeResult{}, err
+		return kube.NodeResult{}, err
 	}
 	wantLabels := map[string]string{}
 	for _, l := range in.Labels {
 		k, v, ok := strings.Cut(l, "=")
 		if !ok {
-			return NodeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("label %q must be key=value", l), ErrTypeInvalidInput, nil)
+			return kube.NodeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("label %q must be key=value", l), errtype.InvalidInput, nil)
 		}
 		wantLabels[k] = v
 	}
@@ -491,7 +485,7 @@ func (a *Activities) LabelTaint(ctx context.Context, in LabelTaintInput) (NodeRe
 	for _, s := range in.Taints {
 		kv, effect, ok := strings.Cut(s, ":")
 		if !ok {
-			return NodeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("taint %q must be key=value:Effect", s), ErrTypeInvalidInput, nil)
+			return kube.NodeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("taint %q must be key=value:Effect", s), errtype.InvalidInput, nil)
 		}
 		k, v, _ := strings.Cut(kv, "=")
 		wantTaints = append(wantTaints, corev1.Taint{Key: k, Value: v, Effect: corev1.TaintEffect(effect)})
@@ -527,7 +521,7 @@ func (a *Activities) LabelTaint(ctx context.Context, in LabelTaintInput) (NodeRe
 		})
 	})
 	if err != nil {
-		return NodeResult{}, apiError(in.Node, err)
+		return kube.NodeResult{}, apiError(in.Node, err)
 	}
-	return NodeResult{Changed: changed}, nil
+	return kube.NodeResult{Changed: changed}, nil
 }

@@ -11,30 +11,25 @@ import (
 
 	api "kedge.dev/kedge/actions/kube"
 	"kedge.dev/kedge/activities/render"
-)
 
-// InstallKubeProxyAction installs or updates kube-proxy on the cluster.
-const InstallKubeProxyAction = api.InstallKubeProxyAction
+	"kedge.dev/kedge/actions/errtype"
+)
 
 // fieldManager owns the fields Kedge applies (server-side apply).
 const fieldManager = "kedge"
-
-// InstallKubeProxyInput is render.KubeProxyInput on a cluster, declared
-// in actions/kube.
-type InstallKubeProxyInput = api.InstallKubeProxyInput
 
 // InstallKubeProxy renders kube-proxy (render.KubeProxy) and applies it
 // server-side as field manager kedge, forcing its own fields: run again
 // with the same input it changes nothing; with a new image it rolls the
 // DaemonSet one node at a time.
-func (a *Activities) InstallKubeProxy(ctx context.Context, in InstallKubeProxyInput) (ChangedResult, error) {
+func (a *Activities) InstallKubeProxy(ctx context.Context, in api.InstallKubeProxyInput) (api.ChangedResult, error) {
 	objs, err := render.KubeProxy(render.KubeProxyInput{Image: in.Image, Server: in.Server, PodCIDR: in.PodCIDR})
 	if err != nil {
-		return ChangedResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, nil)
+		return api.ChangedResult{}, temporal.NewNonRetryableApplicationError(err.Error(), errtype.InvalidInput, nil)
 	}
 	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
-		return ChangedResult{}, err
+		return api.ChangedResult{}, err
 	}
 	type step struct {
 		kind  string
@@ -43,7 +38,7 @@ func (a *Activities) InstallKubeProxy(ctx context.Context, in InstallKubeProxyIn
 	ns := render.KubeProxyNamespace
 	sa, crb := cs.CoreV1().ServiceAccounts(ns), cs.RbacV1().ClusterRoleBindings()
 	cm, ds := cs.CoreV1().ConfigMaps(ns), cs.AppsV1().DaemonSets(ns)
-	var res ChangedResult
+	var res api.ChangedResult
 	for _, s := range []step{
 		{"ServiceAccount", func() (bool, error) {
 			return apply(ctx, sa.Get, sa.Patch, objs.ServiceAccount.Name, objs.ServiceAccount)

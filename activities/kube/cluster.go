@@ -26,35 +26,13 @@ import (
 
 	api "kedge.dev/kedge/actions/kube"
 	"kedge.dev/kedge/activities/render"
-)
 
-// Cluster-wide actions: they work on the API server, not on one node.
-// Their names, inputs and results are declared in actions/kube.
-const (
-	CreateBootstrapTokenAction = api.CreateBootstrapTokenAction
-	DeleteBootstrapTokenAction = api.DeleteBootstrapTokenAction
-	BootstrapRBACAction        = api.BootstrapRBACAction
-	WaitAPIServerAction        = api.WaitAPIServerAction
-	ClusterInfoAction          = api.ClusterInfoAction
-	SaveKubeconfigAction       = api.SaveKubeconfigAction
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/target"
 )
 
 // maxTokenTTL bounds a join token's life: a token is minted for one join.
 const maxTokenTTL = 24 * time.Hour
-
-// The cluster-wide actions' inputs and results.
-type (
-	CreateBootstrapTokenInput = api.CreateBootstrapTokenInput
-	BootstrapTokenResult      = api.BootstrapTokenResult
-	DeleteBootstrapTokenInput = api.DeleteBootstrapTokenInput
-	ChangedResult             = api.ChangedResult
-	BootstrapRBACInput        = api.BootstrapRBACInput
-	WaitAPIServerInput        = api.WaitAPIServerInput
-	WaitAPIServerResult       = api.WaitAPIServerResult
-	ClusterInfoInput          = api.ClusterInfoInput
-	ClusterInfoResult         = api.ClusterInfoResult
-	SaveKubeconfigInput       = api.SaveKubeconfigInput
-)
 
 // SaveKubeconfig writes a kubeconfig to the inventory's
 // kubernetes.kubeconfig path on the worker (kube.save-kubeconfig), mode
@@ -67,13 +45,13 @@ type (
 // keys (Saveable): no exec plugin, token file or file reference. That its
 // servers are the inventory's is the worker's credential guard's check
 // (internal/trust), which holds the inventory.
-func (a *Activities) SaveKubeconfig(ctx context.Context, in SaveKubeconfigInput) (ChangedResult, error) {
+func (a *Activities) SaveKubeconfig(ctx context.Context, in api.SaveKubeconfigInput) (api.ChangedResult, error) {
 	if in.Cluster.Kubeconfig == "" {
-		return ChangedResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("cluster %s: the inventory names no kubernetes.kubeconfig to save to", in.Cluster.Name), ErrTypeInvalidInput, nil)
+		return api.ChangedResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("cluster %s: the inventory names no kubernetes.kubeconfig to save to", in.Cluster.Name), errtype.InvalidInput, nil)
 	}
 	if _, err := Saveable(in.Content); err != nil {
-		return ChangedResult{}, a.refuse(ctx, in.Cluster, fmt.Errorf("the kubeconfig to save: %w", err))
+		return api.ChangedResult{}, a.refuse(ctx, in.Cluster, fmt.Errorf("the kubeconfig to save: %w", err))
 	}
 	return a.writeKubeconfig(in.Cluster, in.Content)
 }
@@ -81,28 +59,28 @@ func (a *Activities) SaveKubeconfig(ctx context.Context, in SaveKubeconfigInput)
 // writeKubeconfig replaces the worker's kubeconfig of cluster with
 // content, atomically, as the worker's own 0600 file, and forgets the
 // clients built from the old one.
-func (a *Activities) writeKubeconfig(cluster Cluster, content string) (ChangedResult, error) {
+func (a *Activities) writeKubeconfig(cluster target.Kube, content string) (api.ChangedResult, error) {
 	if old, err := os.ReadFile(cluster.Kubeconfig); err == nil && string(old) == content {
-		return ChangedResult{}, nil
+		return api.ChangedResult{}, nil
 	}
 	dir := filepath.Dir(cluster.Kubeconfig)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return ChangedResult{}, fmt.Errorf("save kubeconfig: %w", err)
+		return api.ChangedResult{}, fmt.Errorf("save kubeconfig: %w", err)
 	}
 	f, err := os.CreateTemp(dir, ".kubeconfig-*") // 0600, the worker's own
 	if err != nil {
-		return ChangedResult{}, fmt.Errorf("save kubeconfig: %w", err)
+		return api.ChangedResult{}, fmt.Errorf("save kubeconfig: %w", err)
 	}
 	defer os.Remove(f.Name())
 	if _, err := f.WriteString(content); err != nil {
 		f.Close()
-		return ChangedResult{}, fmt.Errorf("save kubeconfig: %w", err)
+		return api.ChangedResult{}, fmt.Errorf("save kubeconfig: %w", err)
 	}
 	if err := f.Close(); err != nil {
-		return ChangedResult{}, fmt.Errorf("save kubeconfig: %w", err)
+		return api.ChangedResult{}, fmt.Errorf("save kubeconfig: %w", err)
 	}
 	if err := os.Rename(f.Name(), cluster.Kubeconfig); err != nil {
-		return ChangedResult{}, fmt.Errorf("save kubeconfig: %w", err)
+		return api.ChangedResult{}, fmt.Errorf("save kubeconfig: %w", err)
 	}
 	// Clients built from the old file are stale now.
 	a.mu.Lock()
@@ -112,7 +90,7 @@ func (a *Activities) writeKubeconfig(cluster Cluster, content string) (ChangedRe
 		}
 	}
 	a.mu.Unlock()
-	return ChangedResult{Changed: true}, nil
+	return api.ChangedResult{Changed: true}, nil
 }
 
 // CreateBootstrapToken mints a short-lived bootstrap token, or a node's
@@ -120,42 +98,42 @@ func (a *Activities) writeKubeconfig(cluster Cluster, content string) (ChangedRe
 // (kube.create-bootstrap-token). The kubelet
 // authenticates with it as system:bootstrap:<id> in the groups
 // system:bootstrappers and render.BootstrapTokenGroup.
-func (a *Activities) CreateBootstrapToken(ctx context.Context, in CreateBootstrapTokenInput) (BootstrapTokenResult, error) {
+func (a *Activities) CreateBootstrapToken(ctx context.Context, in api.CreateBootstrapTokenInput) (api.BootstrapTokenResult, error) {
 	return a.createBootstrapToken(ctx, in, mintKey(ctx))
 }
 
 // createBootstrapToken mints the token of the activity key names (a
 // random one when key is "").
-func (a *Activities) createBootstrapToken(ctx context.Context, in CreateBootstrapTokenInput, key string) (BootstrapTokenResult, error) {
+func (a *Activities) createBootstrapToken(ctx context.Context, in api.CreateBootstrapTokenInput, key string) (api.BootstrapTokenResult, error) {
 	if in.ForNode != "" {
 		if in.TTL != "" {
-			return BootstrapTokenResult{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("ttl %s with forNode %s: a node's standing token has no expiry", in.TTL, in.ForNode), ErrTypeInvalidInput, nil)
+			return api.BootstrapTokenResult{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("ttl %s with forNode %s: a node's standing token has no expiry", in.TTL, in.ForNode), errtype.InvalidInput, nil)
 		}
 		if errs := validation.IsValidLabelValue(in.ForNode); len(errs) > 0 {
-			return BootstrapTokenResult{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("forNode %q: %s", in.ForNode, strings.Join(errs, "; ")), ErrTypeInvalidInput, nil)
+			return api.BootstrapTokenResult{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("forNode %q: %s", in.ForNode, strings.Join(errs, "; ")), errtype.InvalidInput, nil)
 		}
 	}
 	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
-		return BootstrapTokenResult{}, err
+		return api.BootstrapTokenResult{}, err
 	}
 	ttl, err := parseDuration(in.TTL, 15*time.Minute)
 	if err != nil {
-		return BootstrapTokenResult{}, err
+		return api.BootstrapTokenResult{}, err
 	}
 	if ttl > maxTokenTTL {
-		return BootstrapTokenResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("ttl %s is longer than %s: a join token is for one join", ttl, maxTokenTTL), ErrTypeInvalidInput, nil)
+		return api.BootstrapTokenResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("ttl %s is longer than %s: a join token is for one join", ttl, maxTokenTTL), errtype.InvalidInput, nil)
 	}
 	tok, err := render.NewBootstrapToken(ttl, time.Now(), in.Description)
 	if err != nil {
-		return BootstrapTokenResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, err)
+		return api.BootstrapTokenResult{}, temporal.NewNonRetryableApplicationError(err.Error(), errtype.InvalidInput, err)
 	}
 	if key != "" {
 		if tok, err = tok.WithID(tokenIDFor(key)); err != nil {
-			return BootstrapTokenResult{}, err
+			return api.BootstrapTokenResult{}, err
 		}
 	}
 	if in.ForNode != "" {
@@ -174,15 +152,15 @@ func (a *Activities) createBootstrapToken(ctx context.Context, in CreateBootstra
 		err = replaceOwnToken(ctx, cs, sec, key)
 	}
 	if err != nil {
-		return BootstrapTokenResult{}, clusterError("create the bootstrap token Secret", err)
+		return api.BootstrapTokenResult{}, clusterError("create the bootstrap token Secret", err)
 	}
 	if in.ForNode != "" {
 		// One standing token a node: the earlier ones go.
 		if _, err := deleteNodeTokens(ctx, cs, in.ForNode, sec.Name); err != nil {
-			return BootstrapTokenResult{}, err
+			return api.BootstrapTokenResult{}, err
 		}
 	}
-	res := BootstrapTokenResult{TokenID: tok.ID, Token: tok.Token, Secret: sec.Namespace + "/" + sec.Name}
+	res := api.BootstrapTokenResult{TokenID: tok.ID, Token: tok.Token, Secret: sec.Namespace + "/" + sec.Name}
 	if !tok.Expires.IsZero() {
 		res.Expires = tok.Expires.UTC().Format(time.RFC3339)
 	}
@@ -219,33 +197,33 @@ func deleteNodeTokens(ctx context.Context, cs kubernetes.Interface, node, keep s
 // DeleteBootstrapToken deletes a bootstrap token's Secret, or every
 // standing token of a Node; a token already gone is not an error
 // (kube.delete-bootstrap-token).
-func (a *Activities) DeleteBootstrapToken(ctx context.Context, in DeleteBootstrapTokenInput) (ChangedResult, error) {
+func (a *Activities) DeleteBootstrapToken(ctx context.Context, in api.DeleteBootstrapTokenInput) (api.ChangedResult, error) {
 	switch {
 	case (in.TokenID == "") == (in.ForNode == ""):
-		return ChangedResult{}, temporal.NewNonRetryableApplicationError("give tokenID or forNode, one of them", ErrTypeInvalidInput, nil)
+		return api.ChangedResult{}, temporal.NewNonRetryableApplicationError("give tokenID or forNode, one of them", errtype.InvalidInput, nil)
 	case in.ForNode != "" && len(validation.IsValidLabelValue(in.ForNode)) > 0:
-		return ChangedResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("forNode %q is not a Node name", in.ForNode), ErrTypeInvalidInput, nil)
+		return api.ChangedResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("forNode %q is not a Node name", in.ForNode), errtype.InvalidInput, nil)
 	case in.TokenID != "" && !bootstraputil.IsValidBootstrapTokenID(in.TokenID):
-		return ChangedResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("tokenID %q is not a bootstrap token id (6 characters [a-z0-9])", in.TokenID), ErrTypeInvalidInput, nil)
+		return api.ChangedResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("tokenID %q is not a bootstrap token id (6 characters [a-z0-9])", in.TokenID), errtype.InvalidInput, nil)
 	}
 	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
-		return ChangedResult{}, err
+		return api.ChangedResult{}, err
 	}
 	if in.ForNode != "" {
 		changed, err := deleteNodeTokens(ctx, cs, in.ForNode, "")
-		return ChangedResult{Changed: changed}, err
+		return api.ChangedResult{Changed: changed}, err
 	}
 	name := bootstraputil.BootstrapTokenSecretName(in.TokenID)
 	err = cs.CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, name, metav1.DeleteOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return ChangedResult{}, nil
+		return api.ChangedResult{}, nil
 	case err != nil:
-		return ChangedResult{}, clusterError("delete the bootstrap token Secret", err)
+		return api.ChangedResult{}, clusterError("delete the bootstrap token Secret", err)
 	}
-	return ChangedResult{Changed: true}, nil
+	return api.ChangedResult{Changed: true}, nil
 }
 
 // bootstrapBindings are the ClusterRoleBindings of kubelet TLS bootstrap
@@ -268,12 +246,12 @@ func bootstrapBindings() []*rbacv1.ClusterRoleBinding {
 
 // BootstrapRBAC creates or updates the TLS bootstrap ClusterRoleBindings
 // (kube.bootstrap-rbac).
-func (a *Activities) BootstrapRBAC(ctx context.Context, in BootstrapRBACInput) (ChangedResult, error) {
+func (a *Activities) BootstrapRBAC(ctx context.Context, in api.BootstrapRBACInput) (api.ChangedResult, error) {
 	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
-		return ChangedResult{}, err
+		return api.ChangedResult{}, err
 	}
-	var res ChangedResult
+	var res api.ChangedResult
 	crbs := cs.RbacV1().ClusterRoleBindings()
 	for _, want := range bootstrapBindings() {
 		have, err := crbs.Get(ctx, want.Name, metav1.GetOptions{})
@@ -321,40 +299,40 @@ func sameSubjects(a, b []rbacv1.Subject) bool {
 // WaitAPIServer waits until the API server answers /readyz
 // (kube.wait-apiserver): after a bootstrap, or a restart of the
 // control plane.
-func (a *Activities) WaitAPIServer(ctx context.Context, in WaitAPIServerInput) (WaitAPIServerResult, error) {
+func (a *Activities) WaitAPIServer(ctx context.Context, in api.WaitAPIServerInput) (api.WaitAPIServerResult, error) {
 	timeout, err := parseDuration(in.Timeout, 5*time.Minute)
 	if err != nil {
-		return WaitAPIServerResult{}, err
+		return api.WaitAPIServerResult{}, err
 	}
 	cfg, err := a.restConfig(ctx, in.Cluster)
 	if err != nil {
-		return WaitAPIServerResult{}, err
+		return api.WaitAPIServerResult{}, err
 	}
 	cfg.Timeout = 5 * time.Second
 	if in.Address != "" {
 		if _, _, err := net.SplitHostPort(in.Address); err != nil {
-			return WaitAPIServerResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("address %q is not host:port", in.Address), ErrTypeInvalidInput, nil)
+			return api.WaitAPIServerResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("address %q is not host:port", in.Address), errtype.InvalidInput, nil)
 		}
 		u, err := url.Parse(cfg.Host)
 		if err != nil {
-			return WaitAPIServerResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("kubeconfig server %q: %v", cfg.Host, err), ErrTypeInvalidInput, nil)
+			return api.WaitAPIServerResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("kubeconfig server %q: %v", cfg.Host, err), errtype.InvalidInput, nil)
 		}
 		if cfg.TLSClientConfig.ServerName == "" {
 			cfg.TLSClientConfig.ServerName = u.Hostname()
 		}
 		if in.ServerName != "" {
 			if net.ParseIP(in.ServerName) == nil && len(validation.IsDNS1123Subdomain(in.ServerName)) > 0 {
-				return WaitAPIServerResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("serverName %q is neither a DNS name nor an IP", in.ServerName), ErrTypeInvalidInput, nil)
+				return api.WaitAPIServerResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("serverName %q is neither a DNS name nor an IP", in.ServerName), errtype.InvalidInput, nil)
 			}
 			cfg.TLSClientConfig.ServerName = in.ServerName
 		}
 		cfg.Host = "https://" + in.Address
 	} else if in.ServerName != "" {
-		return WaitAPIServerResult{}, temporal.NewNonRetryableApplicationError("serverName needs address", ErrTypeInvalidInput, nil)
+		return api.WaitAPIServerResult{}, temporal.NewNonRetryableApplicationError("serverName needs address", errtype.InvalidInput, nil)
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return WaitAPIServerResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, err)
+		return api.WaitAPIServerResult{}, temporal.NewNonRetryableApplicationError(err.Error(), errtype.InvalidInput, err)
 	}
 	deadline := time.Now().Add(timeout)
 	last := "no answer yet"
@@ -368,7 +346,7 @@ func (a *Activities) WaitAPIServer(ctx context.Context, in WaitAPIServerInput) (
 			case in.Version != "" && v.GitVersion != in.Version:
 				last = fmt.Sprintf("ready, at %s (waiting for %s)", v.GitVersion, in.Version)
 			default:
-				return WaitAPIServerResult{Version: v.GitVersion}, nil
+				return api.WaitAPIServerResult{Version: v.GitVersion}, nil
 			}
 		} else if err != nil {
 			last = err.Error()
@@ -377,12 +355,12 @@ func (a *Activities) WaitAPIServer(ctx context.Context, in WaitAPIServerInput) (
 		}
 		heartbeat(ctx, last)
 		if time.Now().After(deadline) {
-			return WaitAPIServerResult{}, temporal.NewApplicationError(
-				fmt.Sprintf("API server %s not ready after %s: %s", cfg.Host, timeout, last), ErrTypeNotReady)
+			return api.WaitAPIServerResult{}, temporal.NewApplicationError(
+				fmt.Sprintf("API server %s not ready after %s: %s", cfg.Host, timeout, last), errtype.NodeNotReady)
 		}
 		select {
 		case <-ctx.Done():
-			return WaitAPIServerResult{}, temporal.NewCanceledError(ctx.Err().Error())
+			return api.WaitAPIServerResult{}, temporal.NewCanceledError(ctx.Err().Error())
 		case <-time.After(a.poll()):
 		}
 	}
@@ -391,25 +369,25 @@ func (a *Activities) WaitAPIServer(ctx context.Context, in WaitAPIServerInput) (
 // ClusterInfo reports the API server URL and CA bundle of the inventory's
 // kubeconfig (kube.cluster-info), for the files a joining node is given.
 // The bundle is certificates only (LoadConfig refuses anything else).
-func (a *Activities) ClusterInfo(ctx context.Context, in ClusterInfoInput) (ClusterInfoResult, error) {
+func (a *Activities) ClusterInfo(ctx context.Context, in api.ClusterInfoInput) (api.ClusterInfoResult, error) {
 	cfg, err := a.restConfig(ctx, in.Cluster)
 	if err != nil {
-		return ClusterInfoResult{}, err
+		return api.ClusterInfoResult{}, err
 	}
 	if len(cfg.CAData) == 0 {
-		return ClusterInfoResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("cluster %s: kubeconfig %s names no certificate authority", in.Cluster.Name, in.Cluster.Kubeconfig), ErrTypeInvalidInput, nil)
+		return api.ClusterInfoResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("cluster %s: kubeconfig %s names no certificate authority", in.Cluster.Name, in.Cluster.Kubeconfig), errtype.InvalidInput, nil)
 	}
-	return ClusterInfoResult{Server: cfg.Host, CACert: string(cfg.CAData)}, nil
+	return api.ClusterInfoResult{Server: cfg.Host, CACert: string(cfg.CAData)}, nil
 }
 
 // restConfig loads the cluster's kubeconfig (LoadConfig). One refused
 // for what it holds fails the action once, as CredentialRefused, with an
 // audit line in the worker's log.
-func (a *Activities) restConfig(ctx context.Context, c Cluster) (*rest.Config, error) {
+func (a *Activities) restConfig(ctx context.Context, c target.Kube) (*rest.Config, error) {
 	if c.Kubeconfig == "" {
 		return nil, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("cluster %s: the inventory names no kubernetes.kubeconfig", c.Name), ErrTypeInvalidInput, nil)
+			fmt.Sprintf("cluster %s: the inventory names no kubernetes.kubeconfig", c.Name), errtype.InvalidInput, nil)
 	}
 	cfg, err := LoadConfig(c.Kubeconfig, c.Context)
 	var refused *RefusedError
@@ -417,7 +395,7 @@ func (a *Activities) restConfig(ctx context.Context, c Cluster) (*rest.Config, e
 	case errors.As(err, &refused):
 		return nil, a.refuse(ctx, c, err)
 	case err != nil:
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("cluster %s: kubeconfig %s: %v", c.Name, c.Kubeconfig, err), ErrTypeInvalidInput, nil)
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("cluster %s: kubeconfig %s: %v", c.Name, c.Kubeconfig, err), errtype.InvalidInput, nil)
 	}
 	return cfg, nil
 }
@@ -425,7 +403,7 @@ func (a *Activities) restConfig(ctx context.Context, c Cluster) (*rest.Config, e
 // refuse logs an audit line for a kubeconfig the worker will not load or
 // save (naming the run, the action and why: never a credential) and
 // fails the action once.
-func (a *Activities) refuse(ctx context.Context, c Cluster, err error) error {
+func (a *Activities) refuse(ctx context.Context, c target.Kube, err error) error {
 	msg := fmt.Sprintf("cluster %s: %v", c.Name, err)
 	attrs := []any{"audit", true, "cluster", c.Name, "kubeconfig", c.Kubeconfig}
 	if activity.IsActivity(ctx) {
@@ -435,7 +413,7 @@ func (a *Activities) refuse(ctx context.Context, c Cluster, err error) error {
 	}
 	attrs = append(attrs, "reason", msg)
 	a.audit().Warn("kedge worker: kubeconfig refused", attrs...)
-	return temporal.NewNonRetryableApplicationError(msg, ErrTypeCredentialRefused, nil)
+	return temporal.NewNonRetryableApplicationError(msg, errtype.CredentialRefused, nil)
 }
 
 // audit is where refusals are logged: the worker's log (not the
@@ -451,9 +429,9 @@ func (a *Activities) audit() *slog.Logger {
 func clusterError(op string, err error) error {
 	switch {
 	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err), apierrors.IsInvalid(err), apierrors.IsAlreadyExists(err):
-		return temporal.NewNonRetryableApplicationError(op+": "+err.Error(), ErrTypeAPI, err)
+		return temporal.NewNonRetryableApplicationError(op+": "+err.Error(), errtype.KubernetesAPI, err)
 	case errors.Is(err, context.Canceled):
 		return temporal.NewCanceledError(err.Error())
 	}
-	return temporal.NewApplicationError(op+": "+err.Error(), ErrTypeAPI, err)
+	return temporal.NewApplicationError(op+": "+err.Error(), errtype.KubernetesAPI, err)
 }

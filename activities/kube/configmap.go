@@ -17,9 +17,6 @@ import (
 	api "kedge.dev/kedge/actions/kube"
 )
 
-// SetConfigMapDataAction is kube.set-configmap-data.
-const SetConfigMapDataAction = api.SetConfigMapDataAction
-
 // SetConfigMapData sets one key of a ConfigMap's data
 // (kube.set-configmap-data), applied server-side as field manager
 // kedge-upgrade, the other keys left to whoever wrote them. A cluster

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "kedge.dev/kedge/actions/kube"
+
+	"kedge.dev/kedge/actions/errtype"
 )
 
 func TestSetConfigMapDataChangesOneKey(t *testing.T) {
@@ -49,7 +51,7 @@ func TestSetConfigMapDataChangesOneKey(t *testing.T) {
 	} {
 		_, err := a.SetConfigMapData(ctx, bad)
 		var app *temporal.ApplicationError
-		if !errors.As(err, &app) || app.Type() != ErrTypeInvalidInput || !app.NonRetryable() {
+		if !errors.As(err, &app) || app.Type() != errtype.InvalidInput || !app.NonRetryable() {
 			t.Errorf("%+v: %v", bad, err)
 		}
 	}

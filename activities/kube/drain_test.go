@@ -22,6 +22,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/kube"
 )
 
 var podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
@@ -119,7 +122,7 @@ func TestDrainCordonsThenLeavesDaemonSetAndMirrorPods(t *testing.T) {
 	create(t, cs, managedPod("w1", "agent-x", ofDaemonSet("agent")), mirror, managedPod("w1", "web-1"), managedPod("w2", "web-2"))
 	asked := evictions(cs, evictionDeletes)
 
-	res, err := a.Drain(ctx, DrainInput{Node: "w1"})
+	res, err := a.Drain(ctx, kube.DrainInput{Node: "w1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,19 +163,19 @@ func TestDrainRefusesWhatTheInputDoesNotAllow(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		pod   *corev1.Pod
-		allow func(*DrainInput)
+		allow func(*kube.DrainInput)
 		why   string
 	}{
-		{"unmanaged", managedPod("w1", "lonely", unmanaged), func(in *DrainInput) { in.Force = true }, "force"},
-		{"emptyDir", managedPod("w1", "cache-1", withEmptyDir), func(in *DrainInput) { in.DeleteEmptyDirData = true }, "deleteEmptyDirData"},
-		{"gone DaemonSet", managedPod("w1", "orphan-1", ofDaemonSet("gone")), func(in *DrainInput) { in.Force = true }, "DaemonSet that is gone"},
+		{"unmanaged", managedPod("w1", "lonely", unmanaged), func(in *kube.DrainInput) { in.Force = true }, "force"},
+		{"emptyDir", managedPod("w1", "cache-1", withEmptyDir), func(in *kube.DrainInput) { in.DeleteEmptyDirData = true }, "deleteEmptyDirData"},
+		{"gone DaemonSet", managedPod("w1", "orphan-1", ofDaemonSet("gone")), func(in *kube.DrainInput) { in.Force = true }, "DaemonSet that is gone"},
 		{"finished", managedPod("w1", "job-1", unmanaged, withEmptyDir, finished), nil, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a, cs := fakeActs(node("w1", true, "v1.35.4"))
 			create(t, cs, c.pod, managedPod("w1", "web-1"))
 			asked := evictions(cs, evictionDeletes)
-			in := DrainInput{Node: "w1", Timeout: "2s"}
+			in := kube.DrainInput{Node: "w1", Timeout: "2s"}
 			res, err := a.Drain(context.Background(), in)
 			if c.allow == nil {
 				if err != nil || len(res.Evicted) != 2 {
@@ -182,7 +185,7 @@ func TestDrainRefusesWhatTheInputDoesNotAllow(t *testing.T) {
 			}
 			name := "default/" + c.pod.Name
 			var app *temporal.ApplicationError
-			if !errors.As(err, &app) || app.Type() != ErrTypeAPI || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), c.why) {
+			if !errors.As(err, &app) || app.Type() != errtype.KubernetesAPI || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), c.why) {
 				t.Fatalf("got %v, want the drain refused naming %s and %q", err, name, c.why)
 			}
 			if n := len(asked()); n != 0 {
@@ -212,12 +215,12 @@ func TestDrainBlockedByABudgetUntilItsTimeout(t *testing.T) {
 	asked := evictions(cs, func(k8stesting.ObjectTracker, *policyv1.Eviction, int) error { return refusedByBudget() })
 	start := time.Now()
 	// 2s: a drain's shortest (minLastLook).
-	_, err := within(t, 15*time.Second, func() (DrainResult, error) {
-		return a.Drain(ctx, DrainInput{Node: "w1", Timeout: "2s", RetryDelay: "100ms"})
+	_, err := within(t, 15*time.Second, func() (kube.DrainResult, error) {
+		return a.Drain(ctx, kube.DrainInput{Node: "w1", Timeout: "2s", RetryDelay: "100ms"})
 	})
 	took := time.Since(start)
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != ErrTypeDrainBlocked || !app.NonRetryable() {
+	if !errors.As(err, &app) || app.Type() != errtype.DrainBlocked || !app.NonRetryable() {
 		t.Fatalf("got %v, want a DrainBlocked error", err)
 	}
 	for _, want := range []string{"default/guarded-pdb (0 disruptions allowed)", "pods left default/guarded-1", "timed out after", "disruption budget"} {
@@ -251,7 +254,7 @@ func TestDrainAsksAgainWhileABudgetRefuses(t *testing.T) {
 		return evictionDeletes(tr, ev, before)
 	})
 	start := time.Now()
-	res, err := a.Drain(context.Background(), DrainInput{Node: "w1", Timeout: "5s", RetryDelay: "100ms"})
+	res, err := a.Drain(context.Background(), kube.DrainInput{Node: "w1", Timeout: "5s", RetryDelay: "100ms"})
 	if err != nil || !slices.Equal(res.Evicted, []string{"default/web-1"}) {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -289,7 +292,7 @@ func TestDrainWaitsUntilTheEvictedPodIsGone(t *testing.T) {
 				}()
 				return nil
 			})
-			res, err := a.Drain(context.Background(), DrainInput{Node: "w1", Timeout: "5s"})
+			res, err := a.Drain(context.Background(), kube.DrainInput{Node: "w1", Timeout: "5s"})
 			done := time.Now()
 			if err != nil || !slices.Equal(res.Evicted, []string{"default/db-0"}) {
 				t.Fatalf("%+v %v", res, err)
@@ -311,8 +314,8 @@ func TestDrainTakesAnEvictionNotFoundAsGone(t *testing.T) {
 	evictions(cs, func(_ k8stesting.ObjectTracker, ev *policyv1.Eviction, _ int) error {
 		return apierrors.NewNotFound(corev1.Resource("pods"), ev.Name)
 	})
-	res, err := within(t, 5*time.Second, func() (DrainResult, error) {
-		return a.Drain(context.Background(), DrainInput{Node: "w1", Timeout: "5s"})
+	res, err := within(t, 5*time.Second, func() (kube.DrainResult, error) {
+		return a.Drain(context.Background(), kube.DrainInput{Node: "w1", Timeout: "5s"})
 	})
 	if err != nil || len(res.Evicted) != 0 {
 		t.Errorf("%+v %v, want success with nothing evicted", res, err)
@@ -328,7 +331,7 @@ func TestDrainPassesTheGracePeriod(t *testing.T) {
 		a, cs := fakeActs(node("w1", true, "v1.35.4"))
 		create(t, cs, managedPod("w1", "web-1"))
 		asked := evictions(cs, evictionDeletes)
-		if _, err := a.Drain(context.Background(), DrainInput{Node: "w1", GracePeriodSeconds: c.in}); err != nil {
+		if _, err := a.Drain(context.Background(), kube.DrainInput{Node: "w1", GracePeriodSeconds: c.in}); err != nil {
 			t.Fatal(err)
 		}
 		evs := asked()
@@ -368,7 +371,7 @@ func TestDrainDeadlineIsDeadlineExceededAndARequestTimeoutIsNot(t *testing.T) {
 	if err == nil || errors.Is(err, context.DeadlineExceeded) || !away(err) {
 		t.Errorf("a request timeout: %v, want an API server away, not the deadline", err)
 	}
-	res, err := a.Drain(context.Background(), DrainInput{Node: "w1", Timeout: "5s"})
+	res, err := a.Drain(context.Background(), kube.DrainInput{Node: "w1", Timeout: "5s"})
 	if err != nil || !slices.Equal(res.Evicted, []string{"default/web-1"}) || len(asked()) != 3 {
 		t.Errorf("drain across a request timeout: %+v %v after %d evictions", res, err, len(asked()))
 	}
@@ -387,7 +390,7 @@ func TestDrainWaitsForAPodOfATerminatingNamespace(t *testing.T) {
 		err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause}}
 		return err
 	})
-	res, err := a.Drain(context.Background(), DrainInput{Node: "w1", Timeout: "5s"})
+	res, err := a.Drain(context.Background(), kube.DrainInput{Node: "w1", Timeout: "5s"})
 	if err != nil || !slices.Equal(res.Evicted, []string{"default/web-1"}) {
 		t.Errorf("%+v %v", res, err)
 	}

@@ -21,6 +21,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/kube"
+	"kedge.dev/kedge/actions/target"
 )
 
 func fakeActs(objs ...*corev1.Node) (*Activities, *fake.Clientset) {
@@ -28,7 +32,7 @@ func fakeActs(objs ...*corev1.Node) (*Activities, *fake.Clientset) {
 	for _, n := range objs {
 		_, _ = cs.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{})
 	}
-	return &Activities{Clients: func(Cluster) (kubernetes.Interface, error) { return cs, nil }, PollInterval: 10 * time.Millisecond}, cs
+	return &Activities{Clients: func(target.Kube) (kubernetes.Interface, error) { return cs, nil }, PollInterval: 10 * time.Millisecond}, cs
 }
 
 func node(name string, ready bool, version string) *corev1.Node {
@@ -46,7 +50,7 @@ func TestCordonIsIdempotent(t *testing.T) {
 	a, cs := fakeActs(node("w1", true, "v1.35.4"))
 	ctx := context.Background()
 	for i, want := range []bool{true, false} {
-		res, err := a.Cordon(ctx, NodeInput{Node: "w1"})
+		res, err := a.Cordon(ctx, kube.NodeInput{Node: "w1"})
 		if err != nil || res.Changed != want {
 			t.Errorf("cordon %d: %+v %v", i, res, err)
 		}
@@ -55,19 +59,19 @@ func TestCordonIsIdempotent(t *testing.T) {
 	if !n.Spec.Unschedulable {
 		t.Error("node not cordoned")
 	}
-	if res, err := a.Uncordon(ctx, NodeInput{Node: "w1"}); err != nil || !res.Changed {
+	if res, err := a.Uncordon(ctx, kube.NodeInput{Node: "w1"}); err != nil || !res.Changed {
 		t.Errorf("uncordon: %+v %v", res, err)
 	}
 }
 
 func TestMissingNodeIsNotRetried(t *testing.T) {
 	a, _ := fakeActs()
-	_, err := a.Cordon(context.Background(), NodeInput{Node: "ghost"})
+	_, err := a.Cordon(context.Background(), kube.NodeInput{Node: "ghost"})
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != ErrTypeNodeNotFound || !app.NonRetryable() {
+	if !errors.As(err, &app) || app.Type() != errtype.NodeNotFound || !app.NonRetryable() {
 		t.Errorf("got %v", err)
 	}
-	if res, err := a.DeleteNode(context.Background(), NodeInput{Node: "ghost"}); err != nil || res.Changed {
+	if res, err := a.DeleteNode(context.Background(), kube.NodeInput{Node: "ghost"}); err != nil || res.Changed {
 		t.Errorf("deleting a deleted node: %+v %v", res, err)
 	}
 }
@@ -77,22 +81,22 @@ func TestMissingNodeIsNotRetried(t *testing.T) {
 func TestDeleteLostNode(t *testing.T) {
 	a, cs := fakeActs(node("tyc2.example.com", false, "v1.35.4"))
 	ctx := context.Background()
-	if res, err := a.DeleteLostNode(ctx, DeleteLostNodeInput{Name: "tyc2.example.com"}); err != nil || !res.Changed {
+	if res, err := a.DeleteLostNode(ctx, kube.DeleteLostNodeInput{Name: "tyc2.example.com"}); err != nil || !res.Changed {
 		t.Fatalf("delete: %+v %v", res, err)
 	}
 	if _, err := cs.CoreV1().Nodes().Get(ctx, "tyc2.example.com", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the Node after its delete: %v", err)
 	}
-	if res, err := a.DeleteLostNode(ctx, DeleteLostNodeInput{Name: "tyc2.example.com"}); err != nil || res.Changed {
+	if res, err := a.DeleteLostNode(ctx, kube.DeleteLostNodeInput{Name: "tyc2.example.com"}); err != nil || res.Changed {
 		t.Errorf("a second delete: %+v %v", res, err)
 	}
 	var app *temporal.ApplicationError
-	if _, err := a.DeleteLostNode(ctx, DeleteLostNodeInput{Name: " "}); !errors.As(err, &app) || !app.NonRetryable() {
+	if _, err := a.DeleteLostNode(ctx, kube.DeleteLostNodeInput{Name: " "}); !errors.As(err, &app) || !app.NonRetryable() {
 		t.Errorf("no name: %v", err)
 	}
 	// A name from a param is a Node's name, never a path.
 	for _, name := range []string{"../namespaces/kube-system", "tyc2/status", "TYC2"} {
-		if _, err := a.DeleteLostNode(ctx, DeleteLostNodeInput{Name: name}); !errors.As(err, &app) || app.Type() != ErrTypeInvalidInput {
+		if _, err := a.DeleteLostNode(ctx, kube.DeleteLostNodeInput{Name: name}); !errors.As(err, &app) || app.Type() != errtype.InvalidInput {
 			t.Errorf("name %q: %v", name, err)
 		}
 	}
@@ -104,13 +108,13 @@ func TestWaitNodeWaitsForVersion(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		_, _ = cs.CoreV1().Nodes().UpdateStatus(context.Background(), node("w1", true, "v1.35.4"), metav1.UpdateOptions{})
 	}()
-	res, err := a.WaitNode(context.Background(), WaitNodeInput{Node: "w1", KubeletVersion: "v1.35.4", Timeout: "5s"})
+	res, err := a.WaitNode(context.Background(), kube.WaitNodeInput{Node: "w1", KubeletVersion: "v1.35.4", Timeout: "5s"})
 	if err != nil || res.KubeletVersion != "v1.35.4" || !res.Ready {
 		t.Errorf("%+v %v", res, err)
 	}
-	_, err = a.WaitNode(context.Background(), WaitNodeInput{Node: "w1", KubeletVersion: "v9.9.9", Timeout: "100ms"})
+	_, err = a.WaitNode(context.Background(), kube.WaitNodeInput{Node: "w1", KubeletVersion: "v9.9.9", Timeout: "100ms"})
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != ErrTypeNotReady {
+	if !errors.As(err, &app) || app.Type() != errtype.NodeNotReady {
 		t.Errorf("want NodeNotReady, got %v", err)
 	}
 }
@@ -118,7 +122,7 @@ func TestWaitNodeWaitsForVersion(t *testing.T) {
 func TestLabelTaint(t *testing.T) {
 	a, cs := fakeActs(node("w1", true, "v1"))
 	ctx := context.Background()
-	in := LabelTaintInput{Node: "w1", Labels: []string{"role=special", "node-role.kubernetes.io/controller="}, Taints: []string{"role=special:NoSchedule"}}
+	in := kube.LabelTaintInput{Node: "w1", Labels: []string{"role=special", "node-role.kubernetes.io/controller="}, Taints: []string{"role=special:NoSchedule"}}
 	for i, want := range []bool{true, false} {
 		res, err := a.LabelTaint(ctx, in)
 		if err != nil || res.Changed != want {
@@ -132,7 +136,7 @@ func TestLabelTaint(t *testing.T) {
 	if n.Labels["role"] != "special" || len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Effect != corev1.TaintEffectNoSchedule {
 		t.Errorf("node = %+v %+v", n.Labels, n.Spec.Taints)
 	}
-	if _, err := a.LabelTaint(ctx, LabelTaintInput{Node: "w1", Taints: []string{"bad"}}); err == nil {
+	if _, err := a.LabelTaint(ctx, kube.LabelTaintInput{Node: "w1", Taints: []string{"bad"}}); err == nil {
 		t.Error("bad taint accepted")
 	}
 }
@@ -144,10 +148,10 @@ func TestWaitNodeWantsAHeartbeatAfterTheRestart(t *testing.T) {
 	stale := node("w1", true, "v1.35.4")
 	stale.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(restart.Add(-5 * time.Second))
 	a, cs := fakeActs(stale)
-	in := WaitNodeInput{Node: "w1", KubeletVersion: "v1.35.4", ReadyAfter: restart.Format(time.RFC3339), Timeout: "100ms"}
+	in := kube.WaitNodeInput{Node: "w1", KubeletVersion: "v1.35.4", ReadyAfter: restart.Format(time.RFC3339), Timeout: "100ms"}
 	_, err := a.WaitNode(context.Background(), in)
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != ErrTypeNotReady || !strings.Contains(err.Error(), "is before") {
+	if !errors.As(err, &app) || app.Type() != errtype.NodeNotReady || !strings.Contains(err.Error(), "is before") {
 		t.Fatalf("a heartbeat from before the restart: want NodeNotReady naming it, got %v", err)
 	}
 	// The new kubelet posts at start, often within the restart's own
@@ -162,7 +166,7 @@ func TestWaitNodeWantsAHeartbeatAfterTheRestart(t *testing.T) {
 		t.Errorf("a heartbeat after the restart: %+v %v", res, err)
 	}
 	in.ReadyAfter = "yesterday"
-	if _, err := a.WaitNode(context.Background(), in); !errors.As(err, &app) || app.Type() != ErrTypeInvalidInput {
+	if _, err := a.WaitNode(context.Background(), in); !errors.As(err, &app) || app.Type() != errtype.InvalidInput {
 		t.Errorf("readyAfter that is not a time: %v", err)
 	}
 }
@@ -173,9 +177,9 @@ func TestWaitNodeWantsALeaseRenewedAfter(t *testing.T) {
 	started := time.Date(2026, 11, 27, 7, 0, 0, 0, time.UTC)
 	a, cs := fakeActs(node("w1", true, "v1.35.4"))
 	ctx := context.Background()
-	in := WaitNodeInput{Node: "w1", LeaseAfter: started.Format(time.RFC3339), Timeout: "100ms"}
+	in := kube.WaitNodeInput{Node: "w1", LeaseAfter: started.Format(time.RFC3339), Timeout: "100ms"}
 	var app *temporal.ApplicationError
-	if _, err := a.WaitNode(ctx, in); !errors.As(err, &app) || app.Type() != ErrTypeNotReady || !strings.Contains(err.Error(), "Lease") {
+	if _, err := a.WaitNode(ctx, in); !errors.As(err, &app) || app.Type() != errtype.NodeNotReady || !strings.Contains(err.Error(), "Lease") {
 		t.Fatalf("no Lease: want NodeNotReady naming it, got %v", err)
 	}
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "w1", Namespace: corev1.NamespaceNodeLease},
@@ -194,7 +198,7 @@ func TestWaitNodeWantsALeaseRenewedAfter(t *testing.T) {
 		t.Errorf("a Lease renewed after: %+v %v", res, err)
 	}
 	in.LeaseAfter = "soon"
-	if _, err := a.WaitNode(ctx, in); !errors.As(err, &app) || app.Type() != ErrTypeInvalidInput {
+	if _, err := a.WaitNode(ctx, in); !errors.As(err, &app) || app.Type() != errtype.InvalidInput {
 		t.Errorf("leaseAfter that is not a time: %v", err)
 	}
 }
@@ -203,11 +207,11 @@ func TestGetNodeReportsAMissingNode(t *testing.T) {
 	w1 := node("w1", true, "v1.35.4")
 	w1.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: "w1"}, {Type: corev1.NodeInternalIP, Address: "10.0.0.7"}}
 	a, _ := fakeActs(w1)
-	res, err := a.GetNode(context.Background(), NodeInput{Node: "w1"})
+	res, err := a.GetNode(context.Background(), kube.NodeInput{Node: "w1"})
 	if err != nil || !res.Exists || !res.Ready || res.KubeletVersion != "v1.35.4" || res.InternalIP != "10.0.0.7" {
 		t.Errorf("w1: %+v %v", res, err)
 	}
-	res, err = a.GetNode(context.Background(), NodeInput{Node: "gone"})
+	res, err = a.GetNode(context.Background(), kube.NodeInput{Node: "gone"})
 	if err != nil || res.Exists {
 		t.Errorf("a missing node: %+v %v", res, err)
 	}
@@ -232,7 +236,7 @@ func TestNodeActionsWaitOutAnAPIServerThatIsAway(t *testing.T) {
 	ctx := context.Background()
 	a, cs := fakeActs(node("w1", true, "v1.35.4"))
 	calls := refuse(cs, "patch", "nodes", 3)
-	if res, err := a.Cordon(ctx, NodeInput{Node: "w1"}); err != nil || !res.Changed {
+	if res, err := a.Cordon(ctx, kube.NodeInput{Node: "w1"}); err != nil || !res.Changed {
 		t.Fatalf("cordon across 3 refused connections: %+v %v", res, err)
 	}
 	if *calls != 4 {
@@ -240,11 +244,11 @@ func TestNodeActionsWaitOutAnAPIServerThatIsAway(t *testing.T) {
 	}
 
 	refuse(cs, "get", "nodes", 2)
-	if res, err := a.Drain(ctx, DrainInput{Node: "w1"}); err != nil {
+	if res, err := a.Drain(ctx, kube.DrainInput{Node: "w1"}); err != nil {
 		t.Fatalf("drain across 2 refused connections: %+v %v", res, err)
 	}
 	refuse(cs, "delete", "nodes", 2)
-	if res, err := a.DeleteNode(ctx, NodeInput{Node: "w1"}); err != nil || !res.Changed {
+	if res, err := a.DeleteNode(ctx, kube.NodeInput{Node: "w1"}); err != nil || !res.Changed {
 		t.Fatalf("delete across 2 refused connections: %+v %v", res, err)
 	}
 
@@ -254,7 +258,7 @@ func TestNodeActionsWaitOutAnAPIServerThatIsAway(t *testing.T) {
 	a.APIOutage = 50 * time.Millisecond
 	refuse(cs, "get", "nodes", 1000)
 	start := time.Now()
-	_, err := a.Uncordon(ctx, NodeInput{Node: "w2"})
+	_, err := a.Uncordon(ctx, kube.NodeInput{Node: "w2"})
 	var app *temporal.ApplicationError
 	if !errors.As(err, &app) || app.NonRetryable() || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("got %v", err)
@@ -270,7 +274,7 @@ func TestNodeActionsWaitOutAnAPIServerThatIsAway(t *testing.T) {
 		forbidden++
 		return true, nil, apierrors.NewForbidden(corev1.Resource("nodes"), "w3", errors.New("RBAC"))
 	})
-	if _, err := a.Cordon(ctx, NodeInput{Node: "w3"}); err == nil || forbidden != 1 {
+	if _, err := a.Cordon(ctx, kube.NodeInput{Node: "w3"}); err == nil || forbidden != 1 {
 		t.Errorf("forbidden: asked %d times, %v", forbidden, err)
 	}
 }

@@ -17,15 +17,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/internal/secretfile"
 )
-
-// ErrTypeCredentialRefused is a kubeconfig the worker will not load or
-// save: it would run a program, read a file outside its own directory,
-// or send the worker's credentials elsewhere. It is not retried; the
-// worker's credential guard refuses with the same type.
-const ErrTypeCredentialRefused = errtype.CredentialRefused
 
 // maxFileBytes bounds the certificate files a kubeconfig names: a CA
 // bundle is small.

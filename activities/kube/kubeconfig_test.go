@@ -27,6 +27,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"kedge.dev/kedge/activities/render"
+
+	"kedge.dev/kedge/actions/kube"
+	renderapi "kedge.dev/kedge/actions/render"
+	"kedge.dev/kedge/actions/target"
 )
 
 // apiServer stands in for an API server of the caller's choosing: it
@@ -160,15 +164,15 @@ func TestASavedKubeconfigRunsNoPlugin(t *testing.T) {
 	srv := newAPIServer(t)
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "the-plugin-ran")
-	c := Cluster{Name: "mercury", Kubeconfig: filepath.Join(dir, "admin.conf")}
+	c := target.Kube{Name: "mercury", Kubeconfig: filepath.Join(dir, "admin.conf")}
 	content := kubeconfigWith(srv.URL, "    certificate-authority-data: "+b64(srv.caPEM()), fmt.Sprintf(`    exec:
       apiVersion: client.authentication.k8s.io/v1
       interactiveMode: Never
       command: /bin/sh
       args: ["-c", "touch %s; echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"t\"}}'"]`, marker))
 	a, logs := refusedActs()
-	_, saveErr := a.SaveKubeconfig(t.Context(), SaveKubeconfigInput{Cluster: c, Content: content})
-	_, useErr := a.GetNode(t.Context(), NodeInput{Cluster: c, Node: "w1"})
+	_, saveErr := a.SaveKubeconfig(t.Context(), kube.SaveKubeconfigInput{Cluster: c, Content: content})
+	_, useErr := a.GetNode(t.Context(), kube.NodeInput{Cluster: c, Node: "w1"})
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatalf("the exec plugin of a saved kubeconfig ran as the worker (save: %v, get-node: %v)", saveErr, useErr)
 	}
@@ -191,11 +195,11 @@ func TestASavedKubeconfigSendsNoWorkerSecret(t *testing.T) {
 	srv := newAPIServer(t)
 	dir := t.TempDir()
 	token := workerSecret(t, t.TempDir(), "vault-token", "s.the-workers-vault-token")
-	c := Cluster{Name: "mercury", Kubeconfig: filepath.Join(dir, "admin.conf")}
+	c := target.Kube{Name: "mercury", Kubeconfig: filepath.Join(dir, "admin.conf")}
 	content := kubeconfigWith(srv.URL, "    certificate-authority-data: "+b64(srv.caPEM()), "    tokenFile: "+token)
 	a, _ := refusedActs()
-	_, saveErr := a.SaveKubeconfig(t.Context(), SaveKubeconfigInput{Cluster: c, Content: content})
-	_, useErr := a.GetNode(t.Context(), NodeInput{Cluster: c, Node: "w1"})
+	_, saveErr := a.SaveKubeconfig(t.Context(), kube.SaveKubeconfigInput{Cluster: c, Content: content})
+	_, useErr := a.GetNode(t.Context(), kube.NodeInput{Cluster: c, Node: "w1"})
 	for _, auth := range srv.requests() {
 		if strings.Contains(auth, "s.the-workers-vault-token") {
 			t.Fatalf("the worker's Vault token went to the caller's server as %q (save: %v, get-node: %v)", auth, saveErr, useErr)
@@ -214,13 +218,13 @@ func TestASavedKubeconfigReadsNoWorkerFile(t *testing.T) {
 	key := sshPrivateKey(t)
 	idFile := workerSecret(t, t.TempDir(), "id_ed25519", key)
 	dir := t.TempDir()
-	c := Cluster{Name: "mercury", Kubeconfig: filepath.Join(dir, "admin.conf")}
+	c := target.Kube{Name: "mercury", Kubeconfig: filepath.Join(dir, "admin.conf")}
 	cert, ckey := clientPair(t)
 	content := kubeconfigWith(srv.URL, "    certificate-authority: "+idFile,
 		"    client-certificate-data: "+b64(cert)+"\n    client-key-data: "+b64(ckey))
 	a, _ := refusedActs()
-	_, saveErr := a.SaveKubeconfig(t.Context(), SaveKubeconfigInput{Cluster: c, Content: content})
-	info, infoErr := a.ClusterInfo(t.Context(), ClusterInfoInput{Cluster: c})
+	_, saveErr := a.SaveKubeconfig(t.Context(), kube.SaveKubeconfigInput{Cluster: c, Content: content})
+	info, infoErr := a.ClusterInfo(t.Context(), kube.ClusterInfoInput{Cluster: c})
 	if strings.Contains(info.CACert, "PRIVATE KEY") {
 		t.Fatalf("kube.cluster-info handed back the worker's SSH private key as caCert (save: %v)", saveErr)
 	}
@@ -242,9 +246,9 @@ func TestEveryLoadedKubeconfigIsChecked(t *testing.T) {
 	token := workerSecret(t, outside, "vault-token", "s.the-workers-vault-token")
 	certOutside := workerSecret(t, outside, "admin.crt", cert)
 
-	place := func(t *testing.T, dir, content string) Cluster {
+	place := func(t *testing.T, dir, content string) target.Kube {
 		t.Helper()
-		return Cluster{Name: "mercury", Kubeconfig: workerSecret(t, dir, "admin.conf", content)}
+		return target.Kube{Name: "mercury", Kubeconfig: workerSecret(t, dir, "admin.conf", content)}
 	}
 	ca := "    certificate-authority-data: " + b64(srv.caPEM())
 	marker := filepath.Join(outside, "the-plugin-ran")
@@ -274,11 +278,11 @@ func TestEveryLoadedKubeconfigIsChecked(t *testing.T) {
 			}
 			kc := place(t, dir, kubeconfigWith(srv.URL, strings.ReplaceAll(c.cluster, "UP-AND-OUT", up), c.user))
 			a, logs := refusedActs()
-			_, err = a.GetNode(t.Context(), NodeInput{Cluster: kc, Node: "w1"})
+			_, err = a.GetNode(t.Context(), kube.NodeInput{Cluster: kc, Node: "w1"})
 			refused(t, "get-node", err, c.want)
-			_, err = a.ClusterInfo(t.Context(), ClusterInfoInput{Cluster: kc})
+			_, err = a.ClusterInfo(t.Context(), kube.ClusterInfoInput{Cluster: kc})
 			refused(t, "cluster-info", err, c.want)
-			_, err = a.WaitAPIServer(t.Context(), WaitAPIServerInput{Cluster: kc, Timeout: "1s"})
+			_, err = a.WaitAPIServer(t.Context(), kube.WaitAPIServerInput{Cluster: kc, Timeout: "1s"})
 			refused(t, "wait-apiserver", err, c.want)
 			if l := logs.String(); !strings.Contains(l, "audit=true") || !strings.Contains(l, kc.Kubeconfig) {
 				t.Errorf("no audit line naming the kubeconfig: %s", l)
@@ -299,7 +303,7 @@ func TestEveryLoadedKubeconfigIsChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, _ := refusedActs()
-	_, err := a.GetNode(t.Context(), NodeInput{Cluster: kc, Node: "w1"})
+	_, err := a.GetNode(t.Context(), kube.NodeInput{Cluster: kc, Node: "w1"})
 	refused(t, "a kubeconfig others may read", err, "chmod 600")
 	if os.Geteuid() == 0 {
 		if err := os.Chmod(kc.Kubeconfig, 0o600); err != nil {
@@ -308,7 +312,7 @@ func TestEveryLoadedKubeconfigIsChecked(t *testing.T) {
 		if err := os.Chown(kc.Kubeconfig, 65534, 65534); err != nil {
 			t.Fatal(err)
 		}
-		_, err := a.GetNode(t.Context(), NodeInput{Cluster: kc, Node: "w1"})
+		_, err := a.GetNode(t.Context(), kube.NodeInput{Cluster: kc, Node: "w1"})
 		refused(t, "a kubeconfig owned by nobody", err, "uid 65534")
 	}
 	if n := len(srv.requests()); n != 0 {
@@ -326,14 +330,14 @@ func TestAKubeconfigWithItsFilesBesideItLoads(t *testing.T) {
 	workerSecret(t, dir, "ca.crt", srv.caPEM())
 	workerSecret(t, dir, "admin.crt", cert)
 	workerSecret(t, dir, "admin.key", key)
-	kc := Cluster{Name: "mercury", Kubeconfig: workerSecret(t, dir, "admin.conf",
+	kc := target.Kube{Name: "mercury", Kubeconfig: workerSecret(t, dir, "admin.conf",
 		kubeconfigWith(srv.URL, "    certificate-authority: ca.crt", "    client-certificate: "+filepath.Join(dir, "admin.crt")+"\n    client-key: admin.key"))}
 	a, logs := refusedActs()
-	n, err := a.GetNode(t.Context(), NodeInput{Cluster: kc, Node: "w1"})
+	n, err := a.GetNode(t.Context(), kube.NodeInput{Cluster: kc, Node: "w1"})
 	if err != nil || !n.Exists || !n.Ready {
 		t.Fatalf("get-node: %+v %v", n, err)
 	}
-	info, err := a.ClusterInfo(context.Background(), ClusterInfoInput{Cluster: kc})
+	info, err := a.ClusterInfo(context.Background(), kube.ClusterInfoInput{Cluster: kc})
 	if err != nil || info.Server != srv.URL || info.CACert != srv.caPEM() {
 		t.Errorf("cluster-info: %+v %v", info, err)
 	}
@@ -349,7 +353,7 @@ func TestAKubeconfigWithItsFilesBesideItLoads(t *testing.T) {
 func TestSaveKeepsWhatBootstrapRenders(t *testing.T) {
 	srv := newAPIServer(t)
 	cert, key := clientPair(t)
-	good, err := render.Kubeconfig(render.KubeconfigInput{ClusterName: "mercury", Server: srv.URL, CACert: srv.caPEM(),
+	good, err := render.Kubeconfig(renderapi.KubeconfigInput{ClusterName: "mercury", Server: srv.URL, CACert: srv.caPEM(),
 		User: "kedge-admin", ClientCert: cert, ClientKey: key})
 	if err != nil {
 		t.Fatal(err)
@@ -358,22 +362,22 @@ func TestSaveKeepsWhatBootstrapRenders(t *testing.T) {
 	if err != nil || len(servers) != 1 || servers[0] != srv.URL {
 		t.Fatalf("what bootstrap renders: %v %v", servers, err)
 	}
-	c := Cluster{Name: "mercury", Kubeconfig: filepath.Join(t.TempDir(), "kube", "admin.conf")}
+	c := target.Kube{Name: "mercury", Kubeconfig: filepath.Join(t.TempDir(), "kube", "admin.conf")}
 	a, _ := refusedActs()
-	if res, err := a.SaveKubeconfig(t.Context(), SaveKubeconfigInput{Cluster: c, Content: string(good)}); err != nil || !res.Changed {
+	if res, err := a.SaveKubeconfig(t.Context(), kube.SaveKubeconfigInput{Cluster: c, Content: string(good)}); err != nil || !res.Changed {
 		t.Fatalf("save: %+v %v", res, err)
 	}
 	if fi, err := os.Stat(c.Kubeconfig); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("saved kubeconfig: %v %v", fi, err)
 	}
-	if n, err := a.GetNode(t.Context(), NodeInput{Cluster: c, Node: "w1"}); err != nil || !n.Ready {
+	if n, err := a.GetNode(t.Context(), kube.NodeInput{Cluster: c, Node: "w1"}); err != nil || !n.Ready {
 		t.Errorf("get-node through the saved kubeconfig: %+v %v", n, err)
 	}
-	if info, err := a.ClusterInfo(t.Context(), ClusterInfoInput{Cluster: c}); err != nil || info.CACert != srv.caPEM() {
+	if info, err := a.ClusterInfo(t.Context(), kube.ClusterInfoInput{Cluster: c}); err != nil || info.CACert != srv.caPEM() {
 		t.Errorf("cluster-info: %+v %v", info, err)
 	}
 
-	token, err := render.Kubeconfig(render.KubeconfigInput{ClusterName: "mercury", Server: srv.URL, CACert: srv.caPEM(), User: "u", Token: "abcdef.0123456789abcdef"})
+	token, err := render.Kubeconfig(renderapi.KubeconfigInput{ClusterName: "mercury", Server: srv.URL, CACert: srv.caPEM(), User: "u", Token: "abcdef.0123456789abcdef"})
 	if err != nil {
 		t.Fatal(err)
 	}

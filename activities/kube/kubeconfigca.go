@@ -16,10 +16,9 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	api "kedge.dev/kedge/actions/kube"
-)
 
-// UpdateKubeconfigAction is kube.update-kubeconfig.
-const UpdateKubeconfigAction = api.UpdateKubeconfigAction
+	"kedge.dev/kedge/actions/errtype"
+)
 
 // UpdateKubeconfig changes the kubeconfig the worker reaches the cluster
 // with (kube.update-kubeconfig), as a CA rotation must before the API
@@ -32,7 +31,7 @@ const UpdateKubeconfigAction = api.UpdateKubeconfigAction
 func (a *Activities) UpdateKubeconfig(ctx context.Context, in api.UpdateKubeconfigInput) (api.UpdateKubeconfigResult, error) {
 	if in.Cluster.Kubeconfig == "" {
 		return api.UpdateKubeconfigResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("cluster %s: the inventory names no kubernetes.kubeconfig", in.Cluster.Name), ErrTypeInvalidInput, nil)
+			fmt.Sprintf("cluster %s: the inventory names no kubernetes.kubeconfig", in.Cluster.Name), errtype.InvalidInput, nil)
 	}
 	if in.Restore != "" {
 		return a.restoreKubeconfig(in)
@@ -95,7 +94,7 @@ func (a *Activities) UpdateKubeconfig(ctx context.Context, in api.UpdateKubeconf
 }
 
 func updateRefused(msg string) error {
-	return temporal.NewNonRetryableApplicationError(msg, ErrTypeInvalidInput, nil)
+	return temporal.NewNonRetryableApplicationError(msg, errtype.InvalidInput, nil)
 }
 
 func embeddedClientCert(data []byte) (*x509.Certificate, error) {
@@ -123,7 +122,7 @@ func (a *Activities) restoreKubeconfig(in api.UpdateKubeconfigInput) (api.Update
 	}
 	if !sameButTrust(cur, back) {
 		return api.UpdateKubeconfigResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-			"restore: the kubeconfig differs from %s in more than CA data and client credentials", in.Cluster.Kubeconfig), ErrTypeCredentialRefused, nil)
+			"restore: the kubeconfig differs from %s in more than CA data and client credentials", in.Cluster.Kubeconfig), errtype.CredentialRefused, nil)
 	}
 	saved, err := a.writeKubeconfig(in.Cluster, in.Restore)
 	return api.UpdateKubeconfigResult{Changed: saved.Changed, Previous: string(now), Organization: []string{}}, err

@@ -9,6 +9,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	api "kedge.dev/kedge/actions/kube"
+
+	"kedge.dev/kedge/actions/target"
 )
 
 // The worker's kubeconfig through a CA rotation: its CA data becomes the
@@ -20,7 +22,7 @@ func TestUpdateKubeconfig(t *testing.T) {
 	cert, key := clientPair(t)
 	newCert, newKey := clientPair(t)
 	bundle := srv.caPEM() + strings.TrimSpace(newCert) + "\n"
-	c := Cluster{Name: "mercury", Kubeconfig: workerSecret(t, t.TempDir(), "admin.conf",
+	c := target.Kube{Name: "mercury", Kubeconfig: workerSecret(t, t.TempDir(), "admin.conf",
 		kubeconfigWith(srv.URL, "    certificate-authority-data: "+b64(srv.caPEM())+"\n    tls-server-name: example.com", "    client-certificate-data: "+b64(cert)+"\n    client-key-data: "+b64(key)))}
 	orig, _ := os.ReadFile(c.Kubeconfig)
 	a, _ := refusedActs()
@@ -43,7 +45,7 @@ func TestUpdateKubeconfig(t *testing.T) {
 		t.Error("the credential changed with the CA")
 	}
 	// Still a kubeconfig the worker loads, and reaches the server with.
-	if _, err := a.GetNode(t.Context(), NodeInput{Cluster: c, Node: "w1"}); err != nil {
+	if _, err := a.GetNode(t.Context(), api.NodeInput{Cluster: c, Node: "w1"}); err != nil {
 		t.Errorf("get-node with the updated kubeconfig: %v", err)
 	}
 	if again, err := a.UpdateKubeconfig(t.Context(), api.UpdateKubeconfigInput{Cluster: c, CA: bundle}); err != nil || again.Changed {
@@ -83,7 +85,7 @@ func TestUpdateKubeconfig(t *testing.T) {
 	if err := os.WriteFile(ref, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = a.UpdateKubeconfig(t.Context(), api.UpdateKubeconfigInput{Cluster: Cluster{Name: "mercury", Kubeconfig: ref}, CA: bundle})
+	_, err = a.UpdateKubeconfig(t.Context(), api.UpdateKubeconfigInput{Cluster: target.Kube{Name: "mercury", Kubeconfig: ref}, CA: bundle})
 	if err == nil || !strings.Contains(err.Error(), "clusters[c] names a CA file (ca.crt)") {
 		t.Errorf("a CA file reference: %v", err)
 	}

@@ -11,9 +11,6 @@ import (
 	api "kedge.dev/kedge/actions/kube"
 )
 
-// KubeletSkewAction is kube.kubelet-skew.
-const KubeletSkewAction = api.KubeletSkewAction
-
 // KubeletSkew refuses a kubelet release that Kubernetes' skew policy
 // forbids beside the cluster's API servers (kube.kubelet-skew): newer than
 // the oldest of them, or more than three minors older. The API servers

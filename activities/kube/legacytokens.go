@@ -12,9 +12,6 @@ import (
 	"kedge.dev/kedge/internal/satoken"
 )
 
-// LegacyTokensAction is kube.legacy-tokens.
-const LegacyTokensAction = api.LegacyTokensAction
-
 // LegacyTokens lists the legacy service-account token Secrets (type
 // kubernetes.io/service-account-token) the key signed
 // (kube.legacy-tokens). Unlike a pod's projected token, nothing renews

@@ -16,10 +16,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	api "kedge.dev/kedge/actions/kube"
-)
 
-// RestartWorkloadsAction is kube.restart-workloads.
-const RestartWorkloadsAction = api.RestartWorkloadsAction
+	"kedge.dev/kedge/actions/errtype"
+)
 
 // restartMark is the pod template annotation a restart sets.
 const restartMark = "kedge.dev/restart"
@@ -72,7 +71,7 @@ func (a *Activities) RestartWorkloads(ctx context.Context, in api.RestartWorkloa
 		}
 		heartbeat(ctx, map[string]any{"restarted": len(res.Restarted), "waiting": last})
 		if time.Now().After(deadline) {
-			return res, temporal.NewApplicationError(fmt.Sprintf("not rolled out after %s: %s", timeout, last), ErrTypeRootCANotShown)
+			return res, temporal.NewApplicationError(fmt.Sprintf("not rolled out after %s: %s", timeout, last), errtype.NotInEffect)
 		}
 		select {
 		case <-ctx.Done():

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"kedge.dev/kedge/internal/resume"
+
+	"kedge.dev/kedge/actions/kube"
 )
 
 // drainProgress is kube.drain's heartbeat: when the drain began and the
@@ -18,8 +20,8 @@ type drainProgress struct {
 // waitProgress is kube.wait-node's heartbeat: when the wait began, so a
 // wait resumed from it keeps its deadline, and what it saw last.
 type waitProgress struct {
-	StartedAt time.Time      `json:"startedAt"`
-	Last      WaitNodeResult `json:"last"`
+	StartedAt time.Time           `json:"startedAt"`
+	Last      kube.WaitNodeResult `json:"last"`
 }
 
 // resumeDrain returns the progress of a drain a lost attempt began, or

@@ -14,6 +14,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/kube"
 )
 
 // resumedEnv is an activity environment whose attempt follows a lost one
@@ -61,11 +64,11 @@ func TestADrainResumesWithThePodsALostAttemptEvicted(t *testing.T) {
 		_ = d.Get(&p)
 		beats = append(beats, p)
 	})
-	v, err := env.ExecuteActivity("kube.drain", DrainInput{Node: "w1", Force: true})
+	v, err := env.ExecuteActivity("kube.drain", kube.DrainInput{Node: "w1", Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res DrainResult
+	var res kube.DrainResult
 	_ = v.Get(&res)
 	if !slices.Equal(res.Evicted, []string{"default/a", "default/b"}) {
 		t.Errorf("evicted %v, want the lost attempt's default/a and default/b", res.Evicted)
@@ -82,7 +85,7 @@ func TestADrainResumedPastItsDeadlineLooksOnceAndStops(t *testing.T) {
 	// (the fake API server's own answer).
 	env := resumedEnv(a, drainProgress{StartedAt: time.Now().Add(-10 * time.Minute)})
 	_, err := within(t, time.Minute, func() (any, error) {
-		return env.ExecuteActivity("kube.drain", DrainInput{Node: "w1", Timeout: "5m", Force: true})
+		return env.ExecuteActivity("kube.drain", kube.DrainInput{Node: "w1", Timeout: "5m", Force: true})
 	})
 	if err == nil || !strings.Contains(err.Error(), "timed out") {
 		t.Fatalf("got %v, want the drain to fail at its first attempt's deadline", err)
@@ -93,16 +96,16 @@ func TestAWaitResumedPastItsDeadlineStops(t *testing.T) {
 	a, _ := fakeActs(node("w1", false, "v1.35.4"))
 	env := resumedEnv(a, waitProgress{StartedAt: time.Now().Add(-10 * time.Minute)})
 	_, err := within(t, time.Minute, func() (any, error) {
-		return env.ExecuteActivity("kube.wait-node", WaitNodeInput{Node: "w1", Timeout: "5m"})
+		return env.ExecuteActivity("kube.wait-node", kube.WaitNodeInput{Node: "w1", Timeout: "5m"})
 	})
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != ErrTypeNotReady {
+	if !errors.As(err, &app) || app.Type() != errtype.NodeNotReady {
 		t.Fatalf("got %v, want NotReady at the first attempt's deadline", err)
 	}
 	// A start in the future (a clock ahead) is not taken.
 	a, _ = fakeActs(node("w2", true, "v1.35.4"))
 	env = resumedEnv(a, waitProgress{StartedAt: time.Now().Add(time.Hour)})
-	if _, err := env.ExecuteActivity("kube.wait-node", WaitNodeInput{Node: "w2", Timeout: "5m"}); err != nil {
+	if _, err := env.ExecuteActivity("kube.wait-node", kube.WaitNodeInput{Node: "w2", Timeout: "5m"}); err != nil {
 		t.Fatal(err)
 	}
 }

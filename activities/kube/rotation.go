@@ -30,37 +30,6 @@ import (
 	"kedge.dev/kedge/internal/resume"
 )
 
-// The CA rotation's Kubernetes-API actions, declared in actions/kube.
-const (
-	KubeletClientCertAction = api.KubeletClientCertAction
-	WaitRootCAAction        = api.WaitRootCAAction
-	CheckNodesAction        = api.CheckNodesAction
-)
-
-// Their inputs and results, declared in actions/kube.
-type (
-	KubeletClientCertInput  = api.KubeletClientCertInput
-	KubeletClientCertResult = api.KubeletClientCertResult
-	WaitRootCAInput         = api.WaitRootCAInput
-	WaitRootCAResult        = api.WaitRootCAResult
-	CheckNodesInput         = api.CheckNodesInput
-	CheckNodesResult        = api.CheckNodesResult
-)
-
-// Error types.
-const (
-	// ErrTypeForeignIssuer: the signed certificate does not chain to the
-	// CA given (the controller manager still signs with another). Not
-	// retried.
-	ErrTypeForeignIssuer = errtype.ForeignIssuer
-	// ErrTypeCSRRefused: the CSR was denied or its signer failed it. Not
-	// retried.
-	ErrTypeCSRRefused = errtype.CertificateRequestRefused
-	// ErrTypeRootCANotShown: some namespace's kube-root-ca.crt does not
-	// hold the bundle by the timeout (retried).
-	ErrTypeRootCANotShown = errtype.NotInEffect
-)
-
 // Defaults of the CA rotation's waits.
 const (
 	DefaultKubeletCertTimeout = 2 * time.Minute
@@ -78,7 +47,7 @@ var kubeletClientUsages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalS
 const csrPrefix = "kedge-rotate-"
 
 func invalidInput(msg string) error {
-	return temporal.NewNonRetryableApplicationError(msg, ErrTypeInvalidInput, nil)
+	return temporal.NewNonRetryableApplicationError(msg, errtype.InvalidInput, nil)
 }
 
 // checkNodeName refuses what is not a Node name (a DNS-1123 subdomain).
@@ -104,21 +73,21 @@ type kubeletCertProgress struct {
 // system:node:NAME that Kedge approves and the controller manager's
 // signer signs, checked to chain to the CA given. The CSR is deleted
 // when done.
-func (a *Activities) KubeletClientCert(ctx context.Context, in KubeletClientCertInput) (KubeletClientCertResult, error) {
+func (a *Activities) KubeletClientCert(ctx context.Context, in api.KubeletClientCertInput) (api.KubeletClientCertResult, error) {
 	if err := checkNodeName("nodeName", in.NodeName); err != nil {
-		return KubeletClientCertResult{}, err
+		return api.KubeletClientCertResult{}, err
 	}
 	cas, err := pemCertificates(in.CACert)
 	if err != nil {
-		return KubeletClientCertResult{}, invalidInput("caCert: " + err.Error())
+		return api.KubeletClientCertResult{}, invalidInput("caCert: " + err.Error())
 	}
 	timeout, err := parseDuration(in.Timeout, DefaultKubeletCertTimeout)
 	if err != nil {
-		return KubeletClientCertResult{}, err
+		return api.KubeletClientCertResult{}, err
 	}
 	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
-		return KubeletClientCertResult{}, err
+		return api.KubeletClientCertResult{}, err
 	}
 	var lost kubeletCertProgress
 	if resume.Load(ctx, &lost) && lost.CSRName != "" {
@@ -126,13 +95,13 @@ func (a *Activities) KubeletClientCert(ctx context.Context, in KubeletClientCert
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return KubeletClientCertResult{}, err
+		return api.KubeletClientCertResult{}, err
 	}
 	req, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
 		Subject: pkix.Name{CommonName: "system:node:" + in.NodeName, Organization: []string{"system:nodes"}},
 	}, key)
 	if err != nil {
-		return KubeletClientCertResult{}, err
+		return api.KubeletClientCertResult{}, err
 	}
 	prog := kubeletCertProgress{StartedAt: time.Now(), CSRName: csrName(in.NodeName), State: "creating"}
 	csr := &certificatesv1.CertificateSigningRequest{
@@ -151,32 +120,32 @@ func (a *Activities) KubeletClientCert(ctx context.Context, in KubeletClientCert
 		return err
 	})
 	if err != nil {
-		return KubeletClientCertResult{}, clusterError("create CSR "+prog.CSRName, err)
+		return api.KubeletClientCertResult{}, clusterError("create CSR "+prog.CSRName, err)
 	}
 	defer a.deleteCSR(ctx, cs, prog.CSRName)
 	prog.State = "created"
 	heartbeat(ctx, prog)
 	if err := a.approveCSR(ctx, cs, prog.CSRName, in.NodeName); err != nil {
-		return KubeletClientCertResult{}, err
+		return api.KubeletClientCertResult{}, err
 	}
 	certPEM, err := a.waitSigned(ctx, cs, &prog, in.NodeName, timeout)
 	if err != nil {
-		return KubeletClientCertResult{}, err
+		return api.KubeletClientCertResult{}, err
 	}
 	return signedFor(in.NodeName, prog.CSRName, certPEM, key, cas)
 }
 
 // signedFor checks the signed certificate is for key and chains to one
 // of cas, and makes the result.
-func signedFor(node, name string, certPEM []byte, key *ecdsa.PrivateKey, cas []*x509.Certificate) (KubeletClientCertResult, error) {
+func signedFor(node, name string, certPEM []byte, key *ecdsa.PrivateKey, cas []*x509.Certificate) (api.KubeletClientCertResult, error) {
 	certs, err := pemCertificates(string(certPEM))
 	if err != nil {
-		return KubeletClientCertResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("CSR %s: the signed certificate: %v", name, err), ErrTypeAPI, nil)
+		return api.KubeletClientCertResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("CSR %s: the signed certificate: %v", name, err), errtype.KubernetesAPI, nil)
 	}
 	leaf := certs[0]
 	if pub, ok := leaf.PublicKey.(interface{ Equal(crypto.PublicKey) bool }); !ok || !pub.Equal(key.Public()) {
-		return KubeletClientCertResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("CSR %s: the signed certificate is not for the key requested", name), ErrTypeAPI, nil)
+		return api.KubeletClientCertResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("CSR %s: the signed certificate is not for the key requested", name), errtype.KubernetesAPI, nil)
 	}
 	chains := false
 	for _, ca := range cas {
@@ -189,15 +158,15 @@ func signedFor(node, name string, certPEM []byte, key *ecdsa.PrivateKey, cas []*
 		if issuer == "" {
 			issuer = leaf.Issuer.String()
 		}
-		return KubeletClientCertResult{}, temporal.NewNonRetryableApplicationError(
+		return api.KubeletClientCertResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("the client certificate of node %s (CSR %s) is signed by %q, not the CA given: is the controller manager's signer switched?", node, name, issuer),
-			ErrTypeForeignIssuer, nil)
+			errtype.ForeignIssuer, nil)
 	}
 	der, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return KubeletClientCertResult{}, err
+		return api.KubeletClientCertResult{}, err
 	}
-	return KubeletClientCertResult{
+	return api.KubeletClientCertResult{
 		Certificate: string(certPEM),
 		PrivateKey:  string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})),
 		NotAfter:    leaf.NotAfter.UTC().Format(time.RFC3339),
@@ -266,14 +235,14 @@ func (a *Activities) waitSigned(ctx context.Context, cs kubernetes.Interface, pr
 				return csr.Status.Certificate, nil
 			}
 		case apierrors.IsNotFound(err):
-			return nil, temporal.NewApplicationError(fmt.Sprintf("CSR %s for node %s was deleted before it was signed", prog.CSRName, node), ErrTypeAPI)
+			return nil, temporal.NewApplicationError(fmt.Sprintf("CSR %s for node %s was deleted before it was signed", prog.CSRName, node), errtype.KubernetesAPI)
 		default:
 			prog.State += " (" + err.Error() + ")"
 		}
 		heartbeat(ctx, *prog)
 		if time.Now().After(deadline) {
 			return nil, temporal.NewApplicationError(fmt.Sprintf("CSR %s for node %s approved but not signed after %s: does the controller manager sign %s (its --cluster-signing-cert-file, the csrsigning controller)?",
-				prog.CSRName, node, timeout, certificatesv1.KubeAPIServerClientKubeletSignerName), ErrTypeAPI)
+				prog.CSRName, node, timeout, certificatesv1.KubeAPIServerClientKubeletSignerName), errtype.KubernetesAPI)
 		}
 		select {
 		case <-ctx.Done():
@@ -300,7 +269,7 @@ func csrRefused(csr *certificatesv1.CertificateSigningRequest, node string) erro
 			if t == certificatesv1.CertificateFailed {
 				what = "failed"
 			}
-			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("CSR %s for node %s %s (%s: %s)", csr.Name, node, what, c.Reason, c.Message), ErrTypeCSRRefused, nil)
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("CSR %s for node %s %s (%s: %s)", csr.Name, node, what, c.Reason, c.Message), errtype.CertificateRequestRefused, nil)
 		}
 	}
 	return nil
@@ -362,22 +331,22 @@ const (
 // WaitRootCA waits until every namespace's kube-root-ca.crt holds
 // exactly the certificates of the bundle, in any order
 // (kube.wait-root-ca). Namespaces being deleted are not waited for.
-func (a *Activities) WaitRootCA(ctx context.Context, in WaitRootCAInput) (WaitRootCAResult, error) {
+func (a *Activities) WaitRootCA(ctx context.Context, in api.WaitRootCAInput) (api.WaitRootCAResult, error) {
 	want, err := pemCertificates(in.Bundle)
 	if err != nil {
-		return WaitRootCAResult{}, invalidInput("bundle: " + err.Error())
+		return api.WaitRootCAResult{}, invalidInput("bundle: " + err.Error())
 	}
 	timeout, err := parseDuration(in.Timeout, DefaultRootCATimeout)
 	if err != nil {
-		return WaitRootCAResult{}, err
+		return api.WaitRootCAResult{}, err
 	}
 	settle, err := parseDuration(in.Settle, 0)
 	if err != nil {
-		return WaitRootCAResult{}, err
+		return api.WaitRootCAResult{}, err
 	}
 	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
-		return WaitRootCAResult{}, err
+		return api.WaitRootCAResult{}, err
 	}
 	prog := rootCAProgress{StartedAt: resume.StartedAt(ctx)}
 	deadline := prog.StartedAt.Add(timeout)
@@ -389,18 +358,18 @@ func (a *Activities) WaitRootCA(ctx context.Context, in WaitRootCAInput) (WaitRo
 		case err != nil:
 			last = err.Error()
 		case len(b) == 0:
-			return WaitRootCAResult{Namespaces: total}, a.settle(ctx, settle, prog)
+			return api.WaitRootCAResult{Namespaces: total}, a.settle(ctx, settle, prog)
 		default:
 			behind, last = b, ""
 			prog.Matching, prog.Namespaces = total-len(b), total
 		}
 		heartbeat(ctx, prog)
 		if time.Now().After(deadline) {
-			return WaitRootCAResult{}, rootCATimedOut(want, behind, prog, timeout, last, controllerManagerState(ctx, cs))
+			return api.WaitRootCAResult{}, rootCATimedOut(want, behind, prog, timeout, last, controllerManagerState(ctx, cs))
 		}
 		select {
 		case <-ctx.Done():
-			return WaitRootCAResult{}, temporal.NewCanceledError(ctx.Err().Error())
+			return api.WaitRootCAResult{}, temporal.NewCanceledError(ctx.Err().Error())
 		case <-time.After(a.poll()):
 		}
 	}
@@ -437,7 +406,7 @@ func rootCATimedOut(want []*x509.Certificate, behind []string, prog rootCAProgre
 	if last != "" {
 		msg += " (last: " + last + ")"
 	}
-	return temporal.NewApplicationError(msg, ErrTypeRootCANotShown)
+	return temporal.NewApplicationError(msg, errtype.NotInEffect)
 }
 
 // controllerManagerState says who leads the controller managers (the one
@@ -579,18 +548,18 @@ func subjects(cs []*x509.Certificate) string {
 // CheckNodes refuses, before anything changes, unless every Node named
 // exists and is Ready (kube.check-nodes); the error names each that is
 // not, with its Ready condition's reason.
-func (a *Activities) CheckNodes(ctx context.Context, in CheckNodesInput) (CheckNodesResult, error) {
+func (a *Activities) CheckNodes(ctx context.Context, in api.CheckNodesInput) (api.CheckNodesResult, error) {
 	if len(in.Nodes) == 0 {
-		return CheckNodesResult{}, invalidInput("nodes: name at least one Node")
+		return api.CheckNodesResult{}, invalidInput("nodes: name at least one Node")
 	}
 	for _, n := range in.Nodes {
 		if err := checkNodeName("nodes", n); err != nil {
-			return CheckNodesResult{}, err
+			return api.CheckNodesResult{}, err
 		}
 	}
 	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
-		return CheckNodesResult{}, err
+		return api.CheckNodesResult{}, err
 	}
 	var list *corev1.NodeList
 	err = a.whileAway(ctx, "list nodes", func() error {
@@ -599,13 +568,13 @@ func (a *Activities) CheckNodes(ctx context.Context, in CheckNodesInput) (CheckN
 		return err
 	})
 	if err != nil {
-		return CheckNodesResult{}, clusterError("list the Nodes", err)
+		return api.CheckNodesResult{}, clusterError("list the Nodes", err)
 	}
 	byName := map[string]*corev1.Node{}
 	for i, n := range list.Items {
 		byName[n.Name] = &list.Items[i]
 	}
-	res := CheckNodesResult{Ready: []string{}}
+	res := api.CheckNodesResult{Ready: []string{}}
 	var problems []string
 	seen := map[string]bool{}
 	for _, name := range in.Nodes {
@@ -631,15 +600,15 @@ func (a *Activities) CheckNodes(ctx context.Context, in CheckNodesInput) (CheckN
 		}
 		if len(others) > 0 {
 			slices.Sort(others)
-			return CheckNodesResult{}, temporal.NewNonRetryableApplicationError(
+			return api.CheckNodesResult{}, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("the cluster has Nodes the list does not name: %s (add them to the inventory)", strings.Join(others, ", ")),
-				ErrTypeNotReady, nil, map[string]any{"others": others})
+				errtype.NodeNotReady, nil, map[string]any{"others": others})
 		}
 	}
 	if len(problems) > 0 {
-		return CheckNodesResult{}, temporal.NewNonRetryableApplicationError(
+		return api.CheckNodesResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("%d of %d nodes are missing or not Ready: %s", len(problems), len(problems)+len(res.Ready), strings.Join(problems, ", ")),
-			ErrTypeNotReady, nil, map[string]any{"notReady": problems})
+			errtype.NodeNotReady, nil, map[string]any{"notReady": problems})
 	}
 	return res, nil
 }

@@ -31,6 +31,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/util/certificate"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/kube"
 )
 
 type testCA struct {
@@ -177,7 +180,7 @@ func TestKubeletClientCertIsSignedByTheCAGiven(t *testing.T) {
 	// A Node name as long as a name may be still makes a valid CSR name.
 	long := strings.Repeat("n", 60) + "." + strings.Repeat("o", 60) + "." + strings.Repeat("d", 60) + "." + strings.Repeat("e", 63) + ".x"
 	for _, name := range []string{"w1", long} {
-		res, err := a.KubeletClientCert(context.Background(), KubeletClientCertInput{NodeName: name, CACert: ca.pem})
+		res, err := a.KubeletClientCert(context.Background(), kube.KubeletClientCertInput{NodeName: name, CACert: ca.pem})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,8 +223,8 @@ func TestKubeletClientCertIsSignedByTheCAGiven(t *testing.T) {
 func TestKubeletClientCertFromAnotherCAIsRefused(t *testing.T) {
 	a, cs := fakeActs()
 	playSigner(cs, newTestCA(t, "old-ca"), "")
-	_, err := a.KubeletClientCert(context.Background(), KubeletClientCertInput{NodeName: "w1", CACert: newTestCA(t, "new-ca").pem})
-	appErr(t, err, ErrTypeForeignIssuer, true, `signed by "old-ca"`, "not the CA given", "signer switched")
+	_, err := a.KubeletClientCert(context.Background(), kube.KubeletClientCertInput{NodeName: "w1", CACert: newTestCA(t, "new-ca").pem})
+	appErr(t, err, errtype.ForeignIssuer, true, `signed by "old-ca"`, "not the CA given", "signer switched")
 	if left := csrNames(t, cs); len(left) > 0 {
 		t.Errorf("CSRs left: %v", left)
 	}
@@ -240,8 +243,8 @@ func TestKubeletClientCertDeniedOrFailedIsRefused(t *testing.T) {
 				Type: certificatesv1.CertificateDenied, Status: corev1.ConditionTrue, Reason: "PolicySaysNo", Message: "not today"})
 			return false, nil, nil
 		})
-		_, err := a.KubeletClientCert(context.Background(), KubeletClientCertInput{NodeName: "w1", CACert: ca.pem})
-		appErr(t, err, ErrTypeCSRRefused, true, "denied", "PolicySaysNo", "not today")
+		_, err := a.KubeletClientCert(context.Background(), kube.KubeletClientCertInput{NodeName: "w1", CACert: ca.pem})
+		appErr(t, err, errtype.CertificateRequestRefused, true, "denied", "PolicySaysNo", "not today")
 		for _, act := range cs.Actions() {
 			if act.GetSubresource() == "approval" {
 				t.Errorf("a denied CSR was approved: %v", act)
@@ -251,8 +254,8 @@ func TestKubeletClientCertDeniedOrFailedIsRefused(t *testing.T) {
 	t.Run("failed", func(t *testing.T) {
 		a, cs := fakeActs()
 		playSigner(cs, ca, "the signer is out of ink")
-		_, err := a.KubeletClientCert(context.Background(), KubeletClientCertInput{NodeName: "w1", CACert: ca.pem})
-		appErr(t, err, ErrTypeCSRRefused, true, "failed", "SignerValidationFailure", "out of ink")
+		_, err := a.KubeletClientCert(context.Background(), kube.KubeletClientCertInput{NodeName: "w1", CACert: ca.pem})
+		appErr(t, err, errtype.CertificateRequestRefused, true, "failed", "SignerValidationFailure", "out of ink")
 		if left := csrNames(t, cs); len(left) > 0 {
 			t.Errorf("CSRs left: %v", left)
 		}
@@ -268,8 +271,8 @@ func rotationEnv(a *Activities, details any) (*testsuite.TestActivityEnvironment
 	if details != nil {
 		env.SetHeartbeatDetails(details)
 	}
-	env.RegisterActivityWithOptions(a.KubeletClientCert, activity.RegisterOptions{Name: KubeletClientCertAction})
-	env.RegisterActivityWithOptions(a.WaitRootCA, activity.RegisterOptions{Name: WaitRootCAAction})
+	env.RegisterActivityWithOptions(a.KubeletClientCert, activity.RegisterOptions{Name: kube.KubeletClientCertAction})
+	env.RegisterActivityWithOptions(a.WaitRootCA, activity.RegisterOptions{Name: kube.WaitRootCAAction})
 	beats := &[]string{}
 	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, d converter.EncodedValues) {
 		var v json.RawMessage
@@ -283,9 +286,9 @@ func TestKubeletClientCertNotSignedInTimeFails(t *testing.T) {
 	a, cs := fakeActs() // no signer
 	env, beats := rotationEnv(a, nil)
 	_, err := within(t, time.Minute, func() (any, error) {
-		return env.ExecuteActivity(KubeletClientCertAction, KubeletClientCertInput{NodeName: "w1", CACert: newTestCA(t, "new-ca").pem, Timeout: "300ms"})
+		return env.ExecuteActivity(kube.KubeletClientCertAction, kube.KubeletClientCertInput{NodeName: "w1", CACert: newTestCA(t, "new-ca").pem, Timeout: "300ms"})
 	})
-	appErr(t, err, ErrTypeAPI, false, "not signed after 300ms", "kedge-rotate-w1-")
+	appErr(t, err, errtype.KubernetesAPI, false, "not signed after 300ms", "kedge-rotate-w1-")
 	if len(*beats) == 0 || !strings.Contains((*beats)[len(*beats)-1], "kedge-rotate-w1-") || !strings.Contains((*beats)[len(*beats)-1], "approved") {
 		t.Errorf("heartbeats %v do not name the CSR and where it is", *beats)
 	}
@@ -310,7 +313,7 @@ func TestKubeletClientCertResumedDeletesTheLostAttemptsCSR(t *testing.T) {
 		t.Fatal(err)
 	}
 	env, _ := rotationEnv(a, kubeletCertProgress{StartedAt: time.Now().Add(-time.Minute), CSRName: lost.Name, State: "approved"})
-	if _, err := env.ExecuteActivity(KubeletClientCertAction, KubeletClientCertInput{NodeName: "w1", CACert: ca.pem}); err != nil {
+	if _, err := env.ExecuteActivity(kube.KubeletClientCertAction, kube.KubeletClientCertInput{NodeName: "w1", CACert: ca.pem}); err != nil {
 		t.Fatal(err)
 	}
 	if left := csrNames(t, cs); len(left) > 0 {
@@ -320,7 +323,7 @@ func TestKubeletClientCertResumedDeletesTheLostAttemptsCSR(t *testing.T) {
 
 func TestKubeletClientCertRefusesBadInputBeforeAnyCall(t *testing.T) {
 	ca := newTestCA(t, "new-ca")
-	for _, in := range []KubeletClientCertInput{
+	for _, in := range []kube.KubeletClientCertInput{
 		{NodeName: "", CACert: ca.pem},
 		{NodeName: "W1", CACert: ca.pem},
 		{NodeName: "w1/../../x", CACert: ca.pem},
@@ -333,7 +336,7 @@ func TestKubeletClientCertRefusesBadInputBeforeAnyCall(t *testing.T) {
 	} {
 		a, cs := fakeActs()
 		_, err := a.KubeletClientCert(context.Background(), in)
-		appErr(t, err, ErrTypeInvalidInput, true)
+		appErr(t, err, errtype.InvalidInput, true)
 		if acts := cs.Actions(); len(acts) > 0 {
 			t.Errorf("%q: the API server was asked %v", in.NodeName, acts)
 		}
@@ -374,7 +377,7 @@ func TestWaitRootCAComparesSetsOfCertificates(t *testing.T) {
 	// A namespace being deleted gets no copy: it is not waited for.
 	gone := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gone"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}}
 	_, _ = cs.CoreV1().Namespaces().Create(context.Background(), gone, metav1.CreateOptions{})
-	res, err := a.WaitRootCA(context.Background(), WaitRootCAInput{Bundle: old.pem + next.pem})
+	res, err := a.WaitRootCA(context.Background(), kube.WaitRootCAInput{Bundle: old.pem + next.pem})
 	if err != nil || res.Namespaces != 2 {
 		t.Fatalf("got %+v %v, want 2 namespaces", res, err)
 	}
@@ -396,12 +399,12 @@ func TestWaitRootCAWaitsUntilEveryNamespaceHoldsTheBundle(t *testing.T) {
 		putRootCA(t, cs, "default", next.pem+old.pem)
 	})
 	v, err := within(t, time.Minute, func() (any, error) {
-		return env.ExecuteActivity(WaitRootCAAction, WaitRootCAInput{Bundle: old.pem + next.pem, Timeout: "30s"})
+		return env.ExecuteActivity(kube.WaitRootCAAction, kube.WaitRootCAInput{Bundle: old.pem + next.pem, Timeout: "30s"})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res WaitRootCAResult
+	var res kube.WaitRootCAResult
 	_ = v.(converter.EncodedValue).Get(&res)
 	if res.Namespaces != 2 || len(*beats) == 0 || (*beats)[0] != "1/2" {
 		t.Errorf("result %+v, heartbeats %v: want 2 namespaces after a heartbeat saying 1/2", res, *beats)
@@ -436,8 +439,8 @@ func TestWaitRootCATimesOutNamingWhatDiffers(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := a.WaitRootCA(context.Background(), WaitRootCAInput{Bundle: old.pem + next.pem, Timeout: "200ms"})
-	appErr(t, err, ErrTypeRootCANotShown, false, "7 of 8 namespaces",
+	_, err := a.WaitRootCA(context.Background(), kube.WaitRootCAInput{Bundle: old.pem + next.pem, Timeout: "200ms"})
+	appErr(t, err, errtype.NotInEffect, false, "7 of 8 namespaces",
 		"a0 (CN=old-ca, CN=new-ca, CN=stray-ca)", "a1 (no kube-root-ca.crt)", "a2 (CN=old-ca)", "and 2 more",
 		"Lease is held by ctl-1_0a1b (4 transitions)", "kube-controller-manager-ctl-1: waiting (CrashLoopBackOff), 6 restarts, last ended Error (exit 1)")
 	if strings.Contains(err.Error(), "a5") || strings.Contains(err.Error(), "ok (") {
@@ -448,8 +451,8 @@ func TestWaitRootCATimesOutNamingWhatDiffers(t *testing.T) {
 func TestWaitRootCARefusesABadBundle(t *testing.T) {
 	a, _ := fakeActs()
 	for _, b := range []string{"", "ca.crt", "-----BEGIN CERTIFICATE-----\nbad\n-----END CERTIFICATE-----\n"} {
-		_, err := a.WaitRootCA(context.Background(), WaitRootCAInput{Bundle: b})
-		appErr(t, err, ErrTypeInvalidInput, true)
+		_, err := a.WaitRootCA(context.Background(), kube.WaitRootCAInput{Bundle: b})
+		appErr(t, err, errtype.InvalidInput, true)
 	}
 }
 
@@ -460,7 +463,7 @@ func nodeWithReady(name string, st corev1.ConditionStatus, reason, msg string) *
 
 func TestCheckNodesPassesWhenEveryNodeIsReady(t *testing.T) {
 	a, _ := fakeActs(node("c1", true, "v1.35.4"), node("w1", true, "v1.35.4"), node("w2", false, "v1.35.4"))
-	res, err := a.CheckNodes(context.Background(), CheckNodesInput{Nodes: []string{"w1", "c1"}})
+	res, err := a.CheckNodes(context.Background(), kube.CheckNodesInput{Nodes: []string{"w1", "c1"}})
 	if err != nil || !slices.Equal(res.Ready, []string{"w1", "c1"}) {
 		t.Fatalf("got %+v %v", res, err)
 	}
@@ -470,11 +473,11 @@ func TestCheckNodesPassesWhenEveryNodeIsReady(t *testing.T) {
 // would leave its kubelet trusting the old CA alone.
 func TestCheckNodesOnlyRefusesANodeNotListed(t *testing.T) {
 	a, _ := fakeActs(node("c1", true, "v1.35.4"), node("w1", true, "v1.35.4"), node("w9", true, "v1.35.4"))
-	if _, err := a.CheckNodes(context.Background(), CheckNodesInput{Nodes: []string{"c1", "w1"}}); err != nil {
+	if _, err := a.CheckNodes(context.Background(), kube.CheckNodesInput{Nodes: []string{"c1", "w1"}}); err != nil {
 		t.Fatalf("without only: %v", err)
 	}
-	_, err := a.CheckNodes(context.Background(), CheckNodesInput{Nodes: []string{"c1", "w1"}, Only: true})
-	appErr(t, err, ErrTypeNotReady, true, "w9 (add them to the inventory)")
+	_, err := a.CheckNodes(context.Background(), kube.CheckNodesInput{Nodes: []string{"c1", "w1"}, Only: true})
+	appErr(t, err, errtype.NodeNotReady, true, "w9 (add them to the inventory)")
 }
 
 func TestCheckNodesRefusesNamingEveryNodeMissingOrNotReady(t *testing.T) {
@@ -482,8 +485,8 @@ func TestCheckNodesRefusesNamingEveryNodeMissingOrNotReady(t *testing.T) {
 		nodeWithReady("w1", corev1.ConditionFalse, "KubeletNotReady", "container runtime is down"),
 		nodeWithReady("w2", corev1.ConditionUnknown, "NodeStatusUnknown", "Kubelet stopped posting node status."),
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w3"}})
-	_, err := a.CheckNodes(context.Background(), CheckNodesInput{Nodes: []string{"c1", "w1", "w2", "w3", "w4", "w4"}})
-	appErr(t, err, ErrTypeNotReady, true, "4 of 5 nodes",
+	_, err := a.CheckNodes(context.Background(), kube.CheckNodesInput{Nodes: []string{"c1", "w1", "w2", "w3", "w4", "w4"}})
+	appErr(t, err, errtype.NodeNotReady, true, "4 of 5 nodes",
 		"w1 (Ready=False: KubeletNotReady: container runtime is down)",
 		"w2 (Ready=Unknown: NodeStatusUnknown: Kubelet stopped posting node status.)",
 		"w3 (no Ready condition)", "w4 (no such Node)")
@@ -495,8 +498,8 @@ func TestCheckNodesRefusesNamingEveryNodeMissingOrNotReady(t *testing.T) {
 func TestCheckNodesRefusesBadInput(t *testing.T) {
 	for _, nodes := range [][]string{nil, {"w1", "W2"}, {""}} {
 		a, cs := fakeActs()
-		_, err := a.CheckNodes(context.Background(), CheckNodesInput{Nodes: nodes})
-		appErr(t, err, ErrTypeInvalidInput, true)
+		_, err := a.CheckNodes(context.Background(), kube.CheckNodesInput{Nodes: nodes})
+		appErr(t, err, errtype.InvalidInput, true)
 		if acts := cs.Actions(); len(acts) > 0 {
 			t.Errorf("%v: the API server was asked %v", nodes, acts)
 		}
@@ -511,13 +514,13 @@ func TestWaitRootCASettles(t *testing.T) {
 	namespaces(t, cs, "default")
 	putRootCA(t, cs, "default", ca.pem)
 	began := time.Now()
-	if _, err := a.WaitRootCA(context.Background(), WaitRootCAInput{Bundle: ca.pem, Settle: "300ms"}); err != nil {
+	if _, err := a.WaitRootCA(context.Background(), kube.WaitRootCAInput{Bundle: ca.pem, Settle: "300ms"}); err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(began); took < 300*time.Millisecond {
 		t.Errorf("returned after %s, before the settle time", took)
 	}
-	if _, err := a.WaitRootCA(context.Background(), WaitRootCAInput{Bundle: ca.pem, Settle: "a while"}); err == nil {
+	if _, err := a.WaitRootCA(context.Background(), kube.WaitRootCAInput{Bundle: ca.pem, Settle: "a while"}); err == nil {
 		t.Error("settle a while accepted")
 	}
 }

@@ -26,32 +26,18 @@ import (
 	api "kedge.dev/kedge/actions/kube"
 )
 
-// CheckServiceAccountKeyAction is the action name of
-// CheckServiceAccountKey.
-const CheckServiceAccountKeyAction = api.CheckServiceAccountKeyAction
-
-// ErrTypeKeyMismatch: the API server signs service-account tokens with
-// another key than the one given. Not retried.
-const ErrTypeKeyMismatch = errtype.ServiceAccountKeyMismatch
-
-// CheckServiceAccountKey's input and result, declared in actions/kube.
-type (
-	CheckServiceAccountKeyInput  = api.CheckServiceAccountKeyInput
-	CheckServiceAccountKeyResult = api.CheckServiceAccountKeyResult
-)
-
 // CheckServiceAccountKey asks the API server for a short-lived token
 // (TokenRequest, 10 minutes, never stored) and checks its signature with
 // the public key: proof that the API server signs with the key's private
 // half, not only that it would accept it.
-func (a *Activities) CheckServiceAccountKey(ctx context.Context, in CheckServiceAccountKeyInput) (CheckServiceAccountKeyResult, error) {
+func (a *Activities) CheckServiceAccountKey(ctx context.Context, in api.CheckServiceAccountKeyInput) (api.CheckServiceAccountKeyResult, error) {
 	pub, err := parsePublicKey(in.PublicKey)
 	if err != nil {
-		return CheckServiceAccountKeyResult{}, temporal.NewNonRetryableApplicationError("publicKey: "+err.Error(), ErrTypeInvalidInput, nil)
+		return api.CheckServiceAccountKeyResult{}, temporal.NewNonRetryableApplicationError("publicKey: "+err.Error(), errtype.InvalidInput, nil)
 	}
 	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
-		return CheckServiceAccountKeyResult{}, err
+		return api.CheckServiceAccountKeyResult{}, err
 	}
 	ns, sa := in.Namespace, in.Account
 	if ns == "" {
@@ -66,17 +52,17 @@ func (a *Activities) CheckServiceAccountKey(ctx context.Context, in CheckService
 	}, metav1.CreateOptions{})
 	if apierrors.IsNotFound(err) {
 		// A new cluster's controller-manager makes it shortly.
-		return CheckServiceAccountKeyResult{}, temporal.NewApplicationError(fmt.Sprintf("service account %s/%s does not exist (yet)", ns, sa), ErrTypeAPI)
+		return api.CheckServiceAccountKeyResult{}, temporal.NewApplicationError(fmt.Sprintf("service account %s/%s does not exist (yet)", ns, sa), errtype.KubernetesAPI)
 	}
 	if err != nil {
-		return CheckServiceAccountKeyResult{}, clusterError("request a token for "+ns+"/"+sa, err)
+		return api.CheckServiceAccountKeyResult{}, clusterError("request a token for "+ns+"/"+sa, err)
 	}
 	alg, kid, err := verifyJWT(tr.Status.Token, pub)
 	if err != nil {
-		return CheckServiceAccountKeyResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("a token the API server issued for %s/%s does not verify with the key given: %v", ns, sa, err), ErrTypeKeyMismatch, nil)
+		return api.CheckServiceAccountKeyResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("a token the API server issued for %s/%s does not verify with the key given: %v", ns, sa, err), errtype.ServiceAccountKeyMismatch, nil)
 	}
-	return CheckServiceAccountKeyResult{Algorithm: alg, KeyID: kid}, nil
+	return api.CheckServiceAccountKeyResult{Algorithm: alg, KeyID: kid}, nil
 }
 
 // verifyJWT checks a compact JWS's signature (RS256/384/512,

@@ -18,27 +18,18 @@ import (
 	"kedge.dev/kedge/internal/layout"
 )
 
-// WaitStaticPodAction is the action name of WaitStaticPod.
-const WaitStaticPodAction = api.WaitStaticPodAction
-
-// WaitStaticPod's input and result, declared in actions/kube.
-type (
-	WaitStaticPodInput  = api.WaitStaticPodInput
-	WaitStaticPodResult = api.WaitStaticPodResult
-)
-
 // WaitStaticPod waits until the kubelet runs a static pod and every
 // container of it is ready (kube.wait-static-pod), as its mirror pod
 // reports; with restartedAt, only the pod of that restart counts: until
 // the kubelet has read the changed manifest, the old pod may still answer.
-func (a *Activities) WaitStaticPod(ctx context.Context, in WaitStaticPodInput) (WaitStaticPodResult, error) {
+func (a *Activities) WaitStaticPod(ctx context.Context, in api.WaitStaticPodInput) (api.WaitStaticPodResult, error) {
 	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
-		return WaitStaticPodResult{}, err
+		return api.WaitStaticPodResult{}, err
 	}
 	timeout, err := parseDuration(in.Timeout, 5*time.Minute)
 	if err != nil {
-		return WaitStaticPodResult{}, err
+		return api.WaitStaticPodResult{}, err
 	}
 	ns := in.Namespace
 	if ns == "" {
@@ -53,7 +44,7 @@ func (a *Activities) WaitStaticPod(ctx context.Context, in WaitStaticPodInput) (
 	if in.RestartedAfter != "" {
 		t, err := time.Parse(time.RFC3339, in.RestartedAfter)
 		if err != nil {
-			return WaitStaticPodResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("restartedAfter %q is not an RFC 3339 time", in.RestartedAfter), ErrTypeInvalidInput, nil)
+			return api.WaitStaticPodResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("restartedAfter %q is not an RFC 3339 time", in.RestartedAfter), errtype.InvalidInput, nil)
 		}
 		after = &t
 	}
@@ -64,7 +55,7 @@ func (a *Activities) WaitStaticPod(ctx context.Context, in WaitStaticPodInput) (
 		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case in.Gone && apierrors.IsNotFound(err):
-			return WaitStaticPodResult{}, nil
+			return api.WaitStaticPodResult{}, nil
 		case in.Gone && err == nil:
 			last = "the kubelet still runs it"
 		case err == nil:
@@ -80,11 +71,11 @@ func (a *Activities) WaitStaticPod(ctx context.Context, in WaitStaticPodInput) (
 			case !ready:
 				last = why
 				if msg, looping := crashLooping(p, maxRestarts, seen.since(p)); looping {
-					return WaitStaticPodResult{Restarts: restarts}, temporal.NewNonRetryableApplicationError(
-						fmt.Sprintf("static pod %s/%s is crash-looping: %s; waiting longer brings nothing", ns, name, msg), ErrTypeCrashLooping, nil)
+					return api.WaitStaticPodResult{Restarts: restarts}, temporal.NewNonRetryableApplicationError(
+						fmt.Sprintf("static pod %s/%s is crash-looping: %s; waiting longer brings nothing", ns, name, msg), errtype.CrashLooping, nil)
 				}
 			default:
-				return WaitStaticPodResult{Ready: true, Restarts: restarts}, nil
+				return api.WaitStaticPodResult{Ready: true, Restarts: restarts}, nil
 			}
 		case apierrors.IsNotFound(err):
 			last = "no mirror pod " + ns + "/" + name
@@ -97,11 +88,11 @@ func (a *Activities) WaitStaticPod(ctx context.Context, in WaitStaticPodInput) (
 			if in.Gone {
 				want = "gone"
 			}
-			return WaitStaticPodResult{}, temporal.NewApplicationError(fmt.Sprintf("static pod %s/%s not %s after %s: %s", ns, name, want, timeout, last), ErrTypeNotReady)
+			return api.WaitStaticPodResult{}, temporal.NewApplicationError(fmt.Sprintf("static pod %s/%s not %s after %s: %s", ns, name, want, timeout, last), errtype.NodeNotReady)
 		}
 		select {
 		case <-ctx.Done():
-			return WaitStaticPodResult{}, temporal.NewCanceledError(ctx.Err().Error())
+			return api.WaitStaticPodResult{}, temporal.NewCanceledError(ctx.Err().Error())
 		case <-time.After(a.poll()):
 		}
 	}
@@ -121,10 +112,6 @@ func podImage(p *corev1.Pod, name string) string {
 	}
 	return ""
 }
-
-// ErrTypeCrashLooping is a static pod whose container keeps exiting. Not
-// retried.
-const ErrTypeCrashLooping = errtype.CrashLooping
 
 // DefaultMaxRestarts is how many times a container may exit before
 // kube.wait-static-pod calls it crash-looping.

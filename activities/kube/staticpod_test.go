@@ -19,6 +19,10 @@ import (
 
 	renderapi "kedge.dev/kedge/actions/render"
 	"kedge.dev/kedge/internal/layout"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/kube"
+	"kedge.dev/kedge/actions/target"
 )
 
 // mirrorPod is a static pod's mirror pod as the kubelet reports it, one
@@ -51,10 +55,10 @@ func TestWaitStaticPodGivesUpOnACrashLoop(t *testing.T) {
 		_, _ = cs.CoreV1().Pods("kube-system").UpdateStatus(ctx, mirrorPod("t1", 4, false), metav1.UpdateOptions{})
 	}()
 	began := time.Now()
-	_, err := a.WaitStaticPod(ctx, WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", RestartedAt: "t1", Timeout: "1m"})
+	_, err := a.WaitStaticPod(ctx, kube.WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", RestartedAt: "t1", Timeout: "1m"})
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != ErrTypeCrashLooping || !app.NonRetryable() {
-		t.Fatalf("want a non-retryable %s, got %v", ErrTypeCrashLooping, err)
+	if !errors.As(err, &app) || app.Type() != errtype.CrashLooping || !app.NonRetryable() {
+		t.Fatalf("want a non-retryable %s, got %v", errtype.CrashLooping, err)
 	}
 	if took := time.Since(began); took > 10*time.Second {
 		t.Errorf("gave up after %s", took)
@@ -81,7 +85,7 @@ func TestWaitStaticPodCountsOnlyExitsItSaw(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		_, _ = cs.CoreV1().Pods("kube-system").UpdateStatus(ctx, mirrorPod("t1", 4, true), metav1.UpdateOptions{})
 	}()
-	res, err := a.WaitStaticPod(ctx, WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", RestartedAt: "t1", Timeout: "10s"})
+	res, err := a.WaitStaticPod(ctx, kube.WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", RestartedAt: "t1", Timeout: "10s"})
 	if err != nil || !res.Ready || res.Restarts != 4 {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -99,7 +103,7 @@ func TestWaitStaticPodWaitsOutAFewRestarts(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		_, _ = cs.CoreV1().Pods("kube-system").UpdateStatus(ctx, mirrorPod("t1", 2, true), metav1.UpdateOptions{})
 	}()
-	res, err := a.WaitStaticPod(ctx, WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", RestartedAt: "t1", Timeout: "10s"})
+	res, err := a.WaitStaticPod(ctx, kube.WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", RestartedAt: "t1", Timeout: "10s"})
 	if err != nil || !res.Ready || res.Restarts != 2 {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -107,17 +111,17 @@ func TestWaitStaticPodWaitsOutAFewRestarts(t *testing.T) {
 	if _, err := cs.CoreV1().Pods("kube-system").UpdateStatus(ctx, mirrorPod("t0", 9, false), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = a.WaitStaticPod(ctx, WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", RestartedAt: "t1", Timeout: "200ms"})
+	_, err = a.WaitStaticPod(ctx, kube.WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", RestartedAt: "t1", Timeout: "200ms"})
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != ErrTypeNotReady || app.NonRetryable() {
-		t.Errorf("the pod before the restart: want a retryable %s, got %v", ErrTypeNotReady, err)
+	if !errors.As(err, &app) || app.Type() != errtype.NodeNotReady || app.NonRetryable() {
+		t.Errorf("the pod before the restart: want a retryable %s, got %v", errtype.NodeNotReady, err)
 	}
 	// maxRestarts -1 waits out the timeout.
 	if _, err := cs.CoreV1().Pods("kube-system").UpdateStatus(ctx, mirrorPod("t1", 9, false), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = a.WaitStaticPod(ctx, WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", RestartedAt: "t1", Timeout: "200ms", MaxRestarts: -1})
-	if !errors.As(err, &app) || app.Type() != ErrTypeNotReady {
+	_, err = a.WaitStaticPod(ctx, kube.WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", RestartedAt: "t1", Timeout: "200ms", MaxRestarts: -1})
+	if !errors.As(err, &app) || app.Type() != errtype.NodeNotReady {
 		t.Errorf("maxRestarts -1: %v", err)
 	}
 }
@@ -132,7 +136,7 @@ func TestWaitStaticPodRestartedAfter(t *testing.T) {
 	if _, err := cs.CoreV1().Pods("kube-system").Create(ctx, mirrorPod(forward, 0, true), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	in := WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", RestartedAfter: forward, Timeout: "1s"}
+	in := kube.WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", RestartedAfter: forward, Timeout: "1s"}
 	if _, err := a.WaitStaticPod(ctx, in); err == nil || !strings.Contains(err.Error(), "from before the restart") {
 		t.Fatalf("the pod of the restart before counted: %v", err)
 	}
@@ -178,7 +182,7 @@ func TestWaitStaticPodOutlivesAnAPIServerThatHoldsRequests(t *testing.T) {
 	a := &Activities{PollInterval: 10 * time.Millisecond, RequestTimeout: 200 * time.Millisecond}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	res, err := a.WaitStaticPod(ctx, WaitStaticPodInput{Cluster: Cluster{Name: "c", Kubeconfig: kubeconfig}, Node: "tyc1", Pod: "kube-apiserver", RestartedAt: "t1", Timeout: "1m"})
+	res, err := a.WaitStaticPod(ctx, kube.WaitStaticPodInput{Cluster: target.Kube{Name: "c", Kubeconfig: kubeconfig}, Node: "tyc1", Pod: "kube-apiserver", RestartedAt: "t1", Timeout: "1m"})
 	if err != nil || !res.Ready {
 		t.Fatalf("want the pod ready once the API answers, got %+v, %v", res, err)
 	}
@@ -199,7 +203,7 @@ func TestWaitStaticPodCertificates(t *testing.T) {
 	if _, err := cs.CoreV1().Pods("kube-system").Create(ctx, old, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	in := WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", Certificates: "3c:4d", Timeout: "1s"}
+	in := kube.WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", Certificates: "3c:4d", Timeout: "1s"}
 	if _, err := a.WaitStaticPod(ctx, in); err == nil || !strings.Contains(err.Error(), `from before the renewal (kedge.dev/certificates "1a:2b")`) {
 		t.Fatalf("the pod from before the renewal counted: %v", err)
 	}
@@ -226,7 +230,7 @@ func TestWaitStaticPodImage(t *testing.T) {
 	if _, err := cs.CoreV1().Pods("kube-system").Create(ctx, withImage("registry.k8s.io/kube-apiserver:v1.35.4"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	in := WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", Image: "registry.k8s.io/kube-apiserver:v1.36.3", Timeout: "1s"}
+	in := kube.WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", Image: "registry.k8s.io/kube-apiserver:v1.36.3", Timeout: "1s"}
 	if _, err := a.WaitStaticPod(ctx, in); err == nil || !strings.Contains(err.Error(), "runs the pod of image registry.k8s.io/kube-apiserver:v1.35.4") {
 		t.Fatalf("the pod of the old image counted: %v", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"kedge.dev/kedge/actions/kube"
 )
 
 // A worker killed after its Create reached the API server retries the
@@ -18,11 +20,11 @@ func TestCreateBootstrapTokenRetriedMintsOneToken(t *testing.T) {
 	a, cs := fakeActs()
 	ctx := context.Background()
 	key := strings.Repeat("ab", 32)
-	first, err := a.createBootstrapToken(ctx, CreateBootstrapTokenInput{TTL: "10m", Description: "join w1"}, key)
+	first, err := a.createBootstrapToken(ctx, kube.CreateBootstrapTokenInput{TTL: "10m", Description: "join w1"}, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := a.createBootstrapToken(ctx, CreateBootstrapTokenInput{TTL: "10m", Description: "join w1"}, key)
+	second, err := a.createBootstrapToken(ctx, kube.CreateBootstrapTokenInput{TTL: "10m", Description: "join w1"}, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +36,7 @@ func TestCreateBootstrapTokenRetriedMintsOneToken(t *testing.T) {
 		t.Fatalf("Secrets after two attempts: %d, want the second attempt's only", len(list.Items))
 	}
 	// Another step mints another token.
-	other, err := a.createBootstrapToken(ctx, CreateBootstrapTokenInput{TTL: "10m"}, strings.Repeat("cd", 32))
+	other, err := a.createBootstrapToken(ctx, kube.CreateBootstrapTokenInput{TTL: "10m"}, strings.Repeat("cd", 32))
 	if err != nil || other.TokenID == first.TokenID {
 		t.Errorf("another step's token: %s (%v)", other.TokenID, err)
 	}
@@ -45,7 +47,7 @@ func TestCreateBootstrapTokenRetriedMintsOneToken(t *testing.T) {
 	if _, err := cs.CoreV1().Secrets("kube-system").Update(ctx, &sec, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.createBootstrapToken(ctx, CreateBootstrapTokenInput{TTL: "10m"}, key); err == nil {
+	if _, err := a.createBootstrapToken(ctx, kube.CreateBootstrapTokenInput{TTL: "10m"}, key); err == nil {
 		t.Error("a Secret this step did not mint was replaced")
 	}
 	got, _ := cs.CoreV1().Secrets("kube-system").Get(ctx, sec.Name, metav1.GetOptions{})
@@ -74,22 +76,22 @@ func TestAStandingTokenIsTheNodesOwnUntilRevoked(t *testing.T) {
 		}
 		return out
 	}
-	first, err := a.createBootstrapToken(ctx, CreateBootstrapTokenInput{ForNode: "tyw3.example.com", Description: "kedge node-join tyw3"}, strings.Repeat("ab", 32))
+	first, err := a.createBootstrapToken(ctx, kube.CreateBootstrapTokenInput{ForNode: "tyw3.example.com", Description: "kedge node-join tyw3"}, strings.Repeat("ab", 32))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if first.Expires != "" || tokens()["bootstrap-token-"+first.TokenID] != "tyw3.example.com" {
 		t.Fatalf("standing token %+v: Secrets %v", first, tokens())
 	}
-	other, err := a.createBootstrapToken(ctx, CreateBootstrapTokenInput{ForNode: "tyw4.example.com"}, strings.Repeat("cd", 32))
+	other, err := a.createBootstrapToken(ctx, kube.CreateBootstrapTokenInput{ForNode: "tyw4.example.com"}, strings.Repeat("cd", 32))
 	if err != nil {
 		t.Fatal(err)
 	}
-	join, err := a.createBootstrapToken(ctx, CreateBootstrapTokenInput{TTL: "15m"}, strings.Repeat("ef", 32))
+	join, err := a.createBootstrapToken(ctx, kube.CreateBootstrapTokenInput{TTL: "15m"}, strings.Repeat("ef", 32))
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := a.createBootstrapToken(ctx, CreateBootstrapTokenInput{ForNode: "tyw3.example.com"}, strings.Repeat("01", 32))
+	again, err := a.createBootstrapToken(ctx, kube.CreateBootstrapTokenInput{ForNode: "tyw3.example.com"}, strings.Repeat("01", 32))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,22 +99,22 @@ func TestAStandingTokenIsTheNodesOwnUntilRevoked(t *testing.T) {
 	if got := tokens(); !maps.Equal(got, want) {
 		t.Errorf("after a re-join of tyw3: %v, want %v", got, want)
 	}
-	if res, err := a.DeleteBootstrapToken(ctx, DeleteBootstrapTokenInput{ForNode: "tyw3.example.com"}); err != nil || !res.Changed {
+	if res, err := a.DeleteBootstrapToken(ctx, kube.DeleteBootstrapTokenInput{ForNode: "tyw3.example.com"}); err != nil || !res.Changed {
 		t.Fatalf("revoke tyw3's: %+v %v", res, err)
 	}
 	delete(want, "bootstrap-token-"+again.TokenID)
 	if got := tokens(); !maps.Equal(got, want) {
 		t.Errorf("after tyw3's revoke: %v, want %v", got, want)
 	}
-	if res, err := a.DeleteBootstrapToken(ctx, DeleteBootstrapTokenInput{ForNode: "tyw3.example.com"}); err != nil || res.Changed {
+	if res, err := a.DeleteBootstrapToken(ctx, kube.DeleteBootstrapTokenInput{ForNode: "tyw3.example.com"}); err != nil || res.Changed {
 		t.Errorf("a second revoke: %+v %v", res, err)
 	}
-	for _, in := range []CreateBootstrapTokenInput{{ForNode: "tyw3.example.com", TTL: "15m"}, {ForNode: "tyw3 example"}} {
+	for _, in := range []kube.CreateBootstrapTokenInput{{ForNode: "tyw3.example.com", TTL: "15m"}, {ForNode: "tyw3 example"}} {
 		if _, err := a.createBootstrapToken(ctx, in, ""); err == nil {
 			t.Errorf("%+v was not refused", in)
 		}
 	}
-	for _, in := range []DeleteBootstrapTokenInput{{}, {ForNode: "a", TokenID: "abcdef"}} {
+	for _, in := range []kube.DeleteBootstrapTokenInput{{}, {ForNode: "a", TokenID: "abcdef"}} {
 		if _, err := a.DeleteBootstrapToken(ctx, in); err == nil {
 			t.Errorf("delete %+v was not refused", in)
 		}

@@ -20,13 +20,6 @@ import (
 	"kedge.dev/kedge/internal/layout"
 )
 
-// UpgradePlanAction is kube.upgrade-plan.
-const UpgradePlanAction = api.UpgradePlanAction
-
-// ErrTypeUpgradeRefused is a plan that breaks the skew policy or meets a
-// removed flag. Not retried.
-const ErrTypeUpgradeRefused = errtype.UpgradeRefused
-
 // controlPlane are the static pods an upgrade changes, in its order.
 var controlPlane = []string{api.APIServer, api.ControllerManager, api.Scheduler}
 
@@ -40,10 +33,10 @@ var controlPlane = []string{api.APIServer, api.ControllerManager, api.Scheduler}
 func (a *Activities) UpgradePlan(ctx context.Context, in api.UpgradePlanInput) (api.UpgradePlanResult, error) {
 	target, err := api.ParseVersion(in.Version)
 	if err != nil {
-		return api.UpgradePlanResult{}, temporal.NewNonRetryableApplicationError("version: "+err.Error(), ErrTypeInvalidInput, nil)
+		return api.UpgradePlanResult{}, temporal.NewNonRetryableApplicationError("version: "+err.Error(), errtype.InvalidInput, nil)
 	}
 	if target.Suffix != "" {
-		return api.UpgradePlanResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("version: %s is a build of a distribution, not a Kubernetes release", in.Version), ErrTypeInvalidInput, nil)
+		return api.UpgradePlanResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("version: %s is a build of a distribution, not a Kubernetes release", in.Version), errtype.InvalidInput, nil)
 	}
 	cs, err := a.client(ctx, in.Cluster)
 	if err != nil {
@@ -123,7 +116,7 @@ func (a *Activities) UpgradePlan(ctx context.Context, in api.UpgradePlanInput) (
 	res.Summary = summary(res)
 	if len(res.Problems) > 0 {
 		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the upgrade to %s is refused before anything changed: %s",
-			res.To, strings.Join(res.Problems, "; ")), ErrTypeUpgradeRefused, nil, res)
+			res.To, strings.Join(res.Problems, "; ")), errtype.UpgradeRefused, nil, res)
 	}
 	return res, nil
 }

@@ -16,6 +16,8 @@ import (
 
 	api "kedge.dev/kedge/actions/kube"
 	"kedge.dev/kedge/activities/render"
+
+	"kedge.dev/kedge/actions/errtype"
 )
 
 // upgradeWorld is a one-controller cluster as Kedge renders it at
@@ -204,7 +206,7 @@ func TestUpgradePlanRefusesBeforeAnythingChanges(t *testing.T) {
 			}
 			res, err := a.UpgradePlan(context.Background(), in)
 			var app *temporal.ApplicationError
-			if !errors.As(err, &app) || app.Type() != ErrTypeUpgradeRefused || !app.NonRetryable() || !strings.Contains(err.Error(), c.want) {
+			if !errors.As(err, &app) || app.Type() != errtype.UpgradeRefused || !app.NonRetryable() || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want a non-retryable UpgradeRefused saying %q", err, c.want)
 			}
 			var details api.UpgradePlanResult

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"kedge.dev/kedge/actions/kube"
+	"kedge.dev/kedge/actions/target"
 )
 
 // After an upgrade's manifest is written, the old API server is still
@@ -27,16 +30,16 @@ func TestWaitAPIServerVersionWaitsForTheNewRelease(t *testing.T) {
 	}))
 	defer srv.Close()
 	s := &apiServer{Server: srv}
-	kc := Cluster{Name: "mercury", Kubeconfig: workerSecret(t, t.TempDir(), "admin.conf",
+	kc := target.Kube{Name: "mercury", Kubeconfig: workerSecret(t, t.TempDir(), "admin.conf",
 		kubeconfigWith(srv.URL, "    certificate-authority-data: "+b64(s.caPEM()), "    token: t"))}
 	a, _ := refusedActs()
 
-	_, err := a.WaitAPIServer(t.Context(), WaitAPIServerInput{Cluster: kc, Version: "v1.36.3", Timeout: "1s"})
+	_, err := a.WaitAPIServer(t.Context(), kube.WaitAPIServerInput{Cluster: kc, Version: "v1.36.3", Timeout: "1s"})
 	if err == nil || !strings.Contains(err.Error(), "ready, at v1.35.4 (waiting for v1.36.3)") {
 		t.Fatalf("the old release counted: %v", err)
 	}
 	version.Store("v1.36.3")
-	res, err := a.WaitAPIServer(t.Context(), WaitAPIServerInput{Cluster: kc, Version: "v1.36.3", Timeout: "5s"})
+	res, err := a.WaitAPIServer(t.Context(), kube.WaitAPIServerInput{Cluster: kc, Version: "v1.36.3", Timeout: "5s"})
 	if err != nil || res.Version != "v1.36.3" {
 		t.Errorf("the new release: %+v %v", res, err)
 	}

@@ -23,9 +23,6 @@ import (
 	"kedge.dev/kedge/actions/imageref"
 )
 
-// SetWorkloadImageAction is kube.set-workload-image.
-const SetWorkloadImageAction = api.SetWorkloadImageAction
-
 // upgradeManager owns the image fields an upgrade applies: a field
 // manager of its own, so that applying one field never takes away the
 // fields Kedge's own install applied (as field manager kedge).

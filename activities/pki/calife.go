@@ -10,12 +10,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"kedge.dev/kedge/actions/errtype"
-)
 
-// ErrTypeCAWithinWindow is a CA that ends within the renewal window: what
-// is renewed from it cannot outlive it, so it must be rotated first. Not
-// retried.
-const ErrTypeCAWithinWindow = errtype.CAWithinRenewalWindow
+	"kedge.dev/kedge/actions/pki"
+)
 
 // CARotationRunbook rotates a cluster's CA (a later issue): what
 // cert-renewal's refusal names.
@@ -28,23 +25,23 @@ const CARotationRunbook = "ca-rotation"
 // when the CA ends. Run before anything changes, it fails, not retried
 // (CAWithinRenewalWindow), naming each such CA, when it ends, and the CA
 // rotation runbook to run first.
-func CheckCALife(_ context.Context, in CheckCALifeInput) (CheckCALifeResult, error) {
+func CheckCALife(_ context.Context, in pki.CheckCALifeInput) (pki.CheckCALifeResult, error) {
 	threshold, err := duration(in.Threshold, 720*time.Hour)
 	if err != nil {
-		return CheckCALifeResult{}, err
+		return pki.CheckCALifeResult{}, err
 	}
 	if len(in.CAs) == 0 {
-		return CheckCALifeResult{}, invalid("cas: name at least one CA")
+		return pki.CheckCALifeResult{}, invalid("cas: name at least one CA")
 	}
 	now := time.Now()
-	var res CheckCALifeResult
+	var res pki.CheckCALifeResult
 	var refusals []string
 	for i, named := range in.CAs {
 		c, err := firstCert([]byte(named.Certificate))
 		if err != nil {
 			return res, invalid(fmt.Sprintf("cas[%d] (%s): %v", i, named.Name, err))
 		}
-		res.CAs = append(res.CAs, CALife{Name: named.Name, Subject: c.Subject.CommonName, NotAfter: c.NotAfter.UTC().Format(time.RFC3339)})
+		res.CAs = append(res.CAs, pki.CALife{Name: named.Name, Subject: c.Subject.CommonName, NotAfter: c.NotAfter.UTC().Format(time.RFC3339)})
 		if c.NotAfter.Before(now.Add(threshold)) {
 			refusals = append(refusals, caEnds(named.Name, c, now))
 		}
@@ -77,7 +74,7 @@ func windowError(refusals []string, threshold time.Duration, done string) error 
 		"so what is renewed would be due again at once and the cluster still stops when the CA ends. %s. "+
 		"The CA must be rotated first: run the CA rotation runbook (%s), then cert-renewal",
 		strings.Join(refusals, "; "), short(threshold), done, CARotationRunbook)
-	return temporal.NewNonRetryableApplicationError(msg, ErrTypeCAWithinWindow, nil)
+	return temporal.NewNonRetryableApplicationError(msg, errtype.CAWithinRenewalWindow, nil)
 }
 
 // short is d as one writes it: 720h, not 720h0m0s.

@@ -16,16 +16,10 @@ import (
 	"kedge.dev/kedge/actions/host"
 	"kedge.dev/kedge/actions/target"
 	"kedge.dev/kedge/actions/vault"
-	"kedge.dev/kedge/activities/sshpool"
-	"kedge.dev/kedge/internal/layout"
-)
 
-// Error types.
-const (
-	ErrTypeInvalidInput = errtype.InvalidInput
-	// ErrTypeForeignIssuer: a certificate on the host was issued by a CA
-	// the cluster's Vault does not hold. Not retried.
-	ErrTypeForeignIssuer = errtype.ForeignIssuer
+	"kedge.dev/kedge/internal/layout"
+
+	"kedge.dev/kedge/actions/pki"
 )
 
 // Activities are the pki actions. They reach hosts and Vault through
@@ -55,8 +49,8 @@ type Activities struct {
 type Hosts interface {
 	ReadFile(ctx context.Context, in host.ReadFileInput) (host.ReadFileResult, error)
 	WriteFile(ctx context.Context, in host.WriteFileInput) (host.WriteFileResult, error)
-	Stat(ctx context.Context, t sshpool.Target, path string) (host.FileStat, error)
-	RealPath(ctx context.Context, t sshpool.Target, path string) (string, error)
+	Stat(ctx context.Context, t target.SSH, path string) (host.FileStat, error)
+	RealPath(ctx context.Context, t target.SSH, path string) (string, error)
 	InstallBundle(ctx context.Context, in host.InstallBundleInput) (host.InstallBundleResult, error)
 }
 
@@ -77,7 +71,7 @@ func kvPath(cluster, what string) string { return "kedge/clusters/" + cluster + 
 var clusterName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
 func invalid(msg string) error {
-	return temporal.NewNonRetryableApplicationError(msg, ErrTypeInvalidInput, nil)
+	return temporal.NewNonRetryableApplicationError(msg, errtype.InvalidInput, nil)
 }
 
 // Adopt takes a running cluster's trust into Vault (pki.adopt): the
@@ -89,14 +83,14 @@ func invalid(msg string) error {
 // on every runbook signs with the cluster's own CAs and tokens stay valid.
 // A second run changes nothing; Vault already holding other CAs for the
 // cluster is refused (VaultConflict) rather than replaced.
-func (a *Activities) Adopt(ctx context.Context, in AdoptInput) (AdoptResult, error) {
+func (a *Activities) Adopt(ctx context.Context, in pki.AdoptInput) (pki.AdoptResult, error) {
 	if !clusterName.MatchString(in.ClusterName) {
-		return AdoptResult{}, invalid(fmt.Sprintf("clusterName %q is not a DNS label", in.ClusterName))
+		return pki.AdoptResult{}, invalid(fmt.Sprintf("clusterName %q is not a DNS label", in.ClusterName))
 	}
 	need := []string{layout.FileClusterCA, layout.FileClusterCAKey, layout.FileServiceAccountK, layout.FileServiceAccountP}
 	for _, f := range need {
 		if in.Files[f] == "" {
-			return AdoptResult{}, invalid(fmt.Sprintf("files: the layout names no %s on %s (is it a controller?)", f, in.Target.Node))
+			return pki.AdoptResult{}, invalid(fmt.Sprintf("files: the layout names no %s on %s (is it a controller?)", f, in.Target.Node))
 		}
 	}
 	etcdCAPath := in.Files[layout.FileEtcdServerCA]
@@ -104,11 +98,11 @@ func (a *Activities) Adopt(ctx context.Context, in AdoptInput) (AdoptResult, err
 		etcdCAPath = in.Files[layout.FileEtcdClientCA]
 	}
 	if etcdCAPath == "" {
-		return AdoptResult{}, invalid(fmt.Sprintf("files: the layout names no etcd CA on %s", in.Target.Node))
+		return pki.AdoptResult{}, invalid(fmt.Sprintf("files: the layout names no etcd CA on %s", in.Target.Node))
 	}
 	aggPath := in.Files[layout.FileAggregationCA]
 	if aggPath != "" && strings.TrimSpace(in.AggregationCAKey) == "" {
-		return AdoptResult{}, invalid(fmt.Sprintf("aggregationCAKey: the API server on %s trusts a front-proxy (aggregation) CA, %s (--requestheader-client-ca-file), and its client certificate comes from it: give that CA's key (Typhoon keeps it only in the Terraform state: module.bootstrap's tls_private_key aggregation-ca)", in.Target.Node, aggPath))
+		return pki.AdoptResult{}, invalid(fmt.Sprintf("aggregationCAKey: the API server on %s trusts a front-proxy (aggregation) CA, %s (--requestheader-client-ca-file), and its client certificate comes from it: give that CA's key (Typhoon keeps it only in the Terraform state: module.bootstrap's tls_private_key aggregation-ca)", in.Target.Node, aggPath))
 	}
 	read := func(p string) (string, error) {
 		r, err := a.Hosts.ReadFile(ctx, host.ReadFileInput{Target: in.Target, Path: p})
@@ -125,7 +119,7 @@ func (a *Activities) Adopt(ctx context.Context, in AdoptInput) (AdoptResult, err
 		}
 		c, err := read(p)
 		if err != nil {
-			return AdoptResult{}, err
+			return pki.AdoptResult{}, err
 		}
 		contents[f] = c
 	}
@@ -134,10 +128,10 @@ func (a *Activities) Adopt(ctx context.Context, in AdoptInput) (AdoptResult, err
 	if other := in.Files[layout.FileEtcdClientCA]; other != "" && other != etcdCAPath {
 		c, err := read(other)
 		if err != nil {
-			return AdoptResult{}, err
+			return pki.AdoptResult{}, err
 		}
 		if !sameCert(c, contents[layout.FileEtcdClientCA]) {
-			return AdoptResult{}, invalid(fmt.Sprintf("%s and %s on %s are different CAs: Kedge adopts one etcd CA", other, etcdCAPath, in.Target.Node))
+			return pki.AdoptResult{}, invalid(fmt.Sprintf("%s and %s on %s are different CAs: Kedge adopts one etcd CA", other, etcdCAPath, in.Target.Node))
 		}
 	}
 	from := func(f string) string { return in.Target.Node + ":" + in.Files[f] }
@@ -145,35 +139,35 @@ func (a *Activities) Adopt(ctx context.Context, in AdoptInput) (AdoptResult, err
 	ca, err := a.Vault.ImportCA(ctx, vault.ImportCAInput{Vault: in.Vault, Path: kvPath(in.ClusterName, "ca"),
 		Certificate: contents[layout.FileClusterCA], PrivateKey: contents[layout.FileClusterCAKey], From: from(layout.FileClusterCA)})
 	if err != nil {
-		return AdoptResult{}, err
+		return pki.AdoptResult{}, err
 	}
 	etcd, err := a.Vault.ImportCA(ctx, vault.ImportCAInput{Vault: in.Vault, Path: kvPath(in.ClusterName, "etcd-ca"),
 		Certificate: contents[layout.FileEtcdClientCA], PrivateKey: in.EtcdCAKey, KeyInVault: true, From: in.Target.Node + ":" + etcdCAPath})
 	if err != nil {
-		return AdoptResult{}, err
+		return pki.AdoptResult{}, err
 	}
 	var agg vault.ImportCAResult
 	if aggPath != "" {
 		c, err := read(aggPath)
 		if err != nil {
-			return AdoptResult{}, err
+			return pki.AdoptResult{}, err
 		}
 		if agg, err = a.Vault.ImportCA(ctx, vault.ImportCAInput{Vault: in.Vault, Path: kvPath(in.ClusterName, "aggregation-ca"),
 			Certificate: c, PrivateKey: in.AggregationCAKey, KeyInVault: true, From: from(layout.FileAggregationCA)}); err != nil {
-			return AdoptResult{}, err
+			return pki.AdoptResult{}, err
 		}
 	}
 	sa, err := a.Vault.ImportKeyPair(ctx, vault.ImportKeyPairInput{Vault: in.Vault, Path: kvPath(in.ClusterName, "service-account"),
 		PrivateKey: contents[layout.FileServiceAccountK], PublicKey: contents[layout.FileServiceAccountP], From: from(layout.FileServiceAccountK)})
 	if err != nil {
-		return AdoptResult{}, err
+		return pki.AdoptResult{}, err
 	}
 	if err := a.Vault.PutIfAbsent(ctx, in.Vault, kvPath(in.ClusterName, "adopted"), map[string]any{
 		"from": in.Target.Node, "apiServer": in.APIServer, "at": time.Now().UTC().Format(time.RFC3339),
 	}); err != nil {
-		return AdoptResult{}, err
+		return pki.AdoptResult{}, err
 	}
-	return AdoptResult{Issuer: ca.Issuer, Certificate: ca.Certificate, EtcdIssuer: etcd.Issuer, EtcdCertificate: etcd.Certificate,
+	return pki.AdoptResult{Issuer: ca.Issuer, Certificate: ca.Certificate, EtcdIssuer: etcd.Issuer, EtcdCertificate: etcd.Certificate,
 		AggregationIssuer: agg.Issuer, AggregationCertificate: agg.Certificate,
 		ServiceAccountPublicKey: contents[layout.FileServiceAccountP], Created: ca.Created || etcd.Created || agg.Created || sa}, nil
 }

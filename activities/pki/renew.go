@@ -15,8 +15,12 @@ import (
 
 	"kedge.dev/kedge/actions/host"
 	"kedge.dev/kedge/actions/vault"
-	"kedge.dev/kedge/activities/sshpool"
+
 	"kedge.dev/kedge/internal/layout"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/pki"
+	"kedge.dev/kedge/actions/target"
 )
 
 // credential is one certificate on the host and where its key lives:
@@ -51,13 +55,13 @@ type credential struct {
 // installed as one bundle, all or none; keys never leave the worker but
 // to the host. Readers lists each installed file with the component that
 // reads it and who that runs as, for host.check-readable.
-func (a *Activities) RenewInPlace(ctx context.Context, in RenewInput) (RenewResult, error) {
+func (a *Activities) RenewInPlace(ctx context.Context, in pki.RenewInput) (pki.RenewResult, error) {
 	threshold, err := duration(in.Threshold, 720*time.Hour)
 	if err != nil {
-		return RenewResult{}, err
+		return pki.RenewResult{}, err
 	}
 	if _, err := duration(in.TTL, 8760*time.Hour); err != nil {
-		return RenewResult{}, err
+		return pki.RenewResult{}, err
 	}
 	ttl := in.TTL
 	if ttl == "" {
@@ -65,27 +69,27 @@ func (a *Activities) RenewInPlace(ctx context.Context, in RenewInput) (RenewResu
 	}
 	ca, err := firstCert([]byte(in.CACert))
 	if err != nil {
-		return RenewResult{}, invalid("caCert: " + err.Error())
+		return pki.RenewResult{}, invalid("caCert: " + err.Error())
 	}
 	etcdCA, err := firstCert([]byte(in.EtcdCACert))
 	if err != nil {
-		return RenewResult{}, invalid("etcdCACert: " + err.Error())
+		return pki.RenewResult{}, invalid("etcdCACert: " + err.Error())
 	}
 	var aggCA *x509.Certificate
 	if strings.TrimSpace(in.AggregationCACert) != "" {
 		if aggCA, err = firstCert([]byte(in.AggregationCACert)); err != nil {
-			return RenewResult{}, invalid("aggregationCACert: " + err.Error())
+			return pki.RenewResult{}, invalid("aggregationCACert: " + err.Error())
 		}
 	}
 	creds, err := a.credentials(ctx, in)
 	if err != nil {
-		return RenewResult{}, err
+		return pki.RenewResult{}, err
 	}
 	if len(creds) == 0 {
-		return RenewResult{}, invalid(fmt.Sprintf("files: the layout names no certificate on %s (is it a controller?)", in.Target.Node))
+		return pki.RenewResult{}, invalid(fmt.Sprintf("files: the layout names no certificate on %s (is it a controller?)", in.Target.Node))
 	}
 
-	var res RenewResult
+	var res pki.RenewResult
 	var bundle []host.BundleFile
 	readers := map[string]string{} // installed file: its reader
 	now := time.Now()
@@ -111,10 +115,10 @@ func (a *Activities) RenewInPlace(ctx context.Context, in RenewInput) (RenewResu
 			continue // not due: which CA would renew it does not matter yet
 		case c.aggregation:
 			return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s on %s (%q) is issued by %q, the front-proxy (aggregation) CA, which Vault does not keep: adopt it first (adopt --set-file aggregationCAKey=FILE)",
-				c.cert, in.Target.Node, cur.Subject.CommonName, cur.Issuer.CommonName), ErrTypeForeignIssuer, nil)
+				c.cert, in.Target.Node, cur.Subject.CommonName, cur.Issuer.CommonName), errtype.ForeignIssuer, nil)
 		default:
 			return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s on %s (%q) is issued by %q, neither the cluster's CA nor etcd's that Vault keeps",
-				c.cert, in.Target.Node, cur.Subject.CommonName, cur.Issuer.CommonName), ErrTypeForeignIssuer, nil)
+				c.cert, in.Target.Node, cur.Subject.CommonName, cur.Issuer.CommonName), errtype.ForeignIssuer, nil)
 		}
 		if !due {
 			continue
@@ -135,7 +139,7 @@ func (a *Activities) RenewInPlace(ctx context.Context, in RenewInput) (RenewResu
 		}
 		leaf, err := firstCert([]byte(issued.Certificate))
 		if err != nil || leaf.CheckSignatureFrom(caCert) != nil {
-			return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("Vault issuer %s did not sign %s with %q", issuer, c.cert, caCert.Subject.CommonName), ErrTypeForeignIssuer, nil)
+			return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("Vault issuer %s did not sign %s with %q", issuer, c.cert, caCert.Subject.CommonName), errtype.ForeignIssuer, nil)
 		}
 		var key host.FileStat
 		if c.kubeconfig == "" && c.key != c.cert {
@@ -181,7 +185,7 @@ func fileReader(p, component string, runAs map[string]layout.RunAs) host.FileRea
 }
 
 // credentials lists the certificates the layout names, each once.
-func (a *Activities) credentials(ctx context.Context, in RenewInput) ([]credential, error) {
+func (a *Activities) credentials(ctx context.Context, in pki.RenewInput) ([]credential, error) {
 	f := in.Files
 	var out []credential
 	seen := map[string]bool{}
@@ -235,7 +239,7 @@ func (a *Activities) credentials(ctx context.Context, in RenewInput) ([]credenti
 
 // current reads the credential's certificate and, for files, the mode to
 // keep.
-func (a *Activities) current(ctx context.Context, t sshpool.Target, c credential) (*x509.Certificate, host.ReadFileResult, error) {
+func (a *Activities) current(ctx context.Context, t target.SSH, c credential) (*x509.Certificate, host.ReadFileResult, error) {
 	r, err := a.Hosts.ReadFile(ctx, host.ReadFileInput{Target: t, Path: c.cert})
 	if err != nil {
 		return nil, r, err

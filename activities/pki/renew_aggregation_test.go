@@ -12,8 +12,11 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"kedge.dev/kedge/activities/vault"
 	"kedge.dev/kedge/internal/layout"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/pki"
+	"kedge.dev/kedge/actions/target"
 )
 
 // withAggregationAndAdmin adds Typhoon's front-proxy client pair (from
@@ -59,7 +62,7 @@ func TestRenewInPlaceRenewsTheAggregationClientAndAdminConf(t *testing.T) {
 	caEnd := time.Now().Add(8000 * time.Hour).Truncate(time.Second)
 	c := newTyphoonController(t, caEnd, time.Now().Add(7000*time.Hour))
 	agg := c.withAggregationAndAdmin(t, time.Now().Add(7000*time.Hour))
-	in := RenewInput{Target: c.target, Vault: vault.Config{Address: c.vaultURL}, Files: c.files,
+	in := pki.RenewInput{Target: c.target, Vault: target.Vault{Address: c.vaultURL}, Files: c.files,
 		CACert: c.ca.pem, Issuer: "cluster", EtcdCACert: c.etcdCA.pem, EtcdIssuer: "etcd", Threshold: "720h", TTL: "8760h",
 		Kind: layout.KindTyphoonFlatcar}
 
@@ -75,7 +78,7 @@ func TestRenewInPlaceRenewsTheAggregationClientAndAdminConf(t *testing.T) {
 	before, _ := os.ReadFile(c.files[layout.FileAPIServerCert])
 	_, err = c.acts.RenewInPlace(t.Context(), in)
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != ErrTypeForeignIssuer || !strings.Contains(err.Error(), "aggregationCAKey") {
+	if !errors.As(err, &app) || app.Type() != errtype.ForeignIssuer || !strings.Contains(err.Error(), "aggregationCAKey") {
 		t.Fatalf("renewal without the front-proxy CA: %v", err)
 	}
 	if after, _ := os.ReadFile(c.files[layout.FileAPIServerCert]); string(after) != string(before) {

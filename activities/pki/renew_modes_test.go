@@ -29,6 +29,11 @@ import (
 	"kedge.dev/kedge/activities/vault"
 	"kedge.dev/kedge/integration/sshtest"
 	"kedge.dev/kedge/internal/layout"
+
+	"kedge.dev/kedge/actions/errtype"
+	hostapi "kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/pki"
+	"kedge.dev/kedge/actions/target"
 )
 
 // testCA is a CA the test signs with, as Vault would with the adopted one.
@@ -143,7 +148,7 @@ type typhoonController struct {
 	vaultURL   string
 	files      map[string]string
 	acts       *Activities
-	target     sshpool.Target
+	target     target.SSH
 	vault      *fakeVault
 	ca, etcdCA testCA
 }
@@ -202,7 +207,7 @@ func newTyphoonController(t *testing.T, caEnd, leafEnd time.Time) *typhoonContro
 	c.vaultURL = vs.URL
 	t.Setenv("VAULT_TOKEN", "test-token")
 	c.acts = &Activities{Hosts: &host.Activities{Pool: pool, BackupDir: filepath.Join(srv.Dir, "backup")}, Vault: &vault.Activities{}}
-	c.target = sshpool.Target{Node: "tyc1", Address: srv.Host, Port: srv.Port, IdentityFile: srv.IdentityFile, KnownHostsFile: srv.KnownHostsFile}
+	c.target = target.SSH{Node: "tyc1", Address: srv.Host, Port: srv.Port, IdentityFile: srv.IdentityFile, KnownHostsFile: srv.KnownHostsFile}
 	return c
 }
 
@@ -219,8 +224,8 @@ func writeOwned(t *testing.T, p, content string, mode os.FileMode, uid, gid int)
 	}
 }
 
-func (c *typhoonController) renew(t *testing.T) (RenewResult, error) {
-	return c.acts.RenewInPlace(t.Context(), RenewInput{Target: c.target, Vault: vault.Config{Address: c.vaultURL}, Files: c.files,
+func (c *typhoonController) renew(t *testing.T) (pki.RenewResult, error) {
+	return c.acts.RenewInPlace(t.Context(), pki.RenewInput{Target: c.target, Vault: target.Vault{Address: c.vaultURL}, Files: c.files,
 		CACert: c.ca.pem, Issuer: "cluster", EtcdCACert: c.etcdCA.pem, EtcdIssuer: "etcd", Threshold: "720h", TTL: "8760h",
 		Kind: layout.KindTyphoonFlatcar, RunAs: map[string]layout.RunAs{
 			"kube-apiserver": {User: "65534", From: "kube-apiserver.yaml: securityContext"},
@@ -288,7 +293,7 @@ func TestRenewInPlaceKeepsModesAndOwners(t *testing.T) {
 			t.Errorf("%s read by %s, want %s", r.Path, got, want[r.Path])
 		}
 	}
-	if _, err := c.acts.Hosts.(*host.Activities).CheckReadable(t.Context(), host.CheckReadableInput{Target: c.target, Files: res.Readers}); err != nil {
+	if _, err := c.acts.Hosts.(*host.Activities).CheckReadable(t.Context(), hostapi.CheckReadableInput{Target: c.target, Files: res.Readers}); err != nil {
 		t.Errorf("after the renewal: %v", err)
 	}
 }
@@ -318,8 +323,8 @@ func TestRenewInPlaceRefusesACAEndingWithinTheWindow(t *testing.T) {
 	before, _ := os.ReadFile(c.files[layout.FileAPIServerKey])
 	_, err := c.renew(t)
 	var ae *temporal.ApplicationError
-	if !errors.As(err, &ae) || ae.Type() != ErrTypeCAWithinWindow || !ae.NonRetryable() {
-		t.Fatalf("want a non-retryable %s, got %v", ErrTypeCAWithinWindow, err)
+	if !errors.As(err, &ae) || ae.Type() != errtype.CAWithinRenewalWindow || !ae.NonRetryable() {
+		t.Fatalf("want a non-retryable %s, got %v", errtype.CAWithinRenewalWindow, err)
 	}
 	for _, want := range []string{`the cluster CA "kubernetes-ca" ends ` + caEnd.UTC().Format(time.RFC3339), "threshold 720h", "Nothing was renewed on tyc1", "rotation runbook (ca-rotation)"} {
 		if !strings.Contains(err.Error(), want) {
@@ -334,17 +339,17 @@ func TestRenewInPlaceRefusesACAEndingWithinTheWindow(t *testing.T) {
 func TestCheckCALife(t *testing.T) {
 	far := newTestCA(t, "kubernetes-ca", time.Now().Add(8760*time.Hour))
 	soon := newTestCA(t, "etcd-ca", time.Now().Add(400*time.Hour).Truncate(time.Second))
-	res, err := CheckCALife(t.Context(), CheckCALifeInput{Threshold: "720h", CAs: []NamedCA{{Name: "the cluster CA", Certificate: far.pem}}})
+	res, err := CheckCALife(t.Context(), pki.CheckCALifeInput{Threshold: "720h", CAs: []pki.NamedCA{{Name: "the cluster CA", Certificate: far.pem}}})
 	if err != nil || len(res.CAs) != 1 || res.CAs[0].Subject != "kubernetes-ca" {
 		t.Fatalf("%+v %v", res, err)
 	}
-	_, err = CheckCALife(t.Context(), CheckCALifeInput{Threshold: "720h", CAs: []NamedCA{
+	_, err = CheckCALife(t.Context(), pki.CheckCALifeInput{Threshold: "720h", CAs: []pki.NamedCA{
 		{Name: "the cluster CA (kedge/clusters/tyc/ca)", Certificate: far.pem},
 		{Name: "etcd's CA (kedge/clusters/tyc/etcd-ca)", Certificate: soon.pem},
 	}})
 	var ae *temporal.ApplicationError
-	if !errors.As(err, &ae) || ae.Type() != ErrTypeCAWithinWindow || !ae.NonRetryable() {
-		t.Fatalf("want a non-retryable %s, got %v", ErrTypeCAWithinWindow, err)
+	if !errors.As(err, &ae) || ae.Type() != errtype.CAWithinRenewalWindow || !ae.NonRetryable() {
+		t.Fatalf("want a non-retryable %s, got %v", errtype.CAWithinRenewalWindow, err)
 	}
 	want := `etcd's CA (kedge/clusters/tyc/etcd-ca) "etcd-ca" ends ` + soon.cert.NotAfter.UTC().Format(time.RFC3339) +
 		`, within the renewal window (threshold 720h): no certificate can outlive the CA that issues it, so what is renewed would be due again at once` +
@@ -354,7 +359,7 @@ func TestCheckCALife(t *testing.T) {
 		t.Errorf("message\n got %s\nwant %s", ae.Message(), want)
 	}
 	// A shorter window lets it renew.
-	if _, err := CheckCALife(t.Context(), CheckCALifeInput{Threshold: "240h", CAs: []NamedCA{{Name: "etcd's CA", Certificate: soon.pem}}}); err != nil {
+	if _, err := CheckCALife(t.Context(), pki.CheckCALifeInput{Threshold: "240h", CAs: []pki.NamedCA{{Name: "etcd's CA", Certificate: soon.pem}}}); err != nil {
 		t.Errorf("240h: %v", err)
 	}
 }
@@ -375,10 +380,10 @@ func TestTheReadersOfARenewalAreCheckedAsTheyRun(t *testing.T) {
 	if _, _, mode := ownerAndMode(t, key); mode != 0o600 {
 		t.Errorf("%s: mode %o, want the 600 it had", key, mode)
 	}
-	_, err = c.acts.Hosts.(*host.Activities).CheckReadable(t.Context(), host.CheckReadableInput{Target: c.target, Files: res.Readers})
+	_, err = c.acts.Hosts.(*host.Activities).CheckReadable(t.Context(), hostapi.CheckReadableInput{Target: c.target, Files: res.Readers})
 	var ae *temporal.ApplicationError
-	if !errors.As(err, &ae) || ae.Type() != host.ErrTypeUnreadable || !ae.NonRetryable() {
-		t.Fatalf("want a non-retryable %s, got %v", host.ErrTypeUnreadable, err)
+	if !errors.As(err, &ae) || ae.Type() != errtype.Unreadable || !ae.NonRetryable() {
+		t.Fatalf("want a non-retryable %s, got %v", errtype.Unreadable, err)
 	}
 	if want := "kube-apiserver (uid 65534 gid 65534) cannot read " + key + " (root:root 600)"; !strings.Contains(err.Error(), want) {
 		t.Errorf("%q lacks %q", err, want)

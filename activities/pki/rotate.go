@@ -19,6 +19,8 @@ import (
 	api "kedge.dev/kedge/actions/pki"
 	"kedge.dev/kedge/actions/vault"
 	"kedge.dev/kedge/internal/layout"
+
+	"kedge.dev/kedge/actions/errtype"
 )
 
 // The signer's own files, beside the file it shared with a trust point:
@@ -480,7 +482,7 @@ func (r *rotation) reissue(ctx context.Context) error {
 		}
 		leaf, err := firstCert([]byte(issued.Certificate))
 		if err != nil || leaf.CheckSignatureFrom(ca.new) != nil {
-			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("Vault issuer %s did not sign %s with %q", ca.in.Issuer, c.cert, ca.new.Subject.CommonName), ErrTypeForeignIssuer, nil)
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("Vault issuer %s did not sign %s with %q", ca.in.Issuer, c.cert, ca.new.Subject.CommonName), errtype.ForeignIssuer, nil)
 		}
 		var key host.FileStat
 		if c.kubeconfig == "" && c.key != c.cert {
@@ -527,7 +529,7 @@ func (r *rotation) kubeletClient(ctx context.Context) (dir string, err error) {
 		return "", invalid("kubeletClient.certificate: " + err.Error())
 	}
 	if leaf.CheckSignatureFrom(r.cluster().new) != nil {
-		return "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("the kubelet's new client certificate is signed by %q, not the new cluster CA", leaf.Issuer.CommonName), ErrTypeForeignIssuer, nil)
+		return "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("the kubelet's new client certificate is signed by %q, not the new cluster CA", leaf.Issuer.CommonName), errtype.ForeignIssuer, nil)
 	}
 	p := r.in.Files[layout.FileKubeletKubecfg]
 	if p == "" {

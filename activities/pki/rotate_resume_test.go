@@ -18,9 +18,11 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	api "kedge.dev/kedge/actions/pki"
-	"kedge.dev/kedge/activities/host"
-	"kedge.dev/kedge/activities/vault"
+
 	"kedge.dev/kedge/internal/layout"
+
+	hostapi "kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/target"
 )
 
 // lossyHosts loses the worker inside host.install-bundle's script once:
@@ -34,7 +36,7 @@ type lossyHosts struct {
 
 var errWorkerLost = errors.New("the worker was lost")
 
-func (l *lossyHosts) InstallBundle(ctx context.Context, in host.InstallBundleInput) (host.InstallBundleResult, error) {
+func (l *lossyHosts) InstallBundle(ctx context.Context, in hostapi.InstallBundleInput) (hostapi.InstallBundleResult, error) {
 	res, err := l.localLinks.InstallBundle(ctx, in)
 	if err != nil || l.renames < 0 {
 		return res, err
@@ -50,10 +52,10 @@ func (l *lossyHosts) InstallBundle(ctx context.Context, in host.InstallBundleInp
 			created = append(created, p)
 		}
 	}
-	if _, err := l.RestoreBundle(ctx, host.RestoreBundleInput{Target: in.Target, Files: rest, Backup: res.Backup, Created: created, Changed: &res.Changed}); err != nil {
-		return host.InstallBundleResult{}, err
+	if _, err := l.RestoreBundle(ctx, hostapi.RestoreBundleInput{Target: in.Target, Files: rest, Backup: res.Backup, Created: created, Changed: &res.Changed}); err != nil {
+		return hostapi.InstallBundleResult{}, err
 	}
-	return host.InstallBundleResult{}, errWorkerLost
+	return hostapi.InstallBundleResult{}, errWorkerLost
 }
 
 // hostFile is a file on the test host as it is: its bytes, mode and
@@ -134,7 +136,7 @@ func (h *rotationHost) rotateAsActivity(t *testing.T, in api.RotateCAInput) (api
 }
 
 func (h *rotationHost) rotateInput(stage, scope string) api.RotateCAInput {
-	return api.RotateCAInput{Target: h.target, Vault: vault.Config{Address: h.vaultURL}, Stage: stage, Scope: scope,
+	return api.RotateCAInput{Target: h.target, Vault: target.Vault{Address: h.vaultURL}, Stage: stage, Scope: scope,
 		Files: cloneFiles(h.files), StaticPods: map[string]string{"kube-controller-manager": h.manifest}, Kind: layout.KindTyphoonFlatcar,
 		ClusterCA:      api.CARotation{Old: h.ca.pem, New: h.next.pem, Issuer: "cluster-next", Key: h.nextKey},
 		EtcdCA:         api.CARotation{Old: h.etcdCA.pem, New: h.etcdNext.pem, Issuer: "etcd-next"},
@@ -285,7 +287,7 @@ func (h *rotationHost) checkResumes(t *testing.T, stage string, renames int, aft
 	if d := diffSnapshots(installed, h.snapshot(t)); len(d) > 0 {
 		t.Errorf("one more attempt changed the host: %v", d)
 	}
-	if _, err := lossy.RestoreBundle(t.Context(), host.RestoreBundleInput{Target: h.target, Files: res.Files, Backup: res.Backup, Created: res.Created, Changed: &res.Changed}); err != nil {
+	if _, err := lossy.RestoreBundle(t.Context(), hostapi.RestoreBundleInput{Target: h.target, Files: res.Files, Backup: res.Backup, Created: res.Created, Changed: &res.Changed}); err != nil {
 		t.Fatal(err)
 	}
 	if d := diffSnapshots(before, h.snapshot(t)); len(d) > 0 {

@@ -18,16 +18,18 @@ import (
 
 	api "kedge.dev/kedge/actions/pki"
 	"kedge.dev/kedge/activities/host"
-	"kedge.dev/kedge/activities/sshpool"
-	"kedge.dev/kedge/activities/vault"
+
 	"kedge.dev/kedge/internal/layout"
+
+	hostapi "kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/target"
 )
 
 // localLinks resolves links as OpenSSH's sftp-server does (the test's
 // SFTP server only cleans the path): the files are local.
 type localLinks struct{ *host.Activities }
 
-func (l localLinks) RealPath(_ context.Context, _ sshpool.Target, p string) (string, error) {
+func (l localLinks) RealPath(_ context.Context, _ target.SSH, p string) (string, error) {
 	return filepath.EvalSymlinks(p)
 }
 
@@ -155,7 +157,7 @@ func newRotationHost(t *testing.T) *rotationHost {
 
 func (h *rotationHost) rotate(t *testing.T, stage, scope string, kc api.KubeletClient) api.RotateCAResult {
 	t.Helper()
-	res, err := h.acts.RotateCA(t.Context(), api.RotateCAInput{Target: h.target, Vault: vault.Config{Address: h.vaultURL}, Stage: stage, Scope: scope,
+	res, err := h.acts.RotateCA(t.Context(), api.RotateCAInput{Target: h.target, Vault: target.Vault{Address: h.vaultURL}, Stage: stage, Scope: scope,
 		Files: h.files, StaticPods: map[string]string{"kube-controller-manager": h.manifest}, Kind: layout.KindTyphoonFlatcar,
 		ClusterCA:      api.CARotation{Old: h.ca.pem, New: h.next.pem, Issuer: "cluster-next", Key: h.nextKey},
 		EtcdCA:         api.CARotation{Old: h.etcdCA.pem, New: h.etcdNext.pem, Issuer: "etcd-next"},
@@ -279,7 +281,7 @@ func TestRotateCAStages(t *testing.T) {
 	// Undo of trust: everything as it was.
 	hosts := h.acts.Hosts.(localLinks)
 	changed := true
-	if _, err := hosts.RestoreBundle(t.Context(), host.RestoreBundleInput{Target: h.target, Files: res.Files, Backup: res.Backup, Created: res.Created, Changed: &changed}); err != nil {
+	if _, err := hosts.RestoreBundle(t.Context(), hostapi.RestoreBundleInput{Target: h.target, Files: res.Files, Backup: res.Backup, Created: res.Created, Changed: &changed}); err != nil {
 		t.Fatal(err)
 	}
 	for p, want := range before {
@@ -375,7 +377,7 @@ func TestRotateCAStages(t *testing.T) {
 // the reissue stage refuses before writing anything.
 func TestRotateCAReissueRefusesAnUnsplitSigner(t *testing.T) {
 	h := newRotationHost(t)
-	_, err := h.acts.RotateCA(t.Context(), api.RotateCAInput{Target: h.target, Vault: vault.Config{Address: h.vaultURL}, Stage: api.StageReissue, Scope: api.ScopeControlPlane,
+	_, err := h.acts.RotateCA(t.Context(), api.RotateCAInput{Target: h.target, Vault: target.Vault{Address: h.vaultURL}, Stage: api.StageReissue, Scope: api.ScopeControlPlane,
 		Files: h.files, StaticPods: map[string]string{"kube-controller-manager": h.manifest},
 		ClusterCA: api.CARotation{Old: h.ca.pem, New: h.next.pem, Issuer: "cluster-next", Key: h.nextKey}})
 	if err == nil || !strings.Contains(err.Error(), "run the trust stage first") {

@@ -17,14 +17,16 @@ import (
 
 	"kedge.dev/kedge/actions/host"
 	"kedge.dev/kedge/actions/target"
-	"kedge.dev/kedge/activities/sshpool"
+
 	"kedge.dev/kedge/internal/certfile"
 	"kedge.dev/kedge/internal/layout"
+
+	"kedge.dev/kedge/actions/pki"
 )
 
 // Lister lists a directory's files on a host (host.Activities does).
 type Lister interface {
-	ListFiles(ctx context.Context, t sshpool.Target, dir string) ([]string, error)
+	ListFiles(ctx context.Context, t target.SSH, dir string) ([]string, error)
 }
 
 // Secrets writes a KV secret in the cluster's Vault, a new version.
@@ -81,16 +83,16 @@ var (
 // it in the cluster's Vault (pki.export-terraform). Terraform still holds
 // the old PKI in its state: these are what to give it instead. Nothing is
 // written when a check fails.
-func (a *Activities) ExportTerraform(ctx context.Context, in ExportTerraformInput) (ExportTerraformResult, error) {
+func (a *Activities) ExportTerraform(ctx context.Context, in pki.ExportTerraformInput) (pki.ExportTerraformResult, error) {
 	if in.Kind != layout.KindTyphoonFlatcar && in.Kind != layout.KindTyphoonFCOS {
-		return ExportTerraformResult{}, invalid(fmt.Sprintf("kind %q: only a Typhoon controller's files are what Typhoon's Terraform hands out", in.Kind))
+		return pki.ExportTerraformResult{}, invalid(fmt.Sprintf("kind %q: only a Typhoon controller's files are what Typhoon's Terraform hands out", in.Kind))
 	}
 	if !strings.HasPrefix(in.Path, "kedge/clusters/") || climbsPath(in.Path) {
-		return ExportTerraformResult{}, invalid(fmt.Sprintf("path %q: want kedge/clusters/NAME/...", in.Path))
+		return pki.ExportTerraformResult{}, invalid(fmt.Sprintf("path %q: want kedge/clusters/NAME/...", in.Path))
 	}
 	ca, err := onlyCert(in.CA)
 	if err != nil {
-		return ExportTerraformResult{}, invalid("ca: " + err.Error())
+		return pki.ExportTerraformResult{}, invalid("ca: " + err.Error())
 	}
 	t := in.Target
 	read := func(p string) (string, error) {
@@ -99,17 +101,17 @@ func (a *Activities) ExportTerraform(ctx context.Context, in ExportTerraformInpu
 	}
 	files := maps.Clone(typhoonAssetFiles)
 	if st, err := a.Hosts.Stat(ctx, t, a.root+typhoonAggregationFiles["tls/k8s/aggregation-ca.crt"]); err != nil {
-		return ExportTerraformResult{}, err
+		return pki.ExportTerraformResult{}, err
 	} else if st.Exists {
 		maps.Copy(files, typhoonAggregationFiles)
 	}
 	for prefix, dir := range typhoonAssetDirs {
 		names, err := a.Lister.ListFiles(ctx, t, a.root+dir)
 		if err != nil {
-			return ExportTerraformResult{}, err
+			return pki.ExportTerraformResult{}, err
 		}
 		if len(names) == 0 {
-			return ExportTerraformResult{}, invalid(fmt.Sprintf("%s on %s holds no file: not a controller Typhoon laid out", dir, in.Target.Node))
+			return pki.ExportTerraformResult{}, invalid(fmt.Sprintf("%s on %s holds no file: not a controller Typhoon laid out", dir, in.Target.Node))
 		}
 		for _, n := range names {
 			files[prefix+"/"+n] = dir + "/" + n
@@ -119,17 +121,17 @@ func (a *Activities) ExportTerraform(ctx context.Context, in ExportTerraformInpu
 	for name, p := range files {
 		c, err := read(p)
 		if err != nil {
-			return ExportTerraformResult{}, err
+			return pki.ExportTerraformResult{}, err
 		}
 		assets[name] = c
 	}
 	kubelet, err := read(typhoonBootstrapKubeconfig)
 	if err != nil {
-		return ExportTerraformResult{}, err
+		return pki.ExportTerraformResult{}, err
 	}
 	tokenID, err := checkExport(assets, kubelet, ca)
 	if err != nil {
-		return ExportTerraformResult{}, invalid(fmt.Sprintf("%s's files are not a rotated whole to export: %v", in.Target.Node, err))
+		return pki.ExportTerraformResult{}, invalid(fmt.Sprintf("%s's files are not a rotated whole to export: %v", in.Target.Node, err))
 	}
 	data := map[string]any{
 		"kubeconfig-kubelet": kubelet,
@@ -138,9 +140,9 @@ func (a *Activities) ExportTerraform(ctx context.Context, in ExportTerraformInpu
 	}
 	version, err := a.Secrets.Put(ctx, in.Vault, in.Path, data)
 	if err != nil {
-		return ExportTerraformResult{}, err
+		return pki.ExportTerraformResult{}, err
 	}
-	return ExportTerraformResult{Path: in.Path, Version: version, Fields: slices.Sorted(maps.Keys(data)),
+	return pki.ExportTerraformResult{Path: in.Path, Version: version, Fields: slices.Sorted(maps.Keys(data)),
 		Assets: slices.Sorted(maps.Keys(assets)), TokenID: tokenID}, nil
 }
 

@@ -16,6 +16,8 @@ import (
 	"kedge.dev/kedge/activities/host"
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/integration/sshtest"
+
+	"kedge.dev/kedge/actions/pki"
 )
 
 // recordedSecrets keeps what pki.export-terraform writes.
@@ -107,7 +109,7 @@ func TestExportTerraformKeepsWhatTyphoonsTerraformHandsOut(t *testing.T) {
 	ca, etcdCA := newTestCA(t, "kubernetes-ca 2027", end), newTestCA(t, "etcd-ca 2027", end)
 	a, tg, root, secrets := rotatedTyphoon(t, ca, etcdCA)
 	const path = "kedge/clusters/mercury/terraform"
-	res, err := a.ExportTerraform(t.Context(), ExportTerraformInput{Target: tg, Kind: "typhoon-flatcar", CA: ca.pem, Path: path})
+	res, err := a.ExportTerraform(t.Context(), pki.ExportTerraformInput{Target: tg, Kind: "typhoon-flatcar", CA: ca.pem, Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +173,7 @@ func TestExportTerraformRefusesWhatIsNotRotatedWhole(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			a, tg, root, secrets := rotatedTyphoon(t, ca, etcdCA)
 			change(root)
-			_, err := a.ExportTerraform(t.Context(), ExportTerraformInput{Target: tg, Kind: "typhoon-fcos", CA: ca.pem, Path: "kedge/clusters/mercury/terraform"})
+			_, err := a.ExportTerraform(t.Context(), pki.ExportTerraformInput{Target: tg, Kind: "typhoon-fcos", CA: ca.pem, Path: "kedge/clusters/mercury/terraform"})
 			var app *temporal.ApplicationError
 			if !errors.As(err, &app) || !app.NonRetryable() || !strings.Contains(err.Error(), "tyc1's files are not a rotated whole") {
 				t.Errorf("err = %v, want a refusal", err)
@@ -182,10 +184,10 @@ func TestExportTerraformRefusesWhatIsNotRotatedWhole(t *testing.T) {
 		})
 	}
 	a, tg, _, _ := rotatedTyphoon(t, ca, etcdCA)
-	if _, err := a.ExportTerraform(t.Context(), ExportTerraformInput{Target: tg, Kind: "kedge", CA: ca.pem, Path: "kedge/clusters/mercury/terraform"}); err == nil {
+	if _, err := a.ExportTerraform(t.Context(), pki.ExportTerraformInput{Target: tg, Kind: "kedge", CA: ca.pem, Path: "kedge/clusters/mercury/terraform"}); err == nil {
 		t.Error("Kedge's layout exported as Typhoon's")
 	}
-	if _, err := a.ExportTerraform(t.Context(), ExportTerraformInput{Target: tg, Kind: "typhoon-fcos", CA: ca.pem, Path: "kedge/clusters/../../sys/x"}); err == nil {
+	if _, err := a.ExportTerraform(t.Context(), pki.ExportTerraformInput{Target: tg, Kind: "typhoon-fcos", CA: ca.pem, Path: "kedge/clusters/../../sys/x"}); err == nil {
 		t.Error("a path out of kedge/clusters/ was taken")
 	}
 }

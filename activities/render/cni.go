@@ -6,6 +6,8 @@ import (
 	"math/big"
 	"net"
 	"slices"
+
+	"kedge.dev/kedge/actions/render"
 )
 
 // Defaults of BridgeCNIInput.
@@ -78,7 +80,7 @@ func NodeSubnet(podCIDR string, maskSize, index int) (*net.IPNet, error) {
 	return &net.IPNet{IP: ip, Mask: net.CIDRMask(maskSize, bits)}, nil
 }
 
-func bridgeCNIWithDefaults(in BridgeCNIInput) BridgeCNIInput {
+func bridgeCNIWithDefaults(in render.BridgeCNIInput) render.BridgeCNIInput {
 	if in.PodCIDR == "" {
 		in.PodCIDR = DefaultPodCIDR
 	}
@@ -92,7 +94,7 @@ func bridgeCNIWithDefaults(in BridgeCNIInput) BridgeCNIInput {
 }
 
 // bridgeCNISubnet validates the input and returns the node's subnet.
-func bridgeCNISubnet(in BridgeCNIInput) (*net.IPNet, error) {
+func bridgeCNISubnet(in render.BridgeCNIInput) (*net.IPNet, error) {
 	var p problems
 	checkCIDR(&p, "podCIDR", in.PodCIDR)
 	checkDNSName(&p, "node", in.Node)
@@ -121,7 +123,7 @@ func bridgeCNISubnet(in BridgeCNIInput) (*net.IPNet, error) {
 // subnet to it; this is the simplest network that makes a node Ready, for
 // clusters that run their own CNI plugin later or need no pod-to-pod
 // traffic across nodes.
-func BridgeCNIConfig(in BridgeCNIInput) ([]byte, error) {
+func BridgeCNIConfig(in render.BridgeCNIInput) ([]byte, error) {
 	in = bridgeCNIWithDefaults(in)
 	subnet, err := bridgeCNISubnet(in)
 	if err != nil {

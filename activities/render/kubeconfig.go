@@ -10,9 +10,11 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"kedge.dev/kedge/actions/render"
 )
 
-func validateKubeconfig(in KubeconfigInput) error {
+func validateKubeconfig(in render.KubeconfigInput) error {
 	var p problems
 	checkName(&p, "clusterName", in.ClusterName)
 	checkName(&p, "user", in.User)
@@ -84,7 +86,7 @@ func checkCAPEM(p *problems, field, s string) {
 // Kubeconfig renders a kubeconfig whose current context is its only
 // context, with the CA and any client certificate and key embedded, so the
 // one file is all a host needs.
-func Kubeconfig(in KubeconfigInput) ([]byte, error) {
+func Kubeconfig(in render.KubeconfigInput) ([]byte, error) {
 	if err := validateKubeconfig(in); err != nil {
 		return nil, err
 	}

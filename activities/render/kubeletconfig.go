@@ -12,6 +12,8 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	"kedge.dev/kedge/actions/render"
 )
 
 // Cgroup drivers the kubelet accepts; the container runtime must use the
@@ -40,7 +42,7 @@ const (
 	ShutdownGracePeriodCriticalPods = 30 * time.Second
 )
 
-func kubeletConfigWithDefaults(in KubeletConfigInput) KubeletConfigInput {
+func kubeletConfigWithDefaults(in render.KubeletConfigInput) render.KubeletConfigInput {
 	if in.ClusterDomain == "" {
 		in.ClusterDomain = DefaultClusterDomain
 	}
@@ -59,7 +61,7 @@ func kubeletConfigWithDefaults(in KubeletConfigInput) KubeletConfigInput {
 	return in
 }
 
-func validateKubeletConfig(in KubeletConfigInput) error {
+func validateKubeletConfig(in render.KubeletConfigInput) error {
 	var p problems
 	if len(in.ClusterDNS) == 0 {
 		p.add("clusterDNS", "at least one IP is required")
@@ -114,7 +116,7 @@ func parseTaint(s string) (corev1.Taint, bool) {
 }
 
 // registerWithTaints are the taints a node of the input registers with.
-func registerWithTaints(in KubeletConfigInput) []corev1.Taint {
+func registerWithTaints(in render.KubeletConfigInput) []corev1.Taint {
 	specs := in.NodeTaints
 	if in.Role == RoleController {
 		specs = []string{ControllerTaint}
@@ -128,7 +130,7 @@ func registerWithTaints(in KubeletConfigInput) []corev1.Taint {
 }
 
 // kubeletConfiguration builds the typed configuration KubeletConfig renders.
-func kubeletConfiguration(in KubeletConfigInput) (*kubeletv1beta1.KubeletConfiguration, error) {
+func kubeletConfiguration(in render.KubeletConfigInput) (*kubeletv1beta1.KubeletConfiguration, error) {
 	in = kubeletConfigWithDefaults(in)
 	if err := validateKubeletConfig(in); err != nil {
 		return nil, err
@@ -174,7 +176,7 @@ func kubeletConfiguration(in KubeletConfigInput) (*kubeletv1beta1.KubeletConfigu
 // Settings left at the kubelet's defaults are not written, except the ones
 // a reader checks for (readOnlyPort: 0, serverTLSBootstrap: false), which
 // are written explicitly.
-func KubeletConfig(in KubeletConfigInput) ([]byte, error) {
+func KubeletConfig(in render.KubeletConfigInput) ([]byte, error) {
 	cfg, err := kubeletConfiguration(in)
 	if err != nil {
 		return nil, err

@@ -23,6 +23,8 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	"kedge.dev/kedge/actions/render"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -59,7 +61,7 @@ func fixture(t *testing.T, name string) string {
 }
 
 func TestKubeletConfig(t *testing.T) {
-	in := KubeletConfigInput{ClusterDNS: []string{"10.96.0.10", "fd00:10:96::a"}}
+	in := render.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10", "fd00:10:96::a"}}
 	got, err := KubeletConfig(in)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +98,7 @@ func TestKubeletConfig(t *testing.T) {
 		t.Errorf("resolv.conf, shutdown or taints: %+v", decoded)
 	}
 
-	got, err = KubeletConfig(KubeletConfigInput{ClusterDNS: []string{"10.3.0.10"}, ClusterDomain: "lab.example", CgroupDriver: "cgroupfs", FailSwapOn: ptr.To(false), ResolvConf: "/etc/resolv.conf"})
+	got, err = KubeletConfig(render.KubeletConfigInput{ClusterDNS: []string{"10.3.0.10"}, ClusterDomain: "lab.example", CgroupDriver: "cgroupfs", FailSwapOn: ptr.To(false), ResolvConf: "/etc/resolv.conf"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,12 +116,12 @@ func TestKubeletConfig(t *testing.T) {
 func TestKubeletConfigTaints(t *testing.T) {
 	for _, c := range []struct {
 		golden string
-		in     KubeletConfigInput
+		in     render.KubeletConfigInput
 		want   []corev1.Taint
 	}{
-		{"kubelet-controller.yaml", KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}, Role: "controller"},
+		{"kubelet-controller.yaml", render.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}, Role: "controller"},
 			[]corev1.Taint{{Key: "node-role.kubernetes.io/controller", Effect: corev1.TaintEffectNoSchedule}}},
-		{"kubelet-worker.yaml", KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}, Role: "worker", NodeTaints: []string{"role=special:NoSchedule", "dedicated:NoExecute"}},
+		{"kubelet-worker.yaml", render.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}, Role: "worker", NodeTaints: []string{"role=special:NoSchedule", "dedicated:NoExecute"}},
 			[]corev1.Taint{{Key: "role", Value: "special", Effect: corev1.TaintEffectNoSchedule}, {Key: "dedicated", Effect: corev1.TaintEffectNoExecute}}},
 	} {
 		got, err := KubeletConfig(c.in)
@@ -139,7 +141,7 @@ func TestKubeletConfigTaints(t *testing.T) {
 
 func TestBridgeCNIConfig(t *testing.T) {
 	nodes := []string{"controller-1", "worker-1", "worker-2"}
-	got, err := BridgeCNIConfig(BridgeCNIInput{PodCIDR: "10.20.0.0/14", Nodes: nodes, Node: "worker-2"})
+	got, err := BridgeCNIConfig(render.BridgeCNIInput{PodCIDR: "10.20.0.0/14", Nodes: nodes, Node: "worker-2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,13 +174,13 @@ func TestBridgeCNIConfig(t *testing.T) {
 
 	// Every node its own subnet; defaults; IPv6.
 	for _, c := range []struct {
-		in   BridgeCNIInput
+		in   render.BridgeCNIInput
 		want string
 	}{
-		{BridgeCNIInput{Nodes: nodes, Node: "controller-1"}, "10.244.0.0/24"},
-		{BridgeCNIInput{Nodes: nodes, Node: "worker-1"}, "10.244.1.0/24"},
-		{BridgeCNIInput{PodCIDR: "10.244.0.0/16", NodeMaskSize: 26, Nodes: nodes, Node: "worker-2"}, "10.244.0.128/26"},
-		{BridgeCNIInput{PodCIDR: "fd00:10:244::/56", Nodes: nodes, Node: "worker-1"}, "fd00:10:244:1::/64"},
+		{render.BridgeCNIInput{Nodes: nodes, Node: "controller-1"}, "10.244.0.0/24"},
+		{render.BridgeCNIInput{Nodes: nodes, Node: "worker-1"}, "10.244.1.0/24"},
+		{render.BridgeCNIInput{PodCIDR: "10.244.0.0/16", NodeMaskSize: 26, Nodes: nodes, Node: "worker-2"}, "10.244.0.128/26"},
+		{render.BridgeCNIInput{PodCIDR: "fd00:10:244::/56", Nodes: nodes, Node: "worker-1"}, "fd00:10:244:1::/64"},
 	} {
 		got, err := BridgeCNIConfig(c.in)
 		if err != nil {
@@ -194,13 +196,13 @@ func TestKubeconfig(t *testing.T) {
 	ca := fixture(t, "ca.crt")
 	cases := []struct {
 		golden string
-		in     KubeconfigInput
+		in     render.KubeconfigInput
 	}{
-		{"bootstrap-kubeconfig", KubeconfigInput{
+		{"bootstrap-kubeconfig", render.KubeconfigInput{
 			ClusterName: "mercury", Server: "https://10.0.0.10:6443", CACert: ca,
 			User: "kubelet-bootstrap", Token: "abcdef.0123456789abcdef",
 		}},
-		{"scheduler.conf", KubeconfigInput{
+		{"scheduler.conf", render.KubeconfigInput{
 			ClusterName: "mercury", Server: "https://mercury.example:6443", CACert: ca,
 			User: "system:kube-scheduler", ClientCert: fixture(t, "client.crt"), ClientKey: fixture(t, "client.key"),
 		}},
@@ -292,13 +294,13 @@ func TestBootstrapToken(t *testing.T) {
 func TestKubeletUnit(t *testing.T) {
 	cases := []struct {
 		golden string
-		in     KubeletUnitInput
+		in     render.KubeletUnitInput
 	}{
-		{"kubelet-worker-docker.service", KubeletUnitInput{
+		{"kubelet-worker-docker.service", render.KubeletUnitInput{
 			Runtime: "docker", Image: "images.example/kubelet:v1.35.4", Node: "worker-1.mercury.example", Role: "worker", NodeIP: "10.0.0.21",
 			NodeLabels: []string{"role=special", "node.kubernetes.io/pool=gpu"},
 		}},
-		{"kubelet-controller-podman.service", KubeletUnitInput{
+		{"kubelet-controller-podman.service", render.KubeletUnitInput{
 			Runtime: "podman", Image: "images.example/kubelet@sha256:" + strings.Repeat("ab", 32), Node: "controller-1", Role: "controller",
 		}},
 	}
@@ -382,18 +384,18 @@ func flagValues(words []string, prefix string) []string {
 	return values
 }
 
-func controlPlane() ControlPlaneInput {
-	return ControlPlaneInput{
+func controlPlane() render.ControlPlaneInput {
+	return render.ControlPlaneInput{
 		Node:   "controller-2",
 		NodeIP: "10.0.0.12",
-		EtcdMembers: []EtcdMember{
+		EtcdMembers: []render.EtcdMember{
 			{Name: "controller-1", IP: "10.0.0.11"},
 			{Name: "controller-2", IP: "10.0.0.12"},
 			{Name: "controller-3", IP: "10.0.0.13"},
 		},
 		ServiceCIDR: "10.96.0.0/12",
 		PodCIDR:     "10.244.0.0/16",
-		Images: ControlPlaneImages{
+		Images: render.ControlPlaneImages{
 			Etcd:              "images.example/etcd:3.6.16-0",
 			APIServer:         "images.example/kube-apiserver:v1.35.4",
 			ControllerManager: "images.example/kube-controller-manager:v1.35.4",
@@ -482,7 +484,7 @@ func TestStaticPods(t *testing.T) {
 
 	in = controlPlane()
 	in.Node, in.NodeIP = "controller-6", "fd00::6"
-	in.EtcdMembers = []EtcdMember{{Name: "controller-6", IP: "fd00::6"}}
+	in.EtcdMembers = []render.EtcdMember{{Name: "controller-6", IP: "fd00::6"}}
 	files, err = StaticPods(in)
 	if err != nil {
 		t.Fatal(err)
@@ -599,7 +601,7 @@ func TestFlagsKnownToBinaries(t *testing.T) {
 		check(name, command[0], known(command[0], []string{"--help"}), command[1:])
 	}
 
-	unit, err := KubeletUnit(KubeletUnitInput{Runtime: "docker", Image: "images.example/kubelet:v1.35.4", Node: "worker-1", Role: "worker",
+	unit, err := KubeletUnit(render.KubeletUnitInput{Runtime: "docker", Image: "images.example/kubelet:v1.35.4", Node: "worker-1", Role: "worker",
 		NodeIP: "10.0.0.21", NodeLabels: []string{"role=special"}})
 	if err != nil {
 		t.Fatal(err)
@@ -613,17 +615,17 @@ func TestFlagsKnownToBinaries(t *testing.T) {
 // operators read them.
 func TestInvalidInput(t *testing.T) {
 	ca := fixture(t, "ca.crt")
-	worker := KubeletUnitInput{Runtime: "docker", Image: "images.example/kubelet:v1.35.4", Node: "worker-1", Role: "worker"}
-	kc := KubeconfigInput{ClusterName: "mercury", Server: "https://10.0.0.10:6443", CACert: ca, User: "kubelet-bootstrap", Token: "abcdef.0123456789abcdef"}
+	worker := render.KubeletUnitInput{Runtime: "docker", Image: "images.example/kubelet:v1.35.4", Node: "worker-1", Role: "worker"}
+	kc := render.KubeconfigInput{ClusterName: "mercury", Server: "https://10.0.0.10:6443", CACert: ca, User: "kubelet-bootstrap", Token: "abcdef.0123456789abcdef"}
 	cases := []struct {
 		name   string
 		render func() error
 	}{
 		{"kubelet config: bad DNS IP, domain, driver, endpoint", func() error {
-			_, err := KubeletConfig(KubeletConfigInput{ClusterDNS: []string{"10.96.0.10", "10.96.0.x"}, ClusterDomain: "Cluster_Local", CgroupDriver: "cgroupv2", ContainerRuntimeEndpoint: "/run/containerd/containerd.sock"})
+			_, err := KubeletConfig(render.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10", "10.96.0.x"}, ClusterDomain: "Cluster_Local", CgroupDriver: "cgroupv2", ContainerRuntimeEndpoint: "/run/containerd/containerd.sock"})
 			return err
 		}},
-		{"kubelet config: no DNS", func() error { _, err := KubeletConfig(KubeletConfigInput{}); return err }},
+		{"kubelet config: no DNS", func() error { _, err := KubeletConfig(render.KubeletConfigInput{}); return err }},
 		{"kubeconfig: neither token nor certificate", func() error {
 			in := kc
 			in.Token = ""
@@ -649,7 +651,7 @@ func TestInvalidInput(t *testing.T) {
 			return err
 		}},
 		{"kubeconfig: http server, CA not PEM, empty names", func() error {
-			_, err := Kubeconfig(KubeconfigInput{Server: "http://10.0.0.10:6443", CACert: "not a certificate", User: "kubelet bootstrap", Token: "abcdef.0123456789abcdef"})
+			_, err := Kubeconfig(render.KubeconfigInput{Server: "http://10.0.0.10:6443", CACert: "not a certificate", User: "kubelet bootstrap", Token: "abcdef.0123456789abcdef"})
 			return err
 		}},
 		{"kubeconfig: server without host, key as CA", func() error {
@@ -659,7 +661,7 @@ func TestInvalidInput(t *testing.T) {
 			return err
 		}},
 		{"kubelet unit: bad runtime, image, node, role", func() error {
-			_, err := KubeletUnit(KubeletUnitInput{Runtime: "rkt", Image: "images.example/kubelet", Node: "Worker_1", Role: "master"})
+			_, err := KubeletUnit(render.KubeletUnitInput{Runtime: "rkt", Image: "images.example/kubelet", Node: "Worker_1", Role: "master"})
 			return err
 		}},
 		{"kubelet unit: labels on a controller", func() error {
@@ -675,32 +677,32 @@ func TestInvalidInput(t *testing.T) {
 			return err
 		}},
 		{"kubelet config: bad taints, resolv.conf", func() error {
-			_, err := KubeletConfig(KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}, Role: "worker", ResolvConf: "resolv.conf",
+			_, err := KubeletConfig(render.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}, Role: "worker", ResolvConf: "resolv.conf",
 				NodeTaints: []string{"dedicated", "dedicated=gpu:NoDrain", "bad key:NoSchedule", "k=v v:NoExecute", "a=1:NoSchedule", "a=2:NoSchedule"}})
 			return err
 		}},
 		{"kubelet config: taints on a controller", func() error {
-			_, err := KubeletConfig(KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}, Role: "controller", NodeTaints: []string{"role=special:NoSchedule"}})
+			_, err := KubeletConfig(render.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}, Role: "controller", NodeTaints: []string{"role=special:NoSchedule"}})
 			return err
 		}},
 		{"kubelet config: bad role", func() error {
-			_, err := KubeletConfig(KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}, Role: "master"})
+			_, err := KubeletConfig(render.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}, Role: "master"})
 			return err
 		}},
 		{"bridge CNI: bad pod CIDR, node", func() error {
-			_, err := BridgeCNIConfig(BridgeCNIInput{PodCIDR: "10.244.0.1/16", Nodes: []string{"worker-1"}, Node: "worker_2"})
+			_, err := BridgeCNIConfig(render.BridgeCNIInput{PodCIDR: "10.244.0.1/16", Nodes: []string{"worker-1"}, Node: "worker_2"})
 			return err
 		}},
 		{"bridge CNI: node not listed", func() error {
-			_, err := BridgeCNIConfig(BridgeCNIInput{Nodes: []string{"worker-1"}, Node: "worker-2"})
+			_, err := BridgeCNIConfig(render.BridgeCNIInput{Nodes: []string{"worker-1"}, Node: "worker-2"})
 			return err
 		}},
 		{"bridge CNI: no subnet left", func() error {
-			_, err := BridgeCNIConfig(BridgeCNIInput{PodCIDR: "10.244.0.0/23", Nodes: []string{"a", "b", "c"}, Node: "c"})
+			_, err := BridgeCNIConfig(render.BridgeCNIInput{PodCIDR: "10.244.0.0/23", Nodes: []string{"a", "b", "c"}, Node: "c"})
 			return err
 		}},
 		{"bridge CNI: mask larger than the pod CIDR", func() error {
-			_, err := BridgeCNIConfig(BridgeCNIInput{PodCIDR: "10.244.0.0/24", NodeMaskSize: 16, Nodes: []string{"worker-1"}, Node: "worker-1"})
+			_, err := BridgeCNIConfig(render.BridgeCNIInput{PodCIDR: "10.244.0.0/24", NodeMaskSize: 16, Nodes: []string{"worker-1"}, Node: "worker-1"})
 			return err
 		}},
 		{"image with spaces", func() error {
@@ -712,7 +714,7 @@ func TestInvalidInput(t *testing.T) {
 		{"static pods: bad node IP, members, CIDRs, images", func() error {
 			in := controlPlane()
 			in.NodeIP = "10.0.0.300"
-			in.EtcdMembers = append(in.EtcdMembers, EtcdMember{Name: "controller-1", IP: "10.0.0.13"})
+			in.EtcdMembers = append(in.EtcdMembers, render.EtcdMember{Name: "controller-1", IP: "10.0.0.13"})
 			in.ServiceCIDR, in.PodCIDR = "10.96.0.1/12", "10.244.0.0"
 			in.Images.APIServer, in.Images.Scheduler = "", "images.example/kube-scheduler"
 			_, err := StaticPods(in)
@@ -776,7 +778,7 @@ func TestStaticPodsCertificatesAnnotation(t *testing.T) {
 		if err := yaml.UnmarshalStrict(data, &pod); err != nil {
 			t.Fatal(err)
 		}
-		if pod.Annotations[RestartAnnotation] != "4f:2a" || bytes.Equal(data, before[name]) {
+		if pod.Annotations[render.CertificatesAnnotation] != "4f:2a" || bytes.Equal(data, before[name]) {
 			t.Errorf("%s: annotations %v", name, pod.Annotations)
 		}
 		var old corev1.Pod

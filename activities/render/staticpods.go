@@ -46,15 +46,12 @@ const (
 	ListenNode = "node"
 )
 
-// RestartAnnotation carries ControlPlaneInput.Certificates.
-const RestartAnnotation = renderapi.CertificatesAnnotation
-
-func controlPlaneWithDefaults(in ControlPlaneInput) ControlPlaneInput {
+func controlPlaneWithDefaults(in renderapi.ControlPlaneInput) renderapi.ControlPlaneInput {
 	if in.EtcdInitialCluster != "" {
 		in.EtcdMembers, _ = initialCluster(&problems{}, in.EtcdInitialCluster) // checked by validateControlPlane
 	}
 	if len(in.EtcdMembers) == 0 {
-		in.EtcdMembers = []EtcdMember{{Name: in.Node, IP: in.NodeIP}}
+		in.EtcdMembers = []renderapi.EtcdMember{{Name: in.Node, IP: in.NodeIP}}
 	}
 	if in.EtcdInitialClusterState == "" {
 		in.EtcdInitialClusterState = "new"
@@ -71,7 +68,7 @@ func controlPlaneWithDefaults(in ControlPlaneInput) ControlPlaneInput {
 	return in
 }
 
-func validateControlPlane(in ControlPlaneInput) error {
+func validateControlPlane(in renderapi.ControlPlaneInput) error {
 	var p problems
 	checkDNSName(&p, "node", in.Node)
 	checkIP(&p, "nodeIP", in.NodeIP)
@@ -146,7 +143,7 @@ func validateControlPlane(in ControlPlaneInput) error {
 // The certificates must name what the components are reached by: the etcd
 // server certificate each node IP and 127.0.0.1, the API server's the node
 // IPs, the first IP of serviceCIDR and kubernetes.default.svc.
-func StaticPods(in ControlPlaneInput) (map[string][]byte, error) {
+func StaticPods(in renderapi.ControlPlaneInput) (map[string][]byte, error) {
 	in = controlPlaneWithDefaults(in)
 	if err := validateControlPlane(in); err != nil {
 		return nil, err
@@ -155,7 +152,7 @@ func StaticPods(in ControlPlaneInput) (map[string][]byte, error) {
 	out := make(map[string][]byte, len(pods))
 	for _, pod := range pods {
 		if in.Certificates != "" {
-			pod.Annotations = map[string]string{RestartAnnotation: in.Certificates}
+			pod.Annotations = map[string]string{renderapi.CertificatesAnnotation: in.Certificates}
 		}
 		data, err := toYAML(pod)
 		if err != nil {
@@ -170,7 +167,7 @@ func StaticPods(in ControlPlaneInput) (map[string][]byte, error) {
 // it ("name=https://IP:2380,..."), each item that is not a member of
 // this layout (its peer URL https on the peer port, at an IP) a problem;
 // at gives each member's item.
-func initialCluster(p *problems, s string) (members []EtcdMember, at []int) {
+func initialCluster(p *problems, s string) (members []renderapi.EtcdMember, at []int) {
 	for i, item := range strings.Split(s, ",") {
 		field := fmt.Sprintf("etcdInitialCluster[%d]", i)
 		name, peer, ok := strings.Cut(item, "=")
@@ -184,7 +181,7 @@ func initialCluster(p *problems, s string) (members []EtcdMember, at []int) {
 			p.add(field, "%q is not a peer URL https://IP:%d", peer, EtcdPeerPort)
 			continue
 		}
-		members, at = append(members, EtcdMember{Name: name, IP: u.Hostname()}), append(at, i)
+		members, at = append(members, renderapi.EtcdMember{Name: name, IP: u.Hostname()}), append(at, i)
 	}
 	return members, at
 }
@@ -194,7 +191,7 @@ func etcdPKI(name string) string { return path.Join(EtcdPKIDir, name) }
 
 // local is the address the listeners that kubeadm binds to loopback bind:
 // 127.0.0.1, or the node's own with ListenNode.
-func local(in ControlPlaneInput) string {
+func local(in renderapi.ControlPlaneInput) string {
 	if in.Listen == ListenNode {
 		return in.NodeIP
 	}
@@ -203,7 +200,7 @@ func local(in ControlPlaneInput) string {
 
 // etcdClientURLs are the URLs etcd serves its clients on: 127.0.0.1 and
 // the node's address, or the node's alone with ListenNode.
-func etcdClientURLs(in ControlPlaneInput) string {
+func etcdClientURLs(in renderapi.ControlPlaneInput) string {
 	node := endpoint("https", in.NodeIP, EtcdClientPort)
 	if in.Listen == ListenNode {
 		return node
@@ -215,7 +212,7 @@ func endpoint(scheme, ip string, port int) string {
 	return scheme + "://" + net.JoinHostPort(ip, strconv.Itoa(port))
 }
 
-func etcdPod(in ControlPlaneInput) *corev1.Pod {
+func etcdPod(in renderapi.ControlPlaneInput) *corev1.Pod {
 	var cluster []string
 	for _, m := range in.EtcdMembers {
 		cluster = append(cluster, m.Name+"="+endpoint("https", m.IP, EtcdPeerPort))
@@ -255,7 +252,7 @@ func etcdPod(in ControlPlaneInput) *corev1.Pod {
 	})
 }
 
-func apiServerPod(in ControlPlaneInput) *corev1.Pod {
+func apiServerPod(in renderapi.ControlPlaneInput) *corev1.Pod {
 	var etcdServers []string
 	for _, m := range in.EtcdMembers {
 		etcdServers = append(etcdServers, endpoint("https", m.IP, EtcdClientPort))
@@ -307,7 +304,7 @@ func apiServerPod(in ControlPlaneInput) *corev1.Pod {
 	})
 }
 
-func controllerManagerPod(in ControlPlaneInput) *corev1.Pod {
+func controllerManagerPod(in renderapi.ControlPlaneInput) *corev1.Pod {
 	command := []string{
 		"kube-controller-manager",
 		"--kubeconfig=" + ControllerManagerKubeconfigPath,
@@ -340,7 +337,7 @@ func controllerManagerPod(in ControlPlaneInput) *corev1.Pod {
 	})
 }
 
-func schedulerPod(in ControlPlaneInput) *corev1.Pod {
+func schedulerPod(in renderapi.ControlPlaneInput) *corev1.Pod {
 	command := []string{
 		"kube-scheduler",
 		"--kubeconfig=" + SchedulerKubeconfigPath,

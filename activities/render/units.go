@@ -9,6 +9,8 @@ import (
 	"github.com/coreos/go-systemd/v22/unit"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"kedge.dev/kedge/actions/render"
 )
 
 // Node roles. Only workers take initial labels and taints (seed 001):
@@ -33,7 +35,7 @@ const (
 	WorkerLabel     = "node.kubernetes.io/node"
 )
 
-func validateKubeletUnit(in KubeletUnitInput) error {
+func validateKubeletUnit(in render.KubeletUnitInput) error {
 	var p problems
 	checkRuntime(&p, "runtime", in.Runtime)
 	checkImage(&p, "image", in.Image)
@@ -173,7 +175,7 @@ func kubeletMounts(runtime string) []string {
 // (--node-labels, one flag each, as Typhoon writes them); its taints are
 // the KubeletConfiguration's registerWithTaints. Host-specific settings
 // are the host's own drop-ins in KubeletConfigDropInDir (--config-dir).
-func KubeletUnit(in KubeletUnitInput) ([]byte, error) {
+func KubeletUnit(in render.KubeletUnitInput) ([]byte, error) {
 	if err := validateKubeletUnit(in); err != nil {
 		return nil, err
 	}

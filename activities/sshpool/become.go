@@ -13,10 +13,6 @@ import (
 	"golang.org/x/crypto/ssh"
 )
 
-// BecomeSudo is the one privilege escalation Kedge knows: the login user
-// runs privileged commands through `sudo -n` (never a password prompt).
-const BecomeSudo = tgt.BecomeSudo
-
 // ErrPrivilege is a login user that cannot become root as the target asks
 // (sudo missing, or sudo wanting a password). Retrying cannot fix it.
 var ErrPrivilege = errors.New("privilege escalation failed")
@@ -39,8 +35,8 @@ func (e *PrivilegeError) Unwrap() error { return ErrPrivilege }
 // Privileged is the command line that runs argv (words, no shell syntax
 // beyond what argv itself holds) as root on t: through `sudo -n --` when t
 // asks to become root, as it is otherwise.
-func Privileged(t Target, argv string) string {
-	if t.Become == BecomeSudo {
+func Privileged(t tgt.SSH, argv string) string {
+	if t.Become == tgt.BecomeSudo {
 		return "sudo -n -- " + argv
 	}
 	return argv
@@ -72,7 +68,7 @@ type becomeState struct {
 // CheckBecome checks afresh, on the pooled connection to t, that t's user
 // becomes root as t asks (nothing to check when it asks for nothing), and
 // remembers the answer for the connection. A refusal wraps ErrPrivilege.
-func (p *Pool) CheckBecome(ctx context.Context, t Target) error {
+func (p *Pool) CheckBecome(ctx context.Context, t tgt.SSH) error {
 	for attempt := 0; ; attempt++ {
 		c, err := p.Get(ctx, t)
 		if err != nil {
@@ -92,8 +88,8 @@ func (p *Pool) CheckBecome(ctx context.Context, t Target) error {
 // AsPrivilegeError reads what a command run through Privileged wrote to
 // stderr when it never started: sudo's own refusal becomes a
 // PrivilegeError; anything else gives nil.
-func AsPrivilegeError(t Target, stderr string) error {
-	if t.Become != BecomeSudo {
+func AsPrivilegeError(t tgt.SSH, stderr string) error {
+	if t.Become != tgt.BecomeSudo {
 		return nil
 	}
 	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {

@@ -11,6 +11,8 @@ import (
 	"github.com/pkg/sftp"
 
 	"kedge.dev/kedge/integration/sshtest"
+
+	"kedge.dev/kedge/actions/target"
 )
 
 // fakeSudo puts a sudo first on PATH that logs its arguments to log and,
@@ -43,8 +45,8 @@ func TestBecomeSudoRunsSFTPServerThroughSudo(t *testing.T) {
 	s := sshtest.Start(t, sshtest.Config{NoSFTP: true})
 	p := New(Options{})
 	defer p.Close()
-	tg := target(s)
-	tg.Become = BecomeSudo
+	tg := sshTarget(s)
+	tg.Become = target.BecomeSudo
 	ctx := context.Background()
 	if err := p.CheckBecome(ctx, tg); err != nil {
 		t.Fatalf("CheckBecome: %v", err)
@@ -89,8 +91,8 @@ func TestBecomeRefusedIsNotRetryableAndNamesHostAndUser(t *testing.T) {
 	s := sshtest.Start(t, sshtest.Config{})
 	p := New(Options{})
 	defer p.Close()
-	tg := target(s)
-	tg.User, tg.Become = "core", BecomeSudo
+	tg := sshTarget(s)
+	tg.User, tg.Become = "core", target.BecomeSudo
 	_, err := run(context.Background(), p, tg, "true")
 	if !errors.Is(err, ErrPrivilege) || Retryable(err) {
 		t.Fatalf("err = %v; want ErrPrivilege, not retryable", err)

@@ -43,7 +43,7 @@ func TestHostCertificateSignedByATrustedCA(t *testing.T) {
 			})
 			p := New(Options{})
 			defer p.Close()
-			if out, err := run(t.Context(), p, target(srv), "echo ok"); err != nil || out != "ok\n" {
+			if out, err := run(t.Context(), p, sshTarget(srv), "echo ok"); err != nil || out != "ok\n" {
 				t.Fatalf("%q %v", out, err)
 			}
 		})
@@ -68,7 +68,7 @@ func TestHostCertificateIsPreferredOverAStaleKeyWhenACAIsTrusted(t *testing.T) {
 	})
 	p := New(Options{})
 	defer p.Close()
-	if out, err := run(t.Context(), p, target(srv), "echo ok"); err != nil || out != "ok\n" {
+	if out, err := run(t.Context(), p, sshTarget(srv), "echo ok"); err != nil || out != "ok\n" {
 		t.Fatalf("%q %v", out, err)
 	}
 }
@@ -80,7 +80,7 @@ func TestHostCertificateOfAnUnknownCAIsAMismatch(t *testing.T) {
 	})
 	p := New(Options{})
 	defer p.Close()
-	_, err := run(t.Context(), p, target(srv), "true")
+	_, err := run(t.Context(), p, sshTarget(srv), "true")
 	var hk *HostKeyError
 	if !errors.Is(err, ErrHostKeyMismatch) || !errors.As(err, &hk) || hk.Revoked || Retryable(err) {
 		t.Fatalf("got %v", err)
@@ -112,7 +112,7 @@ func TestHostCertificateThatDoesNotCheckIsAMismatch(t *testing.T) {
 			})
 			p := New(Options{})
 			defer p.Close()
-			_, err := run(t.Context(), p, target(srv), "true")
+			_, err := run(t.Context(), p, sshTarget(srv), "true")
 			if !errors.Is(err, ErrHostKeyMismatch) || Retryable(err) || !strings.Contains(err.Error(), c.reason) {
 				t.Fatalf("got %v", err)
 			}
@@ -132,7 +132,7 @@ func TestHostCertificateFallsBackToAKnownPlainKey(t *testing.T) {
 	})
 	p := New(Options{})
 	defer p.Close()
-	if out, err := run(t.Context(), p, target(srv), "echo ok"); err != nil || out != "ok\n" {
+	if out, err := run(t.Context(), p, sshTarget(srv), "echo ok"); err != nil || out != "ok\n" {
 		t.Fatalf("%q %v", out, err)
 	}
 }
@@ -142,7 +142,7 @@ func TestHostCertificateOfAnUnknownHostIsRefusedWithAdvice(t *testing.T) {
 	srv := certServer(t, sshtest.Config{HostCA: ca}, func(*sshtest.Server) []string { return []string{"# no hosts"} })
 	p := New(Options{})
 	defer p.Close()
-	_, err := run(t.Context(), p, target(srv), "true")
+	_, err := run(t.Context(), p, sshTarget(srv), "true")
 	var uh *UnknownHostError
 	if !errors.Is(err, ErrHostUnknown) || !errors.As(err, &uh) || Retryable(err) {
 		t.Fatalf("got %v", err)
@@ -172,7 +172,7 @@ func TestRevokedHostCertificateIsRefused(t *testing.T) {
 			srv := certServer(t, sshtest.Config{HostCA: ca}, lines)
 			p := New(Options{})
 			defer p.Close()
-			_, err := run(t.Context(), p, target(srv), "true")
+			_, err := run(t.Context(), p, sshTarget(srv), "true")
 			var hk *HostKeyError
 			if !errors.As(err, &hk) || !hk.Revoked || Retryable(err) || !strings.Contains(err.Error(), "@revoked") {
 				t.Fatalf("got %v", err)
@@ -188,7 +188,7 @@ func TestHostWithoutACertificateWhenOnlyACAIsTrusted(t *testing.T) {
 	})
 	p := New(Options{})
 	defer p.Close()
-	_, err := run(t.Context(), p, target(srv), "true")
+	_, err := run(t.Context(), p, sshTarget(srv), "true")
 	if !errors.Is(err, ErrHostKeyMismatch) || Retryable(err) || !strings.Contains(err.Error(), "@cert-authority ssh-ed25519 "+ssh.FingerprintSHA256(ca.PublicKey())) {
 		t.Fatalf("got %v", err)
 	}

@@ -10,6 +10,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"kedge.dev/kedge/actions/target"
 )
 
 // hostKeyCallback verifies host keys against t.KnownHostsFile. A key that
@@ -20,7 +22,7 @@ import (
 // key, unless it or its CA is marked @revoked. It also returns what
 // known_hosts trusts for the host: its plain keys, and its CAs as
 // authorityKey.
-func hostKeyCallback(t Target) (ssh.HostKeyCallback, []ssh.PublicKey, error) {
+func hostKeyCallback(t target.SSH) (ssh.HostKeyCallback, []ssh.PublicKey, error) {
 	cb, err := knownhosts.New(t.KnownHostsFile)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: read known_hosts %s: %v: %w", t.Name(), t.KnownHostsFile, err, ErrConfig)
@@ -76,7 +78,7 @@ func hostKeyCallback(t Target) (ssh.HostKeyCallback, []ssh.PublicKey, error) {
 			}
 			if len(want) == 0 {
 				scan := "ssh-keyscan " + t.Address
-				if port(t) != DefaultPort {
+				if port(t) != target.DefaultPort {
 					scan = "ssh-keyscan -p " + strconv.Itoa(port(t)) + " " + t.Address
 				}
 				return &UnknownHostError{Node: t.Name(), Address: hostPort(t), Presented: presented(key),
@@ -95,7 +97,7 @@ func hostKeyCallback(t Target) (ssh.HostKeyCallback, []ssh.PublicKey, error) {
 	return verify, known, nil
 }
 
-func probeAddr(t Target) *net.TCPAddr {
+func probeAddr(t target.SSH) *net.TCPAddr {
 	addr := &net.TCPAddr{IP: net.ParseIP(t.Address), Port: port(t)}
 	if addr.IP == nil {
 		addr.IP = net.IPv4zero
@@ -106,7 +108,7 @@ func probeAddr(t Target) *net.TCPAddr {
 // knownKeys asks the callback which keys known_hosts holds for the host
 // (knownhosts has no direct query: a probe key that matches nothing makes
 // it list them).
-func knownKeys(cb ssh.HostKeyCallback, t Target, addr net.Addr) []knownhosts.KnownKey {
+func knownKeys(cb ssh.HostKeyCallback, t target.SSH, addr net.Addr) []knownhosts.KnownKey {
 	err := cb(hostPort(t), addr, probeKey{})
 	var ke *knownhosts.KeyError
 	if !errors.As(err, &ke) {
@@ -121,7 +123,7 @@ func knownKeys(cb ssh.HostKeyCallback, t Target, addr net.Addr) []knownhosts.Kno
 // tried with a probe certificate that claims the CA signed it; the
 // callback verifies the signature only when the CA is trusted for the
 // host.
-func authorities(cb ssh.HostKeyCallback, t Target, addr net.Addr) ([]ssh.PublicKey, map[string]bool) {
+func authorities(cb ssh.HostKeyCallback, t target.SSH, addr net.Addr) ([]ssh.PublicKey, map[string]bool) {
 	all := map[string]bool{}
 	data, err := os.ReadFile(t.KnownHostsFile)
 	if err != nil {

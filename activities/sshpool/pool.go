@@ -20,6 +20,8 @@ import (
 	"golang.org/x/crypto/ssh/agent"
 
 	"kedge.dev/kedge/internal/secretfile"
+
+	"kedge.dev/kedge/actions/target"
 )
 
 // Options tune a Pool. Zero values take the defaults.
@@ -49,7 +51,7 @@ type Options struct {
 	// no error, IdentityFile or the agent is used. An error it returns is
 	// classified ErrAuthFailed unless it already wraps one of this
 	// package's errors (e.g. ErrUnreachable for a CA that is down).
-	Signers func(ctx context.Context, t Target) ([]ssh.Signer, error)
+	Signers func(ctx context.Context, t target.SSH) ([]ssh.Signer, error)
 }
 
 // Pool hands out shared, verified connections: one per (address, port,
@@ -70,7 +72,7 @@ type entry struct {
 // Conn is one live connection to a host, shared by every caller that
 // reaches the same target.
 type Conn struct {
-	Target Target
+	Target target.SSH
 	client *ssh.Client
 	sem    chan struct{}
 	pool   *Pool
@@ -108,7 +110,7 @@ func New(opts Options) *Pool {
 	return &Pool{opts: opts, conns: map[string]*entry{}}
 }
 
-func key(t Target) string {
+func key(t target.SSH) string {
 	parts := []string{user(t), t.Address, strconv.Itoa(port(t)), t.IdentityFile, t.KnownHostsFile, t.Become}
 	if ca := t.VaultCA; ca != nil {
 		// Logged in with another CA role's certificate: not the same
@@ -118,16 +120,16 @@ func key(t Target) string {
 	return strings.Join(parts, "\x00")
 }
 
-func port(t Target) int { return t.PortOrDefault() }
+func port(t target.SSH) int { return t.PortOrDefault() }
 
-func user(t Target) string { return t.UserOrDefault() }
+func user(t target.SSH) string { return t.UserOrDefault() }
 
-func hostPort(t Target) string { return net.JoinHostPort(t.Address, strconv.Itoa(port(t))) }
+func hostPort(t target.SSH) string { return net.JoinHostPort(t.Address, strconv.Itoa(port(t))) }
 
 // Get returns the pooled connection to t, dialling it when there is none.
 // Callers asking at once share one dial; a caller that gives up (its ctx
 // ends) does not fail the dial for the others.
-func (p *Pool) Get(ctx context.Context, t Target) (*Conn, error) {
+func (p *Pool) Get(ctx context.Context, t target.SSH) (*Conn, error) {
 	k := key(t)
 	p.mu.Lock()
 	if p.closed {
@@ -154,7 +156,7 @@ func (p *Pool) Get(ctx context.Context, t Target) (*Conn, error) {
 	}
 }
 
-func (p *Pool) dialEntry(ctx context.Context, t Target, k string, e *entry) {
+func (p *Pool) dialEntry(ctx context.Context, t target.SSH, k string, e *entry) {
 	c, err := p.dial(ctx, t, k)
 	p.mu.Lock()
 	closed := p.closed
@@ -211,7 +213,7 @@ func (p *Pool) Close() error {
 	return nil
 }
 
-func (p *Pool) dial(ctx context.Context, t Target, k string) (*Conn, error) {
+func (p *Pool) dial(ctx context.Context, t target.SSH, k string) (*Conn, error) {
 	if t.Address == "" {
 		return nil, fmt.Errorf("%s: no address: %w", t.Name(), ErrConfig)
 	}
@@ -259,7 +261,7 @@ func (p *Pool) dial(ctx context.Context, t Target, k string) (*Conn, error) {
 	return c, nil
 }
 
-func classifyHandshake(t Target, known []ssh.PublicKey, err error) error {
+func classifyHandshake(t target.SSH, known []ssh.PublicKey, err error) error {
 	var hk *HostKeyError
 	var uh *UnknownHostError
 	var neg *ssh.AlgorithmNegotiationError
@@ -282,7 +284,7 @@ func classifyHandshake(t Target, known []ssh.PublicKey, err error) error {
 	return fmt.Errorf("ssh handshake with %s (%s): %v: %w", t.Name(), hostPort(t), err, ErrUnreachable)
 }
 
-func (p *Pool) auth(ctx context.Context, t Target) ([]ssh.AuthMethod, func(), error) {
+func (p *Pool) auth(ctx context.Context, t target.SSH) ([]ssh.AuthMethod, func(), error) {
 	none := func() {}
 	if p.opts.Signers != nil {
 		signers, err := p.opts.Signers(ctx, t)
@@ -317,7 +319,7 @@ func (p *Pool) auth(ctx context.Context, t Target) ([]ssh.AuthMethod, func(), er
 
 // identitySigners loads the identity file and, as OpenSSH does, the
 // certificate next to it (IdentityFile-cert.pub) when there is one.
-func identitySigners(t Target) ([]ssh.Signer, error) {
+func identitySigners(t target.SSH) ([]ssh.Signer, error) {
 	data, err := secretfile.Read(t.IdentityFile)
 	if err != nil {
 		return nil, fmt.Errorf("%s: read identity file: %v: %w", t.Name(), err, ErrConfig)
@@ -484,7 +486,7 @@ func (c *Conn) SFTP() (*sftp.Client, error) {
 // Session opens a session on the pooled connection to t, holding a slot
 // until release is called. A connection found dead is evicted and
 // redialled once, transparently.
-func (p *Pool) Session(ctx context.Context, t Target) (s *ssh.Session, release func(), err error) {
+func (p *Pool) Session(ctx context.Context, t target.SSH) (s *ssh.Session, release func(), err error) {
 	for attempt := 0; ; attempt++ {
 		c, err := p.Get(ctx, t)
 		if err != nil {
@@ -520,7 +522,7 @@ func (p *Pool) Session(ctx context.Context, t Target) (s *ssh.Session, release f
 
 // SFTP returns the SFTP client of the pooled connection to t. A dead
 // connection is evicted and redialled once, transparently.
-func (p *Pool) SFTP(ctx context.Context, t Target) (*sftp.Client, error) {
+func (p *Pool) SFTP(ctx context.Context, t target.SSH) (*sftp.Client, error) {
 	for attempt := 0; ; attempt++ {
 		c, err := p.Get(ctx, t)
 		if err != nil {
@@ -556,7 +558,7 @@ func (p *Pool) SFTP(ctx context.Context, t Target) (*sftp.Client, error) {
 // run once more on a fresh one, so fn must be safe to repeat; a second
 // such failure is ErrConnectionLost. Other errors from fn come back as
 // they are.
-func (p *Pool) WithSFTP(ctx context.Context, t Target, fn func(*sftp.Client) error) error {
+func (p *Pool) WithSFTP(ctx context.Context, t target.SSH, fn func(*sftp.Client) error) error {
 	for attempt := 0; ; attempt++ {
 		c, err := p.Get(ctx, t)
 		if err != nil {
@@ -595,7 +597,7 @@ func (c *Conn) dropSFTP(cl *sftp.Client) {
 // says the transport under it died, it is wrapped as ErrConnectionLost
 // (and the connection evicted if it no longer answers); other errors come
 // back as they are.
-func (p *Pool) Lost(t Target, err error) error {
+func (p *Pool) Lost(t target.SSH, err error) error {
 	if err == nil || !IsTransportError(err) {
 		return err
 	}

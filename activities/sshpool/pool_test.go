@@ -22,14 +22,16 @@ import (
 	"golang.org/x/crypto/ssh/agent"
 
 	"kedge.dev/kedge/integration/sshtest"
+
+	"kedge.dev/kedge/actions/target"
 )
 
-func target(s *sshtest.Server) Target {
-	return Target{Node: "worker-1", Address: s.Host, Port: s.Port, IdentityFile: s.IdentityFile, KnownHostsFile: s.KnownHostsFile}
+func sshTarget(s *sshtest.Server) target.SSH {
+	return target.SSH{Node: "worker-1", Address: s.Host, Port: s.Port, IdentityFile: s.IdentityFile, KnownHostsFile: s.KnownHostsFile}
 }
 
 // run runs cmd over a pooled session and returns its stdout.
-func run(ctx context.Context, p *Pool, t Target, cmd string) (string, error) {
+func run(ctx context.Context, p *Pool, t target.SSH, cmd string) (string, error) {
 	s, release, err := p.Session(ctx, t)
 	if err != nil {
 		return "", err
@@ -49,7 +51,7 @@ func TestConcurrentSessionsShareOneConnection(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, err := run(t.Context(), p, target(srv), fmt.Sprintf("echo %d", i))
+			out, err := run(t.Context(), p, sshTarget(srv), fmt.Sprintf("echo %d", i))
 			if err == nil && out != fmt.Sprintf("%d\n", i) {
 				err = fmt.Errorf("session %d got %q", i, out)
 			}
@@ -81,7 +83,7 @@ func TestConcurrentGetsDialOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := p.Get(t.Context(), target(srv))
+			c, err := p.Get(t.Context(), sshTarget(srv))
 			if err != nil {
 				t.Error(err)
 			}
@@ -98,7 +100,7 @@ func TestConcurrentGetsDialOnce(t *testing.T) {
 		t.Errorf("%d dials, want 1", n)
 	}
 	// A different user is a different connection.
-	t2 := target(srv)
+	t2 := sshTarget(srv)
 	t2.User = "other"
 	c, err := p.Get(t.Context(), t2)
 	if err != nil || c == conns[0] {
@@ -112,7 +114,7 @@ func TestMaxSessionsBoundsConcurrentSessions(t *testing.T) {
 	defer p.Close()
 	var releases []func()
 	for range 2 {
-		_, release, err := p.Session(t.Context(), target(srv))
+		_, release, err := p.Session(t.Context(), sshTarget(srv))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,12 +122,12 @@ func TestMaxSessionsBoundsConcurrentSessions(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
-	if _, _, err := p.Session(ctx, target(srv)); !errors.Is(err, context.DeadlineExceeded) {
+	if _, _, err := p.Session(ctx, sshTarget(srv)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a third session did not wait for a slot: %v", err)
 	}
 	releases[0]()
 	releases[0]() // release is idempotent
-	_, release, err := p.Session(t.Context(), target(srv))
+	_, release, err := p.Session(t.Context(), sshTarget(srv))
 	if err != nil {
 		t.Fatalf("a freed slot was not reused: %v", err)
 	}
@@ -139,7 +141,7 @@ func TestHostKeyMismatchNamesBothFingerprints(t *testing.T) {
 	srv.WriteKnownHosts(t, srv.KnownHostsFile, other.PublicKey())
 	p := New(Options{})
 	defer p.Close()
-	_, err := run(t.Context(), p, target(srv), "true")
+	_, err := run(t.Context(), p, sshTarget(srv), "true")
 	var hk *HostKeyError
 	if !errors.Is(err, ErrHostKeyMismatch) || !errors.As(err, &hk) || Retryable(err) {
 		t.Fatalf("got %v", err)
@@ -166,7 +168,7 @@ func TestHostKeyOfAnotherTypeIsAMismatch(t *testing.T) {
 	srv.WriteKnownHosts(t, srv.KnownHostsFile, other.PublicKey())
 	p := New(Options{})
 	defer p.Close()
-	_, err = run(t.Context(), p, target(srv), "true")
+	_, err = run(t.Context(), p, sshTarget(srv), "true")
 	var hk *HostKeyError
 	if !errors.As(err, &hk) || len(hk.Offered) == 0 || Retryable(err) {
 		t.Fatalf("got %v", err)
@@ -188,7 +190,7 @@ func TestHostKeyAlgorithmsFollowKnownHosts(t *testing.T) {
 	srv := sshtest.Start(t, sshtest.Config{HostKey: rsaSigner, ExtraHostKeys: []ssh.Signer{sshtest.NewSigner(t)}})
 	p := New(Options{})
 	defer p.Close()
-	if out, err := run(t.Context(), p, target(srv), "echo ok"); err != nil || out != "ok\n" {
+	if out, err := run(t.Context(), p, sshTarget(srv), "echo ok"); err != nil || out != "ok\n" {
 		t.Fatalf("%q %v", out, err)
 	}
 }
@@ -200,7 +202,7 @@ func TestUnknownHostIsRefusedWithAdvice(t *testing.T) {
 	}
 	p := New(Options{})
 	defer p.Close()
-	_, err := run(t.Context(), p, target(srv), "true")
+	_, err := run(t.Context(), p, sshTarget(srv), "true")
 	var uh *UnknownHostError
 	if !errors.Is(err, ErrHostUnknown) || errors.Is(err, ErrHostKeyMismatch) || !errors.As(err, &uh) || Retryable(err) {
 		t.Fatalf("got %v", err)
@@ -215,14 +217,14 @@ func TestUnknownHostIsRefusedWithAdvice(t *testing.T) {
 	if data, _ := os.ReadFile(srv.KnownHostsFile); string(data) != "# no hosts\n" {
 		t.Errorf("known_hosts changed: %q", data)
 	}
-	if _, err := run(t.Context(), p, target(srv), "true"); !errors.Is(err, ErrHostUnknown) {
+	if _, err := run(t.Context(), p, sshTarget(srv), "true"); !errors.Is(err, ErrHostUnknown) {
 		t.Errorf("second try: %v", err)
 	}
 }
 
 func TestKnownHostsIsRequired(t *testing.T) {
 	srv := sshtest.Start(t, sshtest.Config{})
-	tg := target(srv)
+	tg := sshTarget(srv)
 	tg.KnownHostsFile = ""
 	p := New(Options{})
 	defer p.Close()
@@ -259,7 +261,7 @@ func writeKey(t *testing.T, passphrase string) string {
 
 func TestAuthFailureIsNotRetryable(t *testing.T) {
 	srv := sshtest.Start(t, sshtest.Config{})
-	tg := target(srv)
+	tg := sshTarget(srv)
 	tg.IdentityFile = writeKey(t, "")
 	p := New(Options{})
 	defer p.Close()
@@ -271,7 +273,7 @@ func TestAuthFailureIsNotRetryable(t *testing.T) {
 
 func TestPassphraseProtectedKeyIsAClearError(t *testing.T) {
 	srv := sshtest.Start(t, sshtest.Config{})
-	tg := target(srv)
+	tg := sshTarget(srv)
 	tg.IdentityFile = writeKey(t, "secret")
 	p := New(Options{})
 	defer p.Close()
@@ -314,7 +316,7 @@ func TestAgentAuth(t *testing.T) {
 		}
 	}()
 	t.Setenv("SSH_AUTH_SOCK", sock)
-	tg := target(srv)
+	tg := sshTarget(srv)
 	tg.IdentityFile = ""
 	p := New(Options{})
 	defer p.Close()
@@ -332,11 +334,11 @@ func TestAgentAuth(t *testing.T) {
 
 func TestSignersHook(t *testing.T) {
 	srv := sshtest.Start(t, sshtest.Config{})
-	tg := target(srv)
+	tg := sshTarget(srv)
 	tg.IdentityFile = ""
 	t.Setenv("SSH_AUTH_SOCK", "")
 	var calls int
-	p := New(Options{Signers: func(ctx context.Context, got Target) ([]ssh.Signer, error) {
+	p := New(Options{Signers: func(ctx context.Context, got target.SSH) ([]ssh.Signer, error) {
 		calls++
 		if got.Node != "worker-1" {
 			t.Errorf("hook got %+v", got)
@@ -348,14 +350,14 @@ func TestSignersHook(t *testing.T) {
 		t.Fatalf("%q %v calls=%d", out, err, calls)
 	}
 
-	down := New(Options{Signers: func(context.Context, Target) ([]ssh.Signer, error) {
+	down := New(Options{Signers: func(context.Context, target.SSH) ([]ssh.Signer, error) {
 		return nil, fmt.Errorf("vault sealed: %w", ErrUnreachable)
 	}})
 	defer down.Close()
 	if _, err := run(t.Context(), down, tg, "true"); !errors.Is(err, ErrUnreachable) || !Retryable(err) {
 		t.Errorf("a classified hook error lost its class: %v", err)
 	}
-	denied := New(Options{Signers: func(context.Context, Target) ([]ssh.Signer, error) {
+	denied := New(Options{Signers: func(context.Context, target.SSH) ([]ssh.Signer, error) {
 		return nil, errors.New("permission denied by policy")
 	}})
 	defer denied.Close()
@@ -372,7 +374,7 @@ func TestClosedPortIsUnreachableAndRetryable(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	srv := sshtest.Start(t, sshtest.Config{})
-	tg := target(srv)
+	tg := sshTarget(srv)
 	tg.Port = port
 	p := New(Options{DialTimeout: 2 * time.Second})
 	defer p.Close()
@@ -403,7 +405,7 @@ func TestHandshakeTimeoutIsUnreachable(t *testing.T) {
 		}
 	}()
 	srv := sshtest.Start(t, sshtest.Config{})
-	tg := target(srv)
+	tg := sshTarget(srv)
 	tg.Port = ln.Addr().(*net.TCPAddr).Port
 	p := New(Options{DialTimeout: 200 * time.Millisecond})
 	defer p.Close()
@@ -416,7 +418,7 @@ func TestDroppedConnectionIsRedialledTransparently(t *testing.T) {
 	srv := sshtest.Start(t, sshtest.Config{})
 	p := New(Options{})
 	defer p.Close()
-	tg := target(srv)
+	tg := sshTarget(srv)
 	if _, err := run(t.Context(), p, tg, "true"); err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +469,7 @@ func TestStalledConnectionIsEvictedByKeepalive(t *testing.T) {
 	var mu sync.Mutex
 	p := New(Options{KeepAliveInterval: 30 * time.Millisecond, KeepAliveTimeout: 50 * time.Millisecond, Logger: testLogger(&mu, &logs)})
 	defer p.Close()
-	tg := target(srv)
+	tg := sshTarget(srv)
 	if _, err := run(t.Context(), p, tg, "true"); err != nil {
 		t.Fatal(err)
 	}
@@ -496,7 +498,7 @@ func TestIdleConnectionIsClosed(t *testing.T) {
 	srv := sshtest.Start(t, sshtest.Config{})
 	p := New(Options{KeepAliveInterval: 20 * time.Millisecond, IdleTimeout: 60 * time.Millisecond})
 	defer p.Close()
-	tg := target(srv)
+	tg := sshTarget(srv)
 	s, release, err := p.Session(t.Context(), tg)
 	if err != nil {
 		t.Fatal(err)
@@ -516,17 +518,17 @@ func TestSFTPClientIsCachedAndMissingSubsystemIsConfig(t *testing.T) {
 	srv := sshtest.Start(t, sshtest.Config{})
 	p := New(Options{})
 	defer p.Close()
-	a, err := p.SFTP(t.Context(), target(srv))
+	a, err := p.SFTP(t.Context(), sshTarget(srv))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := p.SFTP(t.Context(), target(srv))
+	b, err := p.SFTP(t.Context(), sshTarget(srv))
 	if err != nil || a != b {
 		t.Fatalf("sftp client not cached (%v)", err)
 	}
 
 	bare := sshtest.Start(t, sshtest.Config{NoSFTP: true})
-	_, err = p.SFTP(t.Context(), target(bare))
+	_, err = p.SFTP(t.Context(), sshTarget(bare))
 	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "sftp") {
 		t.Fatalf("got %v", err)
 	}
@@ -538,12 +540,12 @@ func TestSFTPClientIsCachedAndMissingSubsystemIsConfig(t *testing.T) {
 func TestClosedPoolRefuses(t *testing.T) {
 	srv := sshtest.Start(t, sshtest.Config{})
 	p := New(Options{})
-	if _, err := run(t.Context(), p, target(srv), "true"); err != nil {
+	if _, err := run(t.Context(), p, sshTarget(srv), "true"); err != nil {
 		t.Fatal(err)
 	}
 	p.Close()
 	waitFor(t, func() bool { return srv.Live() == 0 })
-	if _, err := p.Get(t.Context(), target(srv)); err == nil {
+	if _, err := p.Get(t.Context(), sshTarget(srv)); err == nil {
 		t.Fatal("a closed pool handed out a connection")
 	}
 }
@@ -554,15 +556,15 @@ func TestCancelledWaiterDoesNotFailTheDial(t *testing.T) {
 	defer p.Close()
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := p.Get(ctx, target(srv)); !errors.Is(err, context.Canceled) {
+	if _, err := p.Get(ctx, sshTarget(srv)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v", err)
 	}
-	if _, err := p.Get(t.Context(), target(srv)); err != nil {
+	if _, err := p.Get(t.Context(), sshTarget(srv)); err != nil {
 		t.Fatalf("the dial started by a cancelled caller failed for the next: %v", err)
 	}
 }
 
-func (p *Pool) pooled(t Target) bool {
+func (p *Pool) pooled(t target.SSH) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	_, ok := p.conns[key(t)]

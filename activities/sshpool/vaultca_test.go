@@ -7,6 +7,8 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"kedge.dev/kedge/integration/sshtest"
+
+	"kedge.dev/kedge/actions/target"
 )
 
 // Two inventories that reach one host through different Vault signer
@@ -16,15 +18,15 @@ func TestVaultSignerRoleIsPartOfTheConnection(t *testing.T) {
 	srv := sshtest.Start(t, sshtest.Config{})
 	t.Setenv("SSH_AUTH_SOCK", "")
 	var roles []string
-	p := New(Options{Signers: func(_ context.Context, got Target) ([]ssh.Signer, error) {
+	p := New(Options{Signers: func(_ context.Context, got target.SSH) ([]ssh.Signer, error) {
 		roles = append(roles, got.VaultCA.Role)
 		return []ssh.Signer{srv.ClientKey}, nil
 	}})
 	defer p.Close()
 	for _, role := range []string{"kedge", "other", "kedge"} {
-		tg := target(srv)
+		tg := sshTarget(srv)
 		tg.IdentityFile = ""
-		tg.VaultCA = &VaultCA{Address: "http://127.0.0.1:8200", Mount: "ssh-client-signer", Role: role}
+		tg.VaultCA = &target.VaultCA{Address: "http://127.0.0.1:8200", Mount: "ssh-client-signer", Role: role}
 		if out, err := run(t.Context(), p, tg, "echo "+role); err != nil || out != role+"\n" {
 			t.Fatalf("%s: %q %v", role, out, err)
 		}

@@ -20,14 +20,9 @@ import (
 
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/internal/secretfile"
-)
 
-// Error types.
-const (
-	ErrTypeInvalidInput = errtype.InvalidInput
-	ErrTypeDenied       = errtype.VaultDenied   // 403: the token may not do this; not retried
-	ErrTypeNotFound     = errtype.VaultNotFound // 404; not retried
-	ErrTypeVault        = errtype.Vault         // anything else; retried
+	"kedge.dev/kedge/actions/target"
+	"kedge.dev/kedge/actions/vault"
 )
 
 // Activities are the Vault actions. Clients are built once per Vault
@@ -40,10 +35,10 @@ type Activities struct {
 }
 
 func invalid(msg string) error {
-	return temporal.NewNonRetryableApplicationError(msg, ErrTypeInvalidInput, nil)
+	return temporal.NewNonRetryableApplicationError(msg, errtype.InvalidInput, nil)
 }
 
-func (a *Activities) client(c Config) (*vaultapi.Client, error) {
+func (a *Activities) client(c target.Vault) (*vaultapi.Client, error) {
 	if c.Address == "" {
 		return nil, invalid("the inventory names no vault.address")
 	}
@@ -83,7 +78,7 @@ func (a *Activities) client(c Config) (*vaultapi.Client, error) {
 	return cl, nil
 }
 
-func readToken(c Config) (string, error) {
+func readToken(c target.Vault) (string, error) {
 	if c.TokenFile != "" {
 		data, err := secretfile.Read(c.TokenFile)
 		if err != nil {
@@ -107,31 +102,31 @@ func classify(op string, err error) error {
 		msg := fmt.Sprintf("%s: vault answered %d: %s", op, re.StatusCode, strings.Join(re.Errors, "; "))
 		switch re.StatusCode {
 		case http.StatusForbidden, http.StatusUnauthorized:
-			return temporal.NewNonRetryableApplicationError(msg, ErrTypeDenied, nil)
+			return temporal.NewNonRetryableApplicationError(msg, errtype.VaultDenied, nil)
 		case http.StatusNotFound:
-			return temporal.NewNonRetryableApplicationError(msg, ErrTypeNotFound, nil)
+			return temporal.NewNonRetryableApplicationError(msg, errtype.VaultNotFound, nil)
 		case http.StatusBadRequest:
-			return temporal.NewNonRetryableApplicationError(msg, ErrTypeInvalidInput, nil)
+			return temporal.NewNonRetryableApplicationError(msg, errtype.InvalidInput, nil)
 		}
-		return temporal.NewApplicationError(msg, ErrTypeVault)
+		return temporal.NewApplicationError(msg, errtype.Vault)
 	}
-	return temporal.NewApplicationError(fmt.Sprintf("%s: %v", op, err), ErrTypeVault)
+	return temporal.NewApplicationError(fmt.Sprintf("%s: %v", op, err), errtype.Vault)
 }
 
 // IssueCert issues a certificate and key from the PKI engine
 // (vault.issue-cert).
-func (a *Activities) IssueCert(ctx context.Context, in IssueCertInput) (IssueCertResult, error) {
+func (a *Activities) IssueCert(ctx context.Context, in vault.IssueCertInput) (vault.IssueCertResult, error) {
 	if strings.TrimSpace(in.CommonName) == "" {
-		return IssueCertResult{}, invalid("commonName is required")
+		return vault.IssueCertResult{}, invalid("commonName is required")
 	}
 	dns, ips, err := in.Names()
 	if err != nil {
-		return IssueCertResult{}, invalid(err.Error())
+		return vault.IssueCertResult{}, invalid(err.Error())
 	}
 	in.AltNames, in.IPSANs, in.SANs = dns, ips, nil
 	cl, err := a.client(in.Vault)
 	if err != nil {
-		return IssueCertResult{}, err
+		return vault.IssueCertResult{}, err
 	}
 	mount := cmp.Or(in.Vault.PKI, "pki")
 	role := cmp.Or(in.Role, cmp.Or(in.Vault.Role, "kubernetes"))
@@ -144,7 +139,7 @@ func (a *Activities) IssueCert(ctx context.Context, in IssueCertInput) (IssueCer
 	}
 	life, capped, err := leafLifetime(ctx, cl, mount, in)
 	if err != nil {
-		return IssueCertResult{}, err
+		return vault.IssueCertResult{}, err
 	}
 	maps.Copy(req, life)
 	base := mount
@@ -157,23 +152,23 @@ func (a *Activities) IssueCert(ctx context.Context, in IssueCertInput) (IssueCer
 		path := base + "/sign-verbatim/" + role
 		sec, key, err = signVerbatim(ctx, cl, path, in, life)
 		if err != nil {
-			return IssueCertResult{}, classify(fmt.Sprintf("sign %s (O=%s) at %s", in.CommonName, strings.Join(in.Organization, ","), path), err)
+			return vault.IssueCertResult{}, classify(fmt.Sprintf("sign %s (O=%s) at %s", in.CommonName, strings.Join(in.Organization, ","), path), err)
 		}
 	} else {
 		op := fmt.Sprintf("issue %s from %s/issue/%s", in.CommonName, base, role)
 		if sec, err = cl.Logical().WriteWithContext(ctx, base+"/issue/"+role, req); err != nil {
-			return IssueCertResult{}, classify(op, err)
+			return vault.IssueCertResult{}, classify(op, err)
 		}
 	}
 	op := "issue " + in.CommonName
 	if sec == nil || sec.Data == nil {
-		return IssueCertResult{}, temporal.NewApplicationError(op+": empty answer", ErrTypeVault)
+		return vault.IssueCertResult{}, temporal.NewApplicationError(op+": empty answer", errtype.Vault)
 	}
 	str := func(k string) string { s, _ := sec.Data[k].(string); return s }
 	if key == "" {
 		key = str("private_key")
 	}
-	res := IssueCertResult{Certificate: str("certificate"), PrivateKey: key, CA: str("issuing_ca"), Serial: str("serial_number")}
+	res := vault.IssueCertResult{Certificate: str("certificate"), PrivateKey: key, CA: str("issuing_ca"), Serial: str("serial_number")}
 	if chain, ok := sec.Data["ca_chain"].([]any); ok && len(chain) > 0 {
 		var parts []string
 		for _, c := range chain {
@@ -185,11 +180,11 @@ func (a *Activities) IssueCert(ctx context.Context, in IssueCertInput) (IssueCer
 	}
 	block, _ := pem.Decode([]byte(res.Certificate))
 	if block == nil || res.PrivateKey == "" {
-		return IssueCertResult{}, temporal.NewApplicationError(op+": no certificate or key in the answer", ErrTypeVault)
+		return vault.IssueCertResult{}, temporal.NewApplicationError(op+": no certificate or key in the answer", errtype.Vault)
 	}
 	cert, err := x509.ParseCertificate(block.Bytes)
 	if err != nil {
-		return IssueCertResult{}, temporal.NewApplicationError(op+": "+err.Error(), ErrTypeVault)
+		return vault.IssueCertResult{}, temporal.NewApplicationError(op+": "+err.Error(), errtype.Vault)
 	}
 	res.NotAfter = cert.NotAfter.UTC().Format(time.RFC3339)
 	res.Capped = capped
@@ -197,13 +192,13 @@ func (a *Activities) IssueCert(ctx context.Context, in IssueCertInput) (IssueCer
 }
 
 // ReadSecret reads a KV v2 secret (vault.read-secret).
-func (a *Activities) ReadSecret(ctx context.Context, in ReadSecretInput) (ReadSecretResult, error) {
+func (a *Activities) ReadSecret(ctx context.Context, in vault.ReadSecretInput) (vault.ReadSecretResult, error) {
 	if strings.TrimSpace(in.Path) == "" {
-		return ReadSecretResult{}, invalid("path is required")
+		return vault.ReadSecretResult{}, invalid("path is required")
 	}
 	cl, err := a.client(in.Vault)
 	if err != nil {
-		return ReadSecretResult{}, err
+		return vault.ReadSecretResult{}, err
 	}
 	mount := cmp.Or(in.Vault.KV, "secret")
 	kv := cl.KVv2(mount)
@@ -215,12 +210,12 @@ func (a *Activities) ReadSecret(ctx context.Context, in ReadSecretInput) (ReadSe
 		sec, err = kv.Get(ctx, in.Path)
 	}
 	if errors.Is(err, vaultapi.ErrSecretNotFound) {
-		return ReadSecretResult{}, temporal.NewNonRetryableApplicationError(op+": no such secret", ErrTypeNotFound, nil)
+		return vault.ReadSecretResult{}, temporal.NewNonRetryableApplicationError(op+": no such secret", errtype.VaultNotFound, nil)
 	}
 	if err != nil {
-		return ReadSecretResult{}, classify(op, err)
+		return vault.ReadSecretResult{}, classify(op, err)
 	}
-	res := ReadSecretResult{Data: map[string]string{}}
+	res := vault.ReadSecretResult{Data: map[string]string{}}
 	if sec.VersionMetadata != nil {
 		res.Version = sec.VersionMetadata.Version
 	}

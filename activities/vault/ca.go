@@ -17,6 +17,9 @@ import (
 
 	vaultapi "github.com/hashicorp/vault/api"
 	"go.temporal.io/sdk/temporal"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/vault"
 )
 
 // ClusterCA returns one of the cluster's CAs, creating it on first use
@@ -29,31 +32,31 @@ import (
 // keeps the cluster's trust. Each Path is its own CA: kedge/clusters/NAME/ca
 // and kedge/clusters/NAME/etcd-ca are two issuers that trust nothing of
 // each other.
-func (a *Activities) ClusterCA(ctx context.Context, in ClusterCAInput) (ClusterCAResult, error) {
+func (a *Activities) ClusterCA(ctx context.Context, in vault.ClusterCAInput) (vault.ClusterCAResult, error) {
 	if strings.TrimSpace(in.Path) == "" || strings.TrimSpace(in.CommonName) == "" {
-		return ClusterCAResult{}, invalid("path and commonName are required")
+		return vault.ClusterCAResult{}, invalid("path and commonName are required")
 	}
 	cl, err := a.client(in.Vault)
 	if err != nil {
-		return ClusterCAResult{}, err
+		return vault.ClusterCAResult{}, err
 	}
 	kv := cl.KVv2(cmp.Or(in.Vault.KV, "secret"))
 	if have, err := kvGet(ctx, kv, in.Path); err != nil {
-		return ClusterCAResult{}, classify("read the CA at "+in.Path, err)
+		return vault.ClusterCAResult{}, classify("read the CA at "+in.Path, err)
 	} else if have != nil {
 		return storedCA(in, have)
 	}
 	if in.MustExist {
-		return ClusterCAResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("Vault keeps no CA at %s: adopt the cluster first (kedge run adopt), Kedge will not make a new CA for it", in.Path), ErrTypeNotAdopted, nil)
+		return vault.ClusterCAResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("Vault keeps no CA at %s: adopt the cluster first (kedge run adopt), Kedge will not make a new CA for it", in.Path), errtype.NotAdopted, nil)
 	}
 
 	res, keep, err := newCA(ctx, cl, in)
 	if err != nil {
-		return ClusterCAResult{}, err
+		return vault.ClusterCAResult{}, err
 	}
 	if _, err := kv.Put(ctx, in.Path, keep); err != nil {
-		return ClusterCAResult{}, classify("keep the CA at "+in.Path, err)
+		return vault.ClusterCAResult{}, classify("keep the CA at "+in.Path, err)
 	}
 	return res, nil
 }
@@ -61,7 +64,7 @@ func (a *Activities) ClusterCA(ctx context.Context, in ClusterCAInput) (ClusterC
 // newCA makes a CA: an intermediate under the PKI mount's root, imported
 // as an issuer of its own. It returns the CA and the record to keep in
 // KV (certificate, issuer, and the key unless it stays in Vault).
-func newCA(ctx context.Context, cl *vaultapi.Client, in ClusterCAInput) (ClusterCAResult, map[string]any, error) {
+func newCA(ctx context.Context, cl *vaultapi.Client, in vault.ClusterCAInput) (vault.ClusterCAResult, map[string]any, error) {
 	mount := cmp.Or(in.Vault.PKI, "pki")
 	logical := cl.Logical()
 	generate := mount + "/intermediate/generate/exported"
@@ -72,11 +75,11 @@ func newCA(ctx context.Context, cl *vaultapi.Client, in ClusterCAInput) (Cluster
 		"common_name": in.CommonName, "key_type": "ec", "key_bits": 256,
 	})
 	if err != nil {
-		return ClusterCAResult{}, nil, classify("generate the key of "+in.CommonName+" in "+mount, err)
+		return vault.ClusterCAResult{}, nil, classify("generate the key of "+in.CommonName+" in "+mount, err)
 	}
 	csr, key := dataStr(gen, "csr"), dataStr(gen, "private_key")
 	if csr == "" || (key == "" && !in.KeyInVault) {
-		return ClusterCAResult{}, nil, temporal.NewApplicationError(generate+" returned no CSR or key", ErrTypeVault)
+		return vault.ClusterCAResult{}, nil, temporal.NewApplicationError(generate+" returned no CSR or key", errtype.Vault)
 	}
 	if in.KeyInVault {
 		key = "" // never leaves Vault (an internal generate returns none anyway)
@@ -85,12 +88,12 @@ func newCA(ctx context.Context, cl *vaultapi.Client, in ClusterCAInput) (Cluster
 		"csr": csr, "common_name": in.CommonName, "ttl": cmp.Or(in.TTL, "87600h"), "format": "pem",
 	})
 	if err != nil {
-		return ClusterCAResult{}, nil, classify("sign "+in.CommonName+" with "+mount+"'s root", err)
+		return vault.ClusterCAResult{}, nil, classify("sign "+in.CommonName+" with "+mount+"'s root", err)
 	}
 	cert := dataStr(signed, "certificate")
 	set, err := logical.WriteWithContext(ctx, mount+"/intermediate/set-signed", map[string]any{"certificate": cert})
 	if err != nil {
-		return ClusterCAResult{}, nil, classify("import "+in.CommonName+" into "+mount, err)
+		return vault.ClusterCAResult{}, nil, classify("import "+in.CommonName+" into "+mount, err)
 	}
 	issuer := ""
 	if set != nil {
@@ -99,9 +102,9 @@ func newCA(ctx context.Context, cl *vaultapi.Client, in ClusterCAInput) (Cluster
 		}
 	}
 	if issuer == "" {
-		return ClusterCAResult{}, nil, temporal.NewApplicationError(mount+"/intermediate/set-signed imported no issuer", ErrTypeVault)
+		return vault.ClusterCAResult{}, nil, temporal.NewApplicationError(mount+"/intermediate/set-signed imported no issuer", errtype.Vault)
 	}
-	res := ClusterCAResult{Certificate: strings.TrimSpace(cert) + "\n", Issuer: issuer, Created: true}
+	res := vault.ClusterCAResult{Certificate: strings.TrimSpace(cert) + "\n", Issuer: issuer, Created: true}
 	keep := map[string]any{"certificate": res.Certificate, "issuer": issuer}
 	if in.KeyInVault {
 		keep["keyInVault"] = "true"
@@ -115,26 +118,26 @@ func newCA(ctx context.Context, cl *vaultapi.Client, in ClusterCAInput) (Cluster
 // storedCA is the CA recorded at in.Path. A CA whose key is in Vault is
 // never handed out as one with a key, nor the other way round: a step that
 // asks for the wrong kind names the wrong path.
-func storedCA(in ClusterCAInput, have map[string]string) (ClusterCAResult, error) {
-	res := ClusterCAResult{Certificate: have["certificate"], Issuer: have["issuer"]}
+func storedCA(in vault.ClusterCAInput, have map[string]string) (vault.ClusterCAResult, error) {
+	res := vault.ClusterCAResult{Certificate: have["certificate"], Issuer: have["issuer"]}
 	incomplete := func(want string) error {
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("%s holds an incomplete CA (want %s)", in.Path, want), ErrTypeInvalidInput, nil)
+			fmt.Sprintf("%s holds an incomplete CA (want %s)", in.Path, want), errtype.InvalidInput, nil)
 	}
 	inVault := have["keyInVault"] == "true"
 	switch {
 	case in.KeyInVault && !inVault:
-		return ClusterCAResult{}, invalid(fmt.Sprintf("%s holds a CA whose key was exported, not one kept in Vault (keyInVault)", in.Path))
+		return vault.ClusterCAResult{}, invalid(fmt.Sprintf("%s holds a CA whose key was exported, not one kept in Vault (keyInVault)", in.Path))
 	case !in.KeyInVault && inVault:
-		return ClusterCAResult{}, invalid(fmt.Sprintf("%s holds a CA whose key stays in Vault; set keyInVault to use it", in.Path))
+		return vault.ClusterCAResult{}, invalid(fmt.Sprintf("%s holds a CA whose key stays in Vault; set keyInVault to use it", in.Path))
 	case inVault:
 		if res.Certificate == "" || res.Issuer == "" {
-			return ClusterCAResult{}, incomplete("certificate, issuer")
+			return vault.ClusterCAResult{}, incomplete("certificate, issuer")
 		}
 	default:
 		res.PrivateKey = have["privateKey"]
 		if res.Certificate == "" || res.PrivateKey == "" || res.Issuer == "" {
-			return ClusterCAResult{}, incomplete("certificate, privateKey, issuer")
+			return vault.ClusterCAResult{}, incomplete("certificate, privateKey, issuer")
 		}
 	}
 	return res, nil
@@ -143,47 +146,47 @@ func storedCA(in ClusterCAInput, have map[string]string) (ClusterCAResult, error
 // KeyPair returns the ECDSA P-256 key pair kept at Path, creating it on
 // first use (vault.key-pair): the service-account signing key, which must
 // not change while tokens signed with it are in use.
-func (a *Activities) KeyPair(ctx context.Context, in KeyPairInput) (KeyPairResult, error) {
+func (a *Activities) KeyPair(ctx context.Context, in vault.KeyPairInput) (vault.KeyPairResult, error) {
 	if strings.TrimSpace(in.Path) == "" {
-		return KeyPairResult{}, invalid("path is required")
+		return vault.KeyPairResult{}, invalid("path is required")
 	}
 	cl, err := a.client(in.Vault)
 	if err != nil {
-		return KeyPairResult{}, err
+		return vault.KeyPairResult{}, err
 	}
 	kv := cl.KVv2(cmp.Or(in.Vault.KV, "secret"))
 	if have, err := kvGet(ctx, kv, in.Path); err != nil {
-		return KeyPairResult{}, classify("read the key pair at "+in.Path, err)
+		return vault.KeyPairResult{}, classify("read the key pair at "+in.Path, err)
 	} else if have != nil {
 		if have["privateKey"] == "" || have["publicKey"] == "" {
-			return KeyPairResult{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("%s holds an incomplete key pair (want privateKey, publicKey)", in.Path), ErrTypeInvalidInput, nil)
+			return vault.KeyPairResult{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("%s holds an incomplete key pair (want privateKey, publicKey)", in.Path), errtype.InvalidInput, nil)
 		}
-		return KeyPairResult{PrivateKey: have["privateKey"], PublicKey: have["publicKey"]}, nil
+		return vault.KeyPairResult{PrivateKey: have["privateKey"], PublicKey: have["publicKey"]}, nil
 	}
 	if in.MustExist {
-		return KeyPairResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("Vault keeps no key pair at %s: adopt the cluster first (kedge run adopt), Kedge will not make a service-account key for it", in.Path), ErrTypeNotAdopted, nil)
+		return vault.KeyPairResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("Vault keeps no key pair at %s: adopt the cluster first (kedge run adopt), Kedge will not make a service-account key for it", in.Path), errtype.NotAdopted, nil)
 	}
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return KeyPairResult{}, err
+		return vault.KeyPairResult{}, err
 	}
 	priv, err := x509.MarshalECPrivateKey(k)
 	if err != nil {
-		return KeyPairResult{}, err
+		return vault.KeyPairResult{}, err
 	}
 	pub, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
 	if err != nil {
-		return KeyPairResult{}, err
+		return vault.KeyPairResult{}, err
 	}
-	res := KeyPairResult{
+	res := vault.KeyPairResult{
 		PrivateKey: string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: priv})),
 		PublicKey:  string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})),
 		Created:    true,
 	}
 	if _, err := kv.Put(ctx, in.Path, map[string]any{"privateKey": res.PrivateKey, "publicKey": res.PublicKey}); err != nil {
-		return KeyPairResult{}, classify("keep the key pair at "+in.Path, err)
+		return vault.KeyPairResult{}, classify("keep the key pair at "+in.Path, err)
 	}
 	return res, nil
 }
@@ -218,7 +221,7 @@ func dataStr(s *vaultapi.Secret, key string) string {
 // (Kubernetes groups such as system:masters), which Vault's issue endpoint
 // cannot set per request: the key is made here, and Vault signs a CSR
 // naming the subject verbatim. The key leaves the worker only sealed.
-func signVerbatim(ctx context.Context, cl *vaultapi.Client, path string, in IssueCertInput, life map[string]any) (*vaultapi.Secret, string, error) {
+func signVerbatim(ctx context.Context, cl *vaultapi.Client, path string, in vault.IssueCertInput, life map[string]any) (*vaultapi.Secret, string, error) {
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, "", err

@@ -12,6 +12,10 @@ import (
 	"testing"
 
 	"go.temporal.io/sdk/temporal"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/target"
+	"kedge.dev/kedge/actions/vault"
 )
 
 // fakePKI is the part of Vault vault.cluster-ca talks to: a KV v2 mount
@@ -79,16 +83,16 @@ func TestClusterCAKeepsEachCAApartAndMakesItOnce(t *testing.T) {
 	t.Cleanup(srv.Close)
 	a := &Activities{}
 	ctx := context.Background()
-	cfg := Config{Address: srv.URL}
+	cfg := target.Vault{Address: srv.URL}
 
-	cluster, err := a.ClusterCA(ctx, ClusterCAInput{Vault: cfg, Path: "kedge/clusters/m/ca", CommonName: "m kubernetes CA"})
+	cluster, err := a.ClusterCA(ctx, vault.ClusterCAInput{Vault: cfg, Path: "kedge/clusters/m/ca", CommonName: "m kubernetes CA"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !cluster.Created || cluster.PrivateKey == "" || cluster.Issuer != "issuer-1" {
 		t.Errorf("cluster CA %+v", cluster)
 	}
-	etcd, err := a.ClusterCA(ctx, ClusterCAInput{Vault: cfg, Path: "kedge/clusters/m/etcd-ca", CommonName: "m etcd CA", KeyInVault: true})
+	etcd, err := a.ClusterCA(ctx, vault.ClusterCAInput{Vault: cfg, Path: "kedge/clusters/m/etcd-ca", CommonName: "m etcd CA", KeyInVault: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,11 +110,11 @@ func TestClusterCAKeepsEachCAApartAndMakesItOnce(t *testing.T) {
 
 	// Later calls return the same CAs and make nothing.
 	f.calls = nil
-	again, err := a.ClusterCA(ctx, ClusterCAInput{Vault: cfg, Path: "kedge/clusters/m/etcd-ca", CommonName: "m etcd CA", KeyInVault: true})
+	again, err := a.ClusterCA(ctx, vault.ClusterCAInput{Vault: cfg, Path: "kedge/clusters/m/etcd-ca", CommonName: "m etcd CA", KeyInVault: true})
 	if err != nil || again.Created || again.Issuer != etcd.Issuer || again.Certificate != etcd.Certificate || again.PrivateKey != "" {
 		t.Errorf("etcd CA again: %+v %v", again, err)
 	}
-	clusterAgain, err := a.ClusterCA(ctx, ClusterCAInput{Vault: cfg, Path: "kedge/clusters/m/ca", CommonName: "m kubernetes CA"})
+	clusterAgain, err := a.ClusterCA(ctx, vault.ClusterCAInput{Vault: cfg, Path: "kedge/clusters/m/ca", CommonName: "m kubernetes CA"})
 	if err != nil || clusterAgain.Created || clusterAgain.Issuer != cluster.Issuer || clusterAgain.PrivateKey != cluster.PrivateKey {
 		t.Errorf("cluster CA again: %+v %v", clusterAgain, err)
 	}
@@ -119,14 +123,14 @@ func TestClusterCAKeepsEachCAApartAndMakesItOnce(t *testing.T) {
 	}
 
 	// A step that asks for the other kind of CA names the wrong path.
-	for _, in := range []ClusterCAInput{
+	for _, in := range []vault.ClusterCAInput{
 		{Vault: cfg, Path: "kedge/clusters/m/etcd-ca", CommonName: "m etcd CA"},
 		{Vault: cfg, Path: "kedge/clusters/m/ca", CommonName: "m kubernetes CA", KeyInVault: true},
 	} {
 		_, err := a.ClusterCA(ctx, in)
 		var ae *temporal.ApplicationError
-		if !errors.As(err, &ae) || ae.Type() != ErrTypeInvalidInput || !ae.NonRetryable() {
-			t.Errorf("%s keyInVault=%t: %v, want a non-retryable %s", in.Path, in.KeyInVault, err, ErrTypeInvalidInput)
+		if !errors.As(err, &ae) || ae.Type() != errtype.InvalidInput || !ae.NonRetryable() {
+			t.Errorf("%s keyInVault=%t: %v, want a non-retryable %s", in.Path, in.KeyInVault, err, errtype.InvalidInput)
 		}
 	}
 }

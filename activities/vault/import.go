@@ -15,22 +15,8 @@ import (
 
 	"kedge.dev/kedge/actions/errtype"
 	api "kedge.dev/kedge/actions/vault"
-)
 
-// ErrTypeConflict: Vault already keeps a different CA or key at the path.
-// Kedge never replaces a cluster's CA; not retried.
-const ErrTypeConflict = errtype.VaultConflict
-
-// ErrTypeNotAdopted: a step wants the CA of a cluster Kedge adopted and
-// Vault keeps none. Not retried.
-const ErrTypeNotAdopted = errtype.NotAdopted
-
-// ImportCA's and ImportKeyPair's input and result, declared in
-// actions/vault.
-type (
-	ImportCAInput      = api.ImportCAInput
-	ImportCAResult     = api.ImportCAResult
-	ImportKeyPairInput = api.ImportKeyPairInput
+	"kedge.dev/kedge/actions/target"
 )
 
 // ImportCA takes an existing CA and its key into the PKI mount as an
@@ -38,19 +24,19 @@ type (
 // runbook that asks for the cluster's CA gets this one. A Path that already
 // records the same CA is left as it is; one that records another CA is an
 // ErrTypeConflict: a cluster's CA is never replaced.
-func (a *Activities) ImportCA(ctx context.Context, in ImportCAInput) (ImportCAResult, error) {
+func (a *Activities) ImportCA(ctx context.Context, in api.ImportCAInput) (api.ImportCAResult, error) {
 	cert, err := checkCA(in.Certificate, in.PrivateKey)
 	if err != nil {
-		return ImportCAResult{}, invalid(fmt.Sprintf("%s: %v", in.From, err))
+		return api.ImportCAResult{}, invalid(fmt.Sprintf("%s: %v", in.From, err))
 	}
 	cl, err := a.client(in.Vault)
 	if err != nil {
-		return ImportCAResult{}, err
+		return api.ImportCAResult{}, err
 	}
 	kv := cl.KVv2(cmp.Or(in.Vault.KV, "secret"))
 	have, err := kvGet(ctx, kv, in.Path)
 	if err != nil {
-		return ImportCAResult{}, classify("read the CA at "+in.Path, err)
+		return api.ImportCAResult{}, classify("read the CA at "+in.Path, err)
 	}
 	if have != nil {
 		kept, err := firstCert(have["certificate"])
@@ -59,14 +45,14 @@ func (a *Activities) ImportCA(ctx context.Context, in ImportCAInput) (ImportCARe
 			if err == nil {
 				what = fmt.Sprintf("another CA (%q)", kept.Subject.CommonName)
 			}
-			return ImportCAResult{}, temporal.NewNonRetryableApplicationError(
+			return api.ImportCAResult{}, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("%s already records %s, not %q from %s: Kedge does not replace a cluster's CA", in.Path, what, cert.Subject.CommonName, in.From),
-				ErrTypeConflict, nil)
+				errtype.VaultConflict, nil)
 		}
 		if (have["keyInVault"] == "true") != in.KeyInVault || have["issuer"] == "" {
-			return ImportCAResult{}, invalid(fmt.Sprintf("%s records this CA differently (keyInVault %q, issuer %q)", in.Path, have["keyInVault"], have["issuer"]))
+			return api.ImportCAResult{}, invalid(fmt.Sprintf("%s records this CA differently (keyInVault %q, issuer %q)", in.Path, have["keyInVault"], have["issuer"]))
 		}
-		return ImportCAResult{Certificate: have["certificate"], Issuer: have["issuer"]}, nil
+		return api.ImportCAResult{Certificate: have["certificate"], Issuer: have["issuer"]}, nil
 	}
 
 	mount := cmp.Or(in.Vault.PKI, "pki")
@@ -75,7 +61,7 @@ func (a *Activities) ImportCA(ctx context.Context, in ImportCAInput) (ImportCARe
 		"pem_bundle": certPEM + strings.TrimSpace(in.PrivateKey) + "\n",
 	})
 	if err != nil {
-		return ImportCAResult{}, classify(fmt.Sprintf("import %q into %s", cert.Subject.CommonName, mount), err)
+		return api.ImportCAResult{}, classify(fmt.Sprintf("import %q into %s", cert.Subject.CommonName, mount), err)
 	}
 	// A CA imported before (a run that stopped before recording it) is
 	// not imported twice: Vault maps it to the issuer it already has.
@@ -91,7 +77,7 @@ func (a *Activities) ImportCA(ctx context.Context, in ImportCAInput) (ImportCARe
 		}
 	}
 	if issuer == "" {
-		return ImportCAResult{}, temporal.NewApplicationError(mount+"/issuers/import/bundle named no issuer", ErrTypeVault)
+		return api.ImportCAResult{}, temporal.NewApplicationError(mount+"/issuers/import/bundle named no issuer", errtype.Vault)
 	}
 	keep := map[string]any{"certificate": certPEM, "issuer": issuer, "adoptedFrom": in.From}
 	if in.KeyInVault {
@@ -100,15 +86,15 @@ func (a *Activities) ImportCA(ctx context.Context, in ImportCAInput) (ImportCARe
 		keep["privateKey"] = strings.TrimSpace(in.PrivateKey) + "\n"
 	}
 	if _, err := kv.Put(ctx, in.Path, keep); err != nil {
-		return ImportCAResult{}, classify("keep the CA at "+in.Path, err)
+		return api.ImportCAResult{}, classify("keep the CA at "+in.Path, err)
 	}
-	return ImportCAResult{Certificate: certPEM, Issuer: issuer, Created: true}, nil
+	return api.ImportCAResult{Certificate: certPEM, Issuer: issuer, Created: true}, nil
 }
 
 // ImportKeyPair records an existing key pair at Path the way
 // vault.key-pair keeps its own, so the cluster keeps signing with it. The
 // same pair already there is fine; another is an ErrTypeConflict.
-func (a *Activities) ImportKeyPair(ctx context.Context, in ImportKeyPairInput) (created bool, err error) {
+func (a *Activities) ImportKeyPair(ctx context.Context, in api.ImportKeyPairInput) (created bool, err error) {
 	if err := checkKeyPair(in.PrivateKey, in.PublicKey); err != nil {
 		return false, invalid(fmt.Sprintf("%s: %v", in.From, err))
 	}
@@ -126,7 +112,7 @@ func (a *Activities) ImportKeyPair(ctx context.Context, in ImportKeyPairInput) (
 			return false, nil
 		}
 		return false, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("%s already records another key pair than %s's: Kedge does not replace a signing key", in.Path, in.From), ErrTypeConflict, nil)
+			fmt.Sprintf("%s already records another key pair than %s's: Kedge does not replace a signing key", in.Path, in.From), errtype.VaultConflict, nil)
 	}
 	if _, err := kv.Put(ctx, in.Path, map[string]any{
 		"privateKey": strings.TrimSpace(in.PrivateKey) + "\n", "publicKey": strings.TrimSpace(in.PublicKey) + "\n", "adoptedFrom": in.From,
@@ -237,7 +223,7 @@ func parsePublicKey(s string) (crypto.PublicKey, error) {
 }
 
 // PutIfAbsent records data at path in KV unless something is there.
-func (a *Activities) PutIfAbsent(ctx context.Context, c Config, path string, data map[string]any) error {
+func (a *Activities) PutIfAbsent(ctx context.Context, c target.Vault, path string, data map[string]any) error {
 	cl, err := a.client(c)
 	if err != nil {
 		return err
@@ -258,7 +244,7 @@ func (a *Activities) PutIfAbsent(ctx context.Context, c Config, path string, dat
 
 // Put writes data at path in KV, a new version over what is there (KV v2
 // keeps the earlier ones), and returns its version.
-func (a *Activities) Put(ctx context.Context, c Config, path string, data map[string]any) (int, error) {
+func (a *Activities) Put(ctx context.Context, c target.Vault, path string, data map[string]any) (int, error) {
 	cl, err := a.client(c)
 	if err != nil {
 		return 0, err

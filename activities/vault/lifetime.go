@@ -13,11 +13,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"kedge.dev/kedge/actions/errtype"
-)
 
-// ErrTypeIssuerEnded is an issuer (or a notAfter asked) that has already
-// ended: nothing it signs could be valid. Not retried.
-const ErrTypeIssuerEnded = errtype.IssuerEnded
+	"kedge.dev/kedge/actions/vault"
+)
 
 // lifetime is what to ask Vault for a certificate that should last ttl (0:
 // the role's) and must not end after limit (zero: no limit known): the
@@ -64,18 +62,18 @@ func issuerNotAfter(ctx context.Context, cl *vaultapi.Client, mount, issuer stri
 	s, _ := sec.Data["certificate"].(string)
 	block, _ := pem.Decode([]byte(s))
 	if block == nil {
-		return time.Time{}, nil, temporal.NewApplicationError("read issuer "+p+": no certificate in the answer", ErrTypeVault)
+		return time.Time{}, nil, temporal.NewApplicationError("read issuer "+p+": no certificate in the answer", errtype.Vault)
 	}
 	c, err := x509.ParseCertificate(block.Bytes)
 	if err != nil {
-		return time.Time{}, nil, temporal.NewApplicationError("read issuer "+p+": "+err.Error(), ErrTypeVault)
+		return time.Time{}, nil, temporal.NewApplicationError("read issuer "+p+": "+err.Error(), errtype.Vault)
 	}
 	return c.NotAfter, c, nil
 }
 
 // leafLifetime is the lifetime to ask for in.TTL, never beyond the
 // issuer's end nor in.NotAfter.
-func leafLifetime(ctx context.Context, cl *vaultapi.Client, mount string, in IssueCertInput) (map[string]any, bool, error) {
+func leafLifetime(ctx context.Context, cl *vaultapi.Client, mount string, in vault.IssueCertInput) (map[string]any, bool, error) {
 	var ttl time.Duration
 	if in.TTL != "" {
 		d, err := time.ParseDuration(in.TTL)
@@ -102,7 +100,7 @@ func leafLifetime(ctx context.Context, cl *vaultapi.Client, mount string, in Iss
 	now := time.Now()
 	if !end.IsZero() && !end.After(now) {
 		return nil, false, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the issuer %q ended %s: it can sign nothing that is valid; rotate the CA first (the ca-rotation runbook)",
-			ca.Subject.CommonName, end.UTC().Format(time.RFC3339)), ErrTypeIssuerEnded, nil)
+			ca.Subject.CommonName, end.UTC().Format(time.RFC3339)), errtype.IssuerEnded, nil)
 	}
 	if !limit.IsZero() && !limit.After(now) {
 		return nil, false, invalid(fmt.Sprintf("notAfter %s has passed", in.NotAfter))

@@ -20,6 +20,10 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/temporal"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/target"
+	"kedge.dev/kedge/actions/vault"
 )
 
 func TestLifetimeNeverOutlivesTheLimit(t *testing.T) {
@@ -136,7 +140,7 @@ func TestIssueCertNeverOutlivesItsIssuer(t *testing.T) {
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	a := &Activities{}
-	in := IssueCertInput{Vault: Config{Address: srv.URL}, CommonName: "kube-apiserver", AltNames: []string{"api.example"}, Issuer: "issuer-1", TTL: "8760h", Verbatim: true}
+	in := vault.IssueCertInput{Vault: target.Vault{Address: srv.URL}, CommonName: "kube-apiserver", AltNames: []string{"api.example"}, Issuer: "issuer-1", TTL: "8760h", Verbatim: true}
 
 	res, err := a.IssueCert(t.Context(), in)
 	if err != nil {
@@ -177,7 +181,7 @@ func TestIssueCertNeverOutlivesItsIssuer(t *testing.T) {
 	in.Vault.Address = srv2.URL
 	_, err = a.IssueCert(t.Context(), in)
 	var ae *temporal.ApplicationError
-	if !errors.As(err, &ae) || ae.Type() != ErrTypeIssuerEnded || !ae.NonRetryable() || !strings.Contains(err.Error(), "ca-rotation") {
+	if !errors.As(err, &ae) || ae.Type() != errtype.IssuerEnded || !ae.NonRetryable() || !strings.Contains(err.Error(), "ca-rotation") {
 		t.Errorf("ended issuer: %v", err)
 	}
 	if len(ended.reqs) != 0 {

@@ -19,13 +19,6 @@ import (
 	api "kedge.dev/kedge/actions/vault"
 )
 
-// PromoteCAAction is the action name of PromoteCA.
-const PromoteCAAction = api.PromoteCAAction
-
-// ErrTypeNotStaged: nothing was staged at PATH-next, and PATH is not a
-// promoted successor. Not retried.
-const ErrTypeNotStaged = errtype.NotStaged
-
 // record is a KV record of a CA (vault.cluster-ca, vault.stage-ca) or a
 // key pair (vault.key-pair), as promote-ca sees it.
 type record struct {
@@ -58,7 +51,7 @@ func readRecord(ctx context.Context, kv *vaultapi.KVv2, path string) (*record, e
 		return r, nil
 	}
 	r.keyInVault = data["keyInVault"] == "true"
-	if _, err := storedCA(ClusterCAInput{Path: path, KeyInVault: r.keyInVault}, data); err != nil {
+	if _, err := storedCA(api.ClusterCAInput{Path: path, KeyInVault: r.keyInVault}, data); err != nil {
 		return nil, err
 	}
 	r.id = data["issuer"]
@@ -106,13 +99,13 @@ func (a *Activities) PromoteCA(ctx context.Context, in api.PromoteCAInput) (api.
 	}
 	if cur == nil {
 		return api.PromoteCAResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("Vault keeps nothing at %s: there is nothing to promote over (check the path)", in.Path), ErrTypeNotAdopted, nil)
+			fmt.Sprintf("Vault keeps nothing at %s: there is nothing to promote over (check the path)", in.Path), errtype.NotAdopted, nil)
 	}
 	if next == nil {
 		if prev == nil || cur.data["promotedAt"] == "" || cur.data["replaces"] != prev.id {
 			return api.PromoteCAResult{}, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("Vault keeps nothing at %s, and %s is not a promoted successor: stage one first (vault.stage-ca, or vault.key-pair at %s)", nextPath, in.Path, nextPath),
-				ErrTypeNotStaged, nil)
+				errtype.NotStaged, nil)
 		}
 		// Promoted by a run before: at most the default issuer is left.
 		res := api.PromoteCAResult{Issuer: cur.data["issuer"], PreviousIssuer: prev.data["issuer"]}
@@ -148,13 +141,13 @@ func move(ctx context.Context, kv *vaultapi.KVv2, cur, next, prev *record) (*rec
 		if prev == nil || cur.data["replaces"] != prev.id {
 			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 				"%s and %s hold the same %s, and %s does not hold the one it replaced: promote it by hand", cur.path, next.path, strings.TrimPrefix(cur.kind(), "a "), api.PreviousPath(cur.path)),
-				ErrTypeConflict, nil)
+				errtype.VaultConflict, nil)
 		}
 		return prev, nil
 	}
 	if r := next.data["replaces"]; r != "" && r != cur.id {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-			"%s was staged to replace %s, but %s holds %s: stage again against the one in use", next.path, r, cur.path, cur.id), ErrTypeConflict, nil)
+			"%s was staged to replace %s, but %s holds %s: stage again against the one in use", next.path, r, cur.path, cur.id), errtype.VaultConflict, nil)
 	}
 	now := time.Now().UTC().Format(time.RFC3339)
 	prevPath := api.PreviousPath(cur.path)

@@ -13,6 +13,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	api "kedge.dev/kedge/actions/vault"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/target"
 )
 
 // promoteFake is fakePKI with what vault.promote-ca also uses: deleting
@@ -47,13 +50,13 @@ func (f *promoteFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func newPromoteFake(t *testing.T) (*promoteFake, *Activities, Config) {
+func newPromoteFake(t *testing.T) (*promoteFake, *Activities, target.Vault) {
 	t.Helper()
 	t.Setenv("VAULT_TOKEN", "test-token")
 	f := &promoteFake{fakePKI: &fakePKI{kv: map[string]map[string]any{}}}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	return f, &Activities{}, Config{Address: srv.URL}
+	return f, &Activities{}, target.Vault{Address: srv.URL}
 }
 
 func appErr(err error) *temporal.ApplicationError {
@@ -73,14 +76,14 @@ func TestPromoteCAMovesTheStagedCAInOnce(t *testing.T) {
 	ctx := context.Background()
 	path := "kedge/clusters/m/ca"
 	in := api.PromoteCAInput{Vault: cfg, Path: path}
-	if _, err := a.PromoteCA(ctx, in); appErr(err) == nil || appErr(err).Type() != ErrTypeNotAdopted {
+	if _, err := a.PromoteCA(ctx, in); appErr(err) == nil || appErr(err).Type() != errtype.NotAdopted {
 		t.Errorf("nothing at the path: %v", err)
 	}
-	old, err := a.ClusterCA(ctx, ClusterCAInput{Vault: cfg, Path: path, CommonName: "m CA"})
+	old, err := a.ClusterCA(ctx, api.ClusterCAInput{Vault: cfg, Path: path, CommonName: "m CA"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.PromoteCA(ctx, in); appErr(err) == nil || appErr(err).Type() != ErrTypeNotStaged || !appErr(err).NonRetryable() {
+	if _, err := a.PromoteCA(ctx, in); appErr(err) == nil || appErr(err).Type() != errtype.NotStaged || !appErr(err).NonRetryable() {
 		t.Errorf("nothing staged: %v", err)
 	}
 	staged, err := a.StageCA(ctx, api.StageCAInput{Vault: cfg, Path: path, CommonName: "m CA 2"})
@@ -105,7 +108,7 @@ func TestPromoteCAMovesTheStagedCAInOnce(t *testing.T) {
 	if _, ok := f.kv[api.NextPath(path)]; ok || f.defaultIssuer != staged.Issuer {
 		t.Errorf("next still kept (%t) or the default issuer not moved: %s", ok, f.defaultIssuer)
 	}
-	if now, err := a.ClusterCA(ctx, ClusterCAInput{Vault: cfg, Path: path, CommonName: "m CA"}); err != nil || now.Issuer != staged.Issuer || now.Created {
+	if now, err := a.ClusterCA(ctx, api.ClusterCAInput{Vault: cfg, Path: path, CommonName: "m CA"}); err != nil || now.Issuer != staged.Issuer || now.Created {
 		t.Errorf("vault.cluster-ca after the promotion: %+v %v", now, err)
 	}
 
@@ -136,7 +139,7 @@ func TestPromoteCAFinishesAnInterruptedMove(t *testing.T) {
 	f, a, cfg := newPromoteFake(t)
 	ctx := context.Background()
 	path := "kedge/clusters/m/etcd-ca"
-	old, err := a.ClusterCA(ctx, ClusterCAInput{Vault: cfg, Path: path, CommonName: "m etcd CA", KeyInVault: true})
+	old, err := a.ClusterCA(ctx, api.ClusterCAInput{Vault: cfg, Path: path, CommonName: "m etcd CA", KeyInVault: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,11 +174,11 @@ func TestPromoteCAMovesKeyPairsAndRefusesMismatches(t *testing.T) {
 	f, a, cfg := newPromoteFake(t)
 	ctx := context.Background()
 	path := "kedge/clusters/m/service-account"
-	old, err := a.KeyPair(ctx, KeyPairInput{Vault: cfg, Path: path})
+	old, err := a.KeyPair(ctx, api.KeyPairInput{Vault: cfg, Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, err := a.KeyPair(ctx, KeyPairInput{Vault: cfg, Path: api.NextPath(path)})
+	next, err := a.KeyPair(ctx, api.KeyPairInput{Vault: cfg, Path: api.NextPath(path)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +186,7 @@ func TestPromoteCAMovesKeyPairsAndRefusesMismatches(t *testing.T) {
 	if err != nil || res != (api.PromoteCAResult{Changed: true}) {
 		t.Fatalf("key pair: %+v %v", res, err)
 	}
-	if now, err := a.KeyPair(ctx, KeyPairInput{Vault: cfg, Path: path}); err != nil || now.PublicKey != next.PublicKey || now.PrivateKey != next.PrivateKey {
+	if now, err := a.KeyPair(ctx, api.KeyPairInput{Vault: cfg, Path: path}); err != nil || now.PublicKey != next.PublicKey || now.PrivateKey != next.PrivateKey {
 		t.Errorf("vault.key-pair after the promotion: %v", err)
 	}
 	if f.kv[api.PreviousPath(path)]["publicKey"] != old.PublicKey {
@@ -194,13 +197,13 @@ func TestPromoteCAMovesKeyPairsAndRefusesMismatches(t *testing.T) {
 	}
 
 	ca := "kedge/clusters/m/ca"
-	if _, err := a.ClusterCA(ctx, ClusterCAInput{Vault: cfg, Path: ca, CommonName: "m CA"}); err != nil {
+	if _, err := a.ClusterCA(ctx, api.ClusterCAInput{Vault: cfg, Path: ca, CommonName: "m CA"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.KeyPair(ctx, KeyPairInput{Vault: cfg, Path: api.NextPath(ca)}); err != nil {
+	if _, err := a.KeyPair(ctx, api.KeyPairInput{Vault: cfg, Path: api.NextPath(ca)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.PromoteCA(ctx, api.PromoteCAInput{Vault: cfg, Path: ca}); appErr(err) == nil || appErr(err).Type() != ErrTypeInvalidInput ||
+	if _, err := a.PromoteCA(ctx, api.PromoteCAInput{Vault: cfg, Path: ca}); appErr(err) == nil || appErr(err).Type() != errtype.InvalidInput ||
 		!strings.Contains(err.Error(), "one cannot replace the other") {
 		t.Errorf("a key pair staged for a CA: %v", err)
 	}
@@ -208,11 +211,11 @@ func TestPromoteCAMovesKeyPairsAndRefusesMismatches(t *testing.T) {
 		t.Fatal("staged with nothing in use")
 	}
 	f.kv[api.NextPath(ca)] = map[string]any{"certificate": "C", "privateKey": "K", "issuer": "issuer-9", "replaces": "issuer-0"}
-	if _, err := a.PromoteCA(ctx, api.PromoteCAInput{Vault: cfg, Path: ca}); appErr(err) == nil || appErr(err).Type() != ErrTypeConflict || !appErr(err).NonRetryable() {
+	if _, err := a.PromoteCA(ctx, api.PromoteCAInput{Vault: cfg, Path: ca}); appErr(err) == nil || appErr(err).Type() != errtype.VaultConflict || !appErr(err).NonRetryable() {
 		t.Errorf("staged against another CA: %v", err)
 	}
 	f.kv[api.NextPath(ca)] = map[string]any{"certificate": "C", "issuer": "issuer-9", "keyInVault": "true"}
-	if _, err := a.PromoteCA(ctx, api.PromoteCAInput{Vault: cfg, Path: ca}); appErr(err) == nil || appErr(err).Type() != ErrTypeInvalidInput {
+	if _, err := a.PromoteCA(ctx, api.PromoteCAInput{Vault: cfg, Path: ca}); appErr(err) == nil || appErr(err).Type() != errtype.InvalidInput {
 		t.Errorf("a CA kept in Vault staged for an exported one: %v", err)
 	}
 }
@@ -224,19 +227,19 @@ func TestKeyPairMustExistMakesNothing(t *testing.T) {
 	f, a, cfg := newPromoteFake(t)
 	ctx := context.Background()
 	path := "kedge/clusters/m/service-account"
-	_, err := a.KeyPair(ctx, KeyPairInput{Vault: cfg, Path: path, MustExist: true})
+	_, err := a.KeyPair(ctx, api.KeyPairInput{Vault: cfg, Path: path, MustExist: true})
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != ErrTypeNotAdopted || !strings.Contains(err.Error(), "adopt the cluster first") {
+	if !errors.As(err, &app) || app.Type() != errtype.NotAdopted || !strings.Contains(err.Error(), "adopt the cluster first") {
 		t.Fatalf("a missing key pair with mustExist: %v", err)
 	}
 	if _, ok := f.kv[path]; ok {
 		t.Fatal("mustExist made a key pair")
 	}
-	made, err := a.KeyPair(ctx, KeyPairInput{Vault: cfg, Path: path})
+	made, err := a.KeyPair(ctx, api.KeyPairInput{Vault: cfg, Path: path})
 	if err != nil || !made.Created {
 		t.Fatalf("without mustExist: %+v %v", made, err)
 	}
-	if got, err := a.KeyPair(ctx, KeyPairInput{Vault: cfg, Path: path, MustExist: true}); err != nil || got.PublicKey != made.PublicKey || got.Created {
+	if got, err := a.KeyPair(ctx, api.KeyPairInput{Vault: cfg, Path: path, MustExist: true}); err != nil || got.PublicKey != made.PublicKey || got.Created {
 		t.Errorf("an existing key pair with mustExist: %+v %v", got, err)
 	}
 }

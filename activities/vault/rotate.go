@@ -9,6 +9,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	api "kedge.dev/kedge/actions/vault"
+
+	"kedge.dev/kedge/actions/errtype"
 )
 
 // StageCA makes the CA that is to replace the one kept at in.Path
@@ -32,15 +34,15 @@ func (a *Activities) StageCA(ctx context.Context, in api.StageCAInput) (api.Stag
 	}
 	if have == nil {
 		return api.StageCAResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("Vault keeps no CA at %s: there is nothing to rotate (adopt the cluster first, or check the path)", in.Path), ErrTypeNotAdopted, nil)
+			fmt.Sprintf("Vault keeps no CA at %s: there is nothing to rotate (adopt the cluster first, or check the path)", in.Path), errtype.NotAdopted, nil)
 	}
-	asked := ClusterCAInput{Vault: in.Vault, Path: in.Path, CommonName: in.CommonName, TTL: in.TTL, KeyInVault: in.KeyInVault}
+	asked := api.ClusterCAInput{Vault: in.Vault, Path: in.Path, CommonName: in.CommonName, TTL: in.TTL, KeyInVault: in.KeyInVault}
 	old, err := storedCA(asked, have)
 	if err != nil {
 		return api.StageCAResult{}, err
 	}
 	next := api.NextPath(in.Path)
-	var staged ClusterCAResult
+	var staged api.ClusterCAResult
 	if had, err := kvGet(ctx, kv, next); err != nil {
 		return api.StageCAResult{}, classify("read the staged CA at "+next, err)
 	} else if had != nil {

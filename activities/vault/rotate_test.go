@@ -10,6 +10,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	api "kedge.dev/kedge/actions/vault"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/actions/target"
 )
 
 // A rotation's new CA is made once, beside the one in use, which stays as
@@ -21,14 +24,14 @@ func TestStageCAMakesTheNextCAOnceBesideTheOld(t *testing.T) {
 	t.Cleanup(srv.Close)
 	a := &Activities{}
 	ctx := context.Background()
-	cfg := Config{Address: srv.URL}
+	cfg := target.Vault{Address: srv.URL}
 
 	in := api.StageCAInput{Vault: cfg, Path: "kedge/clusters/m/ca", CommonName: "m kubernetes CA 2"}
 	var ae *temporal.ApplicationError
-	if _, err := a.StageCA(ctx, in); !errors.As(err, &ae) || ae.Type() != ErrTypeNotAdopted || !ae.NonRetryable() {
+	if _, err := a.StageCA(ctx, in); !errors.As(err, &ae) || ae.Type() != errtype.NotAdopted || !ae.NonRetryable() {
 		t.Fatalf("no CA to rotate: %v", err)
 	}
-	old, err := a.ClusterCA(ctx, ClusterCAInput{Vault: cfg, Path: in.Path, CommonName: "m kubernetes CA"})
+	old, err := a.ClusterCA(ctx, api.ClusterCAInput{Vault: cfg, Path: in.Path, CommonName: "m kubernetes CA"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,14 +65,14 @@ func TestStageCAMakesTheNextCAOnceBesideTheOld(t *testing.T) {
 	}
 
 	// etcd's CA keeps its key in Vault, and so does its successor.
-	if _, err := a.ClusterCA(ctx, ClusterCAInput{Vault: cfg, Path: "kedge/clusters/m/etcd-ca", CommonName: "m etcd CA", KeyInVault: true}); err != nil {
+	if _, err := a.ClusterCA(ctx, api.ClusterCAInput{Vault: cfg, Path: "kedge/clusters/m/etcd-ca", CommonName: "m etcd CA", KeyInVault: true}); err != nil {
 		t.Fatal(err)
 	}
 	etcd, err := a.StageCA(ctx, api.StageCAInput{Vault: cfg, Path: "kedge/clusters/m/etcd-ca", CommonName: "m etcd CA 2", KeyInVault: true})
 	if err != nil || etcd.PrivateKey != "" || f.kv["kedge/clusters/m/etcd-ca-next"]["privateKey"] != nil {
 		t.Errorf("etcd: %+v %v", etcd, err)
 	}
-	if _, err := a.StageCA(ctx, api.StageCAInput{Vault: cfg, Path: "kedge/clusters/m/etcd-ca", CommonName: "m etcd CA 2"}); !errors.As(err, &ae) || ae.Type() != ErrTypeInvalidInput {
+	if _, err := a.StageCA(ctx, api.StageCAInput{Vault: cfg, Path: "kedge/clusters/m/etcd-ca", CommonName: "m etcd CA 2"}); !errors.As(err, &ae) || ae.Type() != errtype.InvalidInput {
 		t.Errorf("etcd's CA asked for with an exported key: %v", err)
 	}
 }

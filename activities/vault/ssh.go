@@ -12,6 +12,8 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"kedge.dev/kedge/activities/sshpool"
+
+	"kedge.dev/kedge/actions/target"
 )
 
 // certRenewBefore is how long before its end a login certificate is
@@ -28,7 +30,7 @@ type loginCert struct {
 // fresh ed25519 key, signed by Vault for the target's user. Certificates
 // are reused until shortly before they expire. Targets without a signer
 // get none (the pool then uses the identity file or the agent).
-func (a *Activities) SSHSigners(ctx context.Context, t sshpool.Target) ([]ssh.Signer, error) {
+func (a *Activities) SSHSigners(ctx context.Context, t target.SSH) ([]ssh.Signer, error) {
 	ca := t.VaultCA
 	if ca == nil {
 		return nil, nil
@@ -42,7 +44,7 @@ func (a *Activities) SSHSigners(ctx context.Context, t sshpool.Target) ([]ssh.Si
 	}
 	a.mu.Unlock()
 
-	cl, err := a.client(Config{Address: ca.Address, TokenFile: ca.TokenFile, CAFile: ca.CAFile})
+	cl, err := a.client(target.Vault{Address: ca.Address, TokenFile: ca.TokenFile, CAFile: ca.CAFile})
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"kedge.dev/kedge/activities/sshpool"
+
+	"kedge.dev/kedge/actions/target"
 )
 
 // A Vault that is down or failing makes an SSH step retry (unreachable);
@@ -42,8 +44,8 @@ func TestSSHSignersClassifiesVaultFailures(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a := &Activities{}
-			_, err := a.SSHSigners(t.Context(), sshpool.Target{Node: "n1", Address: "127.0.0.1",
-				VaultCA: &sshpool.VaultCA{Address: c.addr, Mount: "ssh-client-signer", Role: "kedge"}})
+			_, err := a.SSHSigners(t.Context(), target.SSH{Node: "n1", Address: "127.0.0.1",
+				VaultCA: &target.VaultCA{Address: c.addr, Mount: "ssh-client-signer", Role: "kedge"}})
 			if err == nil {
 				t.Fatal("no error")
 			}

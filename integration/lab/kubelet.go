@@ -8,6 +8,8 @@ import (
 
 	"kedge.dev/kedge/activities/render"
 	"kedge.dev/kedge/integration/testhosts"
+
+	renderapi "kedge.dev/kedge/actions/render"
 )
 
 // KubeletImage is the image the lab's kubelets start with. Its tag is the
@@ -24,11 +26,11 @@ const KubeletImage = "quay.io/poseidon/kubelet:v1.35.3"
 // credentials (e.g. controlplane's NodeKubeconfig), never
 // cluster-admin's.
 func InstallKubelet(ctx context.Context, h *testhosts.Host, kubeconfig []byte, node, image string) error {
-	unit, err := render.KubeletUnit(render.KubeletUnitInput{Runtime: render.RuntimeDocker, Image: image, Node: node, Role: render.RoleWorker})
+	unit, err := render.KubeletUnit(renderapi.KubeletUnitInput{Runtime: render.RuntimeDocker, Image: image, Node: node, Role: render.RoleWorker})
 	if err != nil {
 		return err
 	}
-	config, err := render.KubeletConfig(render.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
+	config, err := render.KubeletConfig(renderapi.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"kedge.dev/kedge/activities/render"
+
+	renderapi "kedge.dev/kedge/actions/render"
 )
 
 // HealthzAddress is where a kubelet configured by Kedge serves /healthz
@@ -57,7 +59,7 @@ func (n *Node) JoinWithCertificate(c Cluster) error {
 	if err != nil {
 		return err
 	}
-	kubeconfig, err := render.Kubeconfig(render.KubeconfigInput{
+	kubeconfig, err := render.Kubeconfig(renderapi.KubeconfigInput{
 		ClusterName: "kedge", Server: c.Server, CACert: string(caPEM),
 		User: "system:node:" + n.Name, ClientCert: string(certPEM), ClientKey: string(nodeKeyPEM),
 	})
@@ -139,7 +141,7 @@ func parseKey(keyPEM []byte) (crypto.Signer, error) {
 // (render.KubeletConfig, the cluster DNS at 10.96.0.10), adjusted for
 // this machine by ForThisMachine.
 func (n *Node) KubeletConfig() ([]byte, error) {
-	cfg, err := render.KubeletConfig(render.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
+	cfg, err := render.KubeletConfig(renderapi.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
 	if err != nil {
 		return nil, err
 	}

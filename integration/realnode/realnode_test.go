@@ -24,6 +24,8 @@ import (
 	"kedge.dev/kedge/activities/render"
 	"kedge.dev/kedge/integration/controlplane"
 	"kedge.dev/kedge/integration/images"
+
+	renderapi "kedge.dev/kedge/actions/render"
 )
 
 // requireRoot skips a test that cannot run here: only when not root
@@ -251,7 +253,7 @@ ExecStart=/usr/bin/podman run --rm \
 }
 
 func TestForThisMachineChangesOnlyWhatThisMachineNeeds(t *testing.T) {
-	cfg, err := render.KubeletConfig(render.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
+	cfg, err := render.KubeletConfig(renderapi.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,7 +493,7 @@ spec:
 		var all [][]string
 		var units [][]byte
 		for _, rt := range []string{render.RuntimePodman, render.RuntimeDocker} {
-			u, err := render.KubeletUnit(render.KubeletUnitInput{Runtime: rt, Image: image, Node: node2.Name,
+			u, err := render.KubeletUnit(renderapi.KubeletUnitInput{Runtime: rt, Image: image, Node: node2.Name,
 				Role: render.RoleWorker, NodeIP: node2.NodeIP})
 			if err != nil {
 				t.Fatal(err)

@@ -14,6 +14,8 @@ import (
 
 	"kedge.dev/kedge/activities/render"
 	"kedge.dev/kedge/integration/testhosts"
+
+	renderapi "kedge.dev/kedge/actions/render"
 )
 
 // sshCgroup is where, under the node's CgroupRoot, its sshd and
@@ -217,7 +219,7 @@ func (n *Node) InstallKubelet(ctx context.Context, h *testhosts.Host, c Cluster,
 	}
 	// Kedge's config as rendered: StartSSH left this machine's settings
 	// in the kubelet's --config-dir.
-	config, err := render.KubeletConfig(render.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
+	config, err := render.KubeletConfig(renderapi.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
 	if err != nil {
 		return err
 	}
@@ -229,7 +231,7 @@ func (n *Node) InstallKubelet(ctx context.Context, h *testhosts.Host, c Cluster,
 			return err
 		}
 	}
-	unit, err := render.KubeletUnit(render.KubeletUnitInput{Runtime: in.Runtime, Image: in.Image, Node: n.Name, Role: in.Role, NodeIP: n.NodeIP})
+	unit, err := render.KubeletUnit(renderapi.KubeletUnitInput{Runtime: in.Runtime, Image: in.Image, Node: n.Name, Role: in.Role, NodeIP: n.NodeIP})
 	if err != nil {
 		return err
 	}

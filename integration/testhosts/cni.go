@@ -5,6 +5,8 @@ import (
 	"net"
 
 	"kedge.dev/kedge/activities/render"
+
+	renderapi "kedge.dev/kedge/actions/render"
 )
 
 // WriteCNIConfig gives the host the bridge network node-join would give
@@ -22,7 +24,7 @@ func WriteCNIConfig(h *Host) error {
 	for i := range nodes {
 		nodes[i] = fmt.Sprintf("node-%d", i)
 	}
-	conf, err := render.BridgeCNIConfig(render.BridgeCNIInput{Nodes: nodes, Node: nodes[ip[3]]})
+	conf, err := render.BridgeCNIConfig(renderapi.BridgeCNIInput{Nodes: nodes, Node: nodes[ip[3]]})
 	if err != nil {
 		return fmt.Errorf("CNI config for %s: %w", h.Name, err)
 	}

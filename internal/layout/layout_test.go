@@ -13,6 +13,8 @@ import (
 	"kedge.dev/kedge/activities/render"
 	"kedge.dev/kedge/integration/typhoon"
 	"kedge.dev/kedge/integration/typhoon/butane"
+
+	renderapi "kedge.dev/kedge/actions/render"
 )
 
 // memHost is a host's files in memory, for unit tests.
@@ -281,13 +283,13 @@ func TestDiscoverTyphoonFCOSWorkerWithADropIn(t *testing.T) {
 
 func TestDiscoverKedge(t *testing.T) {
 	m := memHost{}
-	u, err := render.KubeletUnit(render.KubeletUnitInput{Runtime: render.RuntimeDocker, Image: "quay.io/poseidon/kubelet:v1.35.4",
+	u, err := render.KubeletUnit(renderapi.KubeletUnitInput{Runtime: render.RuntimeDocker, Image: "quay.io/poseidon/kubelet:v1.35.4",
 		Node: "worker-1", Role: render.RoleWorker, NodeIP: "10.0.0.21"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m[render.KubeletUnitPath] = u
-	cfg, err := render.KubeletConfig(render.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
+	cfg, err := render.KubeletConfig(renderapi.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,8 +468,8 @@ func TestASwapWritesWhereTheOperatorSetsTheImage(t *testing.T) {
 // CA rotation and cert-renewal must reach, though no process names it.
 func TestDiscoverKedgeAdminKubeconfig(t *testing.T) {
 	m, f := kedgeHost(t, "controller-1", "controller-1")
-	pods, err := render.StaticPods(render.ControlPlaneInput{Node: "controller-1", NodeIP: "10.0.0.11", ServiceCIDR: "10.96.0.0/12",
-		Images: render.ControlPlaneImages{Etcd: "e:1", APIServer: "a:1", ControllerManager: "c:1", Scheduler: "s:1"}})
+	pods, err := render.StaticPods(renderapi.ControlPlaneInput{Node: "controller-1", NodeIP: "10.0.0.11", ServiceCIDR: "10.96.0.0/12",
+		Images: renderapi.ControlPlaneImages{Etcd: "e:1", APIServer: "a:1", ControllerManager: "c:1", Scheduler: "s:1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 
 	"kedge.dev/kedge/activities/render"
 	"kedge.dev/kedge/integration/typhoon"
+
+	renderapi "kedge.dev/kedge/actions/render"
 )
 
 // nnHost is a host's files for the Node name tests.
@@ -34,13 +36,13 @@ func (m nnHost) running(fragment string, dropIns ...string) UnitState {
 func kedgeHost(t *testing.T, node, hostname string) (nnHost, Facts) {
 	t.Helper()
 	m := nnHost{}
-	u, err := render.KubeletUnit(render.KubeletUnitInput{Runtime: render.RuntimeDocker, Image: "quay.io/poseidon/kubelet:v1.35.4",
+	u, err := render.KubeletUnit(renderapi.KubeletUnitInput{Runtime: render.RuntimeDocker, Image: "quay.io/poseidon/kubelet:v1.35.4",
 		Node: node, Role: render.RoleWorker, NodeIP: "10.0.0.21"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m[render.KubeletUnitPath] = u
-	cfg, err := render.KubeletConfig(render.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
+	cfg, err := render.KubeletConfig(renderapi.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,8 +186,8 @@ func TestKubeletLive(t *testing.T) {
 // own hosts).
 func TestEtcdDataDir(t *testing.T) {
 	m, f := kedgeHost(t, "controller-1", "controller-1")
-	pods, err := render.StaticPods(render.ControlPlaneInput{Node: "controller-1", NodeIP: "10.0.0.11", ServiceCIDR: "10.96.0.0/12",
-		Images: render.ControlPlaneImages{Etcd: "e:1", APIServer: "a:1", ControllerManager: "c:1", Scheduler: "s:1"}})
+	pods, err := render.StaticPods(renderapi.ControlPlaneInput{Node: "controller-1", NodeIP: "10.0.0.11", ServiceCIDR: "10.96.0.0/12",
+		Images: renderapi.ControlPlaneImages{Etcd: "e:1", APIServer: "a:1", ControllerManager: "c:1", Scheduler: "s:1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,8 @@ import (
 	"kedge.dev/kedge/activities/kube"
 	"kedge.dev/kedge/activities/render"
 	"kedge.dev/kedge/runbooks/inventory"
+
+	kubeapi "kedge.dev/kedge/actions/kube"
 )
 
 // ErrType is the error type of a refused action. It is not retried.
@@ -96,7 +98,7 @@ func (g *Guard) Resolve(arg any) (any, error) {
 	if err := g.resolveFields(out.Elem()); err != nil {
 		return nil, err
 	}
-	if s, ok := out.Elem().Interface().(kube.SaveKubeconfigInput); ok {
+	if s, ok := out.Elem().Interface().(kubeapi.SaveKubeconfigInput); ok {
 		if err := g.checkSave(s); err != nil {
 			return nil, err
 		}
@@ -217,7 +219,7 @@ func (g *Guard) kube(k target.Kube) (target.Kube, error) {
 // every later kube action of the cluster loads it: embedded certificates
 // and keys only (kube.Saveable), and every server one of the cluster's
 // own API servers (apiServers).
-func (g *Guard) checkSave(s kube.SaveKubeconfigInput) error {
+func (g *Guard) checkSave(s kubeapi.SaveKubeconfigInput) error {
 	c, err := g.cluster(s.Cluster.Name)
 	if err != nil {
 		return err

@@ -25,10 +25,13 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 
-	"kedge.dev/kedge/activities/kube"
 	"kedge.dev/kedge/activities/render"
-	"kedge.dev/kedge/activities/sshpool"
+
 	"kedge.dev/kedge/runbooks/inventory"
+
+	kubeapi "kedge.dev/kedge/actions/kube"
+	renderapi "kedge.dev/kedge/actions/render"
+	"kedge.dev/kedge/actions/target"
 )
 
 const mercury = `apiVersion: kedge/v1
@@ -127,8 +130,8 @@ func TestFilesRefusesWhatIsAmbiguousOrBroken(t *testing.T) {
 
 // An action's input as the workflow renders it from the inventory.
 type hostInput struct {
-	Target  sshpool.Target `json:"target"`
-	Command string         `json:"command"`
+	Target  target.SSH `json:"target"`
+	Command string     `json:"command"`
 }
 
 type vaultInput struct {
@@ -136,8 +139,8 @@ type vaultInput struct {
 }
 
 type kubeInput struct {
-	Cluster kube.Cluster `json:"cluster"`
-	Node    string       `json:"node"`
+	Cluster target.Kube `json:"cluster"`
+	Node    string      `json:"node"`
 }
 
 // resolved runs the guard over an input and returns what the action
@@ -167,12 +170,12 @@ func TestGuardGivesOnlyTheWorkersOwn(t *testing.T) {
 	}
 	ownVault := c.Vault
 	ownVault.Cluster = "mercury"
-	ownKube := kube.Cluster{Name: "mercury", Kubeconfig: c.Kubernetes.Kubeconfig}
+	ownKube := target.Kube{Name: "mercury", Kubeconfig: c.Kubernetes.Kubeconfig}
 	if own.IdentityFile == "" || own.Port != 2222 || own.User != "core" || own.Become != "sudo" || ownVault.TokenFile == "" || ownKube.Kubeconfig == "" {
 		t.Fatalf("the fixture lost its point: %+v %+v %+v", own, ownVault, ownKube)
 	}
 
-	forge := func(f func(*sshpool.Target)) sshpool.Target {
+	forge := func(f func(*target.SSH)) target.SSH {
 		t := own
 		f(&t)
 		return t
@@ -182,17 +185,17 @@ func TestGuardGivesOnlyTheWorkersOwn(t *testing.T) {
 		f(&v)
 		return v
 	}
-	hosts := map[string]sshpool.Target{
+	hosts := map[string]target.SSH{
 		"the reference a run sends":                                    own.Ref(),
 		"the worker's own, spelled out (a run sent before references)": own,
-		"another key":         forge(func(t *sshpool.Target) { t.IdentityFile = "/home/eve/.ssh/id" }),
-		"the agent instead":   forge(func(t *sshpool.Target) { t.IdentityFile = "" }),
-		"another known_hosts": forge(func(t *sshpool.Target) { t.KnownHostsFile = "/dev/null" }),
-		"another address":     forge(func(t *sshpool.Target) { t.Address = "203.0.113.9" }),
-		"another port":        forge(func(t *sshpool.Target) { t.Port = 22 }),
-		"root":                forge(func(t *sshpool.Target) { t.User, t.Become = "root", "" }),
-		"a Vault signer": forge(func(t *sshpool.Target) {
-			t.VaultCA = &sshpool.VaultCA{Address: "https://eve:8200", Mount: "ssh", Role: "root"}
+		"another key":         forge(func(t *target.SSH) { t.IdentityFile = "/home/eve/.ssh/id" }),
+		"the agent instead":   forge(func(t *target.SSH) { t.IdentityFile = "" }),
+		"another known_hosts": forge(func(t *target.SSH) { t.KnownHostsFile = "/dev/null" }),
+		"another address":     forge(func(t *target.SSH) { t.Address = "203.0.113.9" }),
+		"another port":        forge(func(t *target.SSH) { t.Port = 22 }),
+		"root":                forge(func(t *target.SSH) { t.User, t.Become = "root", "" }),
+		"a Vault signer": forge(func(t *target.SSH) {
+			t.VaultCA = &target.VaultCA{Address: "https://eve:8200", Mount: "ssh", Role: "root"}
 		}),
 	}
 	for name, in := range hosts {
@@ -218,7 +221,7 @@ func TestGuardGivesOnlyTheWorkersOwn(t *testing.T) {
 			t.Errorf("Vault, %s: the action got %+v, %v; want %+v", name, got.Vault, err, ownVault)
 		}
 	}
-	for name, in := range map[string]kube.Cluster{
+	for name, in := range map[string]target.Kube{
 		"the reference a run sends": {Name: "mercury"},
 		"another kubeconfig":        {Name: "mercury", Kubeconfig: "/root/.kube/config"},
 		"another context":           {Name: "mercury", Kubeconfig: ownKube.Kubeconfig, Context: "prod"},
@@ -248,12 +251,12 @@ func TestGuardGivesOnlyTheWorkersOwn(t *testing.T) {
 		in   any
 		want string
 	}{
-		"a host not listed":    {hostInput{Target: sshpool.Target{Cluster: "mercury", Node: "w-9"}}, `has no host "w-9"`},
-		"another cluster":      {hostInput{Target: sshpool.Target{Cluster: "venus", Node: "w-1"}}, `does not serve cluster "venus"`},
-		"an unknown host":      {hostInput{Target: forge(func(t *sshpool.Target) { t.Cluster, t.Address = "", "203.0.113.9" })}, "no inventory of this worker reaches the host"},
+		"a host not listed":    {hostInput{Target: target.SSH{Cluster: "mercury", Node: "w-9"}}, `has no host "w-9"`},
+		"another cluster":      {hostInput{Target: target.SSH{Cluster: "venus", Node: "w-1"}}, `does not serve cluster "venus"`},
+		"an unknown host":      {hostInput{Target: forge(func(t *target.SSH) { t.Cluster, t.Address = "", "203.0.113.9" })}, "no inventory of this worker reaches the host"},
 		"an unnamed Vault":     {vaultInput{Vault: forgeVault(func(v *inventory.Vault) { v.Cluster, v.Address = "", "https://eve:8200" })}, "no inventory of this worker names that Vault"},
 		"no Vault named":       {vaultInput{}, "no inventory of this worker names that Vault"},
-		"another kube cluster": {kubeInput{Cluster: kube.Cluster{Name: "venus"}}, `does not serve cluster "venus"`},
+		"another kube cluster": {kubeInput{Cluster: target.Kube{Name: "venus"}}, `does not serve cluster "venus"`},
 	} {
 		if _, err := g.Resolve(c.in); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want %q", name, err, c.want)
@@ -279,7 +282,7 @@ func TestGuardRefusesWhatTheInventoryDoesNotName(t *testing.T) {
 	if _, err := g.Resolve(vaultInput{Vault: inventory.Vault{Cluster: "bare", Address: "https://eve:8200"}}); err == nil || !strings.Contains(err.Error(), "names no vault.address") {
 		t.Errorf("Vault: %v", err)
 	}
-	if _, err := g.Resolve(kubeInput{Cluster: kube.Cluster{Name: "bare", Kubeconfig: "/root/.kube/config"}}); err == nil || !strings.Contains(err.Error(), "names no kubernetes.kubeconfig") {
+	if _, err := g.Resolve(kubeInput{Cluster: target.Kube{Name: "bare", Kubeconfig: "/root/.kube/config"}}); err == nil || !strings.Contains(err.Error(), "names no kubernetes.kubeconfig") {
 		t.Errorf("kube: %v", err)
 	}
 }
@@ -297,7 +300,7 @@ func TestGuardStandsBeforeTheActivity(t *testing.T) {
 	env := s.NewTestActivityEnvironment()
 	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{
 		&Guard{Registry: f, Logger: slog.New(slog.NewTextHandler(&logs, nil))}}})
-	var got []sshpool.Target
+	var got []target.SSH
 	env.RegisterActivityWithOptions(func(_ context.Context, in hostInput) (string, error) {
 		got = append(got, in.Target)
 		return "ran " + in.Command, nil
@@ -305,7 +308,7 @@ func TestGuardStandsBeforeTheActivity(t *testing.T) {
 
 	forged := own
 	forged.IdentityFile, forged.Address = "/home/eve/.ssh/id", "203.0.113.9"
-	for _, in := range []sshpool.Target{own.Ref(), forged} {
+	for _, in := range []target.SSH{own.Ref(), forged} {
 		v, err := env.ExecuteActivity("host.run", hostInput{Target: in, Command: "true"})
 		var out string
 		if err != nil || v.Get(&out) != nil || out != "ran true" {
@@ -317,7 +320,7 @@ func TestGuardStandsBeforeTheActivity(t *testing.T) {
 			t.Errorf("call %d: the activity got %+v, want the worker's own %+v", i, tg, own)
 		}
 	}
-	_, err := env.ExecuteActivity("host.run", hostInput{Target: sshpool.Target{Cluster: "venus", Node: "cp-1"}, Command: "id"})
+	_, err := env.ExecuteActivity("host.run", hostInput{Target: target.SSH{Cluster: "venus", Node: "cp-1"}, Command: "id"})
 	var app *temporal.ApplicationError
 	if !errors.As(err, &app) || app.Type() != ErrType || !app.NonRetryable() {
 		t.Fatalf("another cluster: %v", err)
@@ -350,7 +353,7 @@ func adminKubeconfig(t *testing.T, server string) string {
 		t.Fatal(err)
 	}
 	cert := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	out, err := render.Kubeconfig(render.KubeconfigInput{ClusterName: "mercury", Server: server, CACert: cert, User: "kedge-admin",
+	out, err := render.Kubeconfig(renderapi.KubeconfigInput{ClusterName: "mercury", Server: server, CACert: cert, User: "kedge-admin",
 		ClientCert: cert, ClientKey: string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kd}))})
 	if err != nil {
 		t.Fatal(err)
@@ -367,9 +370,9 @@ func TestGuardSavesOnlyTheInventorysAPIServer(t *testing.T) {
 	f, dir := registry(t)
 	g := &Guard{Registry: f}
 	c, _ := f.Cluster("mercury")
-	kc := kube.Cluster{Name: "mercury", Kubeconfig: c.Kubernetes.Kubeconfig}
-	save := func(server string) kube.SaveKubeconfigInput {
-		return kube.SaveKubeconfigInput{Cluster: kc, Content: adminKubeconfig(t, server)}
+	kc := target.Kube{Name: "mercury", Kubeconfig: c.Kubernetes.Kubeconfig}
+	save := func(server string) kubeapi.SaveKubeconfigInput {
+		return kubeapi.SaveKubeconfigInput{Cluster: kc, Content: adminKubeconfig(t, server)}
 	}
 	if _, err := g.Resolve(save("https://10.0.0.1:6443")); err != nil {
 		t.Errorf("a controller's API server: %v", err)
@@ -382,7 +385,7 @@ func TestGuardSavesOnlyTheInventorysAPIServer(t *testing.T) {
 	}
 	withExec := strings.Replace(adminKubeconfig(t, "https://10.0.0.1:6443"), "    client-certificate-data:",
 		"    exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/sh}\n    client-certificate-data:", 1)
-	if _, err := g.Resolve(kube.SaveKubeconfigInput{Cluster: kc, Content: withExec}); err == nil || !strings.Contains(err.Error(), "users[kedge-admin].exec") {
+	if _, err := g.Resolve(kubeapi.SaveKubeconfigInput{Cluster: kc, Content: withExec}); err == nil || !strings.Contains(err.Error(), "users[kedge-admin].exec") {
 		t.Errorf("an exec plugin at the inventory's server: %v", err)
 	}
 	// An inventory that names its server (a load balancer, say).

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"kedge.dev/kedge/activities/sshpool"
+	"kedge.dev/kedge/actions/target"
 )
 
 const becomeCluster = `apiVersion: kedge/v1
@@ -24,8 +24,8 @@ func TestBecomeClusterWideAndPerNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	for node, want := range map[string][2]string{
-		"cp-1": {"core", sshpool.BecomeSudo},
-		"w-1":  {"core", sshpool.BecomeSudo},
+		"cp-1": {"core", target.BecomeSudo},
+		"w-1":  {"core", target.BecomeSudo},
 		"w-2":  {"root", ""},
 	} {
 		tg, err := c.Target(node)
@@ -41,7 +41,7 @@ func TestBecomeClusterWideAndPerNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tg, _ := c.Target("w-2"); tg.Become != sshpool.BecomeSudo {
+	if tg, _ := c.Target("w-2"); tg.Become != target.BecomeSudo {
 		t.Errorf("w-2 asks for sudo: become %q", tg.Become)
 	}
 	if tg, _ := c.Target("w-1"); tg.Become != "" {

@@ -78,7 +78,7 @@ func run(endpoint, caFile, certFile, keyFile, codecKey, dest string) error {
 	}
 	a := &etcd.Activities{Vault: issuer{cert, key}, Keys: keys, Destinations: destinations{d}, Timeout: 30 * time.Second}
 	began := time.Now()
-	res, err := a.Snapshot(context.Background(), etcd.SnapshotInput{Vault: target.Vault{Cluster: "bench"}, Endpoints: []string{endpoint},
+	res, err := a.Snapshot(context.Background(), api.SnapshotInput{Vault: target.Vault{Cluster: "bench"}, Endpoints: []string{endpoint},
 		CACert: ca, Issuer: "etcd", Destination: "bench"})
 	if err != nil {
 		return err

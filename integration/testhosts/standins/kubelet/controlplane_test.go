@@ -27,6 +27,8 @@ import (
 
 	"kedge.dev/kedge/activities/render"
 	"kedge.dev/kedge/integration/controlplane"
+
+	renderapi "kedge.dev/kedge/actions/render"
 )
 
 // bootstrapRBAC are the bindings that let kubelets join by TLS bootstrap:
@@ -54,7 +56,7 @@ func bootstrapRBAC(ctx context.Context, cs kubernetes.Interface) error {
 // dir and a serving pair named.
 func kubeletConfig(t *testing.T, dir, caFile, tlsCert, tlsKey string) string {
 	t.Helper()
-	rendered, err := render.KubeletConfig(render.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
+	rendered, err := render.KubeletConfig(renderapi.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +269,7 @@ func testTLSBootstrapRegistrationAndServing(t *testing.T, cp *controlplane.Contr
 	if err != nil {
 		t.Fatal(err)
 	}
-	bootKubeconfig, err := render.Kubeconfig(render.KubeconfigInput{ClusterName: "sim", Server: cp.Server, CACert: string(caPEM),
+	bootKubeconfig, err := render.Kubeconfig(renderapi.KubeconfigInput{ClusterName: "sim", Server: cp.Server, CACert: string(caPEM),
 		User: "kubelet-bootstrap", Token: token.Token})
 	if err != nil {
 		t.Fatal(err)
