@@ -120,7 +120,7 @@ record-histories: deps kube-tools vault-tools
 ## (only the packages that hold benchmarks: the others' test worlds would
 ## start for nothing and share the two cores)
 bench: deps kube-tools
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) flock -o $(IT_LOCK) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./integration/ ./activities/host/ ./internal/devserver/ ./runbooks/plan/
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) flock -o $(IT_LOCK) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./integration/ ./activities/sshhost/ ./internal/devserver/ ./runbooks/plan/
 
 # Every fuzz target (package:Func). `make test` runs each on its seed
 # corpus; `make fuzz` mutates each for FUZZTIME.

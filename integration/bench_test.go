@@ -15,7 +15,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
-	hostacts "kedge.dev/kedge/activities/host"
+	"kedge.dev/kedge/activities/sshhost"
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/integration/lab"
 	"kedge.dev/kedge/integration/testhosts"
@@ -207,7 +207,7 @@ func dialRaw(b *testing.B, h *testhosts.Host, l *testhosts.Lab) *ssh.Client {
 func BenchmarkHostRunActivityDirect(b *testing.B) {
 	pool := sshpool.New(sshpool.Options{})
 	defer pool.Close()
-	acts := &hostacts.Activities{Pool: pool}
+	acts := &sshhost.Activities{Pool: pool}
 	cluster, err := inventory.LoadFile(world.inventory)
 	if err != nil {
 		b.Fatal(err)

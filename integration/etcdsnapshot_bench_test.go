@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	api "kedge.dev/kedge/actions/etcd"
+	"kedge.dev/kedge/actions/etcd"
 	"kedge.dev/kedge/integration/etcdlab"
 	"kedge.dev/kedge/integration/s3lab"
 )
@@ -37,7 +37,7 @@ func BenchmarkEtcdSnapshot256MiB(b *testing.B) {
 	if err := os.WriteFile(creds, []byte(fmt.Sprintf("aws_access_key_id = %s\naws_secret_access_key = %s\n", srv.AccessKey, srv.SecretKey)), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	dest, _ := json.Marshal(api.Destination{Kind: api.DestinationS3, Endpoint: "http://" + srv.Endpoint, Insecure: true, Bucket: srv.Bucket, Region: srv.Region, CredentialsFile: creds})
+	dest, _ := json.Marshal(etcd.Destination{Kind: etcd.DestinationS3, Endpoint: "http://" + srv.Endpoint, Insecure: true, Bucket: srv.Bucket, Region: srv.Region, CredentialsFile: creds})
 	bin := filepath.Join(dir, "snapbench")
 	if out, err := exec.Command("go", "build", "-o", bin, "kedge.dev/kedge/integration/cmd/snapbench").CombinedOutput(); err != nil {
 		b.Fatalf("build snapbench: %v\n%s", err, out)
@@ -51,9 +51,9 @@ func BenchmarkEtcdSnapshot256MiB(b *testing.B) {
 			b.Fatalf("snapbench: %v\n%s", err, stderr.String())
 		}
 		var out struct {
-			Result     api.SnapshotResult `json:"result"`
-			Seconds    float64            `json:"seconds"`
-			PeakRSSKiB int64              `json:"peakRSSKiB"`
+			Result     etcd.SnapshotResult `json:"result"`
+			Seconds    float64             `json:"seconds"`
+			PeakRSSKiB int64               `json:"peakRSSKiB"`
 		}
 		if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
 			b.Fatalf("snapbench printed %q: %v", stdout.String(), err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	hostacts "kedge.dev/kedge/activities/host"
+	"kedge.dev/kedge/activities/sshhost"
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/runbooks/inventory"
 
@@ -16,7 +16,7 @@ import (
 
 // directHost is the host.run activity on worker-2, called without
 // Temporal, and the lab host behind it.
-func directHost(t *testing.T) (*hostacts.Activities, target.SSH) {
+func directHost(t *testing.T) (*sshhost.Activities, target.SSH) {
 	t.Helper()
 	pool := sshpool.New(sshpool.Options{})
 	t.Cleanup(func() { pool.Close() })
@@ -28,7 +28,7 @@ func directHost(t *testing.T) (*hostacts.Activities, target.SSH) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &hostacts.Activities{Pool: pool}, target
+	return &sshhost.Activities{Pool: pool}, target
 }
 
 // remoteProcs lists the processes on worker-2 whose command line holds

@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	renderapi "kedge.dev/kedge/actions/render"
+	"kedge.dev/kedge/actions/render"
 	"kedge.dev/kedge/integration/images"
 	"kedge.dev/kedge/integration/realnode"
 )
@@ -213,7 +213,7 @@ func checkRenewedPods(t *testing.T, cs kubernetes.Interface, node string, served
 			t.Errorf("mirror pod of %s: %v", c, err)
 			continue
 		}
-		if got := pod.Annotations[renderapi.CertificatesAnnotation]; got != want {
+		if got := pod.Annotations[render.CertificatesAnnotation]; got != want {
 			t.Errorf("%s runs the pod for certificates %q, not the renewal's %q", pod.Name, got, want)
 		}
 		for _, st := range pod.Status.ContainerStatuses {

@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"kedge.dev/kedge/activities/render"
+	"kedge.dev/kedge/activities/nodefiles"
 	"kedge.dev/kedge/integration/controlplane"
 	"kedge.dev/kedge/integration/images"
 	"kedge.dev/kedge/integration/realnode"
@@ -104,7 +104,7 @@ workers:
 	checkJoined(t, cp, r, image)
 
 	// The node runs pods on the network Kedge gave it.
-	subnet, err := render.NodeSubnet(podCIDR, 24, 0)
+	subnet, err := nodefiles.NodeSubnet(podCIDR, 24, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,8 +142,8 @@ func checkJoined(t *testing.T, cp *controlplane.ControlPlane, r *realSSHNode, im
 	if n.Labels["node.kubernetes.io/pool"] != "batch" {
 		t.Errorf("labels %v", n.Labels)
 	}
-	if _, ok := n.Labels[render.WorkerLabel]; !ok {
-		t.Errorf("no %s label: %v", render.WorkerLabel, n.Labels)
+	if _, ok := n.Labels[nodefiles.WorkerLabel]; !ok {
+		t.Errorf("no %s label: %v", nodefiles.WorkerLabel, n.Labels)
 	}
 	if !slices.ContainsFunc(n.Spec.Taints, func(tt corev1.Taint) bool {
 		return tt.Key == "dedicated" && tt.Value == "batch" && tt.Effect == corev1.TaintEffectNoSchedule
@@ -166,13 +166,13 @@ func checkJoined(t *testing.T, cp *controlplane.ControlPlane, r *realSSHNode, im
 		t.Fatalf("kubelet client certificate: %v: %s", err, pemData)
 	}
 	checkKubeletClientCert(t, pemData, r.node.Name, cp.CAFile)
-	if kc := r.file(t, render.KubeletKubeconfigPath); !strings.Contains(kc, "/var/lib/kubelet/pki/kubelet-client-current.pem") {
+	if kc := r.file(t, nodefiles.KubeletKubeconfigPath); !strings.Contains(kc, "/var/lib/kubelet/pki/kubelet-client-current.pem") {
 		t.Errorf("the kubelet's kubeconfig does not use the certificate it rotates:\n%s", kc)
 	}
 	if left := bootstrapTokens(t, cp); len(left) != 0 {
 		t.Errorf("bootstrap tokens left after the join: %v", left)
 	}
-	entries, err := os.ReadDir(r.node.Path(render.CNIConfDir))
+	entries, err := os.ReadDir(r.node.Path(nodefiles.CNIConfDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,8 +180,8 @@ func checkJoined(t *testing.T, cp *controlplane.ControlPlane, r *realSSHNode, im
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if want := []string{filepath.Base(render.BridgeCNIConfigPath)}; !slices.Equal(names, want) {
-		t.Errorf("%s holds %v, want %v", render.CNIConfDir, names, want)
+	if want := []string{filepath.Base(nodefiles.BridgeCNIConfigPath)}; !slices.Equal(names, want) {
+		t.Errorf("%s holds %v, want %v", nodefiles.CNIConfDir, names, want)
 	}
 }
 
@@ -256,7 +256,7 @@ func checkRemoved(ctx context.Context, t *testing.T, cp *controlplane.ControlPla
 			t.Errorf("a container still runs on the removed node: %s", line)
 		}
 	}
-	for _, p := range []string{"/var/lib/kubelet/pki", render.KubeletKubeconfigPath, render.BootstrapKubeconfigPath, render.BridgeCNIConfigPath} {
+	for _, p := range []string{"/var/lib/kubelet/pki", nodefiles.KubeletKubeconfigPath, nodefiles.BootstrapKubeconfigPath, nodefiles.BridgeCNIConfigPath} {
 		if _, err := os.Stat(r.node.Path(p)); !os.IsNotExist(err) {
 			t.Errorf("%s left on the removed node (%v)", p, err)
 		}

@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"kedge.dev/kedge/activities/render"
+	"kedge.dev/kedge/activities/nodefiles"
 	"kedge.dev/kedge/integration/controlplane"
 	"kedge.dev/kedge/integration/images"
 	"kedge.dev/kedge/integration/realnode"
@@ -86,7 +86,7 @@ func startRealSSHNodes(ctx context.Context, t testing.TB, opts []realnode.Option
 				}
 			}
 		})
-		out = append(out, &realSSHNode{node: n, host: h, lab: l, runtime: render.RuntimeDocker})
+		out = append(out, &realSSHNode{node: n, host: h, lab: l, runtime: nodefiles.RuntimeDocker})
 	}
 	return out
 }
@@ -193,7 +193,7 @@ func TestRealKubeletImageSwap(t *testing.T) {
 
 	start = time.Now()
 	cluster := realnode.Cluster{Server: cp.Server, CAFile: cp.CAFile, CAKeyFile: cp.CAKeyFile}
-	if err := r.node.InstallKubelet(ctx, r.host, cluster, realnode.UnitInput{Runtime: render.RuntimeDocker, Image: oldImage}); err != nil {
+	if err := r.node.InstallKubelet(ctx, r.host, cluster, realnode.UnitInput{Runtime: nodefiles.RuntimeDocker, Image: oldImage}); err != nil {
 		t.Fatal(err)
 	}
 	waitRealNode(t, cp, r, images.KubeVersion, 2*time.Minute)
@@ -229,8 +229,8 @@ func TestRealKubeletImageSwap(t *testing.T) {
 		r2 := startRealSSHNode(ctx, t, realnode.Options{Name: "real-swap-2"},
 			realnode.KubeletImage{Ref: oldImage, Binary: oldBin},
 			realnode.KubeletImage{Ref: newImage, Binary: newBin})
-		r2.runtime = render.RuntimePodman
-		if err := r2.node.InstallKubelet(ctx, r2.host, cluster, realnode.UnitInput{Runtime: render.RuntimePodman, Image: oldImage}); err != nil {
+		r2.runtime = nodefiles.RuntimePodman
+		if err := r2.node.InstallKubelet(ctx, r2.host, cluster, realnode.UnitInput{Runtime: nodefiles.RuntimePodman, Image: oldImage}); err != nil {
 			t.Fatal(err)
 		}
 		waitRealNode(t, cp, r2, images.KubeVersion, 2*time.Minute)

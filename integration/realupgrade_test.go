@@ -20,9 +20,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	kubeapi "kedge.dev/kedge/actions/kube"
-	renderapi "kedge.dev/kedge/actions/render"
-	"kedge.dev/kedge/activities/render"
+	"kedge.dev/kedge/actions/kube"
+	"kedge.dev/kedge/actions/render"
+	"kedge.dev/kedge/activities/nodefiles"
 	"kedge.dev/kedge/integration/controlplane"
 	"kedge.dev/kedge/integration/images"
 	"kedge.dev/kedge/integration/realnode"
@@ -84,7 +84,7 @@ func TestRealKubeletClusterUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	badImage, err := images.BadFlag(ctx, next, version, kubeapi.APIServer)
+	badImage, err := images.BadFlag(ctx, next, version, kube.APIServer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestRealKubeletClusterUpgrade(t *testing.T) {
 	}
 	d := waitDeploymentReady(t, cs, "upgrade-client", 3*time.Minute)
 
-	components := []string{kubeapi.APIServer, kubeapi.ControllerManager, kubeapi.Scheduler}
+	components := []string{kube.APIServer, kube.ControllerManager, kube.Scheduler}
 	manifests := func() map[string]string {
 		out := map[string]string{}
 		for _, c := range components {
@@ -147,7 +147,7 @@ func TestRealKubeletClusterUpgrade(t *testing.T) {
 	// registry to pull it from (the test world has none): the real ctr's
 	// pull fails and the upgrade stops before its snapshot.
 	w := rc.nodes[1]
-	proxy := images.ImageRepository + "/" + kubeapi.KubeProxy + ":" + version
+	proxy := images.ImageRepository + "/" + kube.KubeProxy + ":" + version
 	if out, err := w.node.Command(ctx, "ctr", "-a", realnode.ContainerdSocket, "-n", "k8s.io", "images", "rm", proxy).CombinedOutput(); err != nil {
 		t.Fatalf("ctr images rm %s on %s: %v: %s", proxy, w.node.Name, err, out)
 	}
@@ -176,15 +176,15 @@ func TestRealKubeletClusterUpgrade(t *testing.T) {
 		// Its summary, then the diff of each manifest.
 		prompt := step(t, asked, "approve-plan").Prompt
 		for _, want := range []string{
-			kubeapi.APIServer + ": " + images.ControlPlaneRef(kubeapi.APIServer) + " → " + images.ImageRepository + "/" + kubeapi.APIServer + ":" + version + "\n",
-			"\n--- " + ctl.node.Name + ":/etc/kubernetes/manifests/" + kubeapi.Scheduler + ".yaml\n",
+			kube.APIServer + ": " + images.ControlPlaneRef(kube.APIServer) + " → " + images.ImageRepository + "/" + kube.APIServer + ":" + version + "\n",
+			"\n--- " + ctl.node.Name + ":/etc/kubernetes/manifests/" + kube.Scheduler + ".yaml\n",
 			"\netcd: 3.6.16 on 1 member(s), kept (" + version + " needs 3.5 or newer)\n",
 		} {
 			if !strings.Contains(prompt, want) {
 				t.Errorf("the plan asked about has no %q:\n%s", want, prompt)
 			}
 		}
-		if added := regexp.MustCompile(`(?m)^\+ +image: ` + regexp.QuoteMeta(images.ImageRepository+"/"+kubeapi.Scheduler+":"+version) + `$`); !added.MatchString(prompt) {
+		if added := regexp.MustCompile(`(?m)^\+ +image: ` + regexp.QuoteMeta(images.ImageRepository+"/"+kube.Scheduler+":"+version) + `$`); !added.MatchString(prompt) {
 			t.Errorf("the plan's diff does not add the scheduler's %s image:\n%s", version, prompt)
 		}
 		if s := step(t, asked, "snapshot"); s.State != workflows.StatePending {
@@ -209,8 +209,8 @@ func TestRealKubeletClusterUpgrade(t *testing.T) {
 		}
 		// Put back while paused: the manifest from before, its pod of
 		// v1.35.4 answering.
-		if got := manifests(); got[kubeapi.APIServer] != before[kubeapi.APIServer] {
-			t.Errorf("the API server's manifest while paused:\n%s", got[kubeapi.APIServer])
+		if got := manifests(); got[kube.APIServer] != before[kube.APIServer] {
+			t.Errorf("the API server's manifest while paused:\n%s", got[kube.APIServer])
 		}
 		if v := must(cs.Discovery().ServerVersion()).GitVersion; v != images.KubeVersion {
 			t.Errorf("the API server while paused: %s", v)
@@ -311,7 +311,7 @@ func TestRealKubeletClusterUpgrade(t *testing.T) {
 
 	after := manifests()
 	for _, c := range components {
-		want, err := render.SetImage(renderapi.SetImageInput{Manifest: before[c], Container: c, Tag: version})
+		want, err := nodefiles.SetImage(render.SetImageInput{Manifest: before[c], Container: c, Tag: version})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	api "kedge.dev/kedge/actions/etcd"
+	"kedge.dev/kedge/actions/etcd"
 	"kedge.dev/kedge/integration/s3lab"
 	"kedge.dev/kedge/internal/objstore"
 )
@@ -61,7 +61,7 @@ func TestObjectStoreS3TLS(t *testing.T) {
 	// The destination as an inventory gives it, checked as Kedge checks
 	// it: https with a caFile, and https with insecure, both taken.
 	for _, insecure := range []bool{false, true} {
-		d := api.Destination{Kind: api.DestinationS3, Endpoint: srv.URL(), Bucket: srv.Bucket, Region: srv.Region,
+		d := etcd.Destination{Kind: etcd.DestinationS3, Endpoint: srv.URL(), Bucket: srv.Bucket, Region: srv.Region,
 			CredentialsFile: "/etc/kedge/s3.credentials", CAFile: srv.CAFile, Insecure: insecure}
 		if err := d.Check(); err != nil {
 			t.Fatalf("destination (insecure %v): %v", insecure, err)

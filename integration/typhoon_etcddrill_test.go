@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"kedge.dev/kedge/actions/errtype"
-	api "kedge.dev/kedge/actions/etcd"
+	"kedge.dev/kedge/actions/etcd"
 	"kedge.dev/kedge/integration/s3lab"
 	"kedge.dev/kedge/workflows"
 )
@@ -231,7 +231,7 @@ func keysFile(t *testing.T, keys []string) string {
 // drill runs etcd-restore-drill and returns the run's progress, the
 // drill step's result (from its failure's details when it failed after
 // its etcd answered), its failure, and how long the run took.
-func drill(t *testing.T, inv string, args ...string) (workflows.Progress, api.RestoreDrillResult, *failurepb.Failure, time.Duration) {
+func drill(t *testing.T, inv string, args ...string) (workflows.Progress, etcd.RestoreDrillResult, *failurepb.Failure, time.Duration) {
 	t.Helper()
 	began := time.Now()
 	p, _, _ := runWaitInv(t, "etcd-restore-drill", inv, args...)
@@ -243,12 +243,12 @@ func drill(t *testing.T, inv string, args ...string) (workflows.Progress, api.Re
 // drillOutcome reads the etcd.restore-drill activity's end from a run's
 // history: its result, or its failure and the result the failure
 // carries.
-func drillOutcome(t *testing.T, id string) (api.RestoreDrillResult, *failurepb.Failure) {
+func drillOutcome(t *testing.T, id string) (etcd.RestoreDrillResult, *failurepb.Failure) {
 	t.Helper()
-	var res api.RestoreDrillResult
+	var res etcd.RestoreDrillResult
 	scheduled := int64(-1)
 	for _, e := range events(t, world.client, id, "") {
-		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == api.RestoreDrillAction {
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == etcd.RestoreDrillAction {
 			scheduled = e.GetEventId()
 		}
 		if a := e.GetActivityTaskCompletedEventAttributes(); a != nil && a.GetScheduledEventId() == scheduled {
@@ -270,7 +270,7 @@ func drillOutcome(t *testing.T, id string) (api.RestoreDrillResult, *failurepb.F
 			return res, f
 		}
 	}
-	t.Fatalf("no end of %s in the history of %s", api.RestoreDrillAction, id)
+	t.Fatalf("no end of %s in the history of %s", etcd.RestoreDrillAction, id)
 	return res, nil
 }
 

@@ -20,7 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	api "kedge.dev/kedge/actions/etcd"
+	"kedge.dev/kedge/actions/etcd"
 	"kedge.dev/kedge/integration/s3lab"
 	"kedge.dev/kedge/internal/objstore"
 	"kedge.dev/kedge/internal/sealstream"
@@ -244,14 +244,14 @@ func storedSnapshotsOf(t *testing.T, store objstore.Store, cluster string) []str
 	return keys
 }
 
-func readManifest(t *testing.T, store objstore.Store, key string) api.Manifest {
+func readManifest(t *testing.T, store objstore.Store, key string) etcd.Manifest {
 	t.Helper()
 	r, err := store.Get(t.Context(), strings.TrimSuffix(key, ".snap.kseal")+".json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	var m api.Manifest
+	var m etcd.Manifest
 	if err := json.NewDecoder(r).Decode(&m); err != nil {
 		t.Fatal(err)
 	}

@@ -16,10 +16,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	kubeapi "kedge.dev/kedge/actions/kube"
-	renderapi "kedge.dev/kedge/actions/render"
+	"kedge.dev/kedge/actions/kube"
+	"kedge.dev/kedge/actions/render"
 	chatmsg "kedge.dev/kedge/activities/chat"
-	"kedge.dev/kedge/activities/render"
+	"kedge.dev/kedge/activities/nodefiles"
 	"kedge.dev/kedge/chatops"
 	"kedge.dev/kedge/integration/controlplane"
 	"kedge.dev/kedge/integration/testhosts"
@@ -51,7 +51,7 @@ func TestClusterUpgradeOnTyphoonCluster(t *testing.T) {
 	}
 	version := controlplane.NextVersion
 	controllers := []*testhosts.Host{typhoonHost(t, "tyc1"), typhoonHost(t, "tyc2"), typhoonHost(t, "tyc3")}
-	components := []string{kubeapi.APIServer, kubeapi.ControllerManager, kubeapi.Scheduler}
+	components := []string{kube.APIServer, kube.ControllerManager, kube.Scheduler}
 
 	// The v1.36 images, as a registry would serve them: each controller's
 	// kubelet runs the real v1.36 binary for an image of that tag.
@@ -72,7 +72,7 @@ func TestClusterUpgradeOnTyphoonCluster(t *testing.T) {
 		// In containerd's store, as a pull would leave them; tyc2's
 		// scheduler only after an upgrade that needed it was refused.
 		for _, c := range components {
-			if h.Name == "tyc2" && c == kubeapi.Scheduler {
+			if h.Name == "tyc2" && c == kube.Scheduler {
 				continue
 			}
 			if err := h.AddCRIImage("registry.k8s.io/" + c + ":" + version); err != nil {
@@ -295,7 +295,7 @@ func TestClusterUpgradeOnTyphoonCluster(t *testing.T) {
 	// manifests with the tag changed and nothing else.
 	for _, h := range controllers {
 		for _, c := range components {
-			want, err := render.SetImage(renderapi.SetImageInput{Manifest: before[h.Name+":"+c], Container: c, Tag: version})
+			want, err := nodefiles.SetImage(render.SetImageInput{Manifest: before[h.Name+":"+c], Container: c, Tag: version})
 			if err != nil {
 				t.Fatal(err)
 			}

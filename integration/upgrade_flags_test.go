@@ -13,7 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	kubeapi "kedge.dev/kedge/actions/kube"
+	"kedge.dev/kedge/actions/kube"
 	"kedge.dev/kedge/integration/controlplane"
 	"kedge.dev/kedge/integration/srcroot"
 )
@@ -35,19 +35,19 @@ func TestRemovedFlagsAreWhatTheNextReleaseRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	target, err := kubeapi.ParseVersion(controlplane.NextVersion)
+	target, err := kube.ParseVersion(controlplane.NextVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(filepath.Join(next, kubeapi.APIServer), "--version").CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "Kubernetes "+target.String() {
+	if out, err := exec.Command(filepath.Join(next, kube.APIServer), "--version").CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "Kubernetes "+target.String() {
 		t.Fatalf("the next release's kube-apiserver says %q (%v)", out, err)
 	}
 	root, err := srcroot.Dir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, component := range []string{kubeapi.APIServer, kubeapi.ControllerManager, kubeapi.Scheduler} {
-		removed := kubeapi.RemovedFlags[target.MinorString()][component]
+	for _, component := range []string{kube.APIServer, kube.ControllerManager, kube.Scheduler} {
+		removed := kube.RemovedFlags[target.MinorString()][component]
 		for _, f := range removed {
 			switch {
 			case !knows(t, filepath.Join(now, component), f):
@@ -57,8 +57,8 @@ func TestRemovedFlagsAreWhatTheNextReleaseRefuses(t *testing.T) {
 			}
 		}
 		for _, file := range []string{
-			filepath.Join(root, "activities/render/testdata", component+".yaml.golden"),
-			filepath.Join(root, "activities/render/testdata", "listen-node-"+component+".yaml.golden"),
+			filepath.Join(root, "activities/nodefiles/testdata", component+".yaml.golden"),
+			filepath.Join(root, "activities/nodefiles/testdata", "listen-node-"+component+".yaml.golden"),
 			filepath.Join(root, "integration/typhoon/tftemplate/testdata", "static-manifests-"+component+".yaml.golden"),
 		} {
 			args := manifestArgs(t, file, component)

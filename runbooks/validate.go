@@ -17,7 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"kedge.dev/kedge/actions"
-	hostapi "kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/host"
 	"kedge.dev/kedge/runbooks/expr"
 	"kedge.dev/kedge/runbooks/inventory"
 	"kedge.dev/kedge/runbooks/source"
@@ -524,7 +524,7 @@ func (v *validator) envNames(who, action, input string, val any, n *yaml.Node) {
 			v.errs.Addf(v.at(at), "step %s: %s %s name %q is an expression: names are literal, values may be expressions", who, action, input, k)
 			continue
 		}
-		if err := hostapi.CheckEnvName(k); err != nil {
+		if err := host.CheckEnvName(k); err != nil {
 			v.errs.Addf(v.at(at), "step %s: %s %s: %v", who, action, input, err)
 		}
 	}
@@ -550,7 +550,7 @@ func (v *validator) paramFilesRun() {
 	var shellTexts []string
 	add := func(id, action string, with map[string]any, vals map[string]*yaml.Node) {
 		switch action {
-		case hostapi.WriteFileAction:
+		case host.WriteFileAction:
 			path, _ := with["path"].(string)
 			if path == "" || strings.Contains(path, "${") {
 				return
@@ -564,7 +564,7 @@ func (v *validator) paramFilesRun() {
 					writes = append(writes, write{step: id, path: path, param: p, at: vals[k]})
 				}
 			}
-		case hostapi.RunAction:
+		case host.RunAction:
 			for _, k := range []string{"command", "script"} {
 				if text, ok := with[k].(string); ok {
 					shellTexts = append(shellTexts, text)

@@ -7,7 +7,7 @@
 #   (actions/...), which is pure data.
 # - Nothing under activities/ imports the runbook language.
 # - An activity package imports no other activity package but sshpool (the
-#   SSH transport) and render (pure renderers): activity packages talk to
+#   SSH transport) and nodefiles (pure renderers): activity packages talk to
 #   each other through small interfaces, with the types of actions/...
 # - The worker does not link the webhook server (chatops).
 # - The engine stays small: `go list -deps ./workflows` under MAX_DEPS.
@@ -40,11 +40,11 @@ if [ -n "$back" ]; then
 	fail=1
 fi
 
-allowed='^kedge\.dev/kedge/activities/(sshpool|render)$'
+allowed='^kedge\.dev/kedge/activities/(sshpool|nodefiles)$'
 cross=$($GO list -f '{{.ImportPath}}{{range .Imports}} {{.}}{{end}}' ./activities/... |
 	awk -v allowed="$allowed" '{ for (i = 2; i <= NF; i++) if ($i ~ /^kedge\.dev\/kedge\/activities\// && $i !~ allowed) print "  " $1 " imports " $i }')
 if [ -n "$cross" ]; then
-	echo "layers: an activity package imports another (only sshpool and render may be; pass the others' types from actions/... and call them through an interface):"
+	echo "layers: an activity package imports another (only sshpool and nodefiles may be; pass the others' types from actions/... and call them through an interface):"
 	echo "$cross"
 	fail=1
 fi

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	checkapi "kedge.dev/kedge/actions/check"
+	"kedge.dev/kedge/actions/check"
 )
 
 // Kedge's layout gives a host's address to its kubelet (--node-ip), etcd
@@ -32,7 +32,7 @@ func TestKedgeLayoutRefusesHostsNamedByDNSBeforeAnything(t *testing.T) {
 				t.Fatalf("run error %v, want %q", err, c.want)
 			}
 			for _, r := range ran {
-				if r.Action != checkapi.Action && !readOnly[r.Action] {
+				if r.Action != check.Action && !readOnly[r.Action] {
 					t.Errorf("%s ran %s before the refusal", c.runbook, r.Action)
 				}
 			}

@@ -20,13 +20,13 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"kedge.dev/kedge/actions"
-	"kedge.dev/kedge/activities/check"
+	"kedge.dev/kedge/activities/guard"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/inventory"
 	"kedge.dev/kedge/runbooks/plan"
 	"kedge.dev/kedge/workflows"
 
-	checkapi "kedge.dev/kedge/actions/check"
+	"kedge.dev/kedge/actions/check"
 )
 
 const labInventory = "testdata/lab-inventory.yaml"
@@ -166,10 +166,10 @@ func runRecordedOn(t *testing.T, inv, name string, sets map[string]string, answe
 			mu.Lock()
 			ran = append(ran, plan.Ran{Workflow: info.WorkflowExecution.ID, Action: a.Name, TaskQueue: info.TaskQueue, Input: in})
 			mu.Unlock()
-			if a.Name == checkapi.Action { // the real guard: a false condition stops the run
+			if a.Name == check.Action { // the real guard: a false condition stops the run
 				that, _ := in["that"].(bool)
 				message, _ := in["message"].(string)
-				if _, err := check.Check(ctx, checkapi.Input{That: that, Message: message}); err != nil {
+				if _, err := guard.Check(ctx, check.Input{That: that, Message: message}); err != nil {
 					return nil, err
 				}
 			}

@@ -9,107 +9,107 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"kedge.dev/kedge/actions"
-	etcdapi "kedge.dev/kedge/actions/etcd"
+	"kedge.dev/kedge/actions/etcd"
 	"kedge.dev/kedge/activities/assets"
-	"kedge.dev/kedge/activities/certinfo"
-	"kedge.dev/kedge/activities/check"
-	"kedge.dev/kedge/activities/etcd"
-	"kedge.dev/kedge/activities/host"
-	"kedge.dev/kedge/activities/kube"
-	"kedge.dev/kedge/activities/pki"
+	"kedge.dev/kedge/activities/etcdapi"
+	"kedge.dev/kedge/activities/guard"
+	"kedge.dev/kedge/activities/kubeapi"
+	"kedge.dev/kedge/activities/pkihost"
+	"kedge.dev/kedge/activities/sshhost"
 	"kedge.dev/kedge/activities/sshpool"
-	"kedge.dev/kedge/activities/vault"
+	"kedge.dev/kedge/activities/tlsprobe"
+	"kedge.dev/kedge/activities/vaultapi"
 	"kedge.dev/kedge/internal/trust"
 
-	certinfoapi "kedge.dev/kedge/actions/certinfo"
-	checkapi "kedge.dev/kedge/actions/check"
-	hostapi "kedge.dev/kedge/actions/host"
-	kubeapi "kedge.dev/kedge/actions/kube"
-	pkiapi "kedge.dev/kedge/actions/pki"
+	"kedge.dev/kedge/actions/certinfo"
+	"kedge.dev/kedge/actions/check"
+	"kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/kube"
+	"kedge.dev/kedge/actions/pki"
 	"kedge.dev/kedge/actions/render"
-	vaultapi "kedge.dev/kedge/actions/vault"
+	"kedge.dev/kedge/actions/vault"
 )
 
 // implementations wires every action of the table to the function that
 // implements it. This is the one place where names meet code.
-func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities, p *pki.Activities, e *etcd.Activities) map[string]any {
+func implementations(h *sshhost.Activities, k *kubeapi.Activities, v *vaultapi.Activities, p *pkihost.Activities, e *etcdapi.Activities) map[string]any {
 	return map[string]any{
-		hostapi.PreflightAction:        h.Preflight,
-		hostapi.LayoutAction:           h.Layout,
-		hostapi.PullImageAction:        h.PullImage,
-		hostapi.PullCRIImagesAction:    h.PullCRIImages,
-		hostapi.RunAction:              h.Run,
-		hostapi.WriteFileAction:        h.WriteFile,
-		hostapi.RestoreFileAction:      h.RestoreFile,
-		hostapi.ReadFileAction:         h.ReadFile,
-		hostapi.SystemdAction:          h.Systemd,
-		hostapi.WriteDropInAction:      h.WriteDropIn,
-		hostapi.CertInfoAction:         h.CertInfo,
-		hostapi.InstallBundleAction:    h.InstallBundle,
-		hostapi.RestoreBundleAction:    h.RestoreBundle,
-		hostapi.RestartStaticPodAction: h.RestartStaticPod,
-		hostapi.KubeletFilesAction:     h.KubeletFiles,
-		hostapi.CheckReadableAction:    h.CheckReadable,
-		hostapi.WaitPodTokensAction:    h.WaitPodTokens,
-		hostapi.PrepareNodeAction:      h.PrepareNode,
+		host.PreflightAction:        h.Preflight,
+		host.LayoutAction:           h.Layout,
+		host.PullImageAction:        h.PullImage,
+		host.PullCRIImagesAction:    h.PullCRIImages,
+		host.RunAction:              h.Run,
+		host.WriteFileAction:        h.WriteFile,
+		host.RestoreFileAction:      h.RestoreFile,
+		host.ReadFileAction:         h.ReadFile,
+		host.SystemdAction:          h.Systemd,
+		host.WriteDropInAction:      h.WriteDropIn,
+		host.CertInfoAction:         h.CertInfo,
+		host.InstallBundleAction:    h.InstallBundle,
+		host.RestoreBundleAction:    h.RestoreBundle,
+		host.RestartStaticPodAction: h.RestartStaticPod,
+		host.KubeletFilesAction:     h.KubeletFiles,
+		host.CheckReadableAction:    h.CheckReadable,
+		host.WaitPodTokensAction:    h.WaitPodTokens,
+		host.PrepareNodeAction:      h.PrepareNode,
 
-		kubeapi.CordonAction:                 k.Cordon,
-		kubeapi.UncordonAction:               k.Uncordon,
-		kubeapi.DrainAction:                  k.Drain,
-		kubeapi.DeleteNodeAction:             k.DeleteNode,
-		kubeapi.DeleteLostNodeAction:         k.DeleteLostNode,
-		kubeapi.GetNodeAction:                k.GetNode,
-		kubeapi.WaitNodeAction:               k.WaitNode,
-		kubeapi.LabelTaintAction:             k.LabelTaint,
-		kubeapi.CreateBootstrapTokenAction:   k.CreateBootstrapToken,
-		kubeapi.DeleteBootstrapTokenAction:   k.DeleteBootstrapToken,
-		kubeapi.BootstrapRBACAction:          k.BootstrapRBAC,
-		kubeapi.WaitAPIServerAction:          k.WaitAPIServer,
-		kubeapi.ClusterInfoAction:            k.ClusterInfo,
-		kubeapi.SaveKubeconfigAction:         k.SaveKubeconfig,
-		kubeapi.UpdateKubeconfigAction:       k.UpdateKubeconfig,
-		kubeapi.RestartWorkloadsAction:       k.RestartWorkloads,
-		kubeapi.LegacyTokensAction:           k.LegacyTokens,
-		kubeapi.InstallKubeProxyAction:       k.InstallKubeProxy,
-		kubeapi.WaitStaticPodAction:          k.WaitStaticPod,
-		kubeapi.CheckServiceAccountKeyAction: k.CheckServiceAccountKey,
-		kubeapi.KubeletClientCertAction:      k.KubeletClientCert,
-		kubeapi.WaitRootCAAction:             k.WaitRootCA,
-		kubeapi.CheckNodesAction:             k.CheckNodes,
-		kubeapi.UpgradePlanAction:            k.UpgradePlan,
-		kubeapi.KubeletSkewAction:            k.KubeletSkew,
-		kubeapi.SetWorkloadImageAction:       k.SetWorkloadImage,
-		kubeapi.SetConfigMapDataAction:       k.SetConfigMapData,
+		kube.CordonAction:                 k.Cordon,
+		kube.UncordonAction:               k.Uncordon,
+		kube.DrainAction:                  k.Drain,
+		kube.DeleteNodeAction:             k.DeleteNode,
+		kube.DeleteLostNodeAction:         k.DeleteLostNode,
+		kube.GetNodeAction:                k.GetNode,
+		kube.WaitNodeAction:               k.WaitNode,
+		kube.LabelTaintAction:             k.LabelTaint,
+		kube.CreateBootstrapTokenAction:   k.CreateBootstrapToken,
+		kube.DeleteBootstrapTokenAction:   k.DeleteBootstrapToken,
+		kube.BootstrapRBACAction:          k.BootstrapRBAC,
+		kube.WaitAPIServerAction:          k.WaitAPIServer,
+		kube.ClusterInfoAction:            k.ClusterInfo,
+		kube.SaveKubeconfigAction:         k.SaveKubeconfig,
+		kube.UpdateKubeconfigAction:       k.UpdateKubeconfig,
+		kube.RestartWorkloadsAction:       k.RestartWorkloads,
+		kube.LegacyTokensAction:           k.LegacyTokens,
+		kube.InstallKubeProxyAction:       k.InstallKubeProxy,
+		kube.WaitStaticPodAction:          k.WaitStaticPod,
+		kube.CheckServiceAccountKeyAction: k.CheckServiceAccountKey,
+		kube.KubeletClientCertAction:      k.KubeletClientCert,
+		kube.WaitRootCAAction:             k.WaitRootCA,
+		kube.CheckNodesAction:             k.CheckNodes,
+		kube.UpgradePlanAction:            k.UpgradePlan,
+		kube.KubeletSkewAction:            k.KubeletSkew,
+		kube.SetWorkloadImageAction:       k.SetWorkloadImage,
+		kube.SetConfigMapDataAction:       k.SetConfigMapData,
 
-		vaultapi.IssueCertAction:  v.IssueCert,
-		vaultapi.ReadSecretAction: v.ReadSecret,
-		vaultapi.ClusterCAAction:  v.ClusterCA,
-		vaultapi.KeyPairAction:    v.KeyPair,
-		vaultapi.StageCAAction:    v.StageCA,
-		vaultapi.PromoteCAAction:  v.PromoteCA,
+		vault.IssueCertAction:  v.IssueCert,
+		vault.ReadSecretAction: v.ReadSecret,
+		vault.ClusterCAAction:  v.ClusterCA,
+		vault.KeyPairAction:    v.KeyPair,
+		vault.StageCAAction:    v.StageCA,
+		vault.PromoteCAAction:  v.PromoteCA,
 
-		pkiapi.AdoptAction:           p.Adopt,
-		pkiapi.RenewAction:           p.RenewInPlace,
-		pkiapi.RotateCAAction:        p.RotateCA,
-		pkiapi.CheckCALifeAction:     pki.CheckCALife,
-		pkiapi.ExportTerraformAction: p.ExportTerraform,
+		pki.AdoptAction:           p.Adopt,
+		pki.RenewAction:           p.RenewInPlace,
+		pki.RotateCAAction:        p.RotateCA,
+		pki.CheckCALifeAction:     pkihost.CheckCALife,
+		pki.ExportTerraformAction: p.ExportTerraform,
 
-		etcdapi.RemoveMemberAction: e.RemoveMember,
-		etcdapi.AddMemberAction:    e.AddMember,
-		etcdapi.HealthAction:       e.Health,
-		etcdapi.UpgradePlanAction:  e.UpgradePlan,
-		etcdapi.SnapshotAction:     e.Snapshot,
-		etcdapi.RestoreDrillAction: e.RestoreDrill,
+		etcd.RemoveMemberAction: e.RemoveMember,
+		etcd.AddMemberAction:    e.AddMember,
+		etcd.HealthAction:       e.Health,
+		etcd.UpgradePlanAction:  e.UpgradePlan,
+		etcd.SnapshotAction:     e.Snapshot,
+		etcd.RestoreDrillAction: e.RestoreDrill,
 
-		etcdapi.QuorumLostAction:        e.QuorumLost,
-		etcdapi.RestorePlanAction:       e.RestorePlan,
-		etcdapi.StopControlPlaneAction:  e.StopControlPlane,
-		etcdapi.RestoreMemberAction:     e.RestoreMember,
-		etcdapi.StartControlPlaneAction: e.StartControlPlane,
+		etcd.QuorumLostAction:        e.QuorumLost,
+		etcd.RestorePlanAction:       e.RestorePlan,
+		etcd.StopControlPlaneAction:  e.StopControlPlane,
+		etcd.RestoreMemberAction:     e.RestoreMember,
+		etcd.StartControlPlaneAction: e.StartControlPlane,
 
-		checkapi.Action:          check.Check,
-		certinfoapi.CheckAction:  certinfo.Check,
-		certinfoapi.ScanCAAction: certinfo.ScanCA,
+		check.Action:          guard.Check,
+		certinfo.CheckAction:  tlsprobe.Check,
+		certinfo.ScanCAAction: tlsprobe.ScanCA,
 
 		render.KubeconfigAction:    assets.Kubeconfig,
 		render.KubeletConfigAction: assets.KubeletConfig,
@@ -123,14 +123,14 @@ func implementations(h *host.Activities, k *kube.Activities, v *vault.Activities
 // registerActions registers every action of the table on r and returns
 // the SSH pool the host actions share.
 func registerActions(r registry, opts Options) (*sshpool.Pool, error) {
-	va := &vault.Activities{}
+	va := &vaultapi.Activities{}
 	if opts.SSH.Signers == nil {
 		opts.SSH.Signers = va.SSHSigners // login certificates from Vault, for inventories that ask
 	}
 	pool := sshpool.New(opts.SSH)
-	hosts := &host.Activities{Pool: pool, HeartbeatInterval: opts.HeartbeatInterval}
-	impls := implementations(hosts, &kube.Activities{Logger: opts.Logger}, va,
-		&pki.Activities{Hosts: hosts, Vault: va, Lister: hosts, Secrets: va}, etcdActivities(va, opts, hosts, pool))
+	hosts := &sshhost.Activities{Pool: pool, HeartbeatInterval: opts.HeartbeatInterval}
+	impls := implementations(hosts, &kubeapi.Activities{Logger: opts.Logger}, va,
+		&pkihost.Activities{Hosts: hosts, Vault: va, Lister: hosts, Secrets: va}, etcdActivities(va, opts, hosts, pool))
 	if err := register(r, actions.All(), impls); err != nil {
 		_ = pool.Close()
 		return nil, err
@@ -141,8 +141,8 @@ func registerActions(r registry, opts Options) (*sshpool.Pool, error) {
 // etcdActivities are the etcd actions, with the codec keys etcd.snapshot
 // seals with when the worker has them, and the backup destinations its
 // inventories define.
-func etcdActivities(va *vault.Activities, opts Options, hosts *host.Activities, pool *sshpool.Pool) *etcd.Activities {
-	e := &etcd.Activities{Vault: va, Destinations: inventoryBackups{opts.Clusters}, Hosts: hosts, Files: pool}
+func etcdActivities(va *vaultapi.Activities, opts Options, hosts *sshhost.Activities, pool *sshpool.Pool) *etcdapi.Activities {
+	e := &etcdapi.Activities{Vault: va, Destinations: inventoryBackups{opts.Clusters}, Hosts: hosts, Files: pool}
 	if opts.SealKeys != nil {
 		e.Keys = opts.SealKeys
 	}
@@ -153,13 +153,13 @@ func etcdActivities(va *vault.Activities, opts Options, hosts *host.Activities, 
 // inventories (their backups sections): the only ones a run can name.
 type inventoryBackups struct{ clusters trust.Registry }
 
-func (b inventoryBackups) Destination(cluster, name string) (etcdapi.Destination, error) {
+func (b inventoryBackups) Destination(cluster, name string) (etcd.Destination, error) {
 	if b.clusters == nil {
-		return etcdapi.Destination{}, fmt.Errorf("this worker serves no cluster (--clusters FILE|DIR)")
+		return etcd.Destination{}, fmt.Errorf("this worker serves no cluster (--clusters FILE|DIR)")
 	}
 	c, err := b.clusters.Cluster(cluster)
 	if err != nil {
-		return etcdapi.Destination{}, err
+		return etcd.Destination{}, err
 	}
 	return c.Backup(name)
 }

@@ -23,7 +23,7 @@ import (
 	"kedge.dev/kedge/runbooks/source"
 	"kedge.dev/kedge/workflows"
 
-	hostapi "kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/host"
 )
 
 const metricsInventory = `apiVersion: kedge/v1
@@ -87,12 +87,12 @@ func TestKedgeCountersAfterARollout(t *testing.T) {
 	env := s.NewTestWorkflowEnvironment()
 	env.SetWorkerOptions(sdkworker.Options{Interceptors: []interceptor.WorkerInterceptor{&kedgeMetrics{}}})
 	workflows.Register(env)
-	env.RegisterActivityWithOptions(func(ctx context.Context, in hostapi.RunInput) (hostapi.RunResult, error) {
+	env.RegisterActivityWithOptions(func(ctx context.Context, in host.RunInput) (host.RunResult, error) {
 		if in.Target.Node == "w-2" && in.Command == "one" {
-			return hostapi.RunResult{ExitCode: 1}, temporal.NewNonRetryableApplicationError("exit status 1", "CommandFailed", nil)
+			return host.RunResult{ExitCode: 1}, temporal.NewNonRetryableApplicationError("exit status 1", "CommandFailed", nil)
 		}
-		return hostapi.RunResult{}, nil
-	}, activity.RegisterOptions{Name: hostapi.RunAction})
+		return host.RunResult{}, nil
+	}, activity.RegisterOptions{Name: host.RunAction})
 	env.RegisterActivityWithOptions(func(_ context.Context, in workflows.AdmitRunInput) (workflows.AdmitRunResult, error) {
 		return workflows.AdmitRunResult{WorkflowID: in.WorkflowID, RunID: in.RunID, Admitted: true}, nil
 	}, activity.RegisterOptions{Name: workflows.AdmitRunActivity})

@@ -9,9 +9,9 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"kedge.dev/kedge/actions"
-	"kedge.dev/kedge/activities/host"
+	"kedge.dev/kedge/activities/sshhost"
 
-	hostapi "kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/host"
 )
 
 type names []string
@@ -41,21 +41,21 @@ func TestActionsMatchTheTable(t *testing.T) {
 // registered: a missing action, one the table does not know, one whose
 // input or result is not the table's.
 func TestRegisterRefusesWhatTheTableDoesNotSay(t *testing.T) {
-	h := &host.Activities{}
-	run, _ := actions.Lookup(hostapi.RunAction)
-	read, _ := actions.Lookup(hostapi.ReadFileAction)
+	h := &sshhost.Activities{}
+	run, _ := actions.Lookup(host.RunAction)
+	read, _ := actions.Lookup(host.ReadFileAction)
 	table := []actions.Action{run, read}
 	for name, c := range map[string]struct {
 		impls map[string]any
 		want  string
 	}{
-		"missing":     {map[string]any{hostapi.RunAction: h.Run}, "host.read-file has no implementation"},
-		"unknown":     {map[string]any{hostapi.RunAction: h.Run, hostapi.ReadFileAction: h.ReadFile, "host.format-disk": h.Run}, "host.format-disk is implemented but not in the action table"},
-		"wrong input": {map[string]any{hostapi.RunAction: h.ReadFile, hostapi.ReadFileAction: h.ReadFile}, "host.run: implemented as func(host.ReadFileInput)"},
-		"wrong result": {map[string]any{hostapi.RunAction: h.Run, hostapi.ReadFileAction: func(context.Context, hostapi.ReadFileInput) (hostapi.RunResult, error) {
-			return hostapi.RunResult{}, nil
+		"missing":     {map[string]any{host.RunAction: h.Run}, "host.read-file has no implementation"},
+		"unknown":     {map[string]any{host.RunAction: h.Run, host.ReadFileAction: h.ReadFile, "host.format-disk": h.Run}, "host.format-disk is implemented but not in the action table"},
+		"wrong input": {map[string]any{host.RunAction: h.ReadFile, host.ReadFileAction: h.ReadFile}, "host.run: implemented as func(host.ReadFileInput)"},
+		"wrong result": {map[string]any{host.RunAction: h.Run, host.ReadFileAction: func(context.Context, host.ReadFileInput) (host.RunResult, error) {
+			return host.RunResult{}, nil
 		}}, "host.read-file: implemented as func(host.ReadFileInput) host.RunResult"},
-		"not a func": {map[string]any{hostapi.RunAction: h.Run, hostapi.ReadFileAction: "read"}, "host.read-file: string is not func"},
+		"not a func": {map[string]any{host.RunAction: h.Run, host.ReadFileAction: "read"}, "host.read-file: string is not func"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var got names

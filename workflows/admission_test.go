@@ -14,7 +14,7 @@ import (
 
 	"kedge.dev/kedge/runbooks/inventory"
 
-	hostapi "kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/host"
 )
 
 func refusedWith(t *testing.T, env *testsuite.TestWorkflowEnvironment, want string) {
@@ -38,7 +38,7 @@ func TestAnEmptyStartIsRefused(t *testing.T) {
 		"rollout, nil input":      func(env *testsuite.TestWorkflowEnvironment) { env.ExecuteWorkflow(Rollout, nil) },
 		"compensation, nil input": func(env *testsuite.TestWorkflowEnvironment) { env.ExecuteWorkflow(Compensate, nil) },
 		"compensation, no parent": func(env *testsuite.TestWorkflowEnvironment) {
-			env.ExecuteWorkflow(Compensate, []UndoCall{{Step: "x", Action: hostapi.RunAction}})
+			env.ExecuteWorkflow(Compensate, []UndoCall{{Step: "x", Action: host.RunAction}})
 		},
 		"rollout, no parent": func(env *testsuite.TestWorkflowEnvironment) {
 			env.ExecuteWorkflow(Rollout, RolloutInput{Runbook: input(t, perNode, map[string]any{"node": "x"}).Runbook})
@@ -176,11 +176,11 @@ func TestADecisionAnswersOnlyItsPause(t *testing.T) {
 
 func TestARolloutDecisionOfAnEarlierPauseIsRefused(t *testing.T) {
 	env, f := newEnv(t)
-	f.run = func(in hostapi.RunInput, attempt int32) (hostapi.RunResult, error) {
+	f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
 		if in.Command == "work controller-1" || in.Command == "work worker-1" {
-			return hostapi.RunResult{}, temporal.NewNonRetryableApplicationError("broken", "CommandFailed", nil)
+			return host.RunResult{}, temporal.NewNonRetryableApplicationError("broken", "CommandFailed", nil)
 		}
-		return hostapi.RunResult{}, nil
+		return host.RunResult{}, nil
 	}
 	in := input(t, perNode, map[string]any{"node": "x"})
 	ri := RolloutInput{Step: "swap", Runbook: in.Runbook, Cluster: in.Cluster, Items: []string{"controller-1", "worker-1", "worker-2"},
@@ -250,7 +250,7 @@ func TestACopiedInspectOrChatFollowStartsNothing(t *testing.T) {
 					}
 					return res, nil
 				}, activity.RegisterOptions{Name: AdmitRunActivity})
-				for _, name := range []string{ChatFollowActivity, hostapi.LayoutAction} {
+				for _, name := range []string{ChatFollowActivity, host.LayoutAction} {
 					env.RegisterActivityWithOptions(func(ctx context.Context) error {
 						acted = append(acted, activity.GetInfo(ctx).ActivityType.Name)
 						return nil

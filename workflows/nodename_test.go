@@ -6,7 +6,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	kubeapi "kedge.dev/kedge/actions/kube"
+	"kedge.dev/kedge/actions/kube"
 )
 
 // Kubernetes actions act on the Node's name (the inventory's nodeName),
@@ -14,10 +14,10 @@ import (
 func TestKubeActionsGetTheNodeName(t *testing.T) {
 	env, f := newEnv(t)
 	var got []string
-	env.RegisterActivityWithOptions(func(ctx context.Context, in kubeapi.NodeInput) (kubeapi.NodeResult, error) {
+	env.RegisterActivityWithOptions(func(ctx context.Context, in kube.NodeInput) (kube.NodeResult, error) {
 		got = append(got, in.Node)
-		return kubeapi.NodeResult{Changed: true}, nil
-	}, activity.RegisterOptions{Name: kubeapi.CordonAction})
+		return kube.NodeResult{Changed: true}, nil
+	}, activity.RegisterOptions{Name: kube.CordonAction})
 	in := input(t, `apiVersion: kedge/v1
 kind: Runbook
 metadata: {name: cordon-then-run}

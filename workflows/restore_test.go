@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	hostapi "kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/host"
 )
 
 // A rollout of a runbook with restore steps takes restore at its pause:
@@ -20,11 +20,11 @@ import (
 func TestARolloutPauseTakesRestoreOnlyWhenTheRunbookHasRestoreSteps(t *testing.T) {
 	for _, offered := range []bool{true, false} {
 		env, f := newEnv(t)
-		f.run = func(in hostapi.RunInput, attempt int32) (hostapi.RunResult, error) {
+		f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
 			if in.Command == "work worker-2" {
-				return hostapi.RunResult{}, temporal.NewNonRetryableApplicationError("broken worker-2", "CommandFailed", nil)
+				return host.RunResult{}, temporal.NewNonRetryableApplicationError("broken worker-2", "CommandFailed", nil)
 			}
-			return hostapi.RunResult{}, nil
+			return host.RunResult{}, nil
 		}
 		in := input(t, perNode, map[string]any{"node": "x"})
 		ri := RolloutInput{Step: "swap", Runbook: in.Runbook, Cluster: in.Cluster, Items: []string{"worker-1", "worker-2"},
@@ -107,11 +107,11 @@ steps:
 	for _, decided := range []string{DecisionRestore, DecisionAbort, ""} {
 		t.Run(cmpOr(decided, "succeeded"), func(t *testing.T) {
 			env, f := newEnv(t)
-			f.run = func(in hostapi.RunInput, attempt int32) (hostapi.RunResult, error) {
+			f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
 				if in.Command == "snapshot" {
-					return hostapi.RunResult{Stdout: "snap-1"}, nil
+					return host.RunResult{Stdout: "snap-1"}, nil
 				}
-				return hostapi.RunResult{}, nil
+				return host.RunResult{}, nil
 			}
 			var restoreOffered bool
 			if decided != "" {

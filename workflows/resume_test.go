@@ -16,7 +16,7 @@ import (
 
 	"kedge.dev/kedge/internal/resume"
 
-	hostapi "kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/host"
 )
 
 // TestALostAttemptHandsItsHeartbeatToTheNext runs one host.run step
@@ -73,7 +73,7 @@ func TestALostAttemptHandsItsHeartbeatToTheNext(t *testing.T) {
 			registerAdmit(env)
 			var mu sync.Mutex
 			var found []int
-			env.RegisterActivityWithOptions(func(ctx context.Context, in hostapi.RunInput) (hostapi.RunResult, error) {
+			env.RegisterActivityWithOptions(func(ctx context.Context, in host.RunInput) (host.RunResult, error) {
 				var p progress
 				resume.Load(ctx, &p)
 				mu.Lock()
@@ -82,8 +82,8 @@ func TestALostAttemptHandsItsHeartbeatToTheNext(t *testing.T) {
 				mu.Unlock()
 				p.Done = attempt * 10
 				activity.RecordHeartbeat(ctx, p)
-				return hostapi.RunResult{}, tc.ends(attempt, p)
-			}, activity.RegisterOptions{Name: hostapi.RunAction})
+				return host.RunResult{}, tc.ends(attempt, p)
+			}, activity.RegisterOptions{Name: host.RunAction})
 			env.ExecuteWorkflow(Runbook, input(t, `
 apiVersion: kedge/v1
 kind: Runbook
@@ -112,17 +112,17 @@ func TestWithoutTheInterceptorEveryAttemptStartsOver(t *testing.T) {
 	Register(env)
 	registerAdmit(env)
 	n := 0
-	env.RegisterActivityWithOptions(func(ctx context.Context, in hostapi.RunInput) (hostapi.RunResult, error) {
+	env.RegisterActivityWithOptions(func(ctx context.Context, in host.RunInput) (host.RunResult, error) {
 		n++
 		var p struct{ Done int }
 		if resume.Load(ctx, &p) {
-			return hostapi.RunResult{}, temporal.NewNonRetryableApplicationError("resumed", "Unexpected", errors.New("resumed"))
+			return host.RunResult{}, temporal.NewNonRetryableApplicationError("resumed", "Unexpected", errors.New("resumed"))
 		}
 		if n == 1 {
-			return hostapi.RunResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil, struct{ Done int }{10})
+			return host.RunResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil, struct{ Done int }{10})
 		}
-		return hostapi.RunResult{}, nil
-	}, activity.RegisterOptions{Name: hostapi.RunAction})
+		return host.RunResult{}, nil
+	}, activity.RegisterOptions{Name: host.RunAction})
 	env.ExecuteWorkflow(Runbook, input(t, `
 apiVersion: kedge/v1
 kind: Runbook

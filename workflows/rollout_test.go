@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	hostapi "kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/host"
 )
 
 const perNode = `
@@ -82,13 +82,13 @@ func TestRolloutSlidingWindow(t *testing.T) {
 	env, f := newEnv(t)
 	w := &windowTracker{}
 	durations := map[string]time.Duration{"controller-1": 300 * time.Millisecond, "worker-1": 20 * time.Millisecond, "worker-2": 20 * time.Millisecond}
-	f.run = func(in hostapi.RunInput, attempt int32) (hostapi.RunResult, error) {
+	f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
 		if strings.HasPrefix(in.Command, "work") {
 			w.enter(in.Target.Node)
 			time.Sleep(durations[in.Target.Node])
 			w.leave(in.Target.Node)
 		}
-		return hostapi.RunResult{}, nil
+		return host.RunResult{}, nil
 	}
 	var childIDs []string
 	env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
@@ -119,11 +119,11 @@ func TestRolloutSlidingWindow(t *testing.T) {
 
 func TestRolloutPausesAtBudgetThenAbortUndoesCompleted(t *testing.T) {
 	env, f := newEnv(t)
-	f.run = func(in hostapi.RunInput, attempt int32) (hostapi.RunResult, error) {
+	f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
 		if in.Command == "work worker-1" {
-			return hostapi.RunResult{}, temporal.NewNonRetryableApplicationError("broken worker-1", "CommandFailed", nil)
+			return host.RunResult{}, temporal.NewNonRetryableApplicationError("broken worker-1", "CommandFailed", nil)
 		}
-		return hostapi.RunResult{}, nil
+		return host.RunResult{}, nil
 	}
 	in := input(t, perNode, map[string]any{"node": "x"})
 	ri := RolloutInput{Step: "swap", Runbook: in.Runbook, Cluster: in.Cluster, Items: []string{"controller-1", "worker-1", "worker-2"},
@@ -165,14 +165,14 @@ func TestRolloutPausesAtBudgetThenAbortUndoesCompleted(t *testing.T) {
 // names the item and why, and its type says the rollout left work behind.
 func TestRolloutAbortReportsAFailedUndo(t *testing.T) {
 	env, f := newEnv(t)
-	f.run = func(in hostapi.RunInput, attempt int32) (hostapi.RunResult, error) {
+	f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
 		switch in.Command {
 		case "work worker-1":
-			return hostapi.RunResult{}, temporal.NewNonRetryableApplicationError("broken worker-1", "CommandFailed", nil)
+			return host.RunResult{}, temporal.NewNonRetryableApplicationError("broken worker-1", "CommandFailed", nil)
 		case "restart-after-undo":
-			return hostapi.RunResult{}, temporal.NewNonRetryableApplicationError("unit would not start", "UnitFailed", nil)
+			return host.RunResult{}, temporal.NewNonRetryableApplicationError("unit would not start", "UnitFailed", nil)
 		}
-		return hostapi.RunResult{}, nil
+		return host.RunResult{}, nil
 	}
 	in := input(t, perNode, map[string]any{"node": "x"})
 	ri := RolloutInput{Step: "swap", Runbook: in.Runbook, Cluster: in.Cluster, Items: []string{"controller-1", "worker-1", "worker-2"},
@@ -199,11 +199,11 @@ func TestRolloutAbortReportsAFailedUndo(t *testing.T) {
 
 func TestRolloutContinueAfterPause(t *testing.T) {
 	env, f := newEnv(t)
-	f.run = func(in hostapi.RunInput, attempt int32) (hostapi.RunResult, error) {
+	f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
 		if in.Command == "work controller-1" {
-			return hostapi.RunResult{}, temporal.NewNonRetryableApplicationError("broken", "CommandFailed", nil)
+			return host.RunResult{}, temporal.NewNonRetryableApplicationError("broken", "CommandFailed", nil)
 		}
-		return hostapi.RunResult{}, nil
+		return host.RunResult{}, nil
 	}
 	in := input(t, perNode, map[string]any{"node": "x"})
 	ri := RolloutInput{Step: "swap", Runbook: in.Runbook, Cluster: in.Cluster, Items: []string{"controller-1", "worker-1", "worker-2"},
@@ -270,11 +270,11 @@ steps:
 // last gate walks back every stage).
 func TestAFailedRunbookUndoesItsCompletedRollout(t *testing.T) {
 	env, f := newEnv(t)
-	f.run = func(in hostapi.RunInput, attempt int32) (hostapi.RunResult, error) {
+	f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
 		if in.Command == "then fail" {
-			return hostapi.RunResult{}, temporal.NewNonRetryableApplicationError("broken", "CommandFailed", nil)
+			return host.RunResult{}, temporal.NewNonRetryableApplicationError("broken", "CommandFailed", nil)
 		}
-		return hostapi.RunResult{}, nil
+		return host.RunResult{}, nil
 	}
 	const swapThenFail = `
 apiVersion: kedge/v1
@@ -320,11 +320,11 @@ steps:
 // controller once exited 0 after the controller's renewal was undone).
 func TestARolloutWhoseEveryItemFailedFails(t *testing.T) {
 	env, f := newEnv(t)
-	f.run = func(in hostapi.RunInput, attempt int32) (hostapi.RunResult, error) {
+	f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
 		if in.Command == "work controller-1" {
-			return hostapi.RunResult{}, temporal.NewNonRetryableApplicationError("broken controller-1", "CommandFailed", nil)
+			return host.RunResult{}, temporal.NewNonRetryableApplicationError("broken controller-1", "CommandFailed", nil)
 		}
-		return hostapi.RunResult{}, nil
+		return host.RunResult{}, nil
 	}
 	in := input(t, perNode, map[string]any{"node": "x"})
 	ri := RolloutInput{Step: "renew", Runbook: in.Runbook, Cluster: in.Cluster, Items: []string{"controller-1"},
@@ -353,8 +353,8 @@ func TestARolloutWhoseEveryItemFailedPausesWhenAskedTo(t *testing.T) {
 	for _, decision := range []string{DecisionContinue, DecisionAbort} {
 		t.Run(decision, func(t *testing.T) {
 			env, f := newEnv(t)
-			f.run = func(in hostapi.RunInput, attempt int32) (hostapi.RunResult, error) {
-				return hostapi.RunResult{}, temporal.NewNonRetryableApplicationError("broken controller-1", "CommandFailed", nil)
+			f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
+				return host.RunResult{}, temporal.NewNonRetryableApplicationError("broken controller-1", "CommandFailed", nil)
 			}
 			in := input(t, perNode, map[string]any{"node": "x"})
 			ri := RolloutInput{Step: "first", Runbook: in.Runbook, Cluster: in.Cluster, Items: []string{"controller-1"},
@@ -400,11 +400,11 @@ func TestARolloutWhoseLastItemFailsPausesForADecision(t *testing.T) {
 	for _, decision := range []string{DecisionContinue, DecisionAbort} {
 		t.Run(decision, func(t *testing.T) {
 			env, f := newEnv(t)
-			f.run = func(in hostapi.RunInput, attempt int32) (hostapi.RunResult, error) {
+			f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
 				if in.Command == "work worker-2" {
-					return hostapi.RunResult{}, temporal.NewNonRetryableApplicationError("broken worker-2", "CommandFailed", nil)
+					return host.RunResult{}, temporal.NewNonRetryableApplicationError("broken worker-2", "CommandFailed", nil)
 				}
-				return hostapi.RunResult{}, nil
+				return host.RunResult{}, nil
 			}
 			in := input(t, perNode, map[string]any{"node": "x"})
 			ri := RolloutInput{Step: "swap", Runbook: in.Runbook, Cluster: in.Cluster, Items: []string{"controller-1", "worker-1", "worker-2"},

@@ -23,7 +23,7 @@ import (
 	"kedge.dev/kedge/runbooks/inventory"
 	"kedge.dev/kedge/runbooks/source"
 
-	hostapi "kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/host"
 )
 
 // fakeHosts stands in for the host activities: it records every call and
@@ -31,7 +31,7 @@ import (
 type fakeHosts struct {
 	mu    sync.Mutex
 	calls []string // "action step-ish command/path@node"
-	run   func(in hostapi.RunInput, attempt int32) (hostapi.RunResult, error)
+	run   func(in host.RunInput, attempt int32) (host.RunResult, error)
 }
 
 func (f *fakeHosts) record(s string) {
@@ -42,7 +42,7 @@ func (f *fakeHosts) record(s string) {
 
 func (f *fakeHosts) register(env *testsuite.TestWorkflowEnvironment) {
 	attempts := map[string]int32{}
-	env.RegisterActivityWithOptions(func(ctx context.Context, in hostapi.RunInput) (hostapi.RunResult, error) {
+	env.RegisterActivityWithOptions(func(ctx context.Context, in host.RunInput) (host.RunResult, error) {
 		// The command as the shell would run it: $NAME from the step's env.
 		in.Command = os.Expand(in.Command, func(k string) string { return in.Env[k] })
 		f.mu.Lock()
@@ -54,16 +54,16 @@ func (f *fakeHosts) register(env *testsuite.TestWorkflowEnvironment) {
 		if f.run != nil {
 			return f.run(in, n)
 		}
-		return hostapi.RunResult{Stdout: in.Command, Outputs: map[string]string{"node": in.Target.Node}}, nil
-	}, activity.RegisterOptions{Name: hostapi.RunAction})
-	env.RegisterActivityWithOptions(func(ctx context.Context, in hostapi.WriteFileInput) (hostapi.WriteFileResult, error) {
+		return host.RunResult{Stdout: in.Command, Outputs: map[string]string{"node": in.Target.Node}}, nil
+	}, activity.RegisterOptions{Name: host.RunAction})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in host.WriteFileInput) (host.WriteFileResult, error) {
 		f.record(fmt.Sprintf("write %s=%s@%s", in.Path, in.Content, in.Target.Node))
-		return hostapi.WriteFileResult{Changed: true, Backup: "/var/lib/kedge/backup/x", Existed: true}, nil
-	}, activity.RegisterOptions{Name: hostapi.WriteFileAction})
-	env.RegisterActivityWithOptions(func(ctx context.Context, in hostapi.RestoreFileInput) (hostapi.RestoreFileResult, error) {
+		return host.WriteFileResult{Changed: true, Backup: "/var/lib/kedge/backup/x", Existed: true}, nil
+	}, activity.RegisterOptions{Name: host.WriteFileAction})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in host.RestoreFileInput) (host.RestoreFileResult, error) {
 		f.record(fmt.Sprintf("restore %s from %s@%s", in.Path, in.Backup, in.Target.Node))
-		return hostapi.RestoreFileResult{Restored: true}, nil
-	}, activity.RegisterOptions{Name: hostapi.RestoreFileAction})
+		return host.RestoreFileResult{Restored: true}, nil
+	}, activity.RegisterOptions{Name: host.RestoreFileAction})
 }
 
 func (f *fakeHosts) Calls() []string {
@@ -227,11 +227,11 @@ steps:
 
 func TestRetryThenSucceed(t *testing.T) {
 	env, f := newEnv(t)
-	f.run = func(in hostapi.RunInput, attempt int32) (hostapi.RunResult, error) {
+	f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
 		if attempt < 3 {
-			return hostapi.RunResult{}, temporal.NewApplicationError(fmt.Sprintf("exit 1 on attempt %d", attempt), "CommandFailed")
+			return host.RunResult{}, temporal.NewApplicationError(fmt.Sprintf("exit 1 on attempt %d", attempt), "CommandFailed")
 		}
-		return hostapi.RunResult{}, nil
+		return host.RunResult{}, nil
 	}
 	env.ExecuteWorkflow(Runbook, input(t, `
 apiVersion: kedge/v1
@@ -263,11 +263,11 @@ func TestLostWorkerIsRetriedBeyondMaxAttempts(t *testing.T) {
 		attempts int
 	}{{lost: 2, attempts: 3}, {lost: 10, wantErr: true, attempts: maxLostWorkers + 1}} {
 		env, f := newEnv(t)
-		f.run = func(in hostapi.RunInput, attempt int32) (hostapi.RunResult, error) {
+		f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
 			if attempt <= tc.lost {
-				return hostapi.RunResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
+				return host.RunResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
 			}
-			return hostapi.RunResult{}, nil
+			return host.RunResult{}, nil
 		}
 		env.ExecuteWorkflow(Runbook, input(t, `
 apiVersion: kedge/v1
@@ -300,11 +300,11 @@ steps:
 // no step, even one that allows a single attempt: the step runs again.
 func TestARefusedFailureIsNoFailureOfTheStep(t *testing.T) {
 	env, f := newEnv(t)
-	f.run = func(in hostapi.RunInput, attempt int32) (hostapi.RunResult, error) {
+	f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
 		if attempt <= 2 {
-			return hostapi.RunResult{}, temporal.NewApplicationError("host.run's failure on task queue paris refused: not sealed", errtype.RefusedFailure)
+			return host.RunResult{}, temporal.NewApplicationError("host.run's failure on task queue paris refused: not sealed", errtype.RefusedFailure)
 		}
-		return hostapi.RunResult{}, nil
+		return host.RunResult{}, nil
 	}
 	env.ExecuteWorkflow(Runbook, input(t, `
 apiVersion: kedge/v1
@@ -328,8 +328,8 @@ steps:
 
 func TestNonRetryableErrorStopsRetries(t *testing.T) {
 	env, f := newEnv(t)
-	f.run = func(in hostapi.RunInput, attempt int32) (hostapi.RunResult, error) {
-		return hostapi.RunResult{}, temporal.NewNonRetryableApplicationError("host key mismatch for worker-1", "HostKeyMismatch", nil)
+	f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
+		return host.RunResult{}, temporal.NewNonRetryableApplicationError("host key mismatch for worker-1", "HostKeyMismatch", nil)
 	}
 	env.ExecuteWorkflow(Runbook, input(t, `
 apiVersion: kedge/v1
@@ -391,12 +391,12 @@ steps:
 
 func TestFailureLetsSiblingsFinishThenUndoesInReverse(t *testing.T) {
 	env, f := newEnv(t)
-	f.run = func(in hostapi.RunInput, attempt int32) (hostapi.RunResult, error) {
+	f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
 		if in.Command == "boom" {
-			return hostapi.RunResult{ExitCode: 1}, temporal.NewApplicationError("exit status 1", "CommandFailed")
+			return host.RunResult{ExitCode: 1}, temporal.NewApplicationError("exit status 1", "CommandFailed")
 		}
 		time.Sleep(50 * time.Millisecond)
-		return hostapi.RunResult{}, nil
+		return host.RunResult{}, nil
 	}
 	env.ExecuteWorkflow(Runbook, input(t, sagaRunbook, nil))
 	_, err := result(t, env)
@@ -431,8 +431,8 @@ func TestFailureLetsSiblingsFinishThenUndoesInReverse(t *testing.T) {
 
 func TestCancellationUndoesCompletedSteps(t *testing.T) {
 	env, f := newEnv(t)
-	f.run = func(in hostapi.RunInput, attempt int32) (hostapi.RunResult, error) {
-		return hostapi.RunResult{}, nil
+	f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
+		return host.RunResult{}, nil
 	}
 	env.RegisterDelayedCallback(func() { env.CancelWorkflow() }, time.Hour)
 	env.ExecuteWorkflow(Runbook, input(t, `

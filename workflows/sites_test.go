@@ -16,7 +16,7 @@ import (
 	"kedge.dev/kedge/runbooks/inventory"
 	"kedge.dev/kedge/runbooks/source"
 
-	hostapi "kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/host"
 )
 
 // Two sites: the controller and worker-1 are reached by the workers on
@@ -61,15 +61,15 @@ func TestActionsRunOnTheirSiteQueue(t *testing.T) {
 	registerAdmit(env)
 	var mu sync.Mutex
 	var calls []string
-	env.RegisterActivityWithOptions(func(ctx context.Context, in hostapi.RunInput) (hostapi.RunResult, error) {
+	env.RegisterActivityWithOptions(func(ctx context.Context, in host.RunInput) (host.RunResult, error) {
 		mu.Lock()
 		calls = append(calls, in.Command+"@"+in.Target.Node+" on "+activity.GetInfo(ctx).TaskQueue)
 		mu.Unlock()
 		if in.Command == "boom" {
-			return hostapi.RunResult{ExitCode: 1}, temporal.NewNonRetryableApplicationError("exit status 1", "CommandFailed", nil)
+			return host.RunResult{ExitCode: 1}, temporal.NewNonRetryableApplicationError("exit status 1", "CommandFailed", nil)
 		}
-		return hostapi.RunResult{}, nil
-	}, activity.RegisterOptions{Name: hostapi.RunAction})
+		return host.RunResult{}, nil
+	}, activity.RegisterOptions{Name: host.RunAction})
 	env.ExecuteWorkflow(Runbook, compileFor(t, sitesInventory, sitesRunbook))
 	if err := env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), "failed at step boom") {
 		t.Fatalf("want a failure at boom, got %v", err)

@@ -18,7 +18,7 @@ import (
 
 	"kedge.dev/kedge/internal/searchattr"
 
-	hostapi "kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/host"
 )
 
 // statusLog records the KedgeStatus values a workflow upserts.
@@ -76,8 +76,8 @@ func TestKedgeStatusFollowsTheRun(t *testing.T) {
 
 func TestKedgeStatusFailed(t *testing.T) {
 	env, f := newEnv(t)
-	f.run = func(in hostapi.RunInput, attempt int32) (hostapi.RunResult, error) {
-		return hostapi.RunResult{}, temporal.NewNonRetryableApplicationError("broken", "CommandFailed", nil)
+	f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
+		return host.RunResult{}, temporal.NewNonRetryableApplicationError("broken", "CommandFailed", nil)
 	}
 	var log statusLog
 	log.watch(env)

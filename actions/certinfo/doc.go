@@ -6,5 +6,5 @@
 // It is pure data: it must never import the Temporal SDK or anything that
 // does I/O, so the action table, the runbook language and the workflow
 // can name the action without linking it. The action is implemented by
-// kedge.dev/kedge/activities/certinfo, which aliases these types.
+// kedge.dev/kedge/activities/tlsprobe.
 package certinfo

@@ -8,6 +8,5 @@
 // It is pure data: it must never import an etcd or Vault client or the
 // Temporal SDK, so the action table, the runbook language and the workflow
 // can name these actions without linking them. The actions are
-// implemented by kedge.dev/kedge/activities/etcd, which aliases these
-// types.
+// implemented by kedge.dev/kedge/activities/etcdapi.
 package etcd

@@ -6,5 +6,5 @@
 // name host actions without linking SSH or SFTP: it must never import
 // anything but the standard library, kedge.dev/kedge/actions/target and
 // kedge.dev/kedge/internal/layout. The actions are implemented by
-// kedge.dev/kedge/activities/host, which keeps aliases of these names.
+// kedge.dev/kedge/activities/sshhost.
 package host

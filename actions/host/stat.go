@@ -1,7 +1,7 @@
 package host
 
 // FileStat is a file's mode and owner. It is no action's result: it is
-// what activities/host's Stat answers activities/pki (through pki.Hosts),
+// what activities/sshhost's Stat answers activities/pkihost (through pki.Hosts),
 // declared here so pki needs no other activity package.
 type FileStat struct {
 	Exists bool

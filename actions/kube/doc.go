@@ -6,6 +6,5 @@
 // It is pure data: it must never import a client (client-go, kubectl) or
 // the Temporal SDK, so the action table, the runbook language and the
 // workflow can name these actions without linking them. The actions are
-// implemented by kedge.dev/kedge/activities/kube, which aliases these
-// types.
+// implemented by kedge.dev/kedge/activities/kubeapi.
 package kube

@@ -11,7 +11,7 @@ import (
 // lines the files give them.
 func TestManifestFlagsReadsRenderedManifests(t *testing.T) {
 	for file, want := range map[string]FlagAt{
-		"../../activities/render/testdata/kube-apiserver.yaml.golden":                               {"kube-apiserver", "advertise-address", 14},
+		"../../activities/nodefiles/testdata/kube-apiserver.yaml.golden":                            {"kube-apiserver", "advertise-address", 14},
 		"../../integration/typhoon/tftemplate/testdata/static-manifests-kube-apiserver.yaml.golden": {"kube-apiserver", "", 0},
 	} {
 		data, err := os.ReadFile(file)
@@ -47,7 +47,7 @@ func TestFlagsRemovedByNamesTheFileAndLine(t *testing.T) {
 	old := RemovedFlags
 	t.Cleanup(func() { RemovedFlags = old })
 	RemovedFlags = map[string]map[string][]string{"v1.36": {APIServer: {"kubelet-preferred-address-types"}}}
-	data, err := os.ReadFile("../../activities/render/testdata/kube-apiserver.yaml.golden")
+	data, err := os.ReadFile("../../activities/nodefiles/testdata/kube-apiserver.yaml.golden")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,5 +2,5 @@
 // result types: vault.issue-cert, vault.cluster-ca, vault.key-pair and
 // vault.read-secret. It is pure data, so the action table, the runbook
 // language and the workflow can name them without linking Vault's client;
-// activities/vault implements them. It must never do I/O.
+// activities/vaultapi implements them. It must never do I/O.
 package vault

@@ -3,8 +3,8 @@ package vault
 import "kedge.dev/kedge/actions/target"
 
 // The inputs and results below are no action's: they are what pki.adopt
-// asks of the Vault implementation (activities/vault) through pki.Vault,
-// declared here so activities/pki needs no other activity package.
+// asks of the Vault implementation (activities/vaultapi) through pki.Vault,
+// declared here so activities/pkihost needs no other activity package.
 
 // ImportCAInput is a CA a cluster already has, to be kept in Vault.
 type ImportCAInput struct {

@@ -1,5 +1,5 @@
 // Package assets holds the render.* actions: the renderers of
-// activities/render (kubeconfigs, the kubelet's configuration and units,
+// activities/nodefiles (kubeconfigs, the kubelet's configuration and units,
 // the control plane's static pods) as steps a runbook can run, so the
 // files a host is given are visible, and retried, like every other step.
 //

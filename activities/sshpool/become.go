@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	tgt "kedge.dev/kedge/actions/target"
+	"kedge.dev/kedge/actions/target"
 	"strings"
 	"sync"
 
@@ -35,8 +35,8 @@ func (e *PrivilegeError) Unwrap() error { return ErrPrivilege }
 // Privileged is the command line that runs argv (words, no shell syntax
 // beyond what argv itself holds) as root on t: through `sudo -n --` when t
 // asks to become root, as it is otherwise.
-func Privileged(t tgt.SSH, argv string) string {
-	if t.Become == tgt.BecomeSudo {
+func Privileged(t target.SSH, argv string) string {
+	if t.Become == target.BecomeSudo {
 		return "sudo -n -- " + argv
 	}
 	return argv
@@ -68,7 +68,7 @@ type becomeState struct {
 // CheckBecome checks afresh, on the pooled connection to t, that t's user
 // becomes root as t asks (nothing to check when it asks for nothing), and
 // remembers the answer for the connection. A refusal wraps ErrPrivilege.
-func (p *Pool) CheckBecome(ctx context.Context, t tgt.SSH) error {
+func (p *Pool) CheckBecome(ctx context.Context, t target.SSH) error {
 	for attempt := 0; ; attempt++ {
 		c, err := p.Get(ctx, t)
 		if err != nil {
@@ -88,8 +88,8 @@ func (p *Pool) CheckBecome(ctx context.Context, t tgt.SSH) error {
 // AsPrivilegeError reads what a command run through Privileged wrote to
 // stderr when it never started: sudo's own refusal becomes a
 // PrivilegeError; anything else gives nil.
-func AsPrivilegeError(t tgt.SSH, stderr string) error {
-	if t.Become != tgt.BecomeSudo {
+func AsPrivilegeError(t target.SSH, stderr string) error {
+	if t.Become != target.BecomeSudo {
 		return nil
 	}
 	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {

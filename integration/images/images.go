@@ -39,7 +39,7 @@ const (
 	// world's containerd is configured with.
 	PauseVersion = "3.10"
 	// KubeletRepository is Typhoon's kubelet image, whose entrypoint is the
-	// kubelet (activities/render's kubelet unit passes it flags only).
+	// kubelet (activities/nodefiles's kubelet unit passes it flags only).
 	KubeletRepository = "quay.io/poseidon/kubelet"
 )
 

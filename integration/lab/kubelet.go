@@ -6,10 +6,10 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
-	"kedge.dev/kedge/activities/render"
+	"kedge.dev/kedge/activities/nodefiles"
 	"kedge.dev/kedge/integration/testhosts"
 
-	renderapi "kedge.dev/kedge/actions/render"
+	"kedge.dev/kedge/actions/render"
 )
 
 // KubeletImage is the image the lab's kubelets start with. Its tag is the
@@ -26,11 +26,11 @@ const KubeletImage = "quay.io/poseidon/kubelet:v1.35.3"
 // credentials (e.g. controlplane's NodeKubeconfig), never
 // cluster-admin's.
 func InstallKubelet(ctx context.Context, h *testhosts.Host, kubeconfig []byte, node, image string) error {
-	unit, err := render.KubeletUnit(renderapi.KubeletUnitInput{Runtime: render.RuntimeDocker, Image: image, Node: node, Role: render.RoleWorker})
+	unit, err := nodefiles.KubeletUnit(render.KubeletUnitInput{Runtime: nodefiles.RuntimeDocker, Image: image, Node: node, Role: nodefiles.RoleWorker})
 	if err != nil {
 		return err
 	}
-	config, err := render.KubeletConfig(renderapi.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
+	config, err := nodefiles.KubeletConfig(render.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
 	if err != nil {
 		return err
 	}
@@ -49,11 +49,11 @@ func InstallKubelet(ctx context.Context, h *testhosts.Host, kubeconfig []byte, n
 		path    string
 		content []byte
 	}{
-		{render.ClusterCAPath, ca},
-		{render.KubeletKubeconfigPath, kubeconfig},
-		{render.KubeletConfigPath, config},
+		{nodefiles.ClusterCAPath, ca},
+		{nodefiles.KubeletKubeconfigPath, kubeconfig},
+		{nodefiles.KubeletConfigPath, config},
 		{"/etc/kedge-lab/images", []byte("quay.io/poseidon/kubelet /usr/local/sbin/kubelet-sim\n")},
-		{render.KubeletUnitPath, unit},
+		{nodefiles.KubeletUnitPath, unit},
 	}
 	// The node is NotReady until its runtime has a network.
 	if err := testhosts.WriteCNIConfig(h); err != nil {

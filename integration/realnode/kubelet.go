@@ -25,9 +25,9 @@ import (
 	"golang.org/x/sys/unix"
 	"sigs.k8s.io/yaml"
 
-	"kedge.dev/kedge/activities/render"
+	"kedge.dev/kedge/activities/nodefiles"
 
-	renderapi "kedge.dev/kedge/actions/render"
+	"kedge.dev/kedge/actions/render"
 )
 
 // HealthzAddress is where a kubelet configured by Kedge serves /healthz
@@ -59,17 +59,17 @@ func (n *Node) JoinWithCertificate(c Cluster) error {
 	if err != nil {
 		return err
 	}
-	kubeconfig, err := render.Kubeconfig(renderapi.KubeconfigInput{
+	kubeconfig, err := nodefiles.Kubeconfig(render.KubeconfigInput{
 		ClusterName: "kedge", Server: c.Server, CACert: string(caPEM),
 		User: "system:node:" + n.Name, ClientCert: string(certPEM), ClientKey: string(nodeKeyPEM),
 	})
 	if err != nil {
 		return err
 	}
-	if err := n.WriteFile(render.ClusterCAPath, caPEM, 0o644); err != nil {
+	if err := n.WriteFile(nodefiles.ClusterCAPath, caPEM, 0o644); err != nil {
 		return err
 	}
-	return n.WriteFile(render.KubeletKubeconfigPath, kubeconfig, 0o600)
+	return n.WriteFile(nodefiles.KubeletKubeconfigPath, kubeconfig, 0o600)
 }
 
 // IssueClientCertificate signs a client certificate (a new P-256 key) for
@@ -141,7 +141,7 @@ func parseKey(keyPEM []byte) (crypto.Signer, error) {
 // (render.KubeletConfig, the cluster DNS at 10.96.0.10), adjusted for
 // this machine by ForThisMachine.
 func (n *Node) KubeletConfig() ([]byte, error) {
-	cfg, err := render.KubeletConfig(renderapi.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
+	cfg, err := nodefiles.KubeletConfig(render.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func ForThisMachine(config []byte, cgroupRoot string) ([]byte, error) {
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
 		m["failCgroupV1"] = false
 	}
-	m["cgroupDriver"] = render.CgroupDriverCgroupfs
+	m["cgroupDriver"] = nodefiles.CgroupDriverCgroupfs
 	if cgroupRoot != "" {
 		m["cgroupRoot"] = cgroupRoot
 	}
@@ -198,7 +198,7 @@ func ForThisMachine(config []byte, cgroupRoot string) ([]byte, error) {
 // MachineDropIn: in the kubelet's --config-dir, where a machine's
 // provisioning puts what only that machine needs, beside the config Kedge
 // renders.
-const MachineDropInPath = render.KubeletConfigDropInDir + "/50-test-machine.conf"
+const MachineDropInPath = nodefiles.KubeletConfigDropInDir + "/50-test-machine.conf"
 
 // MachineDropIn is a KubeletConfiguration drop-in (--config-dir) holding
 // only what ForThisMachine changes, so the config Kedge renders is used
@@ -212,7 +212,7 @@ func MachineDropIn(cgroupRoot string) ([]byte, error) {
 	m := map[string]any{
 		"apiVersion":   "kubelet.config.k8s.io/v1beta1",
 		"kind":         "KubeletConfiguration",
-		"cgroupDriver": render.CgroupDriverCgroupfs,
+		"cgroupDriver": nodefiles.CgroupDriverCgroupfs,
 	}
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
 		m["failCgroupV1"] = false
@@ -220,7 +220,7 @@ func MachineDropIn(cgroupRoot string) ([]byte, error) {
 	if cgroupRoot != "" {
 		m["cgroupRoot"] = cgroupRoot
 	}
-	if _, err := os.Stat(render.SystemdResolvConf); err != nil {
+	if _, err := os.Stat(nodefiles.SystemdResolvConf); err != nil {
 		m["resolvConf"] = "/etc/resolv.conf"
 	}
 	machineKubelet(m)
@@ -236,8 +236,8 @@ func MachineDropIn(cgroupRoot string) ([]byte, error) {
 // node's name and address, and containerd's socket for cAdvisor.
 func (n *Node) DefaultArgs() []string {
 	return []string{
-		"--config=" + render.KubeletConfigPath,
-		"--kubeconfig=" + render.KubeletKubeconfigPath,
+		"--config=" + nodefiles.KubeletConfigPath,
+		"--kubeconfig=" + nodefiles.KubeletKubeconfigPath,
 		"--hostname-override=" + n.Name,
 		"--node-ip=" + n.NodeIP,
 		"--containerd=" + ContainerdSocket,
@@ -249,7 +249,7 @@ func (n *Node) DefaultArgs() []string {
 // wait: see WaitKubeletHealthy.
 func (n *Node) StartKubelet(bin string, config []byte, args []string) (*Process, error) {
 	if config != nil {
-		if err := n.WriteFile(render.KubeletConfigPath, config, 0o644); err != nil {
+		if err := n.WriteFile(nodefiles.KubeletConfigPath, config, 0o644); err != nil {
 			return nil, err
 		}
 	}

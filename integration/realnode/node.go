@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"kedge.dev/kedge/activities/render"
+	"kedge.dev/kedge/activities/nodefiles"
 )
 
 // Options configure a node.
@@ -173,7 +173,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	n := &Node{Name: o.Name, Dir: dir, opts: o, holderDone: make(chan struct{})}
 	// The kubelet watches its manifest directory only if it exists when
 	// it starts (else it looks every 20s); the unit makes it beforehand.
-	for _, d := range append([]string{"logs", "overlay", render.ManifestsDir}, privateDirs...) {
+	for _, d := range append([]string{"logs", "overlay", nodefiles.ManifestsDir}, privateDirs...) {
 		p := filepath.Join(dir, d)
 		if strings.HasPrefix(d, "/") {
 			p = n.Path(d)
@@ -213,7 +213,7 @@ func holderScript() string {
 	// kubelet's pod volumes, mounted in its container under its rshared
 	// volume, reach containerd and the pods. The peer group is the
 	// node's own (unshare --propagation private cut the machine's).
-	b.WriteString("mount --make-shared " + render.KubeletDir + "\n")
+	b.WriteString("mount --make-shared " + nodefiles.KubeletDir + "\n")
 	b.WriteString("echo ready\nexec sleep infinity\n")
 	return b.String()
 }

@@ -21,11 +21,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
-	"kedge.dev/kedge/activities/render"
+	"kedge.dev/kedge/activities/nodefiles"
 	"kedge.dev/kedge/integration/controlplane"
 	"kedge.dev/kedge/integration/images"
 
-	renderapi "kedge.dev/kedge/actions/render"
+	"kedge.dev/kedge/actions/render"
 )
 
 // requireRoot skips a test that cannot run here: only when not root
@@ -253,7 +253,7 @@ ExecStart=/usr/bin/podman run --rm \
 }
 
 func TestForThisMachineChangesOnlyWhatThisMachineNeeds(t *testing.T) {
-	cfg, err := render.KubeletConfig(renderapi.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
+	cfg, err := nodefiles.KubeletConfig(render.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +410,7 @@ spec:
     imagePullPolicy: Never
 `, images.PauseRef())
 		start := time.Now()
-		if err := node1.WriteFile(render.ManifestsDir+"/static-pause.yaml", []byte(manifest), 0o644); err != nil {
+		if err := node1.WriteFile(nodefiles.ManifestsDir+"/static-pause.yaml", []byte(manifest), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		_, podNet, _ := net.ParseCIDR(node1.PodCIDR)
@@ -492,9 +492,9 @@ spec:
 		image := images.KubeletRef(images.KubeVersion)
 		var all [][]string
 		var units [][]byte
-		for _, rt := range []string{render.RuntimePodman, render.RuntimeDocker} {
-			u, err := render.KubeletUnit(renderapi.KubeletUnitInput{Runtime: rt, Image: image, Node: node2.Name,
-				Role: render.RoleWorker, NodeIP: node2.NodeIP})
+		for _, rt := range []string{nodefiles.RuntimePodman, nodefiles.RuntimeDocker} {
+			u, err := nodefiles.KubeletUnit(render.KubeletUnitInput{Runtime: rt, Image: image, Node: node2.Name,
+				Role: nodefiles.RoleWorker, NodeIP: node2.NodeIP})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -518,8 +518,8 @@ spec:
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Contains(dirs, render.KubeletConfigDropInDir) {
-			t.Errorf("the unit does not make --config-dir %s: %q", render.KubeletConfigDropInDir, dirs)
+		if !slices.Contains(dirs, nodefiles.KubeletConfigDropInDir) {
+			t.Errorf("the unit does not make --config-dir %s: %q", nodefiles.KubeletConfigDropInDir, dirs)
 		}
 		for _, d := range dirs {
 			if err := os.MkdirAll(node2.Path(d), 0o755); err != nil {
@@ -608,7 +608,7 @@ func waitNode(ctx context.Context, t *testing.T, c kubernetes.Interface, name st
 // API server from the machine.
 func nodeClient(t *testing.T, n *Node) kubernetes.Interface {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", n.Path(render.KubeletKubeconfigPath))
+	cfg, err := clientcmd.BuildConfigFromFlags("", n.Path(nodefiles.KubeletKubeconfigPath))
 	if err != nil {
 		t.Fatal(err)
 	}

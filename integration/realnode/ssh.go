@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"kedge.dev/kedge/activities/render"
+	"kedge.dev/kedge/activities/nodefiles"
 	"kedge.dev/kedge/integration/testhosts"
 
-	renderapi "kedge.dev/kedge/actions/render"
+	"kedge.dev/kedge/actions/render"
 )
 
 // sshCgroup is where, under the node's CgroupRoot, its sshd and
@@ -212,26 +212,26 @@ type UnitInput struct {
 // kubelet (SetKubeletImages) with the unit's volumes and flags.
 func (n *Node) InstallKubelet(ctx context.Context, h *testhosts.Host, c Cluster, in UnitInput) error {
 	if in.Role == "" {
-		in.Role = render.RoleWorker
+		in.Role = nodefiles.RoleWorker
 	}
 	if err := n.JoinWithCertificate(c); err != nil {
 		return err
 	}
 	// Kedge's config as rendered: StartSSH left this machine's settings
 	// in the kubelet's --config-dir.
-	config, err := render.KubeletConfig(renderapi.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
+	config, err := nodefiles.KubeletConfig(render.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
 	if err != nil {
 		return err
 	}
-	if err := n.WriteFile(render.KubeletConfigPath, config, 0o644); err != nil {
+	if err := n.WriteFile(nodefiles.KubeletConfigPath, config, 0o644); err != nil {
 		return err
 	}
-	if in.Runtime == render.RuntimePodman {
+	if in.Runtime == nodefiles.RuntimePodman {
 		if err := n.addSysfsDir(ctx, "selinux"); err != nil {
 			return err
 		}
 	}
-	unit, err := render.KubeletUnit(renderapi.KubeletUnitInput{Runtime: in.Runtime, Image: in.Image, Node: n.Name, Role: in.Role, NodeIP: n.NodeIP})
+	unit, err := nodefiles.KubeletUnit(render.KubeletUnitInput{Runtime: in.Runtime, Image: in.Image, Node: n.Name, Role: in.Role, NodeIP: n.NodeIP})
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 	corev1 "k8s.io/api/core/v1"
 
-	"kedge.dev/kedge/activities/render"
+	"kedge.dev/kedge/activities/nodefiles"
 	"kedge.dev/kedge/integration/controlplane"
 	"kedge.dev/kedge/integration/images"
 	"kedge.dev/kedge/integration/testhosts"
@@ -54,7 +54,7 @@ func TestNodeIsAnSSHHostRunningKedgesKubeletUnit(t *testing.T) {
 	}
 	start := time.Now()
 	cluster := Cluster{Server: cp.Server, CAFile: cp.CAFile, CAKeyFile: cp.CAKeyFile}
-	if err := n.InstallKubelet(ctx, h, cluster, UnitInput{Runtime: render.RuntimePodman, Image: image}); err != nil {
+	if err := n.InstallKubelet(ctx, h, cluster, UnitInput{Runtime: nodefiles.RuntimePodman, Image: image}); err != nil {
 		t.Fatal(err)
 	}
 	p := &Process{Log: "/dev/null", done: make(chan struct{})}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/coreos/go-systemd/v22/unit"
 
-	"kedge.dev/kedge/activities/render"
+	"kedge.dev/kedge/activities/nodefiles"
 	"kedge.dev/kedge/internal/layout"
 )
 
@@ -54,14 +54,14 @@ func KubeletUnitArgs(files ...[]byte) (image string, args []string, err error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("ExecStart: %w", err)
 	}
-	marker := "${" + render.KubeletImageVariable + "}"
+	marker := "${" + nodefiles.KubeletImageVariable + "}"
 	for i, w := range words {
 		if w != marker {
 			continue
 		}
-		image, ok := env[render.KubeletImageVariable]
+		image, ok := env[nodefiles.KubeletImageVariable]
 		if !ok || image == "" {
-			return "", nil, fmt.Errorf("kubelet unit: %s is not set", render.KubeletImageVariable)
+			return "", nil, fmt.Errorf("kubelet unit: %s is not set", nodefiles.KubeletImageVariable)
 		}
 		for _, a := range words[i+1:] {
 			expanded, err := layout.Expand(a, env)

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"net"
 
-	"kedge.dev/kedge/activities/render"
+	"kedge.dev/kedge/activities/nodefiles"
 
-	renderapi "kedge.dev/kedge/actions/render"
+	"kedge.dev/kedge/actions/render"
 )
 
 // WriteCNIConfig gives the host the bridge network node-join would give
@@ -24,11 +24,11 @@ func WriteCNIConfig(h *Host) error {
 	for i := range nodes {
 		nodes[i] = fmt.Sprintf("node-%d", i)
 	}
-	conf, err := render.BridgeCNIConfig(renderapi.BridgeCNIInput{Nodes: nodes, Node: nodes[ip[3]]})
+	conf, err := nodefiles.BridgeCNIConfig(render.BridgeCNIInput{Nodes: nodes, Node: nodes[ip[3]]})
 	if err != nil {
 		return fmt.Errorf("CNI config for %s: %w", h.Name, err)
 	}
-	if err := h.WriteFile(render.BridgeCNIConfigPath, conf, 0o644); err != nil {
+	if err := h.WriteFile(nodefiles.BridgeCNIConfigPath, conf, 0o644); err != nil {
 		return fmt.Errorf("CNI config for %s: %w", h.Name, err)
 	}
 	return nil

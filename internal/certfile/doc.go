@@ -4,6 +4,6 @@
 // is within a threshold.
 //
 // It is pure: it parses bytes it is given and never reads a file or the
-// network. host.cert-info (activities/host) and tls.check
-// (activities/certinfo) share it, so neither imports the other.
+// network. host.cert-info (activities/sshhost) and tls.check
+// (activities/tlsprobe) share it, so neither imports the other.
 package certfile

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"kedge.dev/kedge/activities/render"
+	"kedge.dev/kedge/activities/nodefiles"
 	"kedge.dev/kedge/integration/typhoon"
 	"kedge.dev/kedge/integration/typhoon/butane"
 
-	renderapi "kedge.dev/kedge/actions/render"
+	"kedge.dev/kedge/actions/render"
 )
 
 // memHost is a host's files in memory, for unit tests.
@@ -283,19 +283,19 @@ func TestDiscoverTyphoonFCOSWorkerWithADropIn(t *testing.T) {
 
 func TestDiscoverKedge(t *testing.T) {
 	m := memHost{}
-	u, err := render.KubeletUnit(renderapi.KubeletUnitInput{Runtime: render.RuntimeDocker, Image: "quay.io/poseidon/kubelet:v1.35.4",
-		Node: "worker-1", Role: render.RoleWorker, NodeIP: "10.0.0.21"})
+	u, err := nodefiles.KubeletUnit(render.KubeletUnitInput{Runtime: nodefiles.RuntimeDocker, Image: "quay.io/poseidon/kubelet:v1.35.4",
+		Node: "worker-1", Role: nodefiles.RoleWorker, NodeIP: "10.0.0.21"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m[render.KubeletUnitPath] = u
-	cfg, err := render.KubeletConfig(renderapi.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
+	m[nodefiles.KubeletUnitPath] = u
+	cfg, err := nodefiles.KubeletConfig(render.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m[render.KubeletConfigPath] = cfg
-	m[render.KubeletConfigDropInDir+"/50-dns.conf"] = []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nclusterDNS: [10.96.0.53]\n")
-	f := Facts{Hostname: "worker-1", Units: map[string]UnitState{KubeletService: loaded(m, render.KubeletUnitPath)}}
+	m[nodefiles.KubeletConfigPath] = cfg
+	m[nodefiles.KubeletConfigDropInDir+"/50-dns.conf"] = []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nclusterDNS: [10.96.0.53]\n")
+	f := Facts{Hostname: "worker-1", Units: map[string]UnitState{KubeletService: loaded(m, nodefiles.KubeletUnitPath)}}
 	l, err := Discover(f, m)
 	if err != nil {
 		t.Fatal(err)
@@ -306,7 +306,7 @@ func TestDiscoverKedge(t *testing.T) {
 	if !reflect.DeepEqual(l.ClusterDNS, []string{"10.96.0.53"}) {
 		t.Errorf("cluster DNS %q: the --config-dir drop-in wins", l.ClusterDNS)
 	}
-	if l.Kubelet.ConfigDir != render.KubeletConfigDropInDir || l.Kubelet.BootstrapKubeconfig != render.BootstrapKubeconfigPath {
+	if l.Kubelet.ConfigDir != nodefiles.KubeletConfigDropInDir || l.Kubelet.BootstrapKubeconfig != nodefiles.BootstrapKubeconfigPath {
 		t.Errorf("kubelet %+v", l.Kubelet)
 	}
 	// The kubelet's serving certificate: kubelet.crt in its default
@@ -318,7 +318,7 @@ func TestDiscoverKedge(t *testing.T) {
 	if l.Files[FileKubeletClientCurrent] != "/var/lib/kubelet/pki/kubelet-client-current.pem" {
 		t.Errorf("client certificate store %q", l.Files[FileKubeletClientCurrent])
 	}
-	m[render.KubeletConfigDropInDir+"/60-tls.conf"] = []byte("tlsCertFile: /var/lib/kubelet/serving/tls.crt\ntlsPrivateKeyFile: /var/lib/kubelet/serving/tls.key\n")
+	m[nodefiles.KubeletConfigDropInDir+"/60-tls.conf"] = []byte("tlsCertFile: /var/lib/kubelet/serving/tls.crt\ntlsPrivateKeyFile: /var/lib/kubelet/serving/tls.key\n")
 	if l, err = Discover(f, m); err != nil {
 		t.Fatal(err)
 	}
@@ -468,13 +468,13 @@ func TestASwapWritesWhereTheOperatorSetsTheImage(t *testing.T) {
 // CA rotation and cert-renewal must reach, though no process names it.
 func TestDiscoverKedgeAdminKubeconfig(t *testing.T) {
 	m, f := kedgeHost(t, "controller-1", "controller-1")
-	pods, err := render.StaticPods(renderapi.ControlPlaneInput{Node: "controller-1", NodeIP: "10.0.0.11", ServiceCIDR: "10.96.0.0/12",
-		Images: renderapi.ControlPlaneImages{Etcd: "e:1", APIServer: "a:1", ControllerManager: "c:1", Scheduler: "s:1"}})
+	pods, err := nodefiles.StaticPods(render.ControlPlaneInput{Node: "controller-1", NodeIP: "10.0.0.11", ServiceCIDR: "10.96.0.0/12",
+		Images: render.ControlPlaneImages{Etcd: "e:1", APIServer: "a:1", ControllerManager: "c:1", Scheduler: "s:1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, b := range pods {
-		m[render.ManifestsDir+"/"+name] = b
+		m[nodefiles.ManifestsDir+"/"+name] = b
 	}
 	l, err := Discover(f, m)
 	if err != nil {
@@ -483,11 +483,11 @@ func TestDiscoverKedgeAdminKubeconfig(t *testing.T) {
 	if _, ok := l.Files[FileAdminKC]; ok {
 		t.Errorf("admin.conf named before there is one: %q", l.Files[FileAdminKC])
 	}
-	m[render.KubernetesDir+"/admin.conf"] = []byte("apiVersion: v1\nkind: Config\n")
+	m[nodefiles.KubernetesDir+"/admin.conf"] = []byte("apiVersion: v1\nkind: Config\n")
 	if l, err = Discover(f, m); err != nil {
 		t.Fatal(err)
 	}
-	if l.Kind != KindKedge || l.Files[FileControllerManagerKC] != render.ControllerManagerKubeconfigPath || l.Files[FileAdminKC] != render.KubernetesDir+"/admin.conf" {
+	if l.Kind != KindKedge || l.Files[FileControllerManagerKC] != nodefiles.ControllerManagerKubeconfigPath || l.Files[FileAdminKC] != nodefiles.KubernetesDir+"/admin.conf" {
 		t.Errorf("kind %q, controller-manager.conf %q, admin.conf %q", l.Kind, l.Files[FileControllerManagerKC], l.Files[FileAdminKC])
 	}
 }

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"kedge.dev/kedge/activities/render"
+	"kedge.dev/kedge/activities/nodefiles"
 	"kedge.dev/kedge/integration/typhoon"
 
-	renderapi "kedge.dev/kedge/actions/render"
+	"kedge.dev/kedge/actions/render"
 )
 
 // nnHost is a host's files for the Node name tests.
@@ -36,18 +36,18 @@ func (m nnHost) running(fragment string, dropIns ...string) UnitState {
 func kedgeHost(t *testing.T, node, hostname string) (nnHost, Facts) {
 	t.Helper()
 	m := nnHost{}
-	u, err := render.KubeletUnit(renderapi.KubeletUnitInput{Runtime: render.RuntimeDocker, Image: "quay.io/poseidon/kubelet:v1.35.4",
-		Node: node, Role: render.RoleWorker, NodeIP: "10.0.0.21"})
+	u, err := nodefiles.KubeletUnit(render.KubeletUnitInput{Runtime: nodefiles.RuntimeDocker, Image: "quay.io/poseidon/kubelet:v1.35.4",
+		Node: node, Role: nodefiles.RoleWorker, NodeIP: "10.0.0.21"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m[render.KubeletUnitPath] = u
-	cfg, err := render.KubeletConfig(renderapi.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
+	m[nodefiles.KubeletUnitPath] = u
+	cfg, err := nodefiles.KubeletConfig(render.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m[render.KubeletConfigPath] = cfg
-	return m, Facts{Hostname: hostname, Units: map[string]UnitState{KubeletService: m.running(render.KubeletUnitPath)}}
+	m[nodefiles.KubeletConfigPath] = cfg
+	return m, Facts{Hostname: hostname, Units: map[string]UnitState{KubeletService: m.running(nodefiles.KubeletUnitPath)}}
 }
 
 // The kubelet's name and where it was read: --hostname-override in the
@@ -59,15 +59,15 @@ func TestNodeNameIsReadWhereTheKubeletGetsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.NodeName != "worker-1.mercury.example" || l.NodeNameFrom != "--hostname-override in "+render.KubeletUnitPath {
+	if l.NodeName != "worker-1.mercury.example" || l.NodeNameFrom != "--hostname-override in "+nodefiles.KubeletUnitPath {
 		t.Errorf("Kedge's unit: %q from %q", l.NodeName, l.NodeNameFrom)
 	}
 
 	// A drop-in that replaces ExecStart is where the name comes from.
 	const dropIn = "/etc/systemd/system/kubelet.service.d/20-name.conf"
-	run := strings.ReplaceAll(strings.Split(strings.Split(string(m[render.KubeletUnitPath]), "ExecStart=")[1], "\nExecStop")[0], "worker-1.mercury.example", "W1.Mercury.Example")
+	run := strings.ReplaceAll(strings.Split(strings.Split(string(m[nodefiles.KubeletUnitPath]), "ExecStart=")[1], "\nExecStop")[0], "worker-1.mercury.example", "W1.Mercury.Example")
 	m[dropIn] = []byte("[Service]\nExecStart=\nExecStart=" + run + "\n")
-	f.Units[KubeletService] = m.running(render.KubeletUnitPath, dropIn)
+	f.Units[KubeletService] = m.running(nodefiles.KubeletUnitPath, dropIn)
 	if l, err = Discover(f, m); err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +78,8 @@ func TestNodeNameIsReadWhereTheKubeletGetsIt(t *testing.T) {
 	// No --hostname-override: the host's name, lower-cased as the
 	// kubelet does.
 	delete(m, dropIn)
-	m[render.KubeletUnitPath] = []byte(strings.Replace(string(m[render.KubeletUnitPath]), "--hostname-override=worker-1.mercury.example", "", 1))
-	f.Units[KubeletService] = m.running(render.KubeletUnitPath)
+	m[nodefiles.KubeletUnitPath] = []byte(strings.Replace(string(m[nodefiles.KubeletUnitPath]), "--hostname-override=worker-1.mercury.example", "", 1))
+	f.Units[KubeletService] = m.running(nodefiles.KubeletUnitPath)
 	f.Hostname = "Worker-1"
 	if l, err = Discover(f, m); err != nil {
 		t.Fatal(err)
@@ -186,19 +186,19 @@ func TestKubeletLive(t *testing.T) {
 // own hosts).
 func TestEtcdDataDir(t *testing.T) {
 	m, f := kedgeHost(t, "controller-1", "controller-1")
-	pods, err := render.StaticPods(renderapi.ControlPlaneInput{Node: "controller-1", NodeIP: "10.0.0.11", ServiceCIDR: "10.96.0.0/12",
-		Images: renderapi.ControlPlaneImages{Etcd: "e:1", APIServer: "a:1", ControllerManager: "c:1", Scheduler: "s:1"}})
+	pods, err := nodefiles.StaticPods(render.ControlPlaneInput{Node: "controller-1", NodeIP: "10.0.0.11", ServiceCIDR: "10.96.0.0/12",
+		Images: render.ControlPlaneImages{Etcd: "e:1", APIServer: "a:1", ControllerManager: "c:1", Scheduler: "s:1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, b := range pods {
-		m[render.ManifestsDir+"/"+name] = b
+		m[nodefiles.ManifestsDir+"/"+name] = b
 	}
 	l, err := Discover(f, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Etcd.Mode != EtcdStaticPod || l.Etcd.DataDir != render.EtcdDataDir || l.Role != "controller" {
+	if l.Etcd.Mode != EtcdStaticPod || l.Etcd.DataDir != nodefiles.EtcdDataDir || l.Role != "controller" {
 		t.Errorf("etcd static pod: %+v, role %q", l.Etcd, l.Role)
 	}
 }

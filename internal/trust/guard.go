@@ -17,11 +17,11 @@ import (
 
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/actions/target"
-	"kedge.dev/kedge/activities/kube"
-	"kedge.dev/kedge/activities/render"
+	"kedge.dev/kedge/activities/kubeapi"
+	"kedge.dev/kedge/activities/nodefiles"
 	"kedge.dev/kedge/runbooks/inventory"
 
-	kubeapi "kedge.dev/kedge/actions/kube"
+	"kedge.dev/kedge/actions/kube"
 )
 
 // ErrType is the error type of a refused action. It is not retried.
@@ -98,7 +98,7 @@ func (g *Guard) Resolve(arg any) (any, error) {
 	if err := g.resolveFields(out.Elem()); err != nil {
 		return nil, err
 	}
-	if s, ok := out.Elem().Interface().(kubeapi.SaveKubeconfigInput); ok {
+	if s, ok := out.Elem().Interface().(kube.SaveKubeconfigInput); ok {
 		if err := g.checkSave(s); err != nil {
 			return nil, err
 		}
@@ -219,12 +219,12 @@ func (g *Guard) kube(k target.Kube) (target.Kube, error) {
 // every later kube action of the cluster loads it: embedded certificates
 // and keys only (kube.Saveable), and every server one of the cluster's
 // own API servers (apiServers).
-func (g *Guard) checkSave(s kubeapi.SaveKubeconfigInput) error {
+func (g *Guard) checkSave(s kube.SaveKubeconfigInput) error {
 	c, err := g.cluster(s.Cluster.Name)
 	if err != nil {
 		return err
 	}
-	servers, err := kube.Saveable(s.Content)
+	servers, err := kubeapi.Saveable(s.Content)
 	if err != nil {
 		return fmt.Errorf("cluster %s: the kubeconfig to save: %w", c.Name, err)
 	}
@@ -233,7 +233,7 @@ func (g *Guard) checkSave(s kubeapi.SaveKubeconfigInput) error {
 		u, _ := url.Parse(server) // Saveable parsed it
 		if !slices.Contains(allowed, u.Host) {
 			return fmt.Errorf("cluster %s: the kubeconfig to save: its server %q is not this cluster's API server (the inventory's kubernetes.server, or a controller's address on port %d): %s",
-				c.Name, server, render.DefaultAPIServerPort, strings.Join(allowed, ", "))
+				c.Name, server, nodefiles.DefaultAPIServerPort, strings.Join(allowed, ", "))
 		}
 	}
 	return nil
@@ -249,7 +249,7 @@ func apiServers(c *inventory.Cluster) []string {
 		hosts = append(hosts, u.Host)
 	}
 	for _, n := range c.Controllers {
-		hosts = append(hosts, net.JoinHostPort(n.Address, strconv.Itoa(render.DefaultAPIServerPort)))
+		hosts = append(hosts, net.JoinHostPort(n.Address, strconv.Itoa(nodefiles.DefaultAPIServerPort)))
 	}
 	return hosts
 }

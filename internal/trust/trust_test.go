@@ -25,12 +25,12 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 
-	"kedge.dev/kedge/activities/render"
+	"kedge.dev/kedge/activities/nodefiles"
 
 	"kedge.dev/kedge/runbooks/inventory"
 
-	kubeapi "kedge.dev/kedge/actions/kube"
-	renderapi "kedge.dev/kedge/actions/render"
+	"kedge.dev/kedge/actions/kube"
+	"kedge.dev/kedge/actions/render"
 	"kedge.dev/kedge/actions/target"
 )
 
@@ -353,7 +353,7 @@ func adminKubeconfig(t *testing.T, server string) string {
 		t.Fatal(err)
 	}
 	cert := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	out, err := render.Kubeconfig(renderapi.KubeconfigInput{ClusterName: "mercury", Server: server, CACert: cert, User: "kedge-admin",
+	out, err := nodefiles.Kubeconfig(render.KubeconfigInput{ClusterName: "mercury", Server: server, CACert: cert, User: "kedge-admin",
 		ClientCert: cert, ClientKey: string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kd}))})
 	if err != nil {
 		t.Fatal(err)
@@ -371,8 +371,8 @@ func TestGuardSavesOnlyTheInventorysAPIServer(t *testing.T) {
 	g := &Guard{Registry: f}
 	c, _ := f.Cluster("mercury")
 	kc := target.Kube{Name: "mercury", Kubeconfig: c.Kubernetes.Kubeconfig}
-	save := func(server string) kubeapi.SaveKubeconfigInput {
-		return kubeapi.SaveKubeconfigInput{Cluster: kc, Content: adminKubeconfig(t, server)}
+	save := func(server string) kube.SaveKubeconfigInput {
+		return kube.SaveKubeconfigInput{Cluster: kc, Content: adminKubeconfig(t, server)}
 	}
 	if _, err := g.Resolve(save("https://10.0.0.1:6443")); err != nil {
 		t.Errorf("a controller's API server: %v", err)
@@ -385,7 +385,7 @@ func TestGuardSavesOnlyTheInventorysAPIServer(t *testing.T) {
 	}
 	withExec := strings.Replace(adminKubeconfig(t, "https://10.0.0.1:6443"), "    client-certificate-data:",
 		"    exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/sh}\n    client-certificate-data:", 1)
-	if _, err := g.Resolve(kubeapi.SaveKubeconfigInput{Cluster: kc, Content: withExec}); err == nil || !strings.Contains(err.Error(), "users[kedge-admin].exec") {
+	if _, err := g.Resolve(kube.SaveKubeconfigInput{Cluster: kc, Content: withExec}); err == nil || !strings.Contains(err.Error(), "users[kedge-admin].exec") {
 		t.Errorf("an exec plugin at the inventory's server: %v", err)
 	}
 	// An inventory that names its server (a load balancer, say).

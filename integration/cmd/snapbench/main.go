@@ -15,10 +15,10 @@ import (
 	"strings"
 	"time"
 
-	api "kedge.dev/kedge/actions/etcd"
+	"kedge.dev/kedge/actions/etcd"
 	"kedge.dev/kedge/actions/target"
 	"kedge.dev/kedge/actions/vault"
-	"kedge.dev/kedge/activities/etcd"
+	"kedge.dev/kedge/activities/etcdapi"
 	"kedge.dev/kedge/internal/codec"
 )
 
@@ -45,11 +45,11 @@ func (i issuer) IssueCert(context.Context, vault.IssueCertInput) (vault.IssueCer
 }
 
 // destinations is the one destination, "bench".
-type destinations struct{ d api.Destination }
+type destinations struct{ d etcd.Destination }
 
-func (d destinations) Destination(_, name string) (api.Destination, error) {
+func (d destinations) Destination(_, name string) (etcd.Destination, error) {
 	if name != "bench" {
-		return api.Destination{}, fmt.Errorf("no destination %q", name)
+		return etcd.Destination{}, fmt.Errorf("no destination %q", name)
 	}
 	return d.d, nil
 }
@@ -72,13 +72,13 @@ func run(endpoint, caFile, certFile, keyFile, codecKey, dest string) error {
 	if err != nil {
 		return err
 	}
-	var d api.Destination
+	var d etcd.Destination
 	if err := json.Unmarshal([]byte(dest), &d); err != nil {
 		return fmt.Errorf("-s3: %w", err)
 	}
-	a := &etcd.Activities{Vault: issuer{cert, key}, Keys: keys, Destinations: destinations{d}, Timeout: 30 * time.Second}
+	a := &etcdapi.Activities{Vault: issuer{cert, key}, Keys: keys, Destinations: destinations{d}, Timeout: 30 * time.Second}
 	began := time.Now()
-	res, err := a.Snapshot(context.Background(), api.SnapshotInput{Vault: target.Vault{Cluster: "bench"}, Endpoints: []string{endpoint},
+	res, err := a.Snapshot(context.Background(), etcd.SnapshotInput{Vault: target.Vault{Cluster: "bench"}, Endpoints: []string{endpoint},
 		CACert: ca, Issuer: "etcd", Destination: "bench"})
 	if err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-const goldens = "../../../../activities/render/testdata/"
+const goldens = "../../../../activities/nodefiles/testdata/"
 
 func writeImages(t *testing.T, lines ...string) string {
 	t.Helper()

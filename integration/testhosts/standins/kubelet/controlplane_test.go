@@ -25,10 +25,10 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/yaml"
 
-	"kedge.dev/kedge/activities/render"
+	"kedge.dev/kedge/activities/nodefiles"
 	"kedge.dev/kedge/integration/controlplane"
 
-	renderapi "kedge.dev/kedge/actions/render"
+	"kedge.dev/kedge/actions/render"
 )
 
 // bootstrapRBAC are the bindings that let kubelets join by TLS bootstrap:
@@ -56,7 +56,7 @@ func bootstrapRBAC(ctx context.Context, cs kubernetes.Interface) error {
 // dir and a serving pair named.
 func kubeletConfig(t *testing.T, dir, caFile, tlsCert, tlsKey string) string {
 	t.Helper()
-	rendered, err := render.KubeletConfig(renderapi.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
+	rendered, err := nodefiles.KubeletConfig(render.KubeletConfigInput{ClusterDNS: []string{"10.96.0.10"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func testTLSBootstrapRegistrationAndServing(t *testing.T, cp *controlplane.Contr
 	if err := bootstrapRBAC(ctx, cp.Client); err != nil {
 		t.Fatal(err)
 	}
-	token, err := render.NewBootstrapToken(10*time.Minute, time.Now(), "kubelet simulator test")
+	token, err := nodefiles.NewBootstrapToken(10*time.Minute, time.Now(), "kubelet simulator test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func testTLSBootstrapRegistrationAndServing(t *testing.T, cp *controlplane.Contr
 	if err != nil {
 		t.Fatal(err)
 	}
-	bootKubeconfig, err := render.Kubeconfig(renderapi.KubeconfigInput{ClusterName: "sim", Server: cp.Server, CACert: string(caPEM),
+	bootKubeconfig, err := nodefiles.Kubeconfig(render.KubeconfigInput{ClusterName: "sim", Server: cp.Server, CACert: string(caPEM),
 		User: "kubelet-bootstrap", Token: token.Token})
 	if err != nil {
 		t.Fatal(err)

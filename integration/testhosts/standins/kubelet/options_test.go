@@ -142,7 +142,7 @@ func TestParseTaints(t *testing.T) {
 }
 
 func TestLoadConfigReadsTheRenderedConfig(t *testing.T) {
-	cfg, err := loadConfig("../../../../activities/render/testdata/kubelet.yaml.golden", "")
+	cfg, err := loadConfig("../../../../activities/nodefiles/testdata/kubelet.yaml.golden", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -126,7 +126,7 @@ func TestNetworkConfig(t *testing.T) {
 		t.Errorf("valid config not found: %q", file)
 	}
 	// The conflist Kedge renders is one.
-	rendered, err := os.ReadFile("../../../../activities/render/testdata/10-kedge-bridge.conflist.golden")
+	rendered, err := os.ReadFile("../../../../activities/nodefiles/testdata/10-kedge-bridge.conflist.golden")
 	if err != nil {
 		t.Fatal(err)
 	}
