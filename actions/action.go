@@ -1,6 +1,7 @@
 package actions
 
 import (
+	"kedge.dev/kedge/actions/spec"
 	"reflect"
 	"slices"
 	"strings"
@@ -120,24 +121,13 @@ func Names() []string {
 	return names
 }
 
-// row is one line of the table as written: what cannot be read from the
-// types.
-type row struct {
-	name, doc string
-	in, out   any
-	timeout   time.Duration
-	heartbeat time.Duration
-	oneOf     []string
-	summary   string
-}
-
 // describe completes a row from its input and result types: their json,
 // kedge and doc tags give the inputs, outputs and target.
-func describe(r row) Action {
-	a := Action{Name: r.name, Doc: r.doc, Timeout: r.timeout, Heartbeat: r.heartbeat, Summary: r.summary,
-		In: reflect.TypeOf(r.in), Out: reflect.TypeOf(r.out)}
-	if r.oneOf != nil {
-		a.OneOf = [][]string{r.oneOf}
+func describe(r spec.Row) Action {
+	a := Action{Name: r.Name, Doc: r.Doc, Timeout: r.Timeout, Heartbeat: r.Heartbeat, Summary: r.Summary,
+		In: reflect.TypeOf(r.In), Out: reflect.TypeOf(r.Out)}
+	if r.OneOf != nil {
+		a.OneOf = [][]string{r.OneOf}
 	}
 	t := a.In
 	_, onCluster := t.FieldByName("Cluster") // then "node" is the target, not an input

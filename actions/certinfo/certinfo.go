@@ -1,5 +1,11 @@
 package certinfo
 
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+)
+
 // CheckAction is the action name of Check.
 const CheckAction = "tls.check"
 
@@ -33,4 +39,10 @@ type CheckResult struct {
 	// Trusted is set when the step named a CA and the certificate chains
 	// to it.
 	Trusted bool `json:"trusted"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: CheckAction, Doc: "connect to a TLS endpoint and report the certificate it serves (and whether it is due for renewal); optionally wait until it serves a newer one",
+		In: CheckInput{}, Out: CheckResult{}, Timeout: 10 * time.Minute, Heartbeat: 30 * time.Second,
+		Summary: `check the certificate served at {{.In "address"}}`})
 }

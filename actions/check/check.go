@@ -1,5 +1,11 @@
 package check
 
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+)
+
 // Action is the action name.
 const Action = "kedge.check"
 
@@ -12,4 +18,10 @@ type Input struct {
 // Result is empty: a check passes or fails.
 type Result struct {
 	Passed bool `json:"passed"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: Action, Doc: "stop the runbook when a condition is false (a guard)",
+		In: Input{}, Out: Result{}, Timeout: time.Minute,
+		Summary: `check a condition`})
 }

@@ -1,6 +1,11 @@
 package etcd
 
-import "kedge.dev/kedge/actions/target"
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+	"kedge.dev/kedge/actions/target"
+)
 
 // RemoveMemberAction is the action name of RemoveMember.
 const RemoveMemberAction = "etcd.remove-member"
@@ -64,4 +69,16 @@ type AddMemberResult struct {
 	InitialCluster string `json:"initialCluster"`
 	// Healthy is how many members answered before the add.
 	Healthy int `json:"healthy"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: RemoveMemberAction, Doc: "remove a member from etcd through its API (a 10-minute client certificate from etcd's CA in Vault), refusing when the members left would be none or their healthy ones short of a quorum, and with lost while the member still answers as itself (its host is not gone); a member already gone is success",
+		In: RemoveMemberInput{}, Out: RemoveMemberResult{}, Timeout: 2 * time.Minute,
+		Summary: `{{if .Flag "dryRun"}}check etcd keeps a quorum without {{.In "member"}}{{else}}remove etcd member {{.In "member"}}{{end}}`})
+}
+
+func init() {
+	spec.Register(spec.Row{Name: AddMemberAction, Doc: "add a member to etcd through its API (a 10-minute client certificate from etcd's CA in Vault) before its etcd starts, refusing, not retried, unless the healthy members stay a quorum of the new size (the new member counts before it starts), when another member was added and never started, or when its name or peer URL is another member's; a member already there with the peer URL (started or not) is success; gives the initial cluster (name=peerURL,...) the new member starts with",
+		In: AddMemberInput{}, Out: AddMemberResult{}, Timeout: 2 * time.Minute,
+		Summary: `add etcd member {{.In "name"}}`})
 }

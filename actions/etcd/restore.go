@@ -1,6 +1,11 @@
 package etcd
 
-import "kedge.dev/kedge/actions/target"
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+	"kedge.dev/kedge/actions/target"
+)
 
 // The actions of a restore from a snapshot after etcd lost its quorum
 // (the runbook etcd-restore), in the order it runs them.
@@ -132,4 +137,34 @@ type RestoreMemberResult struct {
 	Mode  string `json:"mode"`
 	// Shipped is the restored data directory's size in bytes.
 	Shipped int64 `json:"shipped"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: QuorumLostAction, Doc: "refuse a restore while etcd can serve: its members listed as a member last knew them, each asked for itself; when a majority answers with a leader and no error, refused, not retried (MajorityHealthy: a restore would throw away what was written since the snapshot); no member answering is a lost quorum",
+		In: QuorumLostInput{}, Out: QuorumLostResult{}, Timeout: 2 * time.Minute,
+		Summary: `check etcd has lost its quorum`})
+}
+
+func init() {
+	spec.Register(spec.Row{Name: RestorePlanAction, Doc: "what a restore would bring back, changing nothing: the snapshot named (latest: the cluster's newest with a manifest) in the destination the run names, its manifest checked against its name, the sealed object opened with the codec key the manifest names (its first chunk authenticated); its age, revision, size and key id, and a new cluster token for the restore (made once, kept by a resumed run)",
+		In: RestorePlanInput{}, Out: RestorePlanResult{}, Timeout: 5 * time.Minute,
+		Summary: `read the {{if eq (.In "snapshot") "" "latest"}}newest etcd snapshot{{else}}etcd snapshot named{{end}} a restore would bring back`})
+}
+
+func init() {
+	spec.Register(spec.Row{Name: StopControlPlaneAction, Doc: "stop a controller's API server, then its etcd, for a restore: static pod manifests moved aside into the restore's journal (/var/lib/kedge/restore/TOKEN; etcd.start-control-plane puts them back), Typhoon's etcd unit stopped; returns once neither process runs; a second attempt finds the journal and only waits",
+		In: StopControlPlaneInput{}, Out: StopControlPlaneResult{}, Timeout: 10 * time.Minute,
+		Summary: `stop the API server and etcd{{.On}}`})
+}
+
+func init() {
+	spec.Register(spec.Row{Name: RestoreMemberAction, Doc: "restore one member's etcd data directory from a stored snapshot, once per token: streamed through the codec key's seal to a file on the worker (never held whole) and checked as etcd.restore-drill checks it, restored with etcd's own code as the member of the new cluster (its name and peer URL, the initial cluster, the new token), shipped over SFTP beside the data directory and moved into place with the old one's owner and mode; the old one moved aside and kept, never deleted; journaled on the host, so an attempt after a lost worker finishes the job and one that finds the member restored changes nothing",
+		In: RestoreMemberInput{}, Out: RestoreMemberResult{}, Timeout: time.Hour, Heartbeat: 30 * time.Second,
+		Summary: `restore etcd member {{.In "name"}}'s data from the snapshot{{.On}}`})
+}
+
+func init() {
+	spec.Register(spec.Row{Name: StartControlPlaneAction, Doc: "start etcd or the API server again after a restore: the manifest etcd.stop-control-plane moved aside put back (copied beside it under a name the kubelet skips, then renamed), or Typhoon's etcd unit started without waiting (a member waits for its peers); a manifest already back is left",
+		In: StartControlPlaneInput{}, Out: StartControlPlaneResult{}, Timeout: 5 * time.Minute,
+		Summary: `start {{if eq (.In "component") "etcd"}}etcd{{else}}the API server{{end}}{{.On}}`})
 }

@@ -1,5 +1,11 @@
 package etcd
 
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+)
+
 // UpgradePlanAction is the action name of UpgradePlan.
 const UpgradePlanAction = "etcd.upgrade-plan"
 
@@ -72,4 +78,10 @@ type MemberChange struct {
 	Image string `json:"image"`
 	// Previous is the image it runs now.
 	Previous string `json:"previous"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: UpgradePlanAction, Doc: "plan an etcd upgrade to a release, changing nothing: every member's release (etcd.health) against etcd's upgrade rules (the same major, never down, one minor at a time, and for 3.6 every 3.5 member on 3.5.32 or later first), each member's new image (its own repository, tagged the release in the form its tag has, or the image named) and where it is set (Typhoon's etcd-member.service: the drop-in that sets ETCD_IMAGE; Kedge's layout: the static pod manifest), followers first and the leader last; refused (UpgradeRefused, not retried) naming every problem",
+		In: UpgradePlanInput{}, Out: UpgradePlanResult{}, Timeout: time.Minute,
+		Summary: `plan the etcd upgrade to {{.In "version"}}`})
 }

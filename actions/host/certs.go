@@ -1,6 +1,11 @@
 package host
 
-import "kedge.dev/kedge/actions/target"
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+	"kedge.dev/kedge/actions/target"
+)
 
 // CertInfoAction reads certificate files on a host.
 const CertInfoAction = "host.cert-info"
@@ -30,4 +35,10 @@ type CertInfoResult struct {
 	Files    []CertFile `json:"files"`
 	Due      bool       `json:"due"`
 	Earliest string     `json:"earliest"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: CertInfoAction, Doc: "read certificate files (PEM or kubeconfigs) on the host: when each ends, whether it is due for renewal",
+		In: CertInfoInput{}, Out: CertInfoResult{}, Timeout: 5 * time.Minute, Heartbeat: 15 * time.Second,
+		Summary: `read {{.Count "paths" "certificate"}}{{.On}}`})
 }

@@ -1,6 +1,11 @@
 package host
 
-import "kedge.dev/kedge/actions/target"
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+	"kedge.dev/kedge/actions/target"
+)
 
 // PullImageAction pulls an image with the host's container runtime
 // before anything else needs it, and reads the kubelet version it holds.
@@ -54,4 +59,16 @@ type PullCRIImagesResult struct {
 	Pulled  []string `json:"pulled"`
 	// FreeMiB is the free space under root before any pull.
 	FreeMiB int64 `json:"freeMiB"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: PullImageAction, Doc: "pull an image with the host's container runtime (docker or podman) and, with kubeletVersion, read the kubelet version it holds (its entrypoint run with --version)",
+		In: PullImageInput{}, Out: PullImageResult{}, Timeout: 15 * time.Minute, Heartbeat: 30 * time.Second,
+		Summary: `pull {{.In "image"}}{{.On}}`})
+}
+
+func init() {
+	spec.Register(spec.Row{Name: PullCRIImagesAction, Doc: "put images in containerd's k8s.io namespace, where the kubelet finds its pods' images, ahead of need: each one there already left alone, the others pulled with ctr once containerd's root has minFreeMiB free (DiskFull otherwise, not retried)",
+		In: PullCRIImagesInput{}, Out: PullCRIImagesResult{}, Timeout: 15 * time.Minute, Heartbeat: 30 * time.Second,
+		Summary: `pull images into containerd{{.On}}`})
 }

@@ -1,6 +1,9 @@
 package host
 
 import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
 	"kedge.dev/kedge/actions/target"
 	"kedge.dev/kedge/internal/layout"
 )
@@ -49,4 +52,10 @@ type KubeletFilesResult struct {
 	SysctlFiles []string `json:"sysctlFiles"`
 	Enable      []string `json:"enable"`
 	Start       []string `json:"start"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: KubeletFilesAction, Doc: "read how a worker runs its kubelet (unit, drop-ins, kubelet.path, KubeletConfiguration; never a credential) and what its host has for it (Typhoon's containerd configuration, kernel modules, sysctls, the units the kubelet requires), and give the files back made for another node: its --hostname-override and --node-ip, its own labels and taints instead of the worker's, anything else naming the worker refused with file and line",
+		In: KubeletFilesInput{}, Out: KubeletFilesResult{}, Timeout: 2 * time.Minute, Heartbeat: 15 * time.Second,
+		Summary: `read the kubelet files of{{.On}} for a new node`})
 }

@@ -1,6 +1,9 @@
 package host
 
 import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
 	"kedge.dev/kedge/actions/target"
 	"kedge.dev/kedge/internal/layout"
 )
@@ -25,3 +28,9 @@ type LayoutInput struct {
 
 // LayoutResult is the host's layout.
 type LayoutResult = layout.Layout
+
+func init() {
+	spec.Register(spec.Row{Name: LayoutAction, Doc: "read how the host runs Kubernetes: its layout (kedge, typhoon-flatcar, typhoon-fcos, none, unknown), the kubelet's unit, drop-ins, image and files, etcd's mode and members, the cluster DNS, the CA and key files; with require, refuse any other layout before anything changes",
+		In: LayoutInput{}, Out: LayoutResult{}, Timeout: 2 * time.Minute, Heartbeat: 15 * time.Second,
+		Summary: `read the layout{{.On}}`})
+}

@@ -1,6 +1,11 @@
 package host
 
-import "kedge.dev/kedge/actions/target"
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+	"kedge.dev/kedge/actions/target"
+)
 
 // WaitPodTokensAction is the action name of WaitPodTokens.
 const WaitPodTokensAction = "host.wait-pod-tokens"
@@ -26,4 +31,10 @@ type WaitPodTokensResult struct {
 	// OldKey are the UIDs of the pods whose token the old key signed
 	// (empty on success).
 	OldKey []string `json:"oldKey"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: WaitPodTokensAction, Doc: "wait until no pod on the host mounts a projected service-account token signed by the old key (only each token's header, which names its key, leaves the host); on timeout fails (OldKeyInUse, not retried) naming the pods' UIDs",
+		In: WaitPodTokensInput{}, Out: WaitPodTokensResult{}, Timeout: 3 * time.Hour, Heartbeat: time.Minute,
+		Summary: `wait for the pods' tokens to come from the new key{{.On}}`})
 }

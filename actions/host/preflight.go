@@ -1,6 +1,11 @@
 package host
 
-import "kedge.dev/kedge/actions/target"
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+	"kedge.dev/kedge/actions/target"
+)
 
 // PreflightAction checks, before a runbook changes anything, that the
 // host can be reached and that Kedge's host actions will run there as
@@ -17,4 +22,10 @@ type PreflightResult struct {
 	User       string `json:"user"`       // the login user
 	Become     string `json:"become"`     // "" or "sudo"
 	RunsAsRoot bool   `json:"runsAsRoot"` // always true when the check passes
+}
+
+func init() {
+	spec.Register(spec.Row{Name: PreflightAction, Doc: "check that the host is reachable and that host actions run there as root (sudo -n when the inventory says become: sudo); fails before anything changes",
+		In: PreflightInput{}, Out: PreflightResult{}, Timeout: 2 * time.Minute, Heartbeat: 15 * time.Second,
+		Summary: `check login and sudo{{.On}}`})
 }

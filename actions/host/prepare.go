@@ -1,6 +1,11 @@
 package host
 
-import "kedge.dev/kedge/actions/target"
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+	"kedge.dev/kedge/actions/target"
+)
 
 // PrepareNodeAction readies a host's kernel and units for its kubelet
 // (host.prepare-node).
@@ -30,4 +35,10 @@ type PrepareNodeResult struct {
 	Enabled []string `json:"enabled"`
 	// Started are the units of start that did not run before.
 	Started []string `json:"started"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: PrepareNodeAction, Doc: "ready a host for its kubelet: load kernel modules, apply sysctl files, daemon-reload, enable units, start (or restart) units and check they run; a failure takes back the units it enabled or started; with stop and disable, its undo",
+		In: PrepareNodeInput{}, Out: PrepareNodeResult{}, Timeout: 10 * time.Minute, Heartbeat: 15 * time.Second,
+		Summary: `{{if .Has "stop"}}take back the units enabled or started{{.On}}{{else}}prepare {{.Host}} for its kubelet{{end}}`})
 }

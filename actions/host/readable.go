@@ -1,6 +1,11 @@
 package host
 
-import "kedge.dev/kedge/actions/target"
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+	"kedge.dev/kedge/actions/target"
+)
 
 // CheckReadableAction is the action name of CheckReadable.
 const CheckReadableAction = "host.check-readable"
@@ -31,4 +36,10 @@ type CheckReadableInput struct {
 // CheckReadableResult lists what was checked: "PATH: READER (uid U gid G)".
 type CheckReadableResult struct {
 	Checked []string `json:"checked"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: CheckReadableAction, Doc: "check each process can read its files as the user it runs as (opened under its uid, gid and groups with setpriv): before a restart, so a process that could not read its new files is never restarted onto them; fails naming the file, its owner and mode, the process and its uid",
+		In: CheckReadableInput{}, Out: CheckReadableResult{}, Timeout: 2 * time.Minute, Heartbeat: 15 * time.Second,
+		Summary: `check {{.Count "files" "file"}} can be read by their processes{{.On}}`})
 }

@@ -1,6 +1,11 @@
 package host
 
-import "kedge.dev/kedge/actions/target"
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+	"kedge.dev/kedge/actions/target"
+)
 
 // RestartStaticPodAction is the action name of RestartStaticPod.
 const RestartStaticPodAction = "host.restart-static-pod"
@@ -29,4 +34,10 @@ type RestartStaticPodResult struct {
 	RestartedAt string `json:"restartedAt"`
 	Changed     bool   `json:"changed"`
 	Backup      string `json:"backup"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: RestartStaticPodAction, Doc: "make the kubelet restart a static pod: set the kedge.dev/restarted-at annotation in its manifest (nothing else changes; undo with host.restore-file)",
+		In: RestartStaticPodInput{}, Out: RestartStaticPodResult{}, Timeout: 5 * time.Minute, Heartbeat: 15 * time.Second,
+		Summary: `restart static pod {{.In "manifest"}}{{.On}}`})
 }

@@ -1,6 +1,11 @@
 package kube
 
-import "kedge.dev/kedge/actions/target"
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+	"kedge.dev/kedge/actions/target"
+)
 
 // Cluster-wide actions: they work on the API server, not on one node.
 const (
@@ -87,4 +92,40 @@ type ClusterInfoResult struct {
 type SaveKubeconfigInput struct {
 	Cluster target.Kube `json:"cluster"`
 	Content string      `json:"content" kedge:"required" doc:"the kubeconfig: https servers with certificate-authority-data, users with client-certificate-data and client-key-data only (what render.kubeconfig makes of the admin certificate a bootstrap issued); its servers must be the inventory's"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: CreateBootstrapTokenAction, Doc: "mint a short-lived bootstrap token (a Secret in kube-system) for one kubelet TLS bootstrap",
+		In: CreateBootstrapTokenInput{}, Out: BootstrapTokenResult{}, Timeout: 30 * time.Second,
+		Summary: `create a bootstrap token`})
+}
+
+func init() {
+	spec.Register(spec.Row{Name: DeleteBootstrapTokenAction, Doc: "revoke a bootstrap token (delete its Secret); a token already gone is fine",
+		In: DeleteBootstrapTokenInput{}, Out: ChangedResult{}, Timeout: 30 * time.Second,
+		Summary: `delete the bootstrap token`})
+}
+
+func init() {
+	spec.Register(spec.Row{Name: BootstrapRBACAction, Doc: "bind the TLS bootstrap roles: joining kubelets may request client certificates, which are approved automatically",
+		In: BootstrapRBACInput{}, Out: ChangedResult{}, Timeout: 30 * time.Second,
+		Summary: `apply the TLS bootstrap RBAC`})
+}
+
+func init() {
+	spec.Register(spec.Row{Name: WaitAPIServerAction, Doc: "wait until the API server answers /readyz",
+		In: WaitAPIServerInput{}, Out: WaitAPIServerResult{}, Timeout: 30 * time.Minute, Heartbeat: 30 * time.Second,
+		Summary: `wait for the API server`})
+}
+
+func init() {
+	spec.Register(spec.Row{Name: ClusterInfoAction, Doc: "the API server URL and CA bundle of the inventory's kubeconfig",
+		In: ClusterInfoInput{}, Out: ClusterInfoResult{}, Timeout: 30 * time.Second,
+		Summary: `read the cluster info`})
+}
+
+func init() {
+	spec.Register(spec.Row{Name: SaveKubeconfigAction, Doc: "write a kubeconfig where the inventory's kubernetes.kubeconfig names it, on the worker (mode 0600)",
+		In: SaveKubeconfigInput{}, Out: ChangedResult{}, Timeout: 30 * time.Second,
+		Summary: `save the admin kubeconfig`})
 }

@@ -1,6 +1,11 @@
 package kube
 
-import "kedge.dev/kedge/actions/target"
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+	"kedge.dev/kedge/actions/target"
+)
 
 // SetConfigMapDataAction is the action name of SetConfigMapData.
 const SetConfigMapDataAction = "kube.set-configmap-data"
@@ -21,4 +26,10 @@ type SetConfigMapDataResult struct {
 	Present  bool   `json:"present"`
 	Previous string `json:"previous"`
 	Changed  bool   `json:"changed"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: SetConfigMapDataAction, Doc: "set one key of a ConfigMap's data (e.g. CoreDNS's Corefile), applied server-side as field manager kedge-upgrade, the other keys left as they are; a cluster without the ConfigMap is no error (present: false)",
+		In: SetConfigMapDataInput{}, Out: SetConfigMapDataResult{}, Timeout: 2 * time.Minute,
+		Summary: `set a key of ConfigMap {{.In "name"}}`})
 }

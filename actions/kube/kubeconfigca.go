@@ -1,6 +1,11 @@
 package kube
 
-import "kedge.dev/kedge/actions/target"
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+	"kedge.dev/kedge/actions/target"
+)
 
 // UpdateKubeconfigAction changes the CA data or the credential of the
 // kubeconfig the worker reaches the cluster with.
@@ -29,4 +34,10 @@ type UpdateKubeconfigResult struct {
 	Previous     string   `json:"previous"`
 	CommonName   string   `json:"commonName"`
 	Organization []string `json:"organization"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: UpdateKubeconfigAction, Doc: "change the kubeconfig the worker reaches the cluster with (the inventory's kubernetes.kubeconfig): its clusters' CA data, or its user's embedded client certificate; saved as kube.save-kubeconfig saves; the file as it was is returned for the undo (kube.save-kubeconfig)",
+		In: UpdateKubeconfigInput{}, Out: UpdateKubeconfigResult{}, Timeout: 30 * time.Second,
+		Summary: `update the admin kubeconfig`})
 }

@@ -2,7 +2,9 @@ package kube
 
 import (
 	"fmt"
+	"time"
 
+	"kedge.dev/kedge/actions/spec"
 	"kedge.dev/kedge/actions/target"
 )
 
@@ -60,4 +62,10 @@ func KubeletSkew(node, kubelet string, apiServers []Running) []string {
 			k, node, plural(-d, "minor"), oldest.Version, oldest.Host, oldest.From, KubeletMaxMinorsBehind))
 	}
 	return problems
+}
+
+func init() {
+	spec.Register(spec.Row{Name: KubeletSkewAction, Doc: "refuse a kubelet release beside the cluster's API servers by Kubernetes' skew policy (UpgradeRefused, not retried): newer than the oldest API server (every kube-apiserver pod's image, and /version), or more than three minors older",
+		In: KubeletSkewInput{}, Out: KubeletSkewResult{}, Timeout: 30 * time.Second,
+		Summary: `check kubelet {{.In "kubeletVersion"}} for {{.Host}} against the API servers`})
 }

@@ -1,6 +1,11 @@
 package kube
 
-import "kedge.dev/kedge/actions/target"
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+	"kedge.dev/kedge/actions/target"
+)
 
 // LegacyTokensAction lists the service-account token Secrets a key
 // signed.
@@ -19,4 +24,10 @@ type LegacyTokensResult struct {
 	SignedBy []string `json:"signedBy"`
 	// Total is how many token Secrets the cluster has.
 	Total int `json:"total"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: LegacyTokensAction, Doc: "list the legacy service-account token Secrets (kubernetes.io/service-account-token) the key signed: nothing renews them, so they stop working when the key is dropped (only each token's header is read)",
+		In: LegacyTokensInput{}, Out: LegacyTokensResult{}, Timeout: 3 * time.Minute, Heartbeat: 30 * time.Second,
+		Summary: `list the token Secrets the old service-account key signed`})
 }

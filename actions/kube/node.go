@@ -1,6 +1,11 @@
 package kube
 
-import "kedge.dev/kedge/actions/target"
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+	"kedge.dev/kedge/actions/target"
+)
 
 // Action names, as runbooks spell them.
 const (
@@ -97,4 +102,52 @@ type LabelTaintInput struct {
 type DeleteLostNodeInput struct {
 	Cluster target.Kube `json:"cluster"`
 	Name    string      `json:"name" kedge:"required" doc:"the Node's name in Kubernetes, e.g. tyc2.example.com"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: CordonAction, Doc: "mark the node unschedulable",
+		In: NodeInput{}, Out: NodeResult{}, Timeout: 30 * time.Second,
+		Summary: `cordon {{.Host}}`})
+}
+
+func init() {
+	spec.Register(spec.Row{Name: UncordonAction, Doc: "mark the node schedulable again",
+		In: NodeInput{}, Out: NodeResult{}, Timeout: 30 * time.Second,
+		Summary: `uncordon {{.Host}}`})
+}
+
+func init() {
+	spec.Register(spec.Row{Name: DrainAction, Doc: "cordon the node and evict its pods, respecting PodDisruptionBudgets (DaemonSet pods stay)",
+		In: DrainInput{}, Out: DrainResult{}, Timeout: 30 * time.Minute, Heartbeat: 30 * time.Second,
+		Summary: `drain {{.Host}}`})
+}
+
+func init() {
+	spec.Register(spec.Row{Name: DeleteNodeAction, Doc: "delete the Node object",
+		In: NodeInput{}, Out: NodeResult{}, Timeout: 30 * time.Second,
+		Summary: `delete node {{.Host}}`})
+}
+
+func init() {
+	spec.Register(spec.Row{Name: DeleteLostNodeAction, Doc: "delete the Node of a host that is gone, by its name in Kubernetes (it need not be a host of the inventory, as kube.delete-node's on: must be); a Node already gone is success",
+		In: DeleteLostNodeInput{}, Out: NodeResult{}, Timeout: 30 * time.Second,
+		Summary: `delete node {{.In "name"}}`})
+}
+
+func init() {
+	spec.Register(spec.Row{Name: GetNodeAction, Doc: "read the Node: whether it exists, is Ready and schedulable, its kubelet version (a missing Node is not an error)",
+		In: NodeInput{}, Out: GetNodeResult{}, Timeout: 30 * time.Second,
+		Summary: `read node {{.Host}}`})
+}
+
+func init() {
+	spec.Register(spec.Row{Name: WaitNodeAction, Doc: "wait until the node is Ready (and, optionally, runs the expected kubelet version)",
+		In: WaitNodeInput{}, Out: WaitNodeResult{}, Timeout: 30 * time.Minute, Heartbeat: 30 * time.Second,
+		Summary: `wait for {{.Host}} Ready{{with .In "kubeletVersion"}} with kubelet {{.}}{{end}}`})
+}
+
+func init() {
+	spec.Register(spec.Row{Name: LabelTaintAction, Doc: "set labels and add taints on the node",
+		In: LabelTaintInput{}, Out: NodeResult{}, Timeout: 30 * time.Second,
+		Summary: `label and taint {{.Host}}`})
 }

@@ -1,6 +1,11 @@
 package kube
 
-import "kedge.dev/kedge/actions/target"
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+	"kedge.dev/kedge/actions/target"
+)
 
 // RestartWorkloadsAction restarts the DaemonSets and Deployments of some
 // namespaces, as kubectl rollout restart does, and waits until they are
@@ -20,4 +25,10 @@ type RestartWorkloadsInput struct {
 // RestartWorkloadsResult lists what restarted (namespace/kind/name).
 type RestartWorkloadsResult struct {
 	Restarted []string `json:"restarted"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: RestartWorkloadsAction, Doc: "restart every DaemonSet and Deployment of some namespaces (their pod templates marked, as kubectl rollout restart does) and wait until each has rolled out; a workload marked so already is left: a CA rotation restarts what reads its in-cluster CA once at start (kube-proxy)",
+		In: RestartWorkloadsInput{}, Out: RestartWorkloadsResult{}, Timeout: 15 * time.Minute, Heartbeat: 30 * time.Second,
+		Summary: `restart the workloads of some namespaces`})
 }

@@ -1,6 +1,11 @@
 package kube
 
-import "kedge.dev/kedge/actions/target"
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+	"kedge.dev/kedge/actions/target"
+)
 
 // CheckServiceAccountKeyAction is the action name of
 // CheckServiceAccountKey.
@@ -19,4 +24,10 @@ type CheckServiceAccountKeyInput struct {
 type CheckServiceAccountKeyResult struct {
 	Algorithm string `json:"algorithm"`
 	KeyID     string `json:"keyID"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: CheckServiceAccountKeyAction, Doc: "check the API server signs service-account tokens with this key: a 10-minute token is requested and its signature verified (fails with ServiceAccountKeyMismatch otherwise)",
+		In: CheckServiceAccountKeyInput{}, Out: CheckServiceAccountKeyResult{}, Timeout: 30 * time.Second,
+		Summary: `check the service-account signing key`})
 }

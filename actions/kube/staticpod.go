@@ -1,6 +1,11 @@
 package kube
 
-import "kedge.dev/kedge/actions/target"
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+	"kedge.dev/kedge/actions/target"
+)
 
 // WaitStaticPodAction is the action name of WaitStaticPod.
 const WaitStaticPodAction = "kube.wait-static-pod"
@@ -42,4 +47,10 @@ type WaitStaticPodInput struct {
 type WaitStaticPodResult struct {
 	Ready    bool  `json:"ready"`
 	Restarts int32 `json:"restarts"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: WaitStaticPodAction, Doc: "wait until the node's kubelet runs a static pod with every container ready (its mirror pod); with restartedAt, the pod of that host.restart-static-pod",
+		In: WaitStaticPodInput{}, Out: WaitStaticPodResult{}, Timeout: 10 * time.Minute, Heartbeat: 30 * time.Second,
+		Summary: `{{if .Flag "gone"}}wait until static pod {{.In "pod"}} is gone from {{.Host}}{{else}}wait for static pod {{.In "pod"}} on {{.Host}}{{end}}`})
 }

@@ -1,6 +1,11 @@
 package kube
 
-import "kedge.dev/kedge/actions/target"
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+	"kedge.dev/kedge/actions/target"
+)
 
 // UpgradePlanAction is the action name of UpgradePlan.
 const UpgradePlanAction = "kube.upgrade-plan"
@@ -121,4 +126,10 @@ type KubeletChange struct {
 	Node    string `json:"node"`
 	Version string `json:"version"`
 	Behind  bool   `json:"behind"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: UpgradePlanAction, Doc: "plan an upgrade to a Kubernetes release: what runs now (the controllers' manifests, every Node's kubelet, kube-proxy, /version), the version skew policy checked, each manifest with its new image and a diff, the flags the release removed by file and line; refused (UpgradeRefused, not retried) before anything changes",
+		In: UpgradePlanInput{}, Out: UpgradePlanResult{}, Timeout: time.Minute,
+		Summary: `plan the upgrade to {{.In "version"}}`})
 }

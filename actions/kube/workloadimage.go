@@ -1,6 +1,11 @@
 package kube
 
-import "kedge.dev/kedge/actions/target"
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+	"kedge.dev/kedge/actions/target"
+)
 
 // SetWorkloadImageAction is the action name of SetWorkloadImage.
 const SetWorkloadImageAction = "kube.set-workload-image"
@@ -27,4 +32,10 @@ type SetWorkloadImageResult struct {
 	Previous string `json:"previous"`
 	Image    string `json:"image"`
 	Changed  bool   `json:"changed"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: SetWorkloadImageAction, Doc: "set the image of a DaemonSet's or Deployment's container (a new tag, the repository kept, or a new reference), applied server-side as field manager kedge-upgrade, and wait until every pod is updated and available; a cluster without it is no error (present: false)",
+		In: SetWorkloadImageInput{}, Out: SetWorkloadImageResult{}, Timeout: 30 * time.Minute, Heartbeat: 30 * time.Second,
+		Summary: `roll {{.In "name"}} to a new {{.In "container"}} image`})
 }

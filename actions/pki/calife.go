@@ -1,5 +1,11 @@
 package pki
 
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+)
+
 // CheckCALifeAction is the action name of CheckCALife.
 const CheckCALifeAction = "pki.check-ca-life"
 
@@ -25,4 +31,10 @@ type CALife struct {
 // CheckCALifeResult lists the CAs and when they end.
 type CheckCALifeResult struct {
 	CAs []CALife `json:"cas"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: CheckCALifeAction, Doc: "refuse a renewal whose CA ends within its window (threshold): what is renewed from that CA cannot outlive it; fails before anything changes, naming the CA, when it ends and the CA rotation runbook (ca-rotation) to run first",
+		In: CheckCALifeInput{}, Out: CheckCALifeResult{}, Timeout: 30 * time.Second,
+		Summary: `check {{.Count "cas" "CA"}} end after the renewal window`})
 }

@@ -1,7 +1,10 @@
 package pki
 
 import (
+	"time"
+
 	"kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/spec"
 	"kedge.dev/kedge/actions/target"
 	"kedge.dev/kedge/internal/layout"
 )
@@ -93,4 +96,10 @@ type RotateCAResult struct {
 	// Readers are the installed files with who reads them, for
 	// host.check-readable.
 	Readers []host.FileReader `json:"readers"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: RotateCAAction, Doc: "move one host a stage of a CA rotation further: trust (every trust point holds the old and the new CA; the CSR signer gets files of its own first), reissue (the signer and every certificate the old CA signed come from the new one; the new service-account key signs) or drop (the new CA alone); one bundle, all or none, modes and owners kept (undo with host.restore-bundle); restart lists what must restart",
+		In: RotateCAInput{}, Out: RotateCAResult{}, Timeout: 5 * time.Minute, Heartbeat: 15 * time.Second,
+		Summary: `move trust and certificates a CA rotation stage further{{.On}}`})
 }

@@ -1,6 +1,11 @@
 package pki
 
-import "kedge.dev/kedge/actions/target"
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+	"kedge.dev/kedge/actions/target"
+)
 
 // ExportTerraformAction is the action name of ExportTerraform.
 const ExportTerraformAction = "pki.export-terraform"
@@ -29,4 +34,10 @@ type ExportTerraformResult struct {
 	// TokenID is the bootstrap token's public id the kubelet kubeconfig
 	// carries.
 	TokenID string `json:"tokenID"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: ExportTerraformAction, Doc: "keep in the cluster's Vault (KV, a new version) what Typhoon's Terraform hands out, read from a Typhoon controller after a CA rotation: the kubelets' bootstrap kubeconfig (kubeconfig-kubelet), the admin kubeconfig (kubeconfig-admin) and the assets bundle a controller it (re)creates is copied (assets_dist in ssh.tf's one-file form); refused, not retried, unless every file holds the cluster CA given alone, each certificate is issued by its CA and matches its key, and the bootstrap kubeconfig carries a token; no content in the result",
+		In: ExportTerraformInput{}, Out: ExportTerraformResult{}, Timeout: 2 * time.Minute,
+		Summary: `export what Typhoon's Terraform hands out, as rotated, from{{.On}} to {{.In "path"}}`})
 }

@@ -1,6 +1,11 @@
 package vault
 
-import "kedge.dev/kedge/actions/target"
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+	"kedge.dev/kedge/actions/target"
+)
 
 // Cluster key material kept in Vault.
 const (
@@ -53,4 +58,16 @@ type KeyPairResult struct {
 	PrivateKey string `json:"privateKey"`
 	PublicKey  string `json:"publicKey"`
 	Created    bool   `json:"created"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: ClusterCAAction, Doc: "one of the cluster's CAs from Vault, made on first use (an intermediate under the PKI root; its key kept in KV, or never out of Vault with keyInVault: etcd's CA)",
+		In: ClusterCAInput{}, Out: ClusterCAResult{}, Timeout: time.Minute,
+		Summary: `ensure the cluster CA at {{.In "path"}}`})
+}
+
+func init() {
+	spec.Register(spec.Row{Name: KeyPairAction, Doc: "an ECDSA key pair kept in Vault KV, made on first use (e.g. the service-account signing key)",
+		In: KeyPairInput{}, Out: KeyPairResult{}, Timeout: time.Minute,
+		Summary: `ensure the key pair at {{.In "path"}}`})
 }

@@ -1,6 +1,11 @@
 package vault
 
-import "kedge.dev/kedge/actions/target"
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+	"kedge.dev/kedge/actions/target"
+)
 
 // PromoteCAAction makes a staged CA (or key pair) the one in use (a CA
 // rotation's last stage, in Vault).
@@ -27,3 +32,9 @@ type PromoteCAResult struct {
 
 // PreviousPath is where the record a rotation replaced is kept.
 func PreviousPath(path string) string { return path + "-previous" }
+
+func init() {
+	spec.Register(spec.Row{Name: PromoteCAAction, Doc: "make the CA (or key pair) staged at PATH-next the one in use at PATH (a CA rotation's last stage in Vault): the old record kept at PATH-previous, PATH-next deleted, the old issuer kept in the PKI mount and, when it was the mount's default, the new one made the default; a run again after the move changes nothing; refused when nothing is staged and PATH was not promoted",
+		In: PromoteCAInput{}, Out: PromoteCAResult{}, Timeout: time.Minute,
+		Summary: `promote the CA staged to replace {{.In "path"}}`})
+}

@@ -1,6 +1,11 @@
 package vault
 
-import "kedge.dev/kedge/actions/target"
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+	"kedge.dev/kedge/actions/target"
+)
 
 // StageCAAction makes the CA that replaces one of the cluster's (the
 // first stage of a CA rotation).
@@ -34,3 +39,9 @@ type StageCAResult struct {
 
 // NextPath is where a CA's successor is kept while it is rotated in.
 func NextPath(path string) string { return path + "-next" }
+
+func init() {
+	spec.Register(spec.Row{Name: StageCAAction, Doc: "the CA that is to replace one of the cluster's (a CA rotation's first stage): a new issuer in the same PKI mount, kept at PATH-next beside the CA in use, which does not change; made once, returned again to a resumed run; with the bundle (in use first, then new) that trust points hold while both are trusted",
+		In: StageCAInput{}, Out: StageCAResult{}, Timeout: time.Minute,
+		Summary: `stage the CA that replaces {{.In "path"}}`})
+}

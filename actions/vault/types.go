@@ -1,6 +1,11 @@
 package vault
 
-import "kedge.dev/kedge/actions/target"
+import (
+	"time"
+
+	"kedge.dev/kedge/actions/spec"
+	"kedge.dev/kedge/actions/target"
+)
 
 // Action names.
 const (
@@ -57,4 +62,16 @@ type ReadSecretInput struct {
 type ReadSecretResult struct {
 	Data    map[string]string `json:"data"`
 	Version int               `json:"version"`
+}
+
+func init() {
+	spec.Register(spec.Row{Name: IssueCertAction, Doc: "issue a certificate and private key from the cluster's Vault PKI (the key stays sealed in Temporal)",
+		In: IssueCertInput{}, Out: IssueCertResult{}, Timeout: time.Minute,
+		Summary: `issue a certificate for {{.In "commonName"}}`})
+}
+
+func init() {
+	spec.Register(spec.Row{Name: ReadSecretAction, Doc: "read a KV v2 secret from the cluster's Vault",
+		In: ReadSecretInput{}, Out: ReadSecretResult{}, Timeout: time.Minute,
+		Summary: `read secret {{.In "path"}}`})
 }
