@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"kedge.dev/kedge/activities/chat"
-	"kedge.dev/kedge/internal/runs"
+	"kedge.dev/kedge/runs"
 	"kedge.dev/kedge/workflows"
 )
 

@@ -21,7 +21,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"kedge.dev/kedge/activities/chat"
-	"kedge.dev/kedge/internal/runs"
+	"kedge.dev/kedge/runs"
 	"kedge.dev/kedge/workflows"
 )
 

@@ -19,11 +19,11 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"kedge.dev/kedge/activities/chat"
-	"kedge.dev/kedge/internal/runs"
 	"kedge.dev/kedge/internal/searchattr"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/inventory"
 	"kedge.dev/kedge/runbooks/plan"
+	"kedge.dev/kedge/runs"
 	"kedge.dev/kedge/workflows"
 )
 

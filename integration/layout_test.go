@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"kedge.dev/kedge/actions/layout"
 	"kedge.dev/kedge/integration/lab"
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/integration/typhoon"
-	"kedge.dev/kedge/internal/layout"
 	"kedge.dev/kedge/starter"
 	"kedge.dev/kedge/workflows"
 )

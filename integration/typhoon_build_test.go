@@ -24,13 +24,13 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"kedge.dev/kedge/actions/layout"
 	"kedge.dev/kedge/integration/controlplane"
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/integration/typhoon"
 	"kedge.dev/kedge/integration/typhoon/butane"
 	"kedge.dev/kedge/integration/typhoon/upstream"
 	"kedge.dev/kedge/integration/vaultlab"
-	"kedge.dev/kedge/internal/layout"
 )
 
 const (

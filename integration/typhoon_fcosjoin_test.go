@@ -13,8 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"kedge.dev/kedge/actions/layout"
 	"kedge.dev/kedge/integration/testhosts"
-	"kedge.dev/kedge/internal/layout"
 )
 
 // The bare Fedora CoreOS host of the Typhoon world that

@@ -8,11 +8,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"kedge.dev/kedge/actions/layout"
 	"kedge.dev/kedge/integration/controlplane"
 	"kedge.dev/kedge/integration/lab"
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/integration/typhoon"
-	"kedge.dev/kedge/internal/layout"
 )
 
 // startTyphoonKubelet lays a Typhoon worker out on a lab host (its

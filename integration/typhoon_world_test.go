@@ -21,9 +21,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"kedge.dev/kedge/actions/layout"
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/integration/typhoon"
-	"kedge.dev/kedge/internal/layout"
 	"kedge.dev/kedge/workflows"
 )
 

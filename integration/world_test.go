@@ -26,10 +26,10 @@ import (
 	"kedge.dev/kedge/integration/watchdog"
 	"kedge.dev/kedge/internal/codec"
 	"kedge.dev/kedge/internal/devserver"
-	"kedge.dev/kedge/internal/trust"
 	"kedge.dev/kedge/runbooks/inventory"
 	"kedge.dev/kedge/starter"
 	"kedge.dev/kedge/worker"
+	"kedge.dev/kedge/worker/trust"
 	"kedge.dev/kedge/workflows"
 )
 

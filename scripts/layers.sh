@@ -10,6 +10,8 @@
 #   SSH transport) and nodefiles (pure renderers): activity packages talk to
 #   each other through small interfaces, with the types of actions/...
 # - The worker does not link the webhook server (chatops).
+# - internal/ is the bottom floor: it imports no Kedge package above it
+#   (only actions/errtype, the error types' names, which import nothing).
 # - The engine stays small: `go list -deps ./workflows` under MAX_DEPS.
 set -euo pipefail
 GO=${GO:-go}
@@ -46,6 +48,14 @@ cross=$($GO list -f '{{.ImportPath}}{{range .Imports}} {{.}}{{end}}' ./activitie
 if [ -n "$cross" ]; then
 	echo "layers: an activity package imports another (only sshpool and nodefiles may be; pass the others' types from actions/... and call them through an interface):"
 	echo "$cross"
+	fail=1
+fi
+
+up=$($GO list -f '{{.ImportPath}}{{range .Imports}} {{.}}{{end}}' ./internal/... |
+	awk '{for (i = 2; i <= NF; i++) if ($i ~ /^kedge\.dev\/kedge\// && $i !~ /^kedge\.dev\/kedge\/internal\// && $i != "kedge.dev/kedge/actions/errtype") print "  " $1 " imports " $i}')
+if [ -n "$up" ]; then
+	echo "layers: a package under internal/ imports one above it (internal/ is the bottom floor):"
+	echo "$up"
 	fail=1
 fi
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"kedge.dev/kedge/internal/runs"
+	"kedge.dev/kedge/runs"
 	"kedge.dev/kedge/workflows"
 )
 

@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"kedge.dev/kedge/internal/layout"
+	"kedge.dev/kedge/actions/layout"
 	"kedge.dev/kedge/runbooks/inventory"
 	"kedge.dev/kedge/workflows"
 )

@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"kedge.dev/kedge/actions"
-	"kedge.dev/kedge/internal/runs"
 	"kedge.dev/kedge/internal/searchattr"
+	"kedge.dev/kedge/runs"
 	"kedge.dev/kedge/workflows"
 )
 

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"kedge.dev/kedge/internal/runs"
+	"kedge.dev/kedge/runs"
 )
 
 // transient says whether err means Temporal is away for now (not

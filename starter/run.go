@@ -18,8 +18,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"kedge.dev/kedge/internal/runs"
 	"kedge.dev/kedge/runbooks/expr"
+	"kedge.dev/kedge/runs"
 	"kedge.dev/kedge/workflows"
 )
 

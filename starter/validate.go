@@ -7,10 +7,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"kedge.dev/kedge/internal/runs"
 	"kedge.dev/kedge/runbooks/inventory"
 	"kedge.dev/kedge/runbooks/plan"
 	"kedge.dev/kedge/runbooks/source"
+	"kedge.dev/kedge/runs"
 )
 
 func validateCommand() *cli.Command {

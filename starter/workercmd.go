@@ -19,8 +19,8 @@ import (
 
 	"kedge.dev/kedge/chatops"
 	"kedge.dev/kedge/internal/metrics"
-	"kedge.dev/kedge/internal/trust"
 	"kedge.dev/kedge/worker"
+	"kedge.dev/kedge/worker/trust"
 )
 
 func workerCommand() *cli.Command {

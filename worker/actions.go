@@ -19,7 +19,7 @@ import (
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/activities/tlsprobe"
 	"kedge.dev/kedge/activities/vaultapi"
-	"kedge.dev/kedge/internal/trust"
+	"kedge.dev/kedge/worker/trust"
 
 	"kedge.dev/kedge/actions/certinfo"
 	"kedge.dev/kedge/actions/check"

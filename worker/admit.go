@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 
-	"kedge.dev/kedge/internal/runs"
+	"kedge.dev/kedge/runs"
 	"kedge.dev/kedge/workflows"
 )
 

@@ -14,7 +14,7 @@ import (
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/internal/codec"
 	"kedge.dev/kedge/internal/resume"
-	"kedge.dev/kedge/internal/trust"
+	"kedge.dev/kedge/worker/trust"
 	"kedge.dev/kedge/workflows"
 )
 

@@ -15,7 +15,7 @@ import (
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/actions/host"
 	"kedge.dev/kedge/actions/kube"
-	"kedge.dev/kedge/internal/layout"
+	"kedge.dev/kedge/actions/layout"
 	"kedge.dev/kedge/runbooks/inventory"
 	"kedge.dev/kedge/runbooks/source"
 )

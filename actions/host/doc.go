@@ -6,6 +6,6 @@
 // It is pure data, so the action table, the language and the workflow can
 // name host actions without linking SSH or SFTP: it must never import
 // anything but the standard library, kedge.dev/kedge/actions/target,
-// kedge.dev/kedge/actions/spec and kedge.dev/kedge/internal/layout. The actions are implemented by
+// kedge.dev/kedge/actions/spec and kedge.dev/kedge/actions/layout. The actions are implemented by
 // kedge.dev/kedge/activities/sshhost.
 package host

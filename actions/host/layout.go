@@ -3,9 +3,9 @@ package host
 import (
 	"time"
 
+	"kedge.dev/kedge/actions/layout"
 	"kedge.dev/kedge/actions/spec"
 	"kedge.dev/kedge/actions/target"
-	"kedge.dev/kedge/internal/layout"
 )
 
 // LayoutAction reads how the host runs Kubernetes (layout.Discover).

@@ -4,9 +4,9 @@ import (
 	"time"
 
 	"kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/layout"
 	"kedge.dev/kedge/actions/spec"
 	"kedge.dev/kedge/actions/target"
-	"kedge.dev/kedge/internal/layout"
 )
 
 // Action names.

@@ -4,9 +4,9 @@ import (
 	"time"
 
 	"kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/layout"
 	"kedge.dev/kedge/actions/spec"
 	"kedge.dev/kedge/actions/target"
-	"kedge.dev/kedge/internal/layout"
 )
 
 // RotateCAAction moves one host's trust and certificates a stage of a CA

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"kedge.dev/kedge/internal/runs"
+	"kedge.dev/kedge/runs"
 	"kedge.dev/kedge/workflows"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"kedge.dev/kedge/internal/runs"
+	"kedge.dev/kedge/runs"
 )
 
 // DefaultResponseURLs are the only places progress is posted to unless the

@@ -8,7 +8,7 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"kedge.dev/kedge/internal/runs"
+	"kedge.dev/kedge/runs"
 	"kedge.dev/kedge/workflows"
 )
 

@@ -13,7 +13,7 @@ import (
 	"kedge.dev/kedge/actions/etcd"
 	"kedge.dev/kedge/actions/imageref"
 	"kedge.dev/kedge/actions/kube"
-	"kedge.dev/kedge/internal/layout"
+	"kedge.dev/kedge/actions/layout"
 )
 
 // minBeforeMinor is, for a minor etcd moves to, the patch every member of

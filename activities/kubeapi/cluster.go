@@ -44,7 +44,7 @@ const maxTokenTTL = 24 * time.Hour
 // on the cluster loads it, so it may carry only embedded certificates and
 // keys (Saveable): no exec plugin, token file or file reference. That its
 // servers are the inventory's is the worker's credential guard's check
-// (internal/trust), which holds the inventory.
+// (worker/trust), which holds the inventory.
 func (a *Activities) SaveKubeconfig(ctx context.Context, in kube.SaveKubeconfigInput) (kube.ChangedResult, error) {
 	if in.Cluster.Kubeconfig == "" {
 		return kube.ChangedResult{}, temporal.NewNonRetryableApplicationError(

@@ -14,8 +14,8 @@ import (
 
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/actions/kube"
+	"kedge.dev/kedge/actions/layout"
 	"kedge.dev/kedge/actions/render"
-	"kedge.dev/kedge/internal/layout"
 )
 
 // WaitStaticPod waits until the kubelet runs a static pod and every

@@ -17,8 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"kedge.dev/kedge/actions/layout"
 	"kedge.dev/kedge/actions/render"
-	"kedge.dev/kedge/internal/layout"
 
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/actions/kube"

@@ -15,9 +15,9 @@ import (
 
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/actions/kube"
+	"kedge.dev/kedge/actions/layout"
 	"kedge.dev/kedge/actions/render"
 	"kedge.dev/kedge/activities/nodefiles"
-	"kedge.dev/kedge/internal/layout"
 )
 
 // controlPlane are the static pods an upgrade changes, in its order.

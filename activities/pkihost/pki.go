@@ -17,7 +17,7 @@ import (
 	"kedge.dev/kedge/actions/target"
 	"kedge.dev/kedge/actions/vault"
 
-	"kedge.dev/kedge/internal/layout"
+	"kedge.dev/kedge/actions/layout"
 
 	"kedge.dev/kedge/actions/pki"
 )

@@ -16,7 +16,7 @@ import (
 	"kedge.dev/kedge/actions/host"
 	"kedge.dev/kedge/actions/vault"
 
-	"kedge.dev/kedge/internal/layout"
+	"kedge.dev/kedge/actions/layout"
 
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/actions/pki"

@@ -12,7 +12,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"kedge.dev/kedge/internal/layout"
+	"kedge.dev/kedge/actions/layout"
 
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/actions/pki"

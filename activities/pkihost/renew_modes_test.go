@@ -24,11 +24,11 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"kedge.dev/kedge/actions/layout"
 	"kedge.dev/kedge/activities/sshhost"
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/activities/vaultapi"
 	"kedge.dev/kedge/integration/sshtest"
-	"kedge.dev/kedge/internal/layout"
 
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/actions/host"

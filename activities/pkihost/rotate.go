@@ -16,9 +16,9 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/layout"
 	"kedge.dev/kedge/actions/pki"
 	"kedge.dev/kedge/actions/vault"
-	"kedge.dev/kedge/internal/layout"
 
 	"kedge.dev/kedge/actions/errtype"
 )

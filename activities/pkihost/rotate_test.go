@@ -19,7 +19,7 @@ import (
 	"kedge.dev/kedge/actions/pki"
 	"kedge.dev/kedge/activities/sshhost"
 
-	"kedge.dev/kedge/internal/layout"
+	"kedge.dev/kedge/actions/layout"
 
 	"kedge.dev/kedge/actions/host"
 	"kedge.dev/kedge/actions/target"

@@ -18,8 +18,8 @@ import (
 	"kedge.dev/kedge/actions/host"
 	"kedge.dev/kedge/actions/target"
 
+	"kedge.dev/kedge/actions/layout"
 	"kedge.dev/kedge/internal/certfile"
-	"kedge.dev/kedge/internal/layout"
 
 	"kedge.dev/kedge/actions/pki"
 )

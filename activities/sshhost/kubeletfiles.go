@@ -13,7 +13,7 @@ import (
 
 	"kedge.dev/kedge/activities/nodefiles"
 
-	"kedge.dev/kedge/internal/layout"
+	"kedge.dev/kedge/actions/layout"
 
 	"kedge.dev/kedge/actions/host"
 	"kedge.dev/kedge/actions/target"

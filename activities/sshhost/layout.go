@@ -11,7 +11,7 @@ import (
 	"github.com/pkg/sftp"
 
 	"kedge.dev/kedge/actions/errtype"
-	"kedge.dev/kedge/internal/layout"
+	"kedge.dev/kedge/actions/layout"
 
 	"kedge.dev/kedge/actions/host"
 )

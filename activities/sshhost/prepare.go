@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"kedge.dev/kedge/internal/layout"
+	"kedge.dev/kedge/actions/layout"
 
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/actions/host"

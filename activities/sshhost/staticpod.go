@@ -9,7 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"kedge.dev/kedge/internal/layout"
+	"kedge.dev/kedge/actions/layout"
 
 	"kedge.dev/kedge/actions/host"
 )

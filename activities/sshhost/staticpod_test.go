@@ -6,7 +6,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"kedge.dev/kedge/internal/layout"
+	"kedge.dev/kedge/actions/layout"
 )
 
 func TestAnnotateKeepsThePodAndSetsTheAnnotation(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"kedge.dev/kedge/actions/errtype"
-	"kedge.dev/kedge/internal/layout"
+	"kedge.dev/kedge/actions/layout"
 
 	"kedge.dev/kedge/actions/host"
 )

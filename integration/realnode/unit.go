@@ -8,8 +8,8 @@ import (
 
 	"github.com/coreos/go-systemd/v22/unit"
 
+	"kedge.dev/kedge/actions/layout"
 	"kedge.dev/kedge/activities/nodefiles"
-	"kedge.dev/kedge/internal/layout"
 )
 
 // KubeletUnitArgs reads kubelet.service as Kedge renders it

@@ -139,7 +139,7 @@ func (sc Scope) call(step string, action actions.Action, host string, with, vars
 // Vault, which cluster's Kubernetes API, which host over SSH, and the
 // Node by its Kubernetes name. A run carries these references only: the
 // worker fills in addresses, users, keys, token files and kubeconfigs
-// from its own inventory of the cluster (internal/trust), so nothing a
+// from its own inventory of the cluster (worker/trust), so nothing a
 // run says decides what a worker connects to or with what. What the
 // action needs is checked here, on the run's inventory, so a run that
 // cannot reach its targets is refused before it starts.
