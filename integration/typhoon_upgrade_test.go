@@ -236,16 +236,11 @@ func TestClusterUpgradeOnTyphoonCluster(t *testing.T) {
 	if s := step(t, p, "snapshot"); s.State != workflows.StatePending {
 		t.Errorf("the snapshot while the plan waits: %s", s.State)
 	}
-	var buttons struct {
-		Elements []struct {
-			ActionID string `json:"action_id"`
-			Value    string `json:"value"`
-		} `json:"elements"`
+	buttons := buttonsOf(t, plan, 2)
+	if buttons[0].ActionID != chatmsg.ActionContinue {
+		t.Fatalf("the plan's buttons: %+v", buttons)
 	}
-	if err := json.Unmarshal(plan.Blocks[1], &buttons); err != nil || len(buttons.Elements) != 2 || buttons.Elements[0].ActionID != chatmsg.ActionContinue {
-		t.Fatalf("the plan's buttons: %v %s", err, plan.Blocks[1])
-	}
-	if click := c.send(t, c.clickRequest(t, "U0SRE", chatmsg.ActionContinue, buttons.Elements[0].Value, "1700000100.1", time.Now(), itSigningSecret)); click.status != 200 {
+	if click := c.send(t, c.clickRequest(t, "U0SRE", chatmsg.ActionContinue, buttons[0].Value, "1700000100.1", time.Now(), itSigningSecret)); click.status != 200 {
 		t.Fatalf("Continue on the plan: %d %s", click.status, click.raw)
 	}
 	runErr := waitClosed(t, id, 20*time.Minute)

@@ -488,6 +488,29 @@ func TestWebhookSlackSwapKubeletOnALabCluster(t *testing.T) {
 	}
 }
 
+// button is one button of a posted message's action block.
+type button struct {
+	ActionID string          `json:"action_id"`
+	Value    string          `json:"value"`
+	Confirm  json.RawMessage `json:"confirm"`
+}
+
+// buttonsOf is the buttons of a message posted with a text block and an
+// action block; it fails the test unless there are n.
+func buttonsOf(t *testing.T, p posted, n int) []button {
+	t.Helper()
+	var actions struct {
+		Elements []button `json:"elements"`
+	}
+	if len(p.Blocks) != 2 {
+		t.Fatalf("%d blocks, want a text and an action block: %+v", len(p.Blocks), p)
+	}
+	if err := json.Unmarshal(p.Blocks[1], &actions); err != nil || len(actions.Elements) != n {
+		t.Fatalf("buttons: %v %s, want %d", err, p.Blocks[1], n)
+	}
+	return actions.Elements
+}
+
 const flakyNode = `apiVersion: kedge/v1
 kind: Runbook
 metadata: {name: flaky-node}
@@ -540,18 +563,10 @@ func TestWebhookContinueButtonResumesAPausedRollout(t *testing.T) {
 	if !strings.Contains(pause.Text, "*flaky-rollout* on *lab* is paused") || !strings.Contains(pause.Text, "worker-1") {
 		t.Errorf("pause message: %s", pause.Text)
 	}
-	var actions struct {
-		Elements []struct {
-			ActionID string `json:"action_id"`
-			Value    string `json:"value"`
-		} `json:"elements"`
-	}
-	if err := json.Unmarshal(pause.Blocks[1], &actions); err != nil || len(actions.Elements) != 2 {
-		t.Fatalf("buttons: %v %s", err, pause.Blocks[1])
-	}
-	value := actions.Elements[0].Value
-	if actions.Elements[0].ActionID != chatmsg.ActionContinue || actions.Elements[1].ActionID != chatmsg.ActionAbort {
-		t.Fatalf("buttons: %+v", actions.Elements)
+	buttons := buttonsOf(t, pause, 2)
+	value := buttons[0].Value
+	if buttons[0].ActionID != chatmsg.ActionContinue || buttons[1].ActionID != chatmsg.ActionAbort {
+		t.Fatalf("buttons: %+v", buttons)
 	}
 	stillPaused := func(when string) {
 		t.Helper()
@@ -669,17 +684,7 @@ func TestWebhookRestoreButtonNeedsItsOwnGrant(t *testing.T) {
 	id := startedID(t, r, "flaky-restore")
 	ro := rolloutOf(t, id, "nodes")
 	pause := c.recv.wait(t, time.Minute, "the pause posted with buttons", func(p posted) bool { return len(p.Blocks) == 2 })
-	var actions struct {
-		Elements []struct {
-			ActionID string          `json:"action_id"`
-			Value    string          `json:"value"`
-			Confirm  json.RawMessage `json:"confirm"`
-		} `json:"elements"`
-	}
-	if err := json.Unmarshal(pause.Blocks[1], &actions); err != nil || len(actions.Elements) != 3 {
-		t.Fatalf("buttons: %v %s", err, pause.Blocks[1])
-	}
-	restore := actions.Elements[2]
+	restore := buttonsOf(t, pause, 3)[2]
 	if restore.ActionID != chatmsg.ActionRestore || len(restore.Confirm) == 0 {
 		t.Fatalf("the third button: %+v", restore)
 	}
@@ -948,15 +953,7 @@ func TestWebhookApprovalGates(t *testing.T) {
 	second := c.recv.wait(t, 30*time.Second, "the second gate posted", func(p posted) bool {
 		return len(p.Blocks) == 2 && strings.Contains(p.Text, "`second-gate`")
 	})
-	var actions struct {
-		Elements []struct {
-			Value string `json:"value"`
-		} `json:"elements"`
-	}
-	if err := json.Unmarshal(second.Blocks[1], &actions); err != nil || len(actions.Elements) != 2 {
-		t.Fatalf("buttons: %v", err)
-	}
-	r = c.send(t, c.clickRequest(t, "U0SRE", chatmsg.ActionAbort, actions.Elements[1].Value, "1700000100.1", time.Now(), itSigningSecret))
+	r = c.send(t, c.clickRequest(t, "U0SRE", chatmsg.ActionAbort, buttonsOf(t, second, 2)[1].Value, "1700000100.1", time.Now(), itSigningSecret))
 	if r.outcome != "decided" || !strings.Contains(r.Text, "rejected `second-gate`") {
 		t.Fatalf("Abort on a gate: %s %s", r.outcome, r.raw)
 	}
