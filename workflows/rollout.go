@@ -450,21 +450,3 @@ func (ro *rollout) progress() Progress {
 	}
 	return p
 }
-
-// Compensate runs rendered undo actions in order (the compensation of a
-// completed runbook).
-func Compensate(ctx workflow.Context, calls []UndoCall) error {
-	if err := admitChild(ctx, "compensation", len(calls) == 0); err != nil {
-		return err
-	}
-	var failed []string
-	for _, call := range calls {
-		if err := runUndoCall(ctx, call); err != nil {
-			failed = append(failed, call.Step+": "+errorMessage(err))
-		}
-	}
-	if len(failed) > 0 {
-		return temporal.NewNonRetryableApplicationError("undo failed: "+strings.Join(failed, "; "), errtype.UndoFailed, nil)
-	}
-	return nil
-}
