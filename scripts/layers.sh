@@ -11,7 +11,8 @@
 #   each other through small interfaces, with the types of actions/...
 # - The worker does not link the webhook server (chatops).
 # - internal/ is the bottom floor: it imports no Kedge package above it
-#   (only actions/errtype, the error types' names, which import nothing).
+#   (only actions/errtype, the error types' names, which imports no Kedge
+#   package).
 # - The engine stays small: `go list -deps ./workflows` under MAX_DEPS.
 set -euo pipefail
 GO=${GO:-go}
@@ -56,6 +57,13 @@ up=$($GO list -f '{{.ImportPath}}{{range .Imports}} {{.}}{{end}}' ./internal/...
 if [ -n "$up" ]; then
 	echo "layers: a package under internal/ imports one above it (internal/ is the bottom floor):"
 	echo "$up"
+	fail=1
+fi
+
+leaf=$($GO list -f '{{join .Imports "\n"}}' ./actions/errtype | grep '^kedge\.dev/kedge/' || true)
+if [ -n "$leaf" ]; then
+	echo "layers: actions/errtype imports a Kedge package (everything imports it, internal/ too):"
+	echo "$leaf" | sed 's/^/  /'
 	fail=1
 fi
 
