@@ -21,8 +21,6 @@ import (
 	"kedge.dev/kedge/activities/chat"
 	"kedge.dev/kedge/internal/searchattr"
 	"kedge.dev/kedge/runbooks"
-	"kedge.dev/kedge/runbooks/inventory"
-	"kedge.dev/kedge/runbooks/plan"
 	"kedge.dev/kedge/runs"
 	"kedge.dev/kedge/workflows"
 )
@@ -73,13 +71,6 @@ type started struct {
 	Existing bool `json:"existing"`
 }
 
-// legacyID is the workflow ID runbooks started from chat had before
-// their IDs were derived from the request: a run still open under it
-// holds its runbook and cluster too.
-func legacyID(runbook, cluster string) string {
-	return strings.TrimSuffix(workflows.RunPrefix(runbook, cluster), "/")
-}
-
 // runID is the workflow ID of the run a request starts, derived from the
 // request alone, so that the same request always names the same run and
 // Temporal (which never starts a workflow ID twice: see start) remembers
@@ -108,8 +99,9 @@ func (r *startRequest) runID() string {
 // FollowID is the workflow ID of the chat-follow workflow of one run.
 func FollowID(runbookID, runID string) string { return "chat/" + runbookID + "/" + runID }
 
-// prepare authorizes and validates a start: the runbook loads against the
-// cluster's inventory and the params resolve. It never contacts Temporal.
+// prepare authorizes a start and makes it ready as every front door does
+// (runs.Prepare: chat names runbooks only, never an internal one), then
+// maps a refusal to its HTTP status. It never contacts Temporal.
 func (s *Server) prepare(req *startRequest) (workflows.RunbookInput, error) {
 	var in workflows.RunbookInput
 	if _, err := s.Config.Authorize(req.Subject, VerbStart, req.Runbook, req.Cluster); err != nil {
@@ -119,39 +111,35 @@ func (s *Server) prepare(req *startRequest) (workflows.RunbookInput, error) {
 	if !ok {
 		return in, refuse(http.StatusUnprocessableEntity, "unknown cluster %q (known: %s)", req.Cluster, strings.Join(s.clusterNames(), ", "))
 	}
-	cluster, err := inventory.LoadFile(invPath)
-	if err != nil {
-		s.log().Error("kedge webhook: invalid inventory", "cluster", req.Cluster, "file", invPath, "error", err.Error())
-		return in, refuse(http.StatusInternalServerError, "the inventory of %s is invalid; see the webhook server's log", req.Cluster)
+	lib := &runbooks.Library{Dirs: s.Config.RunbookPath, Builtin: runbooks.Builtin}
+	p, err := runs.Prepare(invPath, req.Runbook, req.Params, runs.Policy{Library: lib, Cluster: req.Cluster})
+	var refused *runs.PrepareError
+	if !errors.As(err, &refused) {
+		if err != nil {
+			return in, err
+		}
+		return p.Input(), nil
 	}
-	if cluster.Name != req.Cluster {
+	switch refused.Refusal {
+	case runs.BadInventory:
+		s.log().Error("kedge webhook: invalid inventory", "cluster", req.Cluster, "file", invPath, "error", refused.Err.Error())
+		return in, refuse(http.StatusInternalServerError, "the inventory of %s is invalid; see the webhook server's log", req.Cluster)
+	case runs.WrongCluster:
 		// Runs know their cluster by the inventory's name: approvals and
 		// status are authorized by it, so the two must agree.
-		s.log().Error("kedge webhook: a cluster's inventory names another cluster", "cluster", req.Cluster, "file", invPath, "inventoryName", cluster.Name)
-		return in, refuse(http.StatusInternalServerError, "the inventory of %s names the cluster %q; the config must call it that", req.Cluster, cluster.Name)
+		s.log().Error("kedge webhook: a cluster's inventory names another cluster", "cluster", req.Cluster, "file", invPath, "inventoryName", refused.Cluster)
+		return in, refuse(http.StatusInternalServerError, "%v", refused.Err)
+	case runs.NoRunbook:
+		return in, refuse(http.StatusUnprocessableEntity, "no runbook named %q", req.Runbook)
+	case runs.BadRunbook:
+		s.log().Error("kedge webhook: invalid runbook", "runbook", req.Runbook, "error", refused.Err.Error())
+		return in, refuse(http.StatusUnprocessableEntity, "runbook %s is invalid:\n%v", req.Runbook, refused.Err)
+	case runs.InternalRunbook:
+		return in, refuse(http.StatusForbidden, "%v", refused.Err)
+	case runs.BadParams:
+		return in, refuse(http.StatusUnprocessableEntity, "bad params for %s:\n%s", req.Runbook, chatParamErrors(refused.Err))
 	}
-	lib := &runbooks.Library{Dirs: s.Config.RunbookPath, Builtin: runbooks.Builtin}
-	loaded, err := lib.Load(req.Runbook, cluster)
-	if err != nil {
-		if errors.Is(err, runbooks.ErrNoRunbook) {
-			return in, refuse(http.StatusUnprocessableEntity, "no runbook named %q", req.Runbook)
-		}
-		s.log().Error("kedge webhook: invalid runbook", "runbook", req.Runbook, "error", err.Error())
-		return in, refuse(http.StatusUnprocessableEntity, "runbook %s is invalid:\n%v", req.Runbook, err)
-	}
-	if loaded.Runbook.Internal {
-		return in, refuse(http.StatusForbidden, "%s is called by other runbooks only: it cannot be started from chat or a webhook", req.Runbook)
-	}
-	children := loaded.ChildValues()
-	p, err := plan.Compile(loaded.Runbook, children, req.Params, cluster)
-	var bad *plan.ParamsError
-	switch {
-	case errors.As(err, &bad):
-		return in, refuse(http.StatusUnprocessableEntity, "bad params for %s:\n%s", req.Runbook, chatParamErrors(bad.Err))
-	case err != nil:
-		return in, refuse(http.StatusUnprocessableEntity, "%s cannot run on %s:\n%v", req.Runbook, req.Cluster, err)
-	}
-	return workflows.RunbookInput{Runbook: *loaded.Runbook, Params: p.StartParams(), Cluster: *cluster, Children: children}, nil
+	return in, refuse(http.StatusUnprocessableEntity, "%v", refused)
 }
 
 func (s *Server) clusterNames() []string {
@@ -255,35 +243,21 @@ func (s *Server) sameRequest(ctx context.Context, req *startRequest, id string, 
 	return s.existing(ctx, req, id, prev.runID)
 }
 
-// busy refuses a start while another run of the runbook is open on the
-// cluster (runs `kedge run` started included), or answers with that run
-// when it was started by an equal request (the same params, without a
-// request ID). Three looks, in order: the run this server started last for
-// the runbook and cluster (by ID: Temporal answers for it at once), a
-// run under the ID chat used before IDs named requests, and visibility's
-// list of open runs under RUNBOOK/CLUSTER/. Visibility can lag a start by
-// a moment: within one server holdRunbook and the first look cover that;
-// two replicas starting the same runbook on the same cluster within that
-// moment could both start.
+// busy refuses a start while another run of the runbook holds the
+// cluster (runs.Holders, runs `kedge run` started included), or answers
+// with that run when it was started by an equal request (the same
+// params, without a request ID). Visibility can lag a start by a moment:
+// within one server holdRunbook and the run it started last (asked for
+// by ID) cover that; two replicas starting the same runbook on the same
+// cluster within that moment both start, and the later run's admission
+// refuses it.
 func (s *Server) busy(ctx context.Context, req *startRequest, key string) (*started, error) {
-	var open []runInfo
-	for _, id := range []string{s.lastStarted(req.Runbook, req.Cluster), legacyID(req.Runbook, req.Cluster)} {
-		if id == "" {
-			continue
-		}
-		ri, err := s.describe(ctx, id, "")
-		if err != nil && !isNotFound(err) {
-			return nil, err
-		}
-		if err == nil && ri.status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING && ri.parent == "" {
-			open = append(open, ri)
-		}
-	}
-	beside, err := runs.Open(ctx, s.Client, s.namespace(), req.Runbook, req.Cluster)
+	holders, err := runs.Holders(ctx, s.Client, s.namespace(), req.Runbook, req.Cluster, nil, s.lastStarted(req.Runbook, req.Cluster))
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range beside {
+	open := make([]runInfo, 0, len(holders))
+	for _, e := range holders {
 		open = append(open, s.runInfoOf(e))
 	}
 	for _, ri := range open {

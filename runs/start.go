@@ -26,8 +26,9 @@ type StartOptions struct {
 // its input stamped with the time it was admitted (the workflow refuses
 // an input sealed far from its start), typed and labelled for the Web UI
 // (workflows.Describe), and refused when its workflow ID holds or held a
-// run. The one-run-per-cluster rule (Open) is the caller's to check first:
-// chat answers a repeated request with its run instead.
+// run. The one-run-per-cluster rule (Holders) is the run's admission's;
+// a door asks it first to answer at once (chat answers a repeated
+// request with its run instead).
 func Start(ctx context.Context, cl client.Client, o StartOptions, in workflows.RunbookInput, now time.Time) (client.WorkflowRun, error) {
 	in = workflows.Admit(in, now)
 	md := workflows.Describe(in)

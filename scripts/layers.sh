@@ -13,6 +13,8 @@
 # - internal/ is the bottom floor: it imports no Kedge package above it
 #   (only actions/errtype, the error types' names, which imports no Kedge
 #   package).
+# - One front door: outside the runbook language, only runs.Prepare
+#   compiles a plan (plan.Compile), so every door refuses alike.
 # - The engine stays small: `go list -deps ./workflows` under MAX_DEPS.
 set -euo pipefail
 GO=${GO:-go}
@@ -69,6 +71,13 @@ fi
 
 if $GO list -deps ./worker | grep -qx 'kedge.dev/kedge/chatops'; then
 	echo "layers: the worker links the webhook server (chatops); it needs only activities/chat"
+	fail=1
+fi
+
+doors=$(grep -rln --include='*.go' 'plan\.Compile(' . | grep -vE '^\./(runbooks|runs)/' || true)
+if [ -n "$doors" ]; then
+	echo "layers: plan.Compile called outside runs.Prepare (the one front door; prepare a start with runs.Prepare):"
+	echo "$doors" | sed 's/^/  /'
 	fail=1
 fi
 

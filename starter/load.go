@@ -11,9 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"kedge.dev/kedge/runbooks"
-	"kedge.dev/kedge/runbooks/inventory"
-	"kedge.dev/kedge/runbooks/plan"
-	"kedge.dev/kedge/workflows"
+	"kedge.dev/kedge/runs"
 )
 
 var (
@@ -91,27 +89,10 @@ func readSetFiles(sets map[string]any, files []string) error {
 	return nil
 }
 
-// compiled is a runbook ready to start: validated, params resolved, its
-// plan made.
-type compiled struct {
-	loaded   *runbooks.Loaded
-	children map[string]runbooks.Runbook
-	cluster  *inventory.Cluster
-	plan     *plan.Plan
-}
-
-func (c *compiled) input() workflows.RunbookInput {
-	return workflows.RunbookInput{
-		Runbook:  *c.loaded.Runbook,
-		Params:   c.plan.StartParams(),
-		Cluster:  *c.cluster,
-		Children: c.children,
-	}
-}
-
-// compile loads everything a run needs, or explains what is wrong. It never
-// contacts Temporal or a host.
-func compile(c *cli.Context) (*compiled, error) {
+// compile parses the flags of a start (run, plan, schedule) and prepares
+// it the way every front door does (runs.Prepare), or explains what is
+// wrong. It never contacts Temporal or a host.
+func compile(c *cli.Context) (*runs.Prepared, error) {
 	if c.NArg() != 1 {
 		return nil, usageError("%s takes one RUNBOOK file, got %d arguments", c.Command.Name, c.NArg())
 	}
@@ -126,28 +107,20 @@ func compile(c *cli.Context) (*compiled, error) {
 	if err := readSetFiles(sets, c.StringSlice("set-file")); err != nil {
 		return nil, usageError("%v", err)
 	}
-	cluster, err := inventory.LoadFile(invPath)
-	if err != nil {
-		return nil, failed("invalid inventory:\n%v", err)
+	// The CLI's operator holds the files and the keys: a runbook by its
+	// file, and an internal one, are theirs to start.
+	p, err := runs.Prepare(invPath, c.Args().First(), sets, runs.Policy{Library: library(c), Files: true, Internal: true})
+	var refused *runs.PrepareError
+	if !errors.As(err, &refused) {
+		return p, err
 	}
-	lib := library(c)
-	var loaded *runbooks.Loaded
-	if name := c.Args().First(); !strings.ContainsAny(name, "/.") {
-		loaded, err = lib.Load(name, cluster) // a built-in (or --runbook-path) runbook by name
-	} else {
-		loaded, err = lib.LoadFile(name, cluster)
+	switch refused.Refusal {
+	case runs.BadInventory:
+		return nil, failed("invalid inventory:\n%v", refused.Err)
+	case runs.NoRunbook, runs.BadRunbook:
+		return nil, failed("invalid runbook:\n%v", refused.Err)
+	case runs.BadParams:
+		return nil, failed("bad params for %s:\n%v", refused.Runbook, refused.Err)
 	}
-	if err != nil {
-		return nil, failed("invalid runbook:\n%v", err)
-	}
-	children := loaded.ChildValues()
-	p, err := plan.Compile(loaded.Runbook, children, sets, cluster)
-	var bad *plan.ParamsError
-	switch {
-	case errors.As(err, &bad):
-		return nil, failed("bad params for %s:\n%v", c.Args().First(), bad.Err)
-	case err != nil:
-		return nil, failed("%s cannot run on %s:\n%v", c.Args().First(), cluster.Name, err)
-	}
-	return &compiled{loaded: loaded, children: children, cluster: cluster, plan: p}, nil
+	return nil, failed("%v", refused)
 }

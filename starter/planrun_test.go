@@ -21,9 +21,8 @@ import (
 
 	"kedge.dev/kedge/actions"
 	"kedge.dev/kedge/activities/guard"
-	"kedge.dev/kedge/runbooks"
-	"kedge.dev/kedge/runbooks/inventory"
 	"kedge.dev/kedge/runbooks/plan"
+	"kedge.dev/kedge/runs"
 	"kedge.dev/kedge/workflows"
 
 	"kedge.dev/kedge/actions/check"
@@ -121,28 +120,22 @@ func runRecorded(t *testing.T, name string, sets map[string]string, answer outpu
 // against recording fakes, and returns what it called and how it ended.
 func runRecordedOn(t *testing.T, inv, name string, sets map[string]string, answer outputs) (ran []plan.Ran, ownQueue string, secrets []string, runErr error) {
 	t.Helper()
-	cluster, err := inventory.LoadFile(inv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := (&runbooks.Library{Builtin: runbooks.Builtin}).Load(name, cluster)
-	if err != nil {
-		t.Fatal(err)
-	}
 	given := map[string]any{}
 	for k, v := range sets {
 		given[k] = v
 	}
-	p, err := plan.Compile(l.Runbook, l.ChildValues(), given, cluster)
+	// Prepared as every front door prepares a start; internal runbooks
+	// too, as the CLI may.
+	p, err := runs.Prepare(inv, name, given, runs.Policy{Internal: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range l.Runbook.SecretParams() {
-		if v, ok := p.StartParams()[name].(string); ok && v != "" {
+	for _, name := range p.Loaded.Runbook.SecretParams() {
+		if v, ok := p.Plan.StartParams()[name].(string); ok && v != "" {
 			secrets = append(secrets, v)
 		}
 	}
-	in := workflows.Admit(workflows.RunbookInput{Runbook: *l.Runbook, Children: l.ChildValues(), Params: p.StartParams(), Cluster: *cluster}, time.Now())
+	in := workflows.Admit(p.Input(), time.Now())
 
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()

@@ -39,7 +39,7 @@ func runCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			runbook, cluster := comp.loaded.Runbook.Name, comp.cluster.Name
+			runbook, cluster := comp.Loaded.Runbook.Name, comp.Cluster.Name
 			id := c.String("id")
 			if id == "" {
 				id = workflowID(runbook, cluster, time.Now())
@@ -53,7 +53,7 @@ func runCommand() *cli.Command {
 				return err
 			}
 			defer cl.Close()
-			run, err := startRunbook(c, cl, id, c.String("task-queue"), comp.input())
+			run, err := startRunbook(c, cl, id, c.String("task-queue"), comp.Input())
 			if err != nil {
 				return err
 			}
@@ -86,10 +86,11 @@ func started(c *cli.Context, cl client.Client, run client.WorkflowRun, rerunOf s
 	return nil
 }
 
-// refuseBusy refuses a start while another run of the runbook is open on
-// the cluster, as chat does: one run of a runbook per cluster at a time.
+// refuseBusy refuses a start while another run of the runbook holds the
+// cluster (runs.Holders: one run of a runbook per cluster at a time), so
+// the operator hears it now rather than from the run's admission.
 func refuseBusy(c *cli.Context, cl client.Client, runbook, cluster string) error {
-	open, err := runs.Open(c.Context, cl, c.String("namespace"), runbook, cluster)
+	open, err := runs.Holders(c.Context, cl, c.String("namespace"), runbook, cluster, nil)
 	if err != nil {
 		return failed("%v", err)
 	}

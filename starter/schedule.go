@@ -40,14 +40,14 @@ func scheduleCommand() *cli.Command {
 			defer cl.Close()
 			id := c.String("id")
 			if id == "" {
-				id = comp.loaded.Runbook.Name + "/" + comp.cluster.Name
+				id = comp.Loaded.Runbook.Name + "/" + comp.Cluster.Name
 			}
 			spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}}
-			in := workflows.AdmitScheduled(comp.input(), time.Now(), id)
+			in := workflows.AdmitScheduled(comp.Input(), time.Now(), id)
 			md := workflows.Describe(in)
 			// Temporal names each run ID-TIME: under RUNBOOK/CLUSTER/,
 			// like every run, where chat and the busy check look.
-			actionID := workflows.ScheduledWorkflowID(comp.loaded.Runbook.Name, comp.cluster.Name)
+			actionID := workflows.ScheduledWorkflowID(comp.Loaded.Runbook.Name, comp.Cluster.Name)
 			// The input is sealed for this schedule's runs alone: it opens
 			// under actionID and a time, and its runs are admitted while
 			// this schedule exists unchanged and lists them.
@@ -69,7 +69,7 @@ func scheduleCommand() *cli.Command {
 			sc := cl.ScheduleClient()
 			verb := "created"
 			_, err = sc.Create(c.Context, client.ScheduleOptions{ID: id, Spec: spec, Action: action, Paused: c.Bool("paused"),
-				Note: "kedge schedule " + comp.loaded.Runbook.Name})
+				Note: "kedge schedule " + comp.Loaded.Runbook.Name})
 			var exists *serviceerror.AlreadyExists
 			if errors.As(err, &exists) || errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
 				verb = "updated"
@@ -90,7 +90,7 @@ func scheduleCommand() *cli.Command {
 			if jsonOutput(c) {
 				return writeJSON(c.App.Writer, map[string]string{"scheduleId": id, "every": every.String(), "result": verb})
 			}
-			fmt.Fprintf(c.App.Writer, "schedule %s %s: %s on %s every %s\n", id, verb, comp.loaded.Runbook.Name, comp.cluster.Name, every)
+			fmt.Fprintf(c.App.Writer, "schedule %s %s: %s on %s every %s\n", id, verb, comp.Loaded.Runbook.Name, comp.Cluster.Name, every)
 			return nil
 		},
 	}

@@ -83,9 +83,9 @@ func planCommand() *cli.Command {
 				return livePlan(c, comp)
 			}
 			if jsonOutput(c) {
-				return writeJSON(c.App.Writer, comp.plan)
+				return writeJSON(c.App.Writer, comp.Plan)
 			}
-			plan.Write(c.App.Writer, comp.plan)
+			plan.Write(c.App.Writer, comp.Plan)
 			return nil
 		},
 	}
@@ -93,14 +93,14 @@ func planCommand() *cli.Command {
 
 // livePlan runs the runbook as a preview: only what its preview gate
 // needs, then the gate's prompt, rendered from what those steps read.
-func livePlan(c *cli.Context, comp *compiled) error {
-	rb := comp.loaded.Runbook
+func livePlan(c *cli.Context, comp *runs.Prepared) error {
+	rb := comp.Loaded.Runbook
 	gate := rb.PreviewGate()
 	if gate < 0 {
 		return usageError("%s has no preview gate (an approval with preview: true): `kedge plan` without --live shows its steps", rb.Name)
 	}
 	if !jsonOutput(c) {
-		plan.Write(c.App.Writer, comp.plan)
+		plan.Write(c.App.Writer, comp.Plan)
 		fmt.Fprintln(c.App.Writer)
 	}
 	cl, err := dial(c)
@@ -108,9 +108,9 @@ func livePlan(c *cli.Context, comp *compiled) error {
 		return err
 	}
 	defer cl.Close()
-	in := comp.input()
+	in := comp.Input()
 	in.Preview = true
-	id := workflowID(rb.Name, comp.cluster.Name, time.Now())
+	id := workflowID(rb.Name, comp.Cluster.Name, time.Now())
 	run, err := startRunbook(c, cl, id, c.String("task-queue"), in)
 	if err != nil {
 		return err

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
@@ -166,57 +165,18 @@ func scheduleStarted(info client.ScheduleInfo, workflowID, runID string) bool {
 }
 
 // earlierRun refuses a top-level run while an earlier run of its runbook
-// is open on its cluster: the one-run-per-cluster rule the front doors
-// check before a start (runs.Open), checked again where no door can be
-// passed by: a schedule's start, two starts that passed their doors
-// within visibility's lag, a start made by hand with a copied input. Of
-// two open runs the earlier start (then the smaller run ID) goes on and
-// the later is refused, whichever asks first: two runs started together
-// are never both refused.
+// is open on its cluster (runs.Holders, Kedge's one rule of
+// exclusivity): checked here, where no door can be passed by: a
+// schedule's start, two starts that passed their doors within
+// visibility's lag, a start made by hand with a copied input.
 func (a *admitter) earlierRun(ctx context.Context, namespace string, in workflows.AdmitRunInput) (string, error) {
-	open, err := runs.Open(ctx, a.client, namespace, in.Runbook, in.Cluster)
-	if err != nil {
+	earlier, err := runs.Holders(ctx, a.client, namespace, in.Runbook, in.Cluster, &workflows.Execution{WorkflowID: in.WorkflowID, RunID: in.RunID})
+	if err != nil || len(earlier) == 0 {
 		return "", err
 	}
-	var self time.Time
-	for _, e := range open {
-		if e.GetExecution().GetRunId() == in.RunID {
-			self = e.GetStartTime().AsTime()
-		}
+	id := earlier[0].GetExecution().GetWorkflowId()
+	if in.Scheduled {
+		return fmt.Sprintf("%s already runs on %s: %s; this scheduled run is skipped", in.Runbook, in.Cluster, id), nil
 	}
-	if self.IsZero() { // not listed yet: ask for this run itself
-		d, err := a.client.DescribeWorkflowExecution(ctx, in.WorkflowID, in.RunID)
-		if err != nil {
-			return "", fmt.Errorf("describe %s: %w", in.WorkflowID, err)
-		}
-		self = d.GetWorkflowExecutionInfo().GetStartTime().AsTime()
-	}
-	for _, e := range open {
-		if e.GetExecution().GetRunId() == in.RunID || !before(e.GetStartTime().AsTime(), e.GetExecution().GetRunId(), self, in.RunID) {
-			continue
-		}
-		id := e.GetExecution().GetWorkflowId()
-		// Visibility lists a run that just ended for a moment longer: ask
-		// the run itself before refusing this one for it.
-		d, err := a.client.DescribeWorkflowExecution(ctx, id, e.GetExecution().GetRunId())
-		if err != nil {
-			return "", fmt.Errorf("describe %s: %w", id, err)
-		}
-		if d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			continue
-		}
-		if in.Scheduled {
-			return fmt.Sprintf("%s already runs on %s: %s; this scheduled run is skipped", in.Runbook, in.Cluster, id), nil
-		}
-		return fmt.Sprintf("%s already runs on %s: %s; one run of a runbook per cluster at a time", in.Runbook, in.Cluster, id), nil
-	}
-	return "", nil
-}
-
-// before orders two runs by start time (to the millisecond, the
-// precision every visibility store keeps), then by run ID: of two runs,
-// exactly one is before the other.
-func before(start time.Time, runID string, than time.Time, thanRunID string) bool {
-	a, b := start.Truncate(time.Millisecond), than.Truncate(time.Millisecond)
-	return a.Before(b) || a.Equal(b) && runID < thanRunID
+	return fmt.Sprintf("%s already runs on %s: %s; one run of a runbook per cluster at a time", in.Runbook, in.Cluster, id), nil
 }
