@@ -3,7 +3,6 @@ package etcdapi
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -79,8 +78,7 @@ func (a *Activities) Health(ctx context.Context, in etcd.HealthInput) (etcd.Heal
 // retryableUnhealthy: etcd may become healthy by waiting (not an input
 // error).
 func retryableUnhealthy(err error) bool {
-	var ae *temporal.ApplicationError
-	return errors.As(err, &ae) && (ae.Type() == errtype.EtcdUnhealthy || ae.Type() == errtype.EtcdUnavailable)
+	return errtype.Is(err, errtype.EtcdUnhealthy, errtype.EtcdUnavailable)
 }
 
 func (a *Activities) health(ctx context.Context, in etcd.HealthInput) (etcd.HealthResult, error) {

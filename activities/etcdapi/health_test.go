@@ -189,12 +189,11 @@ func TestHealthAsksEachMemberForItself(t *testing.T) {
 		t.Errorf("c3 runs 3.6.16: %v", err)
 	}
 	in.Version = "3.7.3"
-	var unhealthy *temporal.ApplicationError
-	if _, err := a.Health(context.Background(), in); !errors.As(err, &unhealthy) || unhealthy.Type() != errtype.EtcdUnhealthy || !strings.Contains(err.Error(), "member c3 runs 3.6.16, not 3.7.3") {
+	if _, err := a.Health(context.Background(), in); !errtype.Is(err, errtype.EtcdUnhealthy) || !strings.Contains(err.Error(), "member c3 runs 3.6.16, not 3.7.3") {
 		t.Errorf("c3 not on 3.7.3: %v", err)
 	}
 	in.Member = ""
-	if _, err := a.Health(context.Background(), in); !errors.As(err, &unhealthy) || unhealthy.Type() != errtype.InvalidInput {
+	if _, err := a.Health(context.Background(), in); !errtype.Is(err, errtype.InvalidInput) {
 		t.Errorf("a version without a member: %v", err)
 	}
 	in.Version = ""
@@ -202,16 +201,16 @@ func TestHealthAsksEachMemberForItself(t *testing.T) {
 	fakes[2].srv.Close()
 	var ae *temporal.ApplicationError
 	_, err = a.Health(context.Background(), in)
-	if !errors.As(err, &ae) || ae.Type() != errtype.EtcdUnhealthy || !ae.NonRetryable() || !strings.Contains(err.Error(), "c3 does not answer") {
+	if !errors.As(err, &ae) || !errtype.Is(err, errtype.EtcdUnhealthy) || !ae.NonRetryable() || !strings.Contains(err.Error(), "c3 does not answer") {
 		t.Errorf("a member down: %v", err)
 	}
 	in.Endpoints = []string{fakes[2].srv.URL}
 	_, err = a.Health(context.Background(), in)
-	if !errors.As(err, &ae) || ae.Type() != errtype.EtcdUnavailable || ae.NonRetryable() {
+	if !errors.As(err, &ae) || !errtype.Is(err, errtype.EtcdUnavailable) || ae.NonRetryable() {
 		t.Errorf("no member answering: %v", err)
 	}
 	in.Endpoints = []string{"http://" + strings.TrimPrefix(fakes[0].srv.URL, "https://")}
-	if _, err = a.Health(context.Background(), in); !errors.As(err, &ae) || ae.Type() != errtype.InvalidInput {
+	if _, err = a.Health(context.Background(), in); !errtype.Is(err, errtype.InvalidInput) {
 		t.Errorf("an http endpoint: %v", err)
 	}
 }
@@ -222,8 +221,7 @@ func TestHealthWaitsForALeader(t *testing.T) {
 	fakes, ca := threeMembers(t, "0")
 	a := &Activities{Vault: clientPair(t), Timeout: 2 * time.Second}
 	in := etcd.HealthInput{Endpoints: []string{fakes[0].srv.URL}, CACert: ca, Issuer: "etcd", ExpectMembers: 3}
-	var ae *temporal.ApplicationError
-	if _, err := a.Health(context.Background(), in); !errors.As(err, &ae) || ae.Type() != errtype.EtcdUnhealthy {
+	if _, err := a.Health(context.Background(), in); !errtype.Is(err, errtype.EtcdUnhealthy) {
 		t.Fatalf("no leader, no wait: %v", err)
 	}
 	elected := make(chan struct{})
@@ -243,7 +241,7 @@ func TestHealthWaitsForALeader(t *testing.T) {
 		t.Errorf("with wait, once a leader is elected: %+v %v", res, err)
 	}
 	in.Wait = "soon"
-	if _, err := a.Health(context.Background(), in); !errors.As(err, &ae) || ae.Type() != errtype.InvalidInput {
+	if _, err := a.Health(context.Background(), in); !errtype.Is(err, errtype.InvalidInput) {
 		t.Errorf("wait soon: %v", err)
 	}
 }

@@ -107,7 +107,7 @@ func (f *fakeCluster) changes() (int, int) {
 func wantAppError(t *testing.T, what string, err error, typ string, says ...string) {
 	t.Helper()
 	var ae *temporal.ApplicationError
-	if !errors.As(err, &ae) || ae.Type() != typ || !ae.NonRetryable() {
+	if !errors.As(err, &ae) || !errtype.Is(err, typ) || !ae.NonRetryable() {
 		t.Fatalf("%s: %v, want a non-retryable %s", what, err, typ)
 	}
 	for _, s := range says {

@@ -50,8 +50,7 @@ func (a *Activities) QuorumLost(ctx context.Context, in etcd.QuorumLostInput) (e
 		return res, nil
 	}
 	res, err = majorityVerdict(members, statuses(ctx, cl, in.Endpoints, members))
-	var app *temporal.ApplicationError
-	if in.Rollback && errors.As(err, &app) && app.Type() == errtype.EtcdMajorityHealthy {
+	if in.Rollback && errtype.Is(err, errtype.EtcdMajorityHealthy) {
 		return res, nil // asked for: a rollback over a healthy etcd
 	}
 	return res, err
@@ -157,7 +156,7 @@ func (a *Activities) opens(ctx context.Context, store objstore.Store, key, keyID
 // message and retryability kept.
 func asRestoreError(err error) error {
 	var ae *temporal.ApplicationError
-	if !errors.As(err, &ae) || ae.Type() != errtype.EtcdDrillFailed {
+	if !errors.As(err, &ae) || !errtype.Is(err, errtype.EtcdDrillFailed) {
 		return err
 	}
 	if ae.NonRetryable() {

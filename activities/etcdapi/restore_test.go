@@ -37,7 +37,7 @@ func TestQuorumLostRefusesWhileAMajorityIsHealthy(t *testing.T) {
 	in := etcd.QuorumLostInput{Endpoints: all, CACert: ca, Issuer: "etcd"}
 	var ae *temporal.ApplicationError
 	_, err := a.QuorumLost(context.Background(), in)
-	if !errors.As(err, &ae) || ae.Type() != errtype.EtcdMajorityHealthy || !ae.NonRetryable() ||
+	if !errors.As(err, &ae) || !errtype.Is(err, errtype.EtcdMajorityHealthy) || !ae.NonRetryable() ||
 		!strings.Contains(err.Error(), "a restore while a majority is healthy") || !strings.Contains(err.Error(), "3 of etcd's 3 members answer healthy (c1, c2, c3)") {
 		t.Fatalf("every member healthy: %v", err)
 	}
@@ -49,7 +49,7 @@ func TestQuorumLostRefusesWhileAMajorityIsHealthy(t *testing.T) {
 		t.Fatalf("a rollback over a healthy etcd: %+v %v", res, err)
 	}
 	fakes[2].srv.Close()
-	if _, err = a.QuorumLost(context.Background(), in); !errors.As(err, &ae) || ae.Type() != errtype.EtcdMajorityHealthy ||
+	if _, err = a.QuorumLost(context.Background(), in); !errtype.Is(err, errtype.EtcdMajorityHealthy) ||
 		!strings.Contains(err.Error(), "2 of etcd's 3 members answer healthy (c1, c2)") || !strings.Contains(err.Error(), "without c3; replace a lost controller with controller-replace") {
 		t.Fatalf("two of three healthy: %v", err)
 	}
@@ -99,12 +99,12 @@ func TestRestorePlan(t *testing.T) {
 	}
 	other := &Activities{Keys: testKeys(t), Destinations: w.a.Destinations}
 	var ae *temporal.ApplicationError
-	if _, err := other.RestorePlan(context.Background(), in); !errors.As(err, &ae) || ae.Type() != errtype.EtcdSnapshotInvalid || !ae.NonRetryable() {
+	if _, err := other.RestorePlan(context.Background(), in); !errors.As(err, &ae) || !errtype.Is(err, errtype.EtcdSnapshotInvalid) || !ae.NonRetryable() {
 		t.Errorf("sealed with another key: %v", err)
 	}
 	empty := &Activities{Keys: w.a.Keys, Destinations: drillDests{"prod/local": {Kind: "local", Path: t.TempDir()}}}
 	if _, err := empty.RestorePlan(context.Background(), etcd.RestorePlanInput{Vault: in.Vault, Destination: "local"}); !errors.As(err, &ae) ||
-		ae.Type() != errtype.EtcdRestoreFailed || !ae.NonRetryable() || !strings.Contains(err.Error(), "no snapshot of cluster prod in the destination") {
+		!errtype.Is(err, errtype.EtcdRestoreFailed) || !ae.NonRetryable() || !strings.Contains(err.Error(), "no snapshot of cluster prod in the destination") {
 		t.Errorf("no snapshot: %v", err)
 	}
 	in.Destination = "/var/backups"
@@ -329,7 +329,7 @@ func TestStopAndStartEtcdUnit(t *testing.T) {
 	stop.Wait = "2s"
 	var ae *temporal.ApplicationError
 	_, err := a.StopControlPlane(ctx, stop)
-	if !errors.As(err, &ae) || ae.Type() != errtype.EtcdRestoreFailed || ae.NonRetryable() || !strings.Contains(err.Error(), "kube-apiserver still runs 2 s after it was stopped") {
+	if !errors.As(err, &ae) || !errtype.Is(err, errtype.EtcdRestoreFailed) || ae.NonRetryable() || !strings.Contains(err.Error(), "kube-apiserver still runs 2 s after it was stopped") {
 		t.Errorf("a process that will not go: %v", err)
 	}
 	for _, bad := range []etcd.StopControlPlaneInput{
@@ -338,7 +338,7 @@ func TestStopAndStartEtcdUnit(t *testing.T) {
 		{Token: "t", EtcdMode: "static-pod", EtcdManifest: "etcd.yaml"},
 		{Token: "t", EtcdMode: "none"},
 	} {
-		if _, err := a.StopControlPlane(ctx, bad); !errors.As(err, &ae) || ae.Type() != errtype.InvalidInput {
+		if _, err := a.StopControlPlane(ctx, bad); !errtype.Is(err, errtype.InvalidInput) {
 			t.Errorf("%+v: %v", bad, err)
 		}
 	}
@@ -456,9 +456,8 @@ func TestRestoreMemberResumesAfterTheOldDataMoved(t *testing.T) {
 				if err := os.MkdirAll(filepath.Join(w.data, "member"), 0o700); err != nil {
 					t.Fatal(err)
 				}
-				var ae *temporal.ApplicationError
 				_, err := w.a.RestoreMember(ctx, w.in)
-				if !errors.As(err, &ae) || ae.Type() != errtype.EtcdRestoreFailed || !strings.Contains(err.Error(), "appeared after the old data directory was moved aside") {
+				if !errtype.Is(err, errtype.EtcdRestoreFailed) || !strings.Contains(err.Error(), "appeared after the old data directory was moved aside") {
 					t.Fatalf("a data directory that appeared: %v", err)
 				}
 				return
@@ -501,7 +500,6 @@ func TestRestoreMemberOfALostDataDirectory(t *testing.T) {
 	if b, _ := os.ReadFile(broken.kept()); string(b) != "not a directory" {
 		t.Errorf("the broken data directory kept: %q", b)
 	}
-	var ae *temporal.ApplicationError
 	for _, bad := range []func(*etcd.RestoreMemberInput){
 		func(in *etcd.RestoreMemberInput) { in.DataDir = "/" },
 		func(in *etcd.RestoreMemberInput) { in.DataDir = "var/lib/etcd" },
@@ -512,7 +510,7 @@ func TestRestoreMemberOfALostDataDirectory(t *testing.T) {
 		in := w.in
 		bad(&in)
 		ran := len(w.h.scriptRan)
-		if _, err := w.a.RestoreMember(context.Background(), in); !errors.As(err, &ae) || ae.Type() != errtype.InvalidInput || len(w.h.scriptRan) != ran {
+		if _, err := w.a.RestoreMember(context.Background(), in); !errtype.Is(err, errtype.InvalidInput) || len(w.h.scriptRan) != ran {
 			t.Errorf("%+v: %v", in, err)
 		}
 	}

@@ -57,7 +57,7 @@ var boltMagic = []byte{0xed, 0xda, 0x0c, 0xed}
 func wantType(t *testing.T, what string, err error, typ string, nonRetryable bool, says string) {
 	t.Helper()
 	var ae *temporal.ApplicationError
-	if !errors.As(err, &ae) || ae.Type() != typ || ae.NonRetryable() != nonRetryable || !strings.Contains(err.Error(), says) {
+	if !errors.As(err, &ae) || !errtype.Is(err, typ) || ae.NonRetryable() != nonRetryable || !strings.Contains(err.Error(), says) {
 		t.Errorf("%s: got %v, want %s (non-retryable %v) saying %q", what, err, typ, nonRetryable, says)
 	}
 }

@@ -110,7 +110,7 @@ func TestAnEtcdUpgradeIsRefusedBeforeAnythingChanges(t *testing.T) {
 			}
 			_, err := a.UpgradePlan(context.Background(), in)
 			var app *temporal.ApplicationError
-			if !errors.As(err, &app) || app.Type() != errtype.UpgradeRefused || !app.NonRetryable() || !strings.Contains(err.Error(), tc.want) {
+			if !errors.As(err, &app) || !errtype.Is(err, errtype.UpgradeRefused) || !app.NonRetryable() || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want UpgradeRefused with %q", err, tc.want)
 			}
 		})

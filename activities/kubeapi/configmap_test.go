@@ -51,7 +51,7 @@ func TestSetConfigMapDataChangesOneKey(t *testing.T) {
 	} {
 		_, err := a.SetConfigMapData(ctx, bad)
 		var app *temporal.ApplicationError
-		if !errors.As(err, &app) || app.Type() != errtype.InvalidInput || !app.NonRetryable() {
+		if !errors.As(err, &app) || !errtype.Is(err, errtype.InvalidInput) || !app.NonRetryable() {
 			t.Errorf("%+v: %v", bad, err)
 		}
 	}

@@ -184,8 +184,7 @@ func TestDrainRefusesWhatTheInputDoesNotAllow(t *testing.T) {
 				return
 			}
 			name := "default/" + c.pod.Name
-			var app *temporal.ApplicationError
-			if !errors.As(err, &app) || app.Type() != errtype.KubernetesAPI || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), c.why) {
+			if !errtype.Is(err, errtype.KubernetesAPI) || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), c.why) {
 				t.Fatalf("got %v, want the drain refused naming %s and %q", err, name, c.why)
 			}
 			if n := len(asked()); n != 0 {
@@ -220,7 +219,7 @@ func TestDrainBlockedByABudgetUntilItsTimeout(t *testing.T) {
 	})
 	took := time.Since(start)
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != errtype.DrainBlocked || !app.NonRetryable() {
+	if !errors.As(err, &app) || !errtype.Is(err, errtype.DrainBlocked) || !app.NonRetryable() {
 		t.Fatalf("got %v, want a DrainBlocked error", err)
 	}
 	for _, want := range []string{"default/guarded-pdb (0 disruptions allowed)", "pods left default/guarded-1", "timed out after", "disruption budget"} {

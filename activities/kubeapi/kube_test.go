@@ -68,7 +68,7 @@ func TestMissingNodeIsNotRetried(t *testing.T) {
 	a, _ := fakeActs()
 	_, err := a.Cordon(context.Background(), kube.NodeInput{Node: "ghost"})
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != errtype.NodeNotFound || !app.NonRetryable() {
+	if !errors.As(err, &app) || !errtype.Is(err, errtype.NodeNotFound) || !app.NonRetryable() {
 		t.Errorf("got %v", err)
 	}
 	if res, err := a.DeleteNode(context.Background(), kube.NodeInput{Node: "ghost"}); err != nil || res.Changed {
@@ -96,7 +96,7 @@ func TestDeleteLostNode(t *testing.T) {
 	}
 	// A name from a param is a Node's name, never a path.
 	for _, name := range []string{"../namespaces/kube-system", "tyc2/status", "TYC2"} {
-		if _, err := a.DeleteLostNode(ctx, kube.DeleteLostNodeInput{Name: name}); !errors.As(err, &app) || app.Type() != errtype.InvalidInput {
+		if _, err := a.DeleteLostNode(ctx, kube.DeleteLostNodeInput{Name: name}); !errtype.Is(err, errtype.InvalidInput) {
 			t.Errorf("name %q: %v", name, err)
 		}
 	}
@@ -113,8 +113,7 @@ func TestWaitNodeWaitsForVersion(t *testing.T) {
 		t.Errorf("%+v %v", res, err)
 	}
 	_, err = a.WaitNode(context.Background(), kube.WaitNodeInput{Node: "w1", KubeletVersion: "v9.9.9", Timeout: "100ms"})
-	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != errtype.NodeNotReady {
+	if !errtype.Is(err, errtype.NodeNotReady) {
 		t.Errorf("want NodeNotReady, got %v", err)
 	}
 }
@@ -150,8 +149,7 @@ func TestWaitNodeWantsAHeartbeatAfterTheRestart(t *testing.T) {
 	a, cs := fakeActs(stale)
 	in := kube.WaitNodeInput{Node: "w1", KubeletVersion: "v1.35.4", ReadyAfter: restart.Format(time.RFC3339), Timeout: "100ms"}
 	_, err := a.WaitNode(context.Background(), in)
-	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != errtype.NodeNotReady || !strings.Contains(err.Error(), "is before") {
+	if !errtype.Is(err, errtype.NodeNotReady) || !strings.Contains(err.Error(), "is before") {
 		t.Fatalf("a heartbeat from before the restart: want NodeNotReady naming it, got %v", err)
 	}
 	// The new kubelet posts at start, often within the restart's own
@@ -166,7 +164,7 @@ func TestWaitNodeWantsAHeartbeatAfterTheRestart(t *testing.T) {
 		t.Errorf("a heartbeat after the restart: %+v %v", res, err)
 	}
 	in.ReadyAfter = "yesterday"
-	if _, err := a.WaitNode(context.Background(), in); !errors.As(err, &app) || app.Type() != errtype.InvalidInput {
+	if _, err := a.WaitNode(context.Background(), in); !errtype.Is(err, errtype.InvalidInput) {
 		t.Errorf("readyAfter that is not a time: %v", err)
 	}
 }
@@ -179,7 +177,7 @@ func TestWaitNodeWantsALeaseRenewedAfter(t *testing.T) {
 	ctx := context.Background()
 	in := kube.WaitNodeInput{Node: "w1", LeaseAfter: started.Format(time.RFC3339), Timeout: "100ms"}
 	var app *temporal.ApplicationError
-	if _, err := a.WaitNode(ctx, in); !errors.As(err, &app) || app.Type() != errtype.NodeNotReady || !strings.Contains(err.Error(), "Lease") {
+	if _, err := a.WaitNode(ctx, in); !errtype.Is(err, errtype.NodeNotReady) || !strings.Contains(err.Error(), "Lease") {
 		t.Fatalf("no Lease: want NodeNotReady naming it, got %v", err)
 	}
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "w1", Namespace: corev1.NamespaceNodeLease},
@@ -198,7 +196,7 @@ func TestWaitNodeWantsALeaseRenewedAfter(t *testing.T) {
 		t.Errorf("a Lease renewed after: %+v %v", res, err)
 	}
 	in.LeaseAfter = "soon"
-	if _, err := a.WaitNode(ctx, in); !errors.As(err, &app) || app.Type() != errtype.InvalidInput {
+	if _, err := a.WaitNode(ctx, in); !errtype.Is(err, errtype.InvalidInput) {
 		t.Errorf("leaseAfter that is not a time: %v", err)
 	}
 }

@@ -28,6 +28,7 @@ import (
 
 	"kedge.dev/kedge/activities/nodefiles"
 
+	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/actions/kube"
 	"kedge.dev/kedge/actions/render"
 	"kedge.dev/kedge/actions/target"
@@ -152,7 +153,7 @@ func refusedActs() (*Activities, *bytes.Buffer) {
 func refused(t *testing.T, what string, err error, want string) {
 	t.Helper()
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != "CredentialRefused" || !app.NonRetryable() || !strings.Contains(err.Error(), want) {
+	if !errors.As(err, &app) || !errtype.Is(err, errtype.CredentialRefused) || !app.NonRetryable() || !strings.Contains(err.Error(), want) {
 		t.Errorf("%s: got %v, want a CredentialRefused that is not retried, naming %q", what, err, want)
 	}
 }

@@ -34,7 +34,7 @@ func TestKubeletSkewReadsEveryAPIServer(t *testing.T) {
 	}
 	_, err = a.KubeletSkew(context.Background(), kube.KubeletSkewInput{Node: "w1", KubeletVersion: "v1.36.3"})
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != errtype.UpgradeRefused || !app.NonRetryable() ||
+	if !errors.As(err, &app) || !errtype.Is(err, errtype.UpgradeRefused) || !app.NonRetryable() ||
 		!strings.Contains(err.Error(), "the kubelet v1.36.3 for w1 is newer than kube-apiserver v1.35.4 on c2 (image registry.k8s.io/kube-apiserver:v1.35.4 of pod kube-system/kube-apiserver-c2)") {
 		t.Fatalf("a v1.36 kubelet beside a v1.35 API server: %v", err)
 	}

@@ -2,7 +2,6 @@ package kubeapi
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -10,7 +9,6 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -98,8 +96,7 @@ func TestAWaitResumedPastItsDeadlineStops(t *testing.T) {
 	_, err := within(t, time.Minute, func() (any, error) {
 		return env.ExecuteActivity("kube.wait-node", kube.WaitNodeInput{Node: "w1", Timeout: "5m"})
 	})
-	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != errtype.NodeNotReady {
+	if !errtype.Is(err, errtype.NodeNotReady) {
 		t.Fatalf("got %v, want NotReady at the first attempt's deadline", err)
 	}
 	// A start in the future (a clock ahead) is not taken.

@@ -155,7 +155,7 @@ func csrNames(t *testing.T, cs *fake.Clientset) []string {
 func appErr(t *testing.T, err error, typ string, nonRetryable bool, words ...string) {
 	t.Helper()
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != typ || app.NonRetryable() != nonRetryable {
+	if !errors.As(err, &app) || !errtype.Is(err, typ) || app.NonRetryable() != nonRetryable {
 		t.Fatalf("got %v, want a %s error (non-retryable %t)", err, typ, nonRetryable)
 	}
 	for _, w := range words {

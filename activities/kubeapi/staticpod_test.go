@@ -57,7 +57,7 @@ func TestWaitStaticPodGivesUpOnACrashLoop(t *testing.T) {
 	began := time.Now()
 	_, err := a.WaitStaticPod(ctx, kube.WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", RestartedAt: "t1", Timeout: "1m"})
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != errtype.CrashLooping || !app.NonRetryable() {
+	if !errors.As(err, &app) || !errtype.Is(err, errtype.CrashLooping) || !app.NonRetryable() {
 		t.Fatalf("want a non-retryable %s, got %v", errtype.CrashLooping, err)
 	}
 	if took := time.Since(began); took > 10*time.Second {
@@ -113,7 +113,7 @@ func TestWaitStaticPodWaitsOutAFewRestarts(t *testing.T) {
 	}
 	_, err = a.WaitStaticPod(ctx, kube.WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", RestartedAt: "t1", Timeout: "200ms"})
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != errtype.NodeNotReady || app.NonRetryable() {
+	if !errors.As(err, &app) || !errtype.Is(err, errtype.NodeNotReady) || app.NonRetryable() {
 		t.Errorf("the pod before the restart: want a retryable %s, got %v", errtype.NodeNotReady, err)
 	}
 	// maxRestarts -1 waits out the timeout.
@@ -121,7 +121,7 @@ func TestWaitStaticPodWaitsOutAFewRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = a.WaitStaticPod(ctx, kube.WaitStaticPodInput{Node: "tyc1", Pod: "kube-apiserver", RestartedAt: "t1", Timeout: "200ms", MaxRestarts: -1})
-	if !errors.As(err, &app) || app.Type() != errtype.NodeNotReady {
+	if !errtype.Is(err, errtype.NodeNotReady) {
 		t.Errorf("maxRestarts -1: %v", err)
 	}
 }

@@ -206,7 +206,7 @@ func TestUpgradePlanRefusesBeforeAnythingChanges(t *testing.T) {
 			}
 			res, err := a.UpgradePlan(context.Background(), in)
 			var app *temporal.ApplicationError
-			if !errors.As(err, &app) || app.Type() != errtype.UpgradeRefused || !app.NonRetryable() || !strings.Contains(err.Error(), c.want) {
+			if !errors.As(err, &app) || !errtype.Is(err, errtype.UpgradeRefused) || !app.NonRetryable() || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want a non-retryable UpgradeRefused saying %q", err, c.want)
 			}
 			var details kube.UpgradePlanResult

@@ -55,12 +55,16 @@ func TestErrorsAreClassifiedOnce(t *testing.T) {
 		{errors.Join(errors.New("x"), sshpool.ErrAuthFailed), errtype.AuthFailed, true},
 		{errors.Join(errors.New("x"), sshpool.ErrUnreachable), errtype.HostUnreachable, false},
 		{errors.Join(errors.New("x"), sshpool.ErrConnectionLost), errtype.ConnectionLost, false},
+		{errors.Join(errors.New("x"), sshpool.ErrPrivilege), errtype.PrivilegeEscalationFailed, true},
+		{errors.Join(errors.New("x"), sshpool.ErrConfig), errtype.InvalidInput, true},
+		{errors.New("read: broken pipe"), errtype.ConnectionLost, false},
 		{invalid("bad"), errtype.InvalidInput, true},
 		{&typedError{typ: errtype.CommandFailed, msg: "exit 1"}, errtype.CommandFailed, false},
 	}
 	for _, c := range cases {
 		var app *temporal.ApplicationError
-		if !errors.As(toTemporal(c.err), &app) || app.Type() != c.typ || app.NonRetryable() != c.nonRetryable {
+		err := toTemporal(c.err)
+		if !errors.As(err, &app) || !errtype.Is(err, c.typ) || app.NonRetryable() != c.nonRetryable {
 			t.Errorf("%v: got %v", c.err, app)
 		}
 	}

@@ -70,7 +70,7 @@ func TestNoHostFileActionClimbsWithDotDot(t *testing.T) {
 			continue
 		}
 		var app *temporal.ApplicationError
-		if !errors.As(err, &app) || app.Type() != errtype.InvalidInput || !app.NonRetryable() || !strings.Contains(err.Error(), `".."`) {
+		if !errors.As(err, &app) || !errtype.Is(err, errtype.InvalidInput) || !app.NonRetryable() || !strings.Contains(err.Error(), `".."`) {
 			t.Errorf("%s: want an InvalidInput that is not retried and names \"..\", got %v", name, err)
 		}
 	}

@@ -41,10 +41,7 @@ func (a *Activities) prepareNode(ctx context.Context, in host.PrepareNodeInput) 
 	out, err := a.exec(ctx, t, execSpec{script: prepareScript(in), timeout: timeout, limit: 16 << 10,
 		details: func(stdout, _ *tailBuffer) any { return map[string]string{"step": stdout.lastLine()} }})
 	if err != nil {
-		if te, ok := err.(*typedError); ok && te.typ == errtype.CommandTimeout {
-			te.msg = fmt.Sprintf("preparing %s did not finish in %s", t.Name(), timeout)
-		}
-		return host.PrepareNodeResult{}, err
+		return host.PrepareNodeResult{}, timeoutSaid(err, fmt.Sprintf("preparing %s did not finish in %s", t.Name(), timeout))
 	}
 	if out.ExitCode != 0 {
 		return host.PrepareNodeResult{}, &typedError{typ: errtype.CommandFailed, details: []any{out.ExitCode},

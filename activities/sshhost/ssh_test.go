@@ -57,7 +57,7 @@ func appErr(t *testing.T, err error, typ string, nonRetryable bool) *temporal.Ap
 	if !errors.As(err, &app) {
 		t.Fatalf("want a %s application error, got %T %v", typ, err, err)
 	}
-	if app.Type() != typ || app.NonRetryable() != nonRetryable {
+	if !errtype.Is(err, typ) || app.NonRetryable() != nonRetryable {
 		t.Fatalf("got type %s nonRetryable=%v (%v), want %s nonRetryable=%v", app.Type(), app.NonRetryable(), err, typ, nonRetryable)
 	}
 	return app
@@ -785,8 +785,7 @@ func TestInsideAnActivityItHeartbeats(t *testing.T) {
 	// Long enough to heartbeat while it runs (a test that held its lock
 	// here deadlocked against the SDK under load).
 	_, err = env.ExecuteActivity(host.RunAction, host.RunInput{Target: w.tg, Command: "sleep 0.3; exit 7"})
-	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != errtype.CommandFailed {
+	if !errtype.Is(err, errtype.CommandFailed) {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -76,10 +76,7 @@ func (a *Activities) systemd(ctx context.Context, in host.SystemdInput) (host.Sy
 		},
 	})
 	if err != nil {
-		if te, ok := err.(*typedError); ok && te.typ == errtype.CommandTimeout {
-			te.msg = fmt.Sprintf("systemctl %s %s on %s did not finish in %s", in.Action, in.Unit, in.Target.Name(), wait+systemdSlack)
-		}
-		return host.SystemdResult{}, err
+		return host.SystemdResult{}, timeoutSaid(err, fmt.Sprintf("systemctl %s %s on %s did not finish in %s", in.Action, in.Unit, in.Target.Name(), wait+systemdSlack))
 	}
 	if res.ExitCode != 0 {
 		return host.SystemdResult{}, &typedError{typ: errtype.CommandFailed, details: []any{res.ExitCode},

@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"math/big"
 	"net"
 	"strings"
@@ -88,11 +87,11 @@ func TestCheckErrors(t *testing.T) {
 	l.Close()
 	_, err := Check(t.Context(), certinfo.CheckInput{Address: addr, Timeout: "2s"})
 	var app *temporal.ApplicationError
-	if !asApp(err, &app) || app.Type() != errtype.EndpointUnreachable || app.NonRetryable() {
+	if !asApp(err, &app) || !errtype.Is(err, errtype.EndpointUnreachable) || app.NonRetryable() {
 		t.Errorf("closed port: %v", err)
 	}
 	_, err = Check(t.Context(), certinfo.CheckInput{Address: "no-port"})
-	if !asApp(err, &app) || app.Type() != errtype.InvalidInput || !app.NonRetryable() {
+	if !asApp(err, &app) || !errtype.Is(err, errtype.InvalidInput) || !app.NonRetryable() {
 		t.Errorf("bad address: %v", err)
 	}
 }
@@ -112,7 +111,7 @@ func TestCheckWaitsForANewerCertificate(t *testing.T) {
 	}
 	_, err = Check(t.Context(), certinfo.CheckInput{Address: addr, NewerThan: first.NotAfter, Wait: "1500ms"})
 	var app *temporal.ApplicationError
-	if !asApp(err, &app) || app.Type() != errtype.CertificateNotRenewed {
+	if !asApp(err, &app) || !errtype.Is(err, errtype.CertificateNotRenewed) {
 		t.Fatalf("the same certificate counted as renewed: %v", err)
 	}
 	older := time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339)
@@ -133,7 +132,7 @@ func TestCheckWaitsForAnotherCertificate(t *testing.T) {
 	}
 	_, err = Check(t.Context(), certinfo.CheckInput{Address: addr, NotSerial: first.Serial, Wait: "1500ms"})
 	var app *temporal.ApplicationError
-	if !asApp(err, &app) || app.Type() != errtype.CertificateNotRenewed || !strings.Contains(err.Error(), "other than serial "+first.Serial) {
+	if !asApp(err, &app) || !errtype.Is(err, errtype.CertificateNotRenewed) || !strings.Contains(err.Error(), "other than serial "+first.Serial) {
 		t.Fatalf("the same certificate counted as renewed: %v", err)
 	}
 	res, err := Check(t.Context(), certinfo.CheckInput{Address: addr, NotSerial: "01", Wait: "5s"})
@@ -161,8 +160,7 @@ func TestAWaitResumedPastItsDeadlineStops(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		var app *temporal.ApplicationError
-		if !errors.As(err, &app) || app.Type() != errtype.CertificateNotRenewed {
+		if !errtype.Is(err, errtype.CertificateNotRenewed) {
 			t.Fatalf("got %v, want CertificateNotRenewed at the first attempt's deadline", err)
 		}
 	case <-time.After(time.Minute):

@@ -151,7 +151,7 @@ func TestScanCANamesTheCAOfEachEndpoint(t *testing.T) {
 	var ae *temporal.ApplicationError
 	in.Refuse = []string{"old"}
 	_, err = ScanCA(t.Context(), in)
-	if !errors.As(err, &ae) || ae.Type() != errtype.CAStillPresented || !ae.NonRetryable() {
+	if !errors.As(err, &ae) || !errtype.Is(err, errtype.CAStillPresented) || !ae.NonRetryable() {
 		t.Fatalf("old CA refused: %v", err)
 	}
 	for _, s := range []string{api6443 + ` presents "CN=kube-apiserver" issued by "CN=old CA"`, etcd12 + ` presents "CN=etcd peer"`} {
@@ -172,7 +172,7 @@ func TestScanCANamesTheCAOfEachEndpoint(t *testing.T) {
 	down := closedPort(t)
 	in.Endpoints = append(in.Endpoints, down)
 	res, err = ScanCA(t.Context(), in)
-	if !errors.As(err, &ae) || ae.Type() != errtype.EndpointUnreachable || ae.NonRetryable() || !strings.Contains(err.Error(), "not known clean") || !strings.Contains(err.Error(), down) {
+	if !errors.As(err, &ae) || !errtype.Is(err, errtype.EndpointUnreachable) || ae.NonRetryable() || !strings.Contains(err.Error(), "not known clean") || !strings.Contains(err.Error(), down) {
 		t.Errorf("an endpoint down: %v", err)
 	}
 	if len(res.Endpoints) != 3 || res.Endpoints[2].Error == "" || res.Endpoints[2].CA != "" {
@@ -197,7 +197,7 @@ func TestScanCARefusesWhatItCannotUse(t *testing.T) {
 	} {
 		_, err := ScanCA(t.Context(), c.in)
 		var ae *temporal.ApplicationError
-		if !errors.As(err, &ae) || ae.Type() != errtype.InvalidInput || !ae.NonRetryable() || !strings.Contains(err.Error(), c.want) {
+		if !errors.As(err, &ae) || !errtype.Is(err, errtype.InvalidInput) || !ae.NonRetryable() || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want InvalidInput saying %q", c.name, err, c.want)
 		}
 	}
@@ -216,7 +216,7 @@ func TestScanCARefusesCertificatesEndingWithinTheWindow(t *testing.T) {
 	in := certinfo.ScanCAInput{Endpoints: []string{soon, kubelet}, ExpiresWithin: "24h"}
 	_, err := ScanCA(t.Context(), in)
 	var ae *temporal.ApplicationError
-	if !errors.As(err, &ae) || ae.Type() != "CertificateExpiring" || !ae.NonRetryable() ||
+	if !errors.As(err, &ae) || !errtype.Is(err, errtype.CertificateExpiring) || !ae.NonRetryable() ||
 		!strings.Contains(err.Error(), "1 of 2 endpoints present a certificate that ends before") ||
 		!strings.Contains(err.Error(), soon+` presents "CN=kube-apiserver", which ends `) || strings.Contains(err.Error(), kubelet) {
 		t.Fatalf("a certificate ending within 24h: %v", err)

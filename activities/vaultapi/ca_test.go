@@ -129,7 +129,7 @@ func TestClusterCAKeepsEachCAApartAndMakesItOnce(t *testing.T) {
 	} {
 		_, err := a.ClusterCA(ctx, in)
 		var ae *temporal.ApplicationError
-		if !errors.As(err, &ae) || ae.Type() != errtype.InvalidInput || !ae.NonRetryable() {
+		if !errors.As(err, &ae) || !errtype.Is(err, errtype.InvalidInput) || !ae.NonRetryable() {
 			t.Errorf("%s keyInVault=%t: %v, want a non-retryable %s", in.Path, in.KeyInVault, err, errtype.InvalidInput)
 		}
 	}

@@ -181,7 +181,7 @@ func TestIssueCertNeverOutlivesItsIssuer(t *testing.T) {
 	in.Vault.Address = srv2.URL
 	_, err = a.IssueCert(t.Context(), in)
 	var ae *temporal.ApplicationError
-	if !errors.As(err, &ae) || ae.Type() != errtype.IssuerEnded || !ae.NonRetryable() || !strings.Contains(err.Error(), "ca-rotation") {
+	if !errors.As(err, &ae) || !errtype.Is(err, errtype.IssuerEnded) || !ae.NonRetryable() || !strings.Contains(err.Error(), "ca-rotation") {
 		t.Errorf("ended issuer: %v", err)
 	}
 	if len(ended.reqs) != 0 {

@@ -76,14 +76,14 @@ func TestPromoteCAMovesTheStagedCAInOnce(t *testing.T) {
 	ctx := context.Background()
 	path := "kedge/clusters/m/ca"
 	in := vault.PromoteCAInput{Vault: cfg, Path: path}
-	if _, err := a.PromoteCA(ctx, in); appErr(err) == nil || appErr(err).Type() != errtype.NotAdopted {
+	if _, err := a.PromoteCA(ctx, in); !errtype.Is(err, errtype.NotAdopted) {
 		t.Errorf("nothing at the path: %v", err)
 	}
 	old, err := a.ClusterCA(ctx, vault.ClusterCAInput{Vault: cfg, Path: path, CommonName: "m CA"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.PromoteCA(ctx, in); appErr(err) == nil || appErr(err).Type() != errtype.NotStaged || !appErr(err).NonRetryable() {
+	if _, err := a.PromoteCA(ctx, in); !errtype.Is(err, errtype.NotStaged) || !appErr(err).NonRetryable() {
 		t.Errorf("nothing staged: %v", err)
 	}
 	staged, err := a.StageCA(ctx, vault.StageCAInput{Vault: cfg, Path: path, CommonName: "m CA 2"})
@@ -203,7 +203,7 @@ func TestPromoteCAMovesKeyPairsAndRefusesMismatches(t *testing.T) {
 	if _, err := a.KeyPair(ctx, vault.KeyPairInput{Vault: cfg, Path: vault.NextPath(ca)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.PromoteCA(ctx, vault.PromoteCAInput{Vault: cfg, Path: ca}); appErr(err) == nil || appErr(err).Type() != errtype.InvalidInput ||
+	if _, err := a.PromoteCA(ctx, vault.PromoteCAInput{Vault: cfg, Path: ca}); !errtype.Is(err, errtype.InvalidInput) ||
 		!strings.Contains(err.Error(), "one cannot replace the other") {
 		t.Errorf("a key pair staged for a CA: %v", err)
 	}
@@ -211,11 +211,11 @@ func TestPromoteCAMovesKeyPairsAndRefusesMismatches(t *testing.T) {
 		t.Fatal("staged with nothing in use")
 	}
 	f.kv[vault.NextPath(ca)] = map[string]any{"certificate": "C", "privateKey": "K", "issuer": "issuer-9", "replaces": "issuer-0"}
-	if _, err := a.PromoteCA(ctx, vault.PromoteCAInput{Vault: cfg, Path: ca}); appErr(err) == nil || appErr(err).Type() != errtype.VaultConflict || !appErr(err).NonRetryable() {
+	if _, err := a.PromoteCA(ctx, vault.PromoteCAInput{Vault: cfg, Path: ca}); !errtype.Is(err, errtype.VaultConflict) || !appErr(err).NonRetryable() {
 		t.Errorf("staged against another CA: %v", err)
 	}
 	f.kv[vault.NextPath(ca)] = map[string]any{"certificate": "C", "issuer": "issuer-9", "keyInVault": "true"}
-	if _, err := a.PromoteCA(ctx, vault.PromoteCAInput{Vault: cfg, Path: ca}); appErr(err) == nil || appErr(err).Type() != errtype.InvalidInput {
+	if _, err := a.PromoteCA(ctx, vault.PromoteCAInput{Vault: cfg, Path: ca}); !errtype.Is(err, errtype.InvalidInput) {
 		t.Errorf("a CA kept in Vault staged for an exported one: %v", err)
 	}
 }
@@ -228,8 +228,7 @@ func TestKeyPairMustExistMakesNothing(t *testing.T) {
 	ctx := context.Background()
 	path := "kedge/clusters/m/service-account"
 	_, err := a.KeyPair(ctx, vault.KeyPairInput{Vault: cfg, Path: path, MustExist: true})
-	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != errtype.NotAdopted || !strings.Contains(err.Error(), "adopt the cluster first") {
+	if !errtype.Is(err, errtype.NotAdopted) || !strings.Contains(err.Error(), "adopt the cluster first") {
 		t.Fatalf("a missing key pair with mustExist: %v", err)
 	}
 	if _, ok := f.kv[path]; ok {

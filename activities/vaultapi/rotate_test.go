@@ -28,7 +28,7 @@ func TestStageCAMakesTheNextCAOnceBesideTheOld(t *testing.T) {
 
 	in := vault.StageCAInput{Vault: cfg, Path: "kedge/clusters/m/ca", CommonName: "m kubernetes CA 2"}
 	var ae *temporal.ApplicationError
-	if _, err := a.StageCA(ctx, in); !errors.As(err, &ae) || ae.Type() != errtype.NotAdopted || !ae.NonRetryable() {
+	if _, err := a.StageCA(ctx, in); !errors.As(err, &ae) || !errtype.Is(err, errtype.NotAdopted) || !ae.NonRetryable() {
 		t.Fatalf("no CA to rotate: %v", err)
 	}
 	old, err := a.ClusterCA(ctx, vault.ClusterCAInput{Vault: cfg, Path: in.Path, CommonName: "m kubernetes CA"})
@@ -72,7 +72,7 @@ func TestStageCAMakesTheNextCAOnceBesideTheOld(t *testing.T) {
 	if err != nil || etcd.PrivateKey != "" || f.kv["kedge/clusters/m/etcd-ca-next"]["privateKey"] != nil {
 		t.Errorf("etcd: %+v %v", etcd, err)
 	}
-	if _, err := a.StageCA(ctx, vault.StageCAInput{Vault: cfg, Path: "kedge/clusters/m/etcd-ca", CommonName: "m etcd CA 2"}); !errors.As(err, &ae) || ae.Type() != errtype.InvalidInput {
+	if _, err := a.StageCA(ctx, vault.StageCAInput{Vault: cfg, Path: "kedge/clusters/m/etcd-ca", CommonName: "m etcd CA 2"}); !errtype.Is(err, errtype.InvalidInput) {
 		t.Errorf("etcd's CA asked for with an exported key: %v", err)
 	}
 }

@@ -244,14 +244,14 @@ func TestASitesWorkerCannotFailAnotherSitesStep(t *testing.T) {
 	} {
 		err := read.FailureToError(f)
 		var app *temporal.ApplicationError
-		if !errors.As(err, &app) || app.Type() != errtype.RefusedFailure || app.NonRetryable() || strings.Contains(err.Error(), "quorum lost") {
+		if !errors.As(err, &app) || !errtype.Is(err, errtype.RefusedFailure) || app.NonRetryable() || strings.Contains(err.Error(), "quorum lost") {
 			t.Errorf("%s: the workflow reads %v, want a retryable RefusedFailure that does not repeat the forged message", name, err)
 		}
 	}
 
 	own := converter.WithFailureConverterSerializationContext(parisOpts.FailureConverter, parisStep).ErrorToFailure(forged)
 	var app *temporal.ApplicationError
-	if err := read.FailureToError(own); !errors.As(err, &app) || app.Type() != "CheckFailed" || !app.NonRetryable() || !strings.Contains(err.Error(), "quorum lost") {
+	if err := read.FailureToError(own); !errors.As(err, &app) || !errtype.Is(err, errtype.CheckFailed) || !app.NonRetryable() || !strings.Contains(err.Error(), "quorum lost") {
 		t.Errorf("paris' own failure reads %v", err)
 	}
 	var timeout *temporal.TimeoutError

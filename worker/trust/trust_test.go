@@ -29,6 +29,7 @@ import (
 
 	"kedge.dev/kedge/runbooks/inventory"
 
+	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/actions/kube"
 	"kedge.dev/kedge/actions/render"
 	"kedge.dev/kedge/actions/target"
@@ -322,7 +323,7 @@ func TestGuardStandsBeforeTheActivity(t *testing.T) {
 	}
 	_, err := env.ExecuteActivity("host.run", hostInput{Target: target.SSH{Cluster: "venus", Node: "cp-1"}, Command: "id"})
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != ErrType || !app.NonRetryable() {
+	if !errors.As(err, &app) || !errtype.Is(err, ErrType) || !app.NonRetryable() {
 		t.Fatalf("another cluster: %v", err)
 	}
 	if len(got) != 2 {
