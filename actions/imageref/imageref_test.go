@@ -14,6 +14,30 @@ func TestCheck(t *testing.T) {
 		"quay.io/poseidon/kubelet:v1;rm -rf /":      "is not an image reference",
 		"Quay.io/UPPER/name:1":                      "is not an image reference",
 		"":                                          "is not an image reference",
+		// Nothing a shell would read as more than one word: the
+		// reference goes into host commands.
+		" busybox:1.37":                       "is not an image reference",
+		"busybox:1.37 ":                       "is not an image reference",
+		"busybox :1.37":                       "is not an image reference",
+		"busybox:1.37\n":                      "is not an image reference",
+		"busybox:1.37\trm":                    "is not an image reference",
+		"-busybox:1.37":                       "is not an image reference",
+		"--privileged":                        "is not an image reference",
+		"busybox:-1":                          "is not an image reference",
+		"busybox:1.37&&id":                    "is not an image reference",
+		"busybox:1.37|id":                     "is not an image reference",
+		"busybox:$(id)":                       "is not an image reference",
+		"busybox:`id`":                        "is not an image reference",
+		"busybox:${IFS}":                      "is not an image reference",
+		"busybox:1.37>/etc/passwd":            "is not an image reference",
+		"'busybox:1.37'":                      "is not an image reference",
+		"\"busybox:1.37\"":                    "is not an image reference",
+		"busybox:1.37\\":                      "is not an image reference",
+		"busybox:1.37*":                       "is not an image reference",
+		"../busybox:1.37":                     "is not an image reference",
+		"busybox@sha256:abc":                  "is not an image reference",
+		"busybox:" + strings.Repeat("a", 129): "is not an image reference",
+		"busybox:" + strings.Repeat("a", 128): "",
 	} {
 		err := Check(s)
 		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
