@@ -2,7 +2,6 @@ package kubeapi
 
 import (
 	"context"
-	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -27,6 +26,7 @@ import (
 
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/actions/kube"
+	"kedge.dev/kedge/internal/pubkey"
 	"kedge.dev/kedge/internal/resume"
 )
 
@@ -143,7 +143,7 @@ func signedFor(node, name string, certPEM []byte, key *ecdsa.PrivateKey, cas []*
 		return kube.KubeletClientCertResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("CSR %s: the signed certificate: %v", name, err), errtype.KubernetesAPI, nil)
 	}
 	leaf := certs[0]
-	if pub, ok := leaf.PublicKey.(interface{ Equal(crypto.PublicKey) bool }); !ok || !pub.Equal(key.Public()) {
+	if !pubkey.Equal(leaf.PublicKey, key.Public()) {
 		return kube.KubeletClientCertResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("CSR %s: the signed certificate is not for the key requested", name), errtype.KubernetesAPI, nil)
 	}

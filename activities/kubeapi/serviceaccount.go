@@ -7,10 +7,8 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/sha512"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"hash"
@@ -24,6 +22,7 @@ import (
 
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/actions/kube"
+	"kedge.dev/kedge/internal/pubkey"
 )
 
 // CheckServiceAccountKey asks the API server for a short-lived token
@@ -31,7 +30,7 @@ import (
 // the public key: proof that the API server signs with the key's private
 // half, not only that it would accept it.
 func (a *Activities) CheckServiceAccountKey(ctx context.Context, in kube.CheckServiceAccountKeyInput) (kube.CheckServiceAccountKeyResult, error) {
-	pub, err := parsePublicKey(in.PublicKey)
+	pub, err := pubkey.Parse(in.PublicKey)
 	if err != nil {
 		return kube.CheckServiceAccountKeyResult{}, temporal.NewNonRetryableApplicationError("publicKey: "+err.Error(), errtype.InvalidInput, nil)
 	}
@@ -122,18 +121,4 @@ func verifyJWT(token string, pub crypto.PublicKey) (alg, kid string, err error) 
 		return h.Alg, h.Kid, nil
 	}
 	return h.Alg, h.Kid, fmt.Errorf("unsupported key %T", pub)
-}
-
-func parsePublicKey(s string) (crypto.PublicKey, error) {
-	block, _ := pem.Decode([]byte(s))
-	if block == nil {
-		return nil, errors.New("no PEM block")
-	}
-	switch block.Type {
-	case "PUBLIC KEY":
-		return x509.ParsePKIXPublicKey(block.Bytes)
-	case "RSA PUBLIC KEY":
-		return x509.ParsePKCS1PublicKey(block.Bytes)
-	}
-	return nil, fmt.Errorf("a %s block is not a public key", block.Type)
 }

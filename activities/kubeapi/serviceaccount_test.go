@@ -12,6 +12,8 @@ import (
 	"encoding/pem"
 	"strings"
 	"testing"
+
+	"kedge.dev/kedge/internal/pubkey"
 )
 
 func jws(t *testing.T, alg string, sign func([]byte) []byte) string {
@@ -65,7 +67,7 @@ func TestVerifyJWTWithTheSigningKeyOnly(t *testing.T) {
 		{es, &ek.PublicKey, true}, {es, &rk.PublicKey, false},
 		{"a.b", &rk.PublicKey, false}, {none, &rk.PublicKey, false},
 	} {
-		pub, err := parsePublicKey(pubPEM(t, c.key))
+		pub, err := pubkey.Parse(pubPEM(t, c.key))
 		if err != nil {
 			t.Fatal(err)
 		}

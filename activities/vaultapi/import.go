@@ -17,6 +17,7 @@ import (
 	"kedge.dev/kedge/actions/vault"
 
 	"kedge.dev/kedge/actions/target"
+	"kedge.dev/kedge/internal/pubkey"
 )
 
 // ImportCA takes an existing CA and its key into the PKI mount as an
@@ -135,7 +136,7 @@ func checkCA(certPEM, keyPEM string) (*x509.Certificate, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !publicKeysEqual(key.Public(), cert.PublicKey) {
+	if !pubkey.Equal(key.Public(), cert.PublicKey) {
 		return nil, fmt.Errorf("the key is not %q's", cert.Subject.CommonName)
 	}
 	return cert, nil
@@ -146,25 +147,20 @@ func checkKeyPair(privPEM, pubPEM string) error {
 	if err != nil {
 		return err
 	}
-	pub, err := parsePublicKey(pubPEM)
+	pub, err := pubkey.Parse(pubPEM)
 	if err != nil {
 		return err
 	}
-	if !publicKeysEqual(key.Public(), pub) {
+	if !pubkey.Equal(key.Public(), pub) {
 		return errors.New("the public key is not the private key's")
 	}
 	return nil
 }
 
 func samePublicKey(a, b string) bool {
-	ka, err1 := parsePublicKey(a)
-	kb, err2 := parsePublicKey(b)
-	return err1 == nil && err2 == nil && publicKeysEqual(ka, kb)
-}
-
-func publicKeysEqual(a, b crypto.PublicKey) bool {
-	eq, ok := a.(interface{ Equal(crypto.PublicKey) bool })
-	return ok && eq.Equal(b)
+	ka, err1 := pubkey.Parse(a)
+	kb, err2 := pubkey.Parse(b)
+	return err1 == nil && err2 == nil && pubkey.Equal(ka, kb)
 }
 
 func firstCert(s string) (*x509.Certificate, error) {
@@ -206,20 +202,6 @@ func ParsePrivateKey(s string) (crypto.Signer, error) {
 			return signer, nil
 		}
 	}
-}
-
-func parsePublicKey(s string) (crypto.PublicKey, error) {
-	block, _ := pem.Decode([]byte(s))
-	if block == nil {
-		return nil, errors.New("no public key in the PEM")
-	}
-	switch block.Type {
-	case "PUBLIC KEY":
-		return x509.ParsePKIXPublicKey(block.Bytes)
-	case "RSA PUBLIC KEY":
-		return x509.ParsePKCS1PublicKey(block.Bytes)
-	}
-	return nil, fmt.Errorf("a %s block is not a public key", block.Type)
 }
 
 // PutIfAbsent records data at path in KV unless something is there.

@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"time"
 
+	"kedge.dev/kedge/internal/pubkey"
 	"kedge.dev/kedge/internal/secretfile"
 )
 
@@ -310,7 +311,7 @@ func loadPair(certPath, keyPath string) (*x509.Certificate, crypto.Signer, error
 	if !ok {
 		return nil, nil, fmt.Errorf("%s: not a signing key", keyPath)
 	}
-	if pub, ok := signer.Public().(interface{ Equal(crypto.PublicKey) bool }); !ok || !pub.Equal(cert.PublicKey) {
+	if !pubkey.Equal(signer.Public(), cert.PublicKey) {
 		return nil, nil, fmt.Errorf("%s is not the key of %s", keyPath, certPath)
 	}
 	return cert, signer, nil
