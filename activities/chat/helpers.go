@@ -41,7 +41,7 @@ func ParsePrefix(p string) (*url.URL, error) {
 	u, err := url.Parse(p)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("%q is not a URL: %v", p, err)
+		return nil, fmt.Errorf("%q is not a URL: %w", p, err)
 	case u.Scheme != "https" && u.Scheme != "http", u.Host == "", u.User != nil:
 		return nil, fmt.Errorf("%q is not an http(s) URL with a host", p)
 	case !strings.HasSuffix(u.Path, "/"), u.RawQuery != "", u.Fragment != "":

@@ -174,8 +174,10 @@ func checkExport(assets map[string]string, kubelet string, ca *x509.Certificate)
 		return "", fmt.Errorf("tls/etcd/server-ca.crt: %w", err)
 	}
 	for _, other := range []string{"tls/etcd/peer-ca.crt", "tls/etcd/etcd-client-ca.crt"} {
-		if c, err := onlyCert(assets[other]); err != nil || !c.Equal(etcdCA) {
-			return "", fmt.Errorf("%s is not tls/etcd/server-ca.crt alone (%v)", other, err)
+		if c, err := onlyCert(assets[other]); err != nil {
+			return "", fmt.Errorf("%s is not tls/etcd/server-ca.crt alone (%w)", other, err)
+		} else if !c.Equal(etcdCA) {
+			return "", fmt.Errorf("%s is not tls/etcd/server-ca.crt alone", other)
 		}
 	}
 	pairs := map[string]*x509.Certificate{"tls/k8s/apiserver": ca, "tls/etcd/server": etcdCA, "tls/etcd/peer": etcdCA, "tls/etcd/etcd-client": etcdCA}

@@ -185,9 +185,13 @@ func (sc Scope) Undo(step string, u runbooks.Undo, host string, vars map[string]
 		host = ""
 	} else if u.On != "" {
 		hosts, _, err := sc.Hosts(u.On, vars)
-		if err != nil || len(hosts) == 0 {
+		if err != nil {
 			c.Host = host
-			return c, fmt.Errorf("undo on: %v", err)
+			return c, fmt.Errorf("undo on: %w", err)
+		}
+		if len(hosts) == 0 {
+			c.Host = host
+			return c, fmt.Errorf("undo on: %q names no host", u.On)
 		}
 		host = hosts[0]
 	}
@@ -254,11 +258,15 @@ func (sc Scope) Rollout(step runbooks.Step, vars map[string]any) (Rollout, error
 	default:
 		return ro, fmt.Errorf("over gave %v, not a list", over)
 	}
-	if ro.MaxUnavailable, err = rolloutNumber(step.Rollout.MaxUnavailable, 1, vars); err != nil || ro.MaxUnavailable < 1 {
-		return ro, fmt.Errorf("maxUnavailable must be at least 1 (%v)", err)
+	if ro.MaxUnavailable, err = rolloutNumber(step.Rollout.MaxUnavailable, 1, vars); err != nil {
+		return ro, fmt.Errorf("maxUnavailable must be at least 1 (%w)", err)
+	} else if ro.MaxUnavailable < 1 {
+		return ro, fmt.Errorf("maxUnavailable must be at least 1, not %d", ro.MaxUnavailable)
 	}
-	if ro.FailureBudget, err = rolloutNumber(step.Rollout.FailureBudget, 0, vars); err != nil || ro.FailureBudget < 0 {
-		return ro, fmt.Errorf("failureBudget must be at least 0 (%v)", err)
+	if ro.FailureBudget, err = rolloutNumber(step.Rollout.FailureBudget, 0, vars); err != nil {
+		return ro, fmt.Errorf("failureBudget must be at least 0 (%w)", err)
+	} else if ro.FailureBudget < 0 {
+		return ro, fmt.Errorf("failureBudget must be at least 0, not %d", ro.FailureBudget)
 	}
 	return ro, nil
 }
