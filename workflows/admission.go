@@ -100,6 +100,10 @@ const admissionChange = "kedge-admission"
 // ErrNotAdmitted is the error type of a run refused at its start.
 const ErrNotAdmitted = "RunNotAdmitted"
 
+// notAdmitted is a run's refusal. It keeps no cause, on purpose (cause
+// dropped: the front doors show a failed run's innermost cause,
+// runs.RootMessage, and that must be the refusal, not what it quotes):
+// its message says why, with the text of any error behind it.
 func notAdmitted(format string, args ...any) error {
 	return temporal.NewNonRetryableApplicationError("run refused: "+fmt.Sprintf(format, args...), ErrNotAdmitted, nil)
 }
@@ -171,7 +175,7 @@ func admitOnce(ctx workflow.Context, in *RunbookInput) error {
 		Scheduled: in.Admission.Scheduled, ScheduleID: in.Admission.Schedule, IssuedAt: in.Admission.IssuedAt}
 	var res AdmitRunResult
 	if err := workflow.ExecuteActivity(actx, AdmitRunActivity, want).Get(ctx, &res); err != nil {
-		return notAdmitted("could not check it is the only run of %s: %v", want.WorkflowID, err)
+		return notAdmitted("could not check it is the only run of %s: %v", want.WorkflowID, err) // cause dropped: see notAdmitted
 	}
 	if res.WorkflowID != want.WorkflowID || res.RunID != want.RunID || !res.Admitted {
 		reason := res.Reason

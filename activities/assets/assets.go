@@ -67,7 +67,7 @@ func file(data []byte, err error) (render.FileResult, error) {
 func classify(err error) error {
 	var fe *nodefiles.FieldError
 	if errors.As(err, &fe) {
-		return temporal.NewNonRetryableApplicationError(err.Error(), errtype.InvalidInput, nil)
+		return temporal.NewNonRetryableApplicationError(err.Error(), errtype.InvalidInput, err)
 	}
 	return err
 }

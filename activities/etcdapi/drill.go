@@ -75,7 +75,7 @@ func (a *Activities) RestoreDrill(ctx context.Context, in etcd.RestoreDrillInput
 
 	work, err := newScratch(drillTempDir, "drill")
 	if err != nil {
-		return res, temporal.NewApplicationError(fmt.Sprintf("a directory for the drill: %v", err), errtype.EtcdDrillFailed, err)
+		return res, temporal.NewApplicationErrorWithCause(fmt.Sprintf("a directory for the drill: %v", err), errtype.EtcdDrillFailed, err)
 	}
 	defer work.remove()
 	dir := work.dir

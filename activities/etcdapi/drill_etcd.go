@@ -55,11 +55,11 @@ type restored struct {
 var drillRestore = func(ctx context.Context, dir, snapshotPath string, expect []string) (restored, error) {
 	creds, err := drillTLS(filepath.Join(dir, "tls"))
 	if err != nil {
-		return restored{}, temporal.NewApplicationError(fmt.Sprintf("the drill's TLS: %v", err), errtype.EtcdDrillFailed, err)
+		return restored{}, temporal.NewApplicationErrorWithCause(fmt.Sprintf("the drill's TLS: %v", err), errtype.EtcdDrillFailed, err)
 	}
 	ports, err := freePorts(2)
 	if err != nil {
-		return restored{}, temporal.NewApplicationError(fmt.Sprintf("free ports on loopback: %v", err), errtype.EtcdDrillFailed, err)
+		return restored{}, temporal.NewApplicationErrorWithCause(fmt.Sprintf("free ports on loopback: %v", err), errtype.EtcdDrillFailed, err)
 	}
 	clientURL, peerURL := "https://127.0.0.1:"+ports[0], "https://127.0.0.1:"+ports[1]
 	token := make([]byte, 8)
@@ -68,7 +68,7 @@ var drillRestore = func(ctx context.Context, dir, snapshotPath string, expect []
 	lg := zap.NewNop()
 	if err := snapshot.NewV3(lg).Restore(snapshot.RestoreConfig{SnapshotPath: snapshotPath, Name: drillMember, OutputDataDir: data,
 		PeerURLs: []string{peerURL}, InitialCluster: cluster, InitialClusterToken: "kedge-drill-" + hex.EncodeToString(token)}); err != nil {
-		return restored{}, temporal.NewApplicationError(fmt.Sprintf("etcd's restore of the snapshot: %v", err), errtype.EtcdDrillFailed, err)
+		return restored{}, temporal.NewApplicationErrorWithCause(fmt.Sprintf("etcd's restore of the snapshot: %v", err), errtype.EtcdDrillFailed, err)
 	}
 	_ = os.Remove(snapshotPath) // restored: its copy is in the data directory
 	cfg := embed.NewConfig()
@@ -80,13 +80,13 @@ var drillRestore = func(ctx context.Context, dir, snapshotPath string, expect []
 	cfg.ClientTLSInfo, cfg.PeerTLSInfo = creds.server, creds.server
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
-		return restored{}, temporal.NewApplicationError(fmt.Sprintf("start the restored etcd: %v", err), errtype.EtcdDrillFailed, err)
+		return restored{}, temporal.NewApplicationErrorWithCause(fmt.Sprintf("start the restored etcd: %v", err), errtype.EtcdDrillFailed, err)
 	}
 	defer e.Close()
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
-		return restored{}, temporal.NewApplicationError(fmt.Sprintf("the restored etcd stopped: %v", err), errtype.EtcdDrillFailed, err)
+		return restored{}, temporal.NewApplicationErrorWithCause(fmt.Sprintf("the restored etcd stopped: %v", err), errtype.EtcdDrillFailed, err)
 	case <-time.After(drillStart):
 		return restored{}, temporal.NewApplicationError(fmt.Sprintf("the restored etcd did not become ready within %s", drillStart), errtype.EtcdDrillFailed, nil)
 	case <-ctx.Done():
@@ -106,11 +106,11 @@ func urls(raw string) []url.URL {
 func askRestored(ctx context.Context, endpoint string, tlsConf *tls.Config, expect []string) (restored, error) {
 	cl, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, TLS: tlsConf, DialTimeout: 10 * time.Second, Logger: zap.NewNop(), Context: ctx})
 	if err != nil {
-		return restored{}, temporal.NewApplicationError(fmt.Sprintf("reach the restored etcd: %v", err), errtype.EtcdDrillFailed, err)
+		return restored{}, temporal.NewApplicationErrorWithCause(fmt.Sprintf("reach the restored etcd: %v", err), errtype.EtcdDrillFailed, err)
 	}
 	defer cl.Close()
 	ask := func(what string, err error) error {
-		return temporal.NewApplicationError(fmt.Sprintf("the restored etcd did not answer %s: %v", what, err), errtype.EtcdDrillFailed, err)
+		return temporal.NewApplicationErrorWithCause(fmt.Sprintf("the restored etcd did not answer %s: %v", what, err), errtype.EtcdDrillFailed, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, drillStart)
 	defer cancel()

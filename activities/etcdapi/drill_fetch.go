@@ -132,7 +132,7 @@ func (a *Activities) fetchSnapshot(ctx context.Context, store objstore.Store, sn
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return temporal.NewApplicationError(fmt.Sprintf("a file for the snapshot: %v", err), errtype.EtcdDrillFailed, err)
+		return temporal.NewApplicationErrorWithCause(fmt.Sprintf("a file for the snapshot: %v", err), errtype.EtcdDrillFailed, err)
 	}
 	defer f.Close()
 	whole := sha256.New()
@@ -141,7 +141,7 @@ func (a *Activities) fetchSnapshot(ctx context.Context, store objstore.Store, sn
 	n, err := io.Copy(out, io.LimitReader(sr, m.Size+1))
 	switch {
 	case out.err != nil:
-		return temporal.NewApplicationError(fmt.Sprintf("write the snapshot to %s: %v", path, out.err), errtype.EtcdDrillFailed, out.err)
+		return temporal.NewApplicationErrorWithCause(fmt.Sprintf("write the snapshot to %s: %v", path, out.err), errtype.EtcdDrillFailed, out.err)
 	case err != nil:
 		return sealError(key, err)
 	case n > m.Size:
@@ -151,7 +151,7 @@ func (a *Activities) fetchSnapshot(ctx context.Context, store objstore.Store, sn
 		return sealError(key, err)
 	}
 	if err := f.Close(); err != nil {
-		return temporal.NewApplicationError(fmt.Sprintf("write the snapshot to %s: %v", path, err), errtype.EtcdDrillFailed, err)
+		return temporal.NewApplicationErrorWithCause(fmt.Sprintf("write the snapshot to %s: %v", path, err), errtype.EtcdDrillFailed, err)
 	}
 	switch {
 	case n != m.Size:

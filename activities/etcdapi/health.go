@@ -110,7 +110,7 @@ func (a *Activities) health(ctx context.Context, in etcd.HealthInput) (etcd.Heal
 		}
 	}
 	if members == nil {
-		return etcd.HealthResult{}, temporal.NewApplicationError(fmt.Sprintf("no etcd member answered (%s): %v", strings.Join(in.Endpoints, ", "), lastErr), errtype.EtcdUnavailable)
+		return etcd.HealthResult{}, temporal.NewApplicationErrorWithCause(fmt.Sprintf("no etcd member answered (%s): %v", strings.Join(in.Endpoints, ", "), lastErr), errtype.EtcdUnavailable, lastErr)
 	}
 	var alarms struct {
 		Alarms []alarm `json:"alarms"`

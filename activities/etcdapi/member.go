@@ -120,7 +120,7 @@ func (a *Activities) RemoveMember(ctx context.Context, in etcd.RemoveMemberInput
 		return res, nil
 	}
 	if err := cl.call(ctx, from, "/v3/cluster/member/remove", map[string]any{"ID": target.ID}, nil); err != nil {
-		return res, temporal.NewApplicationError(fmt.Sprintf("remove %s (%s) through %s: %v", in.Member, target.ID, from, err), errtype.EtcdUnavailable)
+		return res, temporal.NewApplicationErrorWithCause(fmt.Sprintf("remove %s (%s) through %s: %v", in.Member, target.ID, from, err), errtype.EtcdUnavailable, err)
 	}
 	res.Removed = true
 	return res, nil
@@ -143,7 +143,7 @@ func listMembers(ctx context.Context, cl *client, endpoints []string) ([]member,
 			}
 		}
 	}
-	return nil, "", temporal.NewApplicationError(fmt.Sprintf("no etcd member answered (%s): %v", strings.Join(endpoints, ", "), lastErr), errtype.EtcdUnavailable)
+	return nil, "", temporal.NewApplicationErrorWithCause(fmt.Sprintf("no etcd member answered (%s): %v", strings.Join(endpoints, ", "), lastErr), errtype.EtcdUnavailable, lastErr)
 }
 
 // answering asks each endpoint which member it is: the members that
@@ -206,7 +206,7 @@ func (a *Activities) client(ctx context.Context, in etcd.RemoveMemberInput) (*cl
 	}
 	pair, err := tls.X509KeyPair([]byte(issued.Certificate), []byte(issued.PrivateKey))
 	if err != nil {
-		return nil, temporal.NewApplicationError("the client certificate Vault issued: "+err.Error(), errtype.Vault)
+		return nil, temporal.NewApplicationErrorWithCause("the client certificate Vault issued: "+err.Error(), errtype.Vault, err)
 	}
 	cfg := &tls.Config{
 		Certificates: []tls.Certificate{pair},

@@ -82,7 +82,7 @@ func (a *Activities) AddMember(ctx context.Context, in etcd.AddMemberInput) (etc
 	// etcd refuses a change while a member has only just come back, or
 	// too few are connected (its strict reconfiguration check): retried.
 	if err := cl.call(ctx, from, "/v3/cluster/member/add", map[string]any{"peerURLs": []string{in.PeerURL}}, &out); err != nil {
-		return etcd.AddMemberResult{Healthy: healthy}, temporal.NewApplicationError(fmt.Sprintf("add %s (%s) through %s: %v", in.Name, in.PeerURL, from, err), errtype.EtcdUnavailable)
+		return etcd.AddMemberResult{Healthy: healthy}, temporal.NewApplicationErrorWithCause(fmt.Sprintf("add %s (%s) through %s: %v", in.Name, in.PeerURL, from, err), errtype.EtcdUnavailable, err)
 	}
 	if len(out.Members) == 0 {
 		out.Members = append(members, out.Member)

@@ -89,7 +89,7 @@ func (a *Activities) Snapshot(ctx context.Context, in etcd.SnapshotInput) (etcd.
 		DBSize number `json:"dbSize"`
 	}
 	if err := cl.call(ctx, src.endpoint, "/v3/maintenance/status", map[string]any{}, &st); err != nil {
-		return etcd.SnapshotResult{}, temporal.NewApplicationError(fmt.Sprintf("%s's status at %s: %v", src.name, src.endpoint, err), errtype.EtcdUnavailable)
+		return etcd.SnapshotResult{}, temporal.NewApplicationErrorWithCause(fmt.Sprintf("%s's status at %s: %v", src.name, src.endpoint, err), errtype.EtcdUnavailable, err)
 	}
 	if st.Header.MemberID != src.id {
 		return etcd.SnapshotResult{}, temporal.NewApplicationError(fmt.Sprintf("%s answered as member %s, not %s", src.endpoint, hexID(st.Header.MemberID), src.name), errtype.EtcdUnavailable)
@@ -205,7 +205,7 @@ func (a *Activities) pull(ctx context.Context, cl *client, src source, estimate 
 		err = fmt.Errorf("no answer within %s", snapshotStall)
 	}
 	if err != nil {
-		return p, temporal.NewApplicationError(fmt.Sprintf("snapshot from %s at %s: %v", src.name, src.endpoint, err), errtype.EtcdUnavailable)
+		return p, temporal.NewApplicationErrorWithCause(fmt.Sprintf("snapshot from %s at %s: %v", src.name, src.endpoint, err), errtype.EtcdUnavailable, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -224,7 +224,7 @@ func (a *Activities) pull(ctx context.Context, cl *client, src source, estimate 
 		} else if stalled.Load() {
 			return p, temporal.NewApplicationError(fmt.Sprintf("snapshot from %s: nothing came for %s after %d bytes", src.name, snapshotStall, p.size), errtype.EtcdUnavailable)
 		} else if err != nil {
-			return p, temporal.NewApplicationError(fmt.Sprintf("snapshot from %s broke after %d bytes: %v", src.name, p.size, err), errtype.EtcdUnavailable)
+			return p, temporal.NewApplicationErrorWithCause(fmt.Sprintf("snapshot from %s broke after %d bytes: %v", src.name, p.size, err), errtype.EtcdUnavailable, err)
 		}
 		stall.Reset(snapshotStall)
 		if msg.Error != nil {
@@ -342,7 +342,7 @@ func pickSource(ctx context.Context, cl *client, endpoints []string, want string
 		}
 	}
 	if list == nil {
-		return source{}, temporal.NewApplicationError(fmt.Sprintf("no etcd member answered (%s): %v", strings.Join(endpoints, ", "), lastErr), errtype.EtcdUnavailable)
+		return source{}, temporal.NewApplicationErrorWithCause(fmt.Sprintf("no etcd member answered (%s): %v", strings.Join(endpoints, ", "), lastErr), errtype.EtcdUnavailable, lastErr)
 	}
 	slices.SortFunc(list, func(a, b snapMember) int { return strings.Compare(a.Name, b.Name) })
 	members := make([]member, len(list))
@@ -430,7 +430,7 @@ func storeError(what string, err error) error {
 	case errors.Is(err, objstore.ErrInvalidKey):
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", what, err), errtype.InvalidInput, err)
 	}
-	return temporal.NewApplicationError(fmt.Sprintf("%s: %v", what, err), errtype.ObjectStore, err)
+	return temporal.NewApplicationErrorWithCause(fmt.Sprintf("%s: %v", what, err), errtype.ObjectStore, err)
 }
 
 // snapshotName is a stored snapshot as its key names it.

@@ -39,7 +39,7 @@ func Check(ctx context.Context, in certinfo.CheckInput) (certinfo.CheckResult, e
 	if strings.TrimSpace(in.CA) != "" {
 		cas, err := certfile.Parse([]byte(in.CA))
 		if err != nil {
-			return certinfo.CheckResult{}, temporal.NewNonRetryableApplicationError("ca: "+err.Error(), errtype.InvalidInput, nil)
+			return certinfo.CheckResult{}, temporal.NewNonRetryableApplicationError("ca: "+err.Error(), errtype.InvalidInput, err)
 		}
 		roots = x509.NewCertPool()
 		for _, c := range cas {
@@ -130,7 +130,7 @@ func probe(ctx context.Context, address string, threshold, timeout time.Duration
 		if err == nil {
 			err = errors.New("no certificate presented")
 		}
-		return certinfo.CheckResult{}, nil, temporal.NewApplicationError(fmt.Sprintf("TLS to %s: %v", address, err), errtype.EndpointUnreachable)
+		return certinfo.CheckResult{}, nil, temporal.NewApplicationErrorWithCause(fmt.Sprintf("TLS to %s: %v", address, err), errtype.EndpointUnreachable, err)
 	}
 	c := certfile.Describe(leaf, time.Now(), threshold)
 	return certinfo.CheckResult{Address: address, Subject: c.Subject, Issuer: c.Issuer, Serial: c.Serial, NotAfter: c.NotAfter, Due: c.Due}, leaf, nil
@@ -146,7 +146,7 @@ func verify(res *certinfo.CheckResult, leaf *x509.Certificate, roots *x509.CertP
 	_, err := leaf.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s serves %q issued by %q, which does not chain to the CA given: %v",
-			res.Address, res.Subject, res.Issuer, err), errtype.CertificateUntrusted, nil)
+			res.Address, res.Subject, res.Issuer, err), errtype.CertificateUntrusted, err)
 	}
 	res.Trusted = true
 	return nil

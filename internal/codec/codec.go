@@ -423,7 +423,7 @@ func (f *failures) WithSerializationContext(sc converter.SerializationContext) c
 func (f *failures) FailureToError(failure *failurepb.Failure) error {
 	if f.activity != nil {
 		if err := f.vouched(failure); err != nil {
-			return temporal.NewApplicationError(fmt.Sprintf("%s's failure on task queue %s refused: %v", f.activity.Activity, f.activity.Queue, err), errtype.RefusedFailure)
+			return temporal.NewApplicationErrorWithCause(fmt.Sprintf("%s's failure on task queue %s refused: %v", f.activity.Activity, f.activity.Queue, err), errtype.RefusedFailure, err)
 		}
 	}
 	return f.FailureConverter.FailureToError(failure)

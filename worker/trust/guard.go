@@ -55,7 +55,7 @@ func (a *activityGuard) ExecuteActivity(ctx context.Context, in *interceptor.Exe
 				"workflowId", info.WorkflowExecution.ID, "runId", info.WorkflowExecution.RunID,
 				"workflowType", info.WorkflowType.Name, "activity", info.ActivityType.Name,
 				"attempt", info.Attempt, "reason", err.Error())
-			return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrType, nil)
+			return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrType, err)
 		}
 		in.Args[i] = resolved
 	}
