@@ -109,6 +109,7 @@ lint: tools
 	$(TOOLS)/workflowcheck -config workflowcheck.config.yaml ./workflows/...
 	GO=$(GO) bash scripts/layers.sh
 	bash scripts/errtext.sh
+	bash scripts/causes.sh
 	$(GO) run ./internal/lint/samebody .
 	$(GO) run ./internal/lint/funclen .
 
