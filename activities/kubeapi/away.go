@@ -30,8 +30,11 @@ func (a *Activities) apiOutage() time.Duration {
 
 // away says whether err means the API server did not answer (refused or
 // dropped connections, timeouts, 429, 503, 504), not that it answered
-// no. An error that reaches it as text only (a library that formats
-// its cause with %v) is read by its text too.
+// no. It reads the error's types: the API's status, syscall's, net's and
+// io's errors, which client-go and Kedge's drainer keep wrapped. An
+// answer whose text names a failure (a 500 from a webhook that refused
+// the API server's connection) is an answer. Text is read only for the
+// two failures Go's HTTP transports report by text alone (httpLost).
 func away(err error) bool {
 	var own *drainTimedOut
 	if err == nil || errors.Is(err, context.Canceled) || errors.As(err, &own) {
@@ -42,22 +45,29 @@ func away(err error) bool {
 		apierrors.IsServiceUnavailable(err):
 		return true
 	case utilnet.IsConnectionRefused(err), utilnet.IsConnectionReset(err), utilnet.IsProbableEOF(err),
-		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, io.ErrUnexpectedEOF):
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
 		return true
 	}
-	var ne net.Error
+	var ne net.Error // i/o timeouts, TLS handshake timeouts, a client's own timeout
 	if errors.As(err, &ne) && ne.Timeout() {
 		return true
 	}
+	return httpLost(err)
+}
+
+// httpLost says whether err is one of the two failures Go's HTTP
+// transports make with errors.New and nothing else: a connection whose
+// ping went unanswered, and a request cancelled while it waited for a
+// connection.
+func httpLost(err error) bool {
+	// third-party message: golang.org/x/net/http2 (the transport client-go
+	// configures) and net/http's copy of it close a connection whose ping
+	// went unanswered with errors.New("http2: client connection lost"),
+	// and net/http's errRequestCanceledConn is unexported: neither has a
+	// type or an exported value to match.
 	msg := err.Error()
-	for _, s := range []string{"connection refused", "connection reset by peer", "http2: client connection lost",
-		"use of closed network connection", "TLS handshake timeout", "i/o timeout", "unexpected EOF",
-		"the server is currently unable to handle the request", "net/http: request canceled while waiting for connection"} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
+	return strings.Contains(msg, "http2: client connection lost") ||
+		strings.Contains(msg, "net/http: request canceled while waiting for connection")
 }
 
 type logger interface {

@@ -3,6 +3,7 @@ package kubeapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -278,23 +279,39 @@ func TestNodeActionsWaitOutAnAPIServerThatIsAway(t *testing.T) {
 }
 
 func TestAway(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 	for _, c := range []struct {
+		name string
 		err  error
 		away bool
 	}{
-		{&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, true},
-		{errors.New(`error when evicting pods/"x" -n "default": Post "https://h:6443/...": dial tcp h:6443: connect: connection refused`), true},
-		{io.ErrUnexpectedEOF, true},
-		{apierrors.NewServiceUnavailable("starting"), true},
-		{apierrors.NewTooManyRequests("slow down", 1), true},
-		{apierrors.NewNotFound(corev1.Resource("nodes"), "x"), false},
-		{apierrors.NewForbidden(corev1.Resource("nodes"), "x", errors.New("no")), false},
-		{context.Canceled, false},
-		{errors.New("drain did not complete within 5m0s"), false},
-		{nil, false},
+		{"connection refused", refused, true},
+		{"refused, wrapped by the drainer", fmt.Errorf("evict default/x: %w", &url.Error{Op: "Post", URL: "https://h:6443/...", Err: refused}), true},
+		{"connection reset", &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, true},
+		{"i/o timeout", &url.Error{Op: "Get", URL: "https://h:6443/...", Err: &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}}, true},
+		{"closed connection", fmt.Errorf("watch: %w", net.ErrClosed), true},
+		{"unexpected EOF", io.ErrUnexpectedEOF, true},
+		{"http2 ping unanswered", &url.Error{Op: "Get", URL: "https://h:6443/...", Err: errors.New("http2: client connection lost")}, true},
+		{"canceled waiting for a connection", &url.Error{Op: "Get", URL: "https://h:6443/...", Err: errors.New("net/http: request canceled while waiting for connection")}, true},
+		{"503", apierrors.NewServiceUnavailable("starting"), true},
+		{"429", apierrors.NewTooManyRequests("slow down", 1), true},
+		{"404", apierrors.NewNotFound(corev1.Resource("nodes"), "x"), false},
+		{"403", apierrors.NewForbidden(corev1.Resource("nodes"), "x", errors.New("no")), false},
+		// The API server answered: a webhook it called refused it. Read
+		// by its text, this was an API server away, waited out for
+		// APIOutage.
+		{"500 naming a refused webhook", apierrors.NewInternalError(errors.New(`failed calling webhook "validate.example.com": failed to call webhook: Post "https://webhook.example.svc:443/validate?timeout=10s": dial tcp 10.96.0.10:443: connect: connection refused`)), false},
+		{"500 naming a webhook timeout", apierrors.NewInternalError(errors.New(`failed calling webhook "validate.example.com": Post "https://webhook.example.svc:443/validate": dial tcp 10.96.0.10:443: i/o timeout`)), false},
+		// Text alone is not read: the drainer keeps its causes' types
+		// (kubectl's drain, which flattened them with %v, is gone).
+		{"text alone", errors.New(`error when evicting pods/"x" -n "default": Post "https://h:6443/...": dial tcp h:6443: connect: connection refused`), false},
+		{"canceled", context.Canceled, false},
+		{"the drain's own time", &drainTimedOut{after: time.Minute, err: context.DeadlineExceeded}, false},
+		{"an answer", errors.New("drain did not complete within 5m0s"), false},
+		{"nil", nil, false},
 	} {
 		if got := away(c.err); got != c.away {
-			t.Errorf("away(%v) = %v, want %v", c.err, got, c.away)
+			t.Errorf("%s: away(%v) = %v, want %v", c.name, c.err, got, c.away)
 		}
 	}
 }
