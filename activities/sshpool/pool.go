@@ -276,12 +276,24 @@ func classifyHandshake(t target.SSH, known []ssh.PublicKey, err error) error {
 		return &HostKeyError{Node: t.Name(), Address: hostPort(t), File: t.KnownHostsFile,
 			Offered: neg.RequestedAlgorithms, Expected: describeKeys(known)}
 	}
-	msg := err.Error()
-	if strings.Contains(msg, "unable to authenticate") || strings.Contains(msg, "no supported methods remain") ||
-		strings.Contains(msg, "Too many authentication failures") {
+	if loginRefused(err) {
 		return fmt.Errorf("%s (%s) refused user %s: %v: %w", t.Name(), hostPort(t), user(t), err, ErrAuthFailed)
 	}
 	return fmt.Errorf("ssh handshake with %s (%s): %v: %w", t.Name(), hostPort(t), err, ErrUnreachable)
+}
+
+// loginRefused says whether a failed handshake is the host refusing the
+// login: no method the client offered got through, or the server hung up
+// after too many attempts.
+func loginRefused(err error) bool {
+	// third-party message: golang.org/x/crypto/ssh makes the first with
+	// fmt.Errorf("ssh: unable to authenticate, attempted methods %v, no
+	// supported methods remain") and gives the second (OpenSSH's
+	// disconnect, "Too many authentication failures") as its unexported
+	// *disconnectMsg: neither has an exported type or value to match.
+	msg := err.Error()
+	return strings.Contains(msg, "unable to authenticate") || strings.Contains(msg, "no supported methods remain") ||
+		strings.Contains(msg, "Too many authentication failures")
 }
 
 func (p *Pool) auth(ctx context.Context, t target.SSH) ([]ssh.AuthMethod, func(), error) {
