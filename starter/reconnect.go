@@ -23,6 +23,8 @@ func transient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false
 	}
+	// third-party message: grpc-go turns a failed TLS handshake into an
+	// Unavailable status whose text alone names it; no type survives.
 	msg := err.Error()
 	if strings.Contains(msg, "handshake failed") || strings.Contains(msg, "x509:") || strings.Contains(msg, "tls:") {
 		return false

@@ -109,8 +109,10 @@ func check(src string) (Refs, error) {
 		if errs := iss.Errors(); len(errs) > 0 {
 			off = errs[0].Location.Column()
 		}
+		// third-party message: cel-go's Issues.Err is its issues as one
+		// text sorted by position, "ERROR: <input>:1:5: msg\n | src\n |
+		// ....^": keep the first one's message.
 		msg := strings.TrimSpace(iss.Err().Error())
-		// cel prints "ERROR: <input>:1:5: msg\n | src\n | ....^": keep the message.
 		if first, _, ok := strings.Cut(msg, "\n"); ok {
 			msg = first
 		}
