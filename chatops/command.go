@@ -7,7 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"kedge.dev/kedge/activities/chat"
+	"kedge.dev/kedge/slackmsg"
 )
 
 // Commands of `/kedge`.
@@ -144,7 +144,7 @@ func ParseCommand(text string) (Command, error) {
 			return Command{}, err
 		}
 		if !releaseRE.MatchString(args[1]) {
-			return Command{}, usagef("%q is not a Kubernetes release (vMAJOR.MINOR.PATCH, e.g. v1.36.3)", chat.Clip(args[1]))
+			return Command{}, usagef("%q is not a Kubernetes release (vMAJOR.MINOR.PATCH, e.g. v1.36.3)", slackmsg.Clip(args[1]))
 		}
 		if err := c.parseParams(args[2:]); err != nil {
 			return Command{}, err
@@ -160,7 +160,7 @@ func ParseCommand(text string) (Command, error) {
 			return Command{}, usagef("run needs a RUNBOOK and a CLUSTER: /kedge run RUNBOOK CLUSTER [name=value ...]")
 		}
 		if !runbookNameRE.MatchString(args[0]) {
-			return Command{}, usagef("%q is not a runbook name (lowercase letters, digits, '-', '_', '.')", chat.Clip(args[0]))
+			return Command{}, usagef("%q is not a runbook name (lowercase letters, digits, '-', '_', '.')", slackmsg.Clip(args[0]))
 		}
 		c.Runbook = args[0]
 		if c.Cluster, err = clusterArg(args[1]); err != nil {
@@ -197,12 +197,12 @@ func ParseCommand(text string) (Command, error) {
 		}
 		return c, nil
 	}
-	return Command{}, usagef("unknown command %q\n%s", chat.Clip(toks[0]), Usage)
+	return Command{}, usagef("unknown command %q\n%s", slackmsg.Clip(toks[0]), Usage)
 }
 
 func clusterArg(s string) (string, error) {
 	if !clusterNameRE.MatchString(s) {
-		return "", usagef("%q is not a cluster name (lowercase letters, digits and '-')", chat.Clip(s))
+		return "", usagef("%q is not a cluster name (lowercase letters, digits and '-')", slackmsg.Clip(s))
 	}
 	return s, nil
 }
@@ -212,10 +212,10 @@ func (c *Command) parseParams(args []string) error {
 	for _, a := range args {
 		k, v, ok := strings.Cut(a, "=")
 		if !ok {
-			return usagef("unexpected %q: params are NAME=VALUE", chat.Clip(a))
+			return usagef("unexpected %q: params are NAME=VALUE", slackmsg.Clip(a))
 		}
 		if !paramKeyRE.MatchString(k) {
-			return usagef("%q is not a param name", chat.Clip(k))
+			return usagef("%q is not a param name", slackmsg.Clip(k))
 		}
 		if v == "" {
 			return usagef("param %s has no value (NAME=VALUE)", k)

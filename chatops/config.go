@@ -12,7 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"kedge.dev/kedge/activities/chat"
+	"kedge.dev/kedge/internal/responseurl"
 	"kedge.dev/kedge/internal/secretfile"
 	"kedge.dev/kedge/runbooks/source"
 )
@@ -120,7 +120,7 @@ func decodeConfig(doc source.Document, dir string, env func(string) (string, boo
 		},
 		"responseURLs": func(v *yaml.Node) {
 			for i, u := range source.Strings(f, v, "responseURLs", &errs) {
-				if _, err := chat.ParsePrefix(u); err != nil {
+				if _, err := responseurl.ParsePrefix(u); err != nil {
 					errs.Addf(source.At(f, v.Content[i]), "responseURLs: %v", err)
 				}
 				c.ResponseURLs = append(c.ResponseURLs, u)
@@ -194,7 +194,7 @@ func decodeConfig(doc source.Document, dir string, env func(string) (string, boo
 		c.Rules = append(c.Rules, c.decodeRule(f, i, n, &errs))
 	}
 	if len(c.ResponseURLs) == 0 {
-		c.ResponseURLs = slices.Clone(chat.DefaultResponseURLs)
+		c.ResponseURLs = slices.Clone(responseurl.DefaultPrefixes)
 	}
 	if err := errs.Err(); err != nil {
 		return nil, err
@@ -269,21 +269,21 @@ func (c *Config) key(name string) ([]byte, bool) {
 // with the prefix's path, as parsed URLs (a string prefix would let
 // https://hooks.slack.com.evil.example through).
 func (c *Config) responseURLAllowed(u string) bool {
-	return chat.ResponseURLAllowed(c.ResponseURLs, u)
+	return responseurl.Allowed(c.ResponseURLs, u)
 }
 
 // ResponseURLCheck is the check a worker applies to chat.follow's
 // response_url: the prefixes as in the config's responseURLs (none:
-// chat.DefaultResponseURLs).
+// responseurl.DefaultPrefixes).
 func ResponseURLCheck(prefixes []string) (func(string) bool, error) {
 	if len(prefixes) == 0 {
-		prefixes = chat.DefaultResponseURLs
+		prefixes = responseurl.DefaultPrefixes
 	}
 	for _, p := range prefixes {
-		if _, err := chat.ParsePrefix(p); err != nil {
+		if _, err := responseurl.ParsePrefix(p); err != nil {
 			return nil, err
 		}
 	}
 	prefixes = slices.Clone(prefixes)
-	return func(u string) bool { return chat.ResponseURLAllowed(prefixes, u) }, nil
+	return func(u string) bool { return responseurl.Allowed(prefixes, u) }, nil
 }

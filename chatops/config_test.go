@@ -4,15 +4,10 @@ import (
 	"errors"
 	"flag"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
-
-	"kedge.dev/kedge/activities/chat"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -71,23 +66,6 @@ func TestLoadConfig(t *testing.T) {
 	c.ResponseURLs = []string{"https://hooks.slack.com/commands/"}
 	if c.responseURLAllowed("https://hooks.slack.com/commandsx/1") || !c.responseURLAllowed("https://HOOKS.slack.com/commands/1") {
 		t.Error("path prefix ends at a segment; the host is case-insensitive")
-	}
-}
-
-// A response_url that redirects is not followed.
-func TestResponseURLRedirectsAreNotFollowed(t *testing.T) {
-	var hits atomic.Int32
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
-	defer target.Close()
-	redirect := httptest.NewServer(http.RedirectHandler(target.URL, http.StatusTemporaryRedirect))
-	defer redirect.Close()
-	resp, err := chat.NoRedirects(nil, 5*time.Second).Post(redirect.URL, "application/json", strings.NewReader("{}"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusTemporaryRedirect || hits.Load() != 0 {
-		t.Errorf("status %d, the redirect's target was hit %d times", resp.StatusCode, hits.Load())
 	}
 }
 

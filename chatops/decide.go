@@ -3,8 +3,8 @@ package chatops
 import (
 	"context"
 
-	"kedge.dev/kedge/activities/chat"
 	"kedge.dev/kedge/runs"
+	"kedge.dev/kedge/slackmsg"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -14,19 +14,19 @@ func (s *Server) topOf(ctx context.Context, id string) (string, error) {
 		ri, err := s.describe(ctx, id, "")
 		if err != nil {
 			if isNotFound(err) {
-				return "", refuse(404, "no workflow %q", chat.Clip(id))
+				return "", refuse(404, "no workflow %q", slackmsg.Clip(id))
 			}
 			return "", err
 		}
 		if ri.parent == "" {
 			if !runs.IsRunbookType(ri.typeName) {
-				return "", refuse(422, "%s is not a runbook (it is a %s workflow)", chat.Clip(id), ri.typeName)
+				return "", refuse(422, "%s is not a runbook (it is a %s workflow)", slackmsg.Clip(id), ri.typeName)
 			}
 			return id, nil
 		}
 		id = ri.parent
 	}
-	return "", refuse(422, "%s is nested too deep", chat.Clip(id))
+	return "", refuse(422, "%s is nested too deep", slackmsg.Clip(id))
 }
 
 // choice is what a person says at a pause, whatever its kind: a slash
@@ -92,7 +92,7 @@ func (a choice) icon() string {
 // approval or at a rollout whose runbook has no restore steps.
 func (a choice) offered(p runs.Pause) error {
 	if a == choiceRestore && !p.Restore {
-		return refuse(409, "%s (%s) offers no restore: only runbooks with restore steps do, at a rollout's pause", chat.Clip(p.Target), chat.Clip(p.Step))
+		return refuse(409, "%s (%s) offers no restore: only runbooks with restore steps do, at a rollout's pause", slackmsg.Clip(p.Target), slackmsg.Clip(p.Step))
 	}
 	return nil
 }

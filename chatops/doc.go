@@ -24,7 +24,9 @@
 // Progress, approval buttons and the final result are posted later by the
 // chat-follow workflow (workflows/chatfollow.go) and its chat.follow
 // activity (activities/chat) on a worker, never by the webhook process; a
-// worker does not link this package. This package must never log a
+// worker does not link this package, and this package links no activity:
+// the messages both send are slackmsg's, the response_url policy both
+// check is internal/responseurl's. This package must never log a
 // secret: not the signing secret, not an HMAC key, not a bot token, not a
 // signature.
 package chatops

@@ -10,7 +10,7 @@ import (
 	"net/http"
 	"time"
 
-	"kedge.dev/kedge/activities/chat"
+	"kedge.dev/kedge/slackmsg"
 )
 
 // HookRequest is the body of POST /hooks/run.
@@ -108,10 +108,10 @@ func decodeHook(r *http.Request, body []byte) (*HookRequest, error) {
 		return nil, refuse(http.StatusBadRequest, "malformed JSON body: more than one value")
 	}
 	if !runbookNameRE.MatchString(hr.Runbook) {
-		return nil, refuse(http.StatusBadRequest, "runbook: %q is not a runbook name", chat.Clip(hr.Runbook))
+		return nil, refuse(http.StatusBadRequest, "runbook: %q is not a runbook name", slackmsg.Clip(hr.Runbook))
 	}
 	if !clusterNameRE.MatchString(hr.Inventory) {
-		return nil, refuse(http.StatusBadRequest, "inventory: %q is not a cluster name from the config", chat.Clip(hr.Inventory))
+		return nil, refuse(http.StatusBadRequest, "inventory: %q is not a cluster name from the config", slackmsg.Clip(hr.Inventory))
 	}
 	if h := r.Header.Get(HeaderReq); h != "" {
 		if hr.RequestID != "" && hr.RequestID != h {

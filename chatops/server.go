@@ -17,7 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"kedge.dev/kedge/activities/chat"
+	"kedge.dev/kedge/internal/responseurl"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -224,5 +224,5 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // EmptyConfig allows nothing: every request is refused (and audited).
 func EmptyConfig() *Config {
-	return &Config{File: "(none)", Clusters: map[string]string{}, keys: map[string][]byte{}, ResponseURLs: slices.Clone(chat.DefaultResponseURLs)}
+	return &Config{File: "(none)", Clusters: map[string]string{}, keys: map[string][]byte{}, ResponseURLs: slices.Clone(responseurl.DefaultPrefixes)}
 }

@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"kedge.dev/kedge/activities/chat"
 	"kedge.dev/kedge/runs"
+	"kedge.dev/kedge/slackmsg"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -188,7 +188,7 @@ func interaction(t *testing.T, actionID, value string) []byte {
 func TestInteractionsAreVerifiedAndBadInputAnswered(t *testing.T) {
 	ts, _ := testServer(t)
 	u := ts.URL + "/slack/interactive"
-	good := interaction(t, chat.ActionContinue, `{"w":"kubelet-image-swap/mercury","k":"rollout","t":"kubelet-image-swap/mercury/workers","s":"workers","q":1}`)
+	good := interaction(t, slackmsg.ActionContinue, `{"w":"kubelet-image-swap/mercury","k":"rollout","t":"kubelet-image-swap/mercury/workers","s":"workers","q":1}`)
 	for _, tc := range []struct {
 		name   string
 		body   []byte
@@ -201,8 +201,8 @@ func TestInteractionsAreVerifiedAndBadInputAnswered(t *testing.T) {
 		{"no payload", []byte("payload="), signedNow, 400, "malformed interaction payload"},
 		{"payload not JSON", []byte("payload=%7Bnope"), signedNow, 400, "malformed interaction payload"},
 		{"another action", interaction(t, "somebody.else", "{}"), signedNow, 400, "not a Kedge button click"},
-		{"bad value", interaction(t, chat.ActionAbort, "not json"), signedNow, 400, "malformed button value"},
-		{"unknown kind", interaction(t, chat.ActionAbort, `{"w":"a","t":"b","k":"reboot"}`), signedNow, 400, "malformed button value"},
+		{"bad value", interaction(t, slackmsg.ActionAbort, "not json"), signedNow, 400, "malformed button value"},
+		{"unknown kind", interaction(t, slackmsg.ActionAbort, `{"w":"a","t":"b","k":"reboot"}`), signedNow, 400, "malformed button value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := send(t, "POST", u, form, tc.body, tc.sign)
@@ -349,7 +349,7 @@ func TestPauseMessageCarriesItsPause(t *testing.T) {
 	in := workflows.ChatFollowInput{WorkflowID: "kubelet-image-swap/mercury", Runbook: "kubelet-image-swap", Cluster: "mercury", Link: "http://ui/x"}
 	pa := runs.Pause{Kind: runs.PauseRollout, Target: "kubelet-image-swap/mercury/workers", Step: "workers", Seq: 1, Prompt: "paused: 1 failed, budget 0",
 		Failed: []string{"worker-2: DrainBlocked <pdb>"}}
-	m := chat.PauseMessage(in, pa)
+	m := slackmsg.PauseMessage(in, pa)
 	raw, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
@@ -363,7 +363,7 @@ func TestPauseMessageCarriesItsPause(t *testing.T) {
 	if !strings.Contains(m.Text, "DrainBlocked &lt;pdb&gt;") {
 		t.Errorf("the error is not escaped for mrkdwn: %s", m.Text)
 	}
-	var v chat.ButtonValue
+	var v slackmsg.ButtonValue
 	var back struct {
 		Blocks []struct {
 			Elements []struct {
@@ -377,13 +377,13 @@ func TestPauseMessageCarriesItsPause(t *testing.T) {
 	if err := json.Unmarshal([]byte(back.Blocks[1].Elements[0].Value), &v); err != nil || v.Workflow != in.WorkflowID || !v.Same(pa) {
 		t.Errorf("button value %q -> %+v, %v", back.Blocks[1].Elements[0].Value, v, err)
 	}
-	if strings.Contains(s, chat.ActionRestore) {
+	if strings.Contains(s, slackmsg.ActionRestore) {
 		t.Errorf("a pause that takes no restore offers one: %s", s)
 	}
 
 	// A pause that takes a restore gets a third button, confirmed first.
 	pa.Restore = true
-	raw, err = json.Marshal(chat.PauseMessage(in, pa))
+	raw, err = json.Marshal(slackmsg.PauseMessage(in, pa))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +399,7 @@ func TestPauseMessageCarriesItsPause(t *testing.T) {
 	if err := json.Unmarshal(raw, &withRestore); err != nil || len(withRestore.Blocks) != 2 || len(withRestore.Blocks[1].Elements) != 3 {
 		t.Fatalf("blocks with a restore: %v %s", err, raw)
 	}
-	if r := withRestore.Blocks[1].Elements[2]; r.ActionID != chat.ActionRestore || len(r.Confirm) == 0 || r.Value != back.Blocks[1].Elements[0].Value {
+	if r := withRestore.Blocks[1].Elements[2]; r.ActionID != slackmsg.ActionRestore || len(r.Confirm) == 0 || r.Value != back.Blocks[1].Elements[0].Value {
 		t.Errorf("the restore button: %+v", r)
 	}
 }

@@ -20,8 +20,9 @@ import (
 	"github.com/slack-go/slack"
 	"go.temporal.io/api/workflowservice/v1"
 
-	"kedge.dev/kedge/activities/chat"
+	"kedge.dev/kedge/internal/responseurl"
 	"kedge.dev/kedge/runs"
+	"kedge.dev/kedge/slackmsg"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -97,7 +98,7 @@ func (s *Server) slashCommand(w http.ResponseWriter, r *http.Request) {
 	cmd, err := ParseCommand(sc.Text)
 	if err != nil {
 		s.audit(sub, "command", "invalid", err.Error())
-		reply(w, "invalid", chat.TextMessage(chat.Ephemeral, ":warning: "+chat.Esc(err.Error())))
+		reply(w, "invalid", slackmsg.TextMessage(slackmsg.Ephemeral, ":warning: "+slackmsg.Esc(err.Error())))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), ReplyWithin)
@@ -106,7 +107,7 @@ func (s *Server) slashCommand(w http.ResponseWriter, r *http.Request) {
 	outcome := "ok"
 	switch cmd.Name {
 	case CmdHelp:
-		m = chat.TextMessage(chat.Ephemeral, "```"+Usage+"```")
+		m = slackmsg.TextMessage(slackmsg.Ephemeral, "```"+Usage+"```")
 	case CmdSwapKubelet, CmdUpgrade, CmdRun:
 		m, outcome, err = s.slackStart(ctx, sub, cmd, sc, sig)
 	case CmdStatus:
@@ -118,7 +119,7 @@ func (s *Server) slashCommand(w http.ResponseWriter, r *http.Request) {
 		m, err = s.slackList(ctx, sub, cmd.Cluster)
 	}
 	if err != nil {
-		reply(w, outcomeOf(err), chat.TextMessage(chat.Ephemeral, ":no_entry: "+chat.Esc(messageOf(err))))
+		reply(w, outcomeOf(err), slackmsg.TextMessage(slackmsg.Ephemeral, ":no_entry: "+slackmsg.Esc(messageOf(err))))
 		return
 	}
 	reply(w, outcome, m)
@@ -160,18 +161,18 @@ func (s *Server) slackStart(ctx context.Context, sub Subject, cmd Command, sc sl
 	attrs = append(attrs, "workflowId", st.WorkflowID, "runId", st.RunID, "params", shown)
 	if st.Existing {
 		s.audit(sub, "start", "allowed", "repeated request: answered with the run it started", attrs...)
-		return chat.TextMessage(chat.Ephemeral, fmt.Sprintf("This request already started %s · %s", "`"+chat.Esc(st.WorkflowID)+"`", chat.SlackLink(st.URL, "Web UI"))), "existing", nil
+		return slackmsg.TextMessage(slackmsg.Ephemeral, fmt.Sprintf("This request already started %s · %s", "`"+slackmsg.Esc(st.WorkflowID)+"`", slackmsg.Link(st.URL, "Web UI"))), "existing", nil
 	}
 	s.audit(sub, "start", "allowed", "", attrs...)
-	text := fmt.Sprintf(":rocket: <@%s> started *%s* on *%s*", chat.Esc(sub.UserID), chat.Esc(cmd.Runbook), chat.Esc(cmd.Cluster))
+	text := fmt.Sprintf(":rocket: <@%s> started *%s* on *%s*", slackmsg.Esc(sub.UserID), slackmsg.Esc(cmd.Runbook), slackmsg.Esc(cmd.Cluster))
 	if shown != "" {
-		text += " (" + chat.Esc(shown) + ")"
+		text += " (" + slackmsg.Esc(shown) + ")"
 	}
-	text += fmt.Sprintf("\n`%s` · %s", chat.Esc(st.WorkflowID), chat.SlackLink(st.URL, "Web UI"))
+	text += fmt.Sprintf("\n`%s` · %s", slackmsg.Esc(st.WorkflowID), slackmsg.Link(st.URL, "Web UI"))
 	if req.ResponseURL != "" && s.Config.responseURLAllowed(req.ResponseURL) {
 		text += "\nProgress, decisions and the result will be posted here."
 	}
-	return chat.TextMessage(chat.InChannel, text), "started", nil
+	return slackmsg.TextMessage(slackmsg.InChannel, text), "started", nil
 }
 
 // shownParams prints the params as given, secret ones masked.
@@ -193,7 +194,7 @@ func shownParams(order []string, given map[string]string, secret []string) strin
 // that is not there and one sub may not see get the same answer: nobody
 // learns what runs where, or makes Kedge replay a history, by guessing.
 func (s *Server) readable(ctx context.Context, sub Subject, id string, verb Verb) (string, workflows.Progress, error) {
-	unseen := refuse(http.StatusNotFound, "no run %q that you may see", chat.Clip(id))
+	unseen := refuse(http.StatusNotFound, "no run %q that you may see", slackmsg.Clip(id))
 	if !namesOneOf(id, s.Config.readableClusters(sub)) {
 		return "", workflows.Progress{}, unseen
 	}
@@ -238,17 +239,17 @@ func (s *Server) slackStatus(ctx context.Context, sub Subject, id string) (*slac
 	s.audit(sub, "status", "allowed", "", "workflowId", top)
 	runs.ExpandRollouts(ctx, s.Client, &p, nil)
 	v := workflows.NewView(p, workflows.ViewOptions{})
-	lines := []string{fmt.Sprintf("%s *%s* on *%s*: %s (started %s)", workflows.StateEmoji(v.State), chat.Esc(p.Runbook), chat.Esc(p.Cluster), chat.Esc(v.Summary), p.StartedAt.UTC().Format(time.RFC3339))}
-	lines = append(lines, chat.StepLines(v)...)
+	lines := []string{fmt.Sprintf("%s *%s* on *%s*: %s (started %s)", workflows.StateEmoji(v.State), slackmsg.Esc(p.Runbook), slackmsg.Esc(p.Cluster), slackmsg.Esc(v.Summary), p.StartedAt.UTC().Format(time.RFC3339))}
+	lines = append(lines, slackmsg.StepLines(v)...)
 	for _, pa := range runs.FindPauses(ctx, s.Client, p, top) {
-		line := fmt.Sprintf(":double_vertical_bar: waits for a decision at `%s`: /kedge approve %s or /kedge abort %s", chat.Esc(pa.Step), chat.Esc(top), chat.Esc(top))
+		line := fmt.Sprintf(":double_vertical_bar: waits for a decision at `%s`: /kedge approve %s or /kedge abort %s", slackmsg.Esc(pa.Step), slackmsg.Esc(top), slackmsg.Esc(top))
 		if pa.Restore {
-			line += " (or /kedge restore " + chat.Esc(top) + ")"
+			line += " (or /kedge restore " + slackmsg.Esc(top) + ")"
 		}
 		lines = append(lines, line)
 	}
-	lines = append(lines, chat.SlackLink(s.link(top, ""), top))
-	return chat.TextMessage(chat.Ephemeral, strings.Join(lines, "\n")), nil
+	lines = append(lines, slackmsg.Link(s.link(top, ""), top))
+	return slackmsg.TextMessage(slackmsg.Ephemeral, strings.Join(lines, "\n")), nil
 }
 
 // slackDecide answers /kedge approve|abort|restore ID: action is the
@@ -290,8 +291,8 @@ func (s *Server) slackDecide(ctx context.Context, sub Subject, id, action, updat
 		return nil, refuse(http.StatusConflict, "%s %s: %s", action, pa.Target, runs.RootMessage(err))
 	}
 	s.audit(sub, action, "allowed", "", "workflowId", pa.Target, "step", pa.Step, "decision", d.Decision, "runbook", p.Runbook, "cluster", p.Cluster)
-	return chat.TextMessage(chat.InChannel, fmt.Sprintf("%s <@%s> %s `%s` of *%s* on *%s* · %s",
-		ans.icon(), chat.Esc(sub.UserID), ans.word(pa), chat.Esc(pa.Step), chat.Esc(p.Runbook), chat.Esc(p.Cluster), chat.SlackLink(s.link(top, ""), top))), nil
+	return slackmsg.TextMessage(slackmsg.InChannel, fmt.Sprintf("%s <@%s> %s `%s` of *%s* on *%s* · %s",
+		ans.icon(), slackmsg.Esc(sub.UserID), ans.word(pa), slackmsg.Esc(pa.Step), slackmsg.Esc(p.Runbook), slackmsg.Esc(p.Cluster), slackmsg.Link(s.link(top, ""), top))), nil
 }
 
 // listLimit bounds the runs /kedge list shows.
@@ -327,8 +328,8 @@ func (s *Server) slackList(ctx context.Context, sub Subject, cluster string) (*s
 				continue
 			}
 			status := strings.ToLower(strings.TrimPrefix(e.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))
-			lines = append(lines, fmt.Sprintf("• `%s` %s, started %s · %s", chat.Esc(id), status,
-				e.GetStartTime().AsTime().UTC().Format(time.RFC3339), chat.SlackLink(s.link(id, e.GetExecution().GetRunId()), "Web UI")))
+			lines = append(lines, fmt.Sprintf("• `%s` %s, started %s · %s", slackmsg.Esc(id), status,
+				e.GetStartTime().AsTime().UTC().Format(time.RFC3339), slackmsg.Link(s.link(id, e.GetExecution().GetRunId()), "Web UI")))
 			if len(lines) == listLimit {
 				break
 			}
@@ -338,9 +339,9 @@ func (s *Server) slackList(ctx context.Context, sub Subject, cluster string) (*s
 		}
 	}
 	if len(lines) == 0 {
-		return chat.TextMessage(chat.Ephemeral, "No runs on "+chat.Esc(strings.Join(allowed, ", "))+"."), nil
+		return slackmsg.TextMessage(slackmsg.Ephemeral, "No runs on "+slackmsg.Esc(strings.Join(allowed, ", "))+"."), nil
 	}
-	return chat.TextMessage(chat.Ephemeral, fmt.Sprintf("Runs on %s, newest first:\n%s", chat.Esc(strings.Join(allowed, ", ")), strings.Join(lines, "\n"))), nil
+	return slackmsg.TextMessage(slackmsg.Ephemeral, fmt.Sprintf("Runs on %s, newest first:\n%s", slackmsg.Esc(strings.Join(allowed, ", ")), strings.Join(lines, "\n"))), nil
 }
 
 // interactive answers a click on a Continue, Abort or Restore button.
@@ -357,7 +358,7 @@ func (s *Server) interactive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sub := Subject{Source: SourceSlack, UserID: ic.User.ID, UserName: cmp.Or(ic.User.Name, ic.User.Username), ChannelID: cmp.Or(ic.Channel.ID, ic.Container.ChannelID)}
-	buttons := map[string]choice{chat.ActionContinue: choiceProceed, chat.ActionAbort: choiceStop, chat.ActionRestore: choiceRestore}
+	buttons := map[string]choice{slackmsg.ActionContinue: choiceProceed, slackmsg.ActionAbort: choiceStop, slackmsg.ActionRestore: choiceRestore}
 	var act *slack.BlockAction
 	for _, a := range ic.ActionCallback.BlockActions {
 		if _, ok := buttons[a.ActionID]; ok {
@@ -365,7 +366,7 @@ func (s *Server) interactive(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
-	var v chat.ButtonValue
+	var v slackmsg.ButtonValue
 	switch {
 	case ic.Type != slack.InteractionTypeBlockActions || act == nil || sub.UserID == "":
 		s.audit(sub, "click", "invalid", "not a Kedge button click")
@@ -388,11 +389,11 @@ func (s *Server) interactive(w http.ResponseWriter, r *http.Request) {
 }
 
 // click decides at the pause a button names, once per click.
-func (s *Server) click(ctx context.Context, sub Subject, v chat.ButtonValue, ans choice, updateID string) (*slack.WebhookMessage, string) {
+func (s *Server) click(ctx context.Context, sub Subject, v slackmsg.ButtonValue, ans choice, updateID string) (*slack.WebhookMessage, string) {
 	action := [...]string{choiceProceed: "continue", choiceStop: "abort", choiceRestore: "restore"}[ans]
 	fail := func(err error) (*slack.WebhookMessage, string) {
 		s.audit(sub, action, outcomeOf(err), err.Error(), "workflowId", v.Workflow, "target", v.Target, "step", v.Step)
-		return chat.TextMessage(chat.Ephemeral, ":no_entry: "+chat.Esc(messageOf(err))), outcomeOf(err)
+		return slackmsg.TextMessage(slackmsg.Ephemeral, ":no_entry: "+slackmsg.Esc(messageOf(err))), outcomeOf(err)
 	}
 	top, p, err := s.readable(ctx, sub, v.Workflow, ans.verb())
 	if err != nil {
@@ -419,8 +420,8 @@ func (s *Server) click(ctx context.Context, sub Subject, v chat.ButtonValue, ans
 		return fail(refuse(http.StatusConflict, "%s %s: %s", action, pa.Target, runs.RootMessage(err)))
 	}
 	s.audit(sub, action, "allowed", "", "workflowId", pa.Target, "step", pa.Step, "decision", d.Decision, "runbook", p.Runbook, "cluster", p.Cluster)
-	m := chat.TextMessage(chat.InChannel, fmt.Sprintf("%s <@%s> %s `%s` of *%s* on *%s* · %s",
-		ans.icon(), chat.Esc(sub.UserID), ans.word(*pa), chat.Esc(pa.Step), chat.Esc(p.Runbook), chat.Esc(p.Cluster), chat.SlackLink(s.link(top, ""), top)))
+	m := slackmsg.TextMessage(slackmsg.InChannel, fmt.Sprintf("%s <@%s> %s `%s` of *%s* on *%s* · %s",
+		ans.icon(), slackmsg.Esc(sub.UserID), ans.word(*pa), slackmsg.Esc(pa.Step), slackmsg.Esc(p.Runbook), slackmsg.Esc(p.Cluster), slackmsg.Link(s.link(top, ""), top)))
 	m.ReplaceOriginal = true
 	return m, "decided"
 }
@@ -428,12 +429,12 @@ func (s *Server) click(ctx context.Context, sub Subject, v chat.ButtonValue, ans
 // postAsync posts a message to a response_url without holding up the
 // answer to Slack.
 func (s *Server) postAsync(responseURL string, m *slack.WebhookMessage) {
-	hc := chat.NoRedirects(s.HTTP, 10*time.Second)
+	hc := responseurl.NoRedirects(s.HTTP, 10*time.Second)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := slack.PostWebhookCustomHTTPContext(ctx, responseURL, hc, m); err != nil {
-			s.log().Warn("kedge webhook: posting to a response_url failed", "host", chat.URLHost(responseURL), "error", err.Error())
+			s.log().Warn("kedge webhook: posting to a response_url failed", "host", responseurl.Host(responseURL), "error", err.Error())
 		}
 	}()
 }

@@ -18,7 +18,7 @@ import (
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
 
-	"kedge.dev/kedge/activities/chat"
+	"kedge.dev/kedge/internal/responseurl"
 	"kedge.dev/kedge/internal/searchattr"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runs"
@@ -326,7 +326,7 @@ func (s *Server) follow(ctx context.Context, req *startRequest, in workflows.Run
 	}
 	if !s.Config.responseURLAllowed(req.ResponseURL) {
 		s.log().Warn("kedge webhook: response_url not allowed by responseURLs; progress will not be posted",
-			"workflowId", st.WorkflowID, "host", chat.URLHost(req.ResponseURL))
+			"workflowId", st.WorkflowID, "host", responseurl.Host(req.ResponseURL))
 		return nil
 	}
 	fin := workflows.ChatFollowInput{

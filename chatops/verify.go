@@ -14,7 +14,7 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"kedge.dev/kedge/activities/chat"
+	"kedge.dev/kedge/slackmsg"
 )
 
 // Limits every request is held to.
@@ -136,7 +136,7 @@ func verifyHook(cfg *Config, h http.Header, body []byte, now time.Time) (verifie
 	}
 	key, ok := cfg.key(name)
 	if !ok {
-		return verifiedHook{}, refuse(http.StatusUnauthorized, "unknown key %q", chat.Clip(name))
+		return verifiedHook{}, refuse(http.StatusUnauthorized, "unknown key %q", slackmsg.Clip(name))
 	}
 	var ts string
 	var macs [][]byte

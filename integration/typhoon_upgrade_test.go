@@ -18,12 +18,12 @@ import (
 
 	"kedge.dev/kedge/actions/kube"
 	"kedge.dev/kedge/actions/render"
-	chatmsg "kedge.dev/kedge/activities/chat"
 	"kedge.dev/kedge/activities/nodefiles"
 	"kedge.dev/kedge/chatops"
 	"kedge.dev/kedge/integration/controlplane"
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/integration/typhoon"
+	"kedge.dev/kedge/slackmsg"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -237,10 +237,10 @@ func TestClusterUpgradeOnTyphoonCluster(t *testing.T) {
 		t.Errorf("the snapshot while the plan waits: %s", s.State)
 	}
 	buttons := buttonsOf(t, plan, 2)
-	if buttons[0].ActionID != chatmsg.ActionContinue {
+	if buttons[0].ActionID != slackmsg.ActionContinue {
 		t.Fatalf("the plan's buttons: %+v", buttons)
 	}
-	if click := c.send(t, c.clickRequest(t, "U0SRE", chatmsg.ActionContinue, buttons[0].Value, "1700000100.1", time.Now(), itSigningSecret)); click.status != 200 {
+	if click := c.send(t, c.clickRequest(t, "U0SRE", slackmsg.ActionContinue, buttons[0].Value, "1700000100.1", time.Now(), itSigningSecret)); click.status != 200 {
 		t.Fatalf("Continue on the plan: %d %s", click.status, click.raw)
 	}
 	runErr := waitClosed(t, id, 20*time.Minute)

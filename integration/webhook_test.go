@@ -26,10 +26,10 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
-	chatmsg "kedge.dev/kedge/activities/chat"
 	"kedge.dev/kedge/chatops"
 	"kedge.dev/kedge/internal/devserver"
 	"kedge.dev/kedge/internal/searchattr"
+	"kedge.dev/kedge/slackmsg"
 	"kedge.dev/kedge/starter"
 	"kedge.dev/kedge/workflows"
 )
@@ -565,7 +565,7 @@ func TestWebhookContinueButtonResumesAPausedRollout(t *testing.T) {
 	}
 	buttons := buttonsOf(t, pause, 2)
 	value := buttons[0].Value
-	if buttons[0].ActionID != chatmsg.ActionContinue || buttons[1].ActionID != chatmsg.ActionAbort {
+	if buttons[0].ActionID != slackmsg.ActionContinue || buttons[1].ActionID != slackmsg.ActionAbort {
 		t.Fatalf("buttons: %+v", buttons)
 	}
 	stillPaused := func(when string) {
@@ -583,32 +583,32 @@ func TestWebhookContinueButtonResumesAPausedRollout(t *testing.T) {
 		return ok && p.State == workflows.StateWaiting
 	})
 
-	if f := c.send(t, c.clickRequest(t, "U0SRE", chatmsg.ActionContinue, value, "1700000001.1", time.Now(), "forged-secret")); f.status != 401 {
+	if f := c.send(t, c.clickRequest(t, "U0SRE", slackmsg.ActionContinue, value, "1700000001.1", time.Now(), "forged-secret")); f.status != 401 {
 		t.Errorf("a forged click: %d %s", f.status, f.raw)
 	}
-	if s := c.send(t, c.clickRequest(t, "U0SRE", chatmsg.ActionContinue, value, "1700000001.2", time.Now().Add(-6*time.Minute), itSigningSecret)); s.status != 401 {
+	if s := c.send(t, c.clickRequest(t, "U0SRE", slackmsg.ActionContinue, value, "1700000001.2", time.Now().Add(-6*time.Minute), itSigningSecret)); s.status != 401 {
 		t.Errorf("a stale click: %d %s", s.status, s.raw)
 	}
-	if d := c.send(t, c.clickRequest(t, "U0DEV", chatmsg.ActionContinue, value, "1700000001.3", time.Now(), itSigningSecret)); d.outcome != "refused" ||
+	if d := c.send(t, c.clickRequest(t, "U0DEV", slackmsg.ActionContinue, value, "1700000001.3", time.Now(), itSigningSecret)); d.outcome != "refused" ||
 		!strings.Contains(d.Text, "not allowed: slack:dev (U0DEV) may not approve flaky-rollout on lab") {
 		t.Errorf("a click by someone who may not approve: %s %s", d.outcome, d.raw)
 	}
-	var tampered chatmsg.ButtonValue
+	var tampered slackmsg.ButtonValue
 	_ = json.Unmarshal([]byte(value), &tampered)
 	tampered.Seq = 7 // a button of another pause
 	tv, _ := json.Marshal(tampered)
-	if o := c.send(t, c.clickRequest(t, "U0SRE", chatmsg.ActionContinue, string(tv), "1700000001.4", time.Now(), itSigningSecret)); o.outcome != "conflict" {
+	if o := c.send(t, c.clickRequest(t, "U0SRE", slackmsg.ActionContinue, string(tv), "1700000001.4", time.Now(), itSigningSecret)); o.outcome != "conflict" {
 		t.Errorf("a button of another pause: %s %s", o.outcome, o.raw)
 	}
 	// A Restore click, even by someone who may restore, on a rollout whose
 	// runbook has no restore steps.
-	if o := c.send(t, c.clickRequest(t, "U0LEAD", chatmsg.ActionRestore, value, "1700000001.5", time.Now(), itSigningSecret)); o.outcome != "conflict" ||
+	if o := c.send(t, c.clickRequest(t, "U0LEAD", slackmsg.ActionRestore, value, "1700000001.5", time.Now(), itSigningSecret)); o.outcome != "conflict" ||
 		!strings.Contains(o.Text, "offers no restore") {
 		t.Errorf("a Restore click on a rollout without restore steps: %s %s", o.outcome, o.raw)
 	}
 	stillPaused("after forged, stale, unauthorized, stale-button and restore clicks")
 
-	click := c.clickRequest(t, "U0SRE", chatmsg.ActionContinue, value, "1700000002.5", time.Now(), itSigningSecret)
+	click := c.clickRequest(t, "U0SRE", slackmsg.ActionContinue, value, "1700000002.5", time.Now(), itSigningSecret)
 	ok := c.send(t, click)
 	if ok.status != 200 || ok.outcome != "decided" || ok.took > 3*time.Second {
 		t.Fatalf("the Continue click: %d %s in %s: %s", ok.status, ok.outcome, ok.took, ok.raw)
@@ -685,7 +685,7 @@ func TestWebhookRestoreButtonNeedsItsOwnGrant(t *testing.T) {
 	ro := rolloutOf(t, id, "nodes")
 	pause := c.recv.wait(t, time.Minute, "the pause posted with buttons", func(p posted) bool { return len(p.Blocks) == 2 })
 	restore := buttonsOf(t, pause, 3)[2]
-	if restore.ActionID != chatmsg.ActionRestore || len(restore.Confirm) == 0 {
+	if restore.ActionID != slackmsg.ActionRestore || len(restore.Confirm) == 0 {
 		t.Fatalf("the third button: %+v", restore)
 	}
 	eventually(t, 30*time.Second, "the rollout to pause", func() bool {
@@ -693,7 +693,7 @@ func TestWebhookRestoreButtonNeedsItsOwnGrant(t *testing.T) {
 		return ok && p.State == workflows.StateWaiting
 	})
 
-	if d := c.send(t, c.clickRequest(t, "U0SRE", chatmsg.ActionRestore, restore.Value, "1700000200.1", time.Now(), itSigningSecret)); d.outcome != "refused" ||
+	if d := c.send(t, c.clickRequest(t, "U0SRE", slackmsg.ActionRestore, restore.Value, "1700000200.1", time.Now(), itSigningSecret)); d.outcome != "refused" ||
 		!strings.Contains(d.Text, "not allowed: slack:sre (U0SRE) may not restore flaky-restore on lab") {
 		t.Errorf("a Restore click by someone who may approve but not restore: %s %s", d.outcome, d.raw)
 	}
@@ -705,7 +705,7 @@ func TestWebhookRestoreButtonNeedsItsOwnGrant(t *testing.T) {
 		t.Fatalf("after refused restores the rollout is %s with decisions %+v, want it still paused", p.State, decisions(t, ro))
 	}
 
-	ok := c.send(t, c.clickRequest(t, "U0LEAD", chatmsg.ActionRestore, restore.Value, "1700000200.2", time.Now(), itSigningSecret))
+	ok := c.send(t, c.clickRequest(t, "U0LEAD", slackmsg.ActionRestore, restore.Value, "1700000200.2", time.Now(), itSigningSecret))
 	if ok.outcome != "decided" {
 		t.Fatalf("the Restore click: %s %s", ok.outcome, ok.raw)
 	}
@@ -953,7 +953,7 @@ func TestWebhookApprovalGates(t *testing.T) {
 	second := c.recv.wait(t, 30*time.Second, "the second gate posted", func(p posted) bool {
 		return len(p.Blocks) == 2 && strings.Contains(p.Text, "`second-gate`")
 	})
-	r = c.send(t, c.clickRequest(t, "U0SRE", chatmsg.ActionAbort, buttonsOf(t, second, 2)[1].Value, "1700000100.1", time.Now(), itSigningSecret))
+	r = c.send(t, c.clickRequest(t, "U0SRE", slackmsg.ActionAbort, buttonsOf(t, second, 2)[1].Value, "1700000100.1", time.Now(), itSigningSecret))
 	if r.outcome != "decided" || !strings.Contains(r.Text, "rejected `second-gate`") {
 		t.Fatalf("Abort on a gate: %s %s", r.outcome, r.raw)
 	}

@@ -19,13 +19,13 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
-	chatmsg "kedge.dev/kedge/activities/chat"
 	"kedge.dev/kedge/integration/gobin"
 	"kedge.dev/kedge/integration/lab"
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/integration/watchdog"
 	"kedge.dev/kedge/internal/codec"
 	"kedge.dev/kedge/internal/devserver"
+	"kedge.dev/kedge/internal/responseurl"
 	"kedge.dev/kedge/runbooks/inventory"
 	"kedge.dev/kedge/starter"
 	"kedge.dev/kedge/worker"
@@ -332,7 +332,7 @@ func mainWithServer(ctx context.Context, args []string, out, errw *strings.Build
 func worldResponseURL(u string) bool {
 	world.responseURLs.Lock()
 	defer world.responseURLs.Unlock()
-	return chatmsg.ResponseURLAllowed(world.responseURLs.prefixes, u)
+	return responseurl.Allowed(world.responseURLs.prefixes, u)
 }
 
 // workerServes has the world's worker serve an inventory (replacing a cluster of

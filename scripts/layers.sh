@@ -10,6 +10,10 @@
 #   SSH transport) and nodefiles (pure renderers): activity packages talk to
 #   each other through small interfaces, with the types of actions/...
 # - The worker does not link the webhook server (chatops).
+# - The webhook server and the Slack messages (slackmsg) link no activity
+#   package: what chatops and the chat.follow activity share (messages,
+#   the response_url policy) lives in slackmsg and internal/responseurl,
+#   below both.
 # - internal/ is the bottom floor: it imports no Kedge package above it
 #   (only actions/errtype, the error types' names, which imports no Kedge
 #   package).
@@ -73,6 +77,15 @@ if $GO list -deps ./worker | grep -qx 'kedge.dev/kedge/chatops'; then
 	echo "layers: the worker links the webhook server (chatops); it needs only activities/chat"
 	fail=1
 fi
+
+for p in ./chatops ./slackmsg; do
+	acts=$($GO list -deps "$p" | grep '^kedge\.dev/kedge/activities/' || true)
+	if [ -n "$acts" ]; then
+		echo "layers: $p links activity packages (what chatops and chat.follow share lives in slackmsg and internal/responseurl):"
+		echo "$acts" | sed 's/^/  /'
+		fail=1
+	fi
+done
 
 doors=$(grep -rln --include='*.go' 'plan\.Compile(' . | grep -vE '^\./(runbooks|runs)/' || true)
 if [ -n "$doors" ]; then

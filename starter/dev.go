@@ -18,9 +18,9 @@ import (
 	"github.com/urfave/cli/v2"
 	"go.temporal.io/sdk/client"
 
-	"kedge.dev/kedge/activities/chat"
 	"kedge.dev/kedge/internal/codec"
 	"kedge.dev/kedge/internal/devserver"
+	"kedge.dev/kedge/internal/responseurl"
 	"kedge.dev/kedge/worker"
 	"kedge.dev/kedge/workflows"
 )
@@ -213,7 +213,7 @@ func RunDev(ctx context.Context, o DevOptions, out io.Writer) error {
 	}
 	defer cl.Close()
 	w := worker.New(cl, worker.Options{TaskQueue: o.TaskQueue, Logger: log, Clusters: clusters, DataConverter: copts.DataConverter, SealKeys: cd,
-		ResponseURLAllowed: func(u string) bool { return chat.ResponseURLAllowed(webhookCfg.ResponseURLs, u) }})
+		ResponseURLAllowed: func(u string) bool { return responseurl.Allowed(webhookCfg.ResponseURLs, u) }})
 	if err := w.Start(); err != nil {
 		return failed("dev: start worker: %v", err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"kedge.dev/kedge/activities/chat"
+	"kedge.dev/kedge/slackmsg"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -86,7 +86,7 @@ func TestFrontEndsAgreeOnStatesCountsAndErrors(t *testing.T) {
 	p := agreeProgress()
 	var lines strings.Builder
 	newProgressPrinter(&lines, true, p.WorkflowID).update(p)
-	chatText := chat.ProgressMessage(workflows.ChatFollowInput{WorkflowID: p.WorkflowID, Runbook: p.Runbook, Cluster: p.Cluster}, p).Text
+	chatText := slackmsg.ProgressMessage(workflows.ChatFollowInput{WorkflowID: p.WorkflowID, Runbook: p.Runbook, Cluster: p.Cluster}, p).Text
 	var js strings.Builder
 	if err := writeJSON(&js, watchJSON(p)); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -16,7 +17,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/internal/responseurl"
 	"kedge.dev/kedge/runs"
+	"kedge.dev/kedge/slackmsg"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -58,7 +61,7 @@ type Notifier struct {
 	SlackAPIURL string // for tests; "" is Slack's
 	// ResponseURLAllowed says where the worker may post: the run's
 	// response_url is checked again here, since whoever can start a
-	// workflow chooses it (nil: DefaultResponseURLs, Slack's).
+	// workflow chooses it (nil: responseurl.DefaultPrefixes, Slack's).
 	ResponseURLAllowed func(string) bool
 }
 
@@ -84,14 +87,14 @@ func (n *Notifier) Follow(ctx context.Context, in workflows.ChatFollowInput) (wo
 	}
 	allowed := n.ResponseURLAllowed
 	if allowed == nil {
-		allowed = func(u string) bool { return ResponseURLAllowed(DefaultResponseURLs, u) }
+		allowed = func(u string) bool { return responseurl.Allowed(responseurl.DefaultPrefixes, u) }
 	}
 	if !allowed(in.ResponseURL) {
 		info := activity.GetInfo(ctx)
 		n.log().Warn("kedge worker: action refused", "audit", true, "workflowId", info.WorkflowExecution.ID,
-			"activity", info.ActivityType.Name, "reason", "response_url not allowed", "host", URLHost(in.ResponseURL))
+			"activity", info.ActivityType.Name, "reason", "response_url not allowed", "host", responseurl.Host(in.ResponseURL))
 		return workflows.ChatFollowResult{}, temporal.NewNonRetryableApplicationError(
-			"chat.follow: the response_url's host "+URLHost(in.ResponseURL)+" is not one this worker posts to (kedge worker --chat-response-url)", errtype.CredentialRefused, nil)
+			"chat.follow: the response_url's host "+responseurl.Host(in.ResponseURL)+" is not one this worker posts to (kedge worker --chat-response-url)", errtype.CredentialRefused, nil)
 	}
 	var st followState
 	if activity.HasHeartbeatDetails(ctx) {
@@ -129,14 +132,23 @@ func (n *Notifier) Follow(ctx context.Context, in workflows.ChatFollowInput) (wo
 	return workflows.ChatFollowResult{Posts: st.Posts}, nil
 }
 
+// pausesKey identifies a set of pauses (the follower posts when it changes).
+func pausesKey(ps []runs.Pause) string {
+	var parts []string
+	for _, p := range ps {
+		parts = append(parts, fmt.Sprintf("%s|%s|%s|%d", p.Kind, p.Target, p.Step, p.Seq))
+	}
+	return strings.Join(parts, ";")
+}
+
 // postChanges posts new pauses, and progress when top-level steps finished.
 func (n *Notifier) postChanges(ctx context.Context, in workflows.ChatFollowInput, st *followState, p workflows.Progress, every time.Duration) {
 	pauses := runs.FindPauses(ctx, n.Client, p, in.WorkflowID)
-	if key := PausesKey(pauses); key != st.PauseKey {
+	if key := pausesKey(pauses); key != st.PauseKey {
 		st.PauseKey = key
 		for _, pa := range pauses {
 			// Keep one post for the result.
-			if n.post(ctx, in, st, PauseMessage(in, pa), 1) {
+			if n.post(ctx, in, st, slackmsg.PauseMessage(in, pa), 1) {
 				n.log().Info("chat.follow: posted a decision request", "workflowId", in.WorkflowID, "step", pa.Step, "kind", pa.Kind)
 			}
 		}
@@ -145,7 +157,7 @@ func (n *Notifier) postChanges(ctx context.Context, in workflows.ChatFollowInput
 	if finished > st.Finished && finished < len(p.Steps) && time.Since(st.LastProgress) >= every {
 		// Keep two posts: a pause and the result.
 		runs.ExpandRollouts(ctx, n.Client, &p, nil)
-		if n.post(ctx, in, st, ProgressMessage(in, p), 2) {
+		if n.post(ctx, in, st, slackmsg.ProgressMessage(in, p), 2) {
 			st.Finished, st.LastProgress = finished, time.Now()
 		}
 	}
@@ -180,7 +192,7 @@ func (n *Notifier) postResult(ctx context.Context, in workflows.ChatFollowInput,
 		took = closed.Sub(p.StartedAt)
 	}
 	runs.ExpandRollouts(ctx, n.Client, &p, nil)
-	n.post(ctx, in, st, ResultMessage(in, p, msg, took), 0)
+	n.post(ctx, in, st, slackmsg.ResultMessage(in, p, msg, took), 0)
 	st.Final = true
 	return p.State
 }
@@ -189,7 +201,7 @@ func (n *Notifier) postResult(ctx context.Context, in workflows.ChatFollowInput,
 // left and has not expired, else to the channel with the bot token. It
 // reports whether the message went out.
 func (n *Notifier) post(ctx context.Context, in workflows.ChatFollowInput, st *followState, m *slack.WebhookMessage, reserve int) bool {
-	hc := NoRedirects(n.HTTP, 15*time.Second)
+	hc := responseurl.NoRedirects(n.HTTP, 15*time.Second)
 	fresh := time.Since(in.StartedAt) < responseURLLife-time.Minute
 	var err error
 	switch {
@@ -220,7 +232,7 @@ func (n *Notifier) post(ctx context.Context, in workflows.ChatFollowInput, st *f
 	if err == nil {
 		err = errors.New("the response_url expired or is used up, and no bot token is set")
 	}
-	n.log().Warn("chat.follow: posting to chat failed", "workflowId", in.WorkflowID, "host", URLHost(in.ResponseURL), "error", err.Error())
+	n.log().Warn("chat.follow: posting to chat failed", "workflowId", in.WorkflowID, "host", responseurl.Host(in.ResponseURL), "error", err.Error())
 	return false
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"kedge.dev/kedge/runs"
+	"kedge.dev/kedge/slackmsg"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -63,7 +64,7 @@ func (f *fakeSlack) counts() (int, int) {
 func TestNotifierSpendsTheResponseURLWisely(t *testing.T) {
 	f := newFakeSlack(t)
 	in := workflows.ChatFollowInput{WorkflowID: "w", ResponseURL: f.URL + "/hook", Channel: "C0OPS", StartedAt: time.Now()}
-	msg := TextMessage(InChannel, "progress")
+	msg := slackmsg.TextMessage(slackmsg.InChannel, "progress")
 
 	n := &Notifier{}
 	var st followState
@@ -75,7 +76,7 @@ func TestNotifierSpendsTheResponseURLWisely(t *testing.T) {
 	if n.post(t.Context(), in, &st, msg, 1) {
 		t.Error("the last post of the response_url was spent on progress")
 	}
-	if !n.post(t.Context(), in, &st, TextMessage(InChannel, "result"), 0) {
+	if !n.post(t.Context(), in, &st, slackmsg.TextMessage(slackmsg.InChannel, "result"), 0) {
 		t.Error("the result was not posted")
 	}
 	if hooks, api := f.counts(); hooks != 5 || api != 0 || st.Posts != 5 {
@@ -91,14 +92,14 @@ func TestNotifierSpendsTheResponseURLWisely(t *testing.T) {
 	}
 	old := in
 	old.StartedAt = time.Now().Add(-31 * time.Minute)
-	if !n.post(t.Context(), old, &followState{}, PauseMessage(old, runs.Pause{Kind: runs.PauseApproval, Target: "w", Step: "gate"}), 1) {
+	if !n.post(t.Context(), old, &followState{}, slackmsg.PauseMessage(old, runs.Pause{Kind: runs.PauseApproval, Target: "w", Step: "gate"}), 1) {
 		t.Error("the bot token was not used once the response_url expired")
 	}
 	hooks, api := f.counts()
 	if hooks != 5 || api != 2 {
 		t.Fatalf("%d posts to the response_url, %d to the API", hooks, api)
 	}
-	if f.api[1].Get("channel") != "C0OPS" || !strings.Contains(f.api[1].Get("blocks"), ActionContinue) {
+	if f.api[1].Get("channel") != "C0OPS" || !strings.Contains(f.api[1].Get("blocks"), slackmsg.ActionContinue) {
 		t.Errorf("chat.postMessage got %v", f.api[1])
 	}
 }

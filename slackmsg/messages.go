@@ -1,4 +1,4 @@
-package chat
+package slackmsg
 
 import (
 	"encoding/json"
@@ -32,16 +32,6 @@ type ButtonValue struct {
 	runs.Pause
 }
 
-// Esc escapes text for Slack's mrkdwn.
-func Esc(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
-}
-
-// SlackLink is <url|label> in mrkdwn.
-func SlackLink(url, label string) string {
-	return "<" + strings.NewReplacer("|", "%7C", ">", "%3E").Replace(url) + "|" + Esc(label) + ">"
-}
-
 func TextMessage(responseType, text string) *slack.WebhookMessage {
 	return &slack.WebhookMessage{ResponseType: responseType, Text: text}
 }
@@ -73,13 +63,6 @@ func StepLines(v workflows.View) []string {
 	return lines
 }
 
-func ClipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return Clip(s[:n]) + "…"
-}
-
 // PauseMessage asks for a decision at a pause, with Continue and Abort
 // buttons, and Restore where the pause takes it.
 func PauseMessage(in workflows.ChatFollowInput, p runs.Pause) *slack.WebhookMessage {
@@ -99,7 +82,7 @@ func PauseMessage(in workflows.ChatFollowInput, p runs.Pause) *slack.WebhookMess
 			text += "\n• " + Esc(ClipText(f, 300))
 		}
 	}
-	text += "\n" + SlackLink(in.Link, in.WorkflowID)
+	text += "\n" + Link(in.Link, in.WorkflowID)
 	value, _ := json.Marshal(ButtonValue{Workflow: in.WorkflowID, Pause: p})
 	cont := slack.NewButtonBlockElement(ActionContinue, string(value), slack.NewTextBlockObject(slack.PlainTextType, "Continue", false, false))
 	cont.Style = slack.StylePrimary
@@ -154,7 +137,7 @@ func ResultMessage(in workflows.ChatFollowInput, p workflows.Progress, runErr st
 		head += ": " + Esc(ClipText(runErr, 500))
 	}
 	lines := append([]string{head}, StepLines(v)...)
-	lines = append(lines, fmt.Sprintf("started by %s · %s", Esc(in.By), SlackLink(in.Link, in.WorkflowID)))
+	lines = append(lines, fmt.Sprintf("started by %s · %s", Esc(in.By), Link(in.Link, in.WorkflowID)))
 	return TextMessage(InChannel, strings.Join(lines, "\n"))
 }
 
@@ -164,6 +147,6 @@ func ProgressMessage(in workflows.ChatFollowInput, p workflows.Progress) *slack.
 	v := workflows.NewView(p, workflows.ViewOptions{})
 	head := fmt.Sprintf("%s *%s* on *%s* is %s", workflows.StateEmoji(v.State), Esc(in.Runbook), Esc(in.Cluster), v.Summary)
 	lines := append([]string{head}, StepLines(v)...)
-	lines = append(lines, SlackLink(in.Link, in.WorkflowID))
+	lines = append(lines, Link(in.Link, in.WorkflowID))
 	return TextMessage(InChannel, strings.Join(lines, "\n"))
 }

@@ -1,4 +1,4 @@
-package chat
+package responseurl
 
 import (
 	"fmt"
@@ -6,19 +6,16 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
-
-	"kedge.dev/kedge/runs"
 )
 
-// DefaultResponseURLs are the only places progress is posted to unless the
+// DefaultPrefixes are the only places progress is posted to unless the
 // config says otherwise: Slack's own response URLs.
-var DefaultResponseURLs = []string{"https://hooks.slack.com/"}
+var DefaultPrefixes = []string{"https://hooks.slack.com/"}
 
-// ResponseURLAllowed says whether u falls under one of the prefixes (see
+// Allowed says whether u falls under one of the prefixes (see
 // responseURLs in the config): same scheme, same host and port, a path
 // under the prefix's.
-func ResponseURLAllowed(prefixes []string, u string) bool {
+func Allowed(prefixes []string, u string) bool {
 	got, err := url.Parse(u)
 	if err != nil || got.User != nil || got.Opaque != "" || got.Host == "" {
 		return false
@@ -63,33 +60,13 @@ func NoRedirects(hc *http.Client, timeout time.Duration) *http.Client {
 	return c
 }
 
-func URLHost(u string) string {
+// Host is the host (and port) of an http(s) URL, to name in logs and
+// refusals without the path, which is a response_url's secret.
+func Host(u string) string {
 	rest, ok := strings.CutPrefix(u, "https://")
 	if !ok {
 		rest, _ = strings.CutPrefix(u, "http://")
 	}
 	host, _, _ := strings.Cut(rest, "/")
 	return host
-}
-
-// PausesKey identifies a set of pauses (the follower posts when it changes).
-func PausesKey(ps []runs.Pause) string {
-	var parts []string
-	for _, p := range ps {
-		parts = append(parts, fmt.Sprintf("%s|%s|%s|%d", p.Kind, p.Target, p.Step, p.Seq))
-	}
-	return strings.Join(parts, ";")
-}
-
-// Clip shortens what a sender typed before it is echoed back.
-func Clip(s string) string {
-	if len(s) <= 60 {
-		return s
-	}
-	for i := 60; i > 0; i-- {
-		if utf8.RuneStart(s[i]) {
-			return s[:i] + "…"
-		}
-	}
-	return "…"
 }
