@@ -23,7 +23,7 @@ import (
 	"kedge.dev/kedge/runbooks/inventory"
 	"kedge.dev/kedge/workflows"
 
-	hostapi "kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/host"
 )
 
 // Per-step overhead: N sequential host.run steps on one host through Kedge
@@ -52,7 +52,7 @@ func BenchmarkKedgeSequentialHostRun(b *testing.B) {
 }
 
 func BenchmarkRawSSHSequentialExec(b *testing.B) {
-	h := host(nil, "worker-1")
+	h := labHost(nil, "worker-1")
 	conn := dialRaw(b, h, world.lab)
 	defer conn.Close()
 	b.ResetTimer()
@@ -217,7 +217,7 @@ func BenchmarkHostRunActivityDirect(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	in := hostapi.RunInput{Target: target, Command: "true"}
+	in := host.RunInput{Target: target, Command: "true"}
 	if _, err := acts.Run(ctx, in); err != nil {
 		b.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 // the host is untouched. The same runbook started with the key runs.
 func TestAClientWithoutTheKeyRunsNothing(t *testing.T) {
 	mainLane.join(t)
-	h := host(t, "worker-1")
+	h := labHost(t, "worker-1")
 	const marker = "/tmp/kedge-unsealed-start"
 	_, _ = h.Exec(t.Context(), "rm", "-f", marker)
 	file := writeRunbook(t, `apiVersion: kedge/v1

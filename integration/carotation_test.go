@@ -113,7 +113,7 @@ steps:
 		t.Errorf("the staged CA's record: %v (in use: issuer %v)", next.Data, inUse.Data["issuer"])
 	}
 
-	data, err := host(t, "worker-1").ReadFile("/etc/kedge-rotation/leaves.pem")
+	data, err := labHost(t, "worker-1").ReadFile("/etc/kedge-rotation/leaves.pem")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ steps:
 	if n := issuers(); n != before+2 {
 		t.Errorf("issuers after a second run: %d, want %d", n, before+2)
 	}
-	_, _ = host(t, "worker-1").Exec(t.Context(), "rm", "-rf", "/etc/kedge-rotation")
+	_, _ = labHost(t, "worker-1").Exec(t.Context(), "rm", "-rf", "/etc/kedge-rotation")
 }
 
 func parseCert(t *testing.T, s string) *x509.Certificate {

@@ -125,7 +125,7 @@ steps:
 `)
 	fakeAddr := fakeHost.Addr().(*net.TCPAddr)
 	touched := func() bool {
-		_, err := host(t, "worker-1").Exec(t.Context(), "test", "-e", "/tmp/kedge-key-holder")
+		_, err := labHost(t, "worker-1").Exec(t.Context(), "test", "-e", "/tmp/kedge-key-holder")
 		return err == nil
 	}
 	for _, c := range []struct {
@@ -137,7 +137,7 @@ steps:
 		{"another SSH key", touch, inventoryFile(strings.Replace(labText,
 			"identityFile: "+world.lab.IdentityFile, "identityFile: "+otherKey, 1)), true},
 		{"another host address", touch, inventoryFile(strings.Replace(labText,
-			fmt.Sprintf("address: %s\n    port: %d\n", host(t, "worker-1").Address, host(t, "worker-1").Port),
+			fmt.Sprintf("address: %s\n    port: %d\n", labHost(t, "worker-1").Address, labHost(t, "worker-1").Port),
 			fmt.Sprintf("address: %s\n    port: %d\n", fakeAddr.IP, fakeAddr.Port), 1)), true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -150,7 +150,7 @@ steps:
 				if p.State != workflows.StateSucceeded || !touched() {
 					t.Fatalf("the worker's own host was not reached with the worker's own key: %+v", p)
 				}
-				_, _ = host(t, "worker-1").Exec(t.Context(), "rm", "-f", "/tmp/kedge-key-holder")
+				_, _ = labHost(t, "worker-1").Exec(t.Context(), "rm", "-f", "/tmp/kedge-key-holder")
 				return
 			}
 			// The worker's Vault answers 403: the run fails there, after

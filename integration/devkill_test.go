@@ -81,7 +81,7 @@ func TestDevServerKilledMidRunResumes(t *testing.T) {
 	// the kill, and no other test's server can take it meanwhile.
 	const addr = "127.0.47.1:7233"
 	dataDir := filepath.Join(t.TempDir(), "dev")
-	_, _ = host(t, "worker-1").Exec(t.Context(), "rm", "-rf", "/var/lib/devkill")
+	_, _ = labHost(t, "worker-1").Exec(t.Context(), "rm", "-rf", "/var/lib/devkill")
 	rb := writeRunbook(t, `
 apiVersion: kedge/v1
 kind: Runbook

@@ -10,7 +10,7 @@ import (
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/runbooks/inventory"
 
-	hostapi "kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/host"
 	"kedge.dev/kedge/actions/target"
 )
 
@@ -35,7 +35,7 @@ func directHost(t *testing.T) (*sshhost.Activities, target.SSH) {
 // marker.
 func remoteProcs(t *testing.T, marker string) string {
 	t.Helper()
-	out, err := host(t, "worker-2").Exec(t.Context(), "sh", "-c", "ps -eo pid,pgid,args | grep '"+marker+"' | grep -v grep || true")
+	out, err := labHost(t, "worker-2").Exec(t.Context(), "sh", "-c", "ps -eo pid,pgid,args | grep '"+marker+"' | grep -v grep || true")
 	if err != nil {
 		t.Fatalf("ps on worker-2: %v", err)
 	}
@@ -56,12 +56,12 @@ func TestTimeoutKillsTheWholeRemoteCommand(t *testing.T) {
 	mainLane.join(t)
 	acts, target := directHost(t)
 	const marker, ready = "/tmp/kedge-kill-test-term", "/tmp/kedge-kill-test-ready"
-	w := host(t, "worker-2")
+	w := labHost(t, "worker-2")
 	for _, timeout := range []string{"500ms", "2s", "8s"} {
 		if out, err := w.Exec(t.Context(), "rm", "-f", marker, ready); err != nil {
 			t.Fatalf("worker-2: %v: %s", err, out)
 		}
-		_, err := acts.Run(t.Context(), hostapi.RunInput{Target: target, Timeout: timeout,
+		_, err := acts.Run(t.Context(), host.RunInput{Target: target, Timeout: timeout,
 			Command: "trap 'echo TERM > " + marker + "; exit 143' TERM; echo > " + ready + "; sleep 4101 & sleep 4102 & wait"})
 		if err == nil || !strings.Contains(err.Error(), "CommandTimeout") {
 			t.Fatalf("want a CommandTimeout error, got %v", err)
@@ -84,7 +84,7 @@ func TestCancelKillsACommandThatIgnoresSIGTERM(t *testing.T) {
 	acts, target := directHost(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(500*time.Millisecond, cancel)
-	_, err := acts.Run(ctx, hostapi.RunInput{Target: target, Command: "trap '' TERM; sleep 4103"})
+	_, err := acts.Run(ctx, host.RunInput{Target: target, Command: "trap '' TERM; sleep 4103"})
 	if err == nil {
 		t.Fatal("a cancelled run returned no error")
 	}

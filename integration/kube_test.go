@@ -153,10 +153,10 @@ steps:
 // it; the container stand-in runs the kubelet simulator for that image.
 func startKubelet(t *testing.T, cp *controlplane.ControlPlane, name, image string) {
 	t.Helper()
-	installKubelet(t, cp, host(t, name), name, image)
+	installKubelet(t, cp, labHost(t, name), name, image)
 	t.Cleanup(func() {
 		if t.Failed() {
-			b, _ := host(t, name).ReadFile("/var/log/units/kubelet.service.log")
+			b, _ := labHost(t, name).ReadFile("/var/log/units/kubelet.service.log")
 			t.Logf("%s kubelet.service log:\n%s", name, b)
 		}
 	})
@@ -215,7 +215,7 @@ func TestKubeletImageSwapOnOneNode(t *testing.T) {
 		if n.Status.NodeInfo.KubeletVersion != c.version || n.Spec.Unschedulable {
 			t.Errorf("after the swap to %s: kubelet %s, unschedulable %v", c.image, n.Status.NodeInfo.KubeletVersion, n.Spec.Unschedulable)
 		}
-		pulled := pulledAt(t, host(t, "controller-1"), c.image)
+		pulled := pulledAt(t, labHost(t, "controller-1"), c.image)
 		cordon := step(t, p, "cordon")
 		if pulled.IsZero() || cordon.StartedAt == nil || !pulled.Before(*cordon.StartedAt) {
 			t.Errorf("%s pulled at %v, the cordon started at %v: want a pull before the cordon", c.image, pulled, cordon.StartedAt)
@@ -276,7 +276,7 @@ func pulledAt(t *testing.T, h *testhosts.Host, image string) time.Time {
 func freshNodes(t *testing.T, cp *controlplane.ControlPlane, names ...string) {
 	t.Helper()
 	for _, n := range names {
-		_, _ = host(t, n).Exec(t.Context(), "systemctl", "stop", "kubelet")
+		_, _ = labHost(t, n).Exec(t.Context(), "systemctl", "stop", "kubelet")
 		_ = cp.Client.CoreV1().Nodes().Delete(t.Context(), n, metav1.DeleteOptions{})
 	}
 	for _, n := range names {
@@ -349,7 +349,7 @@ func TestNodeRemoveDrainsStopsDeletesAndCleans(t *testing.T) {
 		}
 		return total == 4 && byNode["worker-2"] > 0
 	})
-	if err := host(t, "worker-2").WriteFile("/var/lib/kubelet/pki/kubelet.crt", []byte("x"), 0o600); err != nil {
+	if err := labHost(t, "worker-2").WriteFile("/var/lib/kubelet/pki/kubelet.crt", []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	p, code, errOut := runWaitInv(t, "node-remove", inv, "--set", "node=worker-2", "--set", "drainTimeout=60s")
@@ -359,7 +359,7 @@ func TestNodeRemoveDrainsStopsDeletesAndCleans(t *testing.T) {
 	if _, err := cp.Client.CoreV1().Nodes().Get(ctx, "worker-2", metav1.GetOptions{}); err == nil {
 		t.Error("the Node still exists")
 	}
-	out, _ := host(t, "worker-2").Exec(ctx, "systemctl", "is-active", "kubelet")
+	out, _ := labHost(t, "worker-2").Exec(ctx, "systemctl", "is-active", "kubelet")
 	if strings.TrimSpace(string(out)) != "inactive" {
 		t.Errorf("kubelet on worker-2 is %q", out)
 	}

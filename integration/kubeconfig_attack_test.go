@@ -99,7 +99,7 @@ func TestAKeyHolderCannotPlantAKubeconfig(t *testing.T) {
 	}
 	marker := filepath.Join(dir, "the-plugin-ran")
 	const exfil = "/tmp/kedge-planted-ca"
-	_, _ = host(t, "worker-1").Exec(t.Context(), "rm", "-f", exfil)
+	_, _ = labHost(t, "worker-1").Exec(t.Context(), "rm", "-f", exfil)
 
 	// The cluster's API server as the worker's inventory names it, and
 	// another the caller would rather the worker used.
@@ -181,9 +181,9 @@ steps:
 					t.Errorf("the worker's Vault token reached the API server as %q", auth)
 				}
 			}
-			if data, err := host(t, "worker-1").ReadFile(exfil); err == nil && strings.Contains(string(data), "PRIVATE KEY") {
+			if data, err := labHost(t, "worker-1").ReadFile(exfil); err == nil && strings.Contains(string(data), "PRIVATE KEY") {
 				t.Errorf("kube.cluster-info handed the worker's SSH private key to the run")
-				_, _ = host(t, "worker-1").Exec(t.Context(), "rm", "-f", exfil)
+				_, _ = labHost(t, "worker-1").Exec(t.Context(), "rm", "-f", exfil)
 			}
 			if n := len(elsewhere.requests()); n != 0 {
 				t.Errorf("kube actions went to the caller's server (%d requests)", n)
@@ -218,7 +218,7 @@ steps:
 	if got := readHostFile(t, "worker-1", exfil); !strings.Contains(got, "BEGIN CERTIFICATE") {
 		t.Errorf("cluster-info's caCert: %q", got)
 	}
-	_, _ = host(t, "worker-1").Exec(t.Context(), "rm", "-f", exfil)
+	_, _ = labHost(t, "worker-1").Exec(t.Context(), "rm", "-f", exfil)
 }
 
 // indent puts n spaces before every line of s.

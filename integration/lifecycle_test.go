@@ -74,7 +74,7 @@ func watch(t *testing.T, id string) (workflows.Progress, int) {
 
 func lines(t *testing.T, h, path, word string) int {
 	t.Helper()
-	data, err := host(t, h).ReadFile(path)
+	data, err := labHost(t, h).ReadFile(path)
 	if err != nil {
 		return 0
 	}
@@ -296,7 +296,7 @@ steps:
 	if got := step(t, cp, "gate").Decision; got == nil || got.By != "alice" || got.Comment != "from the top" {
 		t.Errorf("the child's gate recorded %+v", got)
 	}
-	_, _ = host(t, "controller-1").Exec(t.Context(), "rm", "-f", "/var/lib/child-approved", "/var/lib/parent-done")
+	_, _ = labHost(t, "controller-1").Exec(t.Context(), "rm", "-f", "/var/lib/child-approved", "/var/lib/parent-done")
 }
 
 func gateWaiting(id string) bool {

@@ -134,7 +134,7 @@ func TestTeamTemporalAuthorizesByRole(t *testing.T) {
 
 	// The operator runs a runbook; the team's worker runs it.
 	const marker = "/tmp/kedge-authz"
-	_, _ = host(t, "worker-2").Exec(ctx, "rm", "-f", marker)
+	_, _ = labHost(t, "worker-2").Exec(ctx, "rm", "-f", marker)
 	rb := writeRunbook(t, `apiVersion: kedge/v1
 kind: Runbook
 metadata: {name: authz}
@@ -158,7 +158,7 @@ steps:
 	if err := json.Unmarshal([]byte(out.String()), &p); err != nil || code != 0 || p.State != workflows.StateSucceeded {
 		t.Fatalf("the operator's run: exit %d (%v)\nstdout: %s\nstderr: %s", code, err, out.String(), errOut.String())
 	}
-	if _, err := host(t, "worker-2").Exec(ctx, "test", "-e", marker); err != nil {
+	if _, err := labHost(t, "worker-2").Exec(ctx, "test", "-e", marker); err != nil {
 		t.Fatalf("the operator's run, polled by the worker's certificate, did not touch the host: %v", err)
 	}
 	operator, viewer, wk := dialAs(t, team, "operator"), dialAs(t, team, "viewer"), dialAs(t, team, "kedge-worker")

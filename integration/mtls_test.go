@@ -51,7 +51,7 @@ func TestTemporalWithMutualTLS(t *testing.T) {
 	defer func() { _ = w.Process.Kill(); _ = w.Wait() }()
 
 	const marker = "/tmp/kedge-mtls"
-	_, _ = host(t, "worker-2").Exec(t.Context(), "rm", "-f", marker)
+	_, _ = labHost(t, "worker-2").Exec(t.Context(), "rm", "-f", marker)
 	rb := writeRunbook(t, `apiVersion: kedge/v1
 kind: Runbook
 metadata: {name: over-mtls}
@@ -77,7 +77,7 @@ steps:
 			t.Errorf("%s: exit %d, want refused\nstdout: %s\nstderr: %s", name, code, out, errOut)
 		}
 	}
-	if out, err := host(t, "worker-2").Exec(t.Context(), "test", "-e", marker); err == nil {
+	if out, err := labHost(t, "worker-2").Exec(t.Context(), "test", "-e", marker); err == nil {
 		t.Fatalf("a client without a good certificate ran something: %s", out)
 	}
 
@@ -87,7 +87,7 @@ steps:
 	if err := json.Unmarshal([]byte(out), &p); err != nil || code != 0 || p.State != workflows.StateSucceeded {
 		t.Fatalf("with the operator's certificate: exit %d (%v)\nstdout: %s\nstderr: %s", code, err, out, errOut)
 	}
-	if out, err := host(t, "worker-2").Exec(t.Context(), "test", "-e", marker); err != nil {
+	if out, err := labHost(t, "worker-2").Exec(t.Context(), "test", "-e", marker); err != nil {
 		t.Errorf("the run over mutual TLS did not touch the host: %v %s", err, out)
 	}
 }

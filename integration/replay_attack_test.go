@@ -113,7 +113,7 @@ steps:
 // never runs again.
 func TestACopiedStartOrAResetRunsNothingAgain(t *testing.T) {
 	mainLane.join(t)
-	_, _ = host(t, "worker-1").Exec(t.Context(), "rm", "-f", replayCounter)
+	_, _ = labHost(t, "worker-1").Exec(t.Context(), "rm", "-f", replayCounter)
 	p, code, errOut := runWait(t, writeRunbook(t, replayedRunbook))
 	if code != 0 {
 		t.Fatalf("the key holder's run: exit %d: %s", code, errOut)
@@ -256,7 +256,7 @@ steps:
     with: {command: "echo approved >> /var/lib/kedge-approved"}
 `)
 	}
-	_, _ = host(t, "worker-1").Exec(t.Context(), "rm", "-f", "/var/lib/kedge-approved")
+	_, _ = labHost(t, "worker-1").Exec(t.Context(), "rm", "-f", "/var/lib/kedge-approved")
 	a, b := startRun(t, gated("gated-twice")), startRun(t, gated("gated-twice-b"))
 	t.Cleanup(func() { _ = world.client.TerminateWorkflow(context.Background(), b, "", "test over") })
 	eventually(t, 30*time.Second, "both gates to wait", func() bool { return gateWaiting(a) && gateWaiting(b) })

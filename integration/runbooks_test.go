@@ -25,7 +25,7 @@ func TestHelloExampleRunsOnEveryHostAndIsIdempotent(t *testing.T) {
 		if !strings.HasPrefix(got, "hi from "+h+" (kernel ") {
 			t.Errorf("%s greeting = %q", h, got)
 		}
-		out, err := host(t, h).Exec(t.Context(), "systemctl", "is-active", "kedge-hello.service")
+		out, err := labHost(t, h).Exec(t.Context(), "systemctl", "is-active", "kedge-hello.service")
 		if err != nil || strings.TrimSpace(string(out)) != "active" {
 			t.Errorf("%s: kedge-hello.service is %q (%v)", h, out, err)
 		}
@@ -48,7 +48,7 @@ func TestHelloExampleRunsOnEveryHostAndIsIdempotent(t *testing.T) {
 
 func inode(t *testing.T, h, path string) string {
 	t.Helper()
-	out, err := host(t, h).Exec(t.Context(), "stat", "-c", "%i", path)
+	out, err := labHost(t, h).Exec(t.Context(), "stat", "-c", "%i", path)
 	if err != nil {
 		t.Fatalf("stat %s on %s: %v", path, h, err)
 	}
@@ -166,7 +166,7 @@ steps:
 
 func TestFailureUndoesCompletedStepsInReverse(t *testing.T) {
 	mainLane.join(t)
-	h := host(t, "worker-1")
+	h := labHost(t, "worker-1")
 	if err := h.WriteFile("/etc/undo/existing.conf", []byte("original\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestWriteFileIsAtomic(t *testing.T) {
 	a := strings.Repeat("a", 512<<10)
 	b := strings.Repeat("b", 512<<10)
 	sum := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
-	h := host(t, "worker-2")
+	h := labHost(t, "worker-2")
 	if out, err := h.Exec(t.Context(), "rm", "-f", "/var/lib/atomic-reading", "/var/lib/atomic-stop", "/var/lib/atomic-sums"); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -335,7 +335,7 @@ func TestHostKeyMismatchIsRefused(t *testing.T) {
 	for _, h := range world.lab.Hosts {
 		key := h.HostKeyPublic
 		if h.Name == "worker-1" {
-			key = host(t, "worker-2").HostKeyPublic
+			key = labHost(t, "worker-2").HostKeyPublic
 		}
 		lines = append(lines, h.Address+" "+key)
 	}
@@ -450,6 +450,6 @@ steps:
 	}
 	recordHistory(t, p.WorkflowID, "undo-children")
 	for _, n := range []string{"worker-1", "worker-2"} {
-		_, _ = host(t, n).Exec(t.Context(), "rm", "-f", "/var/lib/undo-children")
+		_, _ = labHost(t, n).Exec(t.Context(), "rm", "-f", "/var/lib/undo-children")
 	}
 }

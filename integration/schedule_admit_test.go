@@ -138,7 +138,7 @@ steps:
 func TestACopiedScheduleActionStartsNothing(t *testing.T) {
 	mainLane.join(t)
 	ctx := t.Context()
-	_, _ = host(t, "worker-1").Exec(ctx, "rm", "-f", scheduleCounter)
+	_, _ = labHost(t, "worker-1").Exec(ctx, "rm", "-f", scheduleCounter)
 	rb := writeRunbook(t, scheduledCount)
 	const id = "sched-count/lab-copied"
 	const actionID = "sched-count/lab/scheduled"

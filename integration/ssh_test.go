@@ -58,7 +58,7 @@ func TestUnreachableHostIsRetried(t *testing.T) {
 	dir := t.TempDir()
 	kh := filepath.Join(dir, "known_hosts")
 	known, _ := os.ReadFile(world.lab.KnownHostsFile)
-	known = append(known, []byte("127.0.20.250 "+host(t, "worker-1").HostKeyPublic+"\n")...)
+	known = append(known, []byte("127.0.20.250 "+labHost(t, "worker-1").HostKeyPublic+"\n")...)
 	if err := os.WriteFile(kh, known, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -91,14 +91,14 @@ func TestOneConnectionPerHostAndDeadOnesAreReplaced(t *testing.T) {
 	if n := strings.Count(readHostFile(t, "worker-2", "/var/lib/parallel"), "\n"); n != 8 {
 		t.Errorf("%d of 8 steps ran", n)
 	}
-	addr := host(t, "worker-2").Address
+	addr := labHost(t, "worker-2").Address
 	if n := establishedTo(t, addr); n != 1 {
 		t.Errorf("%d SSH connections to worker-2 from this worker, want 1 shared", n)
 	}
 
 	// Kill the server side of the pooled connection: the next step must
 	// redial transparently, without spending a retry.
-	if _, err := host(t, "worker-2").Exec(t.Context(), "pkill", "-f", "sshd: core"); err != nil {
+	if _, err := labHost(t, "worker-2").Exec(t.Context(), "pkill", "-f", "sshd: core"); err != nil {
 		t.Fatalf("pkill: %v", err)
 	}
 	one := writeRunbook(t, `

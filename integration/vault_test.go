@@ -111,7 +111,7 @@ func TestIssueCertFromVaultOntoAHost(t *testing.T) {
 	if err := os.WriteFile(inv, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h := host(t, "worker-1")
+	h := labHost(t, "worker-1")
 	rb := writeRunbook(t, `
 apiVersion: kedge/v1
 kind: Runbook

@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	hostapi "kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/host"
 	"kedge.dev/kedge/integration/controlplane"
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/integration/typhoon"
@@ -359,14 +359,14 @@ func stillNamed(t *testing.T, id string) map[string][]string {
 	out := map[string][]string{}
 	inputs := map[int64]string{}
 	for _, e := range events(t, world.client, id, "") {
-		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == hostapi.RunAction {
-			var in hostapi.RunInput
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == host.RunAction {
+			var in host.RunInput
 			if err := world.codec.DataConverter().FromPayloads(a.GetInput(), &in); err == nil && strings.Contains(in.Script, "LOST_URLS") {
 				inputs[e.GetEventId()] = in.Target.Node
 			}
 		}
 		if a := e.GetActivityTaskCompletedEventAttributes(); a != nil && inputs[a.GetScheduledEventId()] != "" {
-			var res hostapi.RunResult
+			var res host.RunResult
 			if err := world.codec.DataConverter().FromPayloads(a.GetResult(), &res); err != nil {
 				t.Fatalf("decode a still-named result: %v", err)
 			}

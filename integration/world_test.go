@@ -219,7 +219,8 @@ func labInventory(l *testhosts.Lab, knownHosts string) string {
 	return lab.Inventory("lab", l, knownHosts)
 }
 
-func host(t testing.TB, name string) *testhosts.Host {
+// labHost is the world lab's host called name.
+func labHost(t testing.TB, name string) *testhosts.Host {
 	for _, h := range world.lab.Hosts {
 		if h.Name == name {
 			return h
@@ -287,7 +288,7 @@ func step(t *testing.T, p workflows.Progress, id string) workflows.StepProgress 
 
 func readHostFile(t *testing.T, h, path string) string {
 	t.Helper()
-	data, err := host(t, h).ReadFile(path)
+	data, err := labHost(t, h).ReadFile(path)
 	if err != nil {
 		t.Fatalf("read %s on %s: %v", path, h, err)
 	}
@@ -296,7 +297,7 @@ func readHostFile(t *testing.T, h, path string) string {
 
 func hostFileExists(t *testing.T, h, path string) bool {
 	t.Helper()
-	_, err := host(t, h).ReadFile(path)
+	_, err := labHost(t, h).ReadFile(path)
 	return err == nil
 }
 
