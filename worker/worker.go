@@ -12,6 +12,7 @@ import (
 
 	"kedge.dev/kedge/activities/chat"
 	"kedge.dev/kedge/activities/sshpool"
+	"kedge.dev/kedge/internal/attempt"
 	"kedge.dev/kedge/internal/codec"
 	"kedge.dev/kedge/internal/resume"
 	"kedge.dev/kedge/worker/trust"
@@ -75,7 +76,7 @@ func New(c client.Client, opts Options) *Worker {
 		Interceptors: []interceptor.WorkerInterceptor{
 			&kedgeMetrics{},
 			&trust.Guard{Registry: opts.Clusters, Logger: opts.Logger},
-			&resume.Interceptor{DataConverter: opts.DataConverter}, // a lost attempt's progress to the next
+			&attempt.Interceptor{Interceptor: resume.Interceptor{DataConverter: opts.DataConverter}}, // a step's failures kept while Temporal retries its action
 		},
 	})
 	if !opts.ActivitiesOnly {

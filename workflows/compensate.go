@@ -15,6 +15,7 @@ import (
 // Compensate runs rendered undo actions in order (the compensation of a
 // completed runbook).
 func Compensate(ctx workflow.Context, calls []UndoCall) error {
+	ctx = withCalls(ctx)
 	if err := admitChild(ctx, "compensation", len(calls) == 0); err != nil {
 		return err
 	}

@@ -34,6 +34,7 @@ func TestInspectReadsEachHostOnItsSite(t *testing.T) {
 	}
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
+	asOnAWorker(env)
 	Register(env)
 	var mu sync.Mutex
 	queues := map[string]string{}
@@ -91,6 +92,7 @@ func TestInspectReadsEachHostOnItsSite(t *testing.T) {
 func TestInspectRefusesAHostNotInTheInventory(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
+	asOnAWorker(env)
 	Register(env)
 	registerAdmit(env)
 	env.ExecuteWorkflow(InspectWorkflow, InspectInput{Cluster: inventory.Cluster{Name: "mercury"}, Nodes: []string{"eve"}, Admission: Admission{IssuedAt: time.Now()}})

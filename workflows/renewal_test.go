@@ -121,6 +121,7 @@ func inPlaceInput(t *testing.T) RunbookInput {
 func renewalEnv(t *testing.T, fail func(string) error) (*testsuite.TestWorkflowEnvironment, *renewalHost) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
+	asOnAWorker(env)
 	Register(env)
 	registerAdmit(env)
 	h := &renewalHost{fail: fail}

@@ -7,13 +7,11 @@ import (
 	"strings"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"kedge.dev/kedge/actions"
 	"kedge.dev/kedge/actions/errtype"
-	"kedge.dev/kedge/internal/resume"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/expr"
 	"kedge.dev/kedge/runbooks/plan"
@@ -23,6 +21,7 @@ import (
 // once; a failed step stops new scheduling, lets running siblings finish,
 // then the undo of every completed step runs in reverse completion order.
 func Runbook(ctx workflow.Context, in RunbookInput) (RunbookResult, error) {
+	ctx = withCalls(ctx)
 	r := newRun(ctx, in)
 	r.ui = newUI(ctx)
 	e := workflow.GetInfo(ctx).WorkflowExecution
@@ -509,91 +508,6 @@ func onSite(ctx workflow.Context, queue string) workflow.Context {
 		return ctx
 	}
 	return workflow.WithTaskQueue(ctx, queue)
-}
-
-// callAction runs one rendered action under the step's retry policy.
-func callAction(ctx workflow.Context, s *stepRun, action actions.Action, host string, input map[string]any) (any, int, error) {
-	retry := s.spec.Retry.WithDefaults()
-	timeout := s.spec.Timeout
-	if timeout == 0 {
-		timeout = action.Timeout
-	}
-	summary := activitySummary(s.spec.ID, action, host, input)
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: timeout,
-		HeartbeatTimeout:    action.Heartbeat,
-		WaitForCancellation: true,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
-		Summary:             summary,
-	})
-	failures, lost, forged := 0, 0, 0
-	next := actx // the next attempt's context
-	for attempt := 1; ; attempt++ {
-		var out map[string]any
-		err := workflow.ExecuteActivity(next, action.Name, input).Get(ctx, &out)
-		if err == nil {
-			return expr.Normalize(out), attempt, nil
-		}
-		s.p.LastError = errorMessage(err)
-		if host != "" {
-			s.p.LastError = host + ": " + s.p.LastError
-		}
-		if ctx.Err() != nil {
-			return nil, attempt, err
-		}
-		// A missed heartbeat means the worker running the attempt died
-		// or hung, not that the step failed: run it again at once,
-		// without counting it against the step's maxAttempts, and
-		// hand it the lost attempt's last heartbeat details, so a long
-		// action resumes where it got to (internal/resume).
-		if workerLost(err) && lost < maxLostWorkers {
-			lost++
-			next = resume.After(next, err)
-			continue
-		}
-		// A failure the step's queue did not vouch for (another site's
-		// worker answered the task: internal/codec) is no failure of
-		// the step: run it again at once, a bounded number of times.
-		if refused(err) && forged < maxLostWorkers {
-			forged++
-			next = actx
-			continue
-		}
-		next = actx // an attempt after a failure starts over
-		failures++
-		if !retryable(err) || failures >= retry.MaxAttempts {
-			return nil, attempt, err
-		}
-		if err := workflow.NewTimer(ctx, retry.Delay(failures)).Get(ctx, nil); err != nil {
-			return nil, attempt, err
-		}
-	}
-}
-
-// maxLostWorkers bounds the attempts of one action that may end in a
-// missed heartbeat, or in a refused failure, before one counts as a
-// failure.
-const maxLostWorkers = 5
-
-func workerLost(err error) bool {
-	var timeout *temporal.TimeoutError
-	return errors.As(err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT
-}
-
-func refused(err error) bool {
-	var app *temporal.ApplicationError
-	return errors.As(err, &app) && app.Type() == errtype.RefusedFailure
-}
-
-func retryable(err error) bool {
-	if temporal.IsCanceledError(err) {
-		return false
-	}
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) {
-		return !app.NonRetryable()
-	}
-	return true
 }
 
 // runChild runs a child runbook as a child workflow whose ID extends ours.

@@ -13,11 +13,13 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 
 	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/internal/attempt"
 
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/inventory"
@@ -125,12 +127,25 @@ var childName = regexp.MustCompile(`name: ([a-z-]+)`)
 func newEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeHosts) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: DeadlockDetectionTimeout}) // the worker's own
+	env.SetWorkerOptions(worker.Options{
+		DeadlockDetectionTimeout: DeadlockDetectionTimeout,                                // the worker's own
+		Interceptors:             []interceptor.WorkerInterceptor{&attempt.Interceptor{}}, // as on every worker
+	})
 	Register(env)
 	registerAdmit(env)
 	f := &fakeHosts{}
 	f.register(env)
 	return env, f
+}
+
+// asOnAWorker gives env what every Kedge worker gives the workflow: its
+// deadlock timeout, and the interceptor that keeps a step's failures
+// while Temporal retries its action.
+func asOnAWorker(env *testsuite.TestWorkflowEnvironment) {
+	env.SetWorkerOptions(worker.Options{
+		DeadlockDetectionTimeout: DeadlockDetectionTimeout,
+		Interceptors:             []interceptor.WorkerInterceptor{&attempt.Interceptor{}},
+	})
 }
 
 func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) (RunbookResult, error) {
@@ -261,7 +276,7 @@ func TestLostWorkerIsRetriedBeyondMaxAttempts(t *testing.T) {
 		lost     int32
 		wantErr  bool
 		attempts int
-	}{{lost: 2, attempts: 3}, {lost: 10, wantErr: true, attempts: maxLostWorkers + 1}} {
+	}{{lost: 2, attempts: 3}, {lost: 10, wantErr: true, attempts: attempt.Lost + 1}} {
 		env, f := newEnv(t)
 		f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
 			if attempt <= tc.lost {

@@ -57,6 +57,7 @@ steps:
 func TestActionsRunOnTheirSiteQueue(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
+	asOnAWorker(env)
 	Register(env)
 	registerAdmit(env)
 	var mu sync.Mutex

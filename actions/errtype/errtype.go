@@ -57,8 +57,20 @@ const (
 	UpgradeRefused = "UpgradeRefused"
 )
 
+// NotRetried returns the types above (refused before anything changes),
+// which no retry could change: the NonRetryableErrorTypes of every
+// action's RetryPolicy, so the server never retries one even when an
+// activity forgot to say so.
+func NotRetried() []string {
+	return []string{InvalidInput, CheckFailed, ApprovalRejected, ApprovalTimeout, UndoFailed, NodeBusy, CredentialRefused, UnknownLayout, NodeNameMismatch, Unreadable, NotAdopted, CAWithinRenewalWindow, IssuerEnded, ForeignIssuer, ServiceAccountKeyMismatch, DrainBlocked, EtcdQuorum, EtcdMemberNotLost, EtcdUnhealthy, CAStillPresented, NotStaged, OldKeyInUse, UpgradeRefused}
+}
+
 // Temporal.
 const (
+	// AttemptTimeout: an attempt did not end within its step's timeout
+	// (the worker ends it a moment before Temporal's start-to-close
+	// timeout, so it counts as a failure of the step).
+	AttemptTimeout = "AttemptTimeout"
 	// RefusedFailure: a worker reported a failure of an activity that its
 	// task queue's key did not seal (another site's worker, or no worker
 	// of Kedge's): the step runs again, the claim is not read (retried).

@@ -1,0 +1,349 @@
+package attempt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"kedge.dev/kedge/actions/errtype"
+	"kedge.dev/kedge/internal/resume"
+)
+
+// Lost is how many attempts of one action may be lost (a worker that
+// died or hung: a missed heartbeat, or a timeout the activity did not
+// see) on top of its step's maxAttempts: a lost attempt is no failure of
+// the step. The workflow's RetryPolicy asks for the two added up.
+const Lost = 5
+
+// Detail is what the worker adds to an action's result, or to its final
+// error's details, when the action took more than one attempt: the
+// workflow sees only the attempt that ended.
+type Detail struct {
+	Attempt int `json:"kedgeAttempt"`
+	// LastError is what ended the attempt before this one.
+	LastError string `json:"kedgeLastError,omitempty"`
+}
+
+// Keys of Detail in a result (a JSON object).
+const (
+	AttemptKey   = "kedgeAttempt"
+	LastErrorKey = "kedgeLastError"
+)
+
+// ledger is what the worker keeps in an action's heartbeat details: the
+// step's failures so far and the activity's own details. Temporal hands
+// the last heartbeat details to the next attempt, whatever ended the one
+// before: a failure the worker counted here, or a lost attempt it never
+// saw end.
+type ledger struct {
+	Kedge      int               `json:"kedgeLedger"` // 1
+	Failures   int               `json:"failures"`
+	LastFailed int               `json:"lastFailed,omitempty"` // the attempt that failed last
+	LastError  string            `json:"lastError,omitempty"`
+	Details    []json.RawMessage `json:"details,omitempty"`
+}
+
+// Interceptor keeps a step's retry policy on the worker while Temporal
+// retries the step's action (the RetryPolicy the workflow builds, with
+// MaximumAttempts the step's maxAttempts plus Lost):
+//
+//   - it counts the step's failures in the heartbeat details, beside the
+//     activity's own (which the activity reads and writes as ever, with
+//     activity.RecordHeartbeat and resume.Load), and makes the failure
+//     that spends the step's maxAttempts final, so a lost attempt never
+//     counts as one;
+//   - it ends an attempt's work a moment before Temporal's start-to-close
+//     timeout, so the timeout is a failure the worker counts, not a loss;
+//   - it adds the attempt number and the error before it (Detail) to a
+//     result or final error that took more than one attempt.
+//
+// Activities of runs started before Temporal retried actions (one
+// attempt each, MaximumAttempts 1, retried by the workflow) pass
+// through: for them the embedded resume.Interceptor carries a lost
+// attempt's details to the next in the activity header. Register it on
+// every worker.
+type Interceptor struct {
+	resume.Interceptor
+}
+
+// InterceptActivity keeps the ledger of each activity, inside the
+// carrying of version-0 runs.
+func (i *Interceptor) InterceptActivity(ctx context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
+	return i.Interceptor.InterceptActivity(ctx, &inbound{ActivityInboundInterceptorBase: interceptor.ActivityInboundInterceptorBase{Next: next}})
+}
+
+type inbound struct {
+	interceptor.ActivityInboundInterceptorBase
+	out *outbound
+}
+
+func (a *inbound) Init(next interceptor.ActivityOutboundInterceptor) error {
+	a.out = &outbound{ActivityOutboundInterceptorBase: interceptor.ActivityOutboundInterceptorBase{Next: next}}
+	return a.Next.Init(a.out)
+}
+
+// Header is the activity header that carries a step's maxAttempts (its
+// failure budget) from the workflow to the worker.
+const Header = "kedge-attempts"
+
+// budgetKey holds a step's maxAttempts on a workflow context.
+type budgetKey struct{}
+
+// WithBudget puts a step's maxAttempts on ctx: the activities scheduled
+// with it are retried by Temporal, up to maxAttempts failures (the
+// worker counts them) and Lost lost attempts.
+func WithBudget(ctx workflow.Context, maxAttempts int) workflow.Context {
+	return workflow.WithValue(ctx, budgetKey{}, maxAttempts)
+}
+
+// budget reads the step's failure budget from the activity's header: 0
+// for an activity not retried by Temporal for a step.
+func budget(ctx context.Context) int {
+	p, ok := interceptor.Header(ctx)[Header]
+	var n int
+	if !ok || p == nil || converter.GetDefaultDataConverter().FromPayload(p, &n) != nil {
+		return 0
+	}
+	return n
+}
+
+// InterceptWorkflow writes the budget WithBudget put on a context into
+// the header of the activity scheduled with it (and, for version-0 runs,
+// what a lost attempt carried: resume.Interceptor).
+func (i *Interceptor) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
+	return i.Interceptor.InterceptWorkflow(ctx, &workflowInbound{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}})
+}
+
+type workflowInbound struct {
+	interceptor.WorkflowInboundInterceptorBase
+}
+
+func (w *workflowInbound) Init(next interceptor.WorkflowOutboundInterceptor) error {
+	return w.Next.Init(&workflowOutbound{WorkflowOutboundInterceptorBase: interceptor.WorkflowOutboundInterceptorBase{Next: next}})
+}
+
+type workflowOutbound struct {
+	interceptor.WorkflowOutboundInterceptorBase
+}
+
+func (w *workflowOutbound) ExecuteActivity(ctx workflow.Context, activityType string, args ...any) workflow.Future {
+	if n, ok := ctx.Value(budgetKey{}).(int); ok && n > 0 {
+		if p, err := converter.GetDefaultDataConverter().ToPayload(n); err == nil {
+			if h := interceptor.WorkflowHeader(ctx); h != nil {
+				h[Header] = p
+			}
+		}
+	}
+	return w.Next.ExecuteActivity(ctx, activityType, args...)
+}
+
+func (a *inbound) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
+	info := activity.GetInfo(ctx)
+	allowed := budget(ctx)
+	if allowed == 0 {
+		return a.Next.ExecuteActivity(ctx, in)
+	}
+	l := a.out.open(ctx)
+	n := int(info.Attempt)
+	before := l.LastError
+	if n > 1 && l.LastFailed != n-1 {
+		before = fmt.Sprintf("attempt %d lost: its worker stopped (no heartbeat within %s) or it did not end in %s", n-1, info.HeartbeatTimeout, info.StartToCloseTimeout)
+	}
+	work := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		work, cancel = context.WithDeadline(ctx, dl.Add(-margin(info.StartToCloseTimeout)))
+		defer cancel()
+	}
+	res, err := a.Next.ExecuteActivity(work, in)
+	if err == nil {
+		if n > 1 && res != nil {
+			return annotated{v: res, d: Detail{Attempt: n, LastError: before}}, nil
+		}
+		return res, nil
+	}
+	if ctx.Err() != nil || temporal.IsCanceledError(err) || lost(err) {
+		return nil, err // cancelled, or lost: not the step's failure
+	}
+	if work.Err() != nil && errors.Is(work.Err(), context.DeadlineExceeded) {
+		err = temporal.NewApplicationErrorWithCause(fmt.Sprintf("did not end in %s", info.StartToCloseTimeout), errtype.AttemptTimeout, err)
+	}
+	l.Failures++
+	if retryable(err) && l.Failures < allowed && n < allowed+Lost {
+		// The next attempt starts over, as after any failure: what this
+		// one got to may be what failed.
+		l.LastFailed, l.LastError, l.Details = n, message(err), nil
+		a.out.save(ctx, l)
+		return nil, err
+	}
+	return nil, final(err, Detail{Attempt: n, LastError: before})
+}
+
+// margin is how long before Temporal's start-to-close timeout the worker
+// ends an attempt's work itself.
+func margin(startToClose time.Duration) time.Duration {
+	return min(2*time.Second, startToClose/10)
+}
+
+// lost says whether an activity returned the timeout of a lost attempt
+// (its heartbeat, as the server would end it).
+func lost(err error) bool {
+	var t *temporal.TimeoutError
+	return errors.As(err, &t) && t.TimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT
+}
+
+func retryable(err error) bool {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return !app.NonRetryable() && !slices.Contains(errtype.NotRetried(), app.Type())
+	}
+	return true
+}
+
+// message is err as the workflow shows it.
+func message(err error) string { return err.Error() }
+
+// final makes err the step's last failure: not retried by Temporal, with
+// d in its details when it took more than one attempt and has none of
+// its own.
+func final(err error, d Detail) error {
+	if app, ok := err.(*temporal.ApplicationError); ok { // the error itself, not one it wraps
+		if app.NonRetryable() && (d.Attempt <= 1 || app.HasDetails()) {
+			return err
+		}
+		opts := temporal.ApplicationErrorOptions{NonRetryable: true, Cause: app.Unwrap()}
+		if app.HasDetails() { // details of its own: keep them on the cause
+			opts.Cause = err
+		} else if d.Attempt > 1 {
+			opts.Details = []any{d}
+		}
+		return temporal.NewApplicationErrorWithOptions(app.Message(), app.Type(), opts)
+	}
+	opts := temporal.ApplicationErrorOptions{NonRetryable: true, Cause: errors.Unwrap(err)}
+	if d.Attempt > 1 {
+		opts.Details = []any{d}
+	}
+	return temporal.NewApplicationErrorWithOptions(err.Error(), goType(err), opts)
+}
+
+// goType names err's type as Temporal does for an error that is no
+// ApplicationError.
+func goType(err error) string {
+	t := reflect.TypeOf(err)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Name() == "errorString" {
+		return ""
+	}
+	return t.Name()
+}
+
+// annotated is a result with Detail added to its JSON object.
+type annotated struct {
+	v any
+	d Detail
+}
+
+func (a annotated) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(a.v)
+	if err != nil || len(b) < 2 || b[0] != '{' {
+		return b, err // no object: nothing to add to
+	}
+	head, err := json.Marshal(a.d)
+	if err != nil {
+		return nil, err
+	}
+	if string(b) == "{}" {
+		return head, nil
+	}
+	out := make([]byte, 0, len(head)+len(b))
+	out = append(out, head[:len(head)-1]...)
+	out = append(out, ',')
+	return append(out, b[1:]...), nil
+}
+
+// outbound keeps the ledger around the activity's own heartbeat details.
+type outbound struct {
+	interceptor.ActivityOutboundInterceptorBase
+	on bool
+	l  ledger
+}
+
+// open reads the ledger the attempt before left (none: a new one). Details
+// of another form (a worker before the ledger) are the activity's own.
+func (o *outbound) open(ctx context.Context) *ledger {
+	o.on, o.l = true, ledger{Kedge: 1}
+	if !o.Next.HasHeartbeatDetails(ctx) {
+		return &o.l
+	}
+	var raw json.RawMessage
+	if o.Next.GetHeartbeatDetails(ctx, &raw) != nil {
+		return &o.l
+	}
+	var l ledger
+	if json.Unmarshal(raw, &l) == nil && l.Kedge == 1 {
+		o.l = l
+	} else {
+		o.l.Details = []json.RawMessage{raw}
+	}
+	return &o.l
+}
+
+// save records l as the heartbeat details; Temporal keeps them for the
+// next attempt (the SDK sends a buffered heartbeat before the failure).
+func (o *outbound) save(ctx context.Context, l *ledger) {
+	o.l = *l
+	o.Next.RecordHeartbeat(ctx, o.l)
+}
+
+func (o *outbound) RecordHeartbeat(ctx context.Context, details ...any) {
+	if !o.on {
+		o.Next.RecordHeartbeat(ctx, details...)
+		return
+	}
+	raws := make([]json.RawMessage, 0, len(details))
+	for _, d := range details {
+		b, err := json.Marshal(d)
+		if err != nil {
+			activity.GetLogger(ctx).Warn("a heartbeat detail does not encode: not recorded", "error", err)
+			return
+		}
+		raws = append(raws, b)
+	}
+	o.l.Details = raws
+	o.Next.RecordHeartbeat(ctx, o.l)
+}
+
+func (o *outbound) HasHeartbeatDetails(ctx context.Context) bool {
+	if !o.on {
+		return o.Next.HasHeartbeatDetails(ctx)
+	}
+	return len(o.l.Details) > 0
+}
+
+func (o *outbound) GetHeartbeatDetails(ctx context.Context, d ...any) error {
+	if !o.on {
+		return o.Next.GetHeartbeatDetails(ctx, d...)
+	}
+	if len(o.l.Details) < len(d) {
+		return temporal.ErrNoData
+	}
+	for i, v := range d {
+		if err := json.Unmarshal(o.l.Details[i], v); err != nil {
+			return fmt.Errorf("heartbeat detail %d: %w", i, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,69 @@
+package attempt
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"go.temporal.io/sdk/temporal"
+)
+
+// A result that took more than one attempt says so beside its own
+// fields; one that is no JSON object is left as it is.
+func TestAnnotatedAddsTheAttemptToAnObject(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{v: struct {
+			Changed bool `json:"changed"`
+		}{true}, want: `{"kedgeAttempt":3,"kedgeLastError":"boom","changed":true}`},
+		{v: struct{}{}, want: `{"kedgeAttempt":3,"kedgeLastError":"boom"}`},
+		{v: []int{1}, want: `[1]`},
+	} {
+		b, err := json.Marshal(annotated{v: tc.v, d: Detail{Attempt: 3, LastError: "boom"}})
+		if err != nil || string(b) != tc.want {
+			t.Errorf("%#v: %s, %v; want %s", tc.v, b, err, tc.want)
+		}
+	}
+}
+
+// The failure that spends a step's attempts is final (Temporal retries
+// it no more), keeps its type, message and cause, and says on which
+// attempt it came when that was not the first.
+func TestFinalKeepsTypeAndCause(t *testing.T) {
+	cause := errors.New("exit status 1")
+	err := final(temporal.NewApplicationErrorWithCause("apt-get failed", "CommandFailed", cause), Detail{Attempt: 2, LastError: "lost"})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || !app.NonRetryable() || app.Type() != "CommandFailed" || app.Message() != "apt-get failed" || !errors.Is(err, cause) {
+		t.Fatalf("final: %v", err)
+	}
+	var d Detail
+	if app.Details(&d) != nil || d.Attempt != 2 {
+		t.Errorf("details %+v, want attempt 2", d)
+	}
+	// A final error with details of its own keeps them.
+	own := temporal.NewNonRetryableApplicationError("refused", "UpgradeRefused", nil, map[string]any{"problems": []string{"x"}})
+	if got := final(own, Detail{Attempt: 2}); got != own {
+		t.Errorf("a final error with its own details was rebuilt: %v", got)
+	}
+	// A plain error keeps its message, and is final.
+	err = final(errors.New("plain"), Detail{Attempt: 1})
+	if !errors.As(err, &app) || !app.NonRetryable() || app.Message() != "plain" || app.HasDetails() {
+		t.Errorf("plain: %v", err)
+	}
+}
+
+// retryable refuses what the step's policy never retries, as the server
+// does with NonRetryableErrorTypes.
+func TestRetryableFollowsTheNotRetriedTypes(t *testing.T) {
+	if retryable(temporal.NewApplicationError("bad", "InvalidInput")) {
+		t.Error("InvalidInput counted retryable")
+	}
+	if !retryable(temporal.NewApplicationError("exit 1", "CommandFailed")) || !retryable(errors.New("x")) {
+		t.Error("a plain failure counted final")
+	}
+	if retryable(temporal.NewNonRetryableApplicationError("no", "CommandFailed", nil)) {
+		t.Error("a non-retryable failure counted retryable")
+	}
+}
