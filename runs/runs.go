@@ -16,7 +16,8 @@ import (
 const queryTimeout = 5 * time.Second
 
 // Progress asks a runbook or rollout workflow for its progress (runID ""
-// is the latest run).
+// is the latest run), with the attempts Temporal is making of its
+// running actions (withPending).
 func Progress(ctx context.Context, cl client.Client, id, runID string) (workflows.Progress, error) {
 	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
@@ -25,8 +26,13 @@ func Progress(ctx context.Context, cl client.Client, id, runID string) (workflow
 		return workflows.Progress{}, err
 	}
 	var p workflows.Progress
-	err = v.Get(&p)
-	return p, err
+	if err = v.Get(&p); err != nil || p.State != workflows.StateRunning {
+		return p, err
+	}
+	if d, err := cl.DescribeWorkflowExecution(ctx, id, runID); err == nil {
+		withPending(&p, d.GetPendingActivities())
+	}
+	return p, nil
 }
 
 // RootMessage is the message of err's innermost cause: what failed, without
