@@ -2,15 +2,12 @@ package pkihost
 
 import (
 	"encoding/base64"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"go.temporal.io/sdk/temporal"
 
 	"kedge.dev/kedge/actions/layout"
 
@@ -77,8 +74,7 @@ func TestRenewInPlaceRenewsTheAggregationClientAndAdminConf(t *testing.T) {
 	in.Force = true
 	before, _ := os.ReadFile(c.files[layout.FileAPIServerCert])
 	_, err = c.acts.RenewInPlace(t.Context(), in)
-	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != errtype.ForeignIssuer || !strings.Contains(err.Error(), "aggregationCAKey") {
+	if !errtype.Is(err, errtype.ForeignIssuer) || !strings.Contains(err.Error(), "aggregationCAKey") {
 		t.Fatalf("renewal without the front-proxy CA: %v", err)
 	}
 	if after, _ := os.ReadFile(c.files[layout.FileAPIServerCert]); string(after) != string(before) {

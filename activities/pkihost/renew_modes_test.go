@@ -323,7 +323,7 @@ func TestRenewInPlaceRefusesACAEndingWithinTheWindow(t *testing.T) {
 	before, _ := os.ReadFile(c.files[layout.FileAPIServerKey])
 	_, err := c.renew(t)
 	var ae *temporal.ApplicationError
-	if !errors.As(err, &ae) || ae.Type() != errtype.CAWithinRenewalWindow || !ae.NonRetryable() {
+	if !errors.As(err, &ae) || !errtype.Is(err, errtype.CAWithinRenewalWindow) || !ae.NonRetryable() {
 		t.Fatalf("want a non-retryable %s, got %v", errtype.CAWithinRenewalWindow, err)
 	}
 	for _, want := range []string{`the cluster CA "kubernetes-ca" ends ` + caEnd.UTC().Format(time.RFC3339), "threshold 720h", "Nothing was renewed on tyc1", "rotation runbook (ca-rotation)"} {
@@ -348,7 +348,7 @@ func TestCheckCALife(t *testing.T) {
 		{Name: "etcd's CA (kedge/clusters/tyc/etcd-ca)", Certificate: soon.pem},
 	}})
 	var ae *temporal.ApplicationError
-	if !errors.As(err, &ae) || ae.Type() != errtype.CAWithinRenewalWindow || !ae.NonRetryable() {
+	if !errors.As(err, &ae) || !errtype.Is(err, errtype.CAWithinRenewalWindow) || !ae.NonRetryable() {
 		t.Fatalf("want a non-retryable %s, got %v", errtype.CAWithinRenewalWindow, err)
 	}
 	want := `etcd's CA (kedge/clusters/tyc/etcd-ca) "etcd-ca" ends ` + soon.cert.NotAfter.UTC().Format(time.RFC3339) +
@@ -382,7 +382,7 @@ func TestTheReadersOfARenewalAreCheckedAsTheyRun(t *testing.T) {
 	}
 	_, err = c.acts.Hosts.(*sshhost.Activities).CheckReadable(t.Context(), host.CheckReadableInput{Target: c.target, Files: res.Readers})
 	var ae *temporal.ApplicationError
-	if !errors.As(err, &ae) || ae.Type() != errtype.Unreadable || !ae.NonRetryable() {
+	if !errors.As(err, &ae) || !errtype.Is(err, errtype.Unreadable) || !ae.NonRetryable() {
 		t.Fatalf("want a non-retryable %s, got %v", errtype.Unreadable, err)
 	}
 	if want := "kube-apiserver (uid 65534 gid 65534) cannot read " + key + " (root:root 600)"; !strings.Contains(err.Error(), want) {
