@@ -114,8 +114,11 @@ lint: tools
 	$(GO) run ./internal/lint/funclen .
 
 ## record-histories: re-record the replay-test histories from real runs (after a deliberate workflow change)
+## (into workflows/testdata/replay/retries: the histories of runs on which Temporal retries
+## actions; those in workflows/testdata/replay are kept as recorded before, for runs in flight)
 record-histories: deps kube-tools vault-tools
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_RECORD_HISTORY=$(CURDIR)/workflows/testdata/replay flock -o $(IT_LOCK) $(GO) test -count=1 -run "Hello|Flaky|FailsTwice|Undoes|Approval|Cancel|RolloutPausedByABlockedDrain|UI|ContinuesAsNew" ./integration/
+	mkdir -p workflows/testdata/replay/retries && cp workflows/testdata/replay/codec.key workflows/testdata/replay/retries/codec.key
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_RECORD_HISTORY=$(CURDIR)/workflows/testdata/replay/retries flock -o $(IT_LOCK) $(GO) test -count=1 -run "Hello|Flaky|FailsTwice|Undoes|Approval|Cancel|RolloutPausedByABlockedDrain|UI|ContinuesAsNew" ./integration/
 
 ## bench: per-step overhead vs a raw SSH loop, fan-out vs parallel-ssh, rolling swap over 50 nodes, history of a 1,000-node rollout, planning 1,000 nodes
 ## (only the packages that hold benchmarks: the others' test worlds would

@@ -10,6 +10,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -21,15 +22,20 @@ import (
 // see `make record-histories`). A change to the workflow that would break
 // running runbooks fails here: put it behind workflow.GetVersion, or, when
 // the break is deliberate, record the histories again in the same change.
+//
+// Two generations are kept: testdata/replay holds runs recorded before
+// Temporal retried actions (runs in flight then finish on the workflow's
+// own loop), testdata/replay/retries those recorded since.
 func TestReplayRecordedHistories(t *testing.T) {
-	files, _ := filepath.Glob("testdata/replay/*.json")
-	files = goodHistories(files)
-	if len(files) == 0 {
-		t.Fatal("no recorded histories in testdata/replay")
+	before, _ := filepath.Glob("testdata/replay/*.json")
+	since, _ := filepath.Glob("testdata/replay/retries/*.json")
+	files := goodHistories(append(before, since...))
+	if len(goodHistories(before)) == 0 || len(since) == 0 {
+		t.Fatal("no recorded histories in testdata/replay or testdata/replay/retries")
 	}
 	opts := replayerOptions(t)
 	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
+		t.Run(strings.TrimPrefix(f, "testdata/replay/"), func(t *testing.T) {
 			if err := replay(t, opts, f); err != nil {
 				t.Fatalf("replay %s: %v", f, err)
 			}
@@ -195,4 +201,79 @@ func replayHistory(t *testing.T, opts worker.WorkflowReplayerOptions, hist *hist
 		ropts.OriginalExecution = workflow.Execution{ID: start.GetWorkflowId(), RunID: start.GetOriginalExecutionRunId()}
 	}
 	return r.ReplayWorkflowHistoryWithOptions(nil, hist, ropts)
+}
+
+// The two generations of recorded histories run their actions each on
+// its own path: before, every attempt an activity of one attempt; since,
+// one activity per call, named by step and host, that Temporal retries.
+func TestRecordedHistoriesTakeTheirRetryPath(t *testing.T) {
+	for _, gen := range []struct {
+		glob  string
+		since bool
+	}{{"testdata/replay/*.json", false}, {"testdata/replay/retries/*.json", true}} {
+		files, _ := filepath.Glob(gen.glob)
+		calls := 0
+		for _, f := range goodHistories(files) {
+			for _, e := range loadHistory(t, f).GetEvents() {
+				a := e.GetActivityTaskScheduledEventAttributes()
+				if a == nil || a.GetActivityType().GetName() == AdmitRunActivity {
+					continue
+				}
+				_, _, named := ParseActivityID(a.GetActivityId())
+				max := a.GetRetryPolicy().GetMaximumAttempts()
+				switch {
+				case named && !gen.since, named && max <= 1:
+					t.Errorf("%s: %s scheduled as %q with MaximumAttempts %d", f, a.GetActivityType().GetName(), a.GetActivityId(), max)
+				case named:
+					calls++
+				case !gen.since && max == 1:
+					calls++
+				}
+			}
+		}
+		if calls == 0 {
+			t.Errorf("%s: no action ran on its path in these histories", gen.glob)
+		}
+	}
+}
+
+// A run Temporal retries replays only with its version marker: with the
+// marker of the temporal-retries change taken for another change's, the
+// workflow takes the path of the runs before (an activity per attempt,
+// retried by the workflow) and the replay fails. So the change is
+// versioned, not merely compatible.
+func TestReplayOfARetriedRunNeedsItsVersion(t *testing.T) {
+	opts := replayerOptions(t)
+	hist := loadHistory(t, "testdata/replay/retries/hello.json")
+	if err := replayHistory(t, opts, hist); err != nil {
+		t.Fatalf("as recorded: %v", err)
+	}
+	start := hist.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes()
+	dc := converter.WithDataConverterSerializationContext(opts.DataConverter, converter.WorkflowSerializationContext{
+		Namespace: "default", WorkflowID: start.GetWorkflowId()})
+	var ours, other *historypb.MarkerRecordedEventAttributes
+	for _, e := range hist.GetEvents() {
+		m := e.GetMarkerRecordedEventAttributes()
+		if m == nil {
+			continue
+		}
+		var change string
+		if err := dc.FromPayloads(m.GetDetails()["change-id"], &change); err != nil {
+			t.Fatalf("a marker's change id: %v", err)
+		}
+		if change == retriesChange {
+			ours = m
+		} else if other == nil {
+			other = m
+		}
+	}
+	if ours == nil || other == nil {
+		t.Fatalf("the history lacks the %s marker or another", retriesChange)
+	}
+	ours.Details["change-id"] = other.Details["change-id"]
+	// TMPRL1100 is the SDK's code for nondeterminism: here the recorded
+	// activity (step/host#n) is not one the old path schedules.
+	if err := replayHistory(t, opts, hist); err == nil || !strings.Contains(err.Error(), "TMPRL1100") {
+		t.Fatalf("without its version marker: %v, want a nondeterminism error", err)
+	}
 }
