@@ -52,6 +52,7 @@ func implementations(h *sshhost.Activities, k *kubeapi.Activities, v *vaultapi.A
 		host.CheckReadableAction:    h.CheckReadable,
 		host.WaitPodTokensAction:    h.WaitPodTokens,
 		host.PrepareNodeAction:      h.PrepareNode,
+		host.BootInfoAction:         h.BootInfo,
 
 		kube.CordonAction:                 k.Cordon,
 		kube.UncordonAction:               k.Uncordon,
