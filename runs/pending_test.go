@@ -5,6 +5,7 @@ import (
 
 	workflowpb "go.temporal.io/api/workflow/v1"
 
+	"kedge.dev/kedge/internal/attempt"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -18,10 +19,10 @@ func TestWithPendingShowsTheAttemptUnderWay(t *testing.T) {
 		{ID: "done", State: workflows.StateSucceeded, Attempts: 1},
 	}}
 	withPending(&p, []*workflowpb.PendingActivityInfo{
-		{ActivityId: workflows.ActivityID("swap", "w2", 7), Attempt: 3},
-		{ActivityId: workflows.ActivityID("check", "", 8), Attempt: 2},
-		{ActivityId: workflows.ActivityID("swap", "w1", 9), Attempt: 1},
-		{ActivityId: workflows.ActivityID("done", "", 3), Attempt: 4},
+		{ActivityId: attempt.ID("swap", "w2", 7, 3), Attempt: 3},
+		{ActivityId: attempt.ID("check", "", 8, 3), Attempt: 2},
+		{ActivityId: attempt.ID("swap", "w1", 9, 3), Attempt: 1},
+		{ActivityId: attempt.ID("done", "", 3, 3), Attempt: 4},
 		{ActivityId: "12", Attempt: 5},
 	})
 	swap, check, done := p.Steps[0], p.Steps[1], p.Steps[2]

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"kedge.dev/kedge/internal/attempt"
 	"kedge.dev/kedge/internal/codec"
 )
 
@@ -219,7 +220,7 @@ func TestRecordedHistoriesTakeTheirRetryPath(t *testing.T) {
 				if a == nil || a.GetActivityType().GetName() == AdmitRunActivity {
 					continue
 				}
-				_, _, named := ParseActivityID(a.GetActivityId())
+				_, _, _, named := attempt.ParseID(a.GetActivityId())
 				max := a.GetRetryPolicy().GetMaximumAttempts()
 				switch {
 				case named && !gen.since, named && max <= 1:

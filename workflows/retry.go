@@ -2,8 +2,6 @@ package workflows
 
 import (
 	"errors"
-	"fmt"
-	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
@@ -24,34 +22,8 @@ import (
 // (version 0, callActionLoop), and finish that way.
 const retriesChange = "temporal-retries"
 
-// ActivityID names the activity of one action call: its step, its host
-// ("-" for none) and the call's number in the run, so that a front end
-// matches a pending activity's attempts and last failure
-// (DescribeWorkflowExecution) to the step and host it runs
-// (ParseActivityID). The number keeps it unique in the run: the SDK
-// refuses two activities of one ID in one workflow task.
-func ActivityID(step, host string, n int) string {
-	if host == "" {
-		host = "-"
-	}
-	return fmt.Sprintf("%s/%s#%d", step, host, n)
-}
-
-// ParseActivityID reads the step and host (none: "") of an ActivityID.
-func ParseActivityID(id string) (step, host string, ok bool) {
-	step, rest, ok := strings.Cut(id, "/")
-	host, _, found := strings.Cut(rest, "#")
-	if !ok || !found || step == "" || host == "" {
-		return "", "", false
-	}
-	if host == "-" {
-		host = ""
-	}
-	return step, host, true
-}
-
 // callsKey holds, on a workflow's context, the number of action calls
-// it made so far (ActivityID).
+// it made so far (attempt.ID).
 type callsKey struct{}
 
 // withCalls starts a workflow's count of action calls.
@@ -100,10 +72,9 @@ func callAction(ctx workflow.Context, s *stepRun, action actions.Action, host st
 	}
 	retry := s.spec.Retry.WithDefaults()
 	opts.RetryPolicy = retryPolicy(retry)
-	ctx = attempt.WithBudget(ctx, retry.MaxAttempts)
 	for forged := 0; ; forged++ {
 		if n := nextCall(ctx); n > 0 {
-			opts.ActivityID = ActivityID(s.spec.ID, host, n)
+			opts.ActivityID = attempt.ID(s.spec.ID, host, n, retry.MaxAttempts)
 		}
 		var out map[string]any
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), action.Name, input).Get(ctx, &out)

@@ -7,14 +7,14 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/workflow"
 
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/internal/resume"
@@ -93,65 +93,38 @@ func (a *inbound) Init(next interceptor.ActivityOutboundInterceptor) error {
 	return a.Next.Init(a.out)
 }
 
-// Header is the activity header that carries a step's maxAttempts (its
-// failure budget) from the workflow to the worker.
-const Header = "kedge-attempts"
-
-// budgetKey holds a step's maxAttempts on a workflow context.
-type budgetKey struct{}
-
-// WithBudget puts a step's maxAttempts on ctx: the activities scheduled
-// with it are retried by Temporal, up to maxAttempts failures (the
-// worker counts them) and Lost lost attempts.
-func WithBudget(ctx workflow.Context, maxAttempts int) workflow.Context {
-	return workflow.WithValue(ctx, budgetKey{}, maxAttempts)
-}
-
-// budget reads the step's failure budget from the activity's header: 0
-// for an activity not retried by Temporal for a step.
-func budget(ctx context.Context) int {
-	p, ok := interceptor.Header(ctx)[Header]
-	var n int
-	if !ok || p == nil || converter.GetDefaultDataConverter().FromPayload(p, &n) != nil {
-		return 0
+// ID names the activity of one action call: its step, its host ("-"
+// for none), the call's number in the run (unique in the run: the SDK
+// refuses two activities of one ID in one workflow task) and the step's
+// maxAttempts, which the worker keeps (budget). A front end matches a
+// pending activity's attempts to its step and host with ParseID.
+func ID(step, host string, n, maxAttempts int) string {
+	if host == "" {
+		host = "-"
 	}
-	return n
+	return fmt.Sprintf("%s/%s#%d+%d", step, host, n, maxAttempts)
 }
 
-// InterceptWorkflow writes the budget WithBudget put on a context into
-// the header of the activity scheduled with it (and, for version-0 runs,
-// what a lost attempt carried: resume.Interceptor).
-func (i *Interceptor) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
-	return i.Interceptor.InterceptWorkflow(ctx, &workflowInbound{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}})
-}
-
-type workflowInbound struct {
-	interceptor.WorkflowInboundInterceptorBase
-}
-
-func (w *workflowInbound) Init(next interceptor.WorkflowOutboundInterceptor) error {
-	return w.Next.Init(&workflowOutbound{WorkflowOutboundInterceptorBase: interceptor.WorkflowOutboundInterceptorBase{Next: next}})
-}
-
-type workflowOutbound struct {
-	interceptor.WorkflowOutboundInterceptorBase
-}
-
-func (w *workflowOutbound) ExecuteActivity(ctx workflow.Context, activityType string, args ...any) workflow.Future {
-	if n, ok := ctx.Value(budgetKey{}).(int); ok && n > 0 {
-		if p, err := converter.GetDefaultDataConverter().ToPayload(n); err == nil {
-			if h := interceptor.WorkflowHeader(ctx); h != nil {
-				h[Header] = p
-			}
-		}
+// ParseID reads an ID: the step, the host ("" for none) and the step's
+// maxAttempts; ok is false for an activity ID Kedge did not make.
+func ParseID(id string) (step, host string, maxAttempts int, ok bool) {
+	step, rest, found := strings.Cut(id, "/")
+	host, rest, found2 := strings.Cut(rest, "#")
+	_, budget, found3 := strings.Cut(rest, "+")
+	n, err := strconv.Atoi(budget)
+	if !found || !found2 || !found3 || err != nil || n < 1 || step == "" || host == "" {
+		return "", "", 0, false
 	}
-	return w.Next.ExecuteActivity(ctx, activityType, args...)
+	if host == "-" {
+		host = ""
+	}
+	return step, host, n, true
 }
 
 func (a *inbound) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
 	info := activity.GetInfo(ctx)
-	allowed := budget(ctx)
-	if allowed == 0 {
+	_, _, allowed, ours := ParseID(info.ActivityID)
+	if !ours {
 		return a.Next.ExecuteActivity(ctx, in)
 	}
 	l := a.out.open(ctx)

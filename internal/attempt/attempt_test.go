@@ -67,3 +67,23 @@ func TestRetryableFollowsTheNotRetriedTypes(t *testing.T) {
 		t.Error("a non-retryable failure counted retryable")
 	}
 }
+
+// An action call's activity ID gives back its step, host and budget,
+// whatever the host's name holds; IDs Kedge did not make read as none,
+// and the worker leaves their activities alone.
+func TestIDNamesItsStepHostAndBudget(t *testing.T) {
+	for _, tc := range []struct {
+		step, host string
+		max        int
+	}{{"swap", "worker-1", 3}, {"check", "", 1}, {"drain", "n1.example.com", 10}} {
+		step, host, max, ok := ParseID(ID(tc.step, tc.host, 12, tc.max))
+		if !ok || step != tc.step || host != tc.host || max != tc.max {
+			t.Errorf("%q on %q (%d): read %q, %q, %d, %v", tc.step, tc.host, tc.max, step, host, max, ok)
+		}
+	}
+	for _, id := range []string{"12", "", "swap", "swap/w1", "swap/w1#3", "/w1#3+1", "swap/w1#3+0", "swap/w1#3+x"} {
+		if _, _, _, ok := ParseID(id); ok {
+			t.Errorf("%q read as a Kedge action call", id)
+		}
+	}
+}

@@ -1,8 +1,9 @@
 // Package attempt is the worker's half of a step's retries, now that
 // Temporal runs them: the runbook workflow gives an action's activity a
-// RetryPolicy of the step's backoff and maxAttempts plus Lost, and puts
-// the step's maxAttempts in the activity's header (WithBudget); the
-// Interceptor on every worker counts the step's failures in the
+// RetryPolicy of the step's backoff and maxAttempts plus Lost, and names
+// it with the step's maxAttempts in its ID (ID: the ID is no payload, so
+// nothing needs sealing, and it is what a front end matches pending
+// attempts by); the Interceptor on every worker counts the step's failures in the
 // heartbeat details, so that a lost attempt (a worker that died or
 // hung) never spends one, and makes the failure that spends them final.
 //
