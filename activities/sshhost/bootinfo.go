@@ -38,11 +38,11 @@ func parseBootInfo(s string) (host.BootInfoResult, error) {
 	id, rest, ok := strings.Cut(s, "--- os-release\n")
 	osRelease, reboot, ok2 := strings.Cut(rest, "--- reboot\n")
 	if !ok || !ok2 {
-		return res, fmt.Errorf("unexpected output %q", clip(s, 200))
+		return res, fmt.Errorf("unexpected output %.200q", s)
 	}
 	res.BootID = strings.TrimSpace(id)
 	if len(res.BootID) != 36 || strings.Count(res.BootID, "-") != 4 {
-		return res, fmt.Errorf("boot ID %q is no UUID", clip(res.BootID, 60))
+		return res, fmt.Errorf("boot ID %.60q is no UUID", res.BootID)
 	}
 	for _, line := range strings.Split(osRelease, "\n") {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
@@ -63,11 +63,4 @@ func parseBootInfo(s string) (host.BootInfoResult, error) {
 	}
 	res.RebootRequired = strings.TrimSpace(reboot) == "required"
 	return res, nil
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
