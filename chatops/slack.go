@@ -206,7 +206,7 @@ func (s *Server) readable(ctx context.Context, sub Subject, id string, verb Verb
 		}
 		return "", workflows.Progress{}, err
 	}
-	p, err := runs.Progress(ctx, s.Client, top, "")
+	p, err := runs.Progress(ctx, s.Client, runs.Opener{Namespace: s.namespace(), DataConverter: s.dataConverter()}, top, "")
 	if err != nil {
 		return "", p, fmt.Errorf("query %s: %w", top, err)
 	}

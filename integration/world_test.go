@@ -27,6 +27,7 @@ import (
 	"kedge.dev/kedge/internal/devserver"
 	"kedge.dev/kedge/internal/responseurl"
 	"kedge.dev/kedge/runbooks/inventory"
+	"kedge.dev/kedge/runs"
 	"kedge.dev/kedge/starter"
 	"kedge.dev/kedge/worker"
 	"kedge.dev/kedge/worker/trust"
@@ -43,7 +44,9 @@ var world struct {
 	inventory string // inventory file for the lab
 	codecKey  string // payload key file ($KEDGE_CODEC_KEY)
 	codec     *codec.Codec
-	kedgeBin  string // the kedge binary, for tests that need a worker process
+	// opener opens what the run's pending activities say (as the CLI).
+	opener   runs.Opener
+	kedgeBin string // the kedge binary, for tests that need a worker process
 	// clusters are the inventories the in-process worker serves: every
 	// inventory a test hands the CLI (workerServes, below), as an operator would
 	// give the worker the inventories it runs against.
@@ -181,6 +184,7 @@ func runWorld(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer world.client.Close()
+	world.opener = runs.Opener{Namespace: copts.Namespace, DataConverter: copts.DataConverter}
 	// The worker seals what leaves it for storage (etcd snapshots) with
 	// the world's codec key, as `kedge worker` and `kedge dev` do.
 	w := worker.New(world.client, worker.Options{Clusters: &world.clusters, ResponseURLAllowed: worldResponseURL, DataConverter: copts.DataConverter,
@@ -344,13 +348,9 @@ func workerServes(inv string) {
 	}
 }
 
+// queryProgress reads a run's progress as the CLI does: the workflow's
+// query, with the attempts Temporal is making of its actions and their
+// last failures.
 func queryProgress(id string) (workflows.Progress, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	v, err := world.client.QueryWorkflow(ctx, id, "", workflows.ProgressQuery)
-	if err != nil {
-		return workflows.Progress{}, err
-	}
-	var p workflows.Progress
-	return p, v.Get(&p)
+	return runs.Progress(context.Background(), world.client, world.opener, id, "")
 }

@@ -17,8 +17,8 @@ const queryTimeout = 5 * time.Second
 
 // Progress asks a runbook or rollout workflow for its progress (runID ""
 // is the latest run), with the attempts Temporal is making of its
-// running actions (withPending).
-func Progress(ctx context.Context, cl client.Client, id, runID string) (workflows.Progress, error) {
+// running actions and their last failures (withPending), opened with o.
+func Progress(ctx context.Context, cl client.Client, o Opener, id, runID string) (workflows.Progress, error) {
 	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
 	v, err := cl.QueryWorkflow(ctx, id, runID, workflows.ProgressQuery)
@@ -30,7 +30,7 @@ func Progress(ctx context.Context, cl client.Client, id, runID string) (workflow
 		return p, err
 	}
 	if d, err := cl.DescribeWorkflowExecution(ctx, id, runID); err == nil {
-		withPending(&p, d.GetPendingActivities())
+		withPending(&p, d.GetPendingActivities(), o.lastFailure(id))
 	}
 	return p, nil
 }
@@ -89,7 +89,7 @@ func findPauses(ctx context.Context, cl client.Client, p workflows.Progress, id 
 		case st.WaitsForApproval():
 			out = append(out, Pause{Kind: PauseApproval, Target: id, Step: st.ID, Prompt: st.Prompt})
 		case st.Child != "" && st.State == workflows.StateRunning && depth < maxDepth:
-			cp, err := Progress(ctx, cl, st.Child, "")
+			cp, err := Progress(ctx, cl, Opener{}, st.Child, "")
 			if err != nil {
 				continue
 			}
@@ -128,7 +128,7 @@ func DecideAs(ctx context.Context, cl client.Client, p Pause, decision, by, comm
 		name = workflows.ApproveUpdate
 		d.Step = p.Step
 	}
-	cur, err := Progress(ctx, cl, p.Target, "")
+	cur, err := Progress(ctx, cl, Opener{}, p.Target, "")
 	if err != nil {
 		return d, fmt.Errorf("query %s: %w", p.Target, err)
 	}
@@ -163,7 +163,7 @@ func ExpandRollouts(ctx context.Context, cl client.Client, p *workflows.Progress
 		if s.Kind != "rollout" || s.Child == "" || s.State == workflows.StatePending || expanded[s.ID] {
 			continue
 		}
-		rp, err := Progress(ctx, cl, s.Child, "")
+		rp, err := Progress(ctx, cl, Opener{}, s.Child, "")
 		if err != nil {
 			continue
 		}

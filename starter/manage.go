@@ -213,7 +213,7 @@ func approveCommand() *cli.Command {
 				return err
 			}
 			defer cl.Close()
-			p, err := runs.Progress(c.Context, cl, id, "")
+			p, err := runs.Progress(c.Context, cl, opener(c), id, "")
 			if err != nil {
 				p, err = progressAgain(c.Context, cl, id, "", err)
 			}

@@ -139,8 +139,9 @@ func follow(c *cli.Context, cl client.Client, id, runID string) error {
 		var res workflows.RunbookResult
 		done <- waitResult(c.Context, cl, id, runID, c.App.ErrWriter, &res)
 	}()
+	o := opener(c)
 	pr := newProgressView(c.App.Writer, !jsonOutput(c), id, func(child string) (workflows.Progress, error) {
-		return runs.Progress(c.Context, cl, child, "")
+		return runs.Progress(c.Context, cl, o, child, "")
 	})
 	defer pr.close()
 	tick := time.NewTicker(300 * time.Millisecond)
@@ -156,7 +157,7 @@ func follow(c *cli.Context, cl client.Client, id, runID string) error {
 		case <-c.Context.Done():
 			return c.Context.Err()
 		}
-		p, err := runs.Progress(c.Context, cl, id, runID)
+		p, err := runs.Progress(c.Context, cl, o, id, runID)
 		if err != nil && finished {
 			// Its end is known; what it did is read once more, from a
 			// worker that may be busy: never an exit without it.
@@ -231,7 +232,7 @@ func progressAgain(ctx context.Context, cl client.Client, id, runID string, err 
 		case <-time.After(busyReadEvery):
 		}
 		var p workflows.Progress
-		if p, err = runs.Progress(ctx, cl, id, runID); err == nil {
+		if p, err = runs.Progress(ctx, cl, runs.Opener{}, id, runID); err == nil {
 			return p, nil
 		}
 	}

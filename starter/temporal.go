@@ -14,6 +14,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"kedge.dev/kedge/internal/secretfile"
+	"kedge.dev/kedge/runs"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -138,6 +139,17 @@ func dial(c *cli.Context, tune ...func(*client.Options)) (client.Client, error) 
 // and errors only.
 func quietLogger() sdklog.Logger {
 	return sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+}
+
+// opener opens what the CLI reads of its runs' pending activities with
+// the codec its client seals with (none when its options do not load:
+// attempts are read all the same).
+func opener(c *cli.Context) runs.Opener {
+	opts, err := clientOptions(c)
+	if err != nil {
+		return runs.Opener{}
+	}
+	return runs.Opener{Namespace: opts.Namespace, DataConverter: opts.DataConverter}
 }
 
 func workflowURL(c *cli.Context, id, runID string) string {

@@ -121,7 +121,7 @@ func livePlan(c *cli.Context, comp *runs.Prepared) error {
 	if err := follow(c, cl, id, run.GetRunID()); err != nil || jsonOutput(c) {
 		return err
 	}
-	p, err := runs.Progress(c.Context, cl, id, run.GetRunID())
+	p, err := runs.Progress(c.Context, cl, runs.Opener{}, id, run.GetRunID())
 	if err != nil {
 		if p, err = progressAgain(c.Context, cl, id, run.GetRunID(), err); err != nil {
 			return failed("%s ended, but its progress could not be read: %v", id, err)

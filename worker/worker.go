@@ -85,6 +85,7 @@ func New(c client.Client, opts Options) *Worker {
 	w.RegisterActivityWithOptions((&admitter{client: c}).AdmitRun, activity.RegisterOptions{Name: workflows.AdmitRunActivity})
 	notifier := chat.NewNotifier(c, opts.Logger) // posts chat-started runs' progress to Slack
 	notifier.ResponseURLAllowed = opts.ResponseURLAllowed
+	notifier.DataConverter = opts.DataConverter
 	w.RegisterActivityWithOptions(notifier.Follow, activity.RegisterOptions{Name: workflows.ChatFollowActivity})
 	pool, err := registerActions(w, opts)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"kedge.dev/kedge/actions/errtype"
@@ -48,8 +49,11 @@ type followState struct {
 // and posts to Slack.
 type Notifier struct {
 	Client client.Client
-	HTTP   *http.Client
-	Logger *slog.Logger
+	// DataConverter opens the last failures of the run's pending
+	// activities (the worker client's, with the codec).
+	DataConverter converter.DataConverter
+	HTTP          *http.Client
+	Logger        *slog.Logger
 	// Poll is how often the run is looked at (default 1 s).
 	Poll time.Duration
 	// ProgressEvery spaces progress posts (default 1 min); pauses and the
@@ -69,6 +73,12 @@ type Notifier struct {
 // from $KEDGE_SLACK_BOT_TOKEN.
 func NewNotifier(c client.Client, log *slog.Logger) *Notifier {
 	return &Notifier{Client: c, Logger: log, BotToken: os.Getenv(EnvBotToken)}
+}
+
+// opener opens what the followed run's pending activities say, in the
+// namespace this activity runs in (the run's).
+func (n *Notifier) opener(ctx context.Context) runs.Opener {
+	return runs.Opener{Namespace: activity.GetInfo(ctx).Namespace, DataConverter: n.DataConverter}
 }
 
 func (n *Notifier) log() *slog.Logger {
@@ -120,7 +130,7 @@ func (n *Notifier) Follow(ctx context.Context, in workflows.ChatFollowInput) (wo
 			activity.RecordHeartbeat(ctx, st)
 			return workflows.ChatFollowResult{Posts: st.Posts, State: state}, nil
 		}
-		if p, err := runs.Progress(ctx, n.Client, in.WorkflowID, in.RunID); err == nil {
+		if p, err := runs.Progress(ctx, n.Client, n.opener(ctx), in.WorkflowID, in.RunID); err == nil {
 			n.postChanges(ctx, in, &st, p, every)
 		}
 		select {
@@ -169,7 +179,7 @@ func (n *Notifier) postResult(ctx context.Context, in workflows.ChatFollowInput,
 	runErr := n.Client.GetWorkflow(ctx, in.WorkflowID, in.RunID).Get(ctx, &res)
 	p := res.Progress
 	if runErr != nil || len(p.Steps) == 0 {
-		if q, err := runs.Progress(ctx, n.Client, in.WorkflowID, in.RunID); err == nil {
+		if q, err := runs.Progress(ctx, n.Client, n.opener(ctx), in.WorkflowID, in.RunID); err == nil {
 			p = q
 		}
 	}
