@@ -1,11 +1,13 @@
 package actions
 
 import (
-	"kedge.dev/kedge/actions/spec"
+	"cmp"
 	"reflect"
 	"slices"
 	"strings"
 	"time"
+
+	"kedge.dev/kedge/actions/spec"
 )
 
 // TargetKind says what a step running the action is aimed at.
@@ -59,6 +61,13 @@ type Input struct {
 	Doc  string `json:"doc,omitempty"`
 }
 
+// DefaultHeartbeat is an action's heartbeat timeout unless its row names
+// one: short, so that the action of a lost worker is retried on another
+// within seconds. The worker heartbeats every action while it runs, far
+// more often (internal/attempt), whether or not the action has progress
+// to report.
+const DefaultHeartbeat = 8 * time.Second
+
 // Action describes one action.
 type Action struct {
 	Name    string     `json:"name"`
@@ -71,7 +80,9 @@ type Action struct {
 	// Timeout is the default start-to-close timeout of one attempt.
 	Timeout time.Duration `json:"timeout"`
 	// Heartbeat is the heartbeat timeout: a worker that dies mid-attempt is
-	// noticed after this long.
+	// noticed after this long, and Temporal retries the action on another
+	// (DefaultHeartbeat unless the action's row names one; the worker
+	// heartbeats every running action: internal/attempt).
 	Heartbeat time.Duration `json:"heartbeat,omitempty"`
 	// Vault is set for actions that reach the cluster's Vault: the
 	// workflow gives them the inventory's vault section.
@@ -124,7 +135,7 @@ func Names() []string {
 // describe completes a row from its input and result types: their json,
 // kedge and doc tags give the inputs, outputs and target.
 func describe(r spec.Row) Action {
-	a := Action{Name: r.Name, Doc: r.Doc, Timeout: r.Timeout, Heartbeat: r.Heartbeat, Summary: r.Summary,
+	a := Action{Name: r.Name, Doc: r.Doc, Timeout: r.Timeout, Heartbeat: cmp.Or(r.Heartbeat, DefaultHeartbeat), Summary: r.Summary,
 		In: reflect.TypeOf(r.In), Out: reflect.TypeOf(r.Out)}
 	if r.OneOf != nil {
 		a.OneOf = [][]string{r.OneOf}

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
 
+	"kedge.dev/kedge/actions"
 	"kedge.dev/kedge/activities/chat"
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/internal/attempt"
@@ -73,6 +74,10 @@ func New(c client.Client, opts Options) *Worker {
 		Identity:                 opts.Identity,
 		DeadlockDetectionTimeout: workflows.DeadlockDetectionTimeout,
 		DisableWorkflowWorker:    opts.ActivitiesOnly,
+		// Heartbeats leave as often as attempt.TickEvery makes them (the
+		// SDK would hold them back for 80% of the heartbeat timeout):
+		// a live attempt never misses its timeout for a slow one.
+		MaxHeartbeatThrottleInterval: attempt.TickEvery(actions.DefaultHeartbeat),
 		Interceptors: []interceptor.WorkerInterceptor{
 			&kedgeMetrics{},
 			&trust.Guard{Registry: opts.Clusters, Logger: opts.Logger},

@@ -43,6 +43,6 @@ type CheckResult struct {
 
 func init() {
 	spec.Register(spec.Row{Name: CheckAction, Doc: "connect to a TLS endpoint and report the certificate it serves (and whether it is due for renewal); optionally wait until it serves a newer one",
-		In: CheckInput{}, Out: CheckResult{}, Timeout: 10 * time.Minute, Heartbeat: 30 * time.Second,
+		In: CheckInput{}, Out: CheckResult{}, Timeout: 10 * time.Minute,
 		Summary: `check the certificate served at {{.In "address"}}`})
 }

@@ -52,6 +52,6 @@ const SelfSigned = "self-signed"
 
 func init() {
 	spec.Register(spec.Row{Name: ScanCAAction, Doc: "ask every TLS endpoint which certificate it presents and which of the CAs given signed it (directly or through the intermediates presented), trusting nothing and reading the chain even where a client certificate is then demanded (etcd); refuse, not retried, when any presents a CA named in refuse, naming each with its subject and issuer; an endpoint that cannot be scanned fails it (retried): it is not known clean",
-		In: ScanCAInput{}, Out: ScanCAResult{}, Timeout: 10 * time.Minute, Heartbeat: 30 * time.Second,
+		In: ScanCAInput{}, Out: ScanCAResult{}, Timeout: 10 * time.Minute,
 		Summary: `scan {{.Count "endpoints" "endpoint"}} for the CA they present`})
 }

@@ -65,6 +65,6 @@ type RestoreDrillResult struct {
 
 func init() {
 	spec.Register(spec.Row{Name: RestoreDrillAction, Doc: "restore a stored etcd snapshot (the cluster's newest with a manifest, or the one named) from the destination the run names (one the worker's inventory defines under backups:) into a throwaway etcd on the worker and check it: streamed through the codec key's seal to a 0600 file in a directory of its own (never held whole), checked against its manifest's size, sha256 and key id and etcd's own trailing sha256, restored with etcd's own code and started as one member on loopback (random ports, TLS from a CA made for the drill); it must answer at the manifest's revision or later and hold every key expected; then stopped and its directory removed, even on failure. A tampered snapshot is refused before etcd starts; a missing key fails the drill naming it (neither retried)",
-		In: RestoreDrillInput{}, Out: RestoreDrillResult{}, Timeout: time.Hour, Heartbeat: time.Minute,
+		In: RestoreDrillInput{}, Out: RestoreDrillResult{}, Timeout: time.Hour,
 		Summary: `restore {{if .In "snapshot"}}the etcd snapshot named{{else}}the newest etcd snapshot{{end}} into a throwaway etcd and check it`})
 }

@@ -51,6 +51,6 @@ type HealthResult struct {
 
 func init() {
 	spec.Register(spec.Row{Name: HealthAction, Doc: "check every etcd member is healthy through its API (a 10-minute client certificate from etcd's CA in Vault): each member answers for itself with no error or alarm, one leader all agree on, and with expectMembers that many members; refused otherwise, not retried, naming each problem (with wait, only once it has not become healthy within that time)",
-		In: HealthInput{}, Out: HealthResult{}, Timeout: 10 * time.Minute, Heartbeat: time.Minute,
+		In: HealthInput{}, Out: HealthResult{}, Timeout: 10 * time.Minute,
 		Summary: `check every etcd member is healthy{{with .In "member"}} and {{.}} runs {{$.In "version"}}{{end}}`})
 }

@@ -159,7 +159,7 @@ func init() {
 
 func init() {
 	spec.Register(spec.Row{Name: RestoreMemberAction, Doc: "restore one member's etcd data directory from a stored snapshot, once per token: streamed through the codec key's seal to a file on the worker (never held whole) and checked as etcd.restore-drill checks it, restored with etcd's own code as the member of the new cluster (its name and peer URL, the initial cluster, the new token), shipped over SFTP beside the data directory and moved into place with the old one's owner and mode; the old one moved aside and kept, never deleted; journaled on the host, so an attempt after a lost worker finishes the job and one that finds the member restored changes nothing",
-		In: RestoreMemberInput{}, Out: RestoreMemberResult{}, Timeout: time.Hour, Heartbeat: 30 * time.Second,
+		In: RestoreMemberInput{}, Out: RestoreMemberResult{}, Timeout: time.Hour,
 		Summary: `restore etcd member {{.In "name"}}'s data from the snapshot{{.On}}`})
 }
 

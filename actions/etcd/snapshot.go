@@ -107,6 +107,6 @@ type Manifest struct {
 
 func init() {
 	spec.Register(spec.Row{Name: SnapshotAction, Doc: "take a snapshot of etcd from a healthy voting member through its API (a 10-minute client certificate from etcd's CA in Vault), checked against etcd's own sha256 and size as it streams, sealed with the codec key on the worker (never held whole, never stored in the clear) and stored with a manifest in the destination the run names: one the worker's inventory of the cluster defines under backups: (a directory on the worker or an S3 bucket), any other name refused, not retried, before anything is written; then delete the cluster's older snapshots that neither keepLast nor keepFor keeps; refused, not retried, when the member asked for is not a healthy started voting member or none is; a snapshot that fails etcd's check is not stored (retried)",
-		In: SnapshotInput{}, Out: SnapshotResult{}, Timeout: time.Hour, Heartbeat: time.Minute,
+		In: SnapshotInput{}, Out: SnapshotResult{}, Timeout: time.Hour,
 		Summary: `take a sealed etcd snapshot{{with .In "member"}} from {{.}}{{end}} into {{.In "destination"}}`})
 }

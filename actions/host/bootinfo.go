@@ -33,6 +33,6 @@ type BootInfoResult struct {
 
 func init() {
 	spec.Register(spec.Row{Name: BootInfoAction, Doc: "read the host's boot ID (new with every boot), its OS and version (os-release) and whether a package asked for a reboot (/run/reboot-required); changes nothing",
-		In: BootInfoInput{}, Out: BootInfoResult{}, Timeout: time.Minute, Heartbeat: 15 * time.Second,
+		In: BootInfoInput{}, Out: BootInfoResult{}, Timeout: time.Minute,
 		Summary: `read the boot ID and OS{{.On}}`})
 }

@@ -39,6 +39,6 @@ type CertInfoResult struct {
 
 func init() {
 	spec.Register(spec.Row{Name: CertInfoAction, Doc: "read certificate files (PEM or kubeconfigs) on the host: when each ends, whether it is due for renewal",
-		In: CertInfoInput{}, Out: CertInfoResult{}, Timeout: 5 * time.Minute, Heartbeat: 15 * time.Second,
+		In: CertInfoInput{}, Out: CertInfoResult{}, Timeout: 5 * time.Minute,
 		Summary: `read {{.Count "paths" "certificate"}}{{.On}}`})
 }

@@ -21,6 +21,6 @@ type WriteDropInInput struct {
 
 func init() {
 	spec.Register(spec.Row{Name: WriteDropInAction, Doc: "render a systemd drop-in setting environment variables (e.g. KUBELET_IMAGE) and write it like host.write-file",
-		In: WriteDropInInput{}, Out: WriteFileResult{}, Timeout: 5 * time.Minute, Heartbeat: 15 * time.Second,
+		In: WriteDropInInput{}, Out: WriteFileResult{}, Timeout: 5 * time.Minute,
 		Summary: `write drop-in /etc/systemd/system/{{.In "unit"}}.d/{{.In "name"}}{{.On}}`})
 }

@@ -63,12 +63,12 @@ type PullCRIImagesResult struct {
 
 func init() {
 	spec.Register(spec.Row{Name: PullImageAction, Doc: "pull an image with the host's container runtime (docker or podman) and, with kubeletVersion, read the kubelet version it holds (its entrypoint run with --version)",
-		In: PullImageInput{}, Out: PullImageResult{}, Timeout: 15 * time.Minute, Heartbeat: 30 * time.Second,
+		In: PullImageInput{}, Out: PullImageResult{}, Timeout: 15 * time.Minute,
 		Summary: `pull {{.In "image"}}{{.On}}`})
 }
 
 func init() {
 	spec.Register(spec.Row{Name: PullCRIImagesAction, Doc: "put images in containerd's k8s.io namespace, where the kubelet finds its pods' images, ahead of need: each one there already left alone, the others pulled with ctr once containerd's root has minFreeMiB free (DiskFull otherwise, not retried)",
-		In: PullCRIImagesInput{}, Out: PullCRIImagesResult{}, Timeout: 15 * time.Minute, Heartbeat: 30 * time.Second,
+		In: PullCRIImagesInput{}, Out: PullCRIImagesResult{}, Timeout: 15 * time.Minute,
 		Summary: `pull images into containerd{{.On}}`})
 }

@@ -56,6 +56,6 @@ type KubeletFilesResult struct {
 
 func init() {
 	spec.Register(spec.Row{Name: KubeletFilesAction, Doc: "read how a worker runs its kubelet (unit, drop-ins, kubelet.path, KubeletConfiguration; never a credential) and what its host has for it (Typhoon's containerd configuration, kernel modules, sysctls, the units the kubelet requires), and give the files back made for another node: its --hostname-override and --node-ip, its own labels and taints instead of the worker's, anything else naming the worker refused with file and line",
-		In: KubeletFilesInput{}, Out: KubeletFilesResult{}, Timeout: 2 * time.Minute, Heartbeat: 15 * time.Second,
+		In: KubeletFilesInput{}, Out: KubeletFilesResult{}, Timeout: 2 * time.Minute,
 		Summary: `read the kubelet files of{{.On}} for a new node`})
 }

@@ -31,6 +31,6 @@ type LayoutResult = layout.Layout
 
 func init() {
 	spec.Register(spec.Row{Name: LayoutAction, Doc: "read how the host runs Kubernetes: its layout (kedge, typhoon-flatcar, typhoon-fcos, none, unknown), the kubelet's unit, drop-ins, image and files, etcd's mode and members, the cluster DNS, the CA and key files; with require, refuse any other layout before anything changes",
-		In: LayoutInput{}, Out: LayoutResult{}, Timeout: 2 * time.Minute, Heartbeat: 15 * time.Second,
+		In: LayoutInput{}, Out: LayoutResult{}, Timeout: 2 * time.Minute,
 		Summary: `read the layout{{.On}}`})
 }

@@ -35,6 +35,6 @@ type WaitPodTokensResult struct {
 
 func init() {
 	spec.Register(spec.Row{Name: WaitPodTokensAction, Doc: "wait until no pod on the host mounts a projected service-account token signed by the old key (only each token's header, which names its key, leaves the host); on timeout fails (OldKeyInUse, not retried) naming the pods' UIDs",
-		In: WaitPodTokensInput{}, Out: WaitPodTokensResult{}, Timeout: 3 * time.Hour, Heartbeat: time.Minute,
+		In: WaitPodTokensInput{}, Out: WaitPodTokensResult{}, Timeout: 3 * time.Hour,
 		Summary: `wait for the pods' tokens to come from the new key{{.On}}`})
 }

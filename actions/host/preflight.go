@@ -26,6 +26,6 @@ type PreflightResult struct {
 
 func init() {
 	spec.Register(spec.Row{Name: PreflightAction, Doc: "check that the host is reachable and that host actions run there as root (sudo -n when the inventory says become: sudo); fails before anything changes",
-		In: PreflightInput{}, Out: PreflightResult{}, Timeout: 2 * time.Minute, Heartbeat: 15 * time.Second,
+		In: PreflightInput{}, Out: PreflightResult{}, Timeout: 2 * time.Minute,
 		Summary: `check login and sudo{{.On}}`})
 }

@@ -39,6 +39,6 @@ type PrepareNodeResult struct {
 
 func init() {
 	spec.Register(spec.Row{Name: PrepareNodeAction, Doc: "ready a host for its kubelet: load kernel modules, apply sysctl files, daemon-reload, enable units, start (or restart) units and check they run; a failure takes back the units it enabled or started; with stop and disable, its undo",
-		In: PrepareNodeInput{}, Out: PrepareNodeResult{}, Timeout: 10 * time.Minute, Heartbeat: 15 * time.Second,
+		In: PrepareNodeInput{}, Out: PrepareNodeResult{}, Timeout: 10 * time.Minute,
 		Summary: `{{if .Has "stop"}}take back the units enabled or started{{.On}}{{else}}prepare {{.Host}} for its kubelet{{end}}`})
 }

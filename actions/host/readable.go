@@ -40,6 +40,6 @@ type CheckReadableResult struct {
 
 func init() {
 	spec.Register(spec.Row{Name: CheckReadableAction, Doc: "check each process can read its files as the user it runs as (opened under its uid, gid and groups with setpriv): before a restart, so a process that could not read its new files is never restarted onto them; fails naming the file, its owner and mode, the process and its uid",
-		In: CheckReadableInput{}, Out: CheckReadableResult{}, Timeout: 2 * time.Minute, Heartbeat: 15 * time.Second,
+		In: CheckReadableInput{}, Out: CheckReadableResult{}, Timeout: 2 * time.Minute,
 		Summary: `check {{.Count "files" "file"}} can be read by their processes{{.On}}`})
 }

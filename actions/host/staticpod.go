@@ -38,6 +38,6 @@ type RestartStaticPodResult struct {
 
 func init() {
 	spec.Register(spec.Row{Name: RestartStaticPodAction, Doc: "make the kubelet restart a static pod: set the kedge.dev/restarted-at annotation in its manifest (nothing else changes; undo with host.restore-file)",
-		In: RestartStaticPodInput{}, Out: RestartStaticPodResult{}, Timeout: 5 * time.Minute, Heartbeat: 15 * time.Second,
+		In: RestartStaticPodInput{}, Out: RestartStaticPodResult{}, Timeout: 5 * time.Minute,
 		Summary: `restart static pod {{.In "manifest"}}{{.On}}`})
 }

@@ -132,42 +132,42 @@ type SystemdResult struct {
 
 func init() {
 	spec.Register(spec.Row{Name: RunAction, Doc: "run a command or script on the host",
-		In: RunInput{}, Out: RunResult{}, Timeout: 10 * time.Minute, Heartbeat: 15 * time.Second, OneOf: []string{"command", "script"},
+		In: RunInput{}, Out: RunResult{}, Timeout: 10 * time.Minute, OneOf: []string{"command", "script"},
 		Summary: `run a command{{.On}}`})
 }
 
 func init() {
 	spec.Register(spec.Row{Name: WriteFileAction, Doc: "write a file atomically (temp file + rename), keeping the previous content for undo",
-		In: WriteFileInput{}, Out: WriteFileResult{}, Timeout: 5 * time.Minute, Heartbeat: 15 * time.Second, OneOf: []string{"content", "contentBase64"},
+		In: WriteFileInput{}, Out: WriteFileResult{}, Timeout: 5 * time.Minute, OneOf: []string{"content", "contentBase64"},
 		Summary: `write {{.In "path"}}{{.On}}`})
 }
 
 func init() {
 	spec.Register(spec.Row{Name: InstallBundleAction, Doc: "install a set of files all or none: shipped as one bundle, staged beside their targets, then renamed into place",
-		In: InstallBundleInput{}, Out: InstallBundleResult{}, Timeout: 10 * time.Minute, Heartbeat: 15 * time.Second,
+		In: InstallBundleInput{}, Out: InstallBundleResult{}, Timeout: 10 * time.Minute,
 		Summary: `install {{.Count "files" "file"}}{{.On}}`})
 }
 
 func init() {
 	spec.Register(spec.Row{Name: RestoreBundleAction, Doc: "undo a host.install-bundle: restore the replaced files, remove the created ones",
-		In: RestoreBundleInput{}, Out: RestoreBundleResult{}, Timeout: 5 * time.Minute, Heartbeat: 15 * time.Second,
+		In: RestoreBundleInput{}, Out: RestoreBundleResult{}, Timeout: 5 * time.Minute,
 		Summary: `restore {{.Count "files" "file"}}{{.On}}`})
 }
 
 func init() {
 	spec.Register(spec.Row{Name: RestoreFileAction, Doc: "undo a host.write-file: put the previous content back or remove the file",
-		In: RestoreFileInput{}, Out: RestoreFileResult{}, Timeout: 5 * time.Minute, Heartbeat: 15 * time.Second,
+		In: RestoreFileInput{}, Out: RestoreFileResult{}, Timeout: 5 * time.Minute,
 		Summary: `restore {{.In "path"}}{{.On}}`})
 }
 
 func init() {
 	spec.Register(spec.Row{Name: ReadFileAction, Doc: "read a file from the host",
-		In: ReadFileInput{}, Out: ReadFileResult{}, Timeout: 5 * time.Minute, Heartbeat: 15 * time.Second,
+		In: ReadFileInput{}, Out: ReadFileResult{}, Timeout: 5 * time.Minute,
 		Summary: `read {{.In "path"}}{{.On}}`})
 }
 
 func init() {
 	spec.Register(spec.Row{Name: SystemdAction, Doc: "daemon-reload, enable/disable, start/stop/restart a systemd unit and wait until it settles",
-		In: SystemdInput{}, Out: SystemdResult{}, Timeout: 10 * time.Minute, Heartbeat: 15 * time.Second,
+		In: SystemdInput{}, Out: SystemdResult{}, Timeout: 10 * time.Minute,
 		Summary: `{{with .In "action"}}{{if eq . "none"}}configure{{else}}{{.}}{{end}}{{else}}configure{{end}} {{.In "unit"}}{{.On}}`})
 }

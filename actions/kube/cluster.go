@@ -114,7 +114,7 @@ func init() {
 
 func init() {
 	spec.Register(spec.Row{Name: WaitAPIServerAction, Doc: "wait until the API server answers /readyz",
-		In: WaitAPIServerInput{}, Out: WaitAPIServerResult{}, Timeout: 30 * time.Minute, Heartbeat: 30 * time.Second,
+		In: WaitAPIServerInput{}, Out: WaitAPIServerResult{}, Timeout: 30 * time.Minute,
 		Summary: `wait for the API server`})
 }
 

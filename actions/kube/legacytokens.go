@@ -28,6 +28,6 @@ type LegacyTokensResult struct {
 
 func init() {
 	spec.Register(spec.Row{Name: LegacyTokensAction, Doc: "list the legacy service-account token Secrets (kubernetes.io/service-account-token) the key signed: nothing renews them, so they stop working when the key is dropped (only each token's header is read)",
-		In: LegacyTokensInput{}, Out: LegacyTokensResult{}, Timeout: 3 * time.Minute, Heartbeat: 30 * time.Second,
+		In: LegacyTokensInput{}, Out: LegacyTokensResult{}, Timeout: 3 * time.Minute,
 		Summary: `list the token Secrets the old service-account key signed`})
 }

@@ -118,7 +118,7 @@ func init() {
 
 func init() {
 	spec.Register(spec.Row{Name: DrainAction, Doc: "cordon the node and evict its pods, respecting PodDisruptionBudgets (DaemonSet pods stay)",
-		In: DrainInput{}, Out: DrainResult{}, Timeout: 30 * time.Minute, Heartbeat: 30 * time.Second,
+		In: DrainInput{}, Out: DrainResult{}, Timeout: 30 * time.Minute,
 		Summary: `drain {{.Host}}`})
 }
 
@@ -142,7 +142,7 @@ func init() {
 
 func init() {
 	spec.Register(spec.Row{Name: WaitNodeAction, Doc: "wait until the node is Ready (and, optionally, runs the expected kubelet version)",
-		In: WaitNodeInput{}, Out: WaitNodeResult{}, Timeout: 30 * time.Minute, Heartbeat: 30 * time.Second,
+		In: WaitNodeInput{}, Out: WaitNodeResult{}, Timeout: 30 * time.Minute,
 		Summary: `wait for {{.Host}} Ready{{with .In "kubeletVersion"}} with kubelet {{.}}{{end}}`})
 }
 

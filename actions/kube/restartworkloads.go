@@ -29,6 +29,6 @@ type RestartWorkloadsResult struct {
 
 func init() {
 	spec.Register(spec.Row{Name: RestartWorkloadsAction, Doc: "restart every DaemonSet and Deployment of some namespaces (their pod templates marked, as kubectl rollout restart does) and wait until each has rolled out; a workload marked so already is left: a CA rotation restarts what reads its in-cluster CA once at start (kube-proxy)",
-		In: RestartWorkloadsInput{}, Out: RestartWorkloadsResult{}, Timeout: 15 * time.Minute, Heartbeat: 30 * time.Second,
+		In: RestartWorkloadsInput{}, Out: RestartWorkloadsResult{}, Timeout: 15 * time.Minute,
 		Summary: `restart the workloads of some namespaces`})
 }

@@ -69,18 +69,18 @@ type CheckNodesResult struct {
 
 func init() {
 	spec.Register(spec.Row{Name: KubeletClientCertAction, Doc: "a new client certificate for a node's kubelet through a CertificateSigningRequest the controller manager signs (kubernetes.io/kube-apiserver-client-kubelet): an ECDSA key made on the worker, the CSR approved by Kedge, the certificate checked to be for that key and to chain to caCert (ForeignIssuer otherwise: the signer is not switched); a denied or failed CSR is refused (CertificateRequestRefused); the CSR is deleted when done; the key stays sealed in Temporal",
-		In: KubeletClientCertInput{}, Out: KubeletClientCertResult{}, Timeout: 10 * time.Minute, Heartbeat: 30 * time.Second,
+		In: KubeletClientCertInput{}, Out: KubeletClientCertResult{}, Timeout: 10 * time.Minute,
 		Summary: `issue a kubelet client certificate through a CSR`})
 }
 
 func init() {
 	spec.Register(spec.Row{Name: WaitRootCAAction, Doc: "wait until every namespace's kube-root-ca.crt ConfigMap holds exactly the bundle's certificates (in any order; namespaces being deleted are not waited for); on timeout names up to 5 namespaces that do not and what they hold",
-		In: WaitRootCAInput{}, Out: WaitRootCAResult{}, Timeout: 30 * time.Minute, Heartbeat: 30 * time.Second,
+		In: WaitRootCAInput{}, Out: WaitRootCAResult{}, Timeout: 30 * time.Minute,
 		Summary: `wait until every namespace's kube-root-ca.crt holds the bundle`})
 }
 
 func init() {
 	spec.Register(spec.Row{Name: CheckNodesAction, Doc: "refuse, before anything changes, unless every Node named exists and is Ready (NodeNotReady, not retried, naming each missing or not Ready with its Ready condition's reason)",
-		In: CheckNodesInput{}, Out: CheckNodesResult{}, Timeout: 3 * time.Minute, Heartbeat: 30 * time.Second,
+		In: CheckNodesInput{}, Out: CheckNodesResult{}, Timeout: 3 * time.Minute,
 		Summary: `check {{.Count "nodes" "node"}} exist and are Ready`})
 }

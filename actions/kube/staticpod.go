@@ -51,6 +51,6 @@ type WaitStaticPodResult struct {
 
 func init() {
 	spec.Register(spec.Row{Name: WaitStaticPodAction, Doc: "wait until the node's kubelet runs a static pod with every container ready (its mirror pod); with restartedAt, the pod of that host.restart-static-pod",
-		In: WaitStaticPodInput{}, Out: WaitStaticPodResult{}, Timeout: 10 * time.Minute, Heartbeat: 30 * time.Second,
+		In: WaitStaticPodInput{}, Out: WaitStaticPodResult{}, Timeout: 10 * time.Minute,
 		Summary: `{{if .Flag "gone"}}wait until static pod {{.In "pod"}} is gone from {{.Host}}{{else}}wait for static pod {{.In "pod"}} on {{.Host}}{{end}}`})
 }

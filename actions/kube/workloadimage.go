@@ -36,6 +36,6 @@ type SetWorkloadImageResult struct {
 
 func init() {
 	spec.Register(spec.Row{Name: SetWorkloadImageAction, Doc: "set the image of a DaemonSet's or Deployment's container (a new tag, the repository kept, or a new reference), applied server-side as field manager kedge-upgrade, and wait until every pod is updated and available; a cluster without it is no error (present: false)",
-		In: SetWorkloadImageInput{}, Out: SetWorkloadImageResult{}, Timeout: 30 * time.Minute, Heartbeat: 30 * time.Second,
+		In: SetWorkloadImageInput{}, Out: SetWorkloadImageResult{}, Timeout: 30 * time.Minute,
 		Summary: `roll {{.In "name"}} to a new {{.In "container"}} image`})
 }

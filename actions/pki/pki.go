@@ -91,12 +91,12 @@ type RenewResult struct {
 
 func init() {
 	spec.Register(spec.Row{Name: AdoptAction, Doc: "take a running cluster's trust into Vault from a controller: its CA and key (a PKI issuer, where vault.cluster-ca looks), etcd's CA (its key given, kept in Vault only) and the service-account key pair (where vault.key-pair looks); never replaces what Vault already keeps",
-		In: AdoptInput{}, Out: AdoptResult{}, Timeout: 2 * time.Minute, Heartbeat: 15 * time.Second,
+		In: AdoptInput{}, Out: AdoptResult{}, Timeout: 2 * time.Minute,
 		Summary: `take the cluster's CAs and service-account key into Vault from{{.On}}`})
 }
 
 func init() {
 	spec.Register(spec.Row{Name: RenewAction, Doc: "renew a controller's certificates where its layout keeps them, each from the CA that issued it, same subject and SANs, new keys, installed all or none (undo with host.restore-bundle); keys pass only from the worker to the host",
-		In: RenewInput{}, Out: RenewResult{}, Timeout: 5 * time.Minute, Heartbeat: 15 * time.Second,
+		In: RenewInput{}, Out: RenewResult{}, Timeout: 5 * time.Minute,
 		Summary: `renew certificates in place{{.On}}`})
 }

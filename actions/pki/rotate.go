@@ -100,6 +100,6 @@ type RotateCAResult struct {
 
 func init() {
 	spec.Register(spec.Row{Name: RotateCAAction, Doc: "move one host a stage of a CA rotation further: trust (every trust point holds the old and the new CA; the CSR signer gets files of its own first), reissue (the signer and every certificate the old CA signed come from the new one; the new service-account key signs) or drop (the new CA alone); one bundle, all or none, modes and owners kept (undo with host.restore-bundle); restart lists what must restart",
-		In: RotateCAInput{}, Out: RotateCAResult{}, Timeout: 5 * time.Minute, Heartbeat: 15 * time.Second,
+		In: RotateCAInput{}, Out: RotateCAResult{}, Timeout: 5 * time.Minute,
 		Summary: `move trust and certificates a CA rotation stage further{{.On}}`})
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -125,6 +126,8 @@ func (a *inbound) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteAc
 	info := activity.GetInfo(ctx)
 	_, _, allowed, ours := ParseID(info.ActivityID)
 	if !ours {
+		stop := a.out.keepAlive(ctx, info.HeartbeatTimeout)
+		defer stop()
 		return a.Next.ExecuteActivity(ctx, in)
 	}
 	l := a.out.open(ctx)
@@ -139,7 +142,9 @@ func (a *inbound) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteAc
 		work, cancel = context.WithDeadline(ctx, dl.Add(-margin(info.StartToCloseTimeout)))
 		defer cancel()
 	}
+	stop := a.out.keepAlive(ctx, info.HeartbeatTimeout)
 	res, err := a.Next.ExecuteActivity(work, in)
+	stop()
 	if err == nil {
 		if n > 1 && res != nil {
 			return annotated{v: res, d: Detail{Attempt: n, LastError: before}}, nil
@@ -247,42 +252,100 @@ func (a annotated) MarshalJSON() ([]byte, error) {
 	return append(out, b[1:]...), nil
 }
 
-// outbound keeps the ledger around the activity's own heartbeat details.
+// TickEvery is how often the worker heartbeats a running action whose
+// heartbeat timeout is timeout: four times within it, so that a slow
+// heartbeat or two never makes a live attempt look lost (the worker's
+// MaxHeartbeatThrottleInterval must not be longer).
+func TickEvery(timeout time.Duration) time.Duration { return timeout / 4 }
+
+// outbound keeps the ledger around the activity's own heartbeat details,
+// and the last details for the keep-alive heartbeats.
 type outbound struct {
 	interceptor.ActivityOutboundInterceptorBase
-	on bool
-	l  ledger
+	mu  sync.Mutex
+	on  bool   // the ledger is kept (an action of a retried step)
+	l   ledger // on: the ledger, with the activity's details
+	raw []any  // off: the activity's last details, as given
+}
+
+// keepAlive heartbeats what the activity last heartbeated, every
+// TickEvery(timeout), until stop: the attempt's worker is alive even
+// while the action has no progress to report (a quick call, a long
+// wait). A lost worker stops heartbeating, and Temporal retries the
+// action on another once timeout passes.
+func (o *outbound) keepAlive(ctx context.Context, timeout time.Duration) (stop func()) {
+	if timeout <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(TickEvery(timeout))
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				o.mu.Lock()
+				if o.on {
+					o.Next.RecordHeartbeat(ctx, o.l)
+				} else {
+					o.Next.RecordHeartbeat(ctx, o.raw...)
+				}
+				o.mu.Unlock()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
 }
 
 // open reads the ledger the attempt before left (none: a new one). Details
 // of another form (a worker before the ledger) are the activity's own.
-func (o *outbound) open(ctx context.Context) *ledger {
-	o.on, o.l = true, ledger{Kedge: 1}
+func (o *outbound) open(ctx context.Context) ledger {
+	l := ledger{Kedge: 1}
+	defer func() {
+		o.mu.Lock()
+		o.on, o.l = true, l
+		o.mu.Unlock()
+	}()
 	if !o.Next.HasHeartbeatDetails(ctx) {
-		return &o.l
+		return l
 	}
 	var raw json.RawMessage
 	if o.Next.GetHeartbeatDetails(ctx, &raw) != nil {
-		return &o.l
+		return l
 	}
-	var l ledger
-	if json.Unmarshal(raw, &l) == nil && l.Kedge == 1 {
-		o.l = l
+	var got ledger
+	if json.Unmarshal(raw, &got) == nil && got.Kedge == 1 {
+		l = got
 	} else {
-		o.l.Details = []json.RawMessage{raw}
+		l.Details = []json.RawMessage{raw}
 	}
-	return &o.l
+	return l
 }
 
 // save records l as the heartbeat details; Temporal keeps them for the
 // next attempt (the SDK sends a buffered heartbeat before the failure).
-func (o *outbound) save(ctx context.Context, l *ledger) {
-	o.l = *l
+func (o *outbound) save(ctx context.Context, l ledger) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.l = l
 	o.Next.RecordHeartbeat(ctx, o.l)
 }
 
 func (o *outbound) RecordHeartbeat(ctx context.Context, details ...any) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if !o.on {
+		o.raw = details
 		o.Next.RecordHeartbeat(ctx, details...)
 		return
 	}
@@ -300,6 +363,8 @@ func (o *outbound) RecordHeartbeat(ctx context.Context, details ...any) {
 }
 
 func (o *outbound) HasHeartbeatDetails(ctx context.Context) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if !o.on {
 		return o.Next.HasHeartbeatDetails(ctx)
 	}
@@ -307,6 +372,8 @@ func (o *outbound) HasHeartbeatDetails(ctx context.Context) bool {
 }
 
 func (o *outbound) GetHeartbeatDetails(ctx context.Context, d ...any) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if !o.on {
 		return o.Next.GetHeartbeatDetails(ctx, d...)
 	}

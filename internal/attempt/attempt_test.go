@@ -1,10 +1,15 @@
 package attempt
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
+	"sync"
 	"testing"
+	"time"
 
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
 )
 
@@ -85,5 +90,54 @@ func TestIDNamesItsStepHostAndBudget(t *testing.T) {
 		if _, _, _, ok := ParseID(id); ok {
 			t.Errorf("%q read as a Kedge action call", id)
 		}
+	}
+}
+
+// recorder is the SDK's side of the outbound interceptor: it keeps what
+// was heartbeated.
+type recorder struct {
+	interceptor.ActivityOutboundInterceptorBase
+	mu   sync.Mutex
+	sent [][]any
+}
+
+func (r *recorder) RecordHeartbeat(_ context.Context, details ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sent = append(r.sent, details)
+}
+
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.sent)
+}
+
+// While an action runs, the worker heartbeats it with what it last
+// heartbeated (the ledger, with the action's own details), with or
+// without progress of its own, and stops when the action returns.
+func TestKeepAliveHeartbeatsUntilStopped(t *testing.T) {
+	r := &recorder{}
+	o := &outbound{ActivityOutboundInterceptorBase: interceptor.ActivityOutboundInterceptorBase{Next: r}}
+	o.on, o.l = true, ledger{Kedge: 1, Failures: 1}
+	o.RecordHeartbeat(context.Background(), map[string]int{"evicted": 3})
+	stop := o.keepAlive(context.Background(), 40*time.Millisecond)
+	for deadline := time.Now().Add(30 * time.Second); r.count() < 4; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d heartbeats in 30 s, want a tick every 10 ms", r.count())
+		}
+		runtime.Gosched()
+	}
+	stop()
+	n := r.count()
+	r.mu.Lock()
+	last := r.sent[n-1]
+	r.mu.Unlock()
+	l, ok := last[0].(ledger)
+	if len(last) != 1 || !ok || l.Failures != 1 || len(l.Details) != 1 || string(l.Details[0]) != `{"evicted":3}` {
+		t.Errorf("a keep-alive heartbeat sent %#v, want the ledger with the action's details", last)
+	}
+	if o.keepAlive(context.Background(), 0)(); r.count() != n {
+		t.Error("heartbeats after stop, or without a heartbeat timeout")
 	}
 }
