@@ -122,15 +122,20 @@ func settled(want, state, unitType string) bool {
 // second delivery of a restart that did happen (its completion lost, say,
 // while Temporal's database was away) must not restart the unit again
 // while the invocation it started still runs. The name is a digest of
-// the activity's identity; "" outside an activity or for any other action.
+// the attempt's identity (its activity and attempt number: Temporal
+// retries an action as attempts of one activity, and a new attempt
+// restarts); "" outside an activity or for any other action.
 func (a *Activities) restartRecord(ctx context.Context, in host.SystemdInput) string {
 	if in.Action != "restart" || !activity.IsActivity(ctx) {
 		return ""
 	}
-	info := activity.GetInfo(ctx)
+	return path.Join(a.runDir(), "restarts", restartDigest(activity.GetInfo(ctx), in.Unit))
+}
+
+func restartDigest(info activity.Info, unit string) string {
 	sum := sha256.Sum256([]byte(strings.Join([]string{info.Namespace, info.WorkflowExecution.ID,
-		info.WorkflowExecution.RunID, info.ActivityID, in.Unit}, "\x00")))
-	return path.Join(a.runDir(), "restarts", hex.EncodeToString(sum[:16]))
+		info.WorkflowExecution.RunID, info.ActivityID, strconv.Itoa(int(info.Attempt)), unit}, "\x00")))
+	return hex.EncodeToString(sum[:16])
 }
 
 // systemdScript does everything in one session: daemon-reload,
