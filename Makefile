@@ -120,11 +120,11 @@ record-histories: deps kube-tools vault-tools
 	mkdir -p workflows/testdata/replay/retries && cp workflows/testdata/replay/codec.key workflows/testdata/replay/retries/codec.key
 	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_RECORD_HISTORY=$(CURDIR)/workflows/testdata/replay/retries flock -o $(IT_LOCK) $(GO) test -count=1 -run "Hello|Flaky|FailsTwice|Undoes|Approval|Cancel|RolloutPausedByABlockedDrain|UI|ContinuesAsNew" ./integration/
 
-## bench: per-step overhead vs a raw SSH loop, fan-out vs parallel-ssh, rolling swap over 50 nodes, history of a 1,000-node rollout, planning 1,000 nodes
-## (only the packages that hold benchmarks: the others' test worlds would
-## start for nothing and share the two cores)
+## bench: one table, every row measured in the same run beside its baseline
+## (name | kedge | baseline | ratio | target | met); the other benchmarks
+## (go test -bench NAME) are single measurements
 bench: deps kube-tools
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) flock -o $(IT_LOCK) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./integration/ ./activities/sshhost/ ./internal/devserver/ ./runbooks/plan/
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) flock -o $(IT_LOCK) $(GO) test -run '^$$' -bench '^BenchmarkTable$$' -benchtime 1x -timeout 30m ./integration/
 
 # Every fuzz target (package:Func). `make test` runs each on its seed
 # corpus; `make fuzz` mutates each for FUZZTIME.

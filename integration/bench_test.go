@@ -180,6 +180,16 @@ func runDirect(b *testing.B, in workflows.RunbookInput) {
 }
 
 func dialRaw(b *testing.B, h *testhosts.Host, l *testhosts.Lab) *ssh.Client {
+	c, err := ssh.Dial("tcp", fmt.Sprintf("%s:%d", h.Address, h.Port), rawConfig(b, l))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// rawConfig is how a plain Go SSH client logs in to the lab's hosts: the
+// lab's key, its known_hosts.
+func rawConfig(b *testing.B, l *testhosts.Lab) *ssh.ClientConfig {
 	key, err := os.ReadFile(l.IdentityFile)
 	if err != nil {
 		b.Fatal(err)
@@ -192,13 +202,7 @@ func dialRaw(b *testing.B, h *testhosts.Host, l *testhosts.Lab) *ssh.Client {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := ssh.Dial("tcp", fmt.Sprintf("%s:%d", h.Address, h.Port), &ssh.ClientConfig{
-		User: l.User, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)}, HostKeyCallback: hk,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return c
+	return &ssh.ClientConfig{User: l.User, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)}, HostKeyCallback: hk}
 }
 
 // BenchmarkHostRunActivityDirect calls the host.run activity directly (no

@@ -15,14 +15,14 @@ import (
 
 // startWorker runs `kedge worker` as its own process on a task queue,
 // serving the inventories given (default: the world's).
-func startWorker(t *testing.T, queue string, inventories ...string) *exec.Cmd {
+func startWorker(t testing.TB, queue string, inventories ...string) *exec.Cmd {
 	t.Helper()
 	return startWorkerEnv(t, queue, nil, inventories...)
 }
 
 // startWorkerEnv is startWorker with env added to the worker's
 // environment.
-func startWorkerEnv(t *testing.T, queue string, env []string, inventories ...string) *exec.Cmd {
+func startWorkerEnv(t testing.TB, queue string, env []string, inventories ...string) *exec.Cmd {
 	t.Helper()
 	if len(inventories) == 0 {
 		inventories = []string{world.inventory}

@@ -148,12 +148,32 @@ func BenchmarkRollingSwap50Nodes(b *testing.B) {
 // largest history among the runbook, the rollout's runs and the node
 // runbooks, in events and bytes.
 func BenchmarkRolloutHistory1000Nodes(b *testing.B) {
-	const nodes = 1000
+	_, in := thousandNodes(b)
+	b.ResetTimer()
+	for range b.N {
+		wall, id := runTimed(b, in)
+		b.StopTimer()
+		h := largestHistory(b, id, thousand)
+		b.ReportMetric(wall.Seconds(), "s/rollout")
+		b.ReportMetric(float64(h.events), "events/largest-history")
+		b.ReportMetric(float64(h.bytes)/1e6, "MB/largest-history")
+		b.Logf("%d nodes in %s; largest history: %s, %d events, %.1f MB", thousand, wall.Round(time.Millisecond), h.where(), h.events, float64(h.bytes)/1e6)
+		b.StartTimer()
+	}
+}
+
+// thousand is the size of the rollout whose histories are measured.
+const thousand = 1000
+
+// thousandNodes writes an inventory of 1,000 workers (never reached: the
+// node runbook only checks its param) and a rollout of a trivial node
+// runbook over them, and returns the inventory and the rollout's input.
+func thousandNodes(b *testing.B) (string, workflows.RunbookInput) {
 	dir := b.TempDir()
 	var inv strings.Builder
 	fmt.Fprintf(&inv, "apiVersion: kedge/v1\nkind: Cluster\nmetadata:\n  name: thousand\nssh:\n  user: core\n  become: sudo\n  identityFile: %s\n  knownHostsFile: %s\ncontrollers:\n  - name: c-1\n    address: 10.99.0.1\nworkers:\n",
 		world.lab.IdentityFile, world.lab.KnownHostsFile)
-	for i := range nodes {
+	for i := range thousand {
 		fmt.Fprintf(&inv, "  - name: w-%d\n    address: 10.98.%d.%d\n", i+1, i/250, i%250+1)
 	}
 	files := map[string]string{
@@ -185,30 +205,29 @@ steps:
 			b.Fatal(err)
 		}
 	}
-	in := compile(b, filepath.Join(dir, "trivial-rollout.yaml"), filepath.Join(dir, "inventory.yaml"), nil)
-	b.ResetTimer()
-	for range b.N {
-		wall, id := runTimed(b, in)
-		b.StopTimer()
-		events, bytes, where := largestHistory(b, id, nodes)
-		b.ReportMetric(wall.Seconds(), "s/rollout")
-		b.ReportMetric(float64(events), "events/largest-history")
-		b.ReportMetric(float64(bytes)/1e6, "MB/largest-history")
-		b.Logf("%d nodes in %s; largest history: %s, %d events, %.1f MB", nodes, wall.Round(time.Millisecond), where, events, float64(bytes)/1e6)
-		b.StartTimer()
-	}
+	inventory := filepath.Join(dir, "inventory.yaml")
+	return inventory, compile(b, filepath.Join(dir, "trivial-rollout.yaml"), inventory, nil)
 }
+
+// historySize names one run and the size of its history.
+type historySize struct {
+	id, runID     string
+	events, bytes int64
+}
+
+func (h historySize) where() string { return h.id + " (run " + h.runID + ")" }
 
 // largestHistory finds, among the runs of a runbook, its rollout (every
 // run of it: it continues as new) and its node runbooks, the one with the
 // longest history. Node runbooks are looked up one by one: a visibility
 // query over a thousand workflows is what timed out on a slow machine.
-func largestHistory(b *testing.B, id string, nodes int) (events, bytes int64, where string) {
+func largestHistory(b *testing.B, id string, nodes int) historySize {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	consider := func(n, size int64, at string) {
-		if n > events {
-			events, bytes, where = n, size, at
+	var largest historySize
+	consider := func(h historySize) {
+		if h.events > largest.events {
+			largest = h
 		}
 	}
 	for _, wid := range []string{id, id + "/nodes"} {
@@ -220,7 +239,7 @@ func largestHistory(b *testing.B, id string, nodes int) (events, bytes int64, wh
 			b.Fatalf("no run of %s", wid)
 		}
 		for _, e := range resp.Executions {
-			consider(e.HistoryLength, e.HistorySizeBytes, e.Execution.WorkflowId+" (run "+e.Execution.RunId+")")
+			consider(historySize{id: e.Execution.WorkflowId, runID: e.Execution.RunId, events: e.HistoryLength, bytes: e.HistorySizeBytes})
 		}
 	}
 	for i := range nodes {
@@ -230,7 +249,7 @@ func largestHistory(b *testing.B, id string, nodes int) (events, bytes int64, wh
 			b.Fatalf("%s: %v", wid, err)
 		}
 		info := d.GetWorkflowExecutionInfo()
-		consider(info.GetHistoryLength(), info.GetHistorySizeBytes(), wid)
+		consider(historySize{id: wid, runID: info.GetExecution().GetRunId(), events: info.GetHistoryLength(), bytes: info.GetHistorySizeBytes()})
 	}
-	return events, bytes, where
+	return largest
 }

@@ -1,0 +1,427 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	sdkactivity "go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"golang.org/x/crypto/ssh"
+
+	"kedge.dev/kedge/internal/attempt"
+	"kedge.dev/kedge/workflows"
+)
+
+// BenchmarkTable is `make bench`: every row measured in one run, Kedge
+// beside its baseline on the same hosts and the same Temporal server, at
+// the same moment, so that their ratio holds whatever else the machine
+// does. It prints one table:
+//
+//	name | kedge | baseline | ratio | target | met
+//
+// Rows not built yet are listed in docs/status.md (issue 35).
+func BenchmarkTable(b *testing.B) {
+	var rows []benchRow
+	for range b.N {
+		rows = append(rows[:0],
+			stepOverhead(b),
+			fanOut50(b),
+		)
+		rows = append(rows, fanOut50PSSH(b, rows[len(rows)-1].kedge), workerLoss(b))
+		rows = append(rows, rollout50(b)...)
+		rows = append(rows, rollout1000(b)...)
+	}
+	printTable(os.Stdout, rows)
+	for _, r := range rows {
+		b.ReportMetric(r.kedge, r.name)
+	}
+}
+
+// benchRow is one row of the table. With a baseline, the target bounds
+// kedge/baseline; without, kedge itself.
+type benchRow struct {
+	name            string
+	kedge, baseline float64
+	target          float64
+	atMost          bool // the target is a ceiling (else a floor)
+	note            string
+}
+
+func (r benchRow) value() float64 {
+	if r.baseline > 0 {
+		return r.kedge / r.baseline
+	}
+	return r.kedge
+}
+
+func (r benchRow) met() bool {
+	if r.atMost {
+		return r.value() <= r.target
+	}
+	return r.value() >= r.target
+}
+
+func printTable(out *os.File, rows []benchRow) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "name\tkedge\tbaseline\tratio\ttarget\tmet\tbaseline is")
+	for _, r := range rows {
+		base, ratio := "-", "-"
+		if r.baseline > 0 {
+			base, ratio = fmt.Sprintf("%.3g", r.baseline), fmt.Sprintf("%.2f", r.value())
+		}
+		op := ">="
+		if r.atMost {
+			op = "<="
+		}
+		what := "kedge"
+		if r.baseline > 0 {
+			what = "ratio"
+		}
+		fmt.Fprintf(w, "%s\t%.3g\t%s\t%s\t%s %s %g\t%v\t%s\n", r.name, r.kedge, base, ratio, what, op, r.target, r.met(), r.note)
+	}
+	_ = w.Flush()
+}
+
+// stepOverhead is a Kedge step's cost against what it cannot do without:
+// one raw SSH exec over an open connection plus one empty Temporal
+// activity, each measured here, per step of 50 sequential ones.
+func stepOverhead(b *testing.B) benchRow {
+	var sb strings.Builder
+	sb.WriteString("apiVersion: kedge/v1\nkind: Runbook\nmetadata: {name: bench-seq}\nsteps:\n")
+	for i := range sequentialSteps {
+		fmt.Fprintf(&sb, "  - id: s%d\n    action: host.run\n    on: worker-1\n    with: {command: \"true\"}\n", i)
+		if i > 0 {
+			fmt.Fprintf(&sb, "    needs: [s%d]\n", i-1)
+		}
+	}
+	in := compileFor(b, sb.String(), world.inventory)
+	runDirect(b, in) // warm the pool and the task queue
+	start := time.Now()
+	runDirect(b, in)
+	kedge := msPerStep(time.Since(start))
+
+	conn := dialRaw(b, labHost(nil, "worker-1"), world.lab)
+	defer conn.Close()
+	start = time.Now()
+	for range sequentialSteps {
+		s, err := conn.NewSession()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Run("true"); err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+	exec := msPerStep(time.Since(start))
+	empty := emptyActivities(b)
+	return benchRow{name: "step-overhead-ms", kedge: kedge, baseline: exec + empty, target: 1.3, atMost: true,
+		note: fmt.Sprintf("raw SSH exec %.2f ms + empty activity %.2f ms", exec, empty)}
+}
+
+func msPerStep(d time.Duration) float64 {
+	return float64(d.Microseconds()) / 1000 / sequentialSteps
+}
+
+// emptyActivities runs sequentialSteps empty activities, one after the
+// other, in one workflow on the world's server with a worker of its own,
+// and returns the milliseconds each took.
+func emptyActivities(b *testing.B) float64 {
+	const queue = "bench-empty"
+	w := sdkworker.New(world.client, queue, sdkworker.Options{})
+	w.RegisterWorkflowWithOptions(func(ctx workflow.Context, n int) error {
+		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
+		for range n {
+			if err := workflow.ExecuteActivity(ctx, "bench.empty").Get(ctx, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, workflow.RegisterOptions{Name: "bench.empty-steps"})
+	w.RegisterActivityWithOptions(func(context.Context) error { return nil }, sdkactivity.RegisterOptions{Name: "bench.empty"})
+	if err := w.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	run := func() time.Duration {
+		ctx := context.Background()
+		start := time.Now()
+		r, err := world.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue}, "bench.empty-steps", sequentialSteps)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Get(ctx, nil); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	run() // warm
+	return msPerStep(run())
+}
+
+// fanOut50 is one step on 50 hosts through Kedge (its connection pool
+// warm, as a long-lived worker's is), against a raw Go fan-out that
+// dials each host and runs the command, all at once, as a script would.
+func fanOut50(b *testing.B) benchRow {
+	fanOutLab(b)
+	in := compileFor(b, `
+apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: bench-fanout}
+steps:
+  - id: all
+    action: host.run
+    on: all
+    with: {command: "true"}
+`, fanOut.inventory)
+	runDirect(b, in)
+	start := time.Now()
+	runDirect(b, in)
+	kedge := time.Since(start).Seconds()
+
+	start = time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(fanOut.lab.Hosts))
+	cfg := rawConfig(b, fanOut.lab)
+	for _, h := range fanOut.lab.Hosts {
+		wg.Go(func() {
+			c, err := ssh.Dial("tcp", fmt.Sprintf("%s:%d", h.Address, h.Port), cfg)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			s, err := c.NewSession()
+			if err == nil {
+				err = s.Run("true")
+				s.Close()
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	raw := time.Since(start).Seconds()
+	return benchRow{name: "fanout-50-s", kedge: kedge, baseline: raw, target: 1.5, atMost: true,
+		note: "raw Go: dial and exec on each host at once"}
+}
+
+// fanOut50PSSH is the same Kedge figure against `parallel-ssh -p 50` on
+// the same hosts.
+func fanOut50PSSH(b *testing.B, kedge float64) benchRow {
+	hosts := b.TempDir() + "/hosts"
+	var lines []string
+	for _, h := range fanOut.lab.Hosts {
+		lines = append(lines, fmt.Sprintf("%s@%s:%d", fanOut.lab.User, h.Address, h.Port))
+	}
+	if err := os.WriteFile(hosts, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	cmd := exec.Command("parallel-ssh", "-h", hosts, "-p", fmt.Sprint(fanOutHosts), "-t", "60",
+		"-O", "IdentityFile="+fanOut.lab.IdentityFile,
+		"-O", "UserKnownHostsFile="+fanOut.lab.KnownHostsFile,
+		"-O", "StrictHostKeyChecking=yes", "-O", "BatchMode=yes", "true")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("parallel-ssh: %v\n%s", err, out)
+	}
+	return benchRow{name: "fanout-50-pssh-s", kedge: kedge, baseline: time.Since(start).Seconds(), target: 0.3, atMost: true,
+		note: "parallel-ssh -p 50"}
+}
+
+// workerLoss is how long a rollout stands still when the worker running
+// its step is killed: from the kill until the step's next attempt starts
+// on the surviving worker (Temporal's retry once the lost attempt's
+// heartbeat is missed). Two `kedge worker` processes serve a queue of
+// their own; the step sleeps, so the kill lands inside it.
+func workerLoss(b *testing.B) benchRow {
+	const queue = "bench-loss"
+	workers := map[string]*exec.Cmd{}
+	for _, name := range []string{"bench-loss-a", "bench-loss-b"} {
+		workers[name] = startWorkerEnv(b, queue, []string{"KEDGE_WORKER_IDENTITY=" + name})
+	}
+	in := compileFor(b, `
+apiVersion: kedge/v1
+kind: Runbook
+metadata: {name: bench-loss}
+steps:
+  - id: first
+    action: host.run
+    on: worker-1
+    with: {command: "true"}
+  - id: long
+    needs: [first]
+    action: host.run
+    on: worker-1
+    retry: {maxAttempts: 1}
+    with: {command: "sleep 20"}
+`, world.inventory)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	run, err := world.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue}, workflows.RunbookWorkflow, workflows.Admit(in, time.Now()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The long step's first attempt running on one of the two.
+	var held string
+	for held == "" {
+		held = runningOn(ctx, b, run.GetID(), "long", 1)
+	}
+	killed := time.Now()
+	w := workers[held]
+	_ = w.Process.Kill()
+	_ = w.Wait()
+	var survivor string
+	for survivor == "" {
+		survivor = runningOn(ctx, b, run.GetID(), "long", 2)
+	}
+	resumed := time.Since(killed).Seconds()
+	if survivor == held {
+		b.Fatalf("the second attempt ran on %s, the worker killed", held)
+	}
+	if err := run.Get(ctx, nil); err != nil {
+		b.Fatalf("the run after the kill: %v", err)
+	}
+	return benchRow{name: "worker-loss-resume-s", kedge: resumed, target: 10, atMost: true,
+		note: "kill -9 of the worker running a step, to its next attempt started on the other"}
+}
+
+// runningOn returns the worker running attempt n of step's activity in
+// run id, "" while there is none yet (it waits a moment first).
+func runningOn(ctx context.Context, b *testing.B, id, step string, n int32) string {
+	select {
+	case <-ctx.Done():
+		b.Fatalf("%s's attempt %d never started", step, n)
+	case <-time.After(50 * time.Millisecond):
+	}
+	d, err := world.client.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, a := range d.GetPendingActivities() {
+		s, _, _, ok := attempt.ParseID(a.GetActivityId())
+		if ok && s == step && a.GetAttempt() == n && a.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
+			return a.GetLastWorkerIdentity()
+		}
+	}
+	return ""
+}
+
+// swapVersion numbers the images the swaps of one benchmark run put on:
+// each swap changes something.
+var swapVersion = 100
+
+// rollout50 is a rolling kubelet swap over 50 simulated nodes with
+// maxUnavailable 10: how full it kept its window (the node runbooks'
+// busy time over 10 slots for the rollout's wall time), and its time
+// against the ideal, ⌈50/10⌉ batches of one node's swap measured alone
+// just before.
+func rollout50(b *testing.B) []benchRow {
+	inv, workers := fiftyNodes(b)
+	image := func() string { swapVersion++; return fmt.Sprintf("quay.io/poseidon/kubelet:v1.35.%d", swapVersion) }
+	single, _ := runTimed(b, compile(b, "kubelet-image-swap-node", inv, map[string]any{"node": workers[0], "image": image()}))
+	rolling, _ := runTimed(b, compile(b, "kubelet-image-swap", inv, map[string]any{
+		"image": image(), "nodes": "workers", "maxUnavailable": swapWindow, "approveControllers": false}))
+	var busy time.Duration
+	for _, w := range workers {
+		d, err := world.client.DescribeWorkflowExecution(context.Background(), workflows.NodeWorkflowID("fifty", w), "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		info := d.GetWorkflowExecutionInfo()
+		busy += info.GetCloseTime().AsTime().Sub(info.GetStartTime().AsTime())
+	}
+	ideal := time.Duration(math.Ceil(float64(swapNodes)/swapWindow)) * single
+	return []benchRow{
+		{name: "rollout-50-occupancy", kedge: busy.Seconds() / (swapWindow * rolling.Seconds()), target: 0.9,
+			note: fmt.Sprintf("node runbooks busy %.1f s in 10 slots of %.1f s", busy.Seconds(), rolling.Seconds())},
+		{name: "rollout-50-vs-ideal", kedge: rolling.Seconds(), baseline: ideal.Seconds(), target: 1.5, atMost: true,
+			note: fmt.Sprintf("ideal: 5 batches of one node alone (%.2f s)", single.Seconds())},
+	}
+}
+
+// rollout1000 is a rollout over 1,000 nodes of a trivial node runbook on
+// a `kedge worker` process of its own: its largest history (the runbook,
+// the rollout's runs, the node runbooks), the worker's peak resident
+// memory, and how long replaying that history takes (what a worker does
+// when it takes the run over).
+func rollout1000(b *testing.B) []benchRow {
+	const queue = "bench-1000"
+	inv, in := thousandNodes(b)
+	w := startWorker(b, queue, inv)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	run, err := world.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue}, workflows.RunbookWorkflow, workflows.Admit(in, time.Now()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := run.Get(ctx, nil); err != nil {
+		b.Fatalf("the 1,000-node rollout: %v", err)
+	}
+	rss := peakRSSMiB(b, w.Process.Pid)
+	h := largestHistory(b, run.GetID(), thousand)
+	var events []*historypb.HistoryEvent
+	it := world.client.GetWorkflowHistory(ctx, h.id, h.runID, false, 0)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			b.Fatal(err)
+		}
+		events = append(events, e)
+	}
+	var co client.Options // the history is sealed: replay opens it as a worker would
+	world.codec.ReplayedIn(world.srv.Namespace()).Apply(&co)
+	r, err := sdkworker.NewWorkflowReplayerWithOptions(sdkworker.WorkflowReplayerOptions{DataConverter: co.DataConverter, FailureConverter: co.FailureConverter})
+	if err != nil {
+		b.Fatal(err)
+	}
+	workflows.Register(r)
+	var opts sdkworker.ReplayWorkflowHistoryOptions
+	opts.OriginalExecution = workflow.Execution{ID: h.id, RunID: h.runID}
+	start := time.Now()
+	if err := r.ReplayWorkflowHistoryWithOptions(nil, &historypb.History{Events: events}, opts); err != nil {
+		b.Fatalf("replay %s: %v", h.where(), err)
+	}
+	replay := time.Since(start)
+	return []benchRow{
+		{name: "rollout-1000-largest-history-events", kedge: float64(h.events), target: 10240, atMost: true, note: h.where()},
+		{name: "rollout-1000-worker-rss-mib", kedge: rss, target: 512, atMost: true, note: "peak (VmHWM) of the kedge worker that ran it"},
+		{name: "replay-largest-ms", kedge: float64(replay.Microseconds()) / 1000, target: 1000, atMost: true, note: fmt.Sprintf("%d events", len(events))},
+	}
+}
+
+// peakRSSMiB reads a process's peak resident memory.
+func peakRSSMiB(b *testing.B, pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb float64
+			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%f kB", &kb); err != nil {
+				b.Fatal(err)
+			}
+			return kb / 1024
+		}
+	}
+	b.Fatalf("no VmHWM for process %d", pid)
+	return 0
+}
