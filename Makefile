@@ -124,7 +124,7 @@ record-histories: deps kube-tools vault-tools
 ## (name | kedge | baseline | ratio | target | met); the other benchmarks
 ## (go test -bench NAME) are single measurements
 bench: deps kube-tools
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) flock -o $(IT_LOCK) $(GO) test -run '^$$' -bench '^BenchmarkTable$$' -benchtime 1x -timeout 30m ./integration/
+	KEDGE_BENCH_PROFILE=$(CURDIR)/.test/bench KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) flock -o $(IT_LOCK) $(GO) test -run '^$$' -bench '^BenchmarkTable$$' -benchtime 1x -timeout 30m ./integration/
 
 # Every fuzz target (package:Func). `make test` runs each on its seed
 # corpus; `make fuzz` mutates each for FUZZTIME.

@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -108,9 +110,11 @@ func stepOverhead(b *testing.B) benchRow {
 	}
 	in := compileFor(b, sb.String(), world.inventory)
 	runDirect(b, in) // warm the pool and the task queue
+	stop := profile(b, "step-overhead")
 	start := time.Now()
 	runDirect(b, in)
 	kedge := msPerStep(time.Since(start))
+	stop()
 
 	conn := dialRaw(b, labHost(nil, "worker-1"), world.lab)
 	defer conn.Close()
@@ -129,6 +133,40 @@ func stepOverhead(b *testing.B) benchRow {
 	empty := emptyActivities(b)
 	return benchRow{name: "step-overhead-ms", kedge: kedge, baseline: exec + empty, target: 1.3, atMost: true,
 		note: fmt.Sprintf("raw SSH exec %.2f ms + empty activity %.2f ms", exec, empty)}
+}
+
+// profile writes the CPU profile of what runs until stop, and the heap's
+// allocations, to $KEDGE_BENCH_PROFILE/NAME.{cpu,allocs}.pprof when that
+// is set (make bench sets .test/bench): the world's worker and its
+// embedded Temporal server run in this process, so both are in it.
+// `go tool pprof -top FILE` reads them.
+func profile(b *testing.B, name string) (stop func()) {
+	dir := os.Getenv("KEDGE_BENCH_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(dir, name+".cpu.pprof"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+		a, err := os.Create(filepath.Join(dir, name+".allocs.pprof"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer a.Close()
+		if err := pprof.Lookup("allocs").WriteTo(a, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 func msPerStep(d time.Duration) float64 {
@@ -337,8 +375,10 @@ func rollout50(b *testing.B) []benchRow {
 	inv, workers := fiftyNodes(b)
 	image := func() string { swapVersion++; return fmt.Sprintf("quay.io/poseidon/kubelet:v1.35.%d", swapVersion) }
 	single, _ := runTimed(b, compile(b, "kubelet-image-swap-node", inv, map[string]any{"node": workers[0], "image": image()}))
+	stop := profile(b, "rollout-50")
 	rolling, _ := runTimed(b, compile(b, "kubelet-image-swap", inv, map[string]any{
 		"image": image(), "nodes": "workers", "maxUnavailable": swapWindow, "approveControllers": false}))
+	stop()
 	var busy time.Duration
 	for _, w := range workers {
 		d, err := world.client.DescribeWorkflowExecution(context.Background(), workflows.NodeWorkflowID("fifty", w), "")
