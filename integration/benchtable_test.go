@@ -362,9 +362,10 @@ func runningOn(ctx context.Context, b *testing.B, id, step string, n int32) stri
 	return ""
 }
 
-// swapVersion numbers the images the swaps of one benchmark run put on:
-// each swap changes something.
-var swapVersion = 100
+// swapVersion numbers the images the swaps of one benchmark run put on,
+// each a change (the lab's hosts have v1.35.0 to v1.35.49:
+// testhosts.LabImages).
+var swapVersion = 10
 
 // rollout50 is a rolling kubelet swap over 50 simulated nodes with
 // maxUnavailable 10: how full it kept its window (the node runbooks'

@@ -194,16 +194,15 @@ func message(err error) string { return err.Error() }
 
 // final makes err the step's last failure: not retried by Temporal, with
 // d in its details when it took more than one attempt and has none of
-// its own.
+// its own (details of its own are kept as they are).
 func final(err error, d Detail) error {
 	if app, ok := err.(*temporal.ApplicationError); ok { // the error itself, not one it wraps
-		if app.NonRetryable() && (d.Attempt <= 1 || app.HasDetails()) {
+		own, has := detailsOf(app)
+		if app.NonRetryable() && (d.Attempt <= 1 || has) {
 			return err
 		}
-		opts := temporal.ApplicationErrorOptions{NonRetryable: true, Cause: app.Unwrap()}
-		if app.HasDetails() { // details of its own: keep them on the cause
-			opts.Cause = err
-		} else if d.Attempt > 1 {
+		opts := temporal.ApplicationErrorOptions{NonRetryable: true, Cause: app.Unwrap(), Details: own}
+		if !has && d.Attempt > 1 {
 			opts.Details = []any{d}
 		}
 		return temporal.NewApplicationErrorWithOptions(app.Message(), app.Type(), opts)
@@ -213,6 +212,27 @@ func final(err error, d Detail) error {
 		opts.Details = []any{d}
 	}
 	return temporal.NewApplicationErrorWithOptions(err.Error(), goType(err), opts)
+}
+
+// detailsOf returns the details an activity gave its error, as the
+// values it gave (an error made in this process holds them unencoded).
+func detailsOf(app *temporal.ApplicationError) ([]any, bool) {
+	if !app.HasDetails() {
+		return nil, false
+	}
+	var vals []any
+	for n := 1; n <= 16; n++ {
+		ptrs := make([]any, n)
+		got := make([]any, n)
+		for i := range ptrs {
+			ptrs[i] = &got[i]
+		}
+		if app.Details(ptrs...) != nil {
+			break
+		}
+		vals = got
+	}
+	return vals, true
 }
 
 // goType names err's type as Temporal does for an error that is no

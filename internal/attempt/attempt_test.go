@@ -52,6 +52,16 @@ func TestFinalKeepsTypeAndCause(t *testing.T) {
 	if got := final(own, Detail{Attempt: 2}); got != own {
 		t.Errorf("a final error with its own details was rebuilt: %v", got)
 	}
+	// A retryable one made final keeps its details, its message once.
+	pulled := temporal.NewApplicationErrorWithOptions("docker pull failed", "CommandFailed", temporal.ApplicationErrorOptions{
+		Details: []any{map[string]any{"exitCode": 1}, "second"}})
+	err = final(pulled, Detail{Attempt: 3})
+	var got map[string]any
+	var second string
+	if !errors.As(err, &app) || !app.NonRetryable() || app.Details(&got, &second) != nil || got["exitCode"] != 1 || second != "second" ||
+		err.Error() != "docker pull failed (type: CommandFailed, retryable: false)" {
+		t.Errorf("made final: %v, details %v %q", err, got, second)
+	}
 	// A plain error keeps its message, and is final.
 	err = final(errors.New("plain"), Detail{Attempt: 1})
 	if !errors.As(err, &app) || !app.NonRetryable() || app.Message() != "plain" || app.HasDetails() {
