@@ -67,11 +67,14 @@ type ledger struct {
 //   - it ends an attempt's work a moment before Temporal's start-to-close
 //     timeout, so the timeout is a failure the worker counts, not a loss;
 //   - it adds the attempt number and the error before it (Detail) to a
-//     result or final error that took more than one attempt.
+//     result or final error that took more than one attempt;
+//   - it heartbeats every running action with a heartbeat timeout, four
+//     times within it (keepAlive), so a live attempt is never taken for
+//     lost and a lost one is noticed within that timeout.
 //
 // Activities of runs started before Temporal retried actions (one
-// attempt each, MaximumAttempts 1, retried by the workflow) pass
-// through: for them the embedded resume.Interceptor carries a lost
+// attempt each, MaximumAttempts 1, retried by the workflow) are only
+// kept alive: for them the embedded resume.Interceptor carries a lost
 // attempt's details to the next in the activity header. Register it on
 // every worker.
 type Interceptor struct {
