@@ -22,7 +22,11 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"golang.org/x/crypto/ssh"
 
+	"kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/activities/sshhost"
+	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/internal/attempt"
+	"kedge.dev/kedge/runbooks/inventory"
 	"kedge.dev/kedge/workflows"
 )
 
@@ -131,8 +135,9 @@ func stepOverhead(b *testing.B) benchRow {
 	}
 	exec := msPerStep(time.Since(start))
 	empty := emptyActivities(b)
+	direct := hostRunDirect(b)
 	return benchRow{name: "step-overhead-ms", kedge: kedge, baseline: exec + empty, target: 1.3, atMost: true,
-		note: fmt.Sprintf("raw SSH exec %.2f ms + empty activity %.2f ms", exec, empty)}
+		note: fmt.Sprintf("raw SSH exec %.2f ms + empty activity %.2f ms (host.run called directly: %.2f ms)", exec, empty, direct)}
 }
 
 // profile writes the CPU profile of what runs until stop, and the heap's
@@ -167,6 +172,34 @@ func profile(b *testing.B, name string) (stop func()) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// hostRunDirect is host.run called without Temporal, over a warm pooled
+// connection, per step: what the wrapper (sudo, the watchdog, the
+// outputs file) adds to the raw exec.
+func hostRunDirect(b *testing.B) float64 {
+	pool := sshpool.New(sshpool.Options{})
+	defer pool.Close()
+	acts := &sshhost.Activities{Pool: pool}
+	cluster, err := inventory.LoadFile(world.inventory)
+	if err != nil {
+		b.Fatal(err)
+	}
+	target, err := cluster.Target("worker-1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := host.RunInput{Target: target, Command: "true"}
+	if _, err := acts.Run(context.Background(), in); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	for range sequentialSteps {
+		if _, err := acts.Run(context.Background(), in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return msPerStep(time.Since(start))
 }
 
 func msPerStep(d time.Duration) float64 {
