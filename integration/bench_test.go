@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,67 +13,22 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
-	"kedge.dev/kedge/activities/sshhost"
-	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/integration/lab"
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/inventory"
 	"kedge.dev/kedge/workflows"
-
-	"kedge.dev/kedge/actions/host"
 )
 
-// Per-step overhead: N sequential host.run steps on one host through Kedge
-// (workflow + activity + pooled SSH), against N sequential execs over one raw
-// SSH connection. Run with `make bench`.
+// The worlds and helpers of `make bench` (BenchmarkTable): the rows'
+// sizes, the 50 fan-out hosts, a runbook run as the CLI prepares it, a
+// raw SSH client.
 
+// sequentialSteps is the step-overhead row's run of sequential host.run
+// steps on one host.
 const sequentialSteps = 50
 
-func BenchmarkKedgeSequentialHostRun(b *testing.B) {
-	var sb strings.Builder
-	sb.WriteString("apiVersion: kedge/v1\nkind: Runbook\nmetadata: {name: bench-seq}\nsteps:\n")
-	for i := range sequentialSteps {
-		fmt.Fprintf(&sb, "  - id: s%d\n    action: host.run\n    on: worker-1\n    with: {command: \"true\"}\n", i)
-		if i > 0 {
-			fmt.Fprintf(&sb, "    needs: [s%d]\n", i-1)
-		}
-	}
-	in := compileFor(b, sb.String(), world.inventory)
-	runDirect(b, in) // warm the pool and the task queue
-	b.ResetTimer()
-	start := time.Now()
-	for range b.N {
-		runDirect(b, in)
-	}
-	b.ReportMetric(float64(time.Since(start).Microseconds())/1000/float64(b.N*sequentialSteps), "ms/step")
-}
-
-func BenchmarkRawSSHSequentialExec(b *testing.B) {
-	h := labHost(nil, "worker-1")
-	conn := dialRaw(b, h, world.lab)
-	defer conn.Close()
-	b.ResetTimer()
-	start := time.Now()
-	for range b.N {
-		for range sequentialSteps {
-			s, err := conn.NewSession()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := s.Run("true"); err != nil {
-				b.Fatal(err)
-			}
-			s.Close()
-		}
-	}
-	b.ReportMetric(float64(time.Since(start).Microseconds())/1000/float64(b.N*sequentialSteps), "ms/step")
-}
-
-// Fan-out: one step on 50 hosts through Kedge, against parallel-ssh (pssh)
-// running the same command on the same 50 hosts with 50 parallel
-// connections.
-
+// fanOutHosts is the fan-out rows' host count.
 const fanOutHosts = 50
 
 var fanOut struct {
@@ -100,47 +53,6 @@ func fanOutLab(b *testing.B) {
 	})
 	if fanOut.err != nil {
 		b.Fatal(fanOut.err)
-	}
-}
-
-func BenchmarkKedgeFanOut50(b *testing.B) {
-	fanOutLab(b)
-	in := compileFor(b, `
-apiVersion: kedge/v1
-kind: Runbook
-metadata: {name: bench-fanout}
-steps:
-  - id: all
-    action: host.run
-    on: all
-    with: {command: "true"}
-`, fanOut.inventory)
-	runDirect(b, in) // connect the pool once, as a long-lived worker would be
-	b.ResetTimer()
-	for range b.N {
-		runDirect(b, in)
-	}
-}
-
-func BenchmarkPSSHFanOut50(b *testing.B) {
-	fanOutLab(b)
-	hosts := filepath.Join(b.TempDir(), "hosts")
-	var lines []string
-	for _, h := range fanOut.lab.Hosts {
-		lines = append(lines, fmt.Sprintf("%s@%s:%d", fanOut.lab.User, h.Address, h.Port))
-	}
-	if err := os.WriteFile(hosts, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	for range b.N {
-		cmd := exec.Command("parallel-ssh", "-h", hosts, "-p", fmt.Sprint(fanOutHosts), "-t", "60",
-			"-O", "IdentityFile="+fanOut.lab.IdentityFile,
-			"-O", "UserKnownHostsFile="+fanOut.lab.KnownHostsFile,
-			"-O", "StrictHostKeyChecking=yes", "-O", "BatchMode=yes", "true")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("parallel-ssh: %v\n%s", err, out)
-		}
 	}
 }
 
@@ -203,36 +115,4 @@ func rawConfig(b *testing.B, l *testhosts.Lab) *ssh.ClientConfig {
 		b.Fatal(err)
 	}
 	return &ssh.ClientConfig{User: l.User, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)}, HostKeyCallback: hk}
-}
-
-// BenchmarkHostRunActivityDirect calls the host.run activity directly (no
-// Temporal) over the pooled connection: the wrapper's own cost, between the
-// raw exec and the full Kedge step.
-func BenchmarkHostRunActivityDirect(b *testing.B) {
-	pool := sshpool.New(sshpool.Options{})
-	defer pool.Close()
-	acts := &sshhost.Activities{Pool: pool}
-	cluster, err := inventory.LoadFile(world.inventory)
-	if err != nil {
-		b.Fatal(err)
-	}
-	target, err := cluster.Target("worker-1")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	in := host.RunInput{Target: target, Command: "true"}
-	if _, err := acts.Run(ctx, in); err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	start := time.Now()
-	for range b.N {
-		for range sequentialSteps {
-			if _, err := acts.Run(ctx, in); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	b.ReportMetric(float64(time.Since(start).Microseconds())/1000/float64(b.N*sequentialSteps), "ms/step")
 }

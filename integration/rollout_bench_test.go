@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,43 +122,6 @@ func fiftyNodes(b *testing.B) (string, []string) {
 		return true
 	})
 	return swapLab.inventory, swapLab.workers
-}
-
-func BenchmarkRollingSwap50Nodes(b *testing.B) {
-	inv, workers := fiftyNodes(b)
-	version := 10
-	image := func() string { version++; return fmt.Sprintf("quay.io/poseidon/kubelet:v1.35.%d", version) }
-	b.ResetTimer()
-	for range b.N {
-		// One node alone, then all of them through the window.
-		single, _ := runTimed(b, compile(b, "kubelet-image-swap-node", inv, map[string]any{
-			"node": workers[0], "image": image()}))
-		rolling, _ := runTimed(b, compile(b, "kubelet-image-swap", inv, map[string]any{
-			"image": image(), "nodes": "workers", "maxUnavailable": swapWindow, "approveControllers": false}))
-		ideal := time.Duration(math.Ceil(float64(swapNodes)/swapWindow)) * single
-		b.ReportMetric(single.Seconds(), "s/node")
-		b.ReportMetric(rolling.Seconds(), "s/rollout")
-		b.ReportMetric(ideal.Seconds(), "s/ideal")
-		b.ReportMetric(rolling.Seconds()/ideal.Seconds(), "x-ideal")
-	}
-}
-
-// The history of a 1,000-node rollout of a trivial per-node runbook: the
-// largest history among the runbook, the rollout's runs and the node
-// runbooks, in events and bytes.
-func BenchmarkRolloutHistory1000Nodes(b *testing.B) {
-	_, in := thousandNodes(b)
-	b.ResetTimer()
-	for range b.N {
-		wall, id := runTimed(b, in)
-		b.StopTimer()
-		h := largestHistory(b, id, thousand)
-		b.ReportMetric(wall.Seconds(), "s/rollout")
-		b.ReportMetric(float64(h.events), "events/largest-history")
-		b.ReportMetric(float64(h.bytes)/1e6, "MB/largest-history")
-		b.Logf("%d nodes in %s; largest history: %s, %d events, %.1f MB", thousand, wall.Round(time.Millisecond), h.where(), h.events, float64(h.bytes)/1e6)
-		b.StartTimer()
-	}
 }
 
 // thousand is the size of the rollout whose histories are measured.
