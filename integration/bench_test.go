@@ -80,7 +80,7 @@ func compileFor(b *testing.B, body, inv string) workflows.RunbookInput {
 
 // runDirect starts a runbook with the SDK client and waits for it, without
 // the CLI's progress polling.
-func runDirect(b *testing.B, in workflows.RunbookInput) {
+func runDirect(b *testing.B, in workflows.RunbookInput) client.WorkflowRun {
 	ctx := context.Background()
 	run, err := world.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "kedge"}, workflows.RunbookWorkflow, workflows.Admit(in, time.Now()))
 	if err != nil {
@@ -89,6 +89,7 @@ func runDirect(b *testing.B, in workflows.RunbookInput) {
 	if err := run.Get(ctx, nil); err != nil {
 		b.Fatal(err)
 	}
+	return run
 }
 
 func dialRaw(b *testing.B, h *testhosts.Host, l *testhosts.Lab) *ssh.Client {

@@ -116,28 +116,79 @@ func stepOverhead(b *testing.B) benchRow {
 	runDirect(b, in) // warm the pool and the task queue
 	stop := profile(b, "step-overhead")
 	start := time.Now()
-	runDirect(b, in)
+	run := runDirect(b, in)
 	kedge := msPerStep(time.Since(start))
 	stop()
+	steps := timeline(b, run.GetID(), run.GetRunID())
 
 	conn := dialRaw(b, labHost(nil, "worker-1"), world.lab)
 	defer conn.Close()
 	start = time.Now()
 	for range sequentialSteps {
-		s, err := conn.NewSession()
+		rawExec(b, conn, "sudo -n true")
+	}
+	exec := msPerStep(time.Since(start))
+	start = time.Now()
+	for range sequentialSteps {
+		rawExec(b, conn, "true")
+	}
+	unprivileged := msPerStep(time.Since(start))
+	empty, emptySteps := emptyActivities(b)
+	direct := hostRunDirect(b)
+	return benchRow{name: "step-overhead-ms", kedge: kedge, baseline: exec + empty, target: 1.3, atMost: true,
+		note: fmt.Sprintf("raw SSH exec of `sudo -n true` %.2f ms (of `true` %.2f) + empty activity %.2f ms; host.run called directly %.2f ms; "+
+			"per step, Kedge: %s; empty: %s", exec, unprivileged, empty, direct, steps, emptySteps)}
+}
+
+// rawExec runs cmd in a new session on conn, as a plain Go client does.
+// The Kedge step runs its command as root through the lab's sudo, so the
+// baseline does the same.
+func rawExec(b *testing.B, conn *ssh.Client, cmd string) {
+	s, err := conn.NewSession()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if out, err := s.CombinedOutput(cmd); err != nil {
+		b.Fatalf("%s: %v: %s", cmd, err, out)
+	}
+}
+
+// timeline splits a run's sequential activities, from its history, into
+// the mean time each waited to start once scheduled (queue), ran
+// (activity) and took from its completion to the next one's scheduling
+// (the workflow task in between).
+func timeline(b *testing.B, id, runID string) string {
+	var scheduled, started, completed []time.Time
+	it := world.client.GetWorkflowHistory(context.Background(), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := s.Run("true"); err != nil {
-			b.Fatal(err)
+		switch e.GetEventType() {
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			scheduled = append(scheduled, e.GetEventTime().AsTime())
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+			started = append(started, e.GetEventTime().AsTime())
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+			completed = append(completed, e.GetEventTime().AsTime())
 		}
-		s.Close()
 	}
-	exec := msPerStep(time.Since(start))
-	empty := emptyActivities(b)
-	direct := hostRunDirect(b)
-	return benchRow{name: "step-overhead-ms", kedge: kedge, baseline: exec + empty, target: 1.3, atMost: true,
-		note: fmt.Sprintf("raw SSH exec %.2f ms + empty activity %.2f ms (host.run called directly: %.2f ms)", exec, empty, direct)}
+	n := len(completed)
+	if n < 2 || len(scheduled) != n || len(started) != n {
+		b.Fatalf("%s: %d activities scheduled, %d started, %d completed: not one sequence", id, len(scheduled), len(started), n)
+	}
+	var queue, run, decide time.Duration
+	for i := range n {
+		queue += started[i].Sub(scheduled[i])
+		run += completed[i].Sub(started[i])
+		if i+1 < n {
+			decide += scheduled[i+1].Sub(completed[i])
+		}
+	}
+	ms := func(d time.Duration, k int) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000/float64(k)) }
+	return fmt.Sprintf("queue %s + activity %s + workflow task %s ms", ms(queue, n), ms(run, n), ms(decide, n-1))
 }
 
 // profile writes the CPU profile of what runs until stop, and the heap's
@@ -209,7 +260,7 @@ func msPerStep(d time.Duration) float64 {
 // emptyActivities runs sequentialSteps empty activities, one after the
 // other, in one workflow on the world's server with a worker of its own,
 // and returns the milliseconds each took.
-func emptyActivities(b *testing.B) float64 {
+func emptyActivities(b *testing.B) (float64, string) {
 	const queue = "bench-empty"
 	w := sdkworker.New(world.client, queue, sdkworker.Options{})
 	w.RegisterWorkflowWithOptions(func(ctx workflow.Context, n int) error {
@@ -226,7 +277,7 @@ func emptyActivities(b *testing.B) float64 {
 		b.Fatal(err)
 	}
 	defer w.Stop()
-	run := func() time.Duration {
+	run := func() (time.Duration, client.WorkflowRun) {
 		ctx := context.Background()
 		start := time.Now()
 		r, err := world.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue}, "bench.empty-steps", sequentialSteps)
@@ -236,10 +287,11 @@ func emptyActivities(b *testing.B) float64 {
 		if err := r.Get(ctx, nil); err != nil {
 			b.Fatal(err)
 		}
-		return time.Since(start)
+		return time.Since(start), r
 	}
 	run() // warm
-	return msPerStep(run())
+	d, r := run()
+	return msPerStep(d), timeline(b, r.GetID(), r.GetRunID())
 }
 
 // fanOut50 is one step on 50 hosts through Kedge (its connection pool

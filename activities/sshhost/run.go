@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -145,24 +146,30 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// wrapper is the script fed on stdin to `sh -s` for one exec. It names a
-// fresh $KEDGE_OUTPUT (created by the command if it writes outputs),
-// exports env, runs the command in a background subshell (eval of the
-// quoted command or script, stdin from /dev/null) and waits for it, so a
-// signal to the wrapper runs its trap at once: the trap signals the
-// wrapper's process group (sshd makes every session its own), SIGTERM
-// then SIGKILL after a grace period. Then it prints the boundary and the
-// outputs file to stderr and exits with the command's status.
+// wrapper is the script fed on stdin to `sh -s` for one exec, as one
+// brace group, so the shell has read all of it before it runs any: the
+// rest of stdin is the watchdog's. It names a fresh $KEDGE_OUTPUT
+// (created by the command if it writes outputs), exports env, runs the
+// command in a background subshell (eval of the quoted command or
+// script, stdin from /dev/null) and waits for it, so a signal to the
+// wrapper runs its trap at once: the trap signals the wrapper's process
+// group, SIGTERM then SIGKILL after a grace period. sshd makes every
+// session a process group of its own; the wrapper is in it, under sudo
+// or not (sudo runs its command in its own group), so the group is the
+// session's processes and nothing else. It is read from /proc/$$/stat
+// rather than made with setsid, which would cost another exec.
 //
-// A watchdog stops the command the same way when the SSH connection goes
-// (a killed worker, a dead network): it polls the sshd process serving
-// the session, the wrapper's nearest sshd ancestor, once a second. Without
-// it the command would run on unseen, and the step's retry beside it.
+// The watchdog stops the command the same way when its stdin ends: exec
+// keeps stdin open while the command runs and closes it to cancel, and
+// sshd closes it when the connection goes (a killed worker, a dead
+// network). Without it the command would run on unseen, and the step's
+// retry beside it. sshd may refuse signal requests, so closing stdin is
+// also how a cancel reaches the wrapper.
 //
-// Everything happens in one SSH session and, besides the command, the
-// wrapper starts only the watchdog (and, when the command writes outputs,
-// nothing more): this is on every step's path. (A subshell running eval
-// behaves as sh -c for the command; only $0 differs.)
+// This is on every step's path: besides the command, the wrapper starts
+// only the watchdog, a subshell that runs no program (and, when the
+// command wrote outputs, rm). (A subshell running eval behaves as sh -c
+// for the command; only $0 differs.)
 func wrapper(spec execSpec, outFile, boundary string) string {
 	body := spec.command
 	if spec.script != "" {
@@ -170,42 +177,40 @@ func wrapper(spec execSpec, outFile, boundary string) string {
 	}
 	var b strings.Builder
 	b.Grow(len(spec.env) + len(body) + 1024)
-	b.WriteString(`KEDGE_OUTPUT=` + outputPath(outFile) + `
+	b.WriteString(`{
+KEDGE_OUTPUT=` + outputPath(outFile) + `
 export KEDGE_OUTPUT
-{ echo $$ >"$KEDGE_OUTPUT.pid"; } 2>/dev/null
 `)
 	b.WriteString(spec.env)
 	b.WriteString(`kedge_pid=
 kedge_watch=
+kedge_group=$$
+{ read -r _ _ _ _ kedge_group _ </proc/$$/stat; } 2>/dev/null
+case $kedge_group in ''|*[!0-9]*|0|1) kedge_group=$$ ;; esac
 kedge_stop() {
   [ -n "$kedge_pid" ] || { kedge_stopped=1; return; }
   trap '' TERM HUP INT
   [ -z "$kedge_watch" ] || kill $kedge_watch 2>/dev/null
-  kill -TERM -$$ 2>/dev/null || kill -TERM $kedge_pid 2>/dev/null
-  (sleep ` + fmt.Sprint(int(killGrace.Seconds())) + `; kill -KILL -$$ 2>/dev/null || kill -KILL $kedge_pid) </dev/null >/dev/null 2>&1 &
+  kill -TERM -$kedge_group 2>/dev/null || kill -TERM $kedge_pid 2>/dev/null
+  (sleep ` + fmt.Sprint(int(killGrace.Seconds())) + `; kill -KILL -$kedge_group 2>/dev/null || kill -KILL $kedge_pid) </dev/null >/dev/null 2>&1 &
 }
 trap kedge_stop TERM HUP INT
-kedge_sshd=$PPID
-while [ "$kedge_sshd" -gt 1 ] && read -r kedge_comm </proc/$kedge_sshd/comm; do
-  case $kedge_comm in sshd*) break ;; esac
-  read -r _ _ _ kedge_sshd _ </proc/$kedge_sshd/stat || break
-done 2>/dev/null
-(eval ` + quote(body) + `) </dev/null &
+exec 9<&0
+(eval ` + quote(body) + `) </dev/null 9<&- &
 kedge_pid=$!
 [ -z "$kedge_stopped" ] || kedge_stop
-kedge_watch=
-if [ "$kedge_sshd" -gt 1 ] 2>/dev/null; then
-  ( while [ -d /proc/$kedge_sshd ]; do [ -d /proc/$$ ] || exit 0; sleep 1; done; kill -TERM $$ ) </dev/null >/dev/null 2>&1 &
-  kedge_watch=$!
-fi
+( while IFS= read -r _; do :; done; kill -TERM $$ ) <&9 >/dev/null 2>&1 &
+kedge_watch=$!
+exec 9<&-
 while :; do wait $kedge_pid; kedge_rc=$?; kill -0 $kedge_pid 2>/dev/null || break; done
-[ -z "$kedge_watch" ] || kill $kedge_watch 2>/dev/null
+kill $kedge_watch 2>/dev/null
 printf '\n%s\n' ` + boundary + ` >&2
 if [ -e "$KEDGE_OUTPUT" ]; then
   while IFS= read -r kedge_line || [ -n "$kedge_line" ]; do printf '%s\n' "$kedge_line"; done <"$KEDGE_OUTPUT" >&2
+  rm -f "$KEDGE_OUTPUT" </dev/null >/dev/null 2>&1 &
 fi
-rm -f "$KEDGE_OUTPUT" "$KEDGE_OUTPUT.pid" </dev/null >/dev/null 2>&1 &
 exit $kedge_rc
+}
 `)
 	return b.String()
 }
@@ -232,7 +237,10 @@ func (a *Activities) exec(ctx context.Context, t target.SSH, spec execSpec) (hos
 	defer release()
 	stdout := &tailBuffer{limit: spec.limit}
 	stderr := newSplitter("\n"+boundary+"\n", spec.limit, maxOutputsBytes)
-	sess.Stdin = strings.NewReader(script)
+	stdin, err := sess.StdinPipe()
+	if err != nil {
+		return host.RunResult{}, fmt.Errorf("command on %s: %w", t.Name(), err)
+	}
 	sess.Stdout, sess.Stderr = stdout, stderr
 	if spec.details != nil {
 		stop := a.heartbeat(ctx, func() any { return spec.details(stdout, stderr.before) })
@@ -241,13 +249,16 @@ func (a *Activities) exec(ctx context.Context, t target.SSH, spec execSpec) (hos
 	if err := sess.Start(wrapperCommand(t)); err != nil {
 		return host.RunResult{}, a.Pool.Lost(t, fmt.Errorf("start command on %s: %w", t.Name(), err))
 	}
+	// The script, then nothing until the command is to stop: stdin stays
+	// open, the watchdog's line to this side (see wrapper).
+	go func() { _, _ = io.WriteString(stdin, script) }()
 	done := make(chan error, 1)
 	go func() { done <- sess.Wait() }()
 	var waitErr error
 	select {
 	case waitErr = <-done:
 	case <-ctx.Done():
-		a.stopRemote(t, sess, outFile, done)
+		stopRemote(sess, stdin, done)
 		_ = sess.Close()
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) && spec.timeout > 0 {
 			return host.RunResult{}, &typedError{typ: errtype.CommandTimeout,
@@ -291,56 +302,31 @@ func (a *Activities) exec(ctx context.Context, t target.SSH, spec execSpec) (hos
 	return res, nil
 }
 
-// wrapperCommand starts the shell that reads the wrapper. sshd makes a
-// session's first process the leader of its own process group, which the
-// wrapper signals as a whole; through sudo that leader is sudo, so the
-// shell under it is made a session (and group) leader of its own with
-// setsid (util-linux, on every distribution Kedge targets), falling back
-// to signalling the command alone where setsid is missing.
+// wrapperCommand starts the shell that reads the wrapper, through sudo
+// when t becomes root: one exec besides sudo's own. sshd makes the
+// session's first process (the shell, or sudo) the leader of a process
+// group of its own, which the wrapper signals as a whole.
 func wrapperCommand(t target.SSH) string {
-	if t.Become == "" {
-		return "exec sh -s"
-	}
-	return "exec " + sshpool.Privileged(t, "sh -c "+quote("command -v setsid >/dev/null 2>&1 && exec setsid sh -s; exec sh -s"))
+	return "exec " + sshpool.Privileged(t, "sh -s")
 }
 
-// outputPath is the shell word for the $KEDGE_OUTPUT of one exec; the
-// wrapper's PID is kept beside it in "$KEDGE_OUTPUT.pid".
+// outputPath is the shell word for the $KEDGE_OUTPUT of one exec.
 func outputPath(outFile string) string {
 	return `"${TMPDIR:-/tmp}/.kedge-out-` + outFile + `"`
 }
 
 // stopRemote stops a running wrapper and waits, at most the kill grace
-// and a little more, for its session to end. It asks sshd to signal the
-// session, but sshd may refuse (OpenSSH denies signal requests on many
-// builds), so it also signals the wrapper from a second session through
-// the PID file the wrapper wrote; that is repeated in case the wrapper
-// had not written it yet. The wrapper's trap then stops the command's
-// whole process group.
-func (a *Activities) stopRemote(t target.SSH, sess *ssh.Session, outFile string, done <-chan error) {
+// and a little more, for its session to end. It closes the wrapper's
+// stdin, which its watchdog reads (see wrapper), and asks sshd to signal
+// the session too, which sshd may refuse (OpenSSH denies signal requests
+// on many builds). The wrapper's trap then stops the command's whole
+// process group.
+func stopRemote(sess *ssh.Session, stdin io.Closer, done <-chan error) {
+	_ = stdin.Close()
 	_ = sess.Signal(ssh.SIGTERM)
-	deadline := time.After(killGrace + 2*time.Second)
-	kill := `kedge_p=$(cat ` + outputPath(outFile) + `.pid 2>/dev/null) && kill -TERM "$kedge_p"`
-	for i := 0; i < 3; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if s, release, err := a.Pool.Session(ctx, t); err == nil {
-			if s.Run(sshpool.Privileged(t, "sh -c "+quote(kill))) == nil {
-				i = 3 // signalled: wait for the wrapper to finish
-			}
-			release()
-		}
-		cancel()
-		select {
-		case <-done:
-			return
-		case <-deadline:
-			return
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
 	select {
 	case <-done:
-	case <-deadline:
+	case <-time.After(killGrace + 2*time.Second):
 	}
 }
 
