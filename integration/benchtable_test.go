@@ -133,11 +133,13 @@ func stepOverhead(b *testing.B) benchRow {
 		rawExec(b, conn, "true")
 	}
 	unprivileged := msPerStep(time.Since(start))
-	empty, emptySteps := emptyActivities(b)
+	empty, emptySteps := bareActivities(b, "empty", func(context.Context) error { return nil })
 	direct := hostRunDirect(b)
+	bare, bareSteps := bareActivities(b, "host-run", directRun(b))
 	return benchRow{name: "step-overhead-ms", kedge: kedge, baseline: exec + empty, target: 1.3, atMost: true,
-		note: fmt.Sprintf("raw SSH exec of `sudo -n true` %.2f ms (of `true` %.2f) + empty activity %.2f ms; host.run called directly %.2f ms; "+
-			"per step, Kedge: %s; empty: %s", exec, unprivileged, empty, direct, steps, emptySteps)}
+		note: fmt.Sprintf("raw SSH exec of `sudo -n true` %.2f ms (of `true` %.2f) + empty activity %.2f ms; host.run called directly %.2f ms, "+
+			"in a bare SDK activity %.2f ms; per step, Kedge: %s; bare host.run: %s; empty: %s",
+			exec, unprivileged, empty, direct, bare, steps, bareSteps, emptySteps)}
 }
 
 // rawExec runs cmd in a new session on conn, as a plain Go client does.
@@ -229,8 +231,21 @@ func profile(b *testing.B, name string) (stop func()) {
 // connection, per step: what the wrapper (sudo, the watchdog, the
 // outputs file) adds to the raw exec.
 func hostRunDirect(b *testing.B) float64 {
+	run := directRun(b)
+	start := time.Now()
+	for range sequentialSteps {
+		if err := run(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return msPerStep(time.Since(start))
+}
+
+// directRun is host.run of `true` on worker-1 through a pool of its own,
+// warm.
+func directRun(b *testing.B) func(context.Context) error {
 	pool := sshpool.New(sshpool.Options{})
-	defer pool.Close()
+	b.Cleanup(func() { _ = pool.Close() })
 	acts := &sshhost.Activities{Pool: pool}
 	cluster, err := inventory.LoadFile(world.inventory)
 	if err != nil {
@@ -241,38 +256,37 @@ func hostRunDirect(b *testing.B) float64 {
 		b.Fatal(err)
 	}
 	in := host.RunInput{Target: target, Command: "true"}
-	if _, err := acts.Run(context.Background(), in); err != nil {
+	run := func(ctx context.Context) error {
+		_, err := acts.Run(ctx, in)
+		return err
+	}
+	if err := run(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	start := time.Now()
-	for range sequentialSteps {
-		if _, err := acts.Run(context.Background(), in); err != nil {
-			b.Fatal(err)
-		}
-	}
-	return msPerStep(time.Since(start))
+	return run
 }
 
 func msPerStep(d time.Duration) float64 {
 	return float64(d.Microseconds()) / 1000 / sequentialSteps
 }
 
-// emptyActivities runs sequentialSteps empty activities, one after the
-// other, in one workflow on the world's server with a worker of its own,
-// and returns the milliseconds each took.
-func emptyActivities(b *testing.B) (float64, string) {
-	const queue = "bench-empty"
+// bareActivities runs sequentialSteps activities of act, one after the
+// other, in one workflow on the world's server with a plain SDK worker
+// of its own (none of Kedge's interceptors, codec or executor), and
+// returns the milliseconds each took and their timeline.
+func bareActivities(b *testing.B, name string, act func(context.Context) error) (float64, string) {
+	queue := "bench-" + name
 	w := sdkworker.New(world.client, queue, sdkworker.Options{})
 	w.RegisterWorkflowWithOptions(func(ctx workflow.Context, n int) error {
 		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
 		for range n {
-			if err := workflow.ExecuteActivity(ctx, "bench.empty").Get(ctx, nil); err != nil {
+			if err := workflow.ExecuteActivity(ctx, "bench."+name).Get(ctx, nil); err != nil {
 				return err
 			}
 		}
 		return nil
-	}, workflow.RegisterOptions{Name: "bench.empty-steps"})
-	w.RegisterActivityWithOptions(func(context.Context) error { return nil }, sdkactivity.RegisterOptions{Name: "bench.empty"})
+	}, workflow.RegisterOptions{Name: "bench." + name + "-steps"})
+	w.RegisterActivityWithOptions(act, sdkactivity.RegisterOptions{Name: "bench." + name})
 	if err := w.Start(); err != nil {
 		b.Fatal(err)
 	}
@@ -280,7 +294,7 @@ func emptyActivities(b *testing.B) (float64, string) {
 	run := func() (time.Duration, client.WorkflowRun) {
 		ctx := context.Background()
 		start := time.Now()
-		r, err := world.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue}, "bench.empty-steps", sequentialSteps)
+		r, err := world.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue}, "bench."+name+"-steps", sequentialSteps)
 		if err != nil {
 			b.Fatal(err)
 		}
