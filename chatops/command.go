@@ -14,6 +14,7 @@ import (
 const (
 	CmdSwapKubelet = "swap-kubelet"
 	CmdUpgrade     = "upgrade"
+	CmdOSUpdate    = "os-update"
 	CmdRun         = "run"
 	CmdStatus      = "status"
 	CmdApprove     = "approve"
@@ -29,6 +30,9 @@ const SwapRunbook = "kubelet-image-swap"
 // UpgradeRunbook is the runbook `/kedge upgrade` starts.
 const UpgradeRunbook = "cluster-upgrade"
 
+// OSUpdateRunbook is the runbook `/kedge os-update` starts.
+const OSUpdateRunbook = "os-update"
+
 // Limits of a command's text.
 const (
 	maxCommandLen = 3000
@@ -41,6 +45,7 @@ const (
 const Usage = "usage:\n" +
 	"  /kedge swap-kubelet CLUSTER image=REF [max-unavailable=N] [nodes=a,b|workers] [failure-budget=N]\n" +
 	"  /kedge upgrade CLUSTER VERSION destination=BACKUPS [max-unavailable=N] [approve-first=false]\n" +
+	"  /kedge os-update CLUSTER [max-unavailable=N] [nodes=a,b|workers] [window-schedule='0 2 * * SAT'] [delay=5m]\n" +
 	"  /kedge run RUNBOOK CLUSTER [name=value ...]\n" +
 	"  /kedge status ID\n" +
 	"  /kedge approve ID      (continue a paused rollout, or approve a waiting step)\n" +
@@ -135,6 +140,15 @@ func ParseCommand(text string) (Command, error) {
 			return Command{}, usagef("swap-kubelet needs image=REF, e.g. image=quay.io/poseidon/kubelet:v1.35.4")
 		}
 		return c, nil
+	case CmdOSUpdate:
+		if len(args) == 0 || strings.Contains(args[0], "=") {
+			return Command{}, usagef("os-update needs a CLUSTER first: /kedge os-update CLUSTER [max-unavailable=N]")
+		}
+		c.Runbook = OSUpdateRunbook
+		if c.Cluster, err = clusterArg(args[0]); err != nil {
+			return Command{}, err
+		}
+		return c, c.parseParams(args[1:])
 	case CmdUpgrade:
 		if len(args) < 2 || strings.Contains(args[0], "=") || strings.Contains(args[1], "=") {
 			return Command{}, usagef("upgrade needs a CLUSTER and a VERSION: /kedge upgrade CLUSTER v1.36.3 destination=BACKUPS")

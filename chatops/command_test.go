@@ -34,6 +34,12 @@ func TestParseCommand(t *testing.T) {
 		{"upgrade lab v1.36.3 destination=offsite approve-first=false",
 			"upgrade cluster-upgrade@lab map[approveFirst:false destination:offsite version:v1.36.3]"},
 		{"upgrade lab", "error: upgrade needs a CLUSTER and a VERSION"},
+		{"os-update lab max-unavailable=2 window-schedule='0 2 * * SAT' delay=5m",
+			"os-update os-update@lab map[delay:5m maxUnavailable:2 windowSchedule:0 2 * * SAT]"},
+		{"os-update lab", "os-update os-update@lab map[]"},
+		{"os-update", "error: os-update needs a CLUSTER first"},
+		{"os-update max-unavailable=2", "error: os-update needs a CLUSTER first"},
+		{"os-update ../lab", `error: "../lab" is not a cluster name`},
 		{"upgrade lab v1.36.3 destination=offsite approve-plan=false", "error: approvePlan cannot be set from chat"},
 		{"run cluster-upgrade lab version=v1.36.3 destination=offsite approvePlan=false", "error: approvePlan cannot be set from chat"},
 		{"run etcd-upgrade lab version=3.6.16 destination=offsite approve-plan=false", "error: approvePlan cannot be set from chat"},
@@ -91,7 +97,7 @@ func TestParseCommand(t *testing.T) {
 
 func show(c Command) string {
 	switch c.Name {
-	case CmdSwapKubelet, CmdUpgrade, CmdRun:
+	case CmdSwapKubelet, CmdUpgrade, CmdOSUpdate, CmdRun:
 		return fmt.Sprintf("%s %s@%s %v", c.Name, c.Runbook, c.Cluster, c.Params)
 	case CmdStatus, CmdApprove, CmdAbort, CmdRestore:
 		return c.Name + " id=" + c.ID

@@ -8,10 +8,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"kedge.dev/kedge/fleetlock"
 	"kedge.dev/kedge/internal/responseurl"
 	"kedge.dev/kedge/internal/secretfile"
 	"kedge.dev/kedge/runbooks/source"
@@ -38,6 +40,9 @@ type Config struct {
 	Clusters map[string]string
 	// RunbookPath is searched for runbooks by name before the built-ins.
 	RunbookPath []string
+	// FleetLock is, by cluster, how its FleetLock endpoint works (only
+	// the clusters that have a fleetLock section serve one).
+	FleetLock map[string]FleetLockConfig
 	// ResponseURLs are URL prefixes a Slack response_url must start with to
 	// be posted to.
 	ResponseURLs []string
@@ -86,7 +91,7 @@ func LoadConfig(path string) (*Config, error) {
 func decodeConfig(doc source.Document, dir string, env func(string) (string, bool)) (*Config, error) {
 	f := doc.File
 	var errs source.Errors
-	c := &Config{File: f, Clusters: map[string]string{}, keys: map[string][]byte{}}
+	c := &Config{File: f, Clusters: map[string]string{}, FleetLock: map[string]FleetLockConfig{}, keys: map[string][]byte{}}
 	var apiVersion, kind string
 	var ruleNodes []*yaml.Node
 	source.Fields(f, doc.Root, "ChatOps config", &errs, map[string]func(*yaml.Node){
@@ -101,6 +106,11 @@ func decodeConfig(doc source.Document, dir string, env func(string) (string, boo
 				var inv string
 				source.Fields(f, p.Value, "clusters."+name, &errs, map[string]func(*yaml.Node){
 					"inventory": func(v *yaml.Node) { inv = source.String(f, v, "clusters."+name+".inventory", &errs) },
+					"fleetLock": func(v *yaml.Node) {
+						if fc, ok := decodeFleetLock(f, v, dir, "clusters."+name+".fleetLock", &errs); ok {
+							c.FleetLock[name] = fc
+						}
+					},
 				})
 				if inv == "" {
 					errs.Addf(source.At(f, p.Value), "clusters.%s.inventory is required (the cluster's inventory file)", name)
@@ -200,6 +210,47 @@ func decodeConfig(doc source.Document, dir string, env func(string) (string, boo
 		return nil, err
 	}
 	return c, nil
+}
+
+// FleetLockConfig is a cluster's FleetLock endpoint.
+type FleetLockConfig struct {
+	// Key derives each node's token (fleetlock.Token): read from
+	// keyFile, never written in the config.
+	Key []byte
+	// Slots is how many nodes may be out at once (default 1).
+	Slots int
+	// LostAfter is how long a node granted its reboot may take to report
+	// steady-state before its slot waits for a person (default 30m).
+	LostAfter time.Duration
+}
+
+func decodeFleetLock(f string, v *yaml.Node, dir, what string, errs *source.Errors) (FleetLockConfig, bool) {
+	fc := FleetLockConfig{Slots: 1}
+	var keyFile string
+	var keyNode *yaml.Node
+	source.Fields(f, v, what, errs, map[string]func(*yaml.Node){
+		"keyFile":   func(v *yaml.Node) { keyFile, keyNode = source.String(f, v, what+".keyFile", errs), v },
+		"slots":     func(v *yaml.Node) { fc.Slots = source.Int(f, v, what+".slots", errs) },
+		"lostAfter": func(v *yaml.Node) { fc.LostAfter = source.Duration(f, v, what+".lostAfter", errs) },
+	})
+	if fc.Slots < 1 {
+		errs.Addf(source.At(f, v), "%s.slots must be at least 1", what)
+	}
+	if keyFile == "" {
+		errs.Addf(source.At(f, v), "%s.keyFile is required (the key each node's token is derived from)", what)
+		return fc, false
+	}
+	data, err := secretfile.Read(resolvePath(dir, keyFile))
+	if err != nil {
+		errs.Addf(source.At(f, keyNode), "%s.keyFile: %v", what, err)
+		return fc, false
+	}
+	fc.Key = []byte(strings.TrimSpace(string(data)))
+	if len(fc.Key) < fleetlock.MinKeyLen {
+		errs.Addf(source.At(f, keyNode), "%s.keyFile: the key is shorter than %d bytes", what, fleetlock.MinKeyLen)
+		return fc, false
+	}
+	return fc, true
 }
 
 func (c *Config) decodeRule(f string, i int, n *yaml.Node, errs *source.Errors) Rule {

@@ -62,12 +62,14 @@ type runbookRuns struct {
 //	POST /slack/commands     Slack slash commands (/kedge ...)
 //	POST /slack/interactive  Slack interactivity (Continue / Abort buttons)
 //	POST /hooks/run          signed JSON {runbook, inventory, params}
+//	POST /fleetlock/...      FleetLock (Zincati): CLUSTER/NODE/TOKEN/v1/pre-reboot, .../v1/steady-state
 //	GET  /healthz            liveness
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /slack/commands", s.slashCommand)
 	mux.HandleFunc("POST /slack/interactive", s.interactive)
 	mux.HandleFunc("POST /hooks/run", s.hookRun)
+	mux.Handle(FleetLockPrefix, s.fleetLockHandler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))

@@ -108,7 +108,7 @@ func (s *Server) slashCommand(w http.ResponseWriter, r *http.Request) {
 	switch cmd.Name {
 	case CmdHelp:
 		m = slackmsg.TextMessage(slackmsg.Ephemeral, "```"+Usage+"```")
-	case CmdSwapKubelet, CmdUpgrade, CmdRun:
+	case CmdSwapKubelet, CmdUpgrade, CmdOSUpdate, CmdRun:
 		m, outcome, err = s.slackStart(ctx, sub, cmd, sc, sig)
 	case CmdStatus:
 		m, err = s.slackStatus(ctx, sub, cmd.ID)

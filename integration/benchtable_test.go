@@ -189,7 +189,9 @@ func timeline(b *testing.B, id, runID string) string {
 			decide += scheduled[i+1].Sub(completed[i])
 		}
 	}
-	ms := func(d time.Duration, k int) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000/float64(k)) }
+	ms := func(d time.Duration, k int) string {
+		return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000/float64(k))
+	}
 	return fmt.Sprintf("queue %s + activity %s + workflow task %s ms", ms(queue, n), ms(run, n), ms(decide, n-1))
 }
 

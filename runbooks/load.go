@@ -1,6 +1,8 @@
 package runbooks
 
 import (
+	"fmt"
+
 	"gopkg.in/yaml.v3"
 
 	"kedge.dev/kedge/runbooks/source"
@@ -182,10 +184,46 @@ func decodeStep(f string, n *yaml.Node, errs *source.Errors) (Step, *stepSource)
 					ss.rollout["everyItemFailed"] = v
 					s.Rollout.EveryItemFailed = source.String(f, v, "rollout.everyItemFailed", errs)
 				},
+				"delay": func(v *yaml.Node) {
+					s.Rollout.Delay = source.String(f, v, "rollout.delay", errs)
+					ss.rollout["delay"] = v
+				},
+				"window": func(v *yaml.Node) { s.Rollout.Window = decodeWindow(f, v, ss.rollout, errs) },
 			})
 		}),
 	})
 	return s, ss
+}
+
+// decodeWindow reads a rollout's window: schedule, duration and
+// timeZone strings (literals or expressions), blackouts a list of dates
+// or an expression. Each field's node is kept as "window.FIELD".
+func decodeWindow(f string, v *yaml.Node, nodes map[string]*yaml.Node, errs *source.Errors) *RolloutWindow {
+	w := &RolloutWindow{}
+	nodes["window"] = v
+	str := func(name string, dst *string) func(*yaml.Node) {
+		return func(v *yaml.Node) {
+			nodes["window."+name] = v
+			*dst = source.String(f, v, "rollout.window."+name, errs)
+		}
+	}
+	source.Fields(f, v, "rollout.window", errs, map[string]func(*yaml.Node){
+		"schedule": str("schedule", &w.Schedule),
+		"duration": str("duration", &w.Duration),
+		"timeZone": str("timeZone", &w.TimeZone),
+		"blackouts": func(v *yaml.Node) {
+			nodes["window.blackouts"] = v
+			if v.Kind != yaml.SequenceNode {
+				w.Blackouts = source.String(f, v, "rollout.window.blackouts", errs)
+				return
+			}
+			w.List = []string{}
+			for i, e := range v.Content {
+				w.List = append(w.List, source.String(f, e, fmt.Sprintf("rollout.window.blackouts[%d]", i), errs))
+			}
+		},
+	})
+	return w
 }
 
 func decodeWith(f string, v *yaml.Node, errs *source.Errors) (map[string]any, map[string]*yaml.Node, map[string]*yaml.Node) {

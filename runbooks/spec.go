@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"kedge.dev/kedge/internal/window"
 	"kedge.dev/kedge/runbooks/source"
 )
 
@@ -111,6 +113,37 @@ type Rollout struct {
 	// decision like any rollout past its budget (a rollout of one
 	// item whose failure a person should look at before the run undoes).
 	EveryItemFailed string `json:"everyItemFailed,omitempty"`
+	// Window, when its schedule is not empty, is when items may start:
+	// a rollout starts an item only while the window is open, lets the
+	// running ones finish when it closes and waits for the next opening.
+	Window *RolloutWindow `json:"window,omitempty"`
+	// Delay is the least time between an item's end and the next item's
+	// start (a duration or an expression).
+	Delay string `json:"delay,omitempty"`
+}
+
+// RolloutWindow is a rollout's maintenance window (internal/window's
+// Spec), each field a literal or an expression: an empty schedule means
+// none. Blackouts is an expression giving a list of dates or date
+// ranges, or the literal list itself.
+type RolloutWindow struct {
+	Schedule  string   `json:"schedule,omitempty"`
+	Duration  string   `json:"duration,omitempty"`
+	TimeZone  string   `json:"timeZone,omitempty"`
+	Blackouts string   `json:"blackouts,omitempty"`
+	List      []string `json:"blackoutList,omitempty"` // a literal list given in YAML
+}
+
+// Literal is the window as written, every field taken literally:
+// Blackouts, when not a YAML list, is a comma-separated one.
+func (w RolloutWindow) Literal() window.Spec {
+	spec := window.Spec{Schedule: w.Schedule, Duration: w.Duration, TimeZone: w.TimeZone, Blackouts: w.List}
+	for _, b := range strings.Split(w.Blackouts, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			spec.Blackouts = append(spec.Blackouts, b)
+		}
+	}
+	return spec
 }
 
 // Values of Rollout.EveryItemFailed.

@@ -18,6 +18,7 @@ import (
 
 	"kedge.dev/kedge/actions"
 	"kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/internal/window"
 	"kedge.dev/kedge/runbooks/expr"
 	"kedge.dev/kedge/runbooks/inventory"
 	"kedge.dev/kedge/runbooks/source"
@@ -365,6 +366,39 @@ func (v *validator) rollout(s Step, ss *stepSource, scope exprScope) {
 		if !v.expression(f.val, ss.rollout[f.name], scope, false) {
 			v.errs.Addf(v.at(ss.rollout[f.name]), "step %s: rollout.%s %q is neither a number nor an expression", s.ID, f.name, f.val)
 		}
+	}
+	v.rolloutPacing(s, ss, scope)
+}
+
+// rolloutPacing checks a rollout's delay and window: expressions parse,
+// and literals are what they must be (a duration; a window
+// internal/window accepts).
+func (v *validator) rolloutPacing(s Step, ss *stepSource, scope exprScope) {
+	literal := func(val, field string) bool {
+		if !strings.Contains(val, "${") {
+			return true
+		}
+		v.expression(val, ss.rollout[field], scope, false)
+		return false
+	}
+	if d := s.Rollout.Delay; d != "" && literal(d, "delay") {
+		if n, err := time.ParseDuration(d); err != nil || n < 0 {
+			v.errs.Addf(v.at(ss.rollout["delay"]), "step %s: rollout.delay %q is not a duration (examples: 30s, 5m)", s.ID, d)
+		}
+	}
+	w := s.Rollout.Window
+	if w == nil {
+		return
+	}
+	all := true
+	for _, f := range []struct{ val, name string }{{w.Schedule, "schedule"}, {w.Duration, "duration"}, {w.TimeZone, "timeZone"}, {w.Blackouts, "blackouts"}} {
+		all = literal(f.val, "window."+f.name) && all
+	}
+	if !all || w.Schedule == "" {
+		return
+	}
+	if _, err := window.Parse(w.Literal()); err != nil {
+		v.errs.Addf(v.at(ss.rollout["window"]), "step %s: rollout.window: %v", s.ID, err)
 	}
 }
 

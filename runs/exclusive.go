@@ -136,7 +136,7 @@ func stillRunning(ctx context.Context, cl client.Client, e *workflowpb.WorkflowE
 // runbook: runbooks run as "runbook" or under their own names.
 func IsRunbookType(name string) bool {
 	switch name {
-	case workflows.RolloutWorkflow, workflows.CompensateWorkflow, workflows.ChatFollowWorkflow, "":
+	case workflows.RolloutWorkflow, workflows.CompensateWorkflow, workflows.ChatFollowWorkflow, workflows.FleetLockWorkflow, "":
 		return false
 	}
 	return true

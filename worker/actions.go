@@ -53,6 +53,8 @@ func implementations(h *sshhost.Activities, k *kubeapi.Activities, v *vaultapi.A
 		host.WaitPodTokensAction:    h.WaitPodTokens,
 		host.PrepareNodeAction:      h.PrepareNode,
 		host.BootInfoAction:         h.BootInfo,
+		host.OSUpdateAction:         h.OSUpdate,
+		host.RebootAction:           h.Reboot,
 
 		kube.CordonAction:                 k.Cordon,
 		kube.UncordonAction:               k.Uncordon,

@@ -20,7 +20,7 @@ func workflowOptions() workflow.RegisterOptions {
 // Register registers Kedge's workflows on a worker: the runbook under
 // RunbookWorkflow and, as the dynamic workflow, under every other type, so
 // a runbook can run as its own name (TypeOf); the rollout; the
-// compensation; the chat follower; inspect.
+// compensation; the chat follower; inspect; the FleetLock coordinator.
 func Register(r interface {
 	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
 	RegisterDynamicWorkflow(w any, options workflow.DynamicRegisterOptions)
@@ -31,4 +31,5 @@ func Register(r interface {
 	r.RegisterWorkflowWithOptions(Compensate, workflow.RegisterOptions{Name: CompensateWorkflow})
 	r.RegisterWorkflowWithOptions(ChatFollow, workflow.RegisterOptions{Name: ChatFollowWorkflow})
 	r.RegisterWorkflowWithOptions(Inspect, workflow.RegisterOptions{Name: InspectWorkflow})
+	r.RegisterWorkflowWithOptions(FleetLock, workflow.RegisterOptions{Name: FleetLockWorkflow})
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
@@ -11,6 +12,7 @@ import (
 
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/internal/searchattr"
+	"kedge.dev/kedge/internal/window"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/expr"
 	"kedge.dev/kedge/runbooks/inventory"
@@ -52,8 +54,14 @@ type RolloutInput struct {
 	PauseWhenEveryItemFailed bool `json:"pauseWhenEveryItemFailed,omitempty"`
 	// Restore: a pause also takes DecisionRestore (the runbook has
 	// restore steps).
-	Restore bool         `json:"restore,omitempty"`
-	State   RolloutState `json:"state"`
+	Restore bool `json:"restore,omitempty"`
+	// Window, when set, is when items may start: while it is closed no
+	// item starts (running ones finish) and the rollout waits on a
+	// durable timer for its next opening.
+	Window *window.Spec `json:"window,omitempty"`
+	// Delay is the least time between an item's end and the next start.
+	Delay time.Duration `json:"delay,omitempty"`
+	State RolloutState  `json:"state"`
 }
 
 // RolloutState is what a rollout carries across continue-as-new.
@@ -64,6 +72,8 @@ type RolloutState struct {
 	Budget    int          `json:"budget"` // failures tolerated before pausing
 	Decisions []Decision   `json:"decisions,omitempty"`
 	Runs      int          `json:"runs"`
+	// LastEnd is when the last item ended (for Delay).
+	LastEnd time.Time `json:"lastEnd,omitzero"`
 }
 
 // ItemResult is one finished item.
@@ -108,6 +118,7 @@ type rollout struct {
 	// spend is what this run's renders of items' params may spend
 	// (nil in runs started before the budget).
 	spend *expr.Spend
+	gate  gate
 }
 
 // Rollout runs a child runbook per item with at most MaxUnavailable at a
@@ -162,6 +173,12 @@ func Rollout(ctx workflow.Context, in RolloutInput) (RolloutResult, error) {
 	for {
 		full := ro.st.Next-firstOfRun >= in.ItemsPerRun
 		for !ro.paused && !ro.aborting && !full && len(ro.running) < in.MaxUnavailable && ro.st.Next < len(in.Items) {
+			if open, err := ro.gate.open(ctx, sel, &ro.in, ro.st.LastEnd); err != nil {
+				ro.ui.setStatus(ctx, searchattr.StatusFailed)
+				return RolloutResult{Done: items(ro.st.Done), Failed: items(ro.st.Failed)}, err
+			} else if !open {
+				break
+			}
 			item := in.Items[ro.st.Next]
 			ro.st.Next++
 			ro.start(ctx, sel, item)
@@ -279,6 +296,9 @@ func (ro *rollout) start(ctx workflow.Context, sel workflow.Selector, item strin
 			}
 		}
 		r := ItemResult{Item: item, Child: id}
+		if ro.in.Delay > 0 {
+			ro.st.LastEnd = workflow.Now(ctx)
+		}
 		if err != nil {
 			r.Error = errorMessage(err)
 			ro.st.Failed = append(ro.st.Failed, r)
@@ -401,6 +421,9 @@ func (ro *rollout) updateDetails(ctx workflow.Context) {
 	for i, s := range steps {
 		states[i] = s.State
 	}
+	if w := ro.gate.waiting; w != "" && !ro.paused && len(ro.order) == 0 {
+		state = w
+	}
 	var b strings.Builder
 	printf(&b, "**%s** over %d items: %s — %s", ro.in.Runbook.Name, len(ro.in.Items), CountStates(states), state)
 	if len(ro.order) > 0 {
@@ -426,6 +449,7 @@ func (ro *rollout) progress() Progress {
 		p.Restore = ro.in.Restore
 		p.Error = fmt.Sprintf("paused: %d failed, budget %d", len(ro.st.Failed), ro.st.Budget)
 	}
+	p.Waiting = ro.gate.waiting
 	add := func(item, state, child, errText string) {
 		p.Steps = append(p.Steps, StepProgress{ID: item, Kind: "runbook", State: state, Child: child, LastError: errText, Attempts: 1})
 	}

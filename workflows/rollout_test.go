@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/internal/window"
 )
 
 const perNode = `
@@ -441,5 +442,59 @@ func TestARolloutWhoseLastItemFailsPausesForADecision(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A rollout with a window starts items only while it is open: the run
+// waits (a durable timer) for the opening, spaces the items by its
+// delay, stops between items when the window closes, and goes on with
+// the items left in the next opening. Progress says what it waits for.
+func TestRolloutWaitsForItsWindow(t *testing.T) {
+	env, f := newEnv(t)
+	start := time.Date(2026, 12, 4, 23, 0, 0, 0, time.UTC) // a Friday
+	env.SetStartTime(start)
+	var mu sync.Mutex
+	started := map[string]time.Time{}
+	f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
+		if strings.HasPrefix(in.Command, "work") {
+			mu.Lock()
+			started[in.Target.Node] = env.Now().UTC()
+			mu.Unlock()
+		}
+		return host.RunResult{}, nil
+	}
+	in := input(t, perNode, map[string]any{"node": "x"})
+	ri := RolloutInput{Step: "swap", Runbook: in.Runbook, Cluster: in.Cluster, Items: []string{"controller-1", "worker-1", "worker-2"},
+		With: map[string]any{"node": "${ item }"}, Vars: map[string]any{"params": map[string]any{}}, MaxUnavailable: 1,
+		Window: &window.Spec{Schedule: "0 2 * * SAT", Duration: "1h"}, Delay: 40 * time.Minute}
+	var waiting string
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(ProgressQuery)
+		if err != nil {
+			t.Errorf("progress: %v", err)
+			return
+		}
+		var p Progress
+		if err := v.Get(&p); err != nil {
+			t.Errorf("progress: %v", err)
+		}
+		waiting = p.Waiting
+	}, time.Hour)
+	asChild(env)
+	env.ExecuteWorkflow(Rollout, ri)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("rollout failed: %v", err)
+	}
+	sat := time.Date(2026, 12, 5, 2, 0, 0, 0, time.UTC)
+	near := func(got, want time.Time) bool { return !got.Before(want) && got.Sub(want) < 5*time.Minute }
+	if !near(started["controller-1"], sat) || !near(started["worker-1"], sat.Add(40*time.Minute)) {
+		t.Errorf("the first two items did not start at the opening and a delay after: %v", started)
+	}
+	// 02:40 + 40m is past 03:00: the third waits a week.
+	if !near(started["worker-2"], sat.AddDate(0, 0, 7)) {
+		t.Errorf("worker-2 started at %v, want the next opening %v", started["worker-2"], sat.AddDate(0, 0, 7))
+	}
+	if want := "waiting for the next window: Sat 02:00 UTC"; waiting != want {
+		t.Errorf("progress said %q, want %q", waiting, want)
 	}
 }

@@ -571,6 +571,7 @@ func (r *run) runRollout(ctx workflow.Context, i int, vars map[string]any) error
 		With: s.spec.With, Vars: vars, MaxUnavailable: ro.MaxUnavailable, FailureBudget: ro.FailureBudget,
 		PauseWhenEveryItemFailed: s.spec.Rollout.EveryItemFailed == runbooks.EveryItemFailedPause,
 		Restore:                  r.rb.HasRestore() && s.spec.Phase != runbooks.PhaseRestore,
+		Window:                   ro.Window, Delay: ro.Delay,
 	}).Get(ctx, &res)
 	s.outputs = map[string]any{"done": toAny(res.Done), "failed": toAny(res.Failed)}
 	if err != nil {

@@ -87,6 +87,10 @@ type Progress struct {
 	EndedAt   *time.Time     `json:"endedAt,omitempty"`
 	Error     string         `json:"error,omitempty"`
 	Steps     []StepProgress `json:"steps"`
+	// Waiting says why a rollout starts no item now although it could:
+	// its window is closed ("waiting for the next window: Sat 02:00
+	// UTC") or its delay between items runs.
+	Waiting string `json:"waiting,omitempty"`
 	// Outputs are the runbook's outputs, rendered as the run ended;
 	// OutputErrors says why one could not be (a step it reads did not
 	// run).

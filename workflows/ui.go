@@ -44,7 +44,7 @@ const uiChange = "kedge-ui"
 
 // reservedTypes are the workflow types registered by name: a runbook so
 // named runs under RunbookWorkflow.
-var reservedTypes = []string{RunbookWorkflow, RolloutWorkflow, CompensateWorkflow}
+var reservedTypes = []string{RunbookWorkflow, RolloutWorkflow, CompensateWorkflow, FleetLockWorkflow}
 
 // TypeOf is the workflow type a runbook runs as: its own name, so the Web
 // UI reads like the runbook. Workers run every type they do not otherwise
@@ -68,8 +68,8 @@ func TypeOf(runbook string) string {
 // labelled KedgeRunbook; not rollouts or compensations, which are parts of
 // a run. It needs Kedge's search attributes on the namespace.
 func RunbookRunsQuery() string {
-	return fmt.Sprintf("(WorkflowType = '%s' OR %s IS NOT NULL) AND WorkflowType NOT IN ('%s', '%s')",
-		RunbookWorkflow, searchattr.Runbook, RolloutWorkflow, CompensateWorkflow)
+	return fmt.Sprintf("(WorkflowType = '%s' OR %s IS NOT NULL) AND WorkflowType NOT IN ('%s', '%s', '%s')",
+		RunbookWorkflow, searchattr.Runbook, RolloutWorkflow, CompensateWorkflow, FleetLockWorkflow)
 }
 
 // IsRunbookRun says whether a workflow of type typeName, with the
@@ -80,7 +80,7 @@ func IsRunbookRun(typeName, runbook string) bool {
 	switch typeName {
 	case RunbookWorkflow:
 		return true
-	case RolloutWorkflow, CompensateWorkflow:
+	case RolloutWorkflow, CompensateWorkflow, FleetLockWorkflow:
 		return false
 	}
 	return runbook != "" && TypeOf(runbook) == typeName

@@ -55,6 +55,13 @@ const (
 	// policy, or a manifest holds a flag the new version removed: nothing
 	// was changed (not retried).
 	UpgradeRefused = "UpgradeRefused"
+	// UpdateUnsupported: the host runs an OS whose update tool Kedge
+	// does not drive (os-release names none it knows; not retried).
+	UpdateUnsupported = "UpdateUnsupported"
+	// HostNotBack: a rebooted host did not answer with a new boot ID in
+	// time: it may be down, or the reboot did not happen (not retried: a
+	// person looks; the node keeps its place in the wave).
+	HostNotBack = "HostNotBack"
 )
 
 // NotRetried returns the types above (refused before anything changes),
@@ -62,7 +69,7 @@ const (
 // action's RetryPolicy, so the server never retries one even when an
 // activity forgot to say so.
 func NotRetried() []string {
-	return []string{InvalidInput, CheckFailed, ApprovalRejected, ApprovalTimeout, UndoFailed, NodeBusy, CredentialRefused, UnknownLayout, NodeNameMismatch, Unreadable, NotAdopted, CAWithinRenewalWindow, IssuerEnded, ForeignIssuer, ServiceAccountKeyMismatch, DrainBlocked, EtcdQuorum, EtcdMemberNotLost, EtcdUnhealthy, CAStillPresented, NotStaged, OldKeyInUse, UpgradeRefused}
+	return []string{InvalidInput, CheckFailed, ApprovalRejected, ApprovalTimeout, UndoFailed, NodeBusy, CredentialRefused, UnknownLayout, NodeNameMismatch, Unreadable, NotAdopted, CAWithinRenewalWindow, IssuerEnded, ForeignIssuer, ServiceAccountKeyMismatch, DrainBlocked, EtcdQuorum, EtcdMemberNotLost, EtcdUnhealthy, CAStillPresented, NotStaged, OldKeyInUse, UpgradeRefused, UpdateUnsupported, HostNotBack}
 }
 
 // Temporal.

@@ -1,8 +1,10 @@
 package sshhost
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,7 +14,7 @@ import (
 
 // bootInfoCommand prints the boot ID, os-release and the reboot flag, in
 // sections: what BootInfo reads in one round trip.
-const bootInfoCommand = `cat /proc/sys/kernel/random/boot_id && echo '--- os-release' && cat /etc/os-release && echo '--- reboot' && if [ -e /run/reboot-required ]; then echo required; fi`
+const bootInfoCommand = `cat /proc/sys/kernel/random/boot_id && echo '--- os-release' && cat /etc/os-release && echo '--- kernel' && cat /proc/sys/kernel/osrelease && echo '--- time' && date -u +%Y-%m-%dT%H:%M:%SZ && echo '--- reboot' && if [ -e /run/reboot-required ]; then echo required; fi`
 
 // BootInfo reads what the host booted (host.boot-info).
 func (a *Activities) BootInfo(ctx context.Context, in host.BootInfoInput) (host.BootInfoResult, error) {
@@ -36,15 +38,40 @@ func (a *Activities) BootInfo(ctx context.Context, in host.BootInfoInput) (host.
 func parseBootInfo(s string) (host.BootInfoResult, error) {
 	var res host.BootInfoResult
 	id, rest, ok := strings.Cut(s, "--- os-release\n")
-	osRelease, reboot, ok2 := strings.Cut(rest, "--- reboot\n")
-	if !ok || !ok2 {
+	osRelease, rest, ok2 := strings.Cut(rest, "--- kernel\n")
+	kernel, rest, ok3 := strings.Cut(rest, "--- time\n")
+	now, reboot, ok4 := strings.Cut(rest, "--- reboot\n")
+	if !ok || !ok2 || !ok3 || !ok4 {
 		return res, fmt.Errorf("unexpected output %.200q", s)
 	}
+	res.Kernel, res.HostTime = strings.TrimSpace(kernel), strings.TrimSpace(now)
 	res.BootID = strings.TrimSpace(id)
 	if len(res.BootID) != 36 || strings.Count(res.BootID, "-") != 4 {
 		return res, fmt.Errorf("boot ID %.60q is no UUID", res.BootID)
 	}
-	for _, line := range strings.Split(osRelease, "\n") {
+	rel := osReleaseFields(osRelease)
+	res.OS, res.Version = rel["ID"], rel["VERSION_ID"]
+	res.RebootRequired = strings.TrimSpace(reboot) == "required"
+	like := strings.Fields(rel["ID_LIKE"])
+	switch {
+	case rel["VARIANT_ID"] == "coreos" || res.OS == "fedora-coreos":
+		res.Updater = host.UpdaterRPMOSTree
+		res.Booted = cmp.Or(rel["OSTREE_VERSION"], firstWord(rel["VERSION"]))
+	case res.OS == "flatcar":
+		res.Updater, res.Booted = host.UpdaterUpdateEngine, res.Version
+	case res.OS == "debian" || res.OS == "ubuntu" || slices.Contains(like, "debian") || slices.Contains(like, "ubuntu"):
+		res.Updater, res.Booted = host.UpdaterApt, res.Kernel
+	default:
+		res.Booted = res.Version
+	}
+	return res, nil
+}
+
+// osReleaseFields reads os-release as its specification says: KEY=value
+// lines, the value shell-quoted; it is never run.
+func osReleaseFields(s string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
 		if !ok || strings.HasPrefix(k, "#") {
 			continue
@@ -54,13 +81,14 @@ func parseBootInfo(s string) (host.BootInfoResult, error) {
 		} else if len(v) >= 2 && v[0] == '\'' && v[len(v)-1] == '\'' {
 			v = v[1 : len(v)-1]
 		}
-		switch k {
-		case "ID":
-			res.OS = v
-		case "VERSION_ID":
-			res.Version = v
-		}
+		out[k] = v
 	}
-	res.RebootRequired = strings.TrimSpace(reboot) == "required"
-	return res, nil
+	return out
+}
+
+func firstWord(s string) string {
+	if f := strings.Fields(s); len(f) > 0 {
+		return f[0]
+	}
+	return ""
 }

@@ -12,19 +12,25 @@ import (
 
 func TestParseBootInfo(t *testing.T) {
 	const id = "0b6a3c5e-8f3b-4c1e-9d5a-2f6e1a7b9c01\n"
+	const k = "--- kernel\n6.1.0-26-amd64\n--- time\n2026-12-05T01:02:03Z\n"
 	for _, tc := range []struct {
 		name, out string
 		want      host.BootInfoResult
 		bad       bool
 	}{
-		{name: "debian waiting for a reboot", out: id + "--- os-release\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\nVERSION_ID=\"12\"\n--- reboot\nrequired\n",
-			want: host.BootInfoResult{BootID: strings.TrimSpace(id), OS: "debian", Version: "12", RebootRequired: true}},
-		{name: "flatcar", out: id + "--- os-release\nNAME=\"Flatcar Container Linux by Kinvolk\"\nID=flatcar\nID_LIKE=coreos\nVERSION_ID=4152.2.3\n--- reboot\n",
-			want: host.BootInfoResult{BootID: strings.TrimSpace(id), OS: "flatcar", Version: "4152.2.3"}},
-		{name: "single quotes and comments", out: id + "--- os-release\n# ID=nope\nID='fedora'\nVERSION_ID='42'\n--- reboot\n",
-			want: host.BootInfoResult{BootID: strings.TrimSpace(id), OS: "fedora", Version: "42"}},
+		{name: "debian waiting for a reboot", out: id + "--- os-release\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\nVERSION_ID=\"12\"\n" + k + "--- reboot\nrequired\n",
+			want: host.BootInfoResult{BootID: strings.TrimSpace(id), OS: "debian", Version: "12", RebootRequired: true, Kernel: "6.1.0-26-amd64", HostTime: "2026-12-05T01:02:03Z", Updater: "apt", Booted: "6.1.0-26-amd64"}},
+		{name: "ubuntu kin", out: id + "--- os-release\nID=pop\nID_LIKE=\"ubuntu debian\"\nVERSION_ID=\"22.04\"\n" + k + "--- reboot\n",
+			want: host.BootInfoResult{BootID: strings.TrimSpace(id), OS: "pop", Version: "22.04", Kernel: "6.1.0-26-amd64", HostTime: "2026-12-05T01:02:03Z", Updater: "apt", Booted: "6.1.0-26-amd64"}},
+		{name: "flatcar", out: id + "--- os-release\nNAME=\"Flatcar Container Linux by Kinvolk\"\nID=flatcar\nID_LIKE=coreos\nVERSION_ID=4152.2.3\n" + k + "--- reboot\n",
+			want: host.BootInfoResult{BootID: strings.TrimSpace(id), OS: "flatcar", Version: "4152.2.3", Kernel: "6.1.0-26-amd64", HostTime: "2026-12-05T01:02:03Z", Updater: "update_engine", Booted: "4152.2.3"}},
+		{name: "fedora coreos", out: id + "--- os-release\nID=fedora\nVERSION=\"42.20250901.3.0 (CoreOS)\"\nVERSION_ID=42\nVARIANT_ID=coreos\nOSTREE_VERSION='42.20250901.3.0'\n" + k + "--- reboot\n",
+			want: host.BootInfoResult{BootID: strings.TrimSpace(id), OS: "fedora", Version: "42", Kernel: "6.1.0-26-amd64", HostTime: "2026-12-05T01:02:03Z", Updater: "rpm-ostree", Booted: "42.20250901.3.0"}},
+		{name: "single quotes and comments", out: id + "--- os-release\n# ID=nope\nID='fedora'\nVERSION_ID='42'\n" + k + "--- reboot\n",
+			want: host.BootInfoResult{BootID: strings.TrimSpace(id), OS: "fedora", Version: "42", Kernel: "6.1.0-26-amd64", HostTime: "2026-12-05T01:02:03Z", Booted: "42"}},
 		{name: "no sections", out: id, bad: true},
-		{name: "no boot ID", out: "--- os-release\nID=debian\n--- reboot\n", bad: true},
+		{name: "no kernel", out: id + "--- os-release\nID=debian\n--- reboot\n", bad: true},
+		{name: "no boot ID", out: "--- os-release\nID=debian\n" + k + "--- reboot\n", bad: true},
 	} {
 		got, err := parseBootInfo(tc.out)
 		if (err != nil) != tc.bad || !tc.bad && got != tc.want {
@@ -45,7 +51,8 @@ func TestBootInfoReadsTheHost(t *testing.T) {
 	if err != nil {
 		t.Skip("no boot ID here:", err)
 	}
-	if res.BootID != strings.TrimSpace(string(id)) || res.OS == "" {
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	if res.BootID != strings.TrimSpace(string(id)) || res.OS == "" || res.Kernel != strings.TrimSpace(string(kernel)) {
 		t.Errorf("got %+v; boot ID here %s", res, id)
 	}
 	_, statErr := os.Stat("/run/reboot-required")

@@ -17,6 +17,7 @@ import (
 
 	"kedge.dev/kedge/actions/etcd"
 	"kedge.dev/kedge/actions/target"
+	"kedge.dev/kedge/internal/window"
 	"kedge.dev/kedge/runbooks/source"
 )
 
@@ -50,6 +51,9 @@ type Cluster struct {
 	// inventory defines them: a run names one, never a path or an
 	// endpoint.
 	Backups map[string]Backup `json:"backups,omitempty"`
+	// Maintenance is the cluster's maintenance window: when disruptive
+	// rollouts that honour it (os-update) may start a node.
+	Maintenance *window.Spec `json:"maintenance,omitempty"`
 }
 
 // Backup is one backup destination: a directory on the worker
@@ -151,7 +155,15 @@ type Node struct {
 	// TaskQueue overrides the cluster's task queue for this node's
 	// actions: a node at another site.
 	TaskQueue string `json:"taskQueue,omitempty"`
+	// FleetLockID is the ID the node's FleetLock client (Zincati) sends:
+	// Kedge's FleetLock endpoint grants a reboot only to the node whose
+	// ID this is.
+	FleetLockID string `json:"fleetLockId,omitempty"`
 }
+
+// fleetLockIDRE is what a FleetLock client ID may hold (Zincati sends 32
+// hex digits).
+var fleetLockIDRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
 // KubeName is the node's Kubernetes Node name: NodeName, else Name.
 func (n Node) KubeName() string {
@@ -322,6 +334,7 @@ func Decode(doc source.Document) (*Cluster, error) {
 			checkTaskQueue(f, v, c.TaskQueue, errs)
 		},
 		"backups":     d.backups,
+		"maintenance": d.maintenance,
 		"controllers": d.nodeList(RoleController),
 		"workers":     d.nodeList(RoleWorker),
 	})
@@ -456,6 +469,43 @@ func (d *decoder) vault(v *yaml.Node) {
 	})
 }
 
+// maintenance reads the maintenance window (internal/window's Spec),
+// checked, an error at the field it is about.
+func (d *decoder) maintenance(v *yaml.Node) {
+	f, errs := d.f, &d.errs
+	var w window.Spec
+	at := map[string]*yaml.Node{}
+	str := func(field string, dst *string) func(*yaml.Node) {
+		return func(v *yaml.Node) { *dst = source.String(f, v, "maintenance."+field, errs); at[field] = v }
+	}
+	source.Fields(f, v, "maintenance", errs, map[string]func(*yaml.Node){
+		"schedule": str("schedule", &w.Schedule),
+		"duration": str("duration", &w.Duration),
+		"timeZone": str("timeZone", &w.TimeZone),
+		"blackouts": func(v *yaml.Node) {
+			w.Blackouts = source.Strings(f, v, "maintenance.blackouts", errs)
+			at["blackouts"] = v
+			for i, e := range v.Content {
+				at[fmt.Sprintf("blackouts[%d]", i)] = e
+			}
+		},
+	})
+	if w.Schedule == "" {
+		errs.Addf(source.At(f, v), "maintenance.schedule is required (a cron schedule, e.g. \"0 2 * * SAT\")")
+		return
+	}
+	if _, err := window.Parse(w); err != nil {
+		pos := source.At(f, v)
+		var we *window.Error
+		if errors.As(err, &we) && at[we.Field] != nil {
+			pos = source.At(f, at[we.Field])
+		}
+		errs.Addf(pos, "maintenance.%v", err)
+		return
+	}
+	d.c.Maintenance = &w
+}
+
 // backups reads the backups section: destinations by name, each checked
 // as etcd.snapshot checks it before use, an error at the field it is
 // about.
@@ -535,6 +585,12 @@ func (d *decoder) nodeList(role string) func(v *yaml.Node) {
 				"taskQueue": func(v *yaml.Node) {
 					n.TaskQueue = source.String(f, v, "taskQueue", errs)
 					checkTaskQueue(f, v, n.TaskQueue, errs)
+				},
+				"fleetLockId": func(v *yaml.Node) {
+					n.FleetLockID = source.String(f, v, "fleetLockId", errs)
+					if !fleetLockIDRE.MatchString(n.FleetLockID) {
+						errs.Addf(source.At(f, v), "fleetLockId %q: 1 to 128 letters, digits, '.', '_' and '-' (Zincati's is its app-specific machine ID, 32 hex digits)", n.FleetLockID)
+					}
 				},
 			})
 			d.nodes = append(d.nodes, p)

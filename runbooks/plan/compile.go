@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"kedge.dev/kedge/actions"
+	"kedge.dev/kedge/internal/window"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/expr"
 	"kedge.dev/kedge/runbooks/inventory"
@@ -59,6 +60,9 @@ type Step struct {
 
 	MaxUnavailable int `json:"maxUnavailable,omitempty"`
 	FailureBudget  int `json:"failureBudget,omitempty"`
+	// A rollout's window and the delay between its items.
+	Window *window.Spec `json:"window,omitempty"`
+	Delay  string       `json:"delay,omitempty"`
 }
 
 // Item is one item of a rollout and the plan of its runbook there.
@@ -207,7 +211,7 @@ func (sc Scope) actionStep(ps *Step, s runbooks.Step, vars map[string]any, secre
 
 func (sc Scope) rolloutStep(ps *Step, s runbooks.Step, vars map[string]any, secrets []string) error {
 	ro := s.Rollout
-	if readsSteps(ro.Over) || readsSteps(ro.MaxUnavailable) || readsSteps(ro.FailureBudget) {
+	if readsSteps(ro.Over) || readsSteps(ro.MaxUnavailable) || readsSteps(ro.FailureBudget) || readsSteps(ro.Delay) || (ro.Window != nil && readsSteps([]any{ro.Window.Schedule, ro.Window.Duration, ro.Window.TimeZone, ro.Window.Blackouts})) {
 		ps.Deferred = "items come from an earlier step's outputs"
 		return nil
 	}
@@ -215,7 +219,10 @@ func (sc Scope) rolloutStep(ps *Step, s runbooks.Step, vars map[string]any, secr
 	if err != nil {
 		return fmt.Errorf("rollout: %w", err)
 	}
-	ps.Hosts, ps.MaxUnavailable, ps.FailureBudget = r.Items, r.MaxUnavailable, r.FailureBudget
+	ps.Hosts, ps.MaxUnavailable, ps.FailureBudget, ps.Window = r.Items, r.MaxUnavailable, r.FailureBudget, r.Window
+	if r.Delay > 0 {
+		ps.Delay = r.Delay.String()
+	}
 	if readsSteps(s.With) {
 		ps.Deferred = "params come from an earlier step's outputs"
 		return nil

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -34,6 +35,15 @@ func writeSteps(w io.Writer, p *Plan, indent string) {
 			what = fmt.Sprintf("rollout of %s", s.Runbook)
 			if s.Deferred == "" || len(s.Hosts) > 0 {
 				what += fmt.Sprintf(", %d at a time, failure budget %d", s.MaxUnavailable, s.FailureBudget)
+			}
+			if s.Window != nil {
+				what += fmt.Sprintf(", starting items only in the window %q for %s (%s)", s.Window.Schedule, s.Window.Duration, cmp.Or(s.Window.TimeZone, "UTC"))
+				if len(s.Window.Blackouts) > 0 {
+					what += " except " + strings.Join(s.Window.Blackouts, ", ")
+				}
+			}
+			if s.Delay != "" {
+				what += ", " + s.Delay + " between items"
 			}
 		case "approval":
 			what = fmt.Sprintf("approval %q", s.Prompt)

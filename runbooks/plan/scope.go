@@ -5,9 +5,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"kedge.dev/kedge/actions"
 	"kedge.dev/kedge/actions/target"
+	"kedge.dev/kedge/internal/window"
 	"kedge.dev/kedge/runbooks"
 	"kedge.dev/kedge/runbooks/expr"
 	"kedge.dev/kedge/runbooks/inventory"
@@ -230,6 +232,10 @@ type Rollout struct {
 	Items          []string
 	MaxUnavailable int
 	FailureBudget  int
+	// Window is when items may start (nil: any time), checked.
+	Window *window.Spec
+	// Delay is the least time between an item's end and the next start.
+	Delay time.Duration
 }
 
 // Rollout evaluates a rollout step's `over`, maxUnavailable and
@@ -268,7 +274,74 @@ func (sc Scope) Rollout(step runbooks.Step, vars map[string]any) (Rollout, error
 	} else if ro.FailureBudget < 0 {
 		return ro, fmt.Errorf("failureBudget must be at least 0, not %d", ro.FailureBudget)
 	}
+	if ro.Delay, err = rolloutDelay(step.Rollout.Delay, vars); err != nil {
+		return ro, err
+	}
+	if step.Rollout.Window != nil {
+		if ro.Window, err = rolloutWindow(*step.Rollout.Window, vars); err != nil {
+			return ro, fmt.Errorf("window: %w", err)
+		}
+	}
 	return ro, nil
+}
+
+// rolloutDelay evaluates a rollout's delay.
+func rolloutDelay(src string, vars map[string]any) (time.Duration, error) {
+	if src == "" {
+		return 0, nil
+	}
+	r, err := expr.RenderValue(src, vars)
+	if err != nil {
+		return 0, fmt.Errorf("delay: %w", err)
+	}
+	v := expr.Stringify(r)
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("delay %q is not a duration (examples: 30s, 5m)", v)
+	}
+	return d, nil
+}
+
+// rolloutWindow evaluates a rollout's window; an empty schedule is no
+// window (nil). The window is checked here, so that a bad one stops the
+// run before it starts.
+func rolloutWindow(w runbooks.RolloutWindow, vars map[string]any) (*window.Spec, error) {
+	var out runbooks.RolloutWindow
+	for _, f := range []struct {
+		src string
+		dst *string
+	}{{w.Schedule, &out.Schedule}, {w.Duration, &out.Duration}, {w.TimeZone, &out.TimeZone}} {
+		v, err := expr.RenderValue(f.src, vars)
+		if err != nil {
+			return nil, err
+		}
+		*f.dst = expr.Stringify(v)
+	}
+	out.List = w.List
+	if w.Blackouts != "" {
+		v, err := expr.RenderValue(w.Blackouts, vars)
+		if err != nil {
+			return nil, fmt.Errorf("blackouts: %w", err)
+		}
+		switch x := v.(type) {
+		case []any:
+			for _, e := range x {
+				out.List = append(out.List, expr.Stringify(e))
+			}
+		case string:
+			out.Blackouts = x
+		default:
+			return nil, fmt.Errorf("blackouts gave %v, not a list of dates", v)
+		}
+	}
+	if out.Schedule == "" {
+		return nil, nil
+	}
+	spec := out.Literal()
+	if _, err := window.Parse(spec); err != nil {
+		return nil, err
+	}
+	return &spec, nil
 }
 
 // rolloutNumber evaluates a rollout's maxUnavailable or failureBudget.

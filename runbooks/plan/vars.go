@@ -52,7 +52,24 @@ func ClusterVar(c *inventory.Cluster) map[string]any {
 		"nodes":       list(c.Nodes()),
 		"kubernetes":  KubernetesVar(c),
 		"backups":     backupNames(c),
+		"maintenance": MaintenanceVar(c),
 	}
+}
+
+// MaintenanceVar is the inventory's maintenance window as expressions
+// see it (cluster.maintenance): schedule, duration and timeZone strings
+// and blackouts a list, every field present, empty when unset.
+func MaintenanceVar(c *inventory.Cluster) map[string]any {
+	m := map[string]any{"schedule": "", "duration": "", "timeZone": "", "blackouts": []any{}}
+	if w := c.Maintenance; w != nil {
+		m["schedule"], m["duration"], m["timeZone"] = w.Schedule, w.Duration, w.TimeZone
+		b := make([]any, len(w.Blackouts))
+		for i, d := range w.Blackouts {
+			b[i] = d
+		}
+		m["blackouts"] = b
+	}
+	return m
 }
 
 // backupNames are the names of the inventory's backup destinations,

@@ -1,0 +1,142 @@
+package chatops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"kedge.dev/kedge/fleetlock"
+	"kedge.dev/kedge/runbooks"
+	"kedge.dev/kedge/runbooks/inventory"
+	"kedge.dev/kedge/workflows"
+)
+
+// FleetLockPrefix is where the FleetLock endpoint is mounted: a node's
+// base URL is {public URL}/fleetlock/CLUSTER/NODE/TOKEN/.
+const FleetLockPrefix = "/fleetlock/"
+
+// The runbooks the FleetLock coordinator runs on a node.
+const (
+	fleetLockDrainRunbook   = "fleetlock-drain"
+	fleetLockReleaseRunbook = "fleetlock-release"
+)
+
+// fleetLockHandler serves FleetLock for the clusters whose config has a
+// fleetLock section: a node is known by its inventory's fleetLockId,
+// its token is derived from the cluster's key, and every decision is the
+// cluster's coordinator workflow's (workflows.FleetLock).
+func (s *Server) fleetLockHandler() http.Handler {
+	return fleetlock.New(fleetlock.Options{
+		Prefix: FleetLockPrefix,
+		Keys: func(cluster string) ([]byte, error) {
+			fc, ok := s.Config.FleetLock[cluster]
+			if !ok {
+				return nil, fmt.Errorf("cluster %q serves no FleetLock", cluster)
+			}
+			return fc.Key, nil
+		},
+		Nodes: func(cluster, node string) (fleetlock.NodeInfo, error) {
+			c, err := s.fleetLockCluster(cluster)
+			if err != nil {
+				return fleetlock.NodeInfo{}, err
+			}
+			n, ok := c.Node(node)
+			if !ok {
+				return fleetlock.NodeInfo{}, nil // unknown: no client ID
+			}
+			return fleetlock.NodeInfo{ClientID: n.FleetLockID, Group: fleetlock.DefaultGroup}, nil
+		},
+		Coordinator: lockCoordinator{s},
+		Logger:      s.log(),
+	})
+}
+
+func (s *Server) fleetLockCluster(name string) (*inventory.Cluster, error) {
+	path, ok := s.Config.Clusters[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown cluster %q", name)
+	}
+	c, err := inventory.LoadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if c.Name != name {
+		return nil, fmt.Errorf("the inventory of %s names the cluster %q", name, c.Name)
+	}
+	return c, nil
+}
+
+// lockCoordinator asks a cluster's coordinator workflow, starting it
+// when it does not run (update-with-start).
+type lockCoordinator struct{ s *Server }
+
+func (c lockCoordinator) PreReboot(ctx context.Context, r fleetlock.Request) (fleetlock.Decision, error) {
+	return c.ask(ctx, r, workflows.FleetLockPreRebootUpdate)
+}
+
+func (c lockCoordinator) SteadyState(ctx context.Context, r fleetlock.Request) (fleetlock.Decision, error) {
+	return c.ask(ctx, r, workflows.FleetLockSteadyStateUpdate)
+}
+
+func (c lockCoordinator) ask(ctx context.Context, r fleetlock.Request, update string) (fleetlock.Decision, error) {
+	s := c.s
+	in, err := s.fleetLockInput(r.Cluster)
+	if err != nil {
+		return fleetlock.Decision{}, err
+	}
+	start := s.Client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+		ID:                       workflows.FleetLockWorkflowID(r.Cluster),
+		TaskQueue:                s.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		StaticSummary:            "FleetLock coordinator of " + r.Cluster,
+	}, workflows.FleetLockWorkflow, in)
+	h, err := s.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: start,
+		UpdateOptions: client.UpdateWorkflowOptions{
+			UpdateName:   update,
+			Args:         []any{workflows.FleetLockRequest{Node: r.Node, ClientID: r.ClientID, Group: r.Group}},
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	if err != nil {
+		return fleetlock.Decision{}, fmt.Errorf("fleetlock %s/%s: %w", r.Cluster, r.Node, err)
+	}
+	var a workflows.FleetLockAnswer
+	if err := h.Get(ctx, &a); err != nil {
+		return fleetlock.Decision{}, fmt.Errorf("fleetlock %s/%s: %w", r.Cluster, r.Node, err)
+	}
+	return fleetlock.Decision{Granted: a.Granted, Reason: a.Reason}, nil
+}
+
+// fleetLockInput is the coordinator's input for a cluster, used when it
+// does not run yet: the inventory, the runbooks it runs on a node, the
+// config's slots and the inventory's maintenance window.
+func (s *Server) fleetLockInput(cluster string) (workflows.FleetLockInput, error) {
+	fc, ok := s.Config.FleetLock[cluster]
+	if !ok {
+		return workflows.FleetLockInput{}, fmt.Errorf("cluster %q serves no FleetLock", cluster)
+	}
+	c, err := s.fleetLockCluster(cluster)
+	if err != nil {
+		return workflows.FleetLockInput{}, err
+	}
+	lib := &runbooks.Library{Dirs: s.Config.RunbookPath, Builtin: runbooks.Builtin}
+	var rbs [2]runbooks.Runbook
+	for i, name := range []string{fleetLockDrainRunbook, fleetLockReleaseRunbook} {
+		l, err := lib.Load(name, c)
+		if err != nil {
+			return workflows.FleetLockInput{}, fmt.Errorf("fleetlock: runbook %s: %w", name, err)
+		}
+		if l.Runbook == nil {
+			return workflows.FleetLockInput{}, errors.New("fleetlock: runbook " + name + " did not load")
+		}
+		rbs[i] = *l.Runbook
+	}
+	return workflows.FleetLockInput{Cluster: *c, Drain: rbs[0], Release: rbs[1], Slots: fc.Slots,
+		Window: c.Maintenance, LostAfter: fc.LostAfter, IssuedAt: s.now()}, nil
+}
