@@ -71,7 +71,7 @@ func (s *Server) fleetLockCluster(name string) (*inventory.Cluster, error) {
 }
 
 // lockCoordinator asks a cluster's coordinator workflow, starting it
-// when it does not run (update-with-start).
+// when it does not run.
 type lockCoordinator struct{ s *Server }
 
 func (c lockCoordinator) PreReboot(ctx context.Context, r fleetlock.Request) (fleetlock.Decision, error) {
@@ -88,20 +88,24 @@ func (c lockCoordinator) ask(ctx context.Context, r fleetlock.Request, update st
 	if err != nil {
 		return fleetlock.Decision{}, err
 	}
-	start := s.Client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+	// Started when it does not run (the same one otherwise), then asked.
+	// (Not in one update-with-start: its update is encoded without the
+	// workflow it is for, which the payload codec's binding refuses.)
+	run, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       workflows.FleetLockWorkflowID(r.Cluster),
-		TaskQueue:                s.TaskQueue,
+		TaskQueue:                s.taskQueue(),
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		StaticSummary:            "FleetLock coordinator of " + r.Cluster,
 	}, workflows.FleetLockWorkflow, in)
-	h, err := s.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions: client.UpdateWorkflowOptions{
-			UpdateName:   update,
-			Args:         []any{workflows.FleetLockRequest{Node: r.Node, ClientID: r.ClientID, Group: r.Group}},
-			WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
+	if err != nil {
+		return fleetlock.Decision{}, fmt.Errorf("fleetlock %s: start the coordinator: %w", r.Cluster, err)
+	}
+	h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   run.GetID(),
+		UpdateName:   update,
+		Args:         []any{workflows.FleetLockRequest{Node: r.Node, ClientID: r.ClientID, Group: r.Group}},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err != nil {
 		return fleetlock.Decision{}, fmt.Errorf("fleetlock %s/%s: %w", r.Cluster, r.Node, err)
