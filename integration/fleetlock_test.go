@@ -188,7 +188,7 @@ func TestFleetLockGrantsOneSlotAfterTheDrain(t *testing.T) {
 	// The attacker's requests.
 	for _, a := range []struct {
 		name, url, id, want string
-		status             int
+		status              int
 	}{
 		{"no token", base + "five/" + workers[2] + "/v1/pre-reboot", "zincati-" + workers[2], "failed_auth", 401},
 		{"another node's token", fleetlock.BaseURL(base, "five", workers[2], fleetlock.Token(key, "five", workers[3])) + "v1/pre-reboot", "zincati-" + workers[2], "failed_auth", 401},
