@@ -17,9 +17,9 @@ func TestParseTakesOptionsAsAptDoes(t *testing.T) {
 		t.Errorf("%+v %q", c, msg)
 	}
 	for args, want := range map[string]string{
-		"-yz upgrade":      "Command line option 'z' [from -yz] is not understood in combination with the other options.",
-		"--frob upgrade":   "Command line option --frob is not understood in combination with the other options",
-		"-o Foo upgrade":   "Option -o: Configuration item specification must have an =<val>.",
+		"-yz upgrade":    "Command line option 'z' [from -yz] is not understood in combination with the other options.",
+		"--frob upgrade": "Command line option --frob is not understood in combination with the other options",
+		"-o Foo upgrade": "Option -o: Configuration item specification must have an =<val>.",
 	} {
 		if _, msg := parse(strings.Fields(args), map[string]bool{"y": true, "s": true}); msg != want {
 			t.Errorf("%s: %q, want %q", args, msg, want)
