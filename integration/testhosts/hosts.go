@@ -345,6 +345,8 @@ mount --bind "$H/home" /home
 mount --bind "$H/bin" /usr/local/sbin
 mount -t tmpfs -o mode=755 tmpfs /run
 mkdir -p /run/sshd
+# What systemd-tmpfiles makes in every boot's /run (units bind it).
+mkdir -p -m 0755 /run/lock
 # This boot's: its boot ID, and the kernel release a Debian-family host
 # booted, over what the machine's kernel says (uname -r stays the
 # machine's); the world's directory (the offer, the reboot request).

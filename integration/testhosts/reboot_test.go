@@ -133,7 +133,7 @@ systemctl enable --now sleeper && systemctl start idle`))
 	if now, _ := os.ReadFile("/proc/sys/kernel/random/boot_id"); string(now) != string(machineBoot) {
 		t.Errorf("the machine's boot ID changed: %q -> %q", machineBoot, now)
 	}
-	if got := sh(t, c, "cat /run/mark /tmp/mark 2>/dev/null; cat /var/lib/mark /etc/mark"); got != "disk\netc" {
+	if got := sh(t, c, "cat /run/mark /tmp/mark 2>/dev/null; cat /var/lib/mark /etc/mark; test -d /run/lock && echo lock"); got != "disk\netc\nlock" {
 		t.Errorf("after the reboot /run, /tmp, /var/lib, /etc hold %q; want only the disk's", got)
 	}
 	if got := sh(t, c, asRoot("systemctl is-active sleeper; systemctl is-active idle || true")); got != "active\ninactive" {
