@@ -124,19 +124,9 @@ func dropChaosChain() error {
 	return nil
 }
 
-// reboot does to a host what a reboot does to its processes: every one
-// but its init (the host's sshd) is killed, SSH sessions and the units'
-// processes alike, then its units start as at boot (testhosts' Reboot:
-// a daemon-reload, then what a target wants). The host's /run is kept.
+// reboot reboots the host (testhosts' Reboot): every process of it ends,
+// SSH sessions and the units' processes alike, then it boots with fresh
+// /run and /tmp and its units start as at boot.
 func reboot(t *testing.T, h *testhosts.Host) error {
-	pids, err := hostProcs(h)
-	if err != nil {
-		return err
-	}
-	for _, pid := range pids {
-		if pid != h.PID() {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
 	return h.Reboot(t.Context())
 }

@@ -28,6 +28,15 @@ var standinPackages = map[string]string{
 	// host what the real ones would change in the kernel.
 	"modprobe": "modprobe",
 	"sysctl":   "sysctl",
+	// reboot and shutdown are systemctl's, as on a systemd host.
+	"reboot":   "systemctl",
+	"shutdown": "systemctl",
+	// The OS families' update tools (osTools): only a host of the
+	// family gets its tool, at its real path (/usr/bin).
+	"rpm-ostree":           "rpmostree",
+	"update_engine_client": "updateengine",
+	"apt-get":              "apt",
+	"apt-mark":             "apt",
 }
 
 var (

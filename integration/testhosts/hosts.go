@@ -7,7 +7,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -50,6 +48,13 @@ type Options struct {
 	// and no CRI image store or /var/lib/containerd, which are the real
 	// containerd's.
 	RealContainerd bool
+	// OS is the operating system every host pretends to run (Debian,
+	// FedoraCoreOS, Flatcar): its /etc/os-release and its update tool
+	// (see OSFamily). Empty: the machine's own os-release shows through
+	// and no update tool is installed.
+	OS OSFamily
+	// HostOS sets OS for single hosts, by name.
+	HostOS map[string]OSFamily
 }
 
 // User is the unprivileged login user on every host (as Typhoon's
@@ -76,9 +81,19 @@ type Host struct {
 	Port          int
 	HostKeyPublic string // authorized_keys-format line of the host key
 	dir           string
-	cmd           *exec.Cmd
-	initPID       int  // PID (in the machine's namespace) of the host's sshd
-	realCtr       bool // Options.RealContainerd: the host's ctr is the real one
+	realCtr       bool     // Options.RealContainerd: the host's ctr is the real one
+	os            OSFamily // Options.OS
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd // this boot's unshare, when the harness started the host
+	initPID int       // PID (in the machine's namespace) of the host's sshd; 0 while down
+	boots   int       // boots completed (1 after Start)
+	bootErr error     // what starting the units of the last boot said
+	ended   error     // why the host stays down (a crash), once it does
+	closing bool      // Close was called
+	changed chan struct{}
+	stop    chan struct{} // closed by Close
+	watched chan struct{} // closed when the host's watcher has ended
 }
 
 // RequireTools reports what the lab needs and is missing.
@@ -172,7 +187,13 @@ func Prepare(o Options) (*Lab, error) {
 	l.PublicKey = clientPub
 	var known strings.Builder
 	for i, name := range o.Names {
-		h := &Host{Name: name, Address: fmt.Sprintf("%s%d", o.BaseIP, i+1), Port: 22, dir: filepath.Join(dir, name), realCtr: o.RealContainerd}
+		h := &Host{Name: name, Address: fmt.Sprintf("%s%d", o.BaseIP, i+1), Port: 22, dir: filepath.Join(dir, name), realCtr: o.RealContainerd, os: o.OS}
+		if f, ok := o.HostOS[name]; ok {
+			h.os = f
+		}
+		if err := h.os.valid(); err != nil {
+			return nil, fmt.Errorf("testhosts: host %s: %w", name, err)
+		}
 		if o.Addresses != nil {
 			h.Address = o.Addresses[i]
 		}
@@ -211,7 +232,7 @@ func writeKey(path string) (string, error) {
 
 func (h *Host) prepare(clientPub string, o Options, bins map[string]string) error {
 	caKey, hostCA := o.TrustedUserCAKey, o.HostCA
-	for _, d := range []string{"etc-upper/ssh", "etc-upper/sudoers.d", "etc-work", "varlib-upper", "varlib-work", "varlog-upper", "varlog-work", "opt-upper", "opt-work", "root/.ssh", "home/" + User + "/.ssh", "bin"} {
+	for _, d := range []string{"etc-upper/ssh", "etc-upper/sudoers.d", "etc-work", "varlib-upper", "varlib-work", "varlog-upper", "varlog-work", "opt-upper", "opt-work", "root/.ssh", "home/" + User + "/.ssh", "bin", worldDir, bootDir} {
 		if err := os.MkdirAll(filepath.Join(h.dir, d), 0o755); err != nil {
 			return err
 		}
@@ -269,7 +290,7 @@ LogLevel ERROR
 	}
 	// The machine's own sshd_config.d snippets must not leak in.
 	for name, src := range bins {
-		if name == "ctr" && o.RealContainerd {
+		if name == "ctr" && o.RealContainerd || isOSTool(name) {
 			continue
 		}
 		data, err := os.ReadFile(src)
@@ -279,6 +300,9 @@ LogLevel ERROR
 		if err := os.WriteFile(filepath.Join(h.dir, "bin", name), data, 0o755); err != nil {
 			return err
 		}
+	}
+	if err := h.prepareOS(bins); err != nil {
+		return fmt.Errorf("host %s: %w", h.Name, err)
 	}
 	if err := seedImages(h.dir); err != nil {
 		return err
@@ -319,9 +343,28 @@ mount -t overlay overlay -o "lowerdir=/opt,upperdir=$H/opt-upper,workdir=$H/opt-
 mount --bind "$H/root" /root
 mount --bind "$H/home" /home
 mount --bind "$H/bin" /usr/local/sbin
-mount -t tmpfs -o mode=1777 tmpfs /tmp
 mount -t tmpfs -o mode=755 tmpfs /run
 mkdir -p /run/sshd
+# What systemd-tmpfiles makes in every boot's /run (units bind it).
+mkdir -p -m 0755 /run/lock
+# This boot's: its boot ID, and the kernel release a Debian-family host
+# booted, over what the machine's kernel says (uname -r stays the
+# machine's); the world's directory (the offer, the reboot request).
+mount --bind "$H/boot/boot_id" /proc/sys/kernel/random/boot_id
+mount -o remount,bind,ro /proc/sys/kernel/random/boot_id
+if [ -f "$H/boot/osrelease" ]; then
+	mount --bind "$H/boot/osrelease" /proc/sys/kernel/osrelease
+	mount -o remount,bind,ro /proc/sys/kernel/osrelease
+fi
+mkdir -p /run/kedge-lab
+mount --bind "$H/world" /run/kedge-lab
+# An OS family's update tools at their real paths, and the machine's
+# package tools hidden (whiteouts), read-only over the machine's /usr/bin.
+if [ -d "$H/usr-bin" ]; then
+	mount -t overlay overlay -o "lowerdir=$H/usr-bin:/usr/bin" /usr/bin
+fi
+# Last: $H may be under the machine's /tmp.
+mount -t tmpfs -o mode=1777 tmpfs /tmp
 # /var/lib shared, as systemd leaves a host's mounts (docker refuses the
 # kubelet's rshared /var/lib/kubelet otherwise): a peer group of this
 # namespace and its children only, the machine's having been cut off by
@@ -330,87 +373,8 @@ mount --make-shared /var/lib
 exec ` + sshdPath + ` -D -e -f /etc/ssh/kedge_sshd_config
 `
 
-func (h *Host) start(ctx context.Context) error {
-	addr := net.JoinHostPort(h.Address, strconv.Itoa(h.Port))
-	if l, err := net.Listen("tcp", addr); err != nil {
-		return fmt.Errorf("host %s: %s is taken (another lab running?): %w", h.Name, addr, err)
-	} else {
-		l.Close()
-	}
-	h.cmd = exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private",
-		"--kill-child=SIGKILL", "sh", "-c", setup, "sh", h.dir)
-	logf, err := os.Create(filepath.Join(h.dir, "sshd.log"))
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	h.cmd.Stdout, h.cmd.Stderr = logf, logf
-	h.cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}
-	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := h.cmd.Start(); err != nil {
-		return fmt.Errorf("host %s: start: %w", h.Name, err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = h.cmd.Wait(); close(exited) }()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			break
-		}
-		select {
-		case <-exited:
-			out, _ := os.ReadFile(filepath.Join(h.dir, "sshd.log"))
-			return fmt.Errorf("host %s: sshd exited: %s", h.Name, strings.TrimSpace(string(out)))
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("host %s: sshd on %s did not start", h.Name, addr)
-		}
-	}
-	// The namespace's first process (sshd) is unshare's only child.
-	for tries := 0; ; tries++ {
-		children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", h.cmd.Process.Pid, h.cmd.Process.Pid))
-		if err != nil {
-			return err
-		}
-		if f := strings.Fields(string(children)); len(f) > 0 {
-			h.initPID, err = strconv.Atoi(f[0])
-			return err
-		}
-		if tries == 50 {
-			return fmt.Errorf("host %s: %s answers, but not this host's sshd (another lab on the same addresses?)", h.Name, addr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// Close stops every host: killing a host's sshd (PID 1 of its namespace)
-// kills everything it started, and its mounts go with the namespace.
-func (l *Lab) Close() error {
-	for _, h := range l.Hosts {
-		if h.cmd != nil && h.cmd.Process != nil {
-			if h.initPID > 0 {
-				_ = syscall.Kill(h.initPID, syscall.SIGKILL)
-			}
-			_ = h.cmd.Process.Kill()
-		}
-	}
-	for _, h := range l.Hosts {
-		if h.initPID > 0 {
-			for i := 0; i < 100 && syscall.Kill(h.initPID, 0) == nil; i++ {
-				time.Sleep(10 * time.Millisecond)
-			}
-		}
-	}
-	return nil
-}
-
 // root is the host's file system as the machine sees it.
-func (h *Host) root() string { return fmt.Sprintf("/proc/%d/root", h.initPID) }
+func (h *Host) root() string { return fmt.Sprintf("/proc/%d/root", h.pid()) }
 
 // ReadFile reads a file as the host sees it.
 func (h *Host) ReadFile(path string) ([]byte, error) {
@@ -427,7 +391,11 @@ func (h *Host) WriteFile(path string, data []byte, perm os.FileMode) error {
 
 // Exec runs a program inside the host's namespaces.
 func (h *Host) Exec(ctx context.Context, name string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"-t", strconv.Itoa(h.initPID), "-m", "-p", "--", name}, args...)...)
+	pid := h.pid()
+	if pid == 0 {
+		return nil, fmt.Errorf("%s on %s: %w", name, h.Name, ErrHostDown)
+	}
+	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"-t", strconv.Itoa(pid), "-m", "-p", "--", name}, args...)...)
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}
 	out, err := cmd.Output()
 	if err != nil {
@@ -438,19 +406,6 @@ func (h *Host) Exec(ctx context.Context, name string, args ...string) ([]byte, e
 		return out, fmt.Errorf("%s on %s: %w", name, h.Name, err)
 	}
 	return out, nil
-}
-
-// PID is the host's sshd as the machine sees it (PID 1 of the host).
-func (h *Host) PID() int { return h.initPID }
-
-// Reboot does to the host's units what a reboot would: every running unit
-// stops, then the units its targets want start again (kubelet.path,
-// an enabled kubelet.service...). Processes outside units are left.
-func (h *Host) Reboot(ctx context.Context) error {
-	if out, err := h.Exec(ctx, "systemctl", "__reboot"); err != nil {
-		return fmt.Errorf("reboot %s: %w: %s", h.Name, err, out)
-	}
-	return nil
 }
 
 // StandInDir is where a host's stand-in programs are, inside the host.

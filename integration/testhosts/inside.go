@@ -41,7 +41,11 @@ func (h *Host) Dir() string { return h.dir }
 // Started tells a host made with Prepare the PID (in the machine's PID
 // namespace) of its sshd, which InsideScript became: ReadFile, WriteFile,
 // Exec and Close reach the host through it.
-func (h *Host) Started(pid int) { h.initPID = pid }
+func (h *Host) Started(pid int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.initPID = pid
+}
 
 // SetImages replaces the running host's local image store with imgs: for
 // a host whose images are not LabImages (a real node's kubelet images are

@@ -25,8 +25,13 @@ const (
 )
 
 func main() {
-	if filepath.Base(os.Args[0]) == "journalctl" {
+	switch filepath.Base(os.Args[0]) {
+	case "journalctl":
 		os.Exit(journal(os.Args[1:]))
+	case "reboot":
+		os.Exit(rebootCommand(os.Args[1:]))
+	case "shutdown":
+		os.Exit(shutdownCommand(os.Args[1:]))
 	}
 	os.Exit(run(os.Args[1:]))
 }
@@ -41,7 +46,7 @@ func fail(format string, args ...any) int {
 var options = map[string]bool{
 	"--value": true, "--now": true, "--no-block": true, "--quiet": true, "-q": true, "--no-pager": true,
 	"--full": true, "-l": true, "--no-reload": true, "--system": true, "--all": true, "-a": true,
-	"--no-ask-password": true, "--no-legend": true, "--force": true, "-f": true,
+	"--no-ask-password": true, "--no-legend": true, "--force": true, "-f": true, "--no-wall": true,
 }
 
 func run(args []string) int {
@@ -95,6 +100,15 @@ func run(args []string) int {
 		return supervise(units[0])
 	case "__reboot":
 		return reboot()
+	case "__boot":
+		return bootUnits()
+	case "__go-down":
+		return goDown()
+	case "reboot":
+		if len(rest) > 2 {
+			return fail("Too many arguments.")
+		}
+		return requestReboot()
 	}
 	if len(units) == 0 {
 		return fail("systemctl stand-in: %s needs a unit", cmd)
@@ -554,10 +568,10 @@ func journal(args []string) int {
 	return fail("journalctl stand-in: only -u UNIT is supported")
 }
 
-// reboot is what a reboot does to the host's units (test worlds only):
-// every running unit stops (path units first, so none restarts what it
-// triggers), the daemon reloads, then every unit of the host's own a
-// target wants or requires starts, services before path units.
+// reboot is what a reboot does to the units of a host that cannot go
+// down (a host whose namespaces the harness did not make): every running
+// unit stops (path units first, so none restarts what it triggers), the
+// daemon reloads, then bootUnits.
 func reboot() int {
 	running := map[string]bool{}
 	for _, pattern := range []string{"*.pid", "*.active"} {
@@ -579,6 +593,12 @@ func reboot() int {
 	if rc := daemonReload(); rc != 0 {
 		return rc
 	}
+	return bootUnits()
+}
+
+// bootUnits starts what a boot starts (test worlds only): every unit of
+// the host's own a target wants or requires, services before path units.
+func bootUnits() int {
 	wanted := map[string]bool{}
 	for _, pattern := range []string{"*.target.wants/*", "*.target.requires/*"} {
 		m, _ := filepath.Glob(filepath.Join(systemDir, pattern))

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"kedge.dev/kedge/integration/testhosts/standins/osstate"
+)
+
+func TestStatusJSONIsJSONGlibsLayout(t *testing.T) {
+	root := t.TempDir()
+	booted := osstate.Booted{Family: osstate.FedoraCoreOS, Deployment: osstate.NewDeployment(osstate.FedoraCoreOS, "40.20240416.3.1")}
+	if err := osstate.WriteJSON(filepath.Join(root, osstate.StateDir, osstate.BootedName), booted); err != nil {
+		t.Fatal(err)
+	}
+	if err := osstate.WriteJSON(filepath.Join(root, osstate.WorldDir, osstate.OfferName), osstate.Offer{Version: "40.20240504.3.0"}); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	a := &app{stdout: &out, stderr: &errOut, now: time.Now, root: root, euid: 1500}
+	if rc := a.run([]string{"upgrade"}); rc != 1 || !strings.HasPrefix(errOut.String(), "error: ") {
+		t.Errorf("upgrade as a user: %d %q", rc, errOut.String())
+	}
+	a.euid = 0
+	if rc := a.run([]string{"upgrade"}); rc != 0 {
+		t.Fatalf("upgrade: %d %s", rc, errOut.String())
+	}
+	out.Reset()
+	if rc := a.run([]string{"status", "--json"}); rc != 0 {
+		t.Fatal(errOut.String())
+	}
+	if !strings.Contains(out.String(), "\n  \"deployments\" : [\n    {\n      \"unlocked\" : \"none\",") || !strings.Contains(out.String(), `"staged" : true`) {
+		t.Errorf("layout:\n%s", out.String())
+	}
+	var st struct {
+		Deployments []map[string]any `json:"deployments"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil || len(st.Deployments) != 2 || st.Deployments[0]["version"] != "40.20240504.3.0" || st.Deployments[1]["booted"] != true {
+		t.Errorf("%v %+v", err, st)
+	}
+	if _, ok := st.Deployments[1]["staged"]; ok {
+		t.Error("the booted deployment has a staged key")
+	}
+}
