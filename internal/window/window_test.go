@@ -507,7 +507,7 @@ func TestAtIsPure(t *testing.T) {
 	}
 }
 
-// check tests At at one moment: an open window
+// check tests At at one moment the way FuzzParse does: an open window
 // is open until just before Until and (unless followed no further)
 // closed at Until; a closed one is closed until just before Until and
 // open at it.
@@ -534,7 +534,53 @@ func check(w *Window, at time.Time) error {
 	return nil
 }
 
-// TestCheck runs check on many moments of a few windows.
+// fuzzZones are the time zones FuzzParse picks from (by a byte, so that
+// the fuzzer spends its time on schedules and moments, not zone names).
+var fuzzZones = []string{"", "UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe",
+	"Asia/Beirut", "America/Santiago", "Pacific/Apia", "Asia/Kathmandu", "Local", "Mars/Olympus"}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []struct {
+		schedule, duration string
+		zone               uint8
+		blackouts          string
+	}{
+		{"0 2 * * SAT", "4h", 0, ""},
+		{"30 1 * * MON-FRI", "2h", 2, "2026-12-24"},
+		{"*/15 8-17/3 1,15 jan-Mar,dec fri-sun", "20m", 3, "2026-12-20..2027-01-03"},
+		{"0 0 29 2 *", "24h", 4, ""},
+		{"* * * * *", "1m", 3, "2026-11-02"},
+		{"@weekly", "168h", 5, "2026-10-20..2026-10-30,2027-01-01"},
+		{"0 0 * * *", "24h", 7, "2011-12-30"},
+		{"0 0 30 2 *", "4h", 0, ""},
+		{"0 25 * * *", "x", 9, "2026-13-01"},
+	} {
+		f.Add(s.schedule, s.duration, s.zone, s.blackouts, int64(1_790_000_000))
+	}
+	f.Fuzz(func(t *testing.T, schedule, duration string, zone uint8, blackouts string, sec int64) {
+		spec := Spec{Schedule: schedule, Duration: duration, TimeZone: fuzzZones[int(zone)%len(fuzzZones)]}
+		if blackouts != "" {
+			spec.Blackouts = strings.Split(blackouts, ",")
+		}
+		w, err := Parse(spec)
+		if err != nil {
+			var e *Error
+			if w != nil || !errors.As(err, &e) {
+				t.Fatalf("%+v: %v with %v", spec, w, err)
+			}
+			return
+		}
+		// A moment from 1900 to 2200.
+		const from, span = -2_208_988_800, 9_467_280_000
+		at := time.Unix(from+(sec%span+span)%span, sec%1e9)
+		if err := check(w, at); err != nil {
+			t.Fatalf("%+v: %v", spec, err)
+		}
+	})
+}
+
+// TestCheck runs FuzzParse's check on many moments of a few windows, so
+// that `go test` covers it beyond the seed corpus.
 func TestCheck(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, s := range []Spec{
