@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -596,5 +597,30 @@ func TestCheck(t *testing.T) {
 				t.Errorf("%+v: %v", s, err)
 			}
 		}
+	}
+}
+
+func BenchmarkAt(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		spec Spec
+	}{
+		{"weekly", Spec{Schedule: "0 2 * * SAT", Duration: "4h", TimeZone: "Europe/Berlin", Blackouts: []string{"2026-12-20..2027-01-03"}}},
+		{"weekday quarter hours", Spec{Schedule: "*/15 8-17 * * MON-FRI", Duration: "10m", TimeZone: "America/New_York"}},
+		{"leap day", Spec{Schedule: "0 12 29 2 *", Duration: "1h"}},
+		{"always open", Spec{Schedule: "* * * * *", Duration: "1m", TimeZone: "Europe/Berlin"}},
+	} {
+		w := mustParse(b, c.spec)
+		rng := rand.New(rand.NewPCG(5, 6))
+		moments := make([]time.Time, 1024)
+		for i := range moments {
+			moments[i] = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(365 * 24 * int64(time.Hour))))
+		}
+		slices.SortFunc(moments, func(a, b time.Time) int { return a.Compare(b) })
+		b.Run(c.name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				w.At(moments[i%len(moments)])
+			}
+		})
 	}
 }
