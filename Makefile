@@ -130,7 +130,7 @@ bench: deps kube-tools
 # corpus; `make fuzz` mutates each for FUZZTIME.
 FUZZTIME ?= 1m
 FUZZ_TARGETS := ./runbooks/source:FuzzParse ./runbooks/source:FuzzExpandedSize ./runbooks:FuzzLoadRunbook ./runbooks:FuzzDecodeInventory \
-	./runbooks/expr:FuzzEval ./chatops:FuzzConfig ./chatops:FuzzHook ./chatops:FuzzParseCommand ./fleetlock:FuzzRequest
+	./runbooks/expr:FuzzEval ./internal/window:FuzzParse ./chatops:FuzzConfig ./chatops:FuzzHook ./chatops:FuzzParseCommand ./fleetlock:FuzzRequest
 
 ## fuzz: run each fuzz target for FUZZTIME (default 1m); a crash stops it and is kept under testdata/fuzz
 fuzz:

@@ -53,9 +53,10 @@
 // it reports the window closed with a zero Until. It follows an open
 // stretch for 32 days: one that stays open longer (an always-open
 // schedule such as "0 0 * * *" for 24h) reports an Until 32 days or more
-// away, at which it is still open. At costs a few microseconds: it steps
-// through dates, skipping months and blackout ranges the schedule leaves
-// out, not through minutes.
+// away, at which it is still open. At takes from under a microsecond to
+// a few: it steps through dates, skipping months the schedule leaves out
+// and blackout ranges whole, and finds the minutes within a date by
+// binary search, never walking minute by minute.
 //
 // # What it must never do
 //

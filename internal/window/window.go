@@ -1,6 +1,7 @@
 package window
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -172,7 +173,7 @@ func parseDate(text string) (int64, bool) {
 
 // mergeDates sorts ranges and merges those that overlap or touch.
 func mergeDates(ds []dates) []dates {
-	slices.SortFunc(ds, func(a, b dates) int { return int(a.from - b.from) })
+	slices.SortFunc(ds, func(a, b dates) int { return cmp.Compare(a.from, b.from) })
 	var out []dates
 	for _, d := range ds {
 		if n := len(out); n > 0 && d.from <= out[n-1].to+1 {
@@ -219,7 +220,8 @@ type State struct {
 // blackout date begins; openings that overlap or touch make one stretch,
 // and Until is where the stretch ends. A stretch is followed for 32 days:
 // one that lasts longer reports an Until 32 days or more after t, at
-// which it is still open.
+// which it is still open. A t outside the years 1 to 9999 gets the zero
+// State.
 func (w *Window) At(t time.Time) State {
 	if y := t.Year(); y < 1 || y > 9999 {
 		return State{}
@@ -228,8 +230,10 @@ func (w *Window) At(t time.Time) State {
 	today := w.dateOf(now)
 	// By the latest opening that started at or before t: each opening
 	// ends no earlier than one before it, so if that one has ended by t,
-	// all have. One that started before t's date minus Duration has.
-	for num, first := today, w.dateOf(now-w.dur); num >= first; num-- {
+	// all have. One that started before the date of t minus Duration has.
+	// The search starts a date after t's, which the clock has shown
+	// already if it went back over midnight.
+	for num, first := today+1, w.dateOf(now-w.dur); num >= first; num-- {
 		if !w.opensOn(num) {
 			continue
 		}
@@ -241,10 +245,10 @@ func (w *Window) At(t time.Time) State {
 		if w.end(num, s) <= now {
 			break
 		}
-		return State{Open: true, Until: w.time(w.follow(d, i, s, now))}
+		return State{Open: true, Until: w.moment(w.follow(d, i, s, now))}
 	}
 	if _, _, s, ok := w.nextStart(now, today, today+searchDays); ok {
-		return State{Until: w.time(s)}
+		return State{Until: w.moment(s)}
 	}
 	return State{}
 }
@@ -253,7 +257,7 @@ func (w *Window) At(t time.Time) State {
 // starts[i] on date d (at s) is part of.
 func (w *Window) follow(d day, i int, s, now int64) int64 {
 	for {
-		_, s = w.lastOfChain(&d, i, s)
+		s = w.lastOfChain(&d, i, s)
 		end := w.end(d.num, s)
 		if end-now > followSecs {
 			return end
@@ -362,12 +366,11 @@ func (w *Window) firstStart(d *day, after int64) (int, int64, bool) {
 }
 
 // lastOfChain follows the openings on date d from starts[i] (at s) for as
-// long as each starts before the one before it ends, and returns the
-// last: its index in starts and when it starts.
-func (w *Window) lastOfChain(d *day, i int, s int64) (int, int64) {
+// long as each starts before the one before it ends, and returns when the
+// last starts.
+func (w *Window) lastOfChain(d *day, i int, s int64) int64 {
 	if base, ok := d.base(); ok {
-		j := int(w.chain[i])
-		return j, base + int64(w.starts[j])*60
+		return base + int64(w.starts[w.chain[i]])*60
 	}
 	for j := i + 1; j < len(w.starts); j++ {
 		sj, ok := d.at(w.starts[j])
@@ -377,9 +380,9 @@ func (w *Window) lastOfChain(d *day, i int, s int64) (int, int64) {
 		if sj-s > w.dur {
 			break
 		}
-		i, s = j, sj
+		s = sj
 	}
-	return i, s
+	return s
 }
 
 // dateOf is the date the wall clock in the window's zone reads at a
@@ -389,8 +392,8 @@ func (w *Window) dateOf(sec int64) int64 {
 	return floorDiv(sec+int64(off), secPerDay)
 }
 
-// time is a moment (Unix seconds) in the window's zone.
-func (w *Window) time(sec int64) time.Time { return time.Unix(sec, 0).In(w.loc) }
+// moment is a moment (Unix seconds) in the window's zone.
+func (w *Window) moment(sec int64) time.Time { return time.Unix(sec, 0).In(w.loc) }
 
 // day is one date on the wall clock of a zone: the stretches of constant
 // UTC offset (zones) around it, from which the moment of each of its
