@@ -167,7 +167,7 @@ func ExpandRollouts(ctx context.Context, cl client.Client, p *workflows.Progress
 		if err != nil {
 			continue
 		}
-		s.Items, s.Paused = rp.Steps, rp.State == workflows.StateWaiting
+		s.Items, s.Paused, s.Waiting = rp.Steps, rp.State == workflows.StateWaiting, rp.Waiting
 		if s.State != workflows.StateRunning && expanded != nil {
 			expanded[s.ID] = true
 		}

@@ -56,6 +56,7 @@ func NewApp(stdio IO) *cli.App {
 			codecServerCommand(),
 			setupCommand(),
 			webhookCommand(),
+			fleetLockCommand(),
 		},
 		ExitErrHandler: func(c *cli.Context, err error) {},
 		OnUsageError: func(c *cli.Context, err error, isSubcommand bool) error {

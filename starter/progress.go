@@ -122,6 +122,9 @@ func rowNotes(r workflows.Row, id string) string {
 	if r.Paused {
 		fmt.Fprintf(&b, " — PAUSED at its failure budget: kedge approve %s --decision continue|abort", id)
 	}
+	if r.Waiting != "" && !r.Paused {
+		fmt.Fprintf(&b, " — %s", r.Waiting)
+	}
 	if r.Attempts > 1 {
 		fmt.Fprintf(&b, " (attempt %d)", r.Attempts)
 	}

@@ -120,6 +120,9 @@ type StepProgress struct {
 	// them empty; clients fill them in from the rollout's own query.
 	Items  []StepProgress `json:"items,omitempty"`
 	Paused bool           `json:"paused,omitempty"`
+	// Waiting is why a running rollout starts no item now (its window is
+	// closed, its delay runs): the rollout's Progress.Waiting.
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // HostProgress is one host of a step that runs on several.

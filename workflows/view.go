@@ -85,6 +85,9 @@ type Row struct {
 	// Paused: a rollout waiting for continue or abort at its failure
 	// budget.
 	Paused bool `json:"paused,omitempty"`
+	// Waiting: a rollout that starts no item now, and why ("waiting for
+	// the next window: Sat 02:00 UTC").
+	Waiting string `json:"waiting,omitempty"`
 	// Prompt is a waiting approval's whole prompt (What clips it): what
 	// the operator decides on.
 	Prompt  string `json:"prompt,omitempty"`
@@ -259,7 +262,7 @@ func (o ViewOptions) steps(rows []Row, steps []StepProgress, depth int, under st
 func (o ViewOptions) stepRow(s StepProgress, depth int, path, runbook string) Row {
 	r := Row{Depth: depth, Path: path, Step: s.ID, Kind: s.Kind, What: progressWhat(s, runbook), State: s.State, Mark: StateMark(s.State),
 		Attempts: s.Attempts, Elapsed: elapsed(s.StartedAt, s.EndedAt, o.Now), Error: shownError(s.State, s.LastError),
-		WaitingForApproval: s.WaitsForApproval(), Paused: s.Paused, Undo: s.Undo, Child: s.Child}
+		WaitingForApproval: s.WaitsForApproval(), Paused: s.Paused, Waiting: s.Waiting, Undo: s.Undo, Child: s.Child}
 	if r.WaitingForApproval {
 		r.Prompt = s.Prompt
 	}
