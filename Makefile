@@ -121,10 +121,10 @@ record-histories: deps kube-tools vault-tools
 	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_RECORD_HISTORY=$(CURDIR)/workflows/testdata/replay/retries flock -o $(IT_LOCK) $(GO) test -count=1 -run "Hello|Flaky|FailsTwice|Undoes|Approval|Cancel|RolloutPausedByABlockedDrain|UI|ContinuesAsNew" ./integration/
 
 ## bench: one table, every row measured in the same run beside its baseline
-## (name | kedge | baseline | ratio | target | met); the other benchmarks
-## (go test -bench NAME) are single measurements
-bench: deps kube-tools
-	KEDGE_BENCH_PROFILE=$(CURDIR)/.test/bench KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) flock -o $(IT_LOCK) $(GO) test -run '^$$' -bench '^BenchmarkTable$$' -benchtime 1x -timeout 30m ./integration/
+## (name | kedge | baseline | ratio | target | met | baseline is); the other
+## benchmarks (go test -bench NAME) are single measurements
+bench: deps kube-tools s3-tools
+	KEDGE_BENCH_PROFILE=$(CURDIR)/.test/bench KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_S3_TOOLS=$$(bash scripts/s3-tools.sh) flock -o $(IT_LOCK) $(GO) test -run '^$$' -bench '^BenchmarkTable$$' -benchtime 1x -timeout 30m ./integration/
 
 # Every fuzz target (package:Func). `make test` runs each on its seed
 # corpus; `make fuzz` mutates each for FUZZTIME.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,39 +22,112 @@ import (
 )
 
 // The worlds and helpers of `make bench` (BenchmarkTable): the rows'
-// sizes, the 50 fan-out hosts, a runbook run as the CLI prepares it, a
+// sizes, the fan-out labs, a runbook run as the CLI prepares it, a
 // raw SSH client.
 
 // sequentialSteps is the step-overhead row's run of sequential host.run
 // steps on one host.
 const sequentialSteps = 50
 
-// fanOutHosts is the fan-out rows' host count.
-const fanOutHosts = 50
+// fanOutBases are the loopback networks of the fan-out labs, by size:
+// each lab has its own (a /24 holds 254 hosts), so one does not wait for
+// another's addresses.
+var fanOutBases = map[int]string{50: "127.0.21.", 200: "127.0.26."}
 
-var fanOut struct {
-	once      sync.Once
+// fanOutWorld is a lab of plain hosts for the fan-out rows, its inventory
+// (cluster fanout-N), and what starting it cost.
+type fanOutWorld struct {
 	lab       *testhosts.Lab
 	inventory string
+	started   time.Duration // testhosts.Start, every sshd answering
+	mib       float64       // the hosts' processes' proportional RSS (Pss), summed
 	err       error
 }
 
-func fanOutLab(b *testing.B) {
-	fanOut.once.Do(func() {
-		dir := filepath.Join(world.dir, "fanout")
-		names := lab.Names(fanOutHosts)
-		fanOut.lab, fanOut.err = testhosts.Start(context.Background(), testhosts.Options{
-			Count: fanOutHosts, Names: names, BaseIP: "127.0.21.", Dir: dir,
-		})
-		if fanOut.err != nil {
-			return
+var fanOuts struct {
+	sync.Mutex
+	labs map[int]*fanOutWorld
+}
+
+// fanOutLab starts (once per size) a lab of n hosts, closed at the
+// world's end.
+func fanOutLab(b *testing.B, n int) *fanOutWorld {
+	fanOuts.Lock()
+	defer fanOuts.Unlock()
+	if w := fanOuts.labs[n]; w != nil {
+		if w.err != nil {
+			b.Fatal(w.err)
 		}
-		fanOut.inventory = filepath.Join(dir, "inventory.yaml")
-		fanOut.err = os.WriteFile(fanOut.inventory, []byte(lab.Inventory("fanout", fanOut.lab, fanOut.lab.KnownHostsFile)), 0o644)
-	})
-	if fanOut.err != nil {
-		b.Fatal(fanOut.err)
+		return w
 	}
+	base, ok := fanOutBases[n]
+	if !ok {
+		b.Fatalf("no loopback network for a fan-out lab of %d hosts (fanOutBases)", n)
+	}
+	w := &fanOutWorld{}
+	if fanOuts.labs == nil {
+		fanOuts.labs = map[int]*fanOutWorld{}
+	}
+	fanOuts.labs[n] = w
+	w.err = w.start(n, base)
+	if w.err != nil {
+		b.Fatal(w.err)
+	}
+	return w
+}
+
+func (w *fanOutWorld) start(n int, base string) error {
+	dir := filepath.Join(world.dir, fmt.Sprintf("fanout-%d", n))
+	began := time.Now()
+	l, err := testhosts.Start(context.Background(), testhosts.Options{Count: n, Names: lab.Names(n), BaseIP: base, Dir: dir})
+	if err != nil {
+		return err
+	}
+	w.started = time.Since(began)
+	w.lab = l
+	atWorldEnd(func() { _ = l.Close() })
+	if w.mib, err = labPssMiB(l); err != nil {
+		return err
+	}
+	w.inventory = filepath.Join(dir, "inventory.yaml")
+	return os.WriteFile(w.inventory, []byte(lab.Inventory(fmt.Sprintf("fanout-%d", n), l, l.KnownHostsFile)), 0o644)
+}
+
+// labPssMiB is the memory a lab's hosts hold: each host's sshd and the
+// unshare process that keeps its namespaces (sshd's parent), by their
+// proportional set size, which shares the pages they share.
+func labPssMiB(l *testhosts.Lab) (float64, error) {
+	var kb float64
+	for _, h := range l.Hosts {
+		parent, err := procField(h.PID(), "status", "PPid:")
+		if err != nil {
+			return 0, err
+		}
+		for _, pid := range []int{h.PID(), int(parent)} {
+			pss, err := procField(pid, "smaps_rollup", "Pss:")
+			if err != nil {
+				return 0, err
+			}
+			kb += pss
+		}
+	}
+	return kb / 1024, nil
+}
+
+// procField reads the number after label in /proc/PID/FILE.
+func procField(pid int, file, label string) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, label); ok {
+			var n float64
+			_, err := fmt.Sscanf(strings.TrimSpace(v), "%f", &n)
+			return n, err
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/%d/%s", label, pid, file)
 }
 
 // compileFor loads runbook YAML against an inventory exactly as the CLI does.

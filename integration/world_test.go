@@ -124,9 +124,6 @@ func TestMain(m *testing.M) {
 // watchdogTeardown stops what runWorld started when the watchdog ends a
 // hung run (runWorld's defers never run then).
 func watchdogTeardown() {
-	if fanOut.lab != nil {
-		_ = fanOut.lab.Close()
-	}
 	worldCleanups()
 	if world.lab != nil {
 		_ = world.lab.Close()
@@ -203,12 +200,7 @@ func runWorld(m *testing.M) (int, error) {
 		return 0, fmt.Errorf("start ssh hosts: %w", err)
 	}
 	defer world.lab.Close()
-	defer func() {
-		if fanOut.lab != nil {
-			_ = fanOut.lab.Close()
-		}
-		worldCleanups()
-	}()
+	defer worldCleanups()
 	world.inventory = filepath.Join(dir, "inventory.yaml")
 	if err := os.WriteFile(world.inventory, []byte(labInventory(world.lab, world.lab.KnownHostsFile)), 0o644); err != nil {
 		return 0, err

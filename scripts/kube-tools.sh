@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Builds the test world's Kubernetes binaries (etcd, Typhoon's etcd
-# v3.5.13 and the 3.5 patch etcd-upgrade takes it to, kube-apiserver,
-# kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy) from
-# the Go module proxy into a cache directory keyed by the pinned versions,
-# once per machine. Prints the directory. With `next`, the next minor's
+# Builds the test world's Kubernetes binaries (etcd and its etcdctl,
+# Typhoon's etcd v3.5.13 and the 3.5 patch etcd-upgrade takes it to,
+# kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
+# kubelet, kube-proxy) from the Go module proxy into a cache directory
+# keyed by the pinned versions, once per machine. Prints the directory. With `next`, the next minor's
 # control plane, kubelet and kube-proxy instead (the version clusters are upgraded
 # to): only the commands the upgrade tests run, no etcd. Cold: many minutes on 2 cores (the
 # kubelet alone about 17); cached: instant. Safe to run concurrently: one
@@ -36,6 +36,7 @@ fi
 complete() {
   if [ -n "$etcds" ]; then
     [ -x "$out/etcd" ] || return 1
+    [ -x "$out/etcdctl" ] || return 1
     [ -x "$out/$typhoon_etcd" ] || return 1
     [ -x "$out/$patch_etcd" ] || return 1
   fi
@@ -68,6 +69,15 @@ if [ -n "$etcds" ] && [ ! -x "$out/etcd" ]; then
   (cd integration/tools/etcd && go build -o "$tmp/etcd" go.etcd.io/etcd/server/v3) &
   etcd_pid=$!
 fi
+# etcdctl (make bench's baseline for etcd.snapshot), from its own module
+# at the same version: a cache made before it is completed by this step
+# alone (seconds when etcd's packages are in Go's build cache).
+etcdctl_pid=
+if [ -n "$etcds" ] && [ ! -x "$out/etcdctl" ]; then
+  step "building etcdctl $etcd_version"
+  (cd integration/tools/etcdctl && go build -o "$tmp/etcdctl" go.etcd.io/etcd/etcdctl/v3) &
+  etcdctl_pid=$!
+fi
 typhoon_pid=
 if [ -n "$etcds" ] && [ ! -x "$out/$typhoon_etcd" ]; then
   step "building $typhoon_etcd (Typhoon's)"
@@ -90,6 +100,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 if [ -n "$etcd_pid" ]; then
   wait "$etcd_pid"
+fi
+if [ -n "$etcdctl_pid" ]; then
+  wait "$etcdctl_pid"
 fi
 if [ -n "$typhoon_pid" ]; then
   wait "$typhoon_pid"

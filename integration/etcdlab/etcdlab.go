@@ -289,6 +289,9 @@ func (e *Etcd) logTail() string {
 	return tail
 }
 
+// Pid is the etcd process's.
+func (e *Etcd) Pid() int { return e.cmd.Process.Pid }
+
 // Stop kills etcd and removes its directory. Start registers it as a
 // Cleanup; calling it again does nothing.
 func (e *Etcd) Stop() {

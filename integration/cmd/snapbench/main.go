@@ -2,8 +2,10 @@
 // row: in a process of its own, so that its peak resident memory is the
 // snapshot's, it runs etcd.snapshot's implementation (the worker's code,
 // outside Temporal) once: a snapshot from the etcd at -endpoint, sealed
-// with the codec key and uploaded to the S3 destination -s3. It prints
-// the result and the process's peak RSS (VmHWM) as one JSON object.
+// with the codec key and stored at the destination -dest (the S3 server
+// the bench runs, or a local directory). It prints the result and the
+// process's peak RSS (VmHWM) as one JSON object; with -cpuprofile, it
+// writes the snapshot's CPU profile to that file.
 package main
 
 import (
@@ -12,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -28,9 +31,10 @@ func main() {
 	certFile := flag.String("cert", "", "client certificate (PEM) from etcd's CA")
 	keyFile := flag.String("key", "", "its key (PEM)")
 	codecKey := flag.String("codec-key", "", "the codec key file")
-	dest := flag.String("s3", "", "the S3 destination as JSON (actions/etcd.Destination)")
+	dest := flag.String("dest", "", "the destination as JSON (actions/etcd.Destination)")
+	cpuProfile := flag.String("cpuprofile", "", "write the snapshot's CPU profile to this file")
 	flag.Parse()
-	if err := run(*endpoint, *caFile, *certFile, *keyFile, *codecKey, *dest); err != nil {
+	if err := run(*endpoint, *caFile, *certFile, *keyFile, *codecKey, *dest, *cpuProfile); err != nil {
 		fmt.Fprintln(os.Stderr, "snapbench:", err)
 		os.Exit(1)
 	}
@@ -54,7 +58,7 @@ func (d destinations) Destination(_, name string) (etcd.Destination, error) {
 	return d.d, nil
 }
 
-func run(endpoint, caFile, certFile, keyFile, codecKey, dest string) error {
+func run(endpoint, caFile, certFile, keyFile, codecKey, dest, cpuProfile string) error {
 	read := func(p string) (string, error) { b, err := os.ReadFile(p); return string(b), err }
 	ca, err := read(caFile)
 	if err != nil {
@@ -74,9 +78,20 @@ func run(endpoint, caFile, certFile, keyFile, codecKey, dest string) error {
 	}
 	var d etcd.Destination
 	if err := json.Unmarshal([]byte(dest), &d); err != nil {
-		return fmt.Errorf("-s3: %w", err)
+		return fmt.Errorf("-dest: %w", err)
 	}
 	a := &etcdapi.Activities{Vault: issuer{cert, key}, Keys: keys, Destinations: destinations{d}, Timeout: 30 * time.Second}
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	began := time.Now()
 	res, err := a.Snapshot(context.Background(), etcd.SnapshotInput{Vault: target.Vault{Cluster: "bench"}, Endpoints: []string{endpoint},
 		CACert: ca, Issuer: "etcd", Destination: "bench"})
