@@ -537,8 +537,10 @@ func rollout50(b *testing.B) []benchRow {
 	image := func() string { swapVersion++; return fmt.Sprintf("quay.io/poseidon/kubelet:v1.35.%d", swapVersion) }
 	single, _ := runTimed(b, compile(b, "kubelet-image-swap-node", inv, map[string]any{"node": workers[0], "image": image()}))
 	stop := profile(b, "rollout-50")
+	cpu := sampleCPU()
 	rolling, _ := runTimed(b, compile(b, "kubelet-image-swap", inv, map[string]any{
 		"image": image(), "nodes": "workers", "maxUnavailable": swapWindow, "approveControllers": false}))
+	where := cpuSince(cpu)
 	stop()
 	var busy time.Duration
 	for _, w := range workers {
@@ -554,7 +556,7 @@ func rollout50(b *testing.B) []benchRow {
 		{name: "rollout-50-occupancy", kedge: busy.Seconds() / (swapWindow * rolling.Seconds()), target: 0.9,
 			note: fmt.Sprintf("node runbooks busy %.1f s in 10 slots of %.1f s", busy.Seconds(), rolling.Seconds())},
 		{name: "rollout-50-vs-ideal", kedge: rolling.Seconds(), baseline: ideal.Seconds(), target: 1.5, atMost: true,
-			note: fmt.Sprintf("ideal: 5 batches of one node alone (%.2f s)", single.Seconds())},
+			note: fmt.Sprintf("ideal: 5 batches of one node alone (%.2f s); %s", single.Seconds(), where)},
 	}
 }
 

@@ -338,7 +338,14 @@ func TestNodeRemoveDrainsStopsDeletesAndCleans(t *testing.T) {
 	cp, inv := kubeLab(t)
 	freshNodes(t, cp, "worker-1", "worker-2")
 	ctx := t.Context()
-	if _, err := cp.Client.AppsV1().Deployments("default").Create(ctx, deployment("spread", 4, nil), metav1.CreateOptions{}); err != nil {
+	// Only on this lab's nodes: other tests' nodes share the API server.
+	spread := deployment("spread", 4, nil)
+	spread.Spec.Template.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{"controller-1", "worker-1", "worker-2"}}},
+		}}},
+	}}
+	if _, err := cp.Client.AppsV1().Deployments("default").Create(ctx, spread, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, "4 pods running, some on worker-2", func() bool {

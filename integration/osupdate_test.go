@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,7 +44,7 @@ func osUpdateLab(t *testing.T) (*controlplane.ControlPlane, *testhosts.Lab, stri
 	cp, _ := kubeLab(t)
 	osup.once.Do(func() {
 		dir := filepath.Join(world.dir, "osup")
-		l, err := testhosts.Start(context.Background(), testhosts.Options{Count: 5, Names: lab.Names(5), BaseIP: "127.0.23.",
+		l, err := testhosts.Start(context.Background(), testhosts.Options{Count: 5, Names: lab.Names(5), BaseIP: "127.0.62.",
 			Dir: filepath.Join(dir, "hosts"), OS: testhosts.Debian})
 		if err != nil {
 			osup.err = err
@@ -223,6 +224,7 @@ func TestOSUpdateInWindowedWaves(t *testing.T) {
 	}
 	w.stop()
 
+	var took []string
 	for i, h := range l.Hosts {
 		if got := h.Boots() - boots[h.Name]; got != 1 {
 			t.Errorf("%s rebooted %d times, want 1", h.Name, got)
@@ -235,9 +237,11 @@ func TestOSUpdateInWindowedWaves(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s := d.GetWorkflowExecutionInfo().GetStartTime().AsTime().UTC(); s.Second() >= 10 {
+		info := d.GetWorkflowExecutionInfo()
+		if s := info.GetStartTime().AsTime().UTC(); s.Second() >= 10 {
 			t.Errorf("%s's update started at %s, outside the window", nodes[i], s.Format(time.RFC3339Nano))
 		}
+		took = append(took, fmt.Sprintf("%s %.1fs", nodes[i], info.GetCloseTime().AsTime().Sub(info.GetStartTime().AsTime()).Seconds()))
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -247,7 +251,8 @@ func TestOSUpdateInWindowedWaves(t *testing.T) {
 	if w.minAvailable < 2 {
 		t.Errorf("osup-app fell to %d available pods, below its PodDisruptionBudget's 2", w.minAvailable)
 	}
-	t.Logf("os-update of 5 nodes: at most %d cordoned, at least %d pods available over %d samples; waited: %s", w.maxCordoned, w.minAvailable, w.samples, waiting)
+	t.Logf("os-update of 5 nodes: at most %d cordoned, at least %d pods available over %d samples; waited: %s; each node's runbook (stage, cordon, drain, reboot, Ready, uncordon): %s",
+		w.maxCordoned, w.minAvailable, w.samples, waiting, strings.Join(took, ", "))
 }
 
 // A drain a PodDisruptionBudget blocks: the node is not rebooted and is

@@ -25,7 +25,7 @@ func TestOSUpdateActionsOnEachFamily(t *testing.T) {
 	dir := t.TempDir()
 	names := []string{"controller-1", "worker-1", "worker-2"}
 	families := map[string]testhosts.OSFamily{"controller-1": testhosts.FedoraCoreOS, "worker-1": testhosts.Flatcar, "worker-2": testhosts.Debian}
-	l, err := testhosts.Start(context.Background(), testhosts.Options{Count: 3, Names: names, BaseIP: "127.0.24.", Dir: filepath.Join(dir, "hosts"), HostOS: families})
+	l, err := testhosts.Start(context.Background(), testhosts.Options{Count: 3, Names: names, BaseIP: "127.0.63.", Dir: filepath.Join(dir, "hosts"), HostOS: families})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,6 +51,9 @@ func RootMessage(err error) string {
 const (
 	PauseRollout  = "rollout"  // a rollout over its failure budget: continue, abort (or restore)
 	PauseApproval = "approval" // an approval step: approve or reject
+	// PauseFleetLock: a node holding a FleetLock slot that waits for a
+	// person (its drain failed, or it is not back): release its slot.
+	PauseFleetLock = "fleetlock"
 )
 
 // Pause is something a run waits for a person to decide. Its JSON is
@@ -124,8 +127,11 @@ func rolloutPause(st workflows.StepProgress, cp workflows.Progress) Pause {
 func DecideAs(ctx context.Context, cl client.Client, p Pause, decision, by, comment, updateID string) (workflows.Decision, error) {
 	d := workflows.Decision{By: by, Comment: comment, Decision: decision}
 	name := workflows.DecideUpdate
-	if p.Kind == PauseApproval {
+	switch p.Kind {
+	case PauseApproval:
 		name = workflows.ApproveUpdate
+		d.Step = p.Step
+	case PauseFleetLock:
 		d.Step = p.Step
 	}
 	cur, err := Progress(ctx, cl, Opener{}, p.Target, "")

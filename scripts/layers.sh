@@ -19,6 +19,8 @@
 #   package).
 # - One front door: outside the runbook language, only runs.Prepare
 #   compiles a plan (plan.Compile), so every door refuses alike.
+# - The FleetLock protocol (fleetlock) is the standard library's only: its
+#   decisions come through its Coordinator, never from Temporal directly.
 # - The engine stays small: `go list -deps ./workflows` under MAX_DEPS.
 set -euo pipefail
 GO=${GO:-go}
@@ -70,6 +72,13 @@ leaf=$($GO list -f '{{join .Imports "\n"}}' ./actions/errtype | grep '^kedge\.de
 if [ -n "$leaf" ]; then
 	echo "layers: actions/errtype imports a Kedge package (everything imports it, internal/ too):"
 	echo "$leaf" | sed 's/^/  /'
+	fail=1
+fi
+
+nonstd=$($GO list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./fleetlock | grep -vx 'kedge.dev/kedge/fleetlock' || true)
+if [ -n "$nonstd" ]; then
+	echo "layers: fleetlock links more than the standard library (its decisions come through its Coordinator):"
+	echo "$nonstd" | head -5 | sed "s/^/  /"
 	fail=1
 fi
 

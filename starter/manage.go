@@ -194,7 +194,7 @@ func approveCommand() *cli.Command {
 		ArgsUsage: "WORKFLOW_ID",
 		Flags: append([]cli.Flag{outputFlag,
 			&cli.StringFlag{Name: "step", Usage: "the approval step `ID` (default: the only one waiting)"},
-			&cli.StringFlag{Name: "decision", Value: workflows.DecisionApprove, Usage: "approve or reject (an approval step); continue or abort (a rollout paused at its failure budget), or restore where the runbook has restore steps (abort, then they run)"},
+			&cli.StringFlag{Name: "decision", Value: workflows.DecisionApprove, Usage: "approve or reject (an approval step); continue or abort (a rollout paused at its failure budget), or restore where the runbook has restore steps (abort, then they run); release (--step NODE: free the FleetLock slot of a node whose drain failed or that is not back)"},
 			&cli.StringFlag{Name: "comment", Usage: "why"},
 			&cli.StringFlag{Name: "by", Usage: "who decides (default: the current user)"},
 		}, temporalFlags()...),
@@ -205,8 +205,12 @@ func approveCommand() *cli.Command {
 			id, decision := c.Args().First(), c.String("decision")
 			switch decision {
 			case workflows.DecisionApprove, workflows.DecisionContinue, workflows.DecisionReject, workflows.DecisionAbort, workflows.DecisionRestore:
+			case workflows.FleetLockDecisionRelease:
+				if c.String("step") == "" {
+					return usageError("--decision release frees a node's FleetLock slot: name the node with --step")
+				}
 			default:
-				return usageError("--decision must be approve, reject, continue, abort or restore, got %q", decision)
+				return usageError("--decision must be approve, reject, continue, abort, restore or release, got %q", decision)
 			}
 			cl, err := dial(c)
 			if err != nil {
@@ -235,8 +239,12 @@ func approveCommand() *cli.Command {
 			if jsonOutput(c) {
 				return writeJSON(c.App.Writer, d)
 			}
-			if pause.Kind == runs.PauseRollout {
+			switch pause.Kind {
+			case runs.PauseRollout:
 				fmt.Fprintf(c.App.Writer, "%s: rollout told to %s by %s\n", pause.Target, d.Decision, d.By)
+				return nil
+			case runs.PauseFleetLock:
+				fmt.Fprintf(c.App.Writer, "%s: %s's slot released by %s\n", pause.Target, d.Step, d.By)
 				return nil
 			}
 			fmt.Fprintf(c.App.Writer, "%s: step %s %sd by %s\n", pause.Target, d.Step, d.Decision, d.By)
@@ -252,8 +260,11 @@ func approveCommand() *cli.Command {
 // decision sent to it as it is, and the workflow says why it refuses.
 func choosePause(id string, pauses []runs.Pause, decision, step string) (runs.Pause, error) {
 	kind := runs.PauseApproval
-	if decision == workflows.DecisionContinue || decision == workflows.DecisionAbort || decision == workflows.DecisionRestore {
+	switch decision {
+	case workflows.DecisionContinue, workflows.DecisionAbort, workflows.DecisionRestore:
 		kind = runs.PauseRollout
+	case workflows.FleetLockDecisionRelease:
+		return runs.Pause{Kind: runs.PauseFleetLock, Target: id, Step: step}, nil
 	}
 	var cands []runs.Pause
 	for _, pa := range pauses {

@@ -217,7 +217,16 @@ func (fl *fleetLock) validateRelease(d Decision) error {
 	if h == nil || (h.Phase != LockLost && h.Phase != LockDrainFailed) {
 		return fmt.Errorf("node %q holds no slot waiting for a person", d.Step)
 	}
+	if d.Nonce != h.nonce() {
+		return fmt.Errorf("node %s: the decision was made for another wait than its current one (%s since %s): look again", d.Step, h.Phase, h.Since.UTC().Format(time.RFC3339))
+	}
 	return nil
+}
+
+// nonce names the holder's current wait for a person: a release must
+// carry it, so a decision made for an earlier wait is refused.
+func (h *FleetLockHolder) nonce() string {
+	return fmt.Sprintf("%s/%d", h.Phase, h.Since.UnixNano())
 }
 
 func (fl *fleetLock) preReboot(ctx workflow.Context, r FleetLockRequest) FleetLockAnswer {
@@ -252,7 +261,7 @@ func (fl *fleetLock) preReboot(ctx workflow.Context, r FleetLockRequest) FleetLo
 	fl.st.Holders = append(fl.st.Holders, FleetLockHolder{Node: r.Node, ClientID: r.ClientID, Group: r.Group, Phase: LockDraining, Since: workflow.Now(ctx)})
 	fl.child(ctx, r.Node, fl.in.Drain, func(h *FleetLockHolder, err error) {
 		if err != nil {
-			h.Phase, h.Error = LockDrainFailed, errorMessage(err)
+			h.Phase, h.Error, h.Since = LockDrainFailed, errorMessage(err), workflow.Now(ctx)
 			return
 		}
 		h.Phase = LockDrained
@@ -366,11 +375,12 @@ func (fl *fleetLock) progress() Progress {
 	p := Progress{WorkflowID: fl.exec.WorkflowID, RunID: fl.exec.RunID, Runbook: FleetLockWorkflow, Cluster: fl.in.Cluster.Name, State: StateRunning}
 	for _, h := range fl.st.Holders {
 		state := StateRunning
+		nonce := ""
 		if h.Phase == LockLost || h.Phase == LockDrainFailed {
-			state, p.State = StateWaiting, StateWaiting
+			state, p.State, nonce = StateWaiting, StateWaiting, h.nonce()
 		}
 		since := h.Since
-		p.Steps = append(p.Steps, StepProgress{ID: h.Node, Kind: "fleetlock", Action: h.Phase, State: state, Child: h.Child, LastError: h.Error, StartedAt: &since, Attempts: 1})
+		p.Steps = append(p.Steps, StepProgress{ID: h.Node, Kind: "fleetlock", Action: h.Phase, State: state, Child: h.Child, LastError: h.Error, StartedAt: &since, Attempts: 1, Nonce: nonce})
 	}
 	return p
 }

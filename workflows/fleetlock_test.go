@@ -94,9 +94,10 @@ func TestFleetLockOneSlot(t *testing.T) {
 	w2Granted := ask(7*time.Minute, pre, "worker-2", "id-worker-2")
 	var lost Progress
 	env.RegisterDelayedCallback(func() { lost = progress(t, env) }, 40*time.Minute)
-	var released updateResult
+	var released, stale updateResult
 	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(DecideUpdate, "release", &released, Decision{Step: "worker-2", Decision: FleetLockDecisionRelease, By: "alice"})
+		env.UpdateWorkflow(DecideUpdate, "stale", &stale, Decision{Step: "worker-2", Decision: FleetLockDecisionRelease, By: "mallory", Nonce: "lost/1"})
+		env.UpdateWorkflow(DecideUpdate, "release", &released, bind(t, env, Decision{Step: "worker-2", Decision: FleetLockDecisionRelease, By: "alice"}))
 	}, 41*time.Minute)
 	c1First := ask(42*time.Minute, pre, "controller-1", "id-controller-1")
 	c1Failed := ask(43*time.Minute, pre, "controller-1", "id-controller-1")
@@ -130,6 +131,9 @@ func TestFleetLockOneSlot(t *testing.T) {
 	}
 	if released.err != nil {
 		t.Errorf("release: %v", released.err)
+	}
+	if stale.err == nil || !strings.Contains(stale.err.Error(), "another wait") {
+		t.Errorf("a release made for another wait: %v", stale.err)
 	}
 	calls := f.Calls()
 	for _, want := range []string{"run drain 5m0s@worker-1", "run uncordon@worker-1", "run drain 5m0s@worker-2", "run drain 5m0s@controller-1"} {
