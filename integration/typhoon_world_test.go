@@ -326,6 +326,7 @@ func TestNodeJoinOnTyphoonCluster(t *testing.T) {
 	// at start (then only when it changes, as the real one): one from
 	// the reboot's second on is the new kubelet's.
 	rebooting := time.Now().Truncate(time.Second)
+	bootBefore, _ := h.BootID()
 	if err := h.Reboot(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -344,6 +345,12 @@ func TestNodeJoinOnTyphoonCluster(t *testing.T) {
 		}
 	}
 	eventually(t, 2*time.Minute, "tyw3 Ready after its reboot", readySince(rebooting))
+	// The kubelet reports the boot it runs in, as the real one does.
+	if n, err := cs.CoreV1().Nodes().Get(ctx, typhoonFQDN("tyw3"), metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	} else if bootAfter, _ := h.BootID(); n.Status.NodeInfo.BootID != bootAfter || bootAfter == bootBefore || bootAfter == "" {
+		t.Errorf("tyw3's Node bootID %q after its reboot; the host's boot ID %q, before %q", n.Status.NodeInfo.BootID, bootAfter, bootBefore)
+	}
 
 	// Its client certificate lapses (the node was off longer than the
 	// 72 hours Typhoon's controller manager signs for: the kubelet then
