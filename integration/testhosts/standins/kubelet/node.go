@@ -30,7 +30,7 @@ type node struct {
 	// real kubelet reports them in the Node's nodeInfo.
 	bootID, kernel string
 	cniDir         string // where the runtime's network config is looked for
-	network string // the network config last found, "" for none
+	network        string // the network config last found, "" for none
 
 	networkChecked bool
 	// The heartbeat's clocks: when the Node was last looked at (with the
