@@ -325,8 +325,7 @@ func TestNodeJoinOnTyphoonCluster(t *testing.T) {
 	// A heartbeat has whole seconds, and the kubelet posts its status
 	// at start (then only when it changes, as the real one): one from
 	// the reboot's second on is the new kubelet's.
-	rebooting := time.Now().Truncate(time.Second)
-	bootBefore, _ := h.BootID()
+	rebooting, bootBefore := time.Now().Truncate(time.Second), must(h.BootID())
 	if err := h.Reboot(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -345,12 +344,7 @@ func TestNodeJoinOnTyphoonCluster(t *testing.T) {
 		}
 	}
 	eventually(t, 2*time.Minute, "tyw3 Ready after its reboot", readySince(rebooting))
-	// The kubelet reports the boot it runs in, as the real one does.
-	if n, err := cs.CoreV1().Nodes().Get(ctx, typhoonFQDN("tyw3"), metav1.GetOptions{}); err != nil {
-		t.Error(err)
-	} else if bootAfter, _ := h.BootID(); n.Status.NodeInfo.BootID != bootAfter || bootAfter == bootBefore || bootAfter == "" {
-		t.Errorf("tyw3's Node bootID %q after its reboot; the host's boot ID %q, before %q", n.Status.NodeInfo.BootID, bootAfter, bootBefore)
-	}
+	checkNodeBootID(t, cs, h, typhoonFQDN("tyw3"), bootBefore)
 
 	// Its client certificate lapses (the node was off longer than the
 	// 72 hours Typhoon's controller manager signs for: the kubelet then
@@ -694,4 +688,18 @@ func componentPods(ctx context.Context, t *testing.T, cs kubernetes.Interface) m
 		}
 	}
 	return out
+}
+
+// checkNodeBootID checks that the kubelet reports the boot it runs in, as
+// the real one does: the rebooted host's new boot ID, not before's.
+func checkNodeBootID(t *testing.T, cs kubernetes.Interface, h *testhosts.Host, node, before string) {
+	t.Helper()
+	n, err := cs.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	if after, _ := h.BootID(); n.Status.NodeInfo.BootID != after || after == before || after == "" {
+		t.Errorf("%s's Node bootID %q after its reboot; the host's boot ID %q, before %q", node, n.Status.NodeInfo.BootID, after, before)
+	}
 }
