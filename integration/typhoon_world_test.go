@@ -325,7 +325,7 @@ func TestNodeJoinOnTyphoonCluster(t *testing.T) {
 	// A heartbeat has whole seconds, and the kubelet posts its status
 	// at start (then only when it changes, as the real one): one from
 	// the reboot's second on is the new kubelet's.
-	rebooting := time.Now().Truncate(time.Second)
+	rebooting, bootBefore := time.Now().Truncate(time.Second), must(h.BootID())
 	if err := h.Reboot(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -344,6 +344,7 @@ func TestNodeJoinOnTyphoonCluster(t *testing.T) {
 		}
 	}
 	eventually(t, 2*time.Minute, "tyw3 Ready after its reboot", readySince(rebooting))
+	checkNodeBootID(t, cs, h, typhoonFQDN("tyw3"), bootBefore)
 
 	// Its client certificate lapses (the node was off longer than the
 	// 72 hours Typhoon's controller manager signs for: the kubelet then
@@ -687,4 +688,18 @@ func componentPods(ctx context.Context, t *testing.T, cs kubernetes.Interface) m
 		}
 	}
 	return out
+}
+
+// checkNodeBootID checks that the kubelet reports the boot it runs in, as
+// the real one does: the rebooted host's new boot ID, not before's.
+func checkNodeBootID(t *testing.T, cs kubernetes.Interface, h *testhosts.Host, node, before string) {
+	t.Helper()
+	n, err := cs.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	if after, _ := h.BootID(); n.Status.NodeInfo.BootID != after || after == before || after == "" {
+		t.Errorf("%s's Node bootID %q after its reboot; the host's boot ID %q, before %q", node, n.Status.NodeInfo.BootID, after, before)
+	}
 }

@@ -290,6 +290,13 @@ func TestDebianHostBootsTheNewKernel(t *testing.T) {
 	if _, code := exitOf(t, c, "test -e /run/reboot-required || test -e /run/reboot-required.pkgs"); code == 0 {
 		t.Error("reboot-required after the reboot")
 	}
+	// Its containers share its kernel: they see its boot and kernel.
+	if err := h.AddImage(Image{Ref: "lab.example/sh:1", Entrypoint: []string{"/bin/sh"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := sh(t, c, "sudo -n docker run --rm lab.example/sh:1 -c 'cat /proc/sys/kernel/random/boot_id /proc/sys/kernel/osrelease'"); got != sh(t, c, "cat /proc/sys/kernel/random/boot_id")+"\n"+kernel {
+		t.Errorf("a container sees %q", got)
+	}
 	if out := sh(t, c, "sudo -n apt-get -y dist-upgrade"); !strings.Contains(out, "The following packages have been kept back:\n  openssl\n0 upgraded, 0 newly installed, 0 to remove and 1 not upgraded.") {
 		t.Errorf("dist-upgrade after the reboot:\n%s", out)
 	}

@@ -197,6 +197,14 @@ func buildRoot(c *container, root string) error {
 	if err := mount("proc", filepath.Join(root, "proc"), "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
 		return err
 	}
+	// The kernel's answers are the host's, as a container shares its
+	// kernel: a test host's boot ID and booted kernel release (bound over
+	// the host's /proc) show in its containers too.
+	for _, f := range []string{"sys/kernel/random/boot_id", "sys/kernel/osrelease"} {
+		if err := bind("/proc/"+f, filepath.Join(root, "proc", f), true); err != nil {
+			return err
+		}
+	}
 	if err := bind("/sys", filepath.Join(root, "sys"), !c.Privileged); err != nil {
 		return err
 	}

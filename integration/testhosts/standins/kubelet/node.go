@@ -25,8 +25,12 @@ type node struct {
 	ips     []string  // --node-ip
 	port    int32     // the kubelet's HTTPS port
 	version string
-	cniDir  string // where the runtime's network config is looked for
-	network string // the network config last found, "" for none
+	// bootID and kernel are what the kernel says (in a test host's
+	// containers, the host's boot ID and booted kernel release), as the
+	// real kubelet reports them in the Node's nodeInfo.
+	bootID, kernel string
+	cniDir         string // where the runtime's network config is looked for
+	network        string // the network config last found, "" for none
 
 	networkChecked bool
 	// The heartbeat's clocks: when the Node was last looked at (with the
@@ -137,6 +141,7 @@ func postStatus(ctx context.Context, cs kubernetes.Interface, n *node, at time.T
 		want := cur.DeepCopy()
 		want.Status.Conditions = conditions(cur.Status.Conditions, now, n.network != "")
 		want.Status.NodeInfo.KubeletVersion = n.version
+		want.Status.NodeInfo.BootID, want.Status.NodeInfo.KernelVersion = n.bootID, n.kernel
 		want.Status.NodeInfo.OperatingSystem = runtime.GOOS
 		want.Status.NodeInfo.Architecture = runtime.GOARCH
 		want.Status.Capacity = corev1.ResourceList{"cpu": resource.MustParse("8"), "memory": resource.MustParse("16Gi"), "pods": resource.MustParse("110")}

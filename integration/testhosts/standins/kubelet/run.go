@@ -40,6 +40,9 @@ func run(ctx context.Context, o options, logger *log.Logger) error {
 		}
 	}
 	n := &node{name: o.nodeName, port: cfg.Port, version: o.version, cniDir: o.cniConfDir}
+	bootID, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	n.bootID, n.kernel = strings.TrimSpace(string(bootID)), strings.TrimSpace(string(kernel))
 	n.checkNetwork(logger)
 	for _, ip := range o.nodeIPs {
 		n.ips = append(n.ips, ip.String())
