@@ -11,8 +11,10 @@
 // is success); etcd.health has every member answer for
 // itself and refuses a member that does not, an alarm, no leader, or
 // not the members expected (a CA rotation's gate); etcd.snapshot streams
-// a snapshot from a healthy voting member, checks it against etcd's own
-// sha256, seals it with the codec key (internal/sealstream) and stores it
+// a snapshot from a healthy voting member over etcd's gRPC API (the
+// Maintenance service's Snapshot, as etcdctl takes it: the gateway's JSON
+// costs etcd and the worker several times the CPU), with the same client
+// certificate, checks it against etcd's own sha256 and announced size, seals it with the codec key (internal/sealstream) and stores it
 // (internal/objstore) with a manifest, then applies the retention. A
 // snapshot is never held whole in memory and never leaves the worker in
 // the clear; the S3 credentials are read from a file only its owner may

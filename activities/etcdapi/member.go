@@ -189,6 +189,7 @@ func stillAnswers(ctx context.Context, cl *client, m member, endpoints []string,
 
 type client struct {
 	http    *http.Client
+	tls     *tls.Config // what http dials with; etcd.snapshot's gRPC stream too
 	timeout time.Duration
 }
 
@@ -222,7 +223,7 @@ func (a *Activities) client(ctx context.Context, in etcd.RemoveMemberInput) (*cl
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
-	return &client{http: &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: timeout}, timeout: timeout}, nil
+	return &client{http: &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: timeout}, tls: cfg, timeout: timeout}, nil
 }
 
 func verifyChain(raw [][]byte, roots *x509.CertPool) error {

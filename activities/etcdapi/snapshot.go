@@ -11,15 +11,20 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"net/http"
+	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	grpcstatus "google.golang.org/grpc/status"
 
 	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/actions/etcd"
@@ -58,8 +63,9 @@ var snapshotStall = time.Minute
 // key (internal/sealstream) and stores it at the destination the run
 // names (one the worker's inventory defines under backups:) with a
 // manifest beside it; then deletes the cluster's older snapshots that the
-// retention does not keep. The snapshot is never held whole: one gateway
-// message and one sealed chunk at a time.
+// retention does not keep. The snapshot comes over etcd's gRPC API (as
+// etcdctl's does), the rest through its JSON gateway. It is never held
+// whole: one gRPC message and one sealed chunk at a time.
 func (a *Activities) Snapshot(ctx context.Context, in etcd.SnapshotInput) (etcd.SnapshotResult, error) {
 	cluster, keepFor, dest, err := a.checkSnapshotInput(in)
 	if err != nil {
@@ -162,21 +168,34 @@ func (a *Activities) pullInto(ctx context.Context, cl *client, src source, estim
 	return o.p, o.err
 }
 
-// snapshotMessage is one message of the gateway's stream of
-// SnapshotResponses (or the error that ended it).
-type snapshotMessage struct {
-	Result *struct {
-		Blob      []byte `json:"blob"`
-		Remaining number `json:"remaining_bytes"`
-		Version   string `json:"version"`
-	} `json:"result"`
-	Error *struct {
-		Message string `json:"message"`
-	} `json:"error"`
+// snapshotStream opens etcd's Maintenance.Snapshot stream at endpoint
+// (https://HOST:PORT: etcd serves gRPC and its JSON gateway on the same
+// client port) over a connection of its own, with the client's
+// certificate and trust, and no proxy (as the gateway's client).
+// closeConn ends the connection.
+func (c *client) snapshotStream(ctx context.Context, endpoint string) (stream etcdserverpb.Maintenance_SnapshotClient, closeConn func(), err error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, nil, err
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "443")
+	}
+	conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(credentials.NewTLS(c.tls)), grpc.WithNoProxy())
+	if err != nil {
+		return nil, nil, err
+	}
+	stream, err = etcdserverpb.NewMaintenanceClient(conn).Snapshot(ctx, &etcdserverpb.SnapshotRequest{})
+	if err != nil {
+		_ = conn.Close()
+		return nil, nil, err
+	}
+	return stream, func() { _ = conn.Close() }, nil
 }
 
-// pull reads the source's snapshot from the gateway, one message at a
-// time, and writes it sealed to out. It checks the snapshot's size
+// pull reads the source's snapshot over etcd's gRPC API, one message at
+// a time, and writes it sealed to out. It checks the snapshot's size
 // against what etcd announced and etcd's trailing sha256 against the
 // bytes before it; only then is the last chunk sealed, so a snapshot
 // that fails never makes a whole sealed stream.
@@ -193,52 +212,38 @@ func (a *Activities) pull(ctx context.Context, cl *client, src source, estimate 
 	if err != nil {
 		return p, temporal.NewNonRetryableApplicationError(err.Error(), errtype.NoSealKey, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(src.endpoint, "/")+"/v3/maintenance/snapshot", strings.NewReader("{}"))
-	if err != nil {
-		return p, err
-	}
-	req.Header.Set("Content-Type", "application/json")
 	// The stream lasts as long as the snapshot: bounded by ctx (the
 	// activity's timeout), not by the client's per-request timeout.
-	resp, err := (&http.Client{Transport: cl.http.Transport}).Do(req)
+	stream, closeConn, err := cl.snapshotStream(ctx, src.endpoint)
 	if err != nil && stalled.Load() {
 		err = fmt.Errorf("no answer within %s", snapshotStall)
 	}
 	if err != nil {
 		return p, temporal.NewApplicationErrorWithCause(fmt.Sprintf("snapshot from %s at %s: %v", src.name, src.endpoint, err), errtype.EtcdUnavailable, err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return p, temporal.NewApplicationError(fmt.Sprintf("snapshot from %s at %s: %s: %s", src.name, src.endpoint, resp.Status, strings.TrimSpace(string(body))), errtype.EtcdUnavailable)
-	}
+	defer closeConn()
 	whole := sha256.New()
 	body := &trailer{h: sha256.New()}
 	total := int64(-1) // known from the first message
 	beat := progressBeat(ctx, src.name)
-	dec := json.NewDecoder(resp.Body)
 	for {
-		var msg snapshotMessage
-		if err := dec.Decode(&msg); errors.Is(err, io.EOF) {
+		msg, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
 			break
 		} else if stalled.Load() {
 			return p, temporal.NewApplicationError(fmt.Sprintf("snapshot from %s: nothing came for %s after %d bytes", src.name, snapshotStall, p.size), errtype.EtcdUnavailable)
 		} else if err != nil {
-			return p, temporal.NewApplicationErrorWithCause(fmt.Sprintf("snapshot from %s broke after %d bytes: %v", src.name, p.size, err), errtype.EtcdUnavailable, err)
+			// etcd's own words (etcdserver: leader changed), or the
+			// transport's.
+			return p, temporal.NewApplicationErrorWithCause(fmt.Sprintf("snapshot from %s failed after %d bytes: %s", src.name, p.size, grpcstatus.Convert(err).Message()), errtype.EtcdUnavailable, err)
 		}
 		stall.Reset(snapshotStall)
-		if msg.Error != nil {
-			return p, temporal.NewApplicationError(fmt.Sprintf("snapshot from %s failed after %d bytes: %s", src.name, p.size, msg.Error.Message), errtype.EtcdUnavailable)
-		}
-		if msg.Result == nil {
-			continue
-		}
-		blob := msg.Result.Blob
+		blob := msg.GetBlob()
 		if total < 0 {
 			// etcd announces the database's bytes left after each
 			// message; its sha256 follows them.
-			total = int64(len(blob)) + int64(msg.Result.Remaining) + etcdHashSize
-			p.version = msg.Result.Version
+			total = int64(len(blob)) + int64(msg.GetRemainingBytes()) + etcdHashSize
+			p.version = msg.GetVersion()
 		}
 		whole.Write(blob)
 		body.Write(blob)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
@@ -22,10 +21,14 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
 
 	"kedge.dev/kedge/actions/etcd"
 	"kedge.dev/kedge/actions/target"
@@ -264,38 +267,67 @@ func TestSourceProblem(t *testing.T) {
 	}
 }
 
-// snapshotGateway is one member's gateway that serves the snapshot
-// stream given (the rest as fakeMember does).
-func snapshotGateway(t *testing.T, stream func(w http.ResponseWriter)) (string, string) {
+// snapshotServer is etcd's Maintenance service with its Snapshot alone:
+// send answers each call.
+type snapshotServer struct {
+	etcdserverpb.UnimplementedMaintenanceServer
+	send func(etcdserverpb.Maintenance_SnapshotServer) error
+}
+
+func (s *snapshotServer) Snapshot(_ *etcdserverpb.SnapshotRequest, srv etcdserverpb.Maintenance_SnapshotServer) error {
+	return s.send(srv)
+}
+
+// snapshotMember is one member, c1, that serves as etcd does on its
+// client port: gRPC (its Snapshot answered by send) beside the JSON
+// gateway (the rest as fakeMember does), over TLS. It returns its URL and
+// CA.
+func snapshotMember(t *testing.T, send func(etcdserverpb.Maintenance_SnapshotServer) error) (string, string) {
 	t.Helper()
+	g := grpc.NewServer()
+	etcdserverpb.RegisterMaintenanceServer(g, &snapshotServer{send: send})
 	f := &fakeMember{id: "11", leader: "11"}
 	f.members = func() []member { return []member{{ID: "11", Name: "c1", ClientURLs: []string{f.srv.URL}}} }
-	f.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v3/maintenance/snapshot" {
-			stream(w)
+	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
+			g.ServeHTTP(w, r)
 			return
 		}
 		f.ServeHTTP(w, r)
 	}))
+	f.srv.EnableHTTP2 = true
+	f.srv.StartTLS()
 	t.Cleanup(f.srv.Close)
+	t.Cleanup(g.Stop)
 	return f.srv.URL, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.srv.Certificate().Raw}))
 }
 
-// streamOf writes data as the gateway does: one JSON object a message,
-// remaining_bytes counting the database's bytes left (not etcd's sha256).
-func streamOf(w http.ResponseWriter, data []byte, msg int) {
+// messagesOf cuts data as etcd does: messages of the database's bytes,
+// each with the database's bytes left (not etcd's sha256) and the
+// storage version, then the sha256 in a message of its own.
+func messagesOf(data []byte, msg int) []*etcdserverpb.SnapshotResponse {
 	db := len(data) - sha256.Size
+	var out []*etcdserverpb.SnapshotResponse
 	for sent := 0; sent < len(data); {
 		n := min(msg, len(data)-sent)
 		if sent < db {
 			n = min(n, db-sent)
 		}
 		sent += n
-		out := map[string]any{"blob": base64.StdEncoding.EncodeToString(data[sent-n : sent]), "version": "3.6.0"}
-		if rem := db - sent; rem > 0 {
-			out["remaining_bytes"] = fmt.Sprint(rem)
+		out = append(out, &etcdserverpb.SnapshotResponse{Blob: data[sent-n : sent], RemainingBytes: uint64(max(db-sent, 0)), Version: "3.6.0"})
+	}
+	return out
+}
+
+// sendAll sends messages, in order.
+func sendAll(messages []*etcdserverpb.SnapshotResponse) func(etcdserverpb.Maintenance_SnapshotServer) error {
+	return func(srv etcdserverpb.Maintenance_SnapshotServer) error {
+		for _, m := range messages {
+			if err := srv.Send(m); err != nil {
+				return err
+			}
 		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"result": out})
+		return nil
 	}
 }
 
@@ -315,33 +347,28 @@ func TestCorruptSnapshotIsNotStored(t *testing.T) {
 	badSum[len(badSum)-1] ^= 1
 	badBody := bytes.Clone(good)
 	badBody[5000] ^= 1
+	msgs := messagesOf(good, 32<<10)
 	for _, c := range []struct {
-		name   string
-		stream func(w http.ResponseWriter)
-		typ    string
-		says   string
+		name string
+		send func(etcdserverpb.Maintenance_SnapshotServer) error
+		typ  string
+		says string
 	}{
-		{"good", func(w http.ResponseWriter) { streamOf(w, good, 32<<10) }, "", ""},
-		{"its sha256 changed", func(w http.ResponseWriter) { streamOf(w, badSum, 32<<10) }, errtype.EtcdSnapshotCorrupt, "its trailing sha256 does not match"},
-		{"a byte changed", func(w http.ResponseWriter) { streamOf(w, badBody, 32<<10) }, errtype.EtcdSnapshotCorrupt, "its trailing sha256 does not match"},
-		{"a message lost", func(w http.ResponseWriter) {
-			var buf bytes.Buffer
-			rec := httptest.NewRecorder()
-			streamOf(rec, good, 32<<10)
-			lines := bytes.SplitAfter(rec.Body.Bytes(), []byte("\n"))
-			buf.Write(bytes.Join(append(lines[:1:1], lines[2:]...), nil))
-			_, _ = w.Write(buf.Bytes())
-		}, errtype.EtcdSnapshotCorrupt, fmt.Sprintf("it announced %d bytes and sent %d", len(good), len(good)-32<<10)},
-		{"an error mid-stream", func(w http.ResponseWriter) {
-			rec := httptest.NewRecorder()
-			streamOf(rec, good, 32<<10)
-			first, _, _ := bytes.Cut(rec.Body.Bytes(), []byte("\n"))
-			_, _ = w.Write(append(first, []byte("\n{\"error\":{\"grpc_code\":14,\"message\":\"etcdserver: leader changed\"}}\n")...))
+		{"good", sendAll(msgs), "", ""},
+		{"its sha256 changed", sendAll(messagesOf(badSum, 32<<10)), errtype.EtcdSnapshotCorrupt, "its trailing sha256 does not match"},
+		{"a byte changed", sendAll(messagesOf(badBody, 32<<10)), errtype.EtcdSnapshotCorrupt, "its trailing sha256 does not match"},
+		{"a message lost", sendAll(append(msgs[:1:1], msgs[2:]...)), errtype.EtcdSnapshotCorrupt,
+			fmt.Sprintf("it announced %d bytes and sent %d", len(good), len(good)-32<<10)},
+		{"an error mid-stream", func(srv etcdserverpb.Maintenance_SnapshotServer) error {
+			if err := srv.Send(msgs[0]); err != nil {
+				return err
+			}
+			return grpcstatus.Error(codes.Unavailable, "etcdserver: leader changed")
 		}, errtype.EtcdUnavailable, "failed after 32768 bytes: etcdserver: leader changed"},
-		{"nothing", func(w http.ResponseWriter) {}, errtype.EtcdSnapshotCorrupt, "it sent no data"},
+		{"nothing", func(etcdserverpb.Maintenance_SnapshotServer) error { return nil }, errtype.EtcdSnapshotCorrupt, "it sent no data"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			endpoint, ca := snapshotGateway(t, c.stream)
+			endpoint, ca := snapshotMember(t, c.send)
 			dir := t.TempDir()
 			a := &Activities{Vault: clientPair(t), Keys: testKeys(t), Timeout: 2 * time.Second, Destinations: localDest(dir)}
 			res, err := a.Snapshot(context.Background(), etcd.SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{endpoint}, CACert: ca,
@@ -349,7 +376,11 @@ func TestCorruptSnapshotIsNotStored(t *testing.T) {
 			stored, _ := filepath.Glob(filepath.Join(dir, "mercury", "etcd", "*"))
 			if c.typ == "" {
 				if err != nil || res.Size != int64(len(good)) || len(stored) != 2 {
-					t.Errorf("good: %+v, %v, stored %v", res, err, stored)
+					t.Fatalf("good: %+v, %v, stored %v", res, err, stored)
+				}
+				var m etcd.Manifest
+				if mf, err := os.ReadFile(filepath.Join(dir, res.Manifest)); err != nil || json.Unmarshal(mf, &m) != nil || m.StorageVersion != "3.6.0" {
+					t.Errorf("good: manifest %+v (%v), want etcd's storage version 3.6.0", m, err)
 				}
 				return
 			}
@@ -477,7 +508,7 @@ func TestS3CredentialsFile(t *testing.T) {
 // total etcd announced.
 func TestSnapshotHeartbeatsItsProgress(t *testing.T) {
 	data := snapshotBytes(300 << 10)
-	endpoint, ca := snapshotGateway(t, func(w http.ResponseWriter) { streamOf(w, data, 32<<10) })
+	endpoint, ca := snapshotMember(t, sendAll(messagesOf(data, 32<<10)))
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	var mu sync.Mutex
@@ -514,13 +545,15 @@ func TestStalledSnapshotIsGivenUp(t *testing.T) {
 	data := snapshotBytes(100 << 10)
 	release := make(chan struct{})
 	defer close(release)
-	endpoint, ca := snapshotGateway(t, func(w http.ResponseWriter) {
-		rec := httptest.NewRecorder()
-		streamOf(rec, data, 32<<10)
-		first, _, _ := bytes.Cut(rec.Body.Bytes(), []byte("\n"))
-		_, _ = w.Write(append(first, '\n'))
-		w.(http.Flusher).Flush()
-		<-release
+	endpoint, ca := snapshotMember(t, func(srv etcdserverpb.Maintenance_SnapshotServer) error {
+		if err := srv.Send(messagesOf(data, 32<<10)[0]); err != nil {
+			return err
+		}
+		select {
+		case <-release:
+		case <-srv.Context().Done():
+		}
+		return nil
 	})
 	dir := t.TempDir()
 	a := &Activities{Vault: clientPair(t), Keys: testKeys(t), Timeout: 2 * time.Second, Destinations: localDest(dir)}
@@ -536,7 +569,7 @@ func TestStalledSnapshotIsGivenUp(t *testing.T) {
 // each run stores its own, and retention counts them as two.
 func TestSnapshotsInOneSecondKeepTheirOwnNames(t *testing.T) {
 	data := snapshotBytes(64 << 10)
-	endpoint, ca := snapshotGateway(t, func(w http.ResponseWriter) { streamOf(w, data, 32<<10) })
+	endpoint, ca := snapshotMember(t, sendAll(messagesOf(data, 32<<10)))
 	dir := t.TempDir()
 	a := &Activities{Vault: clientPair(t), Keys: testKeys(t), Timeout: 2 * time.Second, Destinations: localDest(dir)}
 	in := etcd.SnapshotInput{Vault: target.Vault{Cluster: "mercury"}, Endpoints: []string{endpoint}, CACert: ca, Issuer: "etcd", Destination: "local", KeepLast: 2}
