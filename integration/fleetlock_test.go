@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -70,22 +69,10 @@ allow: []
 	logs := &syncLog{}
 	srv := &chatops.Server{Config: c, Client: world.client, DataConverter: world.codec.DataConverter(),
 		Namespace: world.srv.Namespace(), Logger: slog.New(slog.NewJSONHandler(logs, nil))}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(ctx, ln) }()
 	t.Cleanup(func() {
-		cancel()
-		<-done
 		_ = world.client.TerminateWorkflow(context.Background(), workflows.FleetLockWorkflowID("five"), "", "test over")
-		if t.Failed() {
-			t.Logf("webhook log:\n%s", logs.String())
-		}
 	})
-	return "http://" + ln.Addr().String() + chatops.FleetLockPrefix, logs
+	return serveWebhook(t, srv, logs) + chatops.FleetLockPrefix, logs
 }
 
 // Two self-updating nodes ask to reboot at once with one slot: one is

@@ -193,6 +193,21 @@ allow:
 		Config: cfg, Client: world.client, DataConverter: world.codec.DataConverter(), SigningSecret: itSigningSecret,
 		UIURL: itUIURL, Namespace: world.srv.Namespace(), Logger: slog.New(slog.NewJSONHandler(logs, nil)),
 	}
+	url := serveWebhook(t, srv, logs)
+	t.Cleanup(func() {
+		for _, secret := range []string{itSigningSecret, itHookKey, "v0="} {
+			if strings.Contains(logs.String(), secret) {
+				t.Errorf("the webhook log holds a secret or a signature (%q)", secret)
+			}
+		}
+	})
+	return &chat{url: url, recv: recv, logs: logs}
+}
+
+// serveWebhook serves srv over real HTTP until the test ends, and returns
+// its URL; logs (srv's log) is printed when the test failed.
+func serveWebhook(t *testing.T, srv *chatops.Server, logs *syncLog) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -206,13 +221,8 @@ allow:
 		if t.Failed() {
 			t.Logf("webhook log:\n%s", logs.String())
 		}
-		for _, secret := range []string{itSigningSecret, itHookKey, "v0="} {
-			if strings.Contains(logs.String(), secret) {
-				t.Errorf("the webhook log holds a secret or a signature (%q)", secret)
-			}
-		}
 	})
-	return &chat{url: "http://" + ln.Addr().String(), recv: recv, logs: logs}
+	return "http://" + ln.Addr().String()
 }
 
 // request is one signed request, kept so it can be replayed byte for byte.

@@ -61,7 +61,7 @@ func (a *Activities) bootInfo(ctx context.Context, t target.SSH) (host.BootInfoR
 	return res, nil
 }
 
-// run runs script as root on t and returns its stdout; a non-zero exit
+// runScript runs script as root on t and returns its stdout; a non-zero exit
 // not in accept is a CommandFailed error naming what.
 func (a *Activities) runScript(ctx context.Context, t target.SSH, what, script string, accept ...int) (string, int, error) {
 	out, err := a.exec(ctx, t, execSpec{script: script, limit: 256 << 10})
