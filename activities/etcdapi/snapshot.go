@@ -139,21 +139,21 @@ type pulled struct {
 func (a *Activities) pullInto(ctx context.Context, cl *client, src source, estimate int64, store objstore.Store, key string) (pulled, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	pr, pw := io.Pipe()
+	pp := newPipe()
 	type outcome struct {
 		p   pulled
 		err error
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		cw := &countWriter{w: pw}
+		cw := &countWriter{w: pp}
 		p, err := a.pull(ctx, cl, src, estimate, cw)
 		p.stored = cw.n
-		_ = pw.CloseWithError(err) // nil: Put reads io.EOF
+		pp.closeWrite(err) // nil: Put reads io.EOF
 		done <- outcome{p, err}
 	}()
-	putErr := store.Put(ctx, key, pr)
-	_ = pr.CloseWithError(errors.New("the store stopped reading")) // unblocks a pull Put gave up on
+	putErr := store.Put(ctx, key, pp)
+	pp.closeRead(errors.New("the store stopped reading")) // unblocks a pull Put gave up on
 	if putErr != nil {
 		cancel()
 	}
@@ -222,7 +222,6 @@ func (a *Activities) pull(ctx context.Context, cl *client, src source, estimate 
 		return p, temporal.NewApplicationErrorWithCause(fmt.Sprintf("snapshot from %s at %s: %v", src.name, src.endpoint, err), errtype.EtcdUnavailable, err)
 	}
 	defer closeConn()
-	whole := sha256.New()
 	body := &trailer{h: sha256.New()}
 	total := int64(-1) // known from the first message
 	beat := progressBeat(ctx, src.name)
@@ -245,7 +244,6 @@ func (a *Activities) pull(ctx context.Context, cl *client, src source, estimate 
 			total = int64(len(blob)) + int64(msg.GetRemainingBytes()) + etcdHashSize
 			p.version = msg.GetVersion()
 		}
-		whole.Write(blob)
 		body.Write(blob)
 		if _, err := sw.Write(blob); err != nil {
 			return p, err // the store stopped reading: Put's error says why
@@ -264,7 +262,7 @@ func (a *Activities) pull(ctx context.Context, cl *client, src source, estimate 
 	if err := sw.Close(); err != nil {
 		return p, err
 	}
-	p.sha256 = hex.EncodeToString(whole.Sum(nil))
+	p.sha256 = hex.EncodeToString(body.whole())
 	beat(p.size, p.size)
 	return p, nil
 }
@@ -310,6 +308,13 @@ func (t *trailer) Write(p []byte) {
 
 func (t *trailer) matches() bool {
 	return t.n == etcdHashSize && bytes.Equal(t.h.Sum(nil), t.last[:])
+}
+
+// whole is the sha256 of every byte written, the last 32 included (one
+// pass over the bytes for both sums); only after matches.
+func (t *trailer) whole() []byte {
+	t.h.Write(t.last[:t.n])
+	return t.h.Sum(nil)
 }
 
 type countWriter struct {

@@ -1,6 +1,7 @@
 package s3lab
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -41,6 +42,9 @@ type Options struct {
 	// TLS: the S3 endpoint serves HTTPS only, with a certificate for
 	// 127.0.0.1 signed by a CA made for this server (Server.CAFile).
 	TLS bool
+	// Volumes is how many 64 MB volumes the server may make; 0: 16
+	// (1 GiB, of which a fresh bucket can fill about half).
+	Volumes int
 }
 
 // Server is a running SeaweedFS S3 gateway with one bucket.
@@ -57,6 +61,7 @@ type Server struct {
 
 	admin   credential
 	dir     string
+	volumes int
 	log     string
 	sockets []string // weed's fixed-path gRPC sockets
 	cmd     *exec.Cmd
@@ -121,7 +126,7 @@ func start(ctx context.Context, bin string, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Region: Region, Bucket: o.Bucket, dir: dir, log: filepath.Join(dir, "weed.log"), done: make(chan struct{})}
+	s := &Server{Region: Region, Bucket: o.Bucket, dir: dir, volumes: cmp.Or(o.Volumes, 16), log: filepath.Join(dir, "weed.log"), done: make(chan struct{})}
 	ok := false
 	defer func() {
 		if !ok {
@@ -222,7 +227,7 @@ func (s *Server) run(bin string, p []int, extra ...string) error {
 		"-dir=" + data, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 		"-master.port=" + port(0), "-master.port.grpc=" + port(1), "-master.telemetry=false",
 		"-master.volumeSizeLimitMB=64",
-		"-volume.port=" + port(2), "-volume.port.grpc=" + port(3), "-volume.max=16", "-volume.preStopSeconds=0",
+		"-volume.port=" + port(2), "-volume.port.grpc=" + port(3), "-volume.max=" + strconv.Itoa(s.volumes), "-volume.preStopSeconds=0",
 		"-filer", "-filer.port=" + port(4), "-filer.port.grpc=" + port(5),
 		"-filer.localSocket=" + filepath.Join(s.dir, "filer.sock"),
 		"-s3", "-s3.port=" + port(6), "-s3.port.grpc=" + port(7),
