@@ -21,8 +21,9 @@ type cpuSample struct {
 }
 
 type procTimes struct {
-	comm string
-	cpu  float64 // utime+stime, seconds
+	comm     string
+	cpu      float64 // utime+stime, seconds
+	children float64 // cutime+cstime: its children it has waited for, seconds
 }
 
 // clockTicks is USER_HZ, 100 on every Linux Kedge's test world runs on.
@@ -59,14 +60,22 @@ func sampleCPU() cpuSample {
 		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
 		ut, _ := strconv.ParseFloat(f[11], 64)
 		st, _ := strconv.ParseFloat(f[12], 64)
-		s.procs[pid] = procTimes{comm: string(data[open+1 : closing]), cpu: (ut + st) / clockTicks}
+		cut, _ := strconv.ParseFloat(f[13], 64)
+		cst, _ := strconv.ParseFloat(f[14], 64)
+		s.procs[pid] = procTimes{comm: string(data[open+1 : closing]), cpu: (ut + st) / clockTicks, children: (cut + cst) / clockTicks}
 	}
 	return s
 }
 
 // cpuSince says how busy the machine was since before, and on what: the
-// CPU seconds of each process name (processes alive at both samples;
-// what started or ended between is in "other").
+// CPU seconds of each process name, for processes alive at both samples,
+// for those started meanwhile and still running ("NAME (new)"), and for
+// those that ended meanwhile, under the name of the process that waited
+// for them ("under NAME": an exited process's time is added to its
+// parent's when the parent reaps it). What is left ("other") ended
+// under a process that ended too, or is the kernel's. The lab's hosts
+// run sshd, so "under sshd" is what the steps ran on them: sudo, the
+// shells, the commands.
 func cpuSince(before cpuSample) string {
 	after := sampleCPU()
 	wall := after.at.Sub(before.at).Seconds()
@@ -74,15 +83,23 @@ func cpuSince(before cpuSample) string {
 	by := map[string]float64{}
 	seen := 0.0
 	for pid, a := range after.procs {
-		if b, ok := before.procs[pid]; ok && b.comm == a.comm {
-			d := a.cpu - b.cpu
-			name := a.comm
-			if pid == os.Getpid() {
-				name = "worker+Temporal (this process)"
-			}
-			by[name] += d
+		name := a.comm
+		if pid == os.Getpid() {
+			name = "worker+Temporal (this process)"
+		}
+		b, ok := before.procs[pid]
+		if !ok || b.comm != a.comm {
+			// Started meanwhile: all its time (and its reaped children's)
+			// is since before.
+			b = procTimes{}
+			name += " (new)"
+		}
+		by[name] += a.cpu - b.cpu
+		if d := a.children - b.children; d > 0 {
+			by["under "+name] += d
 			seen += d
 		}
+		seen += a.cpu - b.cpu
 	}
 	names := make([]string, 0, len(by))
 	for n := range by {
@@ -90,10 +107,14 @@ func cpuSince(before cpuSample) string {
 	}
 	sort.Slice(names, func(i, j int) bool { return by[names[i]] > by[names[j]] })
 	var parts []string
-	for _, n := range names[:min(5, len(names))] {
+	for _, n := range names[:min(8, len(names))] {
 		parts = append(parts, fmt.Sprintf("%s %.1f s", n, by[n]))
 	}
-	parts = append(parts, fmt.Sprintf("other (processes started or ended meanwhile: kubelets restarted, sudo, shells) %.1f s", busy-seen))
+	// The machine's total is counted in ticks, each process's time more
+	// finely: "other" can come out a little below zero.
+	if other := busy - seen; other > 0.05 {
+		parts = append(parts, fmt.Sprintf("other %.1f s", other))
+	}
 	return fmt.Sprintf("the machine's %d cores %.0f%% busy over %.1f s (%.1f CPU s): %s",
 		runtime.NumCPU(), 100*busy/(wall*float64(runtime.NumCPU())), wall, busy, strings.Join(parts, ", "))
 }

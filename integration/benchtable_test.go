@@ -58,6 +58,18 @@ func BenchmarkTable(b *testing.B) {
 	}
 }
 
+// BenchmarkRollout50 is make bench's rollout-50 rows alone, for a change
+// to what a rolling swap costs: `go test -run '^$' -bench
+// '^BenchmarkRollout50$' -benchtime 1x ./integration/` with the tool
+// variables make bench sets.
+func BenchmarkRollout50(b *testing.B) {
+	var rows []benchRow
+	for range b.N {
+		rows = rollout50(b)
+	}
+	printTable(os.Stdout, rows)
+}
+
 // benchRow is one row of the table. With a baseline, the target bounds
 // kedge/baseline; without, kedge itself.
 type benchRow struct {
