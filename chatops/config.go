@@ -222,7 +222,15 @@ type FleetLockConfig struct {
 	// LostAfter is how long a node granted its reboot may take to report
 	// steady-state before its slot waits for a person (default 30m).
 	LostAfter time.Duration
+	// DrainTimeout bounds the drain of a node before its reboot (the
+	// fleetlock-drain runbook's drainTimeout); 0 is that runbook's
+	// default (5m).
+	DrainTimeout time.Duration
 }
+
+// MaxFleetLockDrainTimeout is the longest drainTimeout a config may set:
+// the built-in fleetlock-drain runbook's drain step stops at 30m.
+const MaxFleetLockDrainTimeout = 30 * time.Minute
 
 func decodeFleetLock(f string, v *yaml.Node, dir, what string, errs *source.Errors) (FleetLockConfig, bool) {
 	fc := FleetLockConfig{Slots: 1}
@@ -231,7 +239,11 @@ func decodeFleetLock(f string, v *yaml.Node, dir, what string, errs *source.Erro
 	source.Fields(f, v, what, errs, map[string]func(*yaml.Node){
 		"keyFile":   func(v *yaml.Node) { keyFile, keyNode = source.String(f, v, what+".keyFile", errs), v },
 		"slots":     func(v *yaml.Node) { fc.Slots = source.Int(f, v, what+".slots", errs) },
-		"lostAfter": func(v *yaml.Node) { fc.LostAfter = source.Duration(f, v, what+".lostAfter", errs) },
+		"lostAfter": func(v *yaml.Node) { fc.LostAfter = positiveDuration(f, v, what+".lostAfter", 0, "", errs) },
+		"drainTimeout": func(v *yaml.Node) {
+			fc.DrainTimeout = positiveDuration(f, v, what+".drainTimeout", MaxFleetLockDrainTimeout,
+				"the fleetlock-drain runbook's drain step stops then", errs)
+		},
 	})
 	if fc.Slots < 1 {
 		errs.Addf(source.At(f, v), "%s.slots must be at least 1", what)
@@ -251,6 +263,21 @@ func decodeFleetLock(f string, v *yaml.Node, dir, what string, errs *source.Erro
 		return fc, false
 	}
 	return fc, true
+}
+
+// positiveDuration decodes a duration that must be more than 0 and, when
+// most is set, at most most (why says why).
+func positiveDuration(f string, v *yaml.Node, what string, most time.Duration, why string, errs *source.Errors) time.Duration {
+	before := len(*errs)
+	d := source.Duration(f, v, what, errs)
+	switch {
+	case len(*errs) > before: // not a duration, or negative: said already
+	case d == 0:
+		errs.Addf(source.At(f, v), "%s must be more than 0", what)
+	case most > 0 && d > most:
+		errs.Addf(source.At(f, v), "%s must be at most %s (%s), got %s", what, most, why, d)
+	}
+	return d
 }
 
 func (c *Config) decodeRule(f string, i int, n *yaml.Node, errs *source.Errors) Rule {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -45,6 +46,9 @@ func TestLoadConfig(t *testing.T) {
 	abs, _ := filepath.Abs("testdata/mercury.yaml")
 	if c.Clusters["mercury"] != abs || len(c.Rules) != 4 || c.Rules[1].Name != "ops-channel" || len(c.Rules[3].Restore) != 1 {
 		t.Errorf("config = %+v", c)
+	}
+	if fl := c.FleetLock["mercury"]; fl.Slots != 2 || fl.LostAfter != 45*time.Minute || fl.DrainTimeout != 10*time.Minute || len(fl.Key) == 0 {
+		t.Errorf("mercury's fleetLock = %+v", fl)
 	}
 	if k, ok := c.key("ci"); !ok || string(k) != "a-very-long-ci-secret-0123456789" {
 		t.Errorf("ci key not read from its file")

@@ -2,9 +2,9 @@ package chatops
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
@@ -56,18 +56,21 @@ func (s *Server) fleetLockHandler() http.Handler {
 }
 
 func (s *Server) fleetLockCluster(name string) (*inventory.Cluster, error) {
+	l, err := s.fleetLockLoad(name)
+	if err != nil {
+		return nil, err
+	}
+	return l.cluster, l.invErr
+}
+
+// fleetLockLoad is the cluster's inventory and runbooks, parsed again
+// only when their files changed.
+func (s *Server) fleetLockLoad(name string) (*fleetLockLoad, error) {
 	path, ok := s.Config.Clusters[name]
 	if !ok {
 		return nil, fmt.Errorf("unknown cluster %q", name)
 	}
-	c, err := inventory.LoadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if c.Name != name {
-		return nil, fmt.Errorf("the inventory of %s names the cluster %q", name, c.Name)
-	}
-	return c, nil
+	return s.flFiles.load(name, path, s.Config.RunbookPath), nil
 }
 
 // lockCoordinator asks a cluster's coordinator workflow, starting it
@@ -119,28 +122,26 @@ func (c lockCoordinator) ask(ctx context.Context, r fleetlock.Request, update st
 
 // fleetLockInput is the coordinator's input for a cluster, used when it
 // does not run yet: the inventory, the runbooks it runs on a node, the
-// config's slots and the inventory's maintenance window.
+// config's slots, lost-after and drain timeout, and the inventory's
+// maintenance window.
 func (s *Server) fleetLockInput(cluster string) (workflows.FleetLockInput, error) {
 	fc, ok := s.Config.FleetLock[cluster]
 	if !ok {
 		return workflows.FleetLockInput{}, fmt.Errorf("cluster %q serves no FleetLock", cluster)
 	}
-	c, err := s.fleetLockCluster(cluster)
+	l, err := s.fleetLockLoad(cluster)
 	if err != nil {
 		return workflows.FleetLockInput{}, err
 	}
-	lib := &runbooks.Library{Dirs: s.Config.RunbookPath, Builtin: runbooks.Builtin}
-	var rbs [2]runbooks.Runbook
-	for i, name := range []string{fleetLockDrainRunbook, fleetLockReleaseRunbook} {
-		l, err := lib.Load(name, c)
-		if err != nil {
-			return workflows.FleetLockInput{}, fmt.Errorf("fleetlock: runbook %s: %w", name, err)
-		}
-		if l.Runbook == nil {
-			return workflows.FleetLockInput{}, errors.New("fleetlock: runbook " + name + " did not load")
-		}
-		rbs[i] = *l.Runbook
+	if l.invErr != nil {
+		return workflows.FleetLockInput{}, l.invErr
 	}
-	return workflows.FleetLockInput{Cluster: *c, Drain: rbs[0], Release: rbs[1], Slots: fc.Slots,
-		Window: c.Maintenance, LostAfter: fc.LostAfter, IssuedAt: s.now()}, nil
+	if l.rbErr != nil {
+		return workflows.FleetLockInput{}, l.rbErr
+	}
+	if fc.DrainTimeout > 0 && !slices.ContainsFunc(l.drain.Params, func(p runbooks.Param) bool { return p.Name == "drainTimeout" }) {
+		return workflows.FleetLockInput{}, fmt.Errorf("fleetlock: runbook %s has no param drainTimeout, which the config's clusters.%s.fleetLock.drainTimeout sets", fleetLockDrainRunbook, cluster)
+	}
+	return workflows.FleetLockInput{Cluster: *l.cluster, Drain: l.drain, Release: l.release, Slots: fc.Slots,
+		Window: l.cluster.Maintenance, LostAfter: fc.LostAfter, DrainTimeout: fc.DrainTimeout, IssuedAt: s.now()}, nil
 }

@@ -49,6 +49,8 @@ type Server struct {
 
 	runsMu sync.Mutex
 	runs   map[string]*runbookRuns // by RUNBOOK/CLUSTER
+
+	flFiles fleetLockFiles // FleetLock's inventories and runbooks, by cluster
 }
 
 // runbookRuns is what one server knows of a runbook's runs on a cluster.

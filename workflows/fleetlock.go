@@ -29,6 +29,11 @@ const (
 	FleetLockDecisionRelease = "release"
 )
 
+// fleetLockReleaseUncordons versions the release of a lost node: the
+// coordinator runs its Release runbook on the node (Ready, uncordon)
+// after it frees the slot.
+const fleetLockReleaseUncordons = "kedge-fleetlock-release-uncordons"
+
 // DefaultFleetLockLostAfter is how long a node granted its reboot may
 // take to report steady-state before it is taken for lost.
 const DefaultFleetLockLostAfter = 30 * time.Minute
@@ -58,6 +63,9 @@ type FleetLockInput struct {
 	// Window, when set, is when a slot may be taken.
 	Window    *window.Spec  `json:"window,omitempty"`
 	LostAfter time.Duration `json:"lostAfter,omitempty"`
+	// DrainTimeout is the Drain runbook's param drainTimeout; 0 leaves
+	// the runbook's default.
+	DrainTimeout time.Duration `json:"drainTimeout,omitempty"`
 	// IssuedAt is when the front door sealed the first run's input.
 	IssuedAt time.Time      `json:"issuedAt,omitzero"`
 	State    FleetLockState `json:"state"`
@@ -185,8 +193,24 @@ func (fl *fleetLock) handlers(ctx workflow.Context) error {
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, DecideUpdate, func(ctx workflow.Context, d Decision) (Decision, error) {
 		d.At = workflow.Now(ctx)
+		h := fl.holder(d.Step)
+		lost := h != nil && h.Phase == LockLost
 		fl.release(d.Step)
-		fl.st.Log = appendLog(fl.st.Log, fmt.Sprintf("%s %s: slot released by %s", d.At.UTC().Format(time.RFC3339), d.Step, d.By))
+		line := fmt.Sprintf("%s %s: slot released by %s", d.At.UTC().Format(time.RFC3339), d.Step, d.By)
+		// A lost node was cordoned and drained: it is uncordoned once it
+		// is Ready (a drain that failed was undone by its runbook).
+		if lost && workflow.GetVersion(ctx, fleetLockReleaseUncordons, workflow.DefaultVersion, 1) == 1 {
+			line += "; uncordoned once Ready (" + fl.in.Release.Name + ")"
+			node := d.Step
+			fl.runOn(ctx, node, fl.in.Release, map[string]any{"node": node}, func(err error) {
+				outcome := "uncordoned after its release"
+				if err != nil {
+					outcome = "stays cordoned after its release (" + clip(errorMessage(err), 200) + "): kubectl uncordon " + node + " once it is back"
+				}
+				fl.st.Log = appendLog(fl.st.Log, fmt.Sprintf("%s %s: %s", workflow.Now(ctx).UTC().Format(time.RFC3339), node, outcome))
+			})
+		}
+		fl.st.Log = appendLog(fl.st.Log, line)
 		fl.show(ctx)
 		return d, nil
 	}, workflow.UpdateHandlerOptions{Validator: fl.validateRelease, Description: "release the slot of a node that never came back or whose drain failed"}); err != nil {
@@ -259,7 +283,11 @@ func (fl *fleetLock) preReboot(ctx workflow.Context, r FleetLockRequest) FleetLo
 		return FleetLockAnswer{Reason: fmt.Sprintf("all %d slots are held: %s", fl.in.Slots, strings.Join(held, ", "))}
 	}
 	fl.st.Holders = append(fl.st.Holders, FleetLockHolder{Node: r.Node, ClientID: r.ClientID, Group: r.Group, Phase: LockDraining, Since: workflow.Now(ctx)})
-	fl.child(ctx, r.Node, fl.in.Drain, func(h *FleetLockHolder, err error) {
+	params := map[string]any{"node": r.Node}
+	if fl.in.DrainTimeout > 0 {
+		params["drainTimeout"] = fl.in.DrainTimeout.String()
+	}
+	fl.child(ctx, r.Node, fl.in.Drain, params, func(h *FleetLockHolder, err error) {
 		if err != nil {
 			h.Phase, h.Error, h.Since = LockDrainFailed, errorMessage(err), workflow.Now(ctx)
 			return
@@ -277,7 +305,7 @@ func (fl *fleetLock) steadyState(ctx workflow.Context, r FleetLockRequest) Fleet
 	switch h.Phase {
 	case LockRebooting, LockLost, LockDrainFailed, LockDrained:
 		h.Phase, h.Since = LockReleasing, workflow.Now(ctx)
-		fl.child(ctx, r.Node, fl.in.Release, func(h *FleetLockHolder, err error) {
+		fl.child(ctx, r.Node, fl.in.Release, map[string]any{"node": r.Node}, func(h *FleetLockHolder, err error) {
 			if err != nil {
 				h.Phase, h.Error = LockLost, "uncordon after the reboot: "+errorMessage(err)
 				return
@@ -291,12 +319,20 @@ func (fl *fleetLock) steadyState(ctx workflow.Context, r FleetLockRequest) Fleet
 	return FleetLockAnswer{Reason: "being cordoned and drained"}
 }
 
-// child runs rb on node as a child runbook, then done with the node's
-// holder (if it still holds a slot).
-func (fl *fleetLock) child(ctx workflow.Context, node string, rb runbooks.Runbook, done func(*FleetLockHolder, error)) {
+// child runs rb on node as a child runbook (given its params), then
+// done with the node's holder (if it still holds a slot).
+func (fl *fleetLock) child(ctx workflow.Context, node string, rb runbooks.Runbook, given map[string]any, done func(*FleetLockHolder, error)) {
+	fl.holder(node).Child = NodeWorkflowID(fl.in.Cluster.Name, node)
+	fl.runOn(ctx, node, rb, given, func(err error) {
+		if h := fl.holder(node); h != nil {
+			done(h, err)
+		}
+	})
+}
+
+// runOn runs rb on node as a child runbook (given its params), then done.
+func (fl *fleetLock) runOn(ctx workflow.Context, node string, rb runbooks.Runbook, given map[string]any, done func(error)) {
 	id := NodeWorkflowID(fl.in.Cluster.Name, node)
-	h := fl.holder(node)
-	h.Child = id
 	fl.busy++
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		defer func() { fl.busy--; fl.show(ctx) }()
@@ -308,7 +344,7 @@ func (fl *fleetLock) child(ctx workflow.Context, node string, rb runbooks.Runboo
 			TypedSearchAttributes: fl.ui.childLabels(fl.in.Cluster.Name, rb.Name, node),
 		})
 		focus := fl.in.Cluster.Focus(node)
-		params, err := runbooks.ResolveParams(&rb, map[string]any{"node": node}, &focus)
+		params, err := runbooks.ResolveParams(&rb, given, &focus)
 		if err == nil {
 			err = workflow.ExecuteChildWorkflow(cctx, fl.ui.childType(rb.Name), RunbookInput{
 				Runbook: rb, Params: params, Cluster: focus, Admission: childAdmission(ctx),
@@ -317,9 +353,7 @@ func (fl *fleetLock) child(ctx workflow.Context, node string, rb runbooks.Runboo
 		if temporal.IsWorkflowExecutionAlreadyStartedError(err) {
 			err = fmt.Errorf("another runbook is working on %s (workflow %s)", node, id)
 		}
-		if h := fl.holder(node); h != nil {
-			done(h, err)
-		}
+		done(err)
 	})
 	fl.show(ctx)
 }

@@ -99,8 +99,14 @@ func TestFleetLockOneSlot(t *testing.T) {
 		env.UpdateWorkflow(DecideUpdate, "stale", &stale, Decision{Step: "worker-2", Decision: FleetLockDecisionRelease, By: "mallory", Nonce: "lost/1"})
 		env.UpdateWorkflow(DecideUpdate, "release", &released, bind(t, env, Decision{Step: "worker-2", Decision: FleetLockDecisionRelease, By: "alice"}))
 	}, 41*time.Minute)
+	var beforeRelease []string
+	env.RegisterDelayedCallback(func() { beforeRelease = f.Calls() }, 40*time.Minute)
 	c1First := ask(42*time.Minute, pre, "controller-1", "id-controller-1")
 	c1Failed := ask(43*time.Minute, pre, "controller-1", "id-controller-1")
+	var c1Released updateResult
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(DecideUpdate, "release-c1", &c1Released, bind(t, env, Decision{Step: "controller-1", Decision: FleetLockDecisionRelease, By: "alice"}))
+	}, 44*time.Minute)
 	env.RegisterDelayedCallback(env.CancelWorkflow, 50*time.Minute)
 	env.ExecuteWorkflow(FleetLock, in)
 
@@ -141,7 +147,70 @@ func TestFleetLockOneSlot(t *testing.T) {
 			t.Errorf("no %q in %v", want, calls)
 		}
 	}
-	if slices.Contains(calls, "run uncordon@worker-2") {
-		t.Errorf("worker-2 was released without reporting back: %v", calls)
+	// worker-2, lost, is uncordoned (once Ready) after a person released
+	// its slot, not before; controller-1, whose failed drain was undone,
+	// is not touched by its release.
+	if slices.Contains(beforeRelease, "run uncordon@worker-2") {
+		t.Errorf("worker-2 was uncordoned without reporting back or a release: %v", beforeRelease)
+	}
+	if !slices.Contains(calls, "run uncordon@worker-2") {
+		t.Errorf("worker-2 not uncordoned after its release: %v", calls)
+	}
+	if c1Released.err != nil || slices.Contains(calls, "run uncordon@controller-1") {
+		t.Errorf("release of controller-1 whose drain failed: %v; calls %v", c1Released.err, calls)
+	}
+}
+
+// The drain gets the coordinator's drain timeout. A lost node released by
+// a person frees its slot at once, even when its Node is not Ready to be
+// uncordoned (it stays cordoned), and the next node takes the slot.
+func TestFleetLockDrainTimeoutAndAReleaseThatCannotUncordon(t *testing.T) {
+	env, f := newEnv(t)
+	f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
+		if in.Command == "uncordon" {
+			return host.RunResult{}, temporal.NewNonRetryableApplicationError("node not Ready", "NotReady", nil)
+		}
+		return host.RunResult{}, nil
+	}
+	drain, release := input(t, lockDrain, map[string]any{"node": "x"}), input(t, lockRelease, map[string]any{"node": "x"})
+	cluster := drain.Cluster
+	for i := range cluster.Workers {
+		cluster.Workers[i].FleetLockID = "id-" + cluster.Workers[i].Name
+	}
+	in := FleetLockInput{Cluster: cluster, Drain: drain.Runbook, Release: release.Runbook, Slots: 1, IssuedAt: env.Now(),
+		DrainTimeout: 2 * time.Minute, LostAfter: time.Minute}
+	ask := func(at time.Duration, node string) *lockAnswer {
+		a := &lockAnswer{}
+		env.RegisterDelayedCallback(func() {
+			env.UpdateWorkflow(FleetLockPreRebootUpdate, at.String(), a, FleetLockRequest{Node: node, ClientID: "id-" + node, Group: "default"})
+		}, at)
+		return a
+	}
+	ask(time.Minute, "worker-1")
+	granted := ask(2*time.Minute, "worker-1")
+	var lost Progress
+	var released updateResult
+	env.RegisterDelayedCallback(func() {
+		lost = progress(t, env)
+		env.UpdateWorkflow(DecideUpdate, "release", &released, bind(t, env, Decision{Step: "worker-1", Decision: FleetLockDecisionRelease, By: "alice"}))
+	}, 4*time.Minute)
+	next := ask(5*time.Minute, "worker-2")
+	env.RegisterDelayedCallback(env.CancelWorkflow, 10*time.Minute)
+	env.ExecuteWorkflow(FleetLock, in)
+
+	if !granted.val.Granted || len(lost.Steps) != 1 || lost.Steps[0].Action != LockLost {
+		t.Fatalf("worker-1 granted %+v, then %+v", granted.val, lost)
+	}
+	if released.err != nil {
+		t.Errorf("release: %v", released.err)
+	}
+	if next.err != nil || !strings.Contains(next.val.Reason, "slot taken") {
+		t.Errorf("worker-2 after worker-1's release: %+v, %v", next.val, next.err)
+	}
+	calls := f.Calls()
+	for _, want := range []string{"run drain 2m0s@worker-1", "run uncordon@worker-1", "run drain 2m0s@worker-2"} {
+		if !slices.Contains(calls, want) {
+			t.Errorf("no %q in %v", want, calls)
+		}
 	}
 }
