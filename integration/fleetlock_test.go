@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"go.temporal.io/sdk/client"
+
 	"kedge.dev/kedge/chatops"
 	"kedge.dev/kedge/fleetlock"
 	"kedge.dev/kedge/integration/fleetlockclient"
@@ -29,8 +31,10 @@ const fleetLockKey = "fleetlock-it-key-0123456789abcdef"
 
 // startFleetLock serves `kedge webhook` with a FleetLock endpoint of one
 // slot for the five-worker cluster, its inventory given a fleetLockId for
-// each worker ("zincati-NODE"). It returns the server's URL and log.
-func startFleetLock(t *testing.T, inv string) (string, *syncLog) {
+// each worker ("zincati-NODE"); settings are more fields of the config's
+// fleetLock section ("lostAfter: 8s"). It returns the server's URL and
+// log.
+func startFleetLock(t *testing.T, inv, settings string) (string, *syncLog) {
 	t.Helper()
 	dir := t.TempDir()
 	text, err := os.ReadFile(inv)
@@ -56,9 +60,9 @@ kind: ChatOps
 clusters:
   five:
     inventory: %s
-    fleetLock: {keyFile: fleetlock.key, slots: 1}
+    fleetLock: {keyFile: fleetlock.key, slots: 1%s}
 allow: []
-`, withIDs)
+`, withIDs, settings)
 	if err := os.WriteFile(filepath.Join(dir, "chatops.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +88,7 @@ allow: []
 func TestFleetLockGrantsOneSlotAfterTheDrain(t *testing.T) {
 	mainLane.join(t)
 	cp, _, inv, workers := fiveWorkers(t)
-	base, logs := startFleetLock(t, inv)
+	base, logs := startFleetLock(t, inv, "")
 	key := []byte(fleetLockKey)
 	clients := map[string]*fleetlockclient.Client{}
 	for _, n := range workers[:2] {
@@ -203,5 +207,146 @@ func TestFleetLockGrantsOneSlotAfterTheDrain(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), fleetlock.Token(key, "five", workers[0])) {
 		t.Error("a token reached the log")
+	}
+}
+
+// A node granted its reboot that never reports steady-state keeps its
+// slot past lostAfter, the coordinator shows itself waiting for a person,
+// and the next node asking waits. An operator frees the slot with `kedge
+// approve fleetlock/five --step NODE --decision release`: the lost node,
+// Ready, is uncordoned, and the next node takes the slot and is granted
+// once drained. Refused, the slot kept: a release of a node not lost yet
+// or holding no slot (through the CLI, and sent to the coordinator
+// directly with a nonce of its own making), and the operator's release
+// sent again (the nonce of a wait that has ended).
+func TestFleetLockReleasesALostNodeThroughTheCLI(t *testing.T) {
+	mainLane.join(t)
+	cp, _, inv, workers := fiveWorkers(t)
+	base, logs := startFleetLock(t, inv, ", lostAfter: 8s, drainTimeout: 1m")
+	key := []byte(fleetLockKey)
+	lost, next := workers[2], workers[3]
+	id := workflows.FleetLockWorkflowID("five")
+	newClient := func(n string) *fleetlockclient.Client {
+		c, err := fleetlockclient.New(fleetlock.BaseURL(base, "five", n, fleetlock.Token(key, "five", n)), "zincati-"+n, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.SteadyState(t.Context()); err != nil {
+			t.Fatalf("%s steady-state at start: %v", n, err)
+		}
+		if err := c.UpdateStaged(); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	t.Cleanup(func() {
+		for _, n := range []string{lost, next} {
+			patch := []byte(`{"spec":{"unschedulable":false}}`)
+			_, _ = cp.Client.CoreV1().Nodes().Patch(context.Background(), n, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		}
+	})
+	cordoned := func(n string) bool {
+		got, err := cp.Client.CoreV1().Nodes().Get(t.Context(), n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Spec.Unschedulable
+	}
+	// release sends a release decision to the coordinator directly, as
+	// a client of Temporal that skips the CLI's checks would.
+	release := func(d workflows.Decision) error {
+		d.Decision, d.By = workflows.FleetLockDecisionRelease, "mallory"
+		h, err := world.client.UpdateWorkflow(t.Context(), client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.DecideUpdate,
+			Args: []any{d}, WaitForStage: client.WorkflowUpdateStageCompleted})
+		if err != nil {
+			return err
+		}
+		return h.Get(t.Context(), nil)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+
+	// The first node is drained, granted, and goes quiet.
+	first := newClient(lost)
+	began := time.Now()
+	if err := first.LockUntilGranted(ctx, 300*time.Millisecond); err != nil {
+		t.Fatalf("%s never granted: %v", lost, err)
+	}
+	granted := time.Now()
+	t.Logf("%s granted after %s", lost, granted.Sub(began).Round(time.Millisecond))
+	if err := first.Reboot(); err != nil {
+		t.Fatal(err)
+	}
+	// Not lost yet: a release is refused by the CLI and by the coordinator.
+	if out, errOut, code := kedge(t, "approve", id, "--step", lost, "--decision", "release"); code == 0 || !strings.Contains(errOut, "not waiting") {
+		t.Errorf("release of %s while it reboots: exit %d: %s %s", lost, code, out, errOut)
+	}
+	p, err := queryProgress(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := workflows.Decision{Step: lost, WorkflowID: p.WorkflowID, RunID: p.RunID, Nonce: "rebooting/1"}
+	if err := release(forged); err == nil || !strings.Contains(err.Error(), "holds no slot waiting for a person") {
+		t.Errorf("a release of %s, not lost, sent to the coordinator: %v", lost, err)
+	}
+	if time.Since(granted) > 8*time.Second {
+		t.Fatalf("the checks of a node not lost yet took %s, past lostAfter: the test is too slow for its own settings", time.Since(granted))
+	}
+
+	// The next node asks and waits while the first is lost.
+	second := newClient(next)
+	nextGranted := make(chan error, 1)
+	go func() { nextGranted <- second.LockUntilGranted(ctx, 300*time.Millisecond) }()
+	eventually(t, 60*time.Second, lost+" lost and "+next+" told so", func() bool {
+		return strings.Contains(logs.String(), "all 1 slots are held: "+lost+" (lost)")
+	})
+	p, err = queryProgress(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.State != workflows.StateWaiting || len(p.Steps) != 1 || p.Steps[0].ID != lost || p.Steps[0].Action != workflows.LockLost {
+		t.Fatalf("the coordinator with %s lost: %+v", lost, p)
+	}
+	if !cordoned(lost) || cordoned(next) {
+		t.Fatalf("%s cordoned %v (want true), %s cordoned %v (want false)", lost, cordoned(lost), next, cordoned(next))
+	}
+	if out, errOut, code := kedge(t, "approve", id, "--step", next, "--decision", "release"); code == 0 || !strings.Contains(errOut, "has no step") {
+		t.Errorf("release of %s, which holds no slot: exit %d: %s %s", next, code, out, errOut)
+	}
+	if err := release(workflows.Decision{Step: lost, WorkflowID: p.WorkflowID, RunID: p.RunID, Nonce: p.Steps[0].Nonce + "0"}); err == nil || !strings.Contains(err.Error(), "another wait") {
+		t.Errorf("a release of %s with a nonce not its wait's: %v", lost, err)
+	}
+	stale, err := workflows.BindDecision(workflows.Decision{Step: lost}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The operator frees the slot.
+	out, errOut, code := kedge(t, "approve", id, "--step", lost, "--decision", "release", "--by", "alice")
+	if code != 0 || !strings.Contains(out, lost+"'s slot released by alice") {
+		t.Fatalf("kedge approve --decision release: exit %d: %s %s", code, out, errOut)
+	}
+	eventually(t, 60*time.Second, lost+" uncordoned after its release", func() bool { return !cordoned(lost) })
+	select {
+	case err := <-nextGranted:
+		if err != nil {
+			t.Fatalf("%s after %s's release: %v", next, lost, err)
+		}
+	case <-ctx.Done():
+		t.Fatalf("%s never granted after %s's release", next, lost)
+	}
+	if !cordoned(next) {
+		t.Errorf("%s granted while schedulable", next)
+	}
+	// The same release again: its wait has ended.
+	if err := release(stale); err == nil || !strings.Contains(err.Error(), "holds no slot waiting for a person") {
+		t.Errorf("the release of %s sent again: %v", lost, err)
+	}
+	p, err = queryProgress(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Steps) != 1 || p.Steps[0].ID != next {
+		t.Errorf("after the release, the slot is %+v, want %s's", p.Steps, next)
 	}
 }

@@ -237,6 +237,9 @@ func (fl *fleetLock) validateRelease(d Decision) error {
 	if d.Decision != FleetLockDecisionRelease {
 		return fmt.Errorf("the FleetLock coordinator takes decision %q (with the node as its step), not %q", FleetLockDecisionRelease, d.Decision)
 	}
+	if d.WorkflowID != fl.exec.WorkflowID {
+		return fmt.Errorf("the decision is for %q, not the coordinator %q: query its progress and decide again", d.WorkflowID, fl.exec.WorkflowID)
+	}
 	h := fl.holder(d.Step)
 	if h == nil || (h.Phase != LockLost && h.Phase != LockDrainFailed) {
 		return fmt.Errorf("node %q holds no slot waiting for a person", d.Step)

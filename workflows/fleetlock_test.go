@@ -94,9 +94,14 @@ func TestFleetLockOneSlot(t *testing.T) {
 	w2Granted := ask(7*time.Minute, pre, "worker-2", "id-worker-2")
 	var lost Progress
 	env.RegisterDelayedCallback(func() { lost = progress(t, env) }, 40*time.Minute)
-	var released, stale updateResult
+	var released, stale, copied updateResult
 	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(DecideUpdate, "stale", &stale, Decision{Step: "worker-2", Decision: FleetLockDecisionRelease, By: "mallory", Nonce: "lost/1"})
+		d := bind(t, env, Decision{Step: "worker-2", Decision: FleetLockDecisionRelease, By: "mallory"})
+		d.Nonce = "lost/1"
+		env.UpdateWorkflow(DecideUpdate, "stale", &stale, d)
+		d = bind(t, env, Decision{Step: "worker-2", Decision: FleetLockDecisionRelease, By: "mallory"})
+		d.WorkflowID = "fleetlock/another"
+		env.UpdateWorkflow(DecideUpdate, "copied", &copied, d)
 		env.UpdateWorkflow(DecideUpdate, "release", &released, bind(t, env, Decision{Step: "worker-2", Decision: FleetLockDecisionRelease, By: "alice"}))
 	}, 41*time.Minute)
 	var beforeRelease []string
@@ -140,6 +145,9 @@ func TestFleetLockOneSlot(t *testing.T) {
 	}
 	if stale.err == nil || !strings.Contains(stale.err.Error(), "another wait") {
 		t.Errorf("a release made for another wait: %v", stale.err)
+	}
+	if copied.err == nil || !strings.Contains(copied.err.Error(), "not the coordinator") {
+		t.Errorf("a release made for another coordinator: %v", copied.err)
 	}
 	calls := f.Calls()
 	for _, want := range []string{"run drain 5m0s@worker-1", "run uncordon@worker-1", "run drain 5m0s@worker-2", "run drain 5m0s@controller-1"} {
