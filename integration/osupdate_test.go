@@ -199,6 +199,7 @@ func TestOSUpdateInWindowedWaves(t *testing.T) {
 		t.Fatalf("kedge run os-update: exit %d: %s %s", code, out, errOut)
 	}
 	id := runID(t, out)
+	chat := followInChat(t, id, "os-update", "osup")
 
 	// Between nodes, waiting for the next opening: the worker dies.
 	var waiting string
@@ -223,6 +224,11 @@ func TestOSUpdateInWindowedWaves(t *testing.T) {
 		t.Fatalf("os-update failed: %v\n%+v", err, p)
 	}
 	w.stop()
+	// Chat was told of the waves: the first worker's reboot into the
+	// staged kernel among them.
+	if waves := chat.waves(t); !strings.Contains(postsText(waves), "`first`: osup-worker-1 done (rebooted into "+osUpdateKernel+")") {
+		t.Errorf("no wave post tells of the first worker's reboot (%d wave posts)", len(waves))
+	}
 
 	var took []string
 	for i, h := range l.Hosts {

@@ -43,6 +43,7 @@ const (
 // posted is one message the webhook or a worker posted to a response_url.
 type posted struct {
 	Path            string            `json:"-"`
+	At              time.Time         `json:"-"` // when it arrived
 	Text            string            `json:"text"`
 	ResponseType    string            `json:"response_type"`
 	ReplaceOriginal bool              `json:"replace_original"`
@@ -64,7 +65,7 @@ func newReceiver(t *testing.T) *receiver {
 		if err := json.Unmarshal(body, &p); err != nil {
 			t.Errorf("response_url got a body that is not JSON: %q", body)
 		}
-		p.Path = req.URL.Path
+		p.Path, p.At = req.URL.Path, time.Now()
 		r.mu.Lock()
 		r.posts = append(r.posts, p)
 		r.mu.Unlock()

@@ -43,6 +43,11 @@ type followState struct {
 	Finished     int       `json:"finished"` // top-level steps finished at the last progress post
 	LastProgress time.Time `json:"lastProgress"`
 	Final        bool      `json:"final"`
+	// WaveKey is where a rollout-shaped run's waves were at the last wave
+	// post (slackmsg.WaveKey); WaveSince is when they were first seen
+	// elsewhere since (zero: not).
+	WaveKey   string    `json:"waveKey,omitempty"`
+	WaveSince time.Time `json:"waveSince,omitzero"`
 }
 
 // Notifier is the chat.follow activity: it watches a run through Temporal
@@ -59,6 +64,10 @@ type Notifier struct {
 	// ProgressEvery spaces progress posts (default 1 min); pauses and the
 	// result are posted at once.
 	ProgressEvery time.Duration
+	// WaveSettle is how long a rollout-shaped run's waves must have
+	// changed before the change is posted (default 5 s), so that changes
+	// close together make one post.
+	WaveSettle time.Duration
 	// BotToken, when set, posts with chat.postMessage to the command's
 	// channel once the response_url is used up or expired.
 	BotToken    string
@@ -163,6 +172,10 @@ func (n *Notifier) postChanges(ctx context.Context, in workflows.ChatFollowInput
 			}
 		}
 	}
+	if slackmsg.RolloutShaped(p) {
+		n.postWaves(ctx, in, st, p, every)
+		return
+	}
 	finished := workflows.NewView(p, workflows.ViewOptions{}).Steps.Ended()
 	if finished > st.Finished && finished < len(p.Steps) && time.Since(st.LastProgress) >= every {
 		// Keep two posts: a pause and the result.
@@ -171,6 +184,62 @@ func (n *Notifier) postChanges(ctx context.Context, in workflows.ChatFollowInput
 			st.Finished, st.LastProgress = finished, time.Now()
 		}
 	}
+}
+
+// postWaves posts a rollout-shaped run's waves when they changed (a wave
+// started or ended, a node ended, a window wait began or ended, an
+// approval waits): once the change has settled for WaveSettle, and at
+// most once every every; changes meanwhile make one post, of where the
+// run is then.
+func (n *Notifier) postWaves(ctx context.Context, in workflows.ChatFollowInput, st *followState, p workflows.Progress, every time.Duration) {
+	runs.ExpandRollouts(ctx, n.Client, &p, nil)
+	key := slackmsg.WaveKey(p)
+	settle := n.WaveSettle
+	if settle <= 0 {
+		settle = 5 * time.Second
+	}
+	now := time.Now()
+	if !waveDue(st, key, now, settle, every) {
+		return
+	}
+	items := n.itemProgress(ctx, p)
+	// Keep two posts: a pause and the result.
+	if n.post(ctx, in, st, slackmsg.WaveMessage(in, p, items), 2) {
+		st.WaveKey, st.WaveSince, st.LastProgress = key, time.Time{}, now
+		n.log().Info("chat.follow: posted the waves", "workflowId", in.WorkflowID)
+	}
+}
+
+// waveDue says whether the waves, now at key, are to be posted: changed
+// from the last post for settle at least, and the last progress post
+// every ago at least. It keeps in st since when they differ.
+func waveDue(st *followState, key string, now time.Time, settle, every time.Duration) bool {
+	if key == st.WaveKey {
+		st.WaveSince = time.Time{}
+		return false
+	}
+	if st.WaveSince.IsZero() {
+		st.WaveSince = now
+	}
+	return now.Sub(st.WaveSince) >= settle && now.Sub(st.LastProgress) >= every
+}
+
+// itemProgress reads the runbooks of the rollout items a wave message
+// tells of: the running ones, and the one item of a one-item wave.
+func (n *Notifier) itemProgress(ctx context.Context, p workflows.Progress) map[string]workflows.Progress {
+	out := map[string]workflows.Progress{}
+	for _, s := range p.Steps {
+		for _, it := range s.Items {
+			running := it.State == workflows.StateRunning || it.State == workflows.StateWaiting
+			if it.Child == "" || !(running || len(s.Items) == 1 && it.State == workflows.StateSucceeded) {
+				continue
+			}
+			if cp, err := runs.Progress(ctx, n.Client, runs.Opener{}, it.Child, ""); err == nil {
+				out[it.Child] = cp
+			}
+		}
+	}
+	return out
 }
 
 // postResult posts how the run ended and returns its state.

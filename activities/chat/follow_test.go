@@ -103,3 +103,40 @@ func TestNotifierSpendsTheResponseURLWisely(t *testing.T) {
 		t.Errorf("chat.postMessage got %v", f.api[1])
 	}
 }
+
+// Wave changes are posted once settled, at most once a minute: changes
+// close together make one post, changes within the minute wait for its
+// end, and a change undone before it settled is not posted.
+func TestWaveDueCoalescesAndSpaces(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 2, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	var st followState
+	settle, every := 5*time.Second, time.Minute
+	due := func(key string, s int) bool {
+		if !waveDue(&st, key, at(s), settle, every) {
+			return false
+		}
+		st.WaveKey, st.WaveSince, st.LastProgress = key, time.Time{}, at(s)
+		return true
+	}
+	for _, c := range []struct {
+		key  string
+		s    int
+		want bool
+	}{
+		{"", 0, false},                                // nothing started
+		{"first|running", 1, false},                   // a wave started: settling
+		{"first|succeeded;approve|waiting", 3, false}, // and ended: still one change
+		{"first|succeeded;approve|waiting", 6, true},  // settled: posted
+		{"workers|running", 10, false},
+		{"workers|running", 30, false},    // settled, within the minute
+		{"workers|running|1", 66, true},   // the minute over: where it is then
+		{"workers|running|2", 130, false}, // settling
+		{"workers|running|1", 131, false}, // undone: nothing to post
+		{"workers|running|1", 200, false},
+	} {
+		if got := due(c.key, c.s); got != c.want {
+			t.Errorf("at %ds, key %q: due %v, want %v", c.s, c.key, got, c.want)
+		}
+	}
+}
