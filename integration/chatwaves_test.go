@@ -61,11 +61,3 @@ func (f *chatFollow) waves(t *testing.T) []posted {
 	t.Logf("result post: %s", result.Text)
 	return waves
 }
-
-func postsText(ps []posted) string {
-	var b strings.Builder
-	for _, p := range ps {
-		b.WriteString(p.Text + "\n")
-	}
-	return b.String()
-}

@@ -224,10 +224,17 @@ func TestOSUpdateInWindowedWaves(t *testing.T) {
 		t.Fatalf("os-update failed: %v\n%+v", err, p)
 	}
 	w.stop()
-	// Chat was told of the waves: the first worker's reboot into the
-	// staged kernel among them.
-	if waves := chat.waves(t); !strings.Contains(postsText(waves), "`first`: osup-worker-1 done (rebooted into "+osUpdateKernel+")") {
-		t.Errorf("no wave post tells of the first worker's reboot (%d wave posts)", len(waves))
+	// Chat was told of the waves, the first one (which starts with the
+	// run) in every post; once done, with the kernel it rebooted into.
+	waves := chat.waves(t)
+	if len(waves) == 0 {
+		t.Error("no wave posted to chat")
+	}
+	for _, p := range waves {
+		if !strings.Contains(p.Text, "`first`: osup-worker-1 ") ||
+			strings.Contains(p.Text, "osup-worker-1 done") && !strings.Contains(p.Text, "osup-worker-1 done (rebooted into "+osUpdateKernel+")") {
+			t.Errorf("a wave post without the first wave, or its reboot: %s", p.Text)
+		}
 	}
 
 	var took []string
