@@ -16,7 +16,7 @@ LAB_HOSTS ?= 3
 STATICCHECK_VERSION   := v0.8.2
 WORKFLOWCHECK_VERSION := v0.6.0
 
-.PHONY: all build dev team chaos test test-tools test-report unit integration lint bench fuzz deps tools clean record-histories kube-tools vault-tools s3-tools temporal-tools kedge-temporal
+.PHONY: all build dev team chaos test test-tools test-report unit integration lint bench fuzz deps tools clean record-histories kube-tools vault-tools s3-tools temporal-tools kedge-temporal prometheus-tools
 
 all: build
 
@@ -50,10 +50,10 @@ IT_LOCK ?= /tmp/kedge-it.lock
 ## at once: the tools alone took 47 minutes on a fresh 2-core machine.)
 test: deps lint test-tools
 	$(GO) build -o $(BIN)/testreport ./internal/testreport/cmd/testreport
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_KUBE_NEXT_TOOLS=$$(bash scripts/kube-tools.sh next) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_S3_TOOLS=$$(bash scripts/s3-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) KEDGE_SERVER_TOOLS=$$(bash scripts/kedge-temporal.sh) flock -o $(IT_LOCK) $(BIN)/testreport run --budget integration/budget.txt -- $(GO) test -json -count=1 -timeout 80m ./...
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_KUBE_NEXT_TOOLS=$$(bash scripts/kube-tools.sh next) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_S3_TOOLS=$$(bash scripts/s3-tools.sh) KEDGE_PROM_TOOLS=$$(bash scripts/prometheus-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) KEDGE_SERVER_TOOLS=$$(bash scripts/kedge-temporal.sh) flock -o $(IT_LOCK) $(BIN)/testreport run --budget integration/budget.txt -- $(GO) test -json -count=1 -timeout 80m ./...
 
 ## test-tools: every server binary the test world runs
-test-tools: kedge-temporal temporal-tools kube-tools vault-tools s3-tools
+test-tools: kedge-temporal temporal-tools kube-tools vault-tools s3-tools prometheus-tools
 
 ## test-report: the last `make test`'s tables again (OUTPUT=json for scripts)
 OUTPUT ?= text
@@ -69,8 +69,8 @@ chaos: deps kube-tools vault-tools temporal-tools kedge-temporal
 unit:
 	$(GO) test -count=1 -short ./...
 
-integration: deps kube-tools vault-tools s3-tools temporal-tools kedge-temporal
-	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_KUBE_NEXT_TOOLS=$$(bash scripts/kube-tools.sh next) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_S3_TOOLS=$$(bash scripts/s3-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) KEDGE_SERVER_TOOLS=$$(bash scripts/kedge-temporal.sh) flock -o $(IT_LOCK) $(GO) test -count=1 -timeout 80m ./integration/...
+integration: deps kube-tools vault-tools s3-tools prometheus-tools temporal-tools kedge-temporal
+	KEDGE_KUBE_TOOLS=$$(bash scripts/kube-tools.sh) KEDGE_KUBE_NEXT_TOOLS=$$(bash scripts/kube-tools.sh next) KEDGE_VAULT_TOOLS=$$(bash scripts/vault-tools.sh) KEDGE_S3_TOOLS=$$(bash scripts/s3-tools.sh) KEDGE_PROM_TOOLS=$$(bash scripts/prometheus-tools.sh) KEDGE_TEMPORAL_TOOLS=$$(bash scripts/temporal-tools.sh) KEDGE_SERVER_TOOLS=$$(bash scripts/kedge-temporal.sh) flock -o $(IT_LOCK) $(GO) test -count=1 -timeout 80m ./integration/...
 
 ## kube-tools: build etcd and the Kubernetes control plane for the test world,
 ## and the next minor's control plane and kubelet (what clusters are
@@ -88,6 +88,11 @@ vault-tools:
 ## world (cached per pinned version; minutes the first time on a machine)
 s3-tools:
 	@bash scripts/s3-tools.sh >/dev/null
+
+## prometheus-tools: build the Prometheus server of the test world (the
+## alert gate's tests)
+prometheus-tools:
+	@bash scripts/prometheus-tools.sh >/dev/null
 
 ## temporal-tools: build temporal-server, temporal-sql-tool and the Web UI
 ## server at go.mod's versions for the team topology (cached)

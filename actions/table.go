@@ -10,6 +10,7 @@ import (
 	_ "kedge.dev/kedge/actions/host"
 	_ "kedge.dev/kedge/actions/kube"
 	_ "kedge.dev/kedge/actions/pki"
+	_ "kedge.dev/kedge/actions/prometheus"
 	_ "kedge.dev/kedge/actions/render"
 	_ "kedge.dev/kedge/actions/vault"
 )

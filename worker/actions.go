@@ -15,6 +15,7 @@ import (
 	"kedge.dev/kedge/activities/guard"
 	"kedge.dev/kedge/activities/kubeapi"
 	"kedge.dev/kedge/activities/pkihost"
+	"kedge.dev/kedge/activities/promapi"
 	"kedge.dev/kedge/activities/sshhost"
 	"kedge.dev/kedge/activities/sshpool"
 	"kedge.dev/kedge/activities/tlsprobe"
@@ -26,13 +27,14 @@ import (
 	"kedge.dev/kedge/actions/host"
 	"kedge.dev/kedge/actions/kube"
 	"kedge.dev/kedge/actions/pki"
+	"kedge.dev/kedge/actions/prometheus"
 	"kedge.dev/kedge/actions/render"
 	"kedge.dev/kedge/actions/vault"
 )
 
 // implementations wires every action of the table to the function that
 // implements it. This is the one place where names meet code.
-func implementations(h *sshhost.Activities, k *kubeapi.Activities, v *vaultapi.Activities, p *pkihost.Activities, e *etcdapi.Activities) map[string]any {
+func implementations(h *sshhost.Activities, k *kubeapi.Activities, v *vaultapi.Activities, p *pkihost.Activities, e *etcdapi.Activities, pr *promapi.Activities) map[string]any {
 	return map[string]any{
 		host.PreflightAction:        h.Preflight,
 		host.LayoutAction:           h.Layout,
@@ -110,6 +112,8 @@ func implementations(h *sshhost.Activities, k *kubeapi.Activities, v *vaultapi.A
 		etcd.RestoreMemberAction:     e.RestoreMember,
 		etcd.StartControlPlaneAction: e.StartControlPlane,
 
+		prometheus.AlertsAction: pr.Alerts,
+
 		check.Action:          guard.Check,
 		certinfo.CheckAction:  tlsprobe.Check,
 		certinfo.ScanCAAction: tlsprobe.ScanCA,
@@ -133,7 +137,7 @@ func registerActions(r registry, opts Options) (*sshpool.Pool, error) {
 	pool := sshpool.New(opts.SSH)
 	hosts := &sshhost.Activities{Pool: pool, HeartbeatInterval: opts.HeartbeatInterval}
 	impls := implementations(hosts, &kubeapi.Activities{Logger: opts.Logger}, va,
-		&pkihost.Activities{Hosts: hosts, Vault: va, Lister: hosts, Secrets: va}, etcdActivities(va, opts, hosts, pool))
+		&pkihost.Activities{Hosts: hosts, Vault: va, Lister: hosts, Secrets: va}, etcdActivities(va, opts, hosts, pool), &promapi.Activities{})
 	if err := register(r, actions.All(), impls); err != nil {
 		_ = pool.Close()
 		return nil, err

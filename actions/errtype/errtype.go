@@ -69,7 +69,7 @@ const (
 // action's RetryPolicy, so the server never retries one even when an
 // activity forgot to say so.
 func NotRetried() []string {
-	return []string{InvalidInput, CheckFailed, ApprovalRejected, ApprovalTimeout, UndoFailed, NodeBusy, CredentialRefused, UnknownLayout, NodeNameMismatch, Unreadable, NotAdopted, CAWithinRenewalWindow, IssuerEnded, ForeignIssuer, ServiceAccountKeyMismatch, DrainBlocked, EtcdQuorum, EtcdMemberNotLost, EtcdUnhealthy, CAStillPresented, NotStaged, OldKeyInUse, UpgradeRefused, UpdateUnsupported, HostNotBack}
+	return []string{InvalidInput, CheckFailed, ApprovalRejected, ApprovalTimeout, UndoFailed, NodeBusy, CredentialRefused, UnknownLayout, NodeNameMismatch, Unreadable, NotAdopted, CAWithinRenewalWindow, IssuerEnded, ForeignIssuer, ServiceAccountKeyMismatch, DrainBlocked, EtcdQuorum, EtcdMemberNotLost, EtcdUnhealthy, CAStillPresented, NotStaged, OldKeyInUse, UpgradeRefused, UpdateUnsupported, HostNotBack, PrometheusRefused}
 }
 
 // Temporal.
@@ -179,4 +179,11 @@ const (
 	// DiskFull: a host's file system has less free space than the action
 	// needs before it starts (not retried).
 	DiskFull = "DiskFull"
+	// PrometheusUnreachable: Prometheus could not be reached, did not
+	// answer in time, or failed the query with a 5xx (retried).
+	PrometheusUnreachable = "PrometheusUnreachable"
+	// PrometheusRefused: the server refused the query (a 4xx), or its
+	// answer is not Prometheus's alerts API (not retried: the URL names
+	// something else).
+	PrometheusRefused = "PrometheusRefused"
 )
