@@ -189,6 +189,7 @@ func decodeStep(f string, n *yaml.Node, errs *source.Errors) (Step, *stepSource)
 					ss.rollout["delay"] = v
 				},
 				"window": func(v *yaml.Node) { s.Rollout.Window = decodeWindow(f, v, ss.rollout, errs) },
+				"alerts": func(v *yaml.Node) { s.Rollout.Alerts = decodeAlerts(f, v, ss.rollout, errs) },
 			})
 		}),
 	})
@@ -224,6 +225,37 @@ func decodeWindow(f string, v *yaml.Node, nodes map[string]*yaml.Node, errs *sou
 		},
 	})
 	return w
+}
+
+// decodeAlerts reads a rollout's alert gate: url, recheck and pauseAfter
+// strings (literals or expressions), names a list of alert names or an
+// expression. Each field's node is kept as "alerts.FIELD".
+func decodeAlerts(f string, v *yaml.Node, nodes map[string]*yaml.Node, errs *source.Errors) *RolloutAlerts {
+	a := &RolloutAlerts{}
+	nodes["alerts"] = v
+	str := func(name string, dst *string) func(*yaml.Node) {
+		return func(v *yaml.Node) {
+			nodes["alerts."+name] = v
+			*dst = source.String(f, v, "rollout.alerts."+name, errs)
+		}
+	}
+	source.Fields(f, v, "rollout.alerts", errs, map[string]func(*yaml.Node){
+		"url":        str("url", &a.URL),
+		"recheck":    str("recheck", &a.Recheck),
+		"pauseAfter": str("pauseAfter", &a.PauseAfter),
+		"names": func(v *yaml.Node) {
+			nodes["alerts.names"] = v
+			if v.Kind != yaml.SequenceNode {
+				a.Names = source.String(f, v, "rollout.alerts.names", errs)
+				return
+			}
+			a.List = []string{}
+			for i, e := range v.Content {
+				a.List = append(a.List, source.String(f, e, fmt.Sprintf("rollout.alerts.names[%d]", i), errs))
+			}
+		},
+	})
+	return a
 }
 
 func decodeWith(f string, v *yaml.Node, errs *source.Errors) (map[string]any, map[string]*yaml.Node, map[string]*yaml.Node) {

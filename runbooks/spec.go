@@ -120,7 +120,35 @@ type Rollout struct {
 	// Delay is the least time between an item's end and the next item's
 	// start (a duration or an expression).
 	Delay string `json:"delay,omitempty"`
+	// Alerts, when its url is not empty, holds the rollout while an
+	// alert of a named set fires in Prometheus: no item starts, the
+	// running ones finish, and it asks again every recheck; still firing
+	// after pauseAfter, the rollout pauses for a person.
+	Alerts *RolloutAlerts `json:"alerts,omitempty"`
 }
+
+// RolloutAlerts is a rollout's alert gate, each field a literal or an
+// expression: an empty url means none. Names is an expression giving a
+// list of alert names, or the literal list itself (List).
+type RolloutAlerts struct {
+	URL        string   `json:"url,omitempty"`
+	Names      string   `json:"names,omitempty"`
+	List       []string `json:"nameList,omitempty"` // a literal list given in YAML
+	Recheck    string   `json:"recheck,omitempty"`
+	PauseAfter string   `json:"pauseAfter,omitempty"`
+}
+
+// Defaults of a rollout's alert gate.
+const (
+	// DefaultAlertsRecheck is how often a held rollout asks again.
+	DefaultAlertsRecheck = 30 * time.Second
+	// DefaultAlertsPauseAfter is how long alerts may hold a rollout
+	// before it pauses for a person.
+	DefaultAlertsPauseAfter = 30 * time.Minute
+	// MinAlertsRecheck bounds how often a held rollout asks (each
+	// question is a few events in its history).
+	MinAlertsRecheck = time.Second
+)
 
 // RolloutWindow is a rollout's maintenance window (internal/window's
 // Spec), each field a literal or an expression: an empty schedule means

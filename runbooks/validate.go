@@ -18,6 +18,7 @@ import (
 
 	"kedge.dev/kedge/actions"
 	"kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/prometheus"
 	"kedge.dev/kedge/internal/window"
 	"kedge.dev/kedge/runbooks/expr"
 	"kedge.dev/kedge/runbooks/inventory"
@@ -368,6 +369,52 @@ func (v *validator) rollout(s Step, ss *stepSource, scope exprScope) {
 		}
 	}
 	v.rolloutPacing(s, ss, scope)
+	v.rolloutAlerts(s, ss, scope)
+}
+
+// rolloutAlerts checks a rollout's alert gate: expressions parse, and
+// literals are what they must be (a URL prometheus.CheckURL takes, alert
+// names, durations); a gate with a url names its alerts.
+func (v *validator) rolloutAlerts(s Step, ss *stepSource, scope exprScope) {
+	a := s.Rollout.Alerts
+	if a == nil {
+		return
+	}
+	literal := func(val, field string) bool {
+		if !strings.Contains(val, "${") {
+			return true
+		}
+		v.expression(val, ss.rollout[field], scope, false)
+		return false
+	}
+	if literal(a.URL, "alerts.url") && a.URL != "" {
+		if err := prometheus.CheckURL(a.URL); err != nil {
+			v.errs.Addf(v.at(ss.rollout["alerts.url"]), "step %s: rollout.alerts.url: %v", s.ID, err)
+		}
+	}
+	switch {
+	case a.Names != "":
+		if literal(a.Names, "alerts.names") {
+			v.errs.Addf(v.at(ss.rollout["alerts.names"]), "step %s: rollout.alerts.names must be a list of alert names or an expression, got %q", s.ID, a.Names)
+		}
+	case a.List != nil:
+		if err := prometheus.CheckNames(a.List); err != nil && (len(a.List) > 0 || a.URL != "") {
+			v.errs.Addf(v.at(ss.rollout["alerts.names"]), "step %s: rollout.alerts.names: %v", s.ID, err)
+		}
+	case a.URL != "":
+		v.errs.Addf(v.at(ss.rollout["alerts"]), "step %s: rollout.alerts.names is required: the alerts that hold the rollout while they fire (e.g. [KubeNodeNotReady, etcdMembersDown])", s.ID)
+	}
+	for _, f := range []struct {
+		val, name string
+		min       time.Duration
+	}{{a.Recheck, "recheck", MinAlertsRecheck}, {a.PauseAfter, "pauseAfter", 0}} {
+		if f.val == "" || !literal(f.val, "alerts."+f.name) {
+			continue
+		}
+		if d, err := time.ParseDuration(f.val); err != nil || d < f.min {
+			v.errs.Addf(v.at(ss.rollout["alerts."+f.name]), "step %s: rollout.alerts.%s %q is not a duration of at least %s (examples: 30s, 5m)", s.ID, f.name, f.val, f.min)
+		}
+	}
 }
 
 // rolloutPacing checks a rollout's delay and window: expressions parse,

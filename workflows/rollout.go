@@ -61,7 +61,13 @@ type RolloutInput struct {
 	Window *window.Spec `json:"window,omitempty"`
 	// Delay is the least time between an item's end and the next start.
 	Delay time.Duration `json:"delay,omitempty"`
-	State RolloutState  `json:"state"`
+	// Alerts, when set, is the alert gate: before an item starts the
+	// rollout asks Prometheus whether an alert of the set fires; while
+	// one does, no item starts (running ones finish), and it asks again
+	// on a durable timer; held for Alerts.PauseAfter, it pauses for a
+	// decision.
+	Alerts *plan.AlertGate `json:"alerts,omitempty"`
+	State  RolloutState    `json:"state"`
 }
 
 // RolloutState is what a rollout carries across continue-as-new.
@@ -74,6 +80,9 @@ type RolloutState struct {
 	Runs      int          `json:"runs"`
 	// LastEnd is when the last item ended (for Delay).
 	LastEnd time.Time `json:"lastEnd,omitzero"`
+	// HeldSince is when the alert gate began holding the rollout (zero:
+	// it does not), or when a decision last let it go on.
+	HeldSince time.Time `json:"heldSince,omitzero"`
 }
 
 // ItemResult is one finished item.
@@ -107,14 +116,17 @@ type RolloutResult struct {
 }
 
 type rollout struct {
-	in       RolloutInput
-	st       *RolloutState
-	running  map[string]string // item -> child workflow ID
-	order    []string          // running items in start order
-	paused   bool
-	aborting bool
-	ui       ui
-	exec     Execution // this run: decisions must name it
+	in      RolloutInput
+	st      *RolloutState
+	running map[string]string // item -> child workflow ID
+	order   []string          // running items in start order
+	paused  bool
+	// alertPause, when not empty, is why the alert gate paused the
+	// rollout (its alerts held it past pauseAfter).
+	alertPause string
+	aborting   bool
+	ui         ui
+	exec       Execution // this run: decisions must name it
 	// spend is what this run's renders of items' params may spend
 	// (nil in runs started before the budget).
 	spend *expr.Spend
@@ -173,9 +185,12 @@ func Rollout(ctx workflow.Context, in RolloutInput) (RolloutResult, error) {
 	for {
 		full := ro.st.Next-firstOfRun >= in.ItemsPerRun
 		for !ro.paused && !ro.aborting && !full && len(ro.running) < in.MaxUnavailable && ro.st.Next < len(in.Items) {
-			if open, err := ro.gate.open(ctx, sel, &ro.in, ro.st.LastEnd); err != nil {
+			if open, pause, err := ro.gate.open(ctx, sel, &ro.in); err != nil {
 				ro.ui.setStatus(ctx, searchattr.StatusFailed)
 				return RolloutResult{Done: items(ro.st.Done), Failed: items(ro.st.Failed)}, err
+			} else if pause != "" {
+				ro.paused, ro.alertPause = true, pause
+				break
 			} else if !open {
 				break
 			}
@@ -193,6 +208,11 @@ func Rollout(ctx workflow.Context, in RolloutInput) (RolloutResult, error) {
 				return ro.failed()
 			}
 			if full && !ro.paused {
+				return RolloutResult{}, workflow.NewContinueAsNewError(ctx, RolloutWorkflow, ro.in)
+			}
+			// Held by its alerts for long, each question a few events:
+			// a new run goes on holding, from the same HeldSince.
+			if ro.in.Alerts != nil && ro.gate.holding != "" && !ro.paused && longHistory(ctx) {
 				return RolloutResult{}, workflow.NewContinueAsNewError(ctx, RolloutWorkflow, ro.in)
 			}
 		}
@@ -367,6 +387,10 @@ func (ro *rollout) pauseNonce() string {
 
 // decide applies an operator's decision: continue tolerates as many new
 // failures as the original budget; abort stops and undoes.
+//
+// A rollout its alert gate paused goes on holding on continue: no item
+// starts while an alert of the set fires, and it pauses again after
+// another pauseAfter.
 func (ro *rollout) decide(d Decision) {
 	if !ro.paused {
 		return
@@ -378,7 +402,14 @@ func (ro *rollout) decide(d Decision) {
 		ro.aborting = true
 		return
 	}
-	ro.st.Budget = len(ro.st.Failed) + ro.in.FailureBudget
+	if ro.alertPause != "" {
+		ro.alertPause = ""
+		ro.st.HeldSince = d.At
+		ro.gate.holding = ""
+	}
+	if len(ro.st.Failed) > ro.st.Budget {
+		ro.st.Budget = len(ro.st.Failed) + ro.in.FailureBudget
+	}
 }
 
 // compensate undoes completed items, newest first, each under its node's
@@ -412,6 +443,9 @@ func (ro *rollout) updateDetails(ctx workflow.Context) {
 			choices += "|restore"
 		}
 		state = fmt.Sprintf("PAUSED: %d failed, over the budget of %d — kedge approve ID --decision %s", len(ro.st.Failed), ro.st.Budget, choices)
+		if ro.alertPause != "" {
+			state = fmt.Sprintf("PAUSED: %s — kedge approve ID --decision %s (continue: hold again until they clear)", ro.alertPause, choices)
+		}
 		status = searchattr.StatusPaused
 	}
 	// The items counted by state as every front end counts them
@@ -448,6 +482,9 @@ func (ro *rollout) progress() Progress {
 		p.Nonce = ro.pauseNonce()
 		p.Restore = ro.in.Restore
 		p.Error = fmt.Sprintf("paused: %d failed, budget %d", len(ro.st.Failed), ro.st.Budget)
+		if ro.alertPause != "" {
+			p.Error = "paused: " + ro.alertPause
+		}
 	}
 	p.Waiting = ro.gate.waiting
 	add := func(item, state, child, errText string) {

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,12 +10,17 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/actions/host"
+	"kedge.dev/kedge/actions/prometheus"
 	"kedge.dev/kedge/internal/window"
+	"kedge.dev/kedge/runbooks/plan"
 )
 
 const perNode = `
@@ -496,5 +502,140 @@ func TestRolloutWaitsForItsWindow(t *testing.T) {
 	}
 	if want := "waiting for the next window: Sat 02:00 UTC"; waiting != want {
 		t.Errorf("progress said %q, want %q", waiting, want)
+	}
+}
+
+// fakeAlerts stands in for prometheus.alerts: what fires at a moment of
+// the test's clock, and every question asked, by the time asked.
+type fakeAlerts struct {
+	mu     sync.Mutex
+	asked  []time.Time
+	firing func(now time.Time) ([]string, error)
+}
+
+func (a *fakeAlerts) register(env *testsuite.TestWorkflowEnvironment) {
+	env.RegisterActivityWithOptions(func(ctx context.Context, in prometheus.AlertsInput) (prometheus.AlertsResult, error) {
+		now := env.Now().UTC()
+		a.mu.Lock()
+		a.asked = append(a.asked, now)
+		a.mu.Unlock()
+		names, err := a.firing(now)
+		return prometheus.AlertsResult{Names: names}, err
+	}, activity.RegisterOptions{Name: prometheus.AlertsAction})
+}
+
+// A rollout's alert gate holds it while an alert of its set fires (and
+// while Prometheus does not answer: nothing says all is well): no item
+// starts, progress says why, it asks again on a durable timer, and goes
+// on once they clear.
+func TestRolloutHeldWhileItsAlertsFire(t *testing.T) {
+	env, f := newEnv(t)
+	start := time.Date(2026, 12, 5, 2, 0, 0, 0, time.UTC)
+	env.SetStartTime(start)
+	var mu sync.Mutex
+	started := map[string]time.Time{}
+	f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
+		if strings.HasPrefix(in.Command, "work") {
+			mu.Lock()
+			started[in.Target.Node] = env.Now().UTC()
+			mu.Unlock()
+		}
+		return host.RunResult{}, nil
+	}
+	clears := start.Add(10 * time.Minute)
+	alerts := &fakeAlerts{firing: func(now time.Time) ([]string, error) {
+		switch {
+		case now.Before(start.Add(2 * time.Minute)):
+			return nil, temporal.NewApplicationError("dial tcp: connection refused", errtype.PrometheusUnreachable)
+		case now.Before(clears):
+			return []string{"NodeDown"}, nil
+		}
+		return []string{}, nil
+	}}
+	alerts.register(env)
+	in := input(t, perNode, map[string]any{"node": "x"})
+	ri := RolloutInput{Step: "swap", Runbook: in.Runbook, Cluster: in.Cluster, Items: []string{"controller-1", "worker-1", "worker-2"},
+		With: map[string]any{"node": "${ item }"}, Vars: map[string]any{"params": map[string]any{}}, MaxUnavailable: 1,
+		Alerts: &plan.AlertGate{URL: "http://prometheus:9090", Names: []string{"NodeDown"}, Recheck: time.Minute, PauseAfter: time.Hour}}
+	waiting := map[time.Duration]string{}
+	for _, at := range []time.Duration{time.Minute, 5 * time.Minute} {
+		env.RegisterDelayedCallback(func() { waiting[at] = progress(t, env).Waiting }, at)
+	}
+	asChild(env)
+	env.ExecuteWorkflow(Rollout, ri)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("rollout failed: %v", err)
+	}
+	for node, at := range started {
+		if at.Before(clears) {
+			t.Errorf("%s started at %s, while its alerts fired (until %s)", node, at.Format("15:04:05"), clears.Format("15:04:05"))
+		}
+	}
+	if len(started) != 3 {
+		t.Errorf("started %v, want every item", started)
+	}
+	if w := waiting[time.Minute]; !strings.Contains(w, "held: alerts unknown: ") || !strings.Contains(w, "connection refused") {
+		t.Errorf("progress at 1m said %q, want the alerts unknown", w)
+	}
+	if want := "held: alerts firing: NodeDown (since 02:00:"; !strings.HasPrefix(waiting[5*time.Minute], want) {
+		t.Errorf("progress at 5m said %q, want it to start %q", waiting[5*time.Minute], want)
+	}
+	// Asked once a minute while held (each unanswered question three
+	// times, seconds apart), and once before each item after: 6 + 8 + 3.
+	alerts.mu.Lock()
+	defer alerts.mu.Unlock()
+	if n := len(alerts.asked); n != 17 {
+		t.Errorf("asked %d times: %v", n, alerts.asked)
+	}
+}
+
+// Alerts that hold a rollout past pauseAfter pause it for a decision;
+// continue holds again until they clear, then the items go on.
+func TestRolloutPausesWhenItsAlertsFireTooLong(t *testing.T) {
+	env, f := newEnv(t)
+	start := time.Date(2026, 12, 5, 2, 0, 0, 0, time.UTC)
+	env.SetStartTime(start)
+	var mu sync.Mutex
+	var works []time.Time
+	f.run = func(in host.RunInput, attempt int32) (host.RunResult, error) {
+		if strings.HasPrefix(in.Command, "work") {
+			mu.Lock()
+			works = append(works, env.Now().UTC())
+			mu.Unlock()
+		}
+		return host.RunResult{}, nil
+	}
+	clears := start.Add(20 * time.Minute)
+	alerts := &fakeAlerts{firing: func(now time.Time) ([]string, error) {
+		if now.Before(clears) {
+			return []string{"EtcdDown", "NodeDown"}, nil
+		}
+		return []string{}, nil
+	}}
+	alerts.register(env)
+	in := input(t, perNode, map[string]any{"node": "x"})
+	ri := RolloutInput{Step: "swap", Runbook: in.Runbook, Cluster: in.Cluster, Items: []string{"worker-1", "worker-2"},
+		With: map[string]any{"node": "${ item }"}, Vars: map[string]any{"params": map[string]any{}}, MaxUnavailable: 1,
+		Alerts: &plan.AlertGate{URL: "http://prometheus:9090", Names: []string{"NodeDown", "EtcdDown"}, Recheck: time.Minute, PauseAfter: 10 * time.Minute}}
+	var paused Progress
+	var u updateResult
+	env.RegisterDelayedCallback(func() {
+		paused = progress(t, env)
+		env.UpdateWorkflow(DecideUpdate, "1", &u, bind(t, env, Decision{Decision: DecisionContinue, By: "bob"}))
+	}, 15*time.Minute)
+	asChild(env)
+	env.ExecuteWorkflow(Rollout, ri)
+	if err := env.GetWorkflowError(); err != nil || u.err != nil {
+		t.Fatalf("rollout: %v (decision %v)", err, u.err)
+	}
+	if paused.State != StateWaiting || paused.Nonce == "" || !strings.HasPrefix(paused.Error, "paused: alerts firing: EtcdDown, NodeDown, holding for 10m0s") {
+		t.Errorf("at 15m: state %s, error %q, want paused for the alerts", paused.State, paused.Error)
+	}
+	var res RolloutResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Done, []string{"worker-1", "worker-2"}) || len(works) != 2 || works[0].Before(clears) {
+		t.Errorf("result %+v, items worked at %v (alerts cleared at %s)", res, works, clears.Format("15:04:05"))
 	}
 }

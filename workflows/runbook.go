@@ -571,7 +571,7 @@ func (r *run) runRollout(ctx workflow.Context, i int, vars map[string]any) error
 		With: s.spec.With, Vars: vars, MaxUnavailable: ro.MaxUnavailable, FailureBudget: ro.FailureBudget,
 		PauseWhenEveryItemFailed: s.spec.Rollout.EveryItemFailed == runbooks.EveryItemFailedPause,
 		Restore:                  r.rb.HasRestore() && s.spec.Phase != runbooks.PhaseRestore,
-		Window:                   ro.Window, Delay: ro.Delay,
+		Window:                   ro.Window, Delay: ro.Delay, Alerts: ro.Alerts,
 	}).Get(ctx, &res)
 	s.outputs = map[string]any{"done": toAny(res.Done), "failed": toAny(res.Failed)}
 	if err != nil {

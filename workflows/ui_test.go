@@ -311,6 +311,7 @@ func TestActivitySummaries(t *testing.T) {
 		{"etcd.start-control-plane", "controller-1", map[string]any{"component": "kube-apiserver"}, "start the API server on controller-1 (step drain)"},
 		{"kube.upgrade-plan", "", map[string]any{"version": "v1.36.3", "layouts": map[string]any{}}, "plan the upgrade to v1.36.3 (step drain)"},
 		{"render.set-image", "", map[string]any{"manifest": "SECRET", "container": "kube-apiserver", "tag": "v1.36.3"}, "set the image's tag of kube-apiserver (step drain)"},
+		{"prometheus.alerts", "", map[string]any{"url": "http://SECRET:9090", "names": []any{"NodeDown", "EtcdDown"}}, "ask Prometheus which of 2 alerts fire (step drain)"},
 	} {
 		a, ok := actions.Lookup(c.action)
 		if !ok {

@@ -48,7 +48,7 @@ func init() {
 	spec.Register(spec.Row{Name: AlertsAction,
 		Doc: "list the alerts of a given set that fire in a Prometheus server (its /api/v1/alerts): name, labels and since when",
 		In:  AlertsInput{}, Out: AlertsResult{}, Timeout: time.Minute,
-		Summary: `ask {{.In "url"}} which of {{.Count "names" "alert"}} fire`})
+		Summary: `ask Prometheus which of {{.Count "names" "alert"}} fire`})
 }
 
 // CheckURL checks a Prometheus base URL as the action takes it:
@@ -57,12 +57,15 @@ func init() {
 // names the API's path itself), no query or fragment.
 func CheckURL(raw string) error {
 	u, err := url.Parse(raw)
+	if err != nil {
+		// Not echoed: what does not parse may hold a password.
+		return fmt.Errorf("the prometheus url does not parse: want http(s)://HOST[:PORT]")
+	}
 	bad := func(why string) error {
-		return fmt.Errorf("prometheus url %q %s: want http(s)://HOST[:PORT]", raw, why)
+		// A password it carries is masked.
+		return fmt.Errorf("prometheus url %q %s: want http(s)://HOST[:PORT]", u.Redacted(), why)
 	}
 	switch {
-	case err != nil:
-		return bad("does not parse")
 	case u.Scheme != "http" && u.Scheme != "https":
 		return bad("is not http or https")
 	case u.Opaque != "" || u.Host == "" || u.Hostname() == "" || strings.ContainsAny(raw, " \t\r\n"):

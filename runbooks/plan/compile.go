@@ -63,6 +63,8 @@ type Step struct {
 	// A rollout's window and the delay between its items.
 	Window *window.Spec `json:"window,omitempty"`
 	Delay  string       `json:"delay,omitempty"`
+	// A rollout's alert gate.
+	Alerts *AlertGate `json:"alerts,omitempty"`
 }
 
 // Item is one item of a rollout and the plan of its runbook there.
@@ -211,6 +213,15 @@ func (sc Scope) actionStep(ps *Step, s runbooks.Step, vars map[string]any, secre
 
 func (sc Scope) rolloutStep(ps *Step, s runbooks.Step, vars map[string]any, secrets []string) error {
 	ro := s.Rollout
+	// The alert gate is checked even when the items wait for an earlier
+	// step: a bad URL stops the run before it starts.
+	if a := ro.Alerts; a != nil && !readsSteps([]any{a.URL, a.Names, a.Recheck, a.PauseAfter}) {
+		g, err := RolloutAlerts(*a, vars)
+		if err != nil {
+			return fmt.Errorf("rollout: alerts: %w", err)
+		}
+		ps.Alerts = g
+	}
 	if readsSteps(ro.Over) || readsSteps(ro.MaxUnavailable) || readsSteps(ro.FailureBudget) || readsSteps(ro.Delay) || (ro.Window != nil && readsSteps([]any{ro.Window.Schedule, ro.Window.Duration, ro.Window.TimeZone, ro.Window.Blackouts})) {
 		ps.Deferred = "items come from an earlier step's outputs"
 		return nil
@@ -219,7 +230,7 @@ func (sc Scope) rolloutStep(ps *Step, s runbooks.Step, vars map[string]any, secr
 	if err != nil {
 		return fmt.Errorf("rollout: %w", err)
 	}
-	ps.Hosts, ps.MaxUnavailable, ps.FailureBudget, ps.Window = r.Items, r.MaxUnavailable, r.FailureBudget, r.Window
+	ps.Hosts, ps.MaxUnavailable, ps.FailureBudget, ps.Window, ps.Alerts = r.Items, r.MaxUnavailable, r.FailureBudget, r.Window, r.Alerts
 	if r.Delay > 0 {
 		ps.Delay = r.Delay.String()
 	}

@@ -45,6 +45,9 @@ func writeSteps(w io.Writer, p *Plan, indent string) {
 			if s.Delay != "" {
 				what += ", " + s.Delay + " between items"
 			}
+			if a := s.Alerts; a != nil {
+				what += fmt.Sprintf(", held while %s fire in %s (asked again every %s, pausing after %s)", strings.Join(a.Names, ", "), a.URL, a.Recheck, a.PauseAfter)
+			}
 		case "approval":
 			what = fmt.Sprintf("approval %q", s.Prompt)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"kedge.dev/kedge/actions"
+	"kedge.dev/kedge/actions/prometheus"
 	"kedge.dev/kedge/actions/target"
 	"kedge.dev/kedge/internal/window"
 	"kedge.dev/kedge/runbooks"
@@ -236,6 +237,19 @@ type Rollout struct {
 	Window *window.Spec
 	// Delay is the least time between an item's end and the next start.
 	Delay time.Duration
+	// Alerts is the alert gate (nil: none), checked.
+	Alerts *AlertGate
+}
+
+// AlertGate is a rollout's alert gate, resolved: before an item starts,
+// the rollout asks the Prometheus server at URL whether an alert of Names
+// fires; while one does no item starts and it asks again every Recheck;
+// held for PauseAfter, it pauses for a person.
+type AlertGate struct {
+	URL        string        `json:"url"`
+	Names      []string      `json:"names"`
+	Recheck    time.Duration `json:"recheck"`
+	PauseAfter time.Duration `json:"pauseAfter"`
 }
 
 // Rollout evaluates a rollout step's `over`, maxUnavailable and
@@ -282,7 +296,75 @@ func (sc Scope) Rollout(step runbooks.Step, vars map[string]any) (Rollout, error
 			return ro, fmt.Errorf("window: %w", err)
 		}
 	}
+	if step.Rollout.Alerts != nil {
+		if ro.Alerts, err = RolloutAlerts(*step.Rollout.Alerts, vars); err != nil {
+			return ro, fmt.Errorf("alerts: %w", err)
+		}
+	}
 	return ro, nil
+}
+
+// RolloutAlerts evaluates a rollout's alert gate; an empty url is no
+// gate (nil). The gate is checked here, so that a bad URL or no alert
+// names stops the run before it starts.
+func RolloutAlerts(a runbooks.RolloutAlerts, vars map[string]any) (*AlertGate, error) {
+	str := func(src, field string) (string, error) {
+		v, err := expr.RenderValue(src, vars)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", field, err)
+		}
+		return expr.Stringify(v), nil
+	}
+	url, err := str(a.URL, "url")
+	if err != nil || url == "" {
+		return nil, err
+	}
+	if err := prometheus.CheckURL(url); err != nil {
+		return nil, err
+	}
+	g := &AlertGate{URL: url, Names: slices.Clone(a.List), Recheck: runbooks.DefaultAlertsRecheck, PauseAfter: runbooks.DefaultAlertsPauseAfter}
+	if a.Names != "" {
+		v, err := expr.RenderValue(a.Names, vars)
+		if err != nil {
+			return nil, fmt.Errorf("names: %w", err)
+		}
+		switch x := v.(type) {
+		case []any:
+			for _, e := range x {
+				g.Names = append(g.Names, expr.Stringify(e))
+			}
+		case string:
+			for _, e := range strings.Split(x, ",") {
+				if e = strings.TrimSpace(e); e != "" {
+					g.Names = append(g.Names, e)
+				}
+			}
+		default:
+			return nil, fmt.Errorf("names gave %v, not a list of alert names", v)
+		}
+	}
+	if err := prometheus.CheckNames(g.Names); err != nil {
+		return nil, err
+	}
+	for _, f := range []struct {
+		src, name string
+		dst       *time.Duration
+		min       time.Duration
+	}{{a.Recheck, "recheck", &g.Recheck, runbooks.MinAlertsRecheck}, {a.PauseAfter, "pauseAfter", &g.PauseAfter, 0}} {
+		if f.src == "" {
+			continue
+		}
+		v, err := str(f.src, f.name)
+		if err != nil {
+			return nil, err
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < f.min {
+			return nil, fmt.Errorf("%s %q is not a duration of at least %s (examples: 30s, 5m)", f.name, v, f.min)
+		}
+		*f.dst = d
+	}
+	return g, nil
 }
 
 // rolloutDelay evaluates a rollout's delay.
