@@ -18,8 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"kedge.dev/kedge/actions/prometheus"
 	"kedge.dev/kedge/integration/controlplane"
 	"kedge.dev/kedge/integration/lab"
+	"kedge.dev/kedge/integration/promlab"
 	"kedge.dev/kedge/integration/testhosts"
 	"kedge.dev/kedge/workflows"
 )
@@ -370,4 +372,133 @@ func itemsIn(p workflows.Progress, state string) []string {
 		}
 	}
 	return out
+}
+
+// osupAlertRules alert on the gauge the test flips, at once (for: 0s),
+// beside an alert that always fires and is named in no gate (a deadman
+// switch, as kube-prometheus ships one).
+const osupAlertRules = `groups:
+  - name: osup
+    rules:
+      - alert: OsupNodeDown
+        expr: osup_node_down > 0
+        for: 0s
+      - alert: OsupWatchdog
+        expr: vector(1)
+`
+
+// The wave's alert gate against a real Prometheus scraping a gauge the
+// test flips: while OsupNodeDown fires no node starts (none cordoned,
+// none rebooted) and progress says why; held past alertsPauseAfter the
+// wave pauses for a person; the alert cleared and the pause continued,
+// the wave goes on and both nodes reboot once. An alert outside the set
+// (OsupWatchdog) holds nothing. A URL with user information, a path or
+// another scheme is refused before anything starts.
+func TestOSUpdateHeldWhileAlertsFire(t *testing.T) {
+	mainLane.join(t)
+	cp, l, inv, nodes := osUpdateLab(t)
+	ctx := t.Context()
+	gauge := promlab.ServeGauges(t)
+	gauge.Set("osup_node_down", 1)
+	prom := promlab.StartT(t, promlab.Options{Rules: osupAlertRules, Targets: []string{gauge.Target}})
+	if err := prom.WaitFiring(ctx, 30*time.Second, "OsupNodeDown", "OsupWatchdog"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Refused before anything starts: the URL names no Prometheus base.
+	for _, bad := range []string{"http://kedge:s3cret@" + strings.TrimPrefix(prom.URL, "http://"), prom.URL + "/api/v1/admin/tsdb/delete_series", "file:///etc/kedge/codec.key"} {
+		out, errOut, code := kedge(t, "run", "os-update", "--inventory", inv, "--output", "json", "--set", "nodes="+nodes[1],
+			"--set", "ignoreWindow=true", "--set", "alertsUrl="+bad, "--set", "alerts=OsupNodeDown")
+		if code == 0 || strings.Contains(out, "workflowId") || !strings.Contains(errOut, "alerts") || strings.Contains(errOut, "s3cret") {
+			t.Errorf("alertsUrl=%s: exit %d, stdout %q, stderr %q: want a refusal naming the alert gate, no password", bad, code, out, errOut)
+		}
+	}
+
+	// The hosts' next update: a newer kernel, so that each needs a reboot.
+	const kernel = "6.1.0-23-amd64"
+	for _, h := range l.Hosts {
+		if err := h.OfferUpdate(testhosts.Update{Packages: []testhosts.Package{
+			{Name: "linux-image-amd64", Version: "6.1.99-1", Depends: []string{"linux-image-" + kernel}},
+			{Name: "linux-image-" + kernel, Version: "6.1.99-1"},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	picked := []int{1, 2}
+	boots := map[int]int{}
+	for _, i := range picked {
+		boots[i] = l.Hosts[i].Boots()
+	}
+	started := time.Now()
+	out, errOut, code := kedge(t, "run", "os-update", "--inventory", inv, "--output", "json",
+		"--set", "nodes="+nodes[1]+","+nodes[2], "--set", "ignoreWindow=true", "--set", "approveFirst=false",
+		"--set", "alertsUrl="+prom.URL, "--set", "alerts=OsupNodeDown,OsupEtcdDown",
+		"--set", "alertsRecheck=1s", "--set", "alertsPauseAfter=15s")
+	if code != 0 {
+		t.Fatalf("kedge run os-update: exit %d: %s %s", code, out, errOut)
+	}
+	id := runID(t, out)
+	rollout := workflows.ChildWorkflowID(id, "first")
+	var held workflows.Progress
+	eventually(t, time.Minute, "the first wave held by the alert", func() bool {
+		p, ok := progressOf(t, rollout)
+		held = p
+		return ok && strings.Contains(p.Waiting, "alerts firing: OsupNodeDown")
+	})
+	// Held, it asks again every second: a few questions, and still nothing
+	// started.
+	eventually(t, 30*time.Second, "three questions to Prometheus", func() bool {
+		n := 0
+		for _, a := range scheduledActivities(t, world.client, rollout, "") {
+			if a == prometheus.AlertsAction {
+				n++
+			}
+		}
+		return n >= 3
+	})
+	var paused workflows.Progress
+	eventually(t, time.Minute, "the wave to pause after 15 s of alerts", func() bool {
+		p, ok := progressOf(t, rollout)
+		paused = p
+		return ok && p.State == workflows.StateWaiting && p.Nonce != ""
+	})
+	heldFor := time.Since(started)
+	if !strings.HasPrefix(held.Waiting, "held: alerts firing: OsupNodeDown (since ") || len(runningItems(held)) != 0 {
+		t.Errorf("held: waiting %q, running %v", held.Waiting, runningItems(held))
+	}
+	if !strings.HasPrefix(paused.Error, "paused: alerts firing: OsupNodeDown, holding for ") || len(runningItems(paused)) != 0 || len(pendingItems(paused)) != 1 {
+		t.Errorf("paused: error %q, running %v, pending %v", paused.Error, runningItems(paused), pendingItems(paused))
+	}
+	for _, i := range picked {
+		if got := l.Hosts[i].Boots(); got != boots[i] {
+			t.Errorf("%s rebooted while its alert fired", nodes[i])
+		}
+		node, err := cp.Client.CoreV1().Nodes().Get(ctx, nodes[i], metav1.GetOptions{})
+		if err != nil || node.Spec.Unschedulable {
+			t.Errorf("%s cordoned (%v) while its alert fired", nodes[i], err)
+		}
+	}
+
+	// Cleared, and the pause continued: the wave goes on.
+	gauge.Set("osup_node_down", 0)
+	if err := prom.WaitFiring(ctx, 30*time.Second, "OsupWatchdog"); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := kedge(t, "approve", rollout, "--decision", "continue"); code != 0 {
+		t.Fatalf("continue: exit %d: %s", code, errOut)
+	}
+	cleared := time.Now()
+	if err := waitClosed(t, id, 3*time.Minute); err != nil {
+		p, _ := progressOf(t, rollout)
+		t.Fatalf("os-update failed: %v\n%+v", err, p)
+	}
+	for _, i := range picked {
+		if got := l.Hosts[i].Boots() - boots[i]; got != 1 {
+			t.Errorf("%s rebooted %d times, want 1", nodes[i], got)
+		}
+		if k, err := l.Hosts[i].ReadFile("/proc/sys/kernel/osrelease"); err != nil || strings.TrimSpace(string(k)) != kernel {
+			t.Errorf("%s runs kernel %q (%v), want %s", nodes[i], k, err, kernel)
+		}
+	}
+	t.Logf("held %s by the alert, then paused (%q); after continue, 2 nodes updated in %s", heldFor.Round(100*time.Millisecond), paused.Error, time.Since(cleared).Round(100*time.Millisecond))
 }
