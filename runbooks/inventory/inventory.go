@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"kedge.dev/kedge/actions/etcd"
+	"kedge.dev/kedge/actions/prometheus"
 	"kedge.dev/kedge/actions/target"
 	"kedge.dev/kedge/internal/window"
 	"kedge.dev/kedge/runbooks/source"
@@ -54,6 +55,19 @@ type Cluster struct {
 	// Maintenance is the cluster's maintenance window: when disruptive
 	// rollouts that honour it (os-update) may start a node.
 	Maintenance *window.Spec `json:"maintenance,omitempty"`
+	// Alerts hold rollouts that honour them (os-update): no node starts
+	// while one of them fires in the cluster's Prometheus.
+	Alerts *Alerts `json:"alerts,omitempty"`
+}
+
+// Alerts is the cluster's Prometheus and the alerts that hold disruptive
+// rollouts while they fire.
+type Alerts struct {
+	// URL is the Prometheus server, http(s)://HOST[:PORT]
+	// (prometheus.CheckURL).
+	URL string `json:"url"`
+	// Names are the alert names (alertname) that hold a rollout.
+	Names []string `json:"names"`
 }
 
 // Backup is one backup destination: a directory on the worker
@@ -335,6 +349,7 @@ func Decode(doc source.Document) (*Cluster, error) {
 		},
 		"backups":     d.backups,
 		"maintenance": d.maintenance,
+		"alerts":      d.alerts,
 		"controllers": d.nodeList(RoleController),
 		"workers":     d.nodeList(RoleWorker),
 	})
@@ -504,6 +519,37 @@ func (d *decoder) maintenance(v *yaml.Node) {
 		return
 	}
 	d.c.Maintenance = &w
+}
+
+// alerts reads the alerts section: the Prometheus URL and the alert
+// names, both required and checked as prometheus.alerts checks them, an
+// error at the field it is about.
+func (d *decoder) alerts(v *yaml.Node) {
+	f, errs := d.f, &d.errs
+	var a Alerts
+	var urlAt, namesAt *yaml.Node
+	source.Fields(f, v, "alerts", errs, map[string]func(*yaml.Node){
+		"url":   func(v *yaml.Node) { a.URL, urlAt = source.String(f, v, "alerts.url", errs), v },
+		"names": func(v *yaml.Node) { a.Names, namesAt = source.Strings(f, v, "alerts.names", errs), v },
+	})
+	ok := true
+	if urlAt == nil {
+		errs.Addf(source.At(f, v), "alerts.url is required (the cluster's Prometheus, e.g. http://prometheus.example:9090)")
+		ok = false
+	} else if err := prometheus.CheckURL(a.URL); err != nil {
+		errs.Addf(source.At(f, urlAt), "alerts.url: %v", err)
+		ok = false
+	}
+	if namesAt == nil {
+		errs.Addf(source.At(f, v), "alerts.names is required (the alerts that hold a rollout, e.g. [KubeNodeNotReady, etcdMembersDown])")
+		ok = false
+	} else if err := prometheus.CheckNames(a.Names); err != nil {
+		errs.Addf(source.At(f, namesAt), "alerts.names: %v", err)
+		ok = false
+	}
+	if ok {
+		d.c.Alerts = &a
+	}
 }
 
 // backups reads the backups section: destinations by name, each checked

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"kedge.dev/kedge/runbooks"
+	"kedge.dev/kedge/runbooks/inventory"
 )
 
 // The alert gate as os-update writes it, from params: no url is no gate;
@@ -38,6 +39,52 @@ func TestRolloutAlerts(t *testing.T) {
 	} {
 		if _, err := RolloutAlerts(gate, vars(c.url, c.names, c.recheck)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %v %s: %v, want %q", c.url, c.names, c.recheck, err, c.want)
+		}
+	}
+}
+
+// os-update's waves take the inventory's alerts unless the params name
+// others; ignoreAlerts drops the gate; a bad alertsUrl stops the run
+// before it starts.
+func TestOSUpdateTakesTheInventorysAlerts(t *testing.T) {
+	cluster := testCluster(t)
+	rb, children := load(t, "os-update", cluster)
+	gateOf := func(params map[string]any, c *inventory.Cluster) (*AlertGate, error) {
+		p, err := Compile(rb, children, params, c)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range p.Steps {
+			if s.ID == "first" {
+				return s.Alerts, nil
+			}
+		}
+		t.Fatal("no step first")
+		return nil, nil
+	}
+	if g, err := gateOf(nil, cluster); g != nil || err != nil {
+		t.Errorf("no alerts anywhere: %+v, %v", g, err)
+	}
+	withAlerts := *cluster
+	withAlerts.Alerts = &inventory.Alerts{URL: "http://prometheus.example:9090", Names: []string{"KubeNodeNotReady"}}
+	g, err := gateOf(nil, &withAlerts)
+	if err != nil || g == nil || g.URL != "http://prometheus.example:9090" || !slices.Equal(g.Names, []string{"KubeNodeNotReady"}) ||
+		g.Recheck != 30*time.Second || g.PauseAfter != 30*time.Minute {
+		t.Errorf("the inventory's: %+v, %v", g, err)
+	}
+	g, err = gateOf(map[string]any{"alertsUrl": "https://other.example", "alerts": "NodeDown,EtcdDown", "alertsPauseAfter": "0s"}, &withAlerts)
+	if err != nil || g == nil || g.URL != "https://other.example" || !slices.Equal(g.Names, []string{"NodeDown", "EtcdDown"}) || g.PauseAfter != 0 {
+		t.Errorf("the params': %+v, %v", g, err)
+	}
+	if g, err := gateOf(map[string]any{"ignoreAlerts": true}, &withAlerts); g != nil || err != nil {
+		t.Errorf("ignoreAlerts: %+v, %v", g, err)
+	}
+	for _, bad := range []map[string]any{
+		{"alertsUrl": "http://prometheus.example:9090/graph", "alerts": "NodeDown"},
+		{"alertsUrl": "http://prometheus.example:9090"},
+	} {
+		if _, err := gateOf(bad, cluster); err == nil || !strings.Contains(err.Error(), "alerts") {
+			t.Errorf("%v: %v, want it refused", bad, err)
 		}
 	}
 }

@@ -53,6 +53,7 @@ func ClusterVar(c *inventory.Cluster) map[string]any {
 		"kubernetes":  KubernetesVar(c),
 		"backups":     backupNames(c),
 		"maintenance": MaintenanceVar(c),
+		"alerts":      AlertsVar(c),
 	}
 }
 
@@ -68,6 +69,21 @@ func MaintenanceVar(c *inventory.Cluster) map[string]any {
 			b[i] = d
 		}
 		m["blackouts"] = b
+	}
+	return m
+}
+
+// AlertsVar is the inventory's alerts section as expressions see it
+// (cluster.alerts): url a string and names a list, both present, empty
+// when unset.
+func AlertsVar(c *inventory.Cluster) map[string]any {
+	m := map[string]any{"url": "", "names": []any{}}
+	if a := c.Alerts; a != nil {
+		names := make([]any, len(a.Names))
+		for i, n := range a.Names {
+			names[i] = n
+		}
+		m["url"], m["names"] = a.URL, names
 	}
 	return m
 }
