@@ -63,12 +63,17 @@ type Pause struct {
 	Target string `json:"t"` // the workflow the decision goes to
 	Step   string `json:"s"` // the approval step, or the rollout's step
 	// Seq tells pauses of one rollout apart: the number of failed items
-	// when it paused. A button of an earlier pause never decides a later one.
+	// when it paused, or, for a pause of its alert gate, minus that
+	// pause's number. A button of an earlier pause never decides a later
+	// one.
 	Seq    int      `json:"q,omitempty"`
 	Prompt string   `json:"-"` // the approval's prompt, or why the rollout paused
 	Failed []string `json:"-"` // a paused rollout's failed items, "node: error"
 	// Restore: the paused rollout also takes workflows.DecisionRestore.
 	Restore bool `json:"-"`
+	// Alerts: the rollout's alert gate paused it (its alerts held it
+	// past pauseAfter), not its failure budget.
+	Alerts bool `json:"-"`
 }
 
 // Same says whether two pauses are the same decision point.
@@ -116,6 +121,9 @@ func rolloutPause(st workflows.StepProgress, cp workflows.Progress) Pause {
 		}
 	}
 	pa.Seq = len(pa.Failed)
+	if cp.AlertPause > 0 {
+		pa.Alerts, pa.Seq = true, -cp.AlertPause
+	}
 	return pa
 }
 

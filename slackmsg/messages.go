@@ -67,9 +67,12 @@ func StepLines(v workflows.View) []string {
 // buttons, and Restore where the pause takes it.
 func PauseMessage(in workflows.ChatFollowInput, p runs.Pause) *slack.WebhookMessage {
 	var text string
-	switch p.Kind {
-	case runs.PauseApproval:
+	switch {
+	case p.Kind == runs.PauseApproval:
 		text = fmt.Sprintf("%s *%s* on *%s* waits for approval at `%s`: %s", workflows.StateEmoji(workflows.StateWaiting),
+			Esc(in.Runbook), Esc(in.Cluster), Esc(p.Step), Esc(p.Prompt))
+	case p.Kind == runs.PauseRollout && p.Alerts:
+		text = fmt.Sprintf("%s *%s* on *%s* is paused: its alerts held the rollout `%s` too long (%s); Continue holds it again until they clear", workflows.StateEmoji(workflows.StateWaiting),
 			Esc(in.Runbook), Esc(in.Cluster), Esc(p.Step), Esc(p.Prompt))
 	default:
 		text = fmt.Sprintf("%s *%s* on *%s* is paused: the rollout `%s` is over its failure budget (%s)", workflows.StateEmoji(workflows.StateWaiting),

@@ -190,11 +190,11 @@ func approveCommand() *cli.Command {
 		Usage: "decide at an approval step or a paused rollout, in the run or any of its child runbooks",
 		Description: "WORKFLOW_ID is the run a person started (or any workflow under it). The decision goes to\n" +
 			"the approval step waiting anywhere under it (name it with --step when several wait), or with\n" +
-			"continue/abort to the rollout paused at its failure budget.",
+			"continue/abort to the rollout paused at its failure budget or by its alert gate.",
 		ArgsUsage: "WORKFLOW_ID",
 		Flags: append([]cli.Flag{outputFlag,
 			&cli.StringFlag{Name: "step", Usage: "the approval step `ID` (default: the only one waiting)"},
-			&cli.StringFlag{Name: "decision", Value: workflows.DecisionApprove, Usage: "approve or reject (an approval step); continue or abort (a rollout paused at its failure budget), or restore where the runbook has restore steps (abort, then they run); release (--step NODE: free the FleetLock slot of a node whose drain failed or that is not back)"},
+			&cli.StringFlag{Name: "decision", Value: workflows.DecisionApprove, Usage: "approve or reject (an approval step); continue or abort (a rollout paused at its failure budget or by its alert gate: continue holds it again until the alerts clear), or restore where the runbook has restore steps (abort, then they run); release (--step NODE: free the FleetLock slot of a node whose drain failed or that is not back)"},
 			&cli.StringFlag{Name: "comment", Usage: "why"},
 			&cli.StringFlag{Name: "by", Usage: "who decides (default: the current user)"},
 		}, temporalFlags()...),

@@ -119,7 +119,10 @@ func wrapWords(text string, width int) []string {
 // and what it does: a pause, retries, the error, a decision, the undo.
 func rowNotes(r workflows.Row, id string) string {
 	var b strings.Builder
-	if r.Paused {
+	switch {
+	case r.Paused && r.Waiting != "":
+		fmt.Fprintf(&b, " — PAUSED (%s): kedge approve %s --decision continue|abort", r.Waiting, id)
+	case r.Paused:
 		fmt.Fprintf(&b, " — PAUSED at its failure budget: kedge approve %s --decision continue|abort", id)
 	}
 	if r.Waiting != "" && !r.Paused {

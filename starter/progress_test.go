@@ -173,6 +173,18 @@ func TestRolloutStepLineCountsItemsAndShowsThePause(t *testing.T) {
 	}
 }
 
+// A rollout its alert gate paused says why, not its failure budget.
+func TestRolloutStepLineShowsWhyItsAlertsPausedIt(t *testing.T) {
+	s := workflows.StepProgress{ID: "workers", Kind: "rollout", State: workflows.StateRunning, Child: "swap/workers", Paused: true,
+		Waiting: "alerts firing: NodeDown, holding for 30m0s (pauseAfter 30m0s)",
+		Items:   []workflows.StepProgress{{ID: "w-1", State: workflows.StatePending}}}
+	got, _ := rowLine(workflows.NewView(workflows.Progress{Steps: []workflows.StepProgress{s}}, workflows.ViewOptions{}).Rows[0], "swap")
+	want := "PAUSED (alerts firing: NodeDown, holding for 30m0s (pauseAfter 30m0s)): kedge approve swap --decision continue|abort"
+	if !strings.Contains(got, want) || strings.Contains(got, "failure budget") {
+		t.Errorf("line %q, want %q", got, want)
+	}
+}
+
 // A waiting approval's line clips its prompt to 80 characters; the
 // whole prompt follows it, wrapped, for the operator to decide on.
 func TestWaitingApprovalShowsItsWholePrompt(t *testing.T) {

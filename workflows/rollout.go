@@ -487,6 +487,9 @@ func (ro *rollout) progress() Progress {
 		}
 	}
 	p.Waiting = ro.gate.waiting
+	if ro.paused && ro.alertPause != "" {
+		p.Waiting, p.AlertPause = ro.alertPause, len(ro.st.Decisions)+1
+	}
 	add := func(item, state, child, errText string) {
 		p.Steps = append(p.Steps, StepProgress{ID: item, Kind: "runbook", State: state, Child: child, LastError: errText, Attempts: 1})
 	}

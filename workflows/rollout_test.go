@@ -628,8 +628,9 @@ func TestRolloutPausesWhenItsAlertsFireTooLong(t *testing.T) {
 	if err := env.GetWorkflowError(); err != nil || u.err != nil {
 		t.Fatalf("rollout: %v (decision %v)", err, u.err)
 	}
-	if paused.State != StateWaiting || paused.Nonce == "" || !strings.HasPrefix(paused.Error, "paused: alerts firing: EtcdDown, NodeDown, holding for 10m0s") {
-		t.Errorf("at 15m: state %s, error %q, want paused for the alerts", paused.State, paused.Error)
+	if paused.State != StateWaiting || paused.Nonce == "" || !strings.HasPrefix(paused.Error, "paused: alerts firing: EtcdDown, NodeDown, holding for 10m0s") ||
+		paused.AlertPause != 1 || !strings.HasPrefix(paused.Waiting, "alerts firing: EtcdDown, NodeDown") {
+		t.Errorf("at 15m: state %s, error %q, waiting %q, alert pause %d: want paused for the alerts", paused.State, paused.Error, paused.Waiting, paused.AlertPause)
 	}
 	var res RolloutResult
 	if err := env.GetWorkflowResult(&res); err != nil {

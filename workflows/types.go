@@ -89,8 +89,12 @@ type Progress struct {
 	Steps     []StepProgress `json:"steps"`
 	// Waiting says why a rollout starts no item now although it could:
 	// its window is closed ("waiting for the next window: Sat 02:00
-	// UTC") or its delay between items runs.
+	// UTC"), its delay between items runs, or its alerts fire. On a
+	// rollout its alert gate paused, it says why (AlertPause).
 	Waiting string `json:"waiting,omitempty"`
+	// AlertPause numbers the pause of a rollout its alert gate paused
+	// (the rollout's pauses counted from 1); 0 for any other state.
+	AlertPause int `json:"alertPause,omitempty"`
 	// Outputs are the runbook's outputs, rendered as the run ended;
 	// OutputErrors says why one could not be (a step it reads did not
 	// run).
@@ -121,7 +125,8 @@ type StepProgress struct {
 	Items  []StepProgress `json:"items,omitempty"`
 	Paused bool           `json:"paused,omitempty"`
 	// Waiting is why a running rollout starts no item now (its window is
-	// closed, its delay runs): the rollout's Progress.Waiting.
+	// closed, its delay runs, its alerts fire), or why its alert gate
+	// paused it: the rollout's Progress.Waiting.
 	Waiting string `json:"waiting,omitempty"`
 }
 

@@ -33,7 +33,7 @@ var (
 const (
 	StatusRunning         = "running"
 	StatusWaitingApproval = "waiting-approval" // an approval step waits for `kedge approve`
-	StatusPaused          = "paused"           // a rollout stopped at its failure budget
+	StatusPaused          = "paused"           // a rollout stopped at its failure budget or by its alert gate
 	StatusSucceeded       = "succeeded"
 	StatusFailed          = "failed"
 	StatusCancelled       = "cancelled"
