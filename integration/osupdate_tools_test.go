@@ -2,10 +2,15 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"go.temporal.io/sdk/temporal"
+
+	"kedge.dev/kedge/actions/errtype"
 	"kedge.dev/kedge/actions/host"
 	"kedge.dev/kedge/activities/sshhost"
 	"kedge.dev/kedge/activities/sshpool"
@@ -82,5 +87,74 @@ func TestOSUpdateActionsOnEachFamily(t *testing.T) {
 		if err != nil || after.RebootRequired || after.Booted != next[name] {
 			t.Errorf("%s after its reboot: %+v, %v", name, after, err)
 		}
+	}
+}
+
+// TestOSUpdateRefusedWhileZincatiDrives: a Fedora CoreOS host whose
+// zincati.service runs (registered as rpm-ostree's update driver, as on
+// a real one) is not staged by host.os-update: rpm-ostree refuses, and
+// Kedge says why and what to choose, not retried, nothing staged. With
+// bypassUpdateDriver it stages; after the reboot Zincati registers
+// again and is refused again; with zincati.service stopped, it stages.
+func TestOSUpdateRefusedWhileZincatiDrives(t *testing.T) {
+	mainLane.join(t)
+	dir := t.TempDir()
+	l, err := testhosts.Start(context.Background(), testhosts.Options{Count: 1, Names: []string{"fcos-1"}, BaseIP: "127.0.64.", Dir: filepath.Join(dir, "hosts"),
+		OS: testhosts.FedoraCoreOS, Zincati: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	inv := filepath.Join(dir, "inventory.yaml")
+	if err := os.WriteFile(inv, []byte(lab.Inventory("zincati", l, l.KnownHostsFile)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cluster, err := inventory.LoadFile(inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := cluster.Target("fcos-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := sshpool.New(sshpool.Options{})
+	t.Cleanup(func() { _ = pool.Close() })
+	acts := &sshhost.Activities{Pool: pool}
+	h, ctx := l.Hosts[0], t.Context()
+	refused := func(when string) {
+		t.Helper()
+		res, err := acts.OSUpdate(ctx, host.OSUpdateInput{Target: target})
+		var ae *temporal.ApplicationError
+		if !errors.As(err, &ae) || ae.Type() != errtype.UpdateDriverActive || !ae.NonRetryable() ||
+			!strings.Contains(ae.Error(), "driven by Zincati (zincati.service)") || !strings.Contains(ae.Error(), "bypassUpdateDriver") {
+			t.Fatalf("%s: os-update while Zincati runs: %+v, %v", when, res, err)
+		}
+		if check, err := acts.OSUpdate(ctx, host.OSUpdateInput{Target: target, CheckOnly: true}); err != nil || check.Staged || check.RebootRequired {
+			t.Fatalf("%s: a check while Zincati runs: %+v, %v", when, check, err)
+		}
+	}
+
+	if err := h.OfferUpdate(testhosts.Update{Version: "40.20240504.3.0"}); err != nil {
+		t.Fatal(err)
+	}
+	refused("first boot")
+	staged, err := acts.OSUpdate(ctx, host.OSUpdateInput{Target: target, BypassUpdateDriver: true})
+	if err != nil || !staged.Staged || staged.Next != "40.20240504.3.0" {
+		t.Fatalf("with bypassUpdateDriver: %+v, %v", staged, err)
+	}
+	if back, err := acts.Reboot(ctx, host.RebootInput{Target: target, NotBootID: staged.BootID, Within: "2m"}); err != nil || back.Booted != "40.20240504.3.0" {
+		t.Fatalf("rebooted: %+v, %v", back, err)
+	}
+
+	// zincati.service started at boot and registered again.
+	if err := h.OfferUpdate(testhosts.Update{Version: "40.20240519.3.0"}); err != nil {
+		t.Fatal(err)
+	}
+	refused("after the reboot")
+	if out, err := h.Exec(ctx, "systemctl", "stop", "zincati.service"); err != nil {
+		t.Fatalf("stop zincati: %v: %s", err, out)
+	}
+	if res, err := acts.OSUpdate(ctx, host.OSUpdateInput{Target: target}); err != nil || !res.Staged || res.Next != "40.20240519.3.0" {
+		t.Fatalf("with zincati.service stopped: %+v, %v", res, err)
 	}
 }

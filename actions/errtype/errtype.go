@@ -62,6 +62,11 @@ const (
 	// time: it may be down, or the reboot did not happen (not retried: a
 	// person looks; the node keeps its place in the wave).
 	HostNotBack = "HostNotBack"
+	// UpdateDriverActive: another agent drives the host's updates
+	// (Zincati, registered as rpm-ostree's update driver), so its tool
+	// refused to stage one (not retried: a person chooses FleetLock, a
+	// stopped agent, or the bypass).
+	UpdateDriverActive = "UpdateDriverActive"
 )
 
 // NotRetried returns the types above (refused before anything changes),
@@ -69,7 +74,7 @@ const (
 // action's RetryPolicy, so the server never retries one even when an
 // activity forgot to say so.
 func NotRetried() []string {
-	return []string{InvalidInput, CheckFailed, ApprovalRejected, ApprovalTimeout, UndoFailed, NodeBusy, CredentialRefused, UnknownLayout, NodeNameMismatch, Unreadable, NotAdopted, CAWithinRenewalWindow, IssuerEnded, ForeignIssuer, ServiceAccountKeyMismatch, DrainBlocked, EtcdQuorum, EtcdMemberNotLost, EtcdUnhealthy, CAStillPresented, NotStaged, OldKeyInUse, UpgradeRefused, UpdateUnsupported, HostNotBack, PrometheusRefused}
+	return []string{InvalidInput, CheckFailed, ApprovalRejected, ApprovalTimeout, UndoFailed, NodeBusy, CredentialRefused, UnknownLayout, NodeNameMismatch, Unreadable, NotAdopted, CAWithinRenewalWindow, IssuerEnded, ForeignIssuer, ServiceAccountKeyMismatch, DrainBlocked, EtcdQuorum, EtcdMemberNotLost, EtcdUnhealthy, CAStillPresented, NotStaged, OldKeyInUse, UpgradeRefused, UpdateUnsupported, HostNotBack, PrometheusRefused, UpdateDriverActive}
 }
 
 // Temporal.

@@ -16,6 +16,12 @@ type OSUpdateInput struct {
 	Target target.SSH `json:"target"`
 	// CheckOnly reports what would be staged and stages nothing.
 	CheckOnly bool `json:"checkOnly,omitempty" doc:"only report whether an update is available; stage nothing"`
+	// BypassUpdateDriver stages with rpm-ostree even while Zincati,
+	// registered as its update driver, runs (rpm-ostree upgrade
+	// --bypass-driver). Without it such a host is refused
+	// (UpdateDriverActive): Zincati would also stage, and reboot, on its
+	// own terms.
+	BypassUpdateDriver bool `json:"bypassUpdateDriver,omitempty" doc:"on Fedora CoreOS, stage even while Zincati drives the updates (rpm-ostree --bypass-driver); refused otherwise"`
 }
 
 // OSUpdateResult is what was staged and what the next boot will run.

@@ -150,22 +150,45 @@ func parseApt(s string) (aptOutcome, error) {
 }
 
 // rpmOSTreeScript stages the next deployment (exit 77: none) and prints
-// the deployments as JSON.
+// the deployments as JSON. A check only reads, so it bypasses an update
+// driver; an upgrade does only when asked to ($KEDGE_BYPASS).
 const rpmOSTreeScript = `rc=0
-if [ "$KEDGE_CHECK_ONLY" = 1 ]; then rpm-ostree upgrade --check >&2 || rc=$?; else rpm-ostree upgrade --unchanged-exit-77 >&2 || rc=$?; fi
+if [ "$KEDGE_CHECK_ONLY" = 1 ]; then rpm-ostree upgrade --check --bypass-driver >&2 || rc=$?; else rpm-ostree upgrade --unchanged-exit-77 $KEDGE_BYPASS >&2 || rc=$?; fi
 case $rc in 0|77) ;; *) exit $rc ;; esac
 rpm-ostree status --json
 `
 
+// drivenBy is how rpm-ostree begins its refusal while an update driver
+// (Zincati) owns the host's updates: "error: Updates and deployments are
+// driven by Zincati (zincati.service)".
+const drivenBy = "Updates and deployments are driven by "
+
 func (a *Activities) rpmOSTreeUpgrade(ctx context.Context, in host.OSUpdateInput, res *host.OSUpdateResult) error {
 	script := rpmOSTreeScript
-	if in.CheckOnly {
+	switch {
+	case in.CheckOnly:
 		script = "KEDGE_CHECK_ONLY=1\n" + script
+	case in.BypassUpdateDriver:
+		script = "KEDGE_BYPASS=--bypass-driver\n" + script
+	default:
+		script = "KEDGE_BYPASS=\n" + script
 	}
-	out, _, err := a.runScript(ctx, in.Target, "rpm-ostree upgrade", script)
+	run, err := a.exec(ctx, in.Target, execSpec{script: script, limit: 256 << 10})
 	if err != nil {
 		return err
 	}
+	if _, driver, ok := strings.Cut(run.Stderr, drivenBy); ok && run.ExitCode != 0 {
+		driver, _, _ = strings.Cut(driver, "\n")
+		return &typedError{typ: errtype.UpdateDriverActive, nonRetryable: true,
+			msg: fmt.Sprintf("%s: rpm-ostree refused to stage an update: its updates are driven by %s. "+
+				"Let Zincati ask Kedge before it reboots (FleetLock: kedge fleetlock-url), or stop and mask zincati.service for Kedge's waves, "+
+				"or set bypassUpdateDriver to stage anyway (Zincati may then also stage and reboot on its own)", in.Target.Name(), driver)}
+	}
+	if run.ExitCode != 0 {
+		return &typedError{typ: errtype.CommandFailed, details: []any{run.ExitCode},
+			msg: fmt.Sprintf("rpm-ostree upgrade on %s: exit status %d%s", in.Target.Name(), run.ExitCode, tailLine(run.Stderr))}
+	}
+	out := run.Stdout
 	next, pending, err := parseRPMOSTreeStatus(out)
 	if err != nil {
 		return &typedError{typ: errtype.CommandFailed, msg: fmt.Sprintf("rpm-ostree status on %s: %v", in.Target.Name(), err)}

@@ -133,7 +133,7 @@ func (h *Host) Reboot(ctx context.Context) error {
 }
 
 // start boots the host the first time (Start): its units are not
-// started, as a fresh host has none.
+// started, as a fresh host has none (but zincati.service, Options.Zincati).
 func (h *Host) start(ctx context.Context) error {
 	addr := net.JoinHostPort(h.Address, strconv.Itoa(h.Port))
 	if l, err := net.Listen("tcp", addr); err != nil {
@@ -148,6 +148,16 @@ func (h *Host) start(ctx context.Context) error {
 	if err != nil {
 		close(h.watched)
 		return err
+	}
+	// A fresh host has no units of its own, but for the OS's: Fedora
+	// CoreOS starts zincati.service.
+	if h.zincati {
+		if err := h.startUnits(); err != nil {
+			_ = h.cmd.Process.Kill()
+			<-exited
+			close(h.watched)
+			return err
+		}
 	}
 	h.mu.Lock()
 	h.boots = 1

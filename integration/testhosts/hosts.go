@@ -55,6 +55,12 @@ type Options struct {
 	OS OSFamily
 	// HostOS sets OS for single hosts, by name.
 	HostOS map[string]OSFamily
+	// Zincati: the Fedora CoreOS hosts run zincati.service, which
+	// registers as rpm-ostree's update driver when it starts, as on a
+	// real Fedora CoreOS host where it is not masked; rpm-ostree then
+	// refuses to upgrade without --bypass-driver while it runs. The
+	// stand-in never updates or reboots by itself.
+	Zincati bool
 }
 
 // User is the unprivileged login user on every host (as Typhoon's
@@ -83,6 +89,7 @@ type Host struct {
 	dir           string
 	realCtr       bool     // Options.RealContainerd: the host's ctr is the real one
 	os            OSFamily // Options.OS
+	zincati       bool     // Options.Zincati, on a Fedora CoreOS host
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd // this boot's unshare, when the harness started the host
@@ -301,7 +308,7 @@ LogLevel ERROR
 			return err
 		}
 	}
-	if err := h.prepareOS(bins); err != nil {
+	if err := h.prepareOS(bins, o.Zincati); err != nil {
 		return fmt.Errorf("host %s: %w", h.Name, err)
 	}
 	if err := seedImages(h.dir); err != nil {

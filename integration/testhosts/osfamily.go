@@ -110,8 +110,9 @@ func (h *Host) stateDir() string {
 	return filepath.Join(h.dir, "varlib-upper", strings.TrimPrefix(osstate.StateDir, "/var/lib/"))
 }
 
-// prepareOS installs the family's tools and its first state.
-func (h *Host) prepareOS(bins map[string]string) error {
+// prepareOS installs the family's tools and its first state, and on a
+// Fedora CoreOS host with zincati its unit, enabled.
+func (h *Host) prepareOS(bins map[string]string, zincati bool) error {
 	if h.os == "" {
 		return nil
 	}
@@ -141,6 +142,12 @@ func (h *Host) prepareOS(bins map[string]string) error {
 	switch h.os {
 	case FedoraCoreOS:
 		booted.Deployment = osstate.NewDeployment(string(h.os), FedoraCoreOSVersion)
+		if zincati {
+			if err := h.installZincati(bins); err != nil {
+				return err
+			}
+			h.zincati = true
+		}
 	case Flatcar:
 		booted.Deployment = osstate.NewDeployment(string(h.os), FlatcarVersion)
 	case Debian:
@@ -149,6 +156,42 @@ func (h *Host) prepareOS(bins map[string]string) error {
 		}
 	}
 	return osstate.WriteJSON(filepath.Join(h.stateDir(), osstate.BootedName), booted)
+}
+
+// zincatiUnit is zincati.service as the test world runs it: the real
+// one runs /usr/libexec/zincati agent as the zincati user; here the
+// stand-in, at /usr/bin (the overlay the hosts' tools are in), as root,
+// which is how it can write rpm-ostree's registration.
+const zincatiUnit = `[Unit]
+Description=Zincati Update Agent (the test world's)
+
+[Service]
+ExecStart=/usr/bin/zincati agent
+Restart=on-failure
+
+[Install]
+WantedBy=multi-user.target
+`
+
+// installZincati installs the zincati stand-in (rpm-ostree's binary
+// under that name) and its unit, enabled as Fedora CoreOS enables it.
+func (h *Host) installZincati(bins map[string]string) error {
+	data, err := os.ReadFile(bins["rpm-ostree"])
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(h.dir, "usr-bin", "zincati"), data, 0o755); err != nil {
+		return err
+	}
+	units := filepath.Join(h.dir, "etc-upper", "systemd", "system")
+	if err := os.MkdirAll(filepath.Join(units, "multi-user.target.wants"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(units, "zincati.service"), []byte(zincatiUnit), 0o644); err != nil {
+		return err
+	}
+	// As systemctl enable links it: an absolute path.
+	return os.Symlink("/etc/systemd/system/zincati.service", filepath.Join(units, "multi-user.target.wants", "zincati.service"))
 }
 
 // OfferUpdate makes the host's update server offer u from now on (an

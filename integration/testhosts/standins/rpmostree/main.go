@@ -26,8 +26,10 @@
 // session). Commands it does not implement (rebase, rollback, deploy,
 // kargs, install, cleanup, ...) are refused naming the stand-in.
 //
-// No update driver (Zincati) is registered on a test host, so
-// --bypass-driver changes nothing; no package layering, no container
+// While an update driver is registered and its unit is active (the
+// binary installed as zincati registers itself when zincati.service
+// starts), `upgrade` is refused as the real one refuses it, unless
+// --bypass-driver (driver.go). No package layering, no container
 // origins, no signatures.
 //
 // It is test infrastructure only.
@@ -37,11 +39,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 )
 
 func main() {
 	a := &app{stdout: os.Stdout, stderr: os.Stderr, euid: os.Geteuid(), now: time.Now, root: os.Getenv("KEDGE_LAB_OS_ROOT")}
+	if filepath.Base(os.Args[0]) == "zincati" {
+		os.Exit(a.zincati(os.Args[1:]))
+	}
 	os.Exit(a.run(os.Args[1:]))
 }
 
@@ -54,6 +60,8 @@ type app struct {
 	root string
 	// reboot asks for the host's reboot (upgrade --reboot).
 	reboot func() error
+	// active says whether a systemd unit is active (systemctl is-active).
+	active func(unit string) bool
 }
 
 // Exit statuses.

@@ -28,7 +28,15 @@ func (a *app) upgrade(args []string) int {
 		return a.fail("No deployments found for os %s", set["os"])
 	case set["download-only"] != "":
 		return a.fail("the test world's rpm-ostree does not implement --download-only")
-	case a.euid != 0:
+	}
+	// The client refuses before it asks the daemon (and polkit): with
+	// --check too.
+	if set["bypass"] == "" {
+		if rc := a.drivenBy(); rc != 0 {
+			return rc
+		}
+	}
+	if a.euid != 0 {
 		return a.fail("Authorization required, but no agent found")
 	}
 	deps, _, err := a.deployments()
