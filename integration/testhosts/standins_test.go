@@ -3,6 +3,7 @@ package testhosts
 import (
 	"context"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -306,4 +307,62 @@ func readProc(t *testing.T, key string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// A boot starts its units as systemd runs a boot's start jobs: a unit
+// slow to start (a long ExecStartPre) holds up the units ordered after it
+// (After=, or its Before=; a path unit as the service it starts) and no
+// other, as a controller's slow etcd member does not hold up the kubelet
+// its kubelet.path starts.
+func TestBootStartsUnitsInTheirOrder(t *testing.T) {
+	h := standinHost(t, "127.0.36.")
+	record := func(name string) string {
+		return `ExecStart=/etc/record-start ` + name + `\n`
+	}
+	mustSh(t, h, `set -e
+mkdir -p /etc/kubernetes && echo x > /etc/kubernetes/kubeconfig
+printf '#!/bin/sh\ndate +%%s%%N > /var/lib/boot-order/$1\nexec sleep 1000\n' > /etc/record-start && chmod 755 /etc/record-start
+d=/etc/systemd/system
+printf '[Service]\nExecStartPre=/bin/sleep 2\n`+record("slow")+`[Install]\nWantedBy=multi-user.target\n' > $d/slow.service
+printf '[Service]\n`+record("free")+`[Install]\nWantedBy=multi-user.target\n' > $d/free.service
+printf '[Unit]\nAfter=network.target slow.service\n[Service]\n`+record("after")+`[Install]\nWantedBy=multi-user.target\n' > $d/after.service
+printf '[Unit]\nBefore=watched.service\n[Service]\nExecStartPre=/bin/sleep 1\n`+record("early")+`[Install]\nWantedBy=multi-user.target\n' > $d/early.service
+printf '[Service]\n`+record("watched")+`' > $d/watched.service
+printf '[Path]\nPathExists=/etc/kubernetes/kubeconfig\n[Install]\nWantedBy=multi-user.target\n' > $d/watched.path
+printf '[Service]\n`+record("freewatched")+`' > $d/freewatched.service
+printf '[Path]\nPathExists=/etc/kubernetes/kubeconfig\n[Install]\nWantedBy=multi-user.target\n' > $d/freewatched.path
+systemctl enable slow free after early watched.path freewatched.path`)
+	mustSh(t, h, "rm -rf /var/lib/boot-order && mkdir -p /var/lib/boot-order")
+	if err := h.Reboot(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	started := map[string]int64{}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, u := range []string{"slow", "free", "after", "early", "watched", "freewatched"} {
+		for {
+			out, _ := hostSh(t, h, "cat /var/lib/boot-order/"+u)
+			if n, err := strconv.ParseInt(out, 10, 64); err == nil {
+				started[u] = n
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not start at boot", u)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	ms := func(a, b string) int64 { return (started[a] - started[b]) / 1e6 }
+	if d := ms("slow", "free"); d < 1500 {
+		t.Errorf("free.service started %d ms before slow.service's main process: it waited for slow's ExecStartPre", d)
+	}
+	if d := ms("slow", "freewatched"); d < 1500 {
+		t.Errorf("freewatched.service (started by freewatched.path) started %d ms before slow.service's main process: it waited for slow's ExecStartPre", d)
+	}
+	if d := ms("after", "slow"); d < 0 {
+		t.Errorf("after.service (After=slow.service) started %d ms before slow.service", -d)
+	}
+	if d := ms("watched", "early"); d < 0 {
+		t.Errorf("watched.service (early.service is Before= it; started by watched.path) started %d ms before early.service", -d)
+	}
+	mustSh(t, h, "systemctl stop watched.path freewatched.path watched freewatched slow free after early")
 }

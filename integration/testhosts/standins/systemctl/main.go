@@ -13,8 +13,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -102,6 +105,13 @@ func run(args []string) int {
 		return reboot()
 	case "__boot":
 		return bootUnits()
+	case "__boot-start":
+		if len(units) != 1 {
+			return fail("__boot-start needs one unit")
+		}
+		unlock := lockUnit(units[0])
+		defer unlock()
+		return start(units[0])
 	case "__go-down":
 		return goDown()
 	case "reboot":
@@ -597,7 +607,11 @@ func reboot() int {
 }
 
 // bootUnits starts what a boot starts (test worlds only): every unit of
-// the host's own a target wants or requires, services before path units.
+// the host's own a target wants or requires, as systemd runs a boot's
+// start jobs: each once the units it is ordered after (its After=, their
+// Before=) have started, the others side by side, so that a unit slow to
+// start holds up only those ordered after it. A path unit is ordered as
+// the service it starts.
 func bootUnits() int {
 	wanted := map[string]bool{}
 	for _, pattern := range []string{"*.target.wants/*", "*.target.requires/*"} {
@@ -611,17 +625,108 @@ func bootUnits() int {
 			}
 		}
 	}
-	rc := 0
-	for _, paths := range []bool{false, true} {
-		for name := range wanted {
-			if strings.HasSuffix(name, ".path") == paths {
-				unlock := lockUnit(name)
-				if r := start(name); r != 0 {
-					rc = r
-				}
-				unlock()
+	units := map[string]*unit{}
+	for name := range wanted {
+		if u, err := loadUnit(name); err == nil {
+			units[name] = u
+		}
+		if u := units[name]; u != nil && u.Trigger != "" {
+			if t, err := loadUnit(u.Trigger); err == nil {
+				units[u.Trigger] = t
 			}
 		}
 	}
+	after := bootOrder(wanted, units)
+	self, err := os.Executable()
+	if err != nil {
+		return fail("%v", err)
+	}
+	started := map[string]chan struct{}{}
+	for name := range wanted {
+		started[name] = make(chan struct{})
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	rc := 0
+	for name := range wanted {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(started[name])
+			for _, d := range after[name] {
+				<-started[d]
+			}
+			// A process of its own: one start job.
+			cmd := exec.Command(self, "__boot-start", name)
+			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+			if err := cmd.Run(); err != nil {
+				mu.Lock()
+				rc = 1
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
 	return rc
+}
+
+// bootOrder is, for each wanted unit, the wanted units it starts after:
+// those its After= names and those whose Before= names it (a path unit's
+// are its service's). Units in an ordering cycle lose their ordering, as
+// systemd drops a job to break one.
+func bootOrder(wanted map[string]bool, units map[string]*unit) map[string][]string {
+	ordering := func(name string) (string, *unit) {
+		if u := units[name]; u != nil && u.Trigger != "" && units[u.Trigger] != nil {
+			return u.Trigger, units[u.Trigger]
+		}
+		return name, units[name]
+	}
+	after := map[string][]string{}
+	for a := range wanted {
+		as, au := ordering(a)
+		if au == nil {
+			continue
+		}
+		for b := range wanted {
+			bu := units[b]
+			if b == a || b == as || bu == nil {
+				continue
+			}
+			if slices.Contains(au.After, b) || slices.Contains(bu.Before, as) {
+				after[a] = append(after[a], b)
+			}
+		}
+		sort.Strings(after[a])
+	}
+	// Kahn's algorithm: what is left is in a cycle.
+	waiting := map[string]int{}
+	next := map[string][]string{}
+	for a, deps := range after {
+		waiting[a] = len(deps)
+		for _, b := range deps {
+			next[b] = append(next[b], a)
+		}
+	}
+	var ready []string
+	for name := range wanted {
+		if waiting[name] == 0 {
+			ready = append(ready, name)
+		}
+	}
+	for len(ready) > 0 {
+		n := ready[0]
+		ready = ready[1:]
+		for _, a := range next[n] {
+			if waiting[a]--; waiting[a] == 0 {
+				ready = append(ready, a)
+			}
+		}
+	}
+	for name, w := range waiting {
+		if w > 0 {
+			fmt.Fprintf(os.Stderr, "%s: ordering cycle, started without its ordering\n", name)
+			delete(after, name)
+		}
+	}
+	return after
 }

@@ -27,6 +27,8 @@ type unit struct {
 	// start (Unit=, by default the .service of the same name).
 	PathConds [][2]string
 	Trigger   string
+	// [Unit] ordering: the units this one starts after, and before.
+	After, Before []string
 }
 
 // unitFile is one file of a unit, as read from disk or as loaded.
@@ -138,6 +140,14 @@ func (u *unit) apply(text string) {
 				}
 			case "Unit":
 				u.Trigger = v
+			}
+			continue
+		case "Unit":
+			switch k {
+			case "After":
+				u.After = appendWords(u.After, v)
+			case "Before":
+				u.Before = appendWords(u.Before, v)
 			}
 			continue
 		case "Service":
