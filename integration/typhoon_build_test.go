@@ -81,6 +81,11 @@ type typhoonHostSpec struct {
 	spare        bool
 }
 
+// typhoonOSFamily is the OS a host of each Typhoon flavour runs: its
+// os-release and its update tool (rpm-ostree, update_engine_client),
+// which os-update drives.
+var typhoonOSFamily = map[string]testhosts.OSFamily{typhoon.FCOS: testhosts.FedoraCoreOS, typhoon.Flatcar: testhosts.Flatcar}
+
 // typhoonFQDN is the world's host called name's DNS name: its Node name.
 func typhoonFQDN(name string) string { return name + "." + typhoonDomain }
 
@@ -121,7 +126,12 @@ func buildTyphoon(t *testing.T, w *typhoonLab) error {
 			controllers = append(controllers, typhoon.Host{Name: h.name, Domain: typhoonFQDN(h.name), Flavor: h.flavor, Controller: true})
 		}
 	}
-	l, err := testhosts.Start(ctx, testhosts.Options{Count: len(all), Names: all, BaseIP: w.baseIP, Dir: filepath.Join(dir, "hosts")})
+	// Each host runs its flavour's OS (os-release, the update tool).
+	osOf := map[string]testhosts.OSFamily{}
+	for _, h := range w.hosts {
+		osOf[h.name] = typhoonOSFamily[h.flavor]
+	}
+	l, err := testhosts.Start(ctx, testhosts.Options{Count: len(all), Names: all, BaseIP: w.baseIP, Dir: filepath.Join(dir, "hosts"), HostOS: osOf})
 	if err != nil {
 		return err
 	}
