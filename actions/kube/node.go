@@ -73,6 +73,11 @@ type WaitNodeInput struct {
 	// a status the old kubelet posted before a restart is not the new
 	// kubelet's.
 	ReadyAfter string `json:"readyAfter,omitempty" doc:"count Ready only when its last heartbeat is not earlier than this RFC 3339 time (e.g. the restart's startedAt)"`
+	// BootID, after a reboot, makes Ready count only once the Node
+	// reports that boot (status.nodeInfo.bootID, which the kubelet reads
+	// as it starts): a status the kubelet of the boot before posted, even
+	// within the reboot's own second, is not the rebooted node's.
+	BootID string `json:"bootId,omitempty" doc:"count Ready only once the Node reports this boot ID (status.nodeInfo.bootID), e.g. host.reboot's bootId: posted by the kubelet of that boot"`
 	// LeaseAfter, an RFC 3339 time, also waits for the kubelet to renew
 	// the Node's Lease (kube-node-lease) at or after it: the kubelet
 	// reaches the API as it is now. After an etcd restore the Node's

@@ -399,12 +399,16 @@ func (a *Activities) WaitNode(ctx context.Context, in kube.WaitNodeInput) (kube.
 			if !leaseAfter.IsZero() {
 				renewed, lease = leaseRenewed(ctx, cs, in.Node, leaseAfter)
 			}
-			if last.Ready && fresh && renewed && (in.KubeletVersion == "" || last.KubeletVersion == in.KubeletVersion) {
+			booted := in.BootID == "" || node.Status.NodeInfo.BootID == in.BootID
+			if last.Ready && fresh && renewed && booted && (in.KubeletVersion == "" || last.KubeletVersion == in.KubeletVersion) {
 				return last, nil
 			}
 			lastErr = fmt.Sprintf("ready=%t kubelet %s", last.Ready, last.KubeletVersion)
 			if !fresh {
 				lastErr += fmt.Sprintf(", last heartbeat %s is before %s", readyHeartbeat(node).UTC().Format(time.RFC3339), in.ReadyAfter)
+			}
+			if !booted {
+				lastErr += fmt.Sprintf(", status of boot %q, not %s", node.Status.NodeInfo.BootID, in.BootID)
 			}
 			if !renewed {
 				lastErr += ", " + lease

@@ -170,6 +170,28 @@ func TestWaitNodeWantsAHeartbeatAfterTheRestart(t *testing.T) {
 	}
 }
 
+// After a reboot, a Ready status counts only once the Node reports the
+// new boot: one the kubelet of the boot before posted, even after
+// readyAfter, does not.
+func TestWaitNodeWantsTheNewBoot(t *testing.T) {
+	before := node("w1", true, "v1.35.4")
+	before.Status.NodeInfo.BootID = "3b1f0f3c-old"
+	a, cs := fakeActs(before)
+	in := kube.WaitNodeInput{Node: "w1", BootID: "9d2c7a11-new", Timeout: "100ms"}
+	if _, err := a.WaitNode(context.Background(), in); !errtype.Is(err, errtype.NodeNotReady) || !strings.Contains(err.Error(), `status of boot "3b1f0f3c-old", not 9d2c7a11-new`) {
+		t.Fatalf("a status of the boot before: want NodeNotReady naming it, got %v", err)
+	}
+	after := node("w1", true, "v1.35.4")
+	after.Status.NodeInfo.BootID = "9d2c7a11-new"
+	if _, err := cs.CoreV1().Nodes().UpdateStatus(context.Background(), after, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	in.Timeout = "5s"
+	if res, err := a.WaitNode(context.Background(), in); err != nil || !res.Ready {
+		t.Errorf("the new boot's status: %+v %v", res, err)
+	}
+}
+
 // After an etcd restore the Node's Ready condition is the snapshot's:
 // with leaseAfter only a Lease the kubelet renewed since counts.
 func TestWaitNodeWantsALeaseRenewedAfter(t *testing.T) {
