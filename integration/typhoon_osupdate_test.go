@@ -32,12 +32,14 @@ var typhoonOSOffer = map[string]string{typhoon.FCOS: "40.20240504.3.0", typhoon.
 // plane as static pods) and 2 workers (Flatcar, Fedora CoreOS), each
 // host offered its OS's next release. Every node stages it with its own
 // tool (rpm-ostree, update_engine_client), is drained, reboots once (a
-// new boot ID, its units started by the boot) into it, posts Ready after
-// the boot and is uncordoned; never more than maxUnavailable (2) nodes
-// are cordoned at once; the controllers go one at a time, each only while
-// every etcd member is healthy, and each is back (its member healthy, its
-// API server ready) before the next; at least one API server answers
-// throughout. A second run stages nothing and reboots nothing.
+// new boot ID, its units started by the boot) into it, posts Ready from
+// the new boot and is uncordoned; never more than maxUnavailable (2)
+// nodes are cordoned at once (the world's two workers go one at a time:
+// the first alone, then the rest); the controllers go one at a time, each
+// only while every etcd member is healthy, and each is back (its member
+// healthy again, though the test holds the last one's back at its boot)
+// before its uncordon; never more than one API server is down and one
+// serves throughout. A second run stages nothing and reboots nothing.
 func TestOSUpdateOnTyphoonCluster(t *testing.T) {
 	typhoonLane.join(t)
 	typhoonWorld(t)
