@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -86,11 +87,23 @@ func rebootOverSSH(t *testing.T, l *Lab, h *Host, c *ssh.Client) *ssh.Client {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the session in flight did not drop within 10s of the reboot")
 	}
-	if _, err := run(c, "true"); err == nil {
-		t.Error("the old connection still runs commands after the reboot")
+	// The old connection is gone with the host: a new session fails, or
+	// (its peer vanished without a word) never answers.
+	answered := make(chan error, 1)
+	go func() { _, err := run(c, "true"); answered <- err }()
+	select {
+	case err := <-answered:
+		if err == nil {
+			t.Error("the old connection still runs commands after the reboot")
+		}
+	case <-time.After(10 * time.Second):
+		c.Close()
 	}
-	if err := h.WaitBoot(t.Context(), boots+1); err != nil {
-		t.Fatalf("boot %d: %v", boots+1, err)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := h.WaitBoot(ctx, boots+1); err != nil {
+		out, _ := exec.Command("ps", "-o", "pid,ppid,stat,args", "--ppid", strconv.Itoa(h.PID()), "-p", strconv.Itoa(h.PID())).CombinedOutput()
+		t.Fatalf("boot %d: %v\nthe host's init and its children:\n%s", boots+1, err, out)
 	}
 	return redial(t, l, h)
 }

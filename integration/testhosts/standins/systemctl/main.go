@@ -662,12 +662,22 @@ func bootUnits() int {
 			if err := cmd.Run(); err != nil {
 				mu.Lock()
 				rc = 1
+				// What the unit's processes said last, for whoever
+				// reads why the boot failed (the harness's error).
+				fmt.Fprintf(os.Stderr, "%s's log ends:\n%s\n", name, logTail(name, 20))
 				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
 	return rc
+}
+
+// logTail is the last n lines of the unit's log.
+func logTail(name string, n int) string {
+	b, _ := os.ReadFile(logFile(name))
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // bootOrder is, for each wanted unit, the wanted units it starts after:
