@@ -300,11 +300,7 @@ LogLevel ERROR
 		if name == "ctr" && o.RealContainerd || isOSTool(name) {
 			continue
 		}
-		data, err := os.ReadFile(src)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(h.dir, "bin", name), data, 0o755); err != nil {
+		if _, err := h.InstallProgram(name, src); err != nil {
 			return err
 		}
 	}
