@@ -543,11 +543,17 @@ var swapVersion = 10
 // maxUnavailable 10: how full it kept its window (the node runbooks'
 // busy time over 10 slots for the rollout's wall time), and its time
 // against the ideal, ⌈50/10⌉ batches of one node's swap measured alone
-// just before.
+// just before (the best of three).
 func rollout50(b *testing.B) []benchRow {
 	inv, workers := fiftyNodes(b)
 	image := func() string { swapVersion++; return fmt.Sprintf("quay.io/poseidon/kubelet:v1.35.%d", swapVersion) }
-	single, _ := runTimed(b, compile(b, "kubelet-image-swap-node", inv, map[string]any{"node": workers[0], "image": image()}))
+	// One node alone varies with whatever else the machine does (0.35 to
+	// 1.4 s over runs): the best of three nodes, as a baseline is taken.
+	single := time.Duration(math.MaxInt64)
+	for _, w := range workers[:3] {
+		took, _ := runTimed(b, compile(b, "kubelet-image-swap-node", inv, map[string]any{"node": w, "image": image()}))
+		single = min(single, took)
+	}
 	stop := profile(b, "rollout-50")
 	cpu := sampleCPU()
 	rolling, _ := runTimed(b, compile(b, "kubelet-image-swap", inv, map[string]any{
@@ -568,7 +574,7 @@ func rollout50(b *testing.B) []benchRow {
 		{name: "rollout-50-occupancy", kedge: busy.Seconds() / (swapWindow * rolling.Seconds()), target: 0.9,
 			note: fmt.Sprintf("node runbooks busy %.1f s in 10 slots of %.1f s", busy.Seconds(), rolling.Seconds())},
 		{name: "rollout-50-vs-ideal", kedge: rolling.Seconds(), baseline: ideal.Seconds(), target: 1.5, atMost: true,
-			note: fmt.Sprintf("ideal: 5 batches of one node alone (%.2f s); %s", single.Seconds(), where)},
+			note: fmt.Sprintf("ideal: 5 batches of one node alone (%.2f s, best of 3); %s", single.Seconds(), where)},
 	}
 }
 

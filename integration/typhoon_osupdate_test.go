@@ -258,7 +258,8 @@ func watchTyphoonUpdate(t *testing.T, addrs []string) *typhoonUpdateWatch {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		etcdWasHealthy, wasCordoned := true, map[string]bool{}
+		var etcdWasDown []string
+		wasCordoned := map[string]bool{}
 		for ctx.Err() == nil {
 			// Each API server asked at once: a Node list, which is a
 			// quorum read.
@@ -278,7 +279,8 @@ func watchTyphoonUpdate(t *testing.T, addrs []string) *typhoonUpdateWatch {
 				}()
 			}
 			wg.Wait()
-			etcdDown := etcdDown(ctx, etcd, addrs)
+			etcdWhy := etcdDownWhy(ctx, etcd, addrs)
+			etcdDown := len(etcdWhy)
 			if ctx.Err() != nil {
 				return
 			}
@@ -305,14 +307,14 @@ func watchTyphoonUpdate(t *testing.T, addrs []string) *typhoonUpdateWatch {
 				}
 				w.maxCordoned = max(w.maxCordoned, len(cordoned))
 				for n := range cordoned {
-					if controllers[n] && !wasCordoned[n] && !etcdWasHealthy {
-						w.cordonedUnhealthy = append(w.cordonedUnhealthy, n)
+					if controllers[n] && !wasCordoned[n] && etcdWasDown != nil {
+						w.cordonedUnhealthy = append(w.cordonedUnhealthy, fmt.Sprintf("%s (the sample before: %s)", n, strings.Join(etcdWasDown, "; ")))
 					}
 				}
 				wasCordoned = cordoned
 			}
 			w.mu.Unlock()
-			etcdWasHealthy = etcdDown == 0
+			etcdWasDown = etcdWhy
 			select {
 			case <-ctx.Done():
 			case <-time.After(250 * time.Millisecond):
@@ -349,32 +351,61 @@ func (w *typhoonUpdateWatch) check(t *testing.T, maxUnavailable int) {
 // answers without a quorum) with a leader. A member that answers while
 // the others elect a new leader is not down.
 func etcdDown(ctx context.Context, cl *http.Client, addrs []string) int {
-	down := 0
-	for _, a := range addrs {
-		if !etcdMemberUp(ctx, cl, a) {
-			down++
+	return len(etcdDownWhy(ctx, cl, addrs))
+}
+
+// etcdDownWhy asks every member at once and says, for each one down or
+// without a leader, why (a member that is up answers within 5 s even on
+// a machine busy with other tests).
+func etcdDownWhy(ctx context.Context, cl *http.Client, addrs []string) []string {
+	why := make([]string, len(addrs))
+	var wg sync.WaitGroup
+	for i, a := range addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := etcdMemberUp(ctx, cl, a); err != nil {
+				why[i] = fmt.Sprintf("%s: %v", a, err)
+			}
+		}()
+	}
+	wg.Wait()
+	var down []string
+	for _, w := range why {
+		if w != "" {
+			down = append(down, w)
 		}
 	}
 	return down
 }
 
-func etcdMemberUp(ctx context.Context, cl *http.Client, addr string) bool {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+func etcdMemberUp(ctx context.Context, cl *http.Client, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+addr+":2379/v3/maintenance/status", strings.NewReader("{}"))
 	if err != nil {
-		return false
+		return err
 	}
 	resp, err := cl.Do(req)
 	if err != nil {
-		return false
+		return err
 	}
 	defer resp.Body.Close()
 	var st struct {
 		Leader string   `json:"leader"`
 		Errors []string `json:"errors"`
 	}
-	return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&st) == nil && st.Leader != "" && st.Leader != "0" && len(st.Errors) == 0
+	switch {
+	case resp.StatusCode != http.StatusOK:
+		return fmt.Errorf("status %s", resp.Status)
+	case json.NewDecoder(resp.Body).Decode(&st) != nil:
+		return errors.New("an answer that is no status")
+	case st.Leader == "" || st.Leader == "0":
+		return errors.New("no leader")
+	case len(st.Errors) > 0:
+		return fmt.Errorf("errors %q", st.Errors)
+	}
+	return nil
 }
 
 // slowStart is a drop-in for the unit whose text is unit that has it
