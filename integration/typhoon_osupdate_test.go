@@ -261,6 +261,13 @@ func watchTyphoonUpdate(t *testing.T, addrs []string) *typhoonUpdateWatch {
 		var etcdWasDown []string
 		wasCordoned := map[string]bool{}
 		for ctx.Err() == nil {
+			// etcd first, then the Nodes: a controller first seen
+			// cordoned in this sample was not cordoned when the last
+			// sample's Nodes were listed, so the last sample's etcd is
+			// what the cordon found (asked after the Nodes, it could be
+			// the cordoned controller's own reboot).
+			etcdWhy := etcdDownWhy(ctx, etcd, addrs)
+			etcdDown := len(etcdWhy)
 			// Each API server asked at once: a Node list, which is a
 			// quorum read.
 			lists := make([]*corev1.NodeList, len(clients))
@@ -279,8 +286,6 @@ func watchTyphoonUpdate(t *testing.T, addrs []string) *typhoonUpdateWatch {
 				}()
 			}
 			wg.Wait()
-			etcdWhy := etcdDownWhy(ctx, etcd, addrs)
-			etcdDown := len(etcdWhy)
 			if ctx.Err() != nil {
 				return
 			}
