@@ -209,15 +209,21 @@ func (c *Client) until(ctx context.Context, interval time.Duration, what string,
 	}
 	t := time.NewTimer(interval)
 	defer t.Stop()
+	last := ""
 	for {
 		reason, err := try()
 		if err == nil || errors.Is(err, ErrOutOfOrder) {
 			return err
 		}
+		// An attempt cut short by ctx's end says nothing of the server:
+		// the answer before it stands.
+		if ctx.Err() == nil || last == "" {
+			last = reason
+		}
 		t.Reset(interval)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("fleetlock %s not done (last: %s): %w", what, reason, ctx.Err())
+			return fmt.Errorf("fleetlock %s not done (last: %s): %w", what, last, ctx.Err())
 		case <-t.C:
 		}
 	}
